@@ -1,0 +1,59 @@
+//! The HTTP API, base `/ws/v1`, in YARN's REST style: cluster, nodes
+//! (register and heartbeat), apps, policies, quota; and `/metrics`.
+
+mod cluster;
+mod error;
+mod policies;
+mod quota;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::{get, post, put};
+
+pub use error::ApiError;
+
+use crate::policy::PolicyRuntime;
+use crate::rm::RmHandle;
+
+/// What every handler can reach.
+#[derive(Clone, Debug)]
+pub struct ApiState {
+    pub rm: RmHandle,
+    pub policies: Arc<PolicyRuntime>,
+    /// How often nodes should heartbeat, told to them at registration.
+    pub heartbeat_interval_ms: u64,
+}
+
+pub fn router(state: ApiState) -> Router {
+    Router::new()
+        .route("/ws/v1/cluster", get(cluster::info))
+        .route("/ws/v1/cluster/info", get(cluster::info))
+        .route("/ws/v1/cluster/metrics", get(cluster::cluster_metrics))
+        .route("/ws/v1/cluster/nodes", get(cluster::nodes))
+        .route(
+            "/ws/v1/cluster/nodes/register",
+            post(cluster::register_node),
+        )
+        .route(
+            "/ws/v1/cluster/nodes/{id}/heartbeat",
+            post(cluster::heartbeat),
+        )
+        .route(
+            "/ws/v1/cluster/apps",
+            get(cluster::apps).post(cluster::submit_app),
+        )
+        .route("/ws/v1/cluster/apps/{id}", get(cluster::app))
+        .route("/ws/v1/policies", get(policies::list))
+        .route(
+            "/ws/v1/policies/{kind}",
+            put(policies::load).get(policies::show),
+        )
+        .route("/ws/v1/policies/{kind}/rollback", post(policies::rollback))
+        .route("/ws/v1/quota/projects", get(quota::projects))
+        .route("/ws/v1/quota/prices", get(quota::prices))
+        .route("/metrics", get(quota::metrics_text))
+        // Policies are uploaded as bodies; a component can be several MB.
+        .layer(axum::extract::DefaultBodyLimit::max(64 << 20))
+        .with_state(state)
+}

@@ -1,0 +1,235 @@
+//! `weft policy bench`: what one policy call costs, per call and per item,
+//! optionally against a baseline policy measured in the same run — in the
+//! spirit of `opa bench`. For exact comparisons use the criterion benches.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use serde::Serialize;
+
+use crate::config::Settings;
+use crate::policy::{
+    Apps, Asks, CallError, Nodes, PolicyEngine, PolicyKind, PolicySource, PolicyVersion, Queues,
+    Snapshot, Usage, Utilization, inspect,
+};
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A .wasm component, or builtin:NAME.
+    policy: String,
+    /// Another policy of the same kind to compare against.
+    #[arg(long, value_name = "FILE|builtin:NAME")]
+    baseline: Option<String>,
+    /// Items per call: containers to price, or pending containers to place.
+    #[arg(long, default_value_t = 1000)]
+    batch: u32,
+    /// How long to measure each policy.
+    #[arg(long, default_value_t = 2.0)]
+    seconds: f64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Figures {
+    policy: String,
+    kind: PolicyKind,
+    batch: u32,
+    calls: usize,
+    per_call_ns: Stats,
+    per_item_ns: Stats,
+}
+
+#[derive(Debug, Serialize)]
+struct Stats {
+    mean: f64,
+    p50: f64,
+    p99: f64,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    result: Figures,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<Figures>,
+    /// result ÷ baseline, of the per-call medians.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ratio_p50: Option<f64>,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.batch == 0 {
+        bail!("--batch must be at least 1");
+    }
+    let settings = Settings::default();
+    let engine = PolicyEngine::new(settings.call_limits())?;
+    let load = |text: &str| -> anyhow::Result<std::sync::Arc<PolicyVersion>> {
+        let source = PolicySource::parse(text);
+        let bytes = source.read().map_err(anyhow::Error::msg)?;
+        inspect(
+            &engine,
+            &source.to_string(),
+            &bytes,
+            &settings.pricing_params(),
+            &[],
+        )
+        .with_context(|| format!("{source} failed its check"))
+    };
+    let policy = load(&args.policy)?;
+    let baseline = args.baseline.as_deref().map(load).transpose()?;
+    if let Some(baseline) = &baseline
+        && baseline.info.kind != policy.info.kind
+    {
+        bail!(
+            "the baseline is a {} policy and {} a {} policy; compare policies of one kind",
+            baseline.info.kind,
+            args.policy,
+            policy.info.kind
+        );
+    }
+    let budget = Duration::from_secs_f64(args.seconds.max(0.01));
+    let result = measure(&policy, args.batch, budget)?;
+    let baseline = baseline
+        .map(|b| measure(&b, args.batch, budget))
+        .transpose()?;
+    let ratio_p50 = baseline
+        .as_ref()
+        .map(|b| result.per_call_ns.p50 / b.per_call_ns.p50);
+    let report = Report {
+        result,
+        baseline,
+        ratio_p50,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_table(&report);
+    }
+    Ok(())
+}
+
+fn measure(version: &PolicyVersion, batch: u32, budget: Duration) -> anyhow::Result<Figures> {
+    let call: Box<dyn Fn() -> Result<(), CallError>> = match version.info.kind {
+        PolicyKind::Pricing => {
+            let usage = sample_usage(batch);
+            let multiplicators = version.multiplicators(Utilization {
+                memory: 0.6,
+                vcores: 0.4,
+                gpus: 0.9,
+            })?;
+            Box::new(move || version.charge(&usage, multiplicators).map(drop))
+        }
+        PolicyKind::Scheduling => {
+            let snapshot = sample_snapshot(batch);
+            Box::new(move || version.schedule(&snapshot).map(drop))
+        }
+    };
+    for _ in 0..3 {
+        call().with_context(|| format!("{} failed during warm-up", version.info.name))?;
+    }
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    while (started.elapsed() < budget || samples.len() < 10) && samples.len() < 1_000_000 {
+        let t = Instant::now();
+        call().with_context(|| format!("{} failed while measured", version.info.name))?;
+        samples.push(t.elapsed().as_nanos() as f64);
+    }
+    samples.sort_by(f64::total_cmp);
+    let stats = |scale: f64| Stats {
+        mean: samples.iter().sum::<f64>() / samples.len() as f64 / scale,
+        p50: percentile(&samples, 0.50) / scale,
+        p99: percentile(&samples, 0.99) / scale,
+    };
+    Ok(Figures {
+        policy: format!("{} {}", version.info.name, version.info.version),
+        kind: version.info.kind,
+        batch,
+        calls: samples.len(),
+        per_call_ns: stats(1.0),
+        per_item_ns: stats(f64::from(batch)),
+    })
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    let index = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[index]
+}
+
+/// `n` containers of mixed sizes, some with GPUs.
+pub fn sample_usage(n: u32) -> Usage {
+    let n = n as usize;
+    Usage {
+        seconds: (0..n).map(|i| 1.0 + (i % 10) as f64).collect(),
+        memory_mb: (0..n).map(|i| 1024 * (1 + (i % 8) as u64)).collect(),
+        vcores: (0..n).map(|i| 1 + (i % 4) as u32).collect(),
+        gpus: (0..n).map(|i| u32::from(i % 7 == 0)).collect(),
+    }
+}
+
+/// `n` pending 1 GB, 1 vcore containers in asks of 10 (one app per ask) and
+/// nodes of 8 GB, 8 vcores enough for them all.
+pub fn sample_snapshot(n: u32) -> Snapshot {
+    let asks = n.div_ceil(10) as usize;
+    let nodes = n.div_ceil(8) as usize;
+    Snapshot {
+        now_ms: 0,
+        nodes: Nodes {
+            free_memory_mb: vec![8192; nodes],
+            free_vcores: vec![8; nodes],
+            free_gpus: vec![0; nodes],
+            capacity_memory_mb: vec![8192; nodes],
+            capacity_vcores: vec![8; nodes],
+            capacity_gpus: vec![0; nodes],
+        },
+        queues: Queues {
+            parent: vec![0, 0],
+            capacity: vec![100.0; 2],
+            maximum_capacity: vec![100.0; 2],
+            minimum_user_limit_percent: vec![100.0; 2],
+            user_limit_factor: vec![1.0; 2],
+            used_memory_mb: vec![0; 2],
+            used_vcores: vec![0; 2],
+            used_gpus: vec![0; 2],
+        },
+        apps: Apps {
+            queue: vec![1; asks],
+            user: (0..asks as u32).map(|i| i % 10).collect(),
+            priority: vec![0; asks],
+            submit_time_ms: (0..asks as u64).collect(),
+            used_memory_mb: vec![0; asks],
+            used_vcores: vec![0; asks],
+            used_gpus: vec![0; asks],
+        },
+        asks: Asks {
+            app: (0..asks as u32).collect(),
+            pending: (0..asks as u32).map(|i| (n - i * 10).min(10)).collect(),
+            memory_mb: vec![1024; asks],
+            vcores: vec![1; asks],
+            gpus: vec![0; asks],
+        },
+    }
+}
+
+fn print_table(report: &Report) {
+    println!(
+        "{:<28} {:>7} {:>8} {:>14} {:>14} {:>14} {:>12}",
+        "policy", "batch", "calls", "mean/call ns", "p50/call ns", "p99/call ns", "p50/item ns"
+    );
+    for figures in std::iter::once(&report.result).chain(&report.baseline) {
+        println!(
+            "{:<28} {:>7} {:>8} {:>14.0} {:>14.0} {:>14.0} {:>12.1}",
+            figures.policy,
+            figures.batch,
+            figures.calls,
+            figures.per_call_ns.mean,
+            figures.per_call_ns.p50,
+            figures.per_call_ns.p99,
+            figures.per_item_ns.p50
+        );
+    }
+    if let Some(ratio) = report.ratio_p50 {
+        println!("ratio to baseline (p50 per call): {ratio:.2}×");
+    }
+}

@@ -1,0 +1,88 @@
+//! The `weft` command line: `serve`, `replay`, `policy …`, `config`.
+//! Every failure ends as one clear sentence on stderr and a non-zero exit.
+
+mod bench;
+mod client;
+mod policy;
+mod replay;
+mod serve;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "weft",
+    version,
+    about = "A policy-programmable cluster resource manager; policies are WebAssembly components."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the resource manager: HTTP API, scheduler, quota.
+    Serve(serve::ServeArgs),
+    /// Feed a container-event log through the quota service on a virtual clock and print the ledger.
+    Replay(replay::ReplayArgs),
+    /// Inspect, load, roll back, check and benchmark policies.
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
+    /// Print every setting and its value (after --config and --set).
+    Config(SettingsArgs),
+}
+
+/// The settings flags every command that reads settings takes.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SettingsArgs {
+    /// A TOML config file of YARN-named properties.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Override one property, e.g. --set yarn.resourcemanager.quota.min.runtime=5000.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+}
+
+impl SettingsArgs {
+    pub fn load(&self) -> anyhow::Result<crate::config::Settings> {
+        Ok(crate::config::Settings::load(
+            self.config.as_deref(),
+            &self.set,
+        )?)
+    }
+}
+
+/// `k=v` as a pair, for --param.
+pub fn parse_pair(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Replay(args) => replay::run(args),
+        Command::Policy(command) => policy::run(command),
+        Command::Config(args) => {
+            for (key, value) in args.load()?.iter() {
+                println!("{key}={value}");
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Logs to stderr, at `info` unless RUST_LOG says otherwise.
+pub fn init_tracing(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

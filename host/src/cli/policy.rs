@@ -1,0 +1,141 @@
+//! `weft policy …`: list, load and roll back on a running server; check and
+//! bench a component offline.
+
+use anyhow::Context;
+use clap::Subcommand;
+
+use super::client::{Client, DEFAULT_SERVER};
+use super::parse_pair;
+use crate::config::Settings;
+use crate::policy::{PolicyEngine, PolicyKind, PolicySource, inspect};
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Show each kind's active policy and history.
+    List {
+        #[arg(long, default_value = DEFAULT_SERVER)]
+        server: String,
+    },
+    /// Load a policy into a running server; the old one stays if it is refused.
+    Load {
+        /// scheduling or pricing.
+        kind: PolicyKind,
+        /// A .wasm component, or builtin:NAME.
+        policy: String,
+        #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_pair)]
+        params: Vec<(String, String)>,
+        #[arg(long, default_value = DEFAULT_SERVER)]
+        server: String,
+    },
+    /// Make the previous good version of KIND active again.
+    Rollback {
+        kind: PolicyKind,
+        #[arg(long, default_value = DEFAULT_SERVER)]
+        server: String,
+    },
+    /// Check a component offline: its world, describe, configure and a self-check call.
+    Check {
+        /// A .wasm component, or builtin:NAME.
+        policy: String,
+        #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_pair)]
+        params: Vec<(String, String)>,
+    },
+    /// Measure what a policy's calls cost, per call and per item.
+    Bench(super::bench::BenchArgs),
+}
+
+impl clap::ValueEnum for PolicyKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &PolicyKind::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}
+
+pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
+    match command {
+        PolicyCommand::List { server } => {
+            let body = Client::new(&server).get("/ws/v1/policies")?;
+            println!("{}", serde_json::to_string_pretty(&body)?);
+        }
+        PolicyCommand::Load {
+            kind,
+            policy,
+            params,
+            server,
+        } => {
+            let client = Client::new(&server);
+            let mut query: Vec<(String, String)> = params;
+            let source = PolicySource::parse(&policy);
+            let body = match &source {
+                PolicySource::Builtin(name) => {
+                    query.insert(0, ("builtin".into(), name.clone()));
+                    Vec::new()
+                }
+                PolicySource::File(_) => source.read().map_err(anyhow::Error::msg)?,
+            };
+            let path = format!("/ws/v1/policies/{kind}?{}", encode_query(&query));
+            let status = client.put_bytes(&path, &body)?;
+            let active = &status["active"];
+            println!(
+                "{kind} policy is now {} {} (version {} in the history, sha256 {})",
+                active["name"].as_str().unwrap_or("?"),
+                active["version"].as_str().unwrap_or("?"),
+                active["number"],
+                active["sha256"].as_str().unwrap_or("?")
+            );
+        }
+        PolicyCommand::Rollback { kind, server } => {
+            let status = Client::new(&server).post(&format!("/ws/v1/policies/{kind}/rollback"))?;
+            let active = &status["active"];
+            println!(
+                "{kind} policy rolled back to {} {} (version {} in the history)",
+                active["name"].as_str().unwrap_or("?"),
+                active["version"].as_str().unwrap_or("?"),
+                active["number"]
+            );
+        }
+        PolicyCommand::Check { policy, params } => {
+            let settings = Settings::default();
+            let engine = PolicyEngine::new(settings.call_limits())?;
+            let source = PolicySource::parse(&policy);
+            let bytes = source.read().map_err(anyhow::Error::msg)?;
+            let version = inspect(
+                &engine,
+                &source.to_string(),
+                &bytes,
+                &settings.pricing_params(),
+                &params,
+            )
+            .with_context(|| format!("{source} failed the check"))?;
+            let info = &version.info;
+            println!(
+                "{source}: ok — {} policy {} {} (sha256 {}): world, describe, configure and self-check passed",
+                info.kind, info.name, info.version, info.sha256
+            );
+        }
+        PolicyCommand::Bench(args) => super::bench::run(args)?,
+    }
+    Ok(())
+}
+
+fn encode_query(pairs: &[(String, String)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}

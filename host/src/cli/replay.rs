@@ -1,0 +1,67 @@
+//! `weft replay`: what-if billing of a container-event log.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::{SettingsArgs, parse_pair};
+use crate::policy::{PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
+use crate::quota::QuotaService;
+use crate::sim::replay;
+use crate::store::Store;
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The event log: one JSON object per line, ordered by t (ms).
+    events: PathBuf,
+    #[command(flatten)]
+    settings: SettingsArgs,
+    /// The pricing policy: a .wasm file or builtin:NAME (default: weft.policy.pricing).
+    #[arg(long, value_name = "FILE|builtin:NAME")]
+    pricing: Option<String>,
+    /// A parameter for the pricing policy's configure, e.g. --param price.base.general=2.
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_pair)]
+    params: Vec<(String, String)>,
+    /// Credits a project starts with, e.g. --initial-credits Project07=50.
+    #[arg(long = "initial-credits", value_name = "PROJECT=N", value_parser = parse_credits)]
+    initial_credits: Vec<(String, f64)>,
+}
+
+fn parse_credits(text: &str) -> Result<(String, f64), String> {
+    let (project, credits) = parse_pair(text)?;
+    match credits.parse::<f64>() {
+        Ok(n) if n.is_finite() => Ok((project, n)),
+        _ => Err(format!("credits must be a number, got {credits:?}")),
+    }
+}
+
+pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
+    super::init_tracing("warn");
+    let settings = args.settings.load()?;
+    let text = std::fs::read_to_string(&args.events)
+        .with_context(|| format!("cannot read the event log {}", args.events.display()))?;
+    let lines = replay::parse(&text)
+        .with_context(|| format!("{} is not a valid event log", args.events.display()))?;
+
+    let engine = PolicyEngine::new(settings.call_limits())?;
+    // No fallback in replay: a failing policy fails the replay.
+    let runtime = PolicyRuntime::new(engine, settings.pricing_params(), u32::MAX);
+    let source = PolicySource::parse(
+        args.pricing
+            .as_deref()
+            .unwrap_or(settings.get("weft.policy.pricing")),
+    );
+    runtime
+        .load(PolicyKind::Pricing, &source, &args.params)
+        .with_context(|| format!("cannot load the pricing policy {source}"))?;
+
+    let mut quota = QuotaService::open(settings.quota(), Store::in_memory())?;
+    for (project, credits) in &args.initial_credits {
+        quota.set_credits(project, *credits)?;
+    }
+    let report = replay::run(&lines, &mut quota, runtime.slot(PolicyKind::Pricing))
+        .context("replay failed")?;
+    println!("{}", serde_json::to_string(&report)?);
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! The cluster model: nodes, applications (with their asks) and containers,
+//! and the bookkeeping that keeps them consistent. Pure state, no I/O and no
+//! clock of its own: every change is given the time it happens.
+
+mod app;
+mod model;
+mod node;
+mod resources;
+
+pub use app::{App, AppState, Ask, AskSpec, SubmitApp};
+pub use model::{Allocation, Cluster, ClusterError, Container, Placement};
+pub use node::{Node, NodeKind};
+pub use resources::Resources;

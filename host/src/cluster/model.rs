@@ -1,0 +1,569 @@
+//! The whole cluster and every state change it goes through: nodes register
+//! and heartbeat, apps are submitted, placements become containers, and
+//! containers finish. Each change returns what happened, so the caller (the
+//! event loop) can charge for it.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+
+use serde::Serialize;
+
+use super::{App, AppState, Ask, Node, NodeKind, Resources, SubmitApp};
+
+/// A running container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Container {
+    pub id: String,
+    pub app: String,
+    pub node: String,
+    pub resources: Resources,
+    pub start_time_ms: u64,
+    pub duration_ms: u64,
+}
+
+/// `count` containers of ask `ask` of app `app` (indices into the cluster's
+/// app list and that app's asks) on node `node`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub app: usize,
+    pub ask: usize,
+    pub node: usize,
+    pub count: u32,
+}
+
+/// A container the cluster just created, with who pays for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    pub container: Container,
+    pub project: String,
+    pub user: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterError {
+    #[error("unknown node {0:?}; register it first")]
+    UnknownNode(String),
+    #[error("node capacity must be more than zero in memory and vcores, got {0}")]
+    EmptyNode(Resources),
+    #[error("unknown queue {0:?}; the queues are: default")]
+    UnknownQueue(String),
+    #[error("{0}")]
+    BadSubmission(String),
+    #[error("placement refused: {0}")]
+    BadPlacement(String),
+}
+
+/// The queues Weft has until the Capacity Scheduler arrives.
+const QUEUES: &[&str] = &["default"];
+
+#[derive(Debug)]
+pub struct Cluster {
+    /// Identifies this cluster's run in app and container ids, as YARN does.
+    cluster_timestamp: u64,
+    nodes: BTreeMap<String, Node>,
+    apps: Vec<App>,
+    app_index: HashMap<String, usize>,
+    /// Apps not finished, in submission order.
+    active: BTreeSet<usize>,
+    containers: HashMap<String, Container>,
+    /// When containers on simulated nodes end: (end ms, container id).
+    simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
+    next_container: u64,
+}
+
+impl Cluster {
+    pub fn new(cluster_timestamp: u64) -> Cluster {
+        Cluster {
+            cluster_timestamp,
+            nodes: BTreeMap::new(),
+            apps: Vec::new(),
+            app_index: HashMap::new(),
+            active: BTreeSet::new(),
+            containers: HashMap::new(),
+            simulated_ends: BinaryHeap::new(),
+            next_container: 1,
+        }
+    }
+
+    pub fn cluster_timestamp(&self) -> u64 {
+        self.cluster_timestamp
+    }
+
+    /// Adds a node, or re-registers one (its containers are then lost: the
+    /// node restarted). Returns the containers that ended that way.
+    pub fn register_node(
+        &mut self,
+        id: &str,
+        kind: NodeKind,
+        capacity: Resources,
+        now: u64,
+    ) -> Result<Vec<Container>, ClusterError> {
+        if capacity.memory_mb == 0 || capacity.vcores == 0 {
+            return Err(ClusterError::EmptyNode(capacity));
+        }
+        let lost = self.remove_node(id, now);
+        self.nodes.insert(
+            id.to_string(),
+            Node::new(id.to_string(), kind, capacity, now),
+        );
+        Ok(lost)
+    }
+
+    /// Removes a node; its containers end now.
+    pub fn remove_node(&mut self, id: &str, now: u64) -> Vec<Container> {
+        let Some(node) = self.nodes.get(id) else {
+            return Vec::new();
+        };
+        let ids: Vec<String> = node.containers.iter().cloned().collect();
+        let lost = ids
+            .iter()
+            .filter_map(|c| self.finish_container(c, now))
+            .collect();
+        self.nodes.remove(id);
+        lost
+    }
+
+    /// A node's heartbeat: the containers it reports finished end, and it
+    /// receives the containers allocated to it since its last heartbeat.
+    pub fn heartbeat(
+        &mut self,
+        id: &str,
+        finished: &[String],
+        now: u64,
+    ) -> Result<(Vec<Container>, Vec<Container>), ClusterError> {
+        let node = self
+            .nodes
+            .get_mut(id)
+            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
+        node.last_heartbeat_ms = now;
+        let new: Vec<String> = std::mem::take(&mut node.undelivered);
+        let on_node: Vec<&String> = finished
+            .iter()
+            .filter(|c| node.containers.contains(*c))
+            .collect();
+        let ended: Vec<String> = on_node.into_iter().cloned().collect();
+        let ended = ended
+            .iter()
+            .filter_map(|c| self.finish_container(c, now))
+            .collect();
+        let new = new
+            .iter()
+            .filter_map(|c| self.containers.get(c).cloned())
+            .collect();
+        Ok((ended, new))
+    }
+
+    /// Remote nodes silent since before `deadline` are lost.
+    pub fn expire_nodes(&mut self, deadline: u64, now: u64) -> Vec<Container> {
+        let silent: Vec<String> = self
+            .nodes
+            .values()
+            .filter(|n| n.kind == NodeKind::Remote && n.last_heartbeat_ms < deadline)
+            .map(|n| n.id.clone())
+            .collect();
+        silent
+            .iter()
+            .flat_map(|id| {
+                tracing::warn!(node = %id, "node lost: no heartbeat within the expiry interval");
+                self.remove_node(id, now)
+            })
+            .collect()
+    }
+
+    pub fn submit(&mut self, request: SubmitApp, now: u64) -> Result<&App, ClusterError> {
+        if !QUEUES.contains(&request.queue.as_str()) {
+            return Err(ClusterError::UnknownQueue(request.queue));
+        }
+        let bad = |reason: String| Err(ClusterError::BadSubmission(reason));
+        if request.user.trim().is_empty() || request.project.trim().is_empty() {
+            return bad("user and project must not be empty".into());
+        }
+        if request.asks.is_empty() {
+            return bad("an app must ask for at least one container".into());
+        }
+        for (i, ask) in request.asks.iter().enumerate() {
+            if ask.count == 0 || ask.memory_mb == 0 || ask.vcores == 0 || ask.duration_ms == 0 {
+                return bad(format!(
+                    "ask {i}: count, memory_mb, vcores and duration_ms must all be above 0"
+                ));
+            }
+        }
+        let seq = self.apps.len() + 1;
+        let id = format!("application_{}_{seq:04}", self.cluster_timestamp);
+        let app = App {
+            id: id.clone(),
+            name: request.name,
+            queue: request.queue,
+            user: request.user,
+            project: request.project,
+            priority: request.priority,
+            state: AppState::Accepted,
+            submit_time_ms: now,
+            start_time_ms: None,
+            finish_time_ms: None,
+            asks: request
+                .asks
+                .iter()
+                .map(|a| Ask {
+                    resources: Resources::new(a.memory_mb, a.vcores, a.gpus),
+                    duration_ms: a.duration_ms,
+                    count: a.count,
+                    pending: a.count,
+                })
+                .collect(),
+            used: Resources::ZERO,
+            running_containers: 0,
+            finished_containers: 0,
+        };
+        self.app_index.insert(id, self.apps.len());
+        self.active.insert(self.apps.len());
+        self.apps.push(app);
+        Ok(self.apps.last().expect("just pushed"))
+    }
+
+    /// Creates the containers of `placements`, which the scheduler has checked
+    /// against a snapshot of this state; checked again here all the same, all
+    /// before any is created, so a bad list changes nothing.
+    pub fn allocate(
+        &mut self,
+        placements: &[Placement],
+        now: u64,
+    ) -> Result<Vec<Allocation>, ClusterError> {
+        let node_ids: Vec<String> = self.nodes.keys().cloned().collect();
+        let mut free: HashMap<usize, Resources> = HashMap::new();
+        let mut pending: HashMap<(usize, usize), u32> = HashMap::new();
+        for placement in placements {
+            let node_id = node_ids
+                .get(placement.node)
+                .ok_or_else(|| ClusterError::BadPlacement(format!("no node {}", placement.node)))?;
+            let app = self
+                .apps
+                .get(placement.app)
+                .ok_or_else(|| ClusterError::BadPlacement(format!("no app {}", placement.app)))?;
+            let ask = app.asks.get(placement.ask).ok_or_else(|| {
+                ClusterError::BadPlacement(format!("app {} has no ask {}", app.id, placement.ask))
+            })?;
+            let node_free = free
+                .entry(placement.node)
+                .or_insert_with(|| self.nodes[node_id].free());
+            let ask_pending = pending
+                .entry((placement.app, placement.ask))
+                .or_insert(ask.pending);
+            match ask.resources.times(placement.count) {
+                Some(total) if placement.count <= *ask_pending && total.fits_in(node_free) => {
+                    *node_free -= total;
+                    *ask_pending -= placement.count;
+                }
+                _ => {
+                    return Err(ClusterError::BadPlacement(format!(
+                        "{} × {} of {} does not fit: node {node_id} has {node_free} free, the ask {} pending",
+                        placement.count, ask.resources, app.id, ask_pending
+                    )));
+                }
+            }
+        }
+        let mut allocations = Vec::new();
+        for placement in placements {
+            let ask = self.apps[placement.app].asks[placement.ask];
+            for _ in 0..placement.count {
+                allocations.push(self.create_container(
+                    placement,
+                    &node_ids[placement.node],
+                    ask,
+                    now,
+                ));
+            }
+        }
+        Ok(allocations)
+    }
+
+    fn create_container(
+        &mut self,
+        placement: &Placement,
+        node_id: &str,
+        ask: Ask,
+        now: u64,
+    ) -> Allocation {
+        let app = &mut self.apps[placement.app];
+        let app_seq = placement.app + 1;
+        let id = format!(
+            "container_{}_{app_seq:04}_01_{:06}",
+            self.cluster_timestamp, self.next_container
+        );
+        self.next_container += 1;
+        app.asks[placement.ask].pending -= 1;
+        app.used += ask.resources;
+        app.running_containers += 1;
+        if app.state == AppState::Accepted {
+            app.state = AppState::Running;
+            app.start_time_ms = Some(now);
+        }
+        let node = self.nodes.get_mut(node_id).expect("checked by the caller");
+        node.allocated += ask.resources;
+        node.containers.insert(id.clone());
+        node.undelivered.push(id.clone());
+        if node.kind == NodeKind::Simulated {
+            self.simulated_ends
+                .push(Reverse((now + ask.duration_ms, id.clone())));
+        }
+        let container = Container {
+            id: id.clone(),
+            app: app.id.clone(),
+            node: node_id.to_string(),
+            resources: ask.resources,
+            start_time_ms: now,
+            duration_ms: ask.duration_ms,
+        };
+        self.containers.insert(id, container.clone());
+        Allocation {
+            container,
+            project: app.project.clone(),
+            user: app.user.clone(),
+        }
+    }
+
+    /// Containers on simulated nodes whose duration is up by `now` end; each
+    /// is returned with the time it ended.
+    pub fn finish_simulated(&mut self, now: u64) -> Vec<(Container, u64)> {
+        let mut ended = Vec::new();
+        while let Some(Reverse((end, _))) = self.simulated_ends.peek()
+            && *end <= now
+        {
+            let Reverse((end, id)) = self.simulated_ends.pop().expect("peeked");
+            if let Some(container) = self.finish_container(&id, end) {
+                ended.push((container, end));
+            }
+        }
+        ended
+    }
+
+    /// Ends a container (no-op if it already ended).
+    fn finish_container(&mut self, id: &str, now: u64) -> Option<Container> {
+        let container = self.containers.remove(id)?;
+        if let Some(node) = self.nodes.get_mut(&container.node) {
+            node.allocated -= container.resources;
+            node.containers.remove(id);
+        }
+        if let Some(&index) = self.app_index.get(&container.app) {
+            let app = &mut self.apps[index];
+            app.used -= container.resources;
+            app.running_containers -= 1;
+            app.finished_containers += 1;
+            if app.is_done() {
+                app.state = AppState::Finished;
+                app.finish_time_ms = Some(now);
+                self.active.remove(&index);
+            }
+        }
+        Some(container)
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values()
+    }
+
+    pub fn apps(&self) -> &[App] {
+        &self.apps
+    }
+
+    pub fn app(&self, id: &str) -> Option<&App> {
+        self.app_index.get(id).map(|&i| &self.apps[i])
+    }
+
+    /// Indices of the apps not finished, in submission order.
+    pub fn active_apps(&self) -> impl Iterator<Item = usize> + '_ {
+        self.active.iter().copied()
+    }
+
+    pub fn containers(&self) -> impl Iterator<Item = &Container> {
+        self.containers.values()
+    }
+
+    pub fn capacity(&self) -> Resources {
+        self.nodes
+            .values()
+            .fold(Resources::ZERO, |sum, n| sum + n.capacity)
+    }
+
+    pub fn allocated(&self) -> Resources {
+        self.nodes
+            .values()
+            .fold(Resources::ZERO, |sum, n| sum + n.allocated)
+    }
+
+    pub fn pending(&self) -> Resources {
+        self.active.iter().fold(Resources::ZERO, |sum, &i| {
+            sum + self.apps[i].pending_resources()
+        })
+    }
+
+    pub fn has_pending(&self) -> bool {
+        self.active
+            .iter()
+            .any(|&i| self.apps[i].pending_containers() > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::AskSpec;
+
+    fn submit(cluster: &mut Cluster, count: u32, duration_ms: u64) -> usize {
+        let request = SubmitApp {
+            name: "t".into(),
+            queue: "default".into(),
+            user: "alice".into(),
+            project: "demo".into(),
+            priority: 0,
+            asks: vec![AskSpec {
+                count,
+                memory_mb: 1024,
+                vcores: 1,
+                gpus: 0,
+                duration_ms,
+            }],
+        };
+        cluster.submit(request, 0).unwrap();
+        cluster.apps().len() - 1
+    }
+
+    #[test]
+    fn simulated_containers_run_their_duration_then_the_app_finishes() {
+        let mut cluster = Cluster::new(1);
+        cluster
+            .register_node("n1", NodeKind::Simulated, Resources::new(4096, 4, 0), 0)
+            .unwrap();
+        let app = submit(&mut cluster, 2, 1000);
+        let allocated = cluster
+            .allocate(
+                &[Placement {
+                    app,
+                    ask: 0,
+                    node: 0,
+                    count: 2,
+                }],
+                100,
+            )
+            .unwrap();
+        assert_eq!(allocated.len(), 2);
+        assert_eq!(cluster.apps()[app].state, AppState::Running);
+        assert!(cluster.finish_simulated(1099).is_empty());
+        let ended = cluster.finish_simulated(5000);
+        assert_eq!(
+            ended.iter().map(|(_, at)| *at).collect::<Vec<_>>(),
+            vec![1100, 1100]
+        );
+        assert_eq!(cluster.apps()[app].state, AppState::Finished);
+        assert_eq!(cluster.allocated(), Resources::ZERO);
+    }
+
+    #[test]
+    fn placements_that_do_not_fit_are_refused_whole() {
+        let mut cluster = Cluster::new(1);
+        cluster
+            .register_node("n1", NodeKind::Simulated, Resources::new(2048, 2, 0), 0)
+            .unwrap();
+        let app = submit(&mut cluster, 5, 1000);
+        let cases = [
+            Placement {
+                app,
+                ask: 0,
+                node: 0,
+                count: 3,
+            }, // over the node
+            Placement {
+                app,
+                ask: 0,
+                node: 1,
+                count: 1,
+            }, // no such node
+            Placement {
+                app,
+                ask: 1,
+                node: 0,
+                count: 1,
+            }, // no such ask
+            Placement {
+                app: 9,
+                ask: 0,
+                node: 0,
+                count: 1,
+            }, // no such app
+        ];
+        for placement in cases {
+            assert!(cluster.allocate(&[placement], 0).is_err(), "{placement:?}");
+        }
+        // Each fits alone, not together: nothing is created.
+        let half = Placement {
+            app,
+            ask: 0,
+            node: 0,
+            count: 2,
+        };
+        assert!(cluster.allocate(&[half, half], 0).is_err());
+        assert_eq!(cluster.allocated(), Resources::ZERO);
+        assert_eq!(cluster.apps()[app].pending_containers(), 5);
+    }
+
+    #[test]
+    fn remote_heartbeats_deliver_and_finish() {
+        let mut cluster = Cluster::new(1);
+        cluster
+            .register_node("n1", NodeKind::Remote, Resources::new(4096, 4, 0), 0)
+            .unwrap();
+        let app = submit(&mut cluster, 1, 1000);
+        let allocated = cluster
+            .allocate(
+                &[Placement {
+                    app,
+                    ask: 0,
+                    node: 0,
+                    count: 1,
+                }],
+                10,
+            )
+            .unwrap();
+        let id = allocated[0].container.id.clone();
+        let (ended, new) = cluster.heartbeat("n1", &[], 20).unwrap();
+        assert!(ended.is_empty());
+        assert_eq!(new[0].id, id);
+        let (ended, new) = cluster
+            .heartbeat("n1", std::slice::from_ref(&id), 30)
+            .unwrap();
+        assert_eq!(ended.len(), 1);
+        assert!(new.is_empty());
+        assert!(matches!(
+            cluster.heartbeat("n2", &[], 0),
+            Err(ClusterError::UnknownNode(_))
+        ));
+    }
+
+    #[test]
+    fn bad_submissions_are_refused() {
+        let mut cluster = Cluster::new(1);
+        let mut request = SubmitApp {
+            name: "t".into(),
+            queue: "nope".into(),
+            user: "a".into(),
+            project: "p".into(),
+            priority: 0,
+            asks: vec![],
+        };
+        assert!(matches!(
+            cluster.submit(request.clone(), 0),
+            Err(ClusterError::UnknownQueue(_))
+        ));
+        request.queue = "default".into();
+        assert!(cluster.submit(request.clone(), 0).is_err());
+        request.asks = vec![AskSpec {
+            count: 1,
+            memory_mb: 0,
+            vcores: 1,
+            gpus: 0,
+            duration_ms: 1,
+        }];
+        assert!(cluster.submit(request, 0).is_err());
+        assert!(cluster.apps().is_empty());
+    }
+}

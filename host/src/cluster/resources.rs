@@ -1,0 +1,111 @@
+//! A vector of the resources Weft schedules: memory (MB), vcores and GPUs.
+
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub, SubAssign};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Resources {
+    pub memory_mb: u64,
+    pub vcores: u32,
+    #[serde(default)]
+    pub gpus: u32,
+}
+
+impl Resources {
+    pub const ZERO: Resources = Resources {
+        memory_mb: 0,
+        vcores: 0,
+        gpus: 0,
+    };
+
+    pub fn new(memory_mb: u64, vcores: u32, gpus: u32) -> Resources {
+        Resources {
+            memory_mb,
+            vcores,
+            gpus,
+        }
+    }
+
+    /// True when every dimension of `self` is at most that of `other`.
+    pub fn fits_in(&self, other: &Resources) -> bool {
+        self.memory_mb <= other.memory_mb && self.vcores <= other.vcores && self.gpus <= other.gpus
+    }
+
+    pub fn is_zero(&self) -> bool {
+        *self == Resources::ZERO
+    }
+
+    /// `self` × `count`, or None on overflow.
+    pub fn times(&self, count: u32) -> Option<Resources> {
+        Some(Resources {
+            memory_mb: self.memory_mb.checked_mul(u64::from(count))?,
+            vcores: self.vcores.checked_mul(count)?,
+            gpus: self.gpus.checked_mul(count)?,
+        })
+    }
+
+    pub fn saturating_sub(&self, other: &Resources) -> Resources {
+        Resources {
+            memory_mb: self.memory_mb.saturating_sub(other.memory_mb),
+            vcores: self.vcores.saturating_sub(other.vcores),
+            gpus: self.gpus.saturating_sub(other.gpus),
+        }
+    }
+
+    /// Each dimension of `self` as a fraction of `total` (0 where total is 0).
+    pub fn fractions_of(&self, total: &Resources) -> (f64, f64, f64) {
+        let fraction = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };
+        (
+            fraction(self.memory_mb as f64, total.memory_mb as f64),
+            fraction(f64::from(self.vcores), f64::from(total.vcores)),
+            fraction(f64::from(self.gpus), f64::from(total.gpus)),
+        )
+    }
+}
+
+impl Add for Resources {
+    type Output = Resources;
+    fn add(self, other: Resources) -> Resources {
+        Resources {
+            memory_mb: self.memory_mb + other.memory_mb,
+            vcores: self.vcores + other.vcores,
+            gpus: self.gpus + other.gpus,
+        }
+    }
+}
+
+impl AddAssign for Resources {
+    fn add_assign(&mut self, other: Resources) {
+        *self = *self + other;
+    }
+}
+
+impl Sub for Resources {
+    type Output = Resources;
+    /// Panics on underflow in debug builds: callers subtract what they added.
+    fn sub(self, other: Resources) -> Resources {
+        Resources {
+            memory_mb: self.memory_mb - other.memory_mb,
+            vcores: self.vcores - other.vcores,
+            gpus: self.gpus - other.gpus,
+        }
+    }
+}
+
+impl SubAssign for Resources {
+    fn sub_assign(&mut self, other: Resources) {
+        *self = *self - other;
+    }
+}
+
+impl fmt::Display for Resources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "<memory:{} MB, vcores:{}, gpus:{}>",
+            self.memory_mb, self.vcores, self.gpus
+        )
+    }
+}

@@ -1,0 +1,18 @@
+//! Weft: a cluster resource manager in the mould of YARN's ResourceManager,
+//! whose policies — scheduling, reservation sharing, pricing — are WebAssembly
+//! components loaded and hot-swapped at runtime.
+//!
+//! Data flow: `api` (HTTP, node heartbeats) → the event loop in `rm` →
+//! `scheduler` / `quota` → `policy` → `store`. See docs/ARCHITECTURE.md.
+
+pub mod api;
+pub mod cli;
+pub mod cluster;
+pub mod config;
+pub mod metrics;
+pub mod policy;
+pub mod quota;
+pub mod rm;
+pub mod scheduler;
+pub mod sim;
+pub mod store;

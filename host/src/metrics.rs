@@ -1,0 +1,156 @@
+//! The process's Prometheus metrics, rendered at `GET /metrics`. Metrics are
+//! updated from the typed events in `events.rs`, so a log line and its metric
+//! never disagree.
+
+use std::sync::OnceLock;
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PolicyLabels {
+    pub kind: String,
+    pub policy: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FailureLabels {
+    pub kind: String,
+    pub policy: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub kind: String,
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabels {
+    pub state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProjectLabels {
+    pub project: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub policy_calls: Family<PolicyLabels, Counter>,
+    pub policy_failures: Family<FailureLabels, Counter>,
+    pub policy_fallbacks: Family<KindLabels, Counter>,
+    pub policy_rollbacks: Family<OutcomeLabels, Counter>,
+    pub policy_loads: Family<OutcomeLabels, Counter>,
+    pub policy_call_seconds: Family<KindLabels, Histogram>,
+    pub apps: Family<StateLabels, Gauge>,
+    pub containers_running: Gauge,
+    pub containers_allocated: Counter,
+    pub credits_charged: Family<ProjectLabels, Counter<f64, AtomicU64>>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+/// The process-wide metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("weft");
+        let policy_call_seconds = Family::<KindLabels, Histogram>::new_with_constructor(|| {
+            // 1 µs .. ~1 s, doubling.
+            Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+                1e-6, 2.0, 21,
+            ))
+        });
+        let metrics = Metrics {
+            registry: Registry::default(),
+            policy_calls: Family::default(),
+            policy_failures: Family::default(),
+            policy_fallbacks: Family::default(),
+            policy_rollbacks: Family::default(),
+            policy_loads: Family::default(),
+            policy_call_seconds,
+            apps: Family::default(),
+            containers_running: Gauge::default(),
+            containers_allocated: Counter::default(),
+            credits_charged: Family::default(),
+        };
+        registry.register(
+            "policy_calls",
+            "Policy calls that returned a valid result",
+            metrics.policy_calls.clone(),
+        );
+        registry.register(
+            "policy_failures",
+            "Policy calls that trapped, timed out or returned invalid output",
+            metrics.policy_failures.clone(),
+        );
+        registry.register(
+            "policy_fallbacks",
+            "Calls answered by the last good version after the active one failed",
+            metrics.policy_fallbacks.clone(),
+        );
+        registry.register(
+            "policy_rollbacks",
+            "Rollbacks, by cause (operator or automatic)",
+            metrics.policy_rollbacks.clone(),
+        );
+        registry.register(
+            "policy_loads",
+            "Policy loads, by outcome",
+            metrics.policy_loads.clone(),
+        );
+        registry.register(
+            "policy_call_seconds",
+            "Latency of policy calls",
+            metrics.policy_call_seconds.clone(),
+        );
+        registry.register("apps", "Applications by state", metrics.apps.clone());
+        registry.register(
+            "containers_running",
+            "Containers running now",
+            metrics.containers_running.clone(),
+        );
+        registry.register(
+            "containers_allocated",
+            "Containers allocated since start",
+            metrics.containers_allocated.clone(),
+        );
+        registry.register(
+            "credits_charged",
+            "Credits charged to projects since start",
+            metrics.credits_charged.clone(),
+        );
+        Metrics {
+            registry,
+            ..metrics
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}

@@ -1,0 +1,228 @@
+//! Turning bytes into a checked, configured [`PolicyVersion`]: compile →
+//! type-check against the world → instantiate → configure → self-check.
+//! Nothing here publishes; a failure at any step leaves the host untouched.
+
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+use super::bindings::{
+    Apps, Asks, Nodes, PolicyInfo, PricingPolicyPre, Queues, SchedulingPolicyPre, Snapshot, Usage,
+    Utilization, WitPolicyKind,
+};
+use super::engine::PolicyEngine;
+use super::version::{Prepared, VersionInfo, now_ms};
+use super::{CallError, PolicyKind, PolicyVersion, validate};
+
+/// Why a load was refused. Each message says what was wrong with the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{0}")]
+    Source(String),
+    #[error("not a WebAssembly file (it does not start with the \\0asm header)")]
+    NotWasm,
+    #[error("a core WebAssembly module, not a component; build the policy for wasm32-wasip2")]
+    CoreModule,
+    #[error("the component does not compile: {0}")]
+    Compile(String),
+    #[error(
+        "not a {kind} policy (the component does not implement the {kind}-policy world): {detail}"
+    )]
+    WrongWorld { kind: PolicyKind, detail: String },
+    #[error("the component says it is a {declared:?} policy, but was loaded as {kind}")]
+    WrongKind { kind: PolicyKind, declared: String },
+    #[error("the policy refused its parameters: {0}")]
+    Configure(String),
+    #[error("the policy failed its self-check: {0}")]
+    SelfCheck(CallError),
+}
+
+/// Compiles, checks and configures `bytes` as a policy of `kind`.
+pub fn prepare(
+    engine: &PolicyEngine,
+    kind: PolicyKind,
+    source: &str,
+    bytes: &[u8],
+    params: Vec<(String, String)>,
+) -> Result<Arc<PolicyVersion>, LoadError> {
+    let component = compile(engine, bytes)?;
+    let prepared = type_check(engine, kind, &component)?;
+    let described = describe(engine, &prepared, source)?;
+    let declared = match described.kind {
+        WitPolicyKind::Scheduling => "scheduling",
+        WitPolicyKind::Pricing => "pricing",
+        WitPolicyKind::Sharing => "sharing",
+    };
+    if declared != kind.as_str() {
+        return Err(LoadError::WrongKind {
+            kind,
+            declared: declared.into(),
+        });
+    }
+    let info = VersionInfo {
+        kind,
+        name: described.name,
+        version: described.version,
+        source: source.to_string(),
+        sha256: hex::encode(Sha256::digest(bytes)),
+        params,
+        loaded_at_ms: now_ms(),
+    };
+    let version = PolicyVersion::new(engine, prepared, info).map_err(|error| match error {
+        CallError::Refused(message) => LoadError::Configure(message),
+        other => LoadError::SelfCheck(other),
+    })?;
+    self_check(&version).map_err(LoadError::SelfCheck)?;
+    Ok(version)
+}
+
+/// Finds which world `bytes` implements and prepares it as a load would,
+/// pricing policies receiving `pricing_defaults` before `params` (what
+/// `weft policy check` does).
+pub fn inspect(
+    engine: &PolicyEngine,
+    source: &str,
+    bytes: &[u8],
+    pricing_defaults: &[(String, String)],
+    params: &[(String, String)],
+) -> Result<Arc<PolicyVersion>, LoadError> {
+    let component = compile(engine, bytes)?;
+    let kind = PolicyKind::ALL
+        .into_iter()
+        .find(|kind| type_check(engine, *kind, &component).is_ok())
+        .ok_or_else(|| {
+            LoadError::Compile("the component implements no Weft policy world (scheduling-policy or pricing-policy)".into())
+        })?;
+    let mut all = match kind {
+        PolicyKind::Pricing => pricing_defaults.to_vec(),
+        PolicyKind::Scheduling => Vec::new(),
+    };
+    all.extend_from_slice(params);
+    prepare(engine, kind, source, bytes, all)
+}
+
+fn compile(engine: &PolicyEngine, bytes: &[u8]) -> Result<Component, LoadError> {
+    // The preamble is magic (4 bytes) then version and layer: layer 0 is a
+    // core module, layer 1 a component.
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(LoadError::NotWasm);
+    }
+    if bytes[6..8] == [0, 0] {
+        return Err(LoadError::CoreModule);
+    }
+    Component::new(engine.engine(), bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))
+}
+
+fn type_check(
+    engine: &PolicyEngine,
+    kind: PolicyKind,
+    component: &Component,
+) -> Result<Prepared, LoadError> {
+    let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld {
+        kind,
+        detail: format!("{e:#}"),
+    };
+    let instance_pre = engine
+        .linker()
+        .instantiate_pre(component)
+        .map_err(wrong_world)?;
+    match kind {
+        PolicyKind::Pricing => PricingPolicyPre::new(instance_pre)
+            .map(Prepared::Pricing)
+            .map_err(wrong_world),
+        PolicyKind::Scheduling => SchedulingPolicyPre::new(instance_pre)
+            .map(Prepared::Scheduling)
+            .map_err(wrong_world),
+    }
+}
+
+/// `describe` on a throwaway instance, before the version exists, so its
+/// name is known for logging from the first configured instance on.
+fn describe(
+    engine: &PolicyEngine,
+    prepared: &Prepared,
+    source: &str,
+) -> Result<PolicyInfo, LoadError> {
+    let mut store = engine.new_store(source.into());
+    engine.arm_deadline(&mut store);
+    let described = match prepared {
+        Prepared::Pricing(pre) => pre
+            .instantiate(&mut store)
+            .and_then(|p| p.call_describe(&mut store)),
+        Prepared::Scheduling(pre) => pre
+            .instantiate(&mut store)
+            .and_then(|p| p.call_describe(&mut store)),
+    };
+    described.map_err(|e| LoadError::SelfCheck(CallError::from_wasmtime(e)))
+}
+
+/// One call on a small sample input, its output checked as every later
+/// call's will be.
+fn self_check(version: &PolicyVersion) -> Result<(), CallError> {
+    match version.info.kind {
+        PolicyKind::Pricing => {
+            let utilization = Utilization {
+                memory: 0.5,
+                vcores: 0.25,
+                gpus: 1.0,
+            };
+            let multiplicators = version.multiplicators(utilization)?;
+            validate::multiplicators(&multiplicators).map_err(CallError::InvalidOutput)?;
+            let usage = Usage {
+                seconds: vec![10.0, 1.0, 0.0],
+                memory_mb: vec![1024, 8192, 512],
+                vcores: vec![1, 4, 1],
+                gpus: vec![0, 1, 0],
+            };
+            let charges = version.charge(&usage, multiplicators)?;
+            validate::charges(&charges, usage.seconds.len()).map_err(CallError::InvalidOutput)
+        }
+        PolicyKind::Scheduling => {
+            let snapshot = sample_snapshot();
+            let placements = version.schedule(&snapshot)?;
+            validate::placements(&snapshot, &placements).map_err(CallError::InvalidOutput)
+        }
+    }
+}
+
+/// Two nodes, one queue, one app asking for three containers.
+pub(crate) fn sample_snapshot() -> Snapshot {
+    Snapshot {
+        now_ms: 0,
+        nodes: Nodes {
+            free_memory_mb: vec![4096, 2048],
+            free_vcores: vec![4, 2],
+            free_gpus: vec![0, 1],
+            capacity_memory_mb: vec![4096, 4096],
+            capacity_vcores: vec![4, 4],
+            capacity_gpus: vec![0, 1],
+        },
+        queues: Queues {
+            parent: vec![0],
+            capacity: vec![100.0],
+            maximum_capacity: vec![100.0],
+            minimum_user_limit_percent: vec![100.0],
+            user_limit_factor: vec![1.0],
+            used_memory_mb: vec![2048],
+            used_vcores: vec![2],
+            used_gpus: vec![0],
+        },
+        apps: Apps {
+            queue: vec![0],
+            user: vec![0],
+            priority: vec![0],
+            submit_time_ms: vec![0],
+            used_memory_mb: vec![0],
+            used_vcores: vec![0],
+            used_gpus: vec![0],
+        },
+        asks: Asks {
+            app: vec![0],
+            pending: vec![3],
+            memory_mb: vec![1024],
+            vcores: vec![1],
+            gpus: vec![0],
+        },
+    }
+}

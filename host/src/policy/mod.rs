@@ -1,0 +1,187 @@
+//! The policy runtime: loading WebAssembly policies, checking them, calling
+//! them under limits, and swapping versions while the host runs.
+//!
+//! Data flow: `load` (compile → type-check against the world → instantiate →
+//! configure → self-check) produces a [`PolicyVersion`]; a [`PolicySlot`] per
+//! kind publishes it atomically, keeps the history, falls back to the last
+//! good version when a call fails and rolls a failing version back by itself.
+
+mod bindings;
+mod engine;
+mod events;
+mod load;
+mod registry;
+mod slot;
+pub mod validate;
+mod version;
+pub mod watch;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use bindings::{
+    Apps, Asks, Containers, Nodes, Placements, PolicyInfo, PriceMultiplicators, Queues, Snapshot,
+    Usage, Utilization,
+};
+pub use engine::{CallLimits, PolicyEngine};
+pub use load::{LoadError, inspect, prepare};
+pub use registry::{PolicySource, builtin, builtin_names};
+pub use slot::{HistoryEntry, PolicySlot, SlotStatus, VersionState};
+pub use version::{PolicyVersion, VersionInfo};
+
+/// The kinds of policy, one WIT world each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyKind {
+    Scheduling,
+    Pricing,
+}
+
+impl PolicyKind {
+    pub const ALL: [PolicyKind; 2] = [PolicyKind::Scheduling, PolicyKind::Pricing];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyKind::Scheduling => "scheduling",
+            PolicyKind::Pricing => "pricing",
+        }
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PolicyKind {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "scheduling" => Ok(PolicyKind::Scheduling),
+            "pricing" => Ok(PolicyKind::Pricing),
+            "sharing" => Err("sharing policies are not supported yet".into()),
+            other => Err(format!(
+                "unknown policy kind {other:?}; expected scheduling or pricing"
+            )),
+        }
+    }
+}
+
+/// Why one policy call failed. Any of these makes the host fall back to the
+/// last good version for that call.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    #[error("timed out (epoch deadline reached)")]
+    Timeout,
+    #[error("exceeded its memory limit: {0}")]
+    MemoryLimit(String),
+    #[error("trapped: {0}")]
+    Trap(String),
+    #[error("returned invalid output: {0}")]
+    InvalidOutput(String),
+    #[error("refused its parameters: {0}")]
+    Refused(String),
+    #[error("no {0} policy is loaded")]
+    NoPolicy(PolicyKind),
+}
+
+impl CallError {
+    pub(super) fn from_wasmtime(error: wasmtime::Error) -> CallError {
+        if let Some(trap) = error.downcast_ref::<wasmtime::Trap>() {
+            if *trap == wasmtime::Trap::Interrupt {
+                return CallError::Timeout;
+            }
+        }
+        let text = format!("{error:#}");
+        if text.contains("forcing trap when growing memory")
+            || text.contains("memory") && text.contains("limit")
+        {
+            return CallError::MemoryLimit(text);
+        }
+        CallError::Trap(text)
+    }
+
+    /// A short label for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            CallError::Timeout => "timeout",
+            CallError::MemoryLimit(_) => "memory",
+            CallError::Trap(_) => "trap",
+            CallError::InvalidOutput(_) => "invalid-output",
+            CallError::Refused(_) => "refused",
+            CallError::NoPolicy(_) => "no-policy",
+        }
+    }
+}
+
+/// The slots of every kind, sharing one engine. What the host holds.
+#[derive(Debug)]
+pub struct PolicyRuntime {
+    engine: PolicyEngine,
+    pricing: PolicySlot,
+    scheduling: PolicySlot,
+    /// Parameters every pricing policy receives before the operator's own.
+    pricing_defaults: Vec<(String, String)>,
+}
+
+impl PolicyRuntime {
+    pub fn new(
+        engine: PolicyEngine,
+        pricing_defaults: Vec<(String, String)>,
+        max_failures: u32,
+    ) -> PolicyRuntime {
+        PolicyRuntime {
+            engine,
+            pricing: PolicySlot::new(PolicyKind::Pricing, max_failures),
+            scheduling: PolicySlot::new(PolicyKind::Scheduling, max_failures),
+            pricing_defaults,
+        }
+    }
+
+    pub fn engine(&self) -> &PolicyEngine {
+        &self.engine
+    }
+
+    pub fn slot(&self, kind: PolicyKind) -> &PolicySlot {
+        match kind {
+            PolicyKind::Pricing => &self.pricing,
+            PolicyKind::Scheduling => &self.scheduling,
+        }
+    }
+
+    /// The full load: read, prepare and check the component, then publish it
+    /// as the active version of `kind`. On any error the active version stays.
+    pub fn load(
+        &self,
+        kind: PolicyKind,
+        source: &PolicySource,
+        params: &[(String, String)],
+    ) -> Result<Arc<PolicyVersion>, LoadError> {
+        let bytes = source.read().map_err(LoadError::Source)?;
+        self.load_bytes(kind, &source.to_string(), &bytes, params)
+    }
+
+    /// As [`load`](Self::load), for a component already in memory (an upload).
+    pub fn load_bytes(
+        &self,
+        kind: PolicyKind,
+        source: &str,
+        bytes: &[u8],
+        params: &[(String, String)],
+    ) -> Result<Arc<PolicyVersion>, LoadError> {
+        let mut all_params = match kind {
+            PolicyKind::Pricing => self.pricing_defaults.clone(),
+            PolicyKind::Scheduling => Vec::new(),
+        };
+        all_params.extend_from_slice(params);
+        let result = prepare(&self.engine, kind, source, bytes, all_params);
+        events::PolicyEvent::loaded(kind, source, &result).emit();
+        let version = result?;
+        self.slot(kind).publish(version.clone());
+        Ok(version)
+    }
+}

@@ -1,0 +1,246 @@
+//! One kind's place in the host: the active version (published atomically),
+//! the history of every version loaded, fallback to the last good version when
+//! a call fails, and rollback — by the operator, or by itself after a new
+//! version fails `max_failures` calls in a row.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use arc_swap::ArcSwapOption;
+use serde::Serialize;
+
+use super::events::PolicyEvent;
+use super::{CallError, PolicyKind, PolicyVersion, VersionInfo};
+
+/// Where a version stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VersionState {
+    /// Answers every call.
+    Active,
+    /// Was active and worked: a fallback and rollback target.
+    Standby,
+    /// Taken out by a rollback; never called again.
+    RolledBack,
+}
+
+/// One row of a kind's history, as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryEntry {
+    /// 1 for the first version loaded into this slot, then 2, 3 …
+    pub number: u32,
+    pub state: VersionState,
+    #[serde(flatten)]
+    pub info: VersionInfo,
+    /// Why it was rolled back, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A kind's active version and history, as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SlotStatus {
+    pub kind: PolicyKind,
+    pub active: Option<HistoryEntry>,
+    pub history: Vec<HistoryEntry>,
+}
+
+struct Entry {
+    number: u32,
+    version: Arc<PolicyVersion>,
+    state: VersionState,
+    note: Option<String>,
+}
+
+impl Entry {
+    fn row(&self) -> HistoryEntry {
+        HistoryEntry {
+            number: self.number,
+            state: self.state,
+            info: self.version.info.clone(),
+            note: self.note.clone(),
+        }
+    }
+}
+
+pub struct PolicySlot {
+    kind: PolicyKind,
+    max_failures: u32,
+    active: ArcSwapOption<PolicyVersion>,
+    entries: Mutex<Vec<Entry>>,
+}
+
+impl std::fmt::Debug for PolicySlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicySlot")
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicySlot {
+    pub fn new(kind: PolicyKind, max_failures: u32) -> PolicySlot {
+        PolicySlot {
+            kind,
+            max_failures: max_failures.max(1),
+            active: ArcSwapOption::empty(),
+            entries: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The version answering calls now, if any.
+    pub fn active(&self) -> Option<Arc<PolicyVersion>> {
+        self.active.load_full()
+    }
+
+    /// Makes `version` the active one; the previous active one stays as the
+    /// fallback. Calls already running finish on the version they started on.
+    pub fn publish(&self, version: Arc<PolicyVersion>) {
+        let mut entries = self.entries.lock().unwrap();
+        for entry in entries
+            .iter_mut()
+            .filter(|e| e.state == VersionState::Active)
+        {
+            entry.state = VersionState::Standby;
+        }
+        let number = entries.len() as u32 + 1;
+        entries.push(Entry {
+            number,
+            version: version.clone(),
+            state: VersionState::Active,
+            note: None,
+        });
+        self.active.store(Some(version));
+    }
+
+    /// Takes the active version out and makes the newest earlier good one active.
+    pub fn rollback(&self, reason: &str) -> Result<Arc<PolicyVersion>, String> {
+        let active = self
+            .active()
+            .ok_or_else(|| format!("no {} policy is loaded", self.kind))?;
+        self.roll_back_from(&active, false, reason)
+    }
+
+    fn roll_back_from(
+        &self,
+        from: &Arc<PolicyVersion>,
+        automatic: bool,
+        reason: &str,
+    ) -> Result<Arc<PolicyVersion>, String> {
+        let mut entries = self.entries.lock().unwrap();
+        let current = entries
+            .iter()
+            .position(|e| e.state == VersionState::Active && Arc::ptr_eq(&e.version, from))
+            .ok_or_else(|| {
+                format!(
+                    "the {} policy changed meanwhile; nothing rolled back",
+                    self.kind
+                )
+            })?;
+        let target = entries
+            .iter()
+            .rposition(|e| e.state == VersionState::Standby)
+            .ok_or_else(|| {
+                format!(
+                    "there is no earlier good {} policy to roll back to",
+                    self.kind
+                )
+            })?;
+        entries[current].state = VersionState::RolledBack;
+        entries[current].note = Some(reason.to_string());
+        entries[target].state = VersionState::Active;
+        let to = entries[target].version.clone();
+        self.active.store(Some(to.clone()));
+        drop(entries);
+        PolicyEvent::RolledBack {
+            kind: self.kind,
+            from,
+            to: &to,
+            automatic,
+            reason,
+        }
+        .emit();
+        Ok(to)
+    }
+
+    /// The version that answers when the active one fails: the newest standby.
+    fn fallback(&self) -> Option<Arc<PolicyVersion>> {
+        let entries = self.entries.lock().unwrap();
+        entries
+            .iter()
+            .rev()
+            .find(|e| e.state == VersionState::Standby)
+            .map(|e| e.version.clone())
+    }
+
+    /// Calls the active version with `call`, which also checks the output.
+    /// If it fails, the last good version answers instead, and a version that
+    /// has failed `max_failures` calls in a row is rolled back.
+    pub fn call<R>(
+        &self,
+        call: impl Fn(&PolicyVersion) -> Result<R, CallError>,
+    ) -> Result<R, CallError> {
+        let active = self.active().ok_or(CallError::NoPolicy(self.kind))?;
+        let error = match timed_call(&active, &call) {
+            Ok(result) => return Ok(result),
+            Err(error) => error,
+        };
+        let consecutive = active.record_failure();
+        PolicyEvent::CallFailed {
+            version: &active,
+            error: &error,
+            consecutive,
+        }
+        .emit();
+        if consecutive >= self.max_failures {
+            let reason = format!("failed {consecutive} calls in a row; last: {error}");
+            // Another thread may have rolled it back already; that is fine.
+            let _ = self.roll_back_from(&active, true, &reason);
+        }
+        let Some(fallback) = self.fallback().filter(|f| !Arc::ptr_eq(f, &active)) else {
+            return Err(error);
+        };
+        PolicyEvent::FellBack {
+            kind: self.kind,
+            from: &active,
+            to: &fallback,
+        }
+        .emit();
+        timed_call(&fallback, &call).inspect_err(|fallback_error| {
+            let consecutive = fallback.record_failure();
+            PolicyEvent::CallFailed {
+                version: &fallback,
+                error: fallback_error,
+                consecutive,
+            }
+            .emit();
+        })
+    }
+
+    pub fn status(&self) -> SlotStatus {
+        let entries = self.entries.lock().unwrap();
+        SlotStatus {
+            kind: self.kind,
+            active: entries
+                .iter()
+                .find(|e| e.state == VersionState::Active)
+                .map(Entry::row),
+            history: entries.iter().map(Entry::row).collect(),
+        }
+    }
+}
+
+fn timed_call<R>(
+    version: &PolicyVersion,
+    call: &impl Fn(&PolicyVersion) -> Result<R, CallError>,
+) -> Result<R, CallError> {
+    let started = Instant::now();
+    let result = call(version)?;
+    version.record_success();
+    PolicyEvent::CallSucceeded {
+        version,
+        elapsed: started.elapsed(),
+    }
+    .emit();
+    Ok(result)
+}

@@ -1,0 +1,99 @@
+//! Checks on what a policy returns. The host never applies a result it has not
+//! checked: an invalid one fails the call exactly as a trap would.
+
+use super::bindings::{Placements, PriceMultiplicators, Snapshot};
+
+/// Charges must be one per container, finite and not negative.
+pub fn charges(charges: &[f64], containers: usize) -> Result<(), String> {
+    if charges.len() != containers {
+        return Err(format!(
+            "returned {} charges for {containers} containers",
+            charges.len()
+        ));
+    }
+    match charges.iter().position(|c| !c.is_finite() || *c < 0.0) {
+        Some(i) => Err(format!(
+            "returned charge {} for container {i}; charges must be finite and at least 0",
+            charges[i]
+        )),
+        None => Ok(()),
+    }
+}
+
+/// PriceMultiplicators must be finite and not negative.
+pub fn multiplicators(m: &PriceMultiplicators) -> Result<(), String> {
+    for (name, value) in [("general", m.general), ("gpu", m.gpu)] {
+        if !value.is_finite() || value < 0.0 {
+            return Err(format!(
+                "returned {name} multiplicator {value}; it must be finite and at least 0"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Placements must name existing nodes and asks, place no more than each ask
+/// has pending, and fit in every node's free resources.
+pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), String> {
+    let Placements { ask, node, count } = placements;
+    if ask.len() != node.len() || ask.len() != count.len() {
+        return Err(format!(
+            "returned placement columns of different lengths (ask {}, node {}, count {})",
+            ask.len(),
+            node.len(),
+            count.len()
+        ));
+    }
+    let nodes = &snapshot.nodes;
+    let asks = &snapshot.asks;
+    let node_count = nodes.free_memory_mb.len();
+    let ask_count = asks.pending.len();
+    let mut free_memory = nodes.free_memory_mb.clone();
+    let mut free_vcores = nodes.free_vcores.clone();
+    let mut free_gpus = nodes.free_gpus.clone();
+    let mut pending = asks.pending.clone();
+    for i in 0..ask.len() {
+        let (a, n, c) = (ask[i] as usize, node[i] as usize, count[i]);
+        if n >= node_count {
+            return Err(format!(
+                "placed on node {n}, but the snapshot has {node_count} nodes"
+            ));
+        }
+        if a >= ask_count {
+            return Err(format!(
+                "placed ask {a}, but the snapshot has {ask_count} asks"
+            ));
+        }
+        if c > pending[a] {
+            return Err(format!(
+                "placed {c} containers of ask {a}, which has {} pending",
+                pending[a]
+            ));
+        }
+        pending[a] -= c;
+        let memory = asks.memory_mb[a].checked_mul(u64::from(c));
+        let vcores = asks.vcores[a].checked_mul(c);
+        let gpus = asks.gpus[a].checked_mul(c);
+        match (memory, vcores, gpus) {
+            (Some(m), Some(v), Some(g))
+                if m <= free_memory[n] && v <= free_vcores[n] && g <= free_gpus[n] =>
+            {
+                free_memory[n] -= m;
+                free_vcores[n] -= v;
+                free_gpus[n] -= g;
+            }
+            _ => {
+                return Err(format!(
+                    "over-allocated node {n}: {c} × ask {a} ({} MB, {} vcores, {} GPUs each) does not fit in {} MB, {} vcores, {} GPUs free",
+                    asks.memory_mb[a],
+                    asks.vcores[a],
+                    asks.gpus[a],
+                    free_memory[n],
+                    free_vcores[n],
+                    free_gpus[n]
+                ));
+            }
+        }
+    }
+    Ok(())
+}

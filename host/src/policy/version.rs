@@ -1,0 +1,212 @@
+//! One loaded version of a policy: its identity, its pre-linked component,
+//! and a warm instance reused across calls (dropped and rebuilt after a trap,
+//! since a trapped instance's state cannot be trusted).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use wasmtime::Store;
+
+use super::bindings::{
+    Containers, Placements, PriceMultiplicators, PricingPolicy, PricingPolicyPre, SchedulingPolicy,
+    SchedulingPolicyPre, Snapshot, Usage, Utilization,
+};
+use super::engine::{GuestState, PolicyEngine};
+use super::{CallError, PolicyKind};
+
+/// What identifies a loaded version, as shown in the history and the API.
+#[derive(Debug, Clone, Serialize)]
+pub struct VersionInfo {
+    pub kind: PolicyKind,
+    /// The policy's own name and version, from `describe`.
+    pub name: String,
+    pub version: String,
+    /// Where it came from: `builtin:NAME` or a file path.
+    pub source: String,
+    pub sha256: String,
+    /// The parameters `configure` accepted.
+    pub params: Vec<(String, String)>,
+    /// Milliseconds since the Unix epoch.
+    pub loaded_at_ms: u64,
+}
+
+/// The pre-linked component for one world.
+pub(super) enum Prepared {
+    Pricing(PricingPolicyPre<GuestState>),
+    Scheduling(SchedulingPolicyPre<GuestState>),
+}
+
+enum Bindings {
+    Pricing(PricingPolicy),
+    Scheduling(SchedulingPolicy),
+}
+
+struct Warm {
+    store: Store<GuestState>,
+    bindings: Bindings,
+}
+
+pub struct PolicyVersion {
+    pub info: VersionInfo,
+    prepared: Prepared,
+    engine: PolicyEngine,
+    warm: Mutex<Option<Warm>>,
+    consecutive_failures: AtomicU32,
+}
+
+impl std::fmt::Debug for PolicyVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyVersion")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PolicyVersion {
+    /// Instantiates and configures the component once, which is the load's
+    /// check that `configure` accepts `params`; the instance is kept warm.
+    pub(super) fn new(
+        engine: &PolicyEngine,
+        prepared: Prepared,
+        info: VersionInfo,
+    ) -> Result<Arc<PolicyVersion>, CallError> {
+        let version = PolicyVersion {
+            info,
+            prepared,
+            engine: engine.clone(),
+            warm: Mutex::new(None),
+            consecutive_failures: AtomicU32::new(0),
+        };
+        let warm = version.instantiate()?;
+        *version.warm.lock().unwrap() = Some(warm);
+        Ok(Arc::new(version))
+    }
+
+    /// A fresh instance, configured with this version's parameters. Public for
+    /// benchmarks of instantiation cost.
+    pub fn instantiate_fresh(&self) -> Result<(), CallError> {
+        self.instantiate().map(drop)
+    }
+
+    fn instantiate(&self) -> Result<Warm, CallError> {
+        let mut store = self.engine.new_store(self.info.name.as_str().into());
+        self.engine.arm_deadline(&mut store);
+        let params = &self.info.params;
+        let (bindings, configured) = match &self.prepared {
+            Prepared::Pricing(pre) => {
+                let bindings = pre
+                    .instantiate(&mut store)
+                    .map_err(CallError::from_wasmtime)?;
+                let configured = bindings
+                    .call_configure(&mut store, params)
+                    .map_err(CallError::from_wasmtime)?;
+                (Bindings::Pricing(bindings), configured)
+            }
+            Prepared::Scheduling(pre) => {
+                let bindings = pre
+                    .instantiate(&mut store)
+                    .map_err(CallError::from_wasmtime)?;
+                let configured = bindings
+                    .call_configure(&mut store, params)
+                    .map_err(CallError::from_wasmtime)?;
+                (Bindings::Scheduling(bindings), configured)
+            }
+        };
+        configured.map_err(CallError::Refused)?;
+        Ok(Warm { store, bindings })
+    }
+
+    /// Runs `call` on the warm instance under the per-call deadline.
+    fn with_instance<R>(
+        &self,
+        call: impl FnOnce(&mut Store<GuestState>, &Bindings) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let mut warm = self
+            .warm
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if warm.is_none() {
+            *warm = Some(self.instantiate()?);
+        }
+        let instance = warm.as_mut().expect("instantiated above");
+        self.engine.arm_deadline(&mut instance.store);
+        match call(&mut instance.store, &instance.bindings) {
+            Ok(result) => Ok(result),
+            Err(error) => {
+                *warm = None;
+                Err(CallError::from_wasmtime(error))
+            }
+        }
+    }
+
+    fn wrong_world(&self) -> wasmtime::Error {
+        wasmtime::Error::msg(format!(
+            "{} is not a {} policy",
+            self.info.name, self.info.kind
+        ))
+    }
+
+    pub fn multiplicators(
+        &self,
+        utilization: Utilization,
+    ) -> Result<PriceMultiplicators, CallError> {
+        self.with_instance(|store, bindings| match bindings {
+            Bindings::Pricing(p) => p
+                .weft_policy_pricing()
+                .call_multiplicators(store, utilization),
+            Bindings::Scheduling(_) => Err(self.wrong_world()),
+        })
+    }
+
+    pub fn charge(
+        &self,
+        usage: &Usage,
+        multiplicators: PriceMultiplicators,
+    ) -> Result<Vec<f64>, CallError> {
+        self.with_instance(|store, bindings| match bindings {
+            Bindings::Pricing(p) => {
+                p.weft_policy_pricing()
+                    .call_charge(store, usage, multiplicators)
+            }
+            Bindings::Scheduling(_) => Err(self.wrong_world()),
+        })
+    }
+
+    pub fn schedule(&self, snapshot: &Snapshot) -> Result<Placements, CallError> {
+        self.with_instance(|store, bindings| match bindings {
+            Bindings::Scheduling(s) => s.weft_policy_scheduling().call_schedule(store, snapshot),
+            Bindings::Pricing(_) => Err(self.wrong_world()),
+        })
+    }
+
+    pub fn preempt(
+        &self,
+        snapshot: &Snapshot,
+        running: &Containers,
+    ) -> Result<Vec<u32>, CallError> {
+        self.with_instance(|store, bindings| match bindings {
+            Bindings::Scheduling(s) => s
+                .weft_policy_scheduling()
+                .call_preempt(store, snapshot, running),
+            Bindings::Pricing(_) => Err(self.wrong_world()),
+        })
+    }
+
+    /// Counts a failed call; returns how many calls in a row have failed.
+    pub(super) fn record_failure(&self) -> u32 {
+        self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    pub(super) fn record_success(&self) {
+        self.consecutive_failures.store(0, Ordering::Relaxed);
+    }
+}
+
+pub(super) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,183 @@
+//! The quota ledger: per project the credits remaining and used, per
+//! (project, user, day) the credits used that day. Kept in memory and written
+//! through to the store one flush at a time.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// A project's account.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ProjectQuota {
+    pub remaining: f64,
+    pub total_used: f64,
+}
+
+/// (project, user, day as YYYY-MM-DD in UTC).
+pub type DailyKey = (String, String, String);
+
+/// The new values of every row one flush changed, for the store.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct LedgerDelta {
+    pub projects: BTreeMap<String, ProjectQuota>,
+    pub daily: BTreeMap<DailyKey, f64>,
+}
+
+impl LedgerDelta {
+    pub fn is_empty(&self) -> bool {
+        self.projects.is_empty() && self.daily.is_empty()
+    }
+}
+
+/// One charge to apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Charge {
+    pub project: String,
+    pub user: String,
+    /// When the charge was computed, in ms since the epoch: it picks the day.
+    pub at_ms: u64,
+    pub credits: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct QuotaLedger {
+    default_credits: f64,
+    projects: BTreeMap<String, ProjectQuota>,
+    daily: BTreeMap<DailyKey, f64>,
+}
+
+impl QuotaLedger {
+    pub fn new(default_credits: f64) -> QuotaLedger {
+        QuotaLedger {
+            default_credits,
+            ..QuotaLedger::default()
+        }
+    }
+
+    /// Restores the rows the store holds.
+    pub fn restore(
+        &mut self,
+        projects: impl IntoIterator<Item = (String, ProjectQuota)>,
+        daily: impl IntoIterator<Item = (DailyKey, f64)>,
+    ) {
+        self.projects.extend(projects);
+        self.daily.extend(daily);
+    }
+
+    /// Gives `project` `credits` remaining (e.g. replay's --initial-credits).
+    pub fn set_credits(&mut self, project: &str, credits: f64) -> LedgerDelta {
+        let account = self.account(project);
+        account.remaining = credits;
+        let quota = *account;
+        LedgerDelta {
+            projects: BTreeMap::from([(project.to_string(), quota)]),
+            daily: BTreeMap::new(),
+        }
+    }
+
+    fn account(&mut self, project: &str) -> &mut ProjectQuota {
+        let default = self.default_credits;
+        self.projects
+            .entry(project.to_string())
+            .or_insert(ProjectQuota {
+                remaining: default,
+                total_used: 0.0,
+            })
+    }
+
+    /// Applies `charges`; returns the rows they changed.
+    pub fn apply(&mut self, charges: &[Charge]) -> LedgerDelta {
+        let mut delta = LedgerDelta::default();
+        for charge in charges {
+            let account = self.account(&charge.project);
+            account.remaining -= charge.credits;
+            account.total_used += charge.credits;
+            delta.projects.insert(charge.project.clone(), *account);
+            let key = (
+                charge.project.clone(),
+                charge.user.clone(),
+                day_of(charge.at_ms),
+            );
+            let day = self.daily.entry(key.clone()).or_insert(0.0);
+            *day += charge.credits;
+            delta.daily.insert(key, *day);
+        }
+        delta
+    }
+
+    pub fn projects(&self) -> &BTreeMap<String, ProjectQuota> {
+        &self.projects
+    }
+
+    pub fn daily(&self) -> &BTreeMap<DailyKey, f64> {
+        &self.daily
+    }
+}
+
+/// The UTC day of `ms` since the epoch, as YYYY-MM-DD.
+pub fn day_of(ms: u64) -> String {
+    let seconds = i64::try_from(ms / 1000).unwrap_or(i64::MAX);
+    chrono::DateTime::from_timestamp(seconds, 0)
+        .map(|t| t.format("%Y-%m-%d").to_string())
+        .unwrap_or_else(|| "9999-12-31".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn charge(project: &str, user: &str, at_ms: u64, credits: f64) -> Charge {
+        Charge {
+            project: project.into(),
+            user: user.into(),
+            at_ms,
+            credits,
+        }
+    }
+
+    #[test]
+    fn charges_move_credits_from_remaining_to_used() {
+        let mut ledger = QuotaLedger::new(0.0);
+        ledger.set_credits("p", 50.0);
+        let delta = ledger.apply(&[
+            charge("p", "u", 0, 20.0),
+            charge("p", "v", 86_400_000, 10.0),
+        ]);
+        assert_eq!(
+            ledger.projects()["p"],
+            ProjectQuota {
+                remaining: 20.0,
+                total_used: 30.0
+            }
+        );
+        assert_eq!(delta.projects["p"].total_used, 30.0);
+        assert_eq!(
+            ledger.daily()[&("p".into(), "u".into(), "1970-01-01".into())],
+            20.0
+        );
+        assert_eq!(
+            ledger.daily()[&("p".into(), "v".into(), "1970-01-02".into())],
+            10.0
+        );
+    }
+
+    #[test]
+    fn unknown_projects_start_with_the_default_credits() {
+        let mut ledger = QuotaLedger::new(100.0);
+        ledger.apply(&[charge("q", "u", 0, 1.5)]);
+        assert_eq!(
+            ledger.projects()["q"],
+            ProjectQuota {
+                remaining: 98.5,
+                total_used: 1.5
+            }
+        );
+    }
+
+    #[test]
+    fn days_are_utc() {
+        assert_eq!(day_of(0), "1970-01-01");
+        assert_eq!(day_of(86_399_999), "1970-01-01");
+        assert_eq!(day_of(1_763_683_200_000), "2025-11-21");
+    }
+}

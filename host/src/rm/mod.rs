@@ -1,0 +1,278 @@
+//! The resource manager's event loop: one task owns the cluster and the quota
+//! service and applies, in order, every command (node registration and
+//! heartbeats, app submissions, queries from the API) and every timer
+//! (scheduling round, QUOTA_COMPUTE, the multiplicator step). Nothing else
+//! touches that state, so there are no locks on it.
+//!
+//! Policies are reached through the shared [`PolicyRuntime`]; loading one
+//! happens outside the loop and only its publication is seen here.
+
+pub mod sim_nodes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::MissedTickBehavior;
+
+use crate::cluster::{Allocation, AppState, Cluster, Container, NodeKind, Resources};
+use crate::config::Settings;
+use crate::metrics::{StateLabels, metrics};
+use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
+use crate::quota::QuotaService;
+use crate::scheduler;
+use crate::sim::Clock;
+
+/// The state the loop owns.
+pub struct ResourceManager {
+    pub cluster: Cluster,
+    pub quota: QuotaService,
+    pub policies: Arc<PolicyRuntime>,
+    pub clock: Arc<dyn Clock>,
+    pub started_ms: u64,
+    node_expiry_ms: u64,
+}
+
+impl std::fmt::Debug for ResourceManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceManager").finish_non_exhaustive()
+    }
+}
+
+type Command = Box<dyn FnOnce(&mut ResourceManager) + Send>;
+
+/// How the API reaches the loop. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct RmHandle {
+    commands: mpsc::Sender<Command>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the resource manager is shutting down")]
+pub struct ShuttingDown;
+
+impl RmHandle {
+    /// Runs `f` on the loop's state, between two events, and returns its result.
+    pub async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut ResourceManager) -> T + Send + 'static,
+    ) -> Result<T, ShuttingDown> {
+        let (reply, answer) = oneshot::channel();
+        let command: Command = Box::new(move |rm| {
+            let _ = reply.send(f(rm));
+        });
+        self.commands
+            .send(command)
+            .await
+            .map_err(|_| ShuttingDown)?;
+        answer.await.map_err(|_| ShuttingDown)
+    }
+}
+
+/// The timers of the loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Intervals {
+    pub scheduling: Duration,
+    pub quota_compute: Duration,
+    pub multiplicator: Duration,
+}
+
+impl ResourceManager {
+    pub fn new(
+        settings: &Settings,
+        quota: QuotaService,
+        policies: Arc<PolicyRuntime>,
+        clock: Arc<dyn Clock>,
+    ) -> ResourceManager {
+        let now = clock.now_ms();
+        ResourceManager {
+            cluster: Cluster::new(now),
+            quota,
+            policies,
+            clock,
+            started_ms: now,
+            node_expiry_ms: settings
+                .millis("yarn.nm.liveness-monitor.expiry-interval-ms")
+                .as_millis() as u64,
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// Adds `count` simulated nodes of `capacity`.
+    pub fn add_simulated_nodes(&mut self, count: u32, capacity: Resources) {
+        let now = self.now();
+        for i in 1..=count {
+            let id = format!("sim-{i:04}:8041");
+            self.cluster
+                .register_node(&id, NodeKind::Simulated, capacity, now)
+                .expect("capacity checked by the spec parser");
+        }
+    }
+
+    /// A scheduling round: simulated containers that are done end, silent
+    /// nodes are lost, then the scheduling policy places what is pending.
+    pub fn scheduling_round(&mut self) {
+        let now = self.now();
+        let ended = self.cluster.finish_simulated(now);
+        for (container, at) in ended {
+            self.container_finished(&container, at);
+        }
+        let lost = self
+            .cluster
+            .expire_nodes(now.saturating_sub(self.node_expiry_ms), now);
+        self.containers_finished(&lost, now);
+        match scheduler::schedule(
+            &mut self.cluster,
+            self.policies.slot(PolicyKind::Scheduling),
+            now,
+        ) {
+            Ok(allocations) => self.containers_allocated(&allocations, now),
+            Err(error) => {
+                tracing::warn!(%error, "scheduling round skipped; pending apps wait for the next")
+            }
+        }
+        self.update_gauges();
+    }
+
+    pub fn containers_allocated(&mut self, allocations: &[Allocation], now: u64) {
+        for allocation in allocations {
+            let c = &allocation.container;
+            tracing::debug!(container = %c.id, app = %c.app, node = %c.node, "container allocated");
+            if let Err(error) = self.quota.start(
+                &c.id,
+                &allocation.project,
+                &allocation.user,
+                c.resources,
+                now,
+            ) {
+                tracing::error!(%error, "quota could not start charging a container");
+            }
+        }
+        metrics()
+            .containers_allocated
+            .inc_by(allocations.len() as u64);
+    }
+
+    pub fn containers_finished(&mut self, containers: &[Container], now: u64) {
+        for container in containers {
+            self.container_finished(container, now);
+        }
+    }
+
+    fn container_finished(&mut self, container: &Container, at: u64) {
+        tracing::debug!(container = %container.id, app = %container.app, "container finished");
+        if let Err(error) = self.quota.finish(&container.id, at) {
+            tracing::error!(%error, "quota could not finish charging a container");
+        }
+    }
+
+    /// QUOTA_COMPUTE.
+    pub fn quota_compute(&mut self) {
+        let now = self.now();
+        self.quota.compute(now);
+        self.flush_quota();
+    }
+
+    /// The PriceMultiplicatorService step, from allocated plus pending over capacity.
+    pub fn multiplicator_step(&mut self) {
+        let capacity = self.cluster.capacity();
+        let demand = self.cluster.allocated() + self.cluster.pending();
+        let (memory, vcores, gpus) = demand.fractions_of(&capacity);
+        let pricing = self.policies.slot(PolicyKind::Pricing);
+        match self.quota.update_multiplicators(
+            pricing,
+            Utilization {
+                memory,
+                vcores,
+                gpus,
+            },
+        ) {
+            Ok(m) => tracing::debug!(
+                general = m.general,
+                gpu = m.gpu,
+                memory,
+                vcores,
+                gpus,
+                "price multiplicators updated"
+            ),
+            Err(error) => tracing::warn!(%error, "price multiplicators kept from the last step"),
+        }
+    }
+
+    /// Charges everything owed, if anything is.
+    pub fn flush_quota(&mut self) {
+        if !self.quota.has_owed() {
+            return;
+        }
+        if let Err(error) = self.quota.flush(self.policies.slot(PolicyKind::Pricing)) {
+            tracing::warn!(%error, "charges kept owed until the next flush");
+        }
+    }
+
+    /// A clean stop: every running container is charged up to now.
+    pub fn shutdown(&mut self) {
+        self.quota_compute();
+        tracing::info!(
+            running = self.quota.running_containers(),
+            "quota charged up to the stop"
+        );
+    }
+
+    fn update_gauges(&self) {
+        let m = metrics();
+        let mut counts = [0i64; 3];
+        for app in self.cluster.apps() {
+            counts[app.state as usize] += 1;
+        }
+        for (state, count) in [AppState::Accepted, AppState::Running, AppState::Finished]
+            .iter()
+            .zip(counts)
+        {
+            let label = serde_json::to_value(state)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            m.apps
+                .get_or_create(&StateLabels { state: label })
+                .set(count);
+        }
+        m.containers_running
+            .set(self.cluster.containers().count() as i64);
+    }
+}
+
+/// Starts the loop on the current runtime. It stops when `stop` resolves,
+/// after a clean quota stop; the returned task ends then.
+pub fn spawn(
+    mut rm: ResourceManager,
+    intervals: Intervals,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> (RmHandle, tokio::task::JoinHandle<()>) {
+    let (commands, mut inbox) = mpsc::channel::<Command>(1024);
+    let task = tokio::spawn(async move {
+        let every = |period: Duration| {
+            let mut interval = tokio::time::interval(period.max(Duration::from_millis(1)));
+            interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            interval
+        };
+        let mut scheduling = every(intervals.scheduling);
+        let mut quota = every(intervals.quota_compute);
+        let mut multiplicator = every(intervals.multiplicator);
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                Some(command) = inbox.recv() => command(&mut rm),
+                _ = scheduling.tick() => rm.scheduling_round(),
+                _ = quota.tick() => rm.quota_compute(),
+                _ = multiplicator.tick() => rm.multiplicator_step(),
+                () = &mut stop => break,
+            }
+            rm.flush_quota();
+        }
+        rm.shutdown();
+    });
+    (RmHandle { commands }, task)
+}

@@ -1,0 +1,146 @@
+//! One scheduling round: a columnar snapshot of the cluster goes to the
+//! scheduling policy in one call; the placements that come back are checked
+//! against that snapshot, then applied to the cluster.
+
+use std::collections::HashMap;
+
+use crate::cluster::{Allocation, Cluster, ClusterError, Placement};
+use crate::policy::{
+    Apps, Asks, CallError, Nodes, Placements, PolicySlot, Queues, Snapshot, validate,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("the scheduling policy failed: {0}")]
+    Policy(#[from] CallError),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
+/// A snapshot and how its ask indices map back to (app, ask) in the cluster.
+#[derive(Debug)]
+pub struct Round {
+    pub snapshot: Snapshot,
+    asks: Vec<(usize, usize)>,
+}
+
+impl Round {
+    /// Snapshots the nodes and every app with something pending.
+    pub fn new(cluster: &Cluster, now: u64) -> Round {
+        let mut nodes = Nodes {
+            free_memory_mb: vec![],
+            free_vcores: vec![],
+            free_gpus: vec![],
+            capacity_memory_mb: vec![],
+            capacity_vcores: vec![],
+            capacity_gpus: vec![],
+        };
+        for node in cluster.nodes() {
+            let free = node.free();
+            nodes.free_memory_mb.push(free.memory_mb);
+            nodes.free_vcores.push(free.vcores);
+            nodes.free_gpus.push(free.gpus);
+            nodes.capacity_memory_mb.push(node.capacity.memory_mb);
+            nodes.capacity_vcores.push(node.capacity.vcores);
+            nodes.capacity_gpus.push(node.capacity.gpus);
+        }
+        let used = cluster.allocated();
+        // Until the queue tree exists: root and its one leaf, default.
+        let queues = Queues {
+            parent: vec![0, 0],
+            capacity: vec![100.0, 100.0],
+            maximum_capacity: vec![100.0, 100.0],
+            minimum_user_limit_percent: vec![100.0, 100.0],
+            user_limit_factor: vec![1.0, 1.0],
+            used_memory_mb: vec![used.memory_mb; 2],
+            used_vcores: vec![used.vcores; 2],
+            used_gpus: vec![used.gpus; 2],
+        };
+        let mut apps = Apps {
+            queue: vec![],
+            user: vec![],
+            priority: vec![],
+            submit_time_ms: vec![],
+            used_memory_mb: vec![],
+            used_vcores: vec![],
+            used_gpus: vec![],
+        };
+        let mut asks = Asks {
+            app: vec![],
+            pending: vec![],
+            memory_mb: vec![],
+            vcores: vec![],
+            gpus: vec![],
+        };
+        let mut ask_origin = Vec::new();
+        let mut users: HashMap<&str, u32> = HashMap::new();
+        for app_index in cluster.active_apps() {
+            let app = &cluster.apps()[app_index];
+            if app.pending_containers() == 0 {
+                continue;
+            }
+            let snapshot_index = apps.queue.len() as u32;
+            let next_user = users.len() as u32;
+            apps.queue.push(1);
+            apps.user
+                .push(*users.entry(app.user.as_str()).or_insert(next_user));
+            apps.priority.push(app.priority);
+            apps.submit_time_ms.push(app.submit_time_ms);
+            apps.used_memory_mb.push(app.used.memory_mb);
+            apps.used_vcores.push(app.used.vcores);
+            apps.used_gpus.push(app.used.gpus);
+            for (ask_index, ask) in app.asks.iter().enumerate().filter(|(_, a)| a.pending > 0) {
+                asks.app.push(snapshot_index);
+                asks.pending.push(ask.pending);
+                asks.memory_mb.push(ask.resources.memory_mb);
+                asks.vcores.push(ask.resources.vcores);
+                asks.gpus.push(ask.resources.gpus);
+                ask_origin.push((app_index, ask_index));
+            }
+        }
+        Round {
+            snapshot: Snapshot {
+                now_ms: now,
+                nodes,
+                queues,
+                apps,
+                asks,
+            },
+            asks: ask_origin,
+        }
+    }
+
+    /// The policy's placements, in the cluster's terms.
+    pub fn placements(&self, placements: &Placements) -> Vec<Placement> {
+        (0..placements.ask.len())
+            .map(|i| {
+                let (app, ask) = self.asks[placements.ask[i] as usize];
+                Placement {
+                    app,
+                    ask,
+                    node: placements.node[i] as usize,
+                    count: placements.count[i],
+                }
+            })
+            .collect()
+    }
+}
+
+/// Asks `policy` where pending containers go, checks its answer, and
+/// allocates. Does nothing (and calls nothing) when nothing is pending.
+pub fn schedule(
+    cluster: &mut Cluster,
+    policy: &PolicySlot,
+    now: u64,
+) -> Result<Vec<Allocation>, ScheduleError> {
+    if !cluster.has_pending() || cluster.nodes().next().is_none() {
+        return Ok(Vec::new());
+    }
+    let round = Round::new(cluster, now);
+    let placements = policy.call(|version| {
+        let placements = version.schedule(&round.snapshot)?;
+        validate::placements(&round.snapshot, &placements).map_err(CallError::InvalidOutput)?;
+        Ok(placements)
+    })?;
+    Ok(cluster.allocate(&round.placements(&placements), now)?)
+}

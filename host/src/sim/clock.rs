@@ -1,0 +1,62 @@
+//! The one source of time: the wall clock for `serve`, a virtual clock for
+//! replay and simulation, so the same quota and scheduling code runs on both.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    fn now_ms(&self) -> u64;
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WallClock;
+
+impl Clock for WallClock {
+    fn now_ms(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0)
+    }
+}
+
+/// Time that moves only when told to. Clones share one time.
+#[derive(Debug, Clone, Default)]
+pub struct VirtualClock {
+    now: Arc<AtomicU64>,
+}
+
+impl VirtualClock {
+    pub fn starting_at(ms: u64) -> VirtualClock {
+        VirtualClock {
+            now: Arc::new(AtomicU64::new(ms)),
+        }
+    }
+
+    /// Moves time forward to `ms`; time never goes back.
+    pub fn advance_to(&self, ms: u64) {
+        self.now.fetch_max(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now_ms(&self) -> u64 {
+        self.now.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn virtual_time_only_moves_forward() {
+        let clock = VirtualClock::starting_at(10);
+        let shared = clock.clone();
+        clock.advance_to(50);
+        clock.advance_to(20);
+        assert_eq!(shared.now_ms(), 50);
+    }
+}

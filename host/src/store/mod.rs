@@ -1,0 +1,199 @@
+//! The embedded SQLite store under the data directory: the quota ledger and
+//! the price multiplicators, so both survive a restart.
+//!
+//! Writes of one quota flush go in one transaction, so the ledger is never
+//! half-applied; WAL mode keeps them cheap.
+
+use std::path::Path;
+
+use rusqlite::{Connection, params};
+
+use crate::quota::{LedgerDelta, ProjectQuota};
+
+#[derive(Debug, thiserror::Error)]
+#[error("store {path}: {source}")]
+pub struct StoreError {
+    path: String,
+    #[source]
+    source: rusqlite::Error,
+}
+
+pub struct Store {
+    path: String,
+    connection: Connection,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS project_quota (
+        project TEXT PRIMARY KEY,
+        remaining REAL NOT NULL,
+        total_used REAL NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS daily_usage (
+        project TEXT NOT NULL,
+        user TEXT NOT NULL,
+        day TEXT NOT NULL,
+        credits REAL NOT NULL,
+        PRIMARY KEY (project, user, day)
+    );
+    CREATE TABLE IF NOT EXISTS price_multiplicator (
+        resource TEXT PRIMARY KEY,
+        value REAL NOT NULL
+    );
+";
+
+impl Store {
+    /// Opens (creating if needed) `weft.db` in `data_dir`.
+    pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
+        let path = data_dir.join("weft.db");
+        let display = path.display().to_string();
+        let wrap = |source| StoreError {
+            path: display.clone(),
+            source,
+        };
+        std::fs::create_dir_all(data_dir).map_err(|e| {
+            wrap(rusqlite::Error::InvalidPath(
+                format!("{}: {e}", data_dir.display()).into(),
+            ))
+        })?;
+        let connection = Connection::open(&path).map_err(wrap)?;
+        connection
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(wrap)?;
+        connection
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(wrap)?;
+        Store::with_connection(display.clone(), connection)
+    }
+
+    /// A store that lives only as long as the process (replay, simulation).
+    pub fn in_memory() -> Store {
+        let connection =
+            Connection::open_in_memory().expect("SQLite can always open an in-memory database");
+        Store::with_connection(":memory:".into(), connection)
+            .expect("the schema applies to an empty database")
+    }
+
+    fn with_connection(path: String, connection: Connection) -> Result<Store, StoreError> {
+        connection
+            .execute_batch(SCHEMA)
+            .map_err(|source| StoreError {
+                path: path.clone(),
+                source,
+            })?;
+        Ok(Store { path, connection })
+    }
+
+    fn wrap(&self, source: rusqlite::Error) -> StoreError {
+        StoreError {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Applies one flush of charges in one transaction.
+    pub fn apply(&mut self, delta: &LedgerDelta) -> Result<(), StoreError> {
+        let tx = self.connection.transaction().map_err(|e| StoreError {
+            path: self.path.clone(),
+            source: e,
+        })?;
+        let result = (|| {
+            for (project, quota) in &delta.projects {
+                tx.execute(
+                    "INSERT INTO project_quota (project, remaining, total_used) VALUES (?1, ?2, ?3)
+                     ON CONFLICT(project) DO UPDATE SET remaining = excluded.remaining, total_used = excluded.total_used",
+                    params![project, quota.remaining, quota.total_used],
+                )?;
+            }
+            for ((project, user, day), credits) in &delta.daily {
+                tx.execute(
+                    "INSERT INTO daily_usage (project, user, day, credits) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT(project, user, day) DO UPDATE SET credits = excluded.credits",
+                    params![project, user, day, credits],
+                )?;
+            }
+            Ok(())
+        })();
+        result.and_then(|()| tx.commit()).map_err(|e| self.wrap(e))
+    }
+
+    pub fn projects(&self) -> Result<Vec<(String, ProjectQuota)>, StoreError> {
+        let mut statement = self
+            .connection
+            .prepare("SELECT project, remaining, total_used FROM project_quota ORDER BY project")
+            .map_err(|e| self.wrap(e))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((
+                    row.get(0)?,
+                    ProjectQuota {
+                        remaining: row.get(1)?,
+                        total_used: row.get(2)?,
+                    },
+                ))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.wrap(e));
+        rows
+    }
+
+    pub fn daily(&self) -> Result<Vec<((String, String, String), f64)>, StoreError> {
+        let mut statement = self
+            .connection
+            .prepare(
+                "SELECT project, user, day, credits FROM daily_usage ORDER BY project, user, day",
+            )
+            .map_err(|e| self.wrap(e))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok(((row.get(0)?, row.get(1)?, row.get(2)?), row.get(3)?))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.wrap(e));
+        rows
+    }
+
+    pub fn save_multiplicators(&self, general: f64, gpu: f64) -> Result<(), StoreError> {
+        for (resource, value) in [("general", general), ("gpu", gpu)] {
+            self.connection
+                .execute(
+                    "INSERT INTO price_multiplicator (resource, value) VALUES (?1, ?2)
+                     ON CONFLICT(resource) DO UPDATE SET value = excluded.value",
+                    params![resource, value],
+                )
+                .map_err(|e| self.wrap(e))?;
+        }
+        Ok(())
+    }
+
+    /// The multiplicators saved last, if any.
+    pub fn multiplicators(&self) -> Result<Option<(f64, f64)>, StoreError> {
+        let get = |resource: &str| {
+            self.connection
+                .query_row(
+                    "SELECT value FROM price_multiplicator WHERE resource = ?1",
+                    [resource],
+                    |row| row.get(0),
+                )
+                .map(Some)
+                .or_else(|e| {
+                    if e == rusqlite::Error::QueryReturnedNoRows {
+                        Ok(None)
+                    } else {
+                        Err(e)
+                    }
+                })
+                .map_err(|e| self.wrap(e))
+        };
+        Ok(match (get("general")?, get("gpu")?) {
+            (Some(general), Some(gpu)) => Some((general, gpu)),
+            _ => None,
+        })
+    }
+}
