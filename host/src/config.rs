@@ -416,7 +416,8 @@ mod tests {
 
     #[test]
     fn bad_settings_name_the_property() {
-        let cases: [(&str, fn(&ConfigError) -> bool); 5] = [
+        type Expect = fn(&ConfigError) -> bool;
+        let cases: [(&str, Expect); 5] = [
             (
                 "yarn.resourcemanager.quota.nope=1",
                 |e| matches!(e, ConfigError::Unknown(k) if k.ends_with("nope")),

@@ -1,1 +1,8 @@
+//! Weft's integration tests, one binary with a module per area. They drive
+//! the real `weft` binary and HTTP API, and the policy runtime with real
+//! WebAssembly guests (good ones and deliberately bad ones from tests/guests).
 
+mod policy_runtime;
+mod replay;
+mod serve;
+mod support;

@@ -92,14 +92,15 @@ pub enum CallError {
 impl CallError {
     pub(super) fn from_wasmtime(error: wasmtime::Error) -> CallError {
         if let Some(trap) = error.downcast_ref::<wasmtime::Trap>() {
-            if *trap == wasmtime::Trap::Interrupt {
-                return CallError::Timeout;
-            }
+            return match trap {
+                wasmtime::Trap::Interrupt => CallError::Timeout,
+                // The guest's own panic message went to its stderr, in the log.
+                trap => CallError::Trap(format!("wasm trap: {trap}")),
+            };
         }
-        let text = format!("{error:#}");
-        if text.contains("forcing trap when growing memory")
-            || text.contains("memory") && text.contains("limit")
-        {
+        // One line: the root cause, without the wasm backtrace.
+        let text = error.root_cause().to_string().replace('\n', " ");
+        if text.contains("forcing trap when growing memory") {
             return CallError::MemoryLimit(text);
         }
         CallError::Trap(text)

@@ -197,7 +197,12 @@ impl PolicySlot {
             // Another thread may have rolled it back already; that is fine.
             let _ = self.roll_back_from(&active, true, &reason);
         }
-        let Some(fallback) = self.fallback().filter(|f| !Arc::ptr_eq(f, &active)) else {
+        // After a rollback the new active version answers; otherwise the newest standby.
+        let replacement = self
+            .active()
+            .filter(|a| !Arc::ptr_eq(a, &active))
+            .or_else(|| self.fallback());
+        let Some(fallback) = replacement.filter(|f| !Arc::ptr_eq(f, &active)) else {
             return Err(error);
         };
         PolicyEvent::FellBack {

@@ -64,13 +64,7 @@ pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), St
                 "placed ask {a}, but the snapshot has {ask_count} asks"
             ));
         }
-        if c > pending[a] {
-            return Err(format!(
-                "placed {c} containers of ask {a}, which has {} pending",
-                pending[a]
-            ));
-        }
-        pending[a] -= c;
+        // Node room first: an over-allocation is the graver fault.
         let memory = asks.memory_mb[a].checked_mul(u64::from(c));
         let vcores = asks.vcores[a].checked_mul(c);
         let gpus = asks.gpus[a].checked_mul(c);
@@ -94,6 +88,13 @@ pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), St
                 ));
             }
         }
+        if c > pending[a] {
+            return Err(format!(
+                "placed {c} containers of ask {a}, which has {} pending",
+                pending[a]
+            ));
+        }
+        pending[a] -= c;
     }
     Ok(())
 }

@@ -253,8 +253,12 @@ pub fn spawn(
 ) -> (RmHandle, tokio::task::JoinHandle<()>) {
     let (commands, mut inbox) = mpsc::channel::<Command>(1024);
     let task = tokio::spawn(async move {
+        // First ticks come one period after the start: in particular the
+        // multiplicators restored from the store hold until the first step.
         let every = |period: Duration| {
-            let mut interval = tokio::time::interval(period.max(Duration::from_millis(1)));
+            let period = period.max(Duration::from_millis(1));
+            let mut interval =
+                tokio::time::interval_at(tokio::time::Instant::now() + period, period);
             interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
             interval
         };

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, params};
 
-use crate::quota::{LedgerDelta, ProjectQuota};
+use crate::quota::{DailyKey, LedgerDelta, ProjectQuota};
 
 #[derive(Debug, thiserror::Error)]
 #[error("store {path}: {source}")]
@@ -128,7 +128,7 @@ impl Store {
             .connection
             .prepare("SELECT project, remaining, total_used FROM project_quota ORDER BY project")
             .map_err(|e| self.wrap(e))?;
-        let rows = statement
+        statement
             .query_map([], |row| {
                 Ok((
                     row.get(0)?,
@@ -139,24 +139,22 @@ impl Store {
                 ))
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.wrap(e));
-        rows
+            .map_err(|e| self.wrap(e))
     }
 
-    pub fn daily(&self) -> Result<Vec<((String, String, String), f64)>, StoreError> {
+    pub fn daily(&self) -> Result<Vec<(DailyKey, f64)>, StoreError> {
         let mut statement = self
             .connection
             .prepare(
                 "SELECT project, user, day, credits FROM daily_usage ORDER BY project, user, day",
             )
             .map_err(|e| self.wrap(e))?;
-        let rows = statement
+        statement
             .query_map([], |row| {
                 Ok(((row.get(0)?, row.get(1)?, row.get(2)?), row.get(3)?))
             })
             .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.wrap(e));
-        rows
+            .map_err(|e| self.wrap(e))
     }
 
     pub fn save_multiplicators(&self, general: f64, gpu: f64) -> Result<(), StoreError> {

@@ -1,0 +1,413 @@
+//! The policy runtime with real guests: every bad input is refused with a
+//! clear error and the active version stays; a failing version falls back to
+//! the last good one and is rolled back by itself.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use weft_host::config::Settings;
+use weft_host::policy::{
+    CallError, CallLimits, LoadError, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource,
+    VersionState, builtin,
+};
+use weft_host::policy::{PriceMultiplicators, Usage, Utilization};
+use weft_host::quota::Pricing;
+
+use crate::support::{FAULTY_PRICING, FAULTY_SCHEDULING};
+
+fn runtime() -> PolicyRuntime {
+    let limits = CallLimits {
+        timeout: Duration::from_millis(200),
+        memory_bytes: 32 << 20,
+    };
+    let engine = PolicyEngine::new(limits).unwrap();
+    let runtime = PolicyRuntime::new(engine, Settings::default().pricing_params(), 3);
+    runtime
+        .load(
+            PolicyKind::Pricing,
+            &PolicySource::Builtin("hops-pricing".into()),
+            &[],
+        )
+        .unwrap();
+    runtime
+        .load(
+            PolicyKind::Scheduling,
+            &PolicySource::Builtin("fifo".into()),
+            &[],
+        )
+        .unwrap();
+    runtime
+}
+
+fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn file(path: &str) -> PolicySource {
+    PolicySource::File(path.into())
+}
+
+fn active_sha(runtime: &PolicyRuntime, kind: PolicyKind) -> String {
+    runtime.slot(kind).active().unwrap().info.sha256.clone()
+}
+
+fn usage() -> Usage {
+    Usage {
+        seconds: vec![10.0, 5.0],
+        memory_mb: vec![2048, 1024],
+        vcores: vec![1, 4],
+        gpus: vec![0, 0],
+    }
+}
+
+const UNIT: PriceMultiplicators = PriceMultiplicators {
+    general: 1.0,
+    gpu: 1.0,
+};
+
+#[test]
+fn every_bad_policy_is_refused_and_the_active_version_stays() {
+    let runtime = runtime();
+    let core_module: &[u8] = b"\0asm\x01\0\0\0";
+    let wrong_world = builtin("flat-pricing").unwrap();
+    type Check = fn(&LoadError) -> bool;
+    type Input = Result<Vec<u8>, PolicySource>;
+    type Case = (
+        &'static str,
+        PolicyKind,
+        Input,
+        Vec<(String, String)>,
+        Check,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "not wasm",
+            PolicyKind::Pricing,
+            Ok(b"hello, I am not wasm".to_vec()),
+            vec![],
+            |e| matches!(e, LoadError::NotWasm),
+        ),
+        (
+            "core module",
+            PolicyKind::Pricing,
+            Ok(core_module.to_vec()),
+            vec![],
+            |e| matches!(e, LoadError::CoreModule),
+        ),
+        (
+            "truncated component",
+            PolicyKind::Pricing,
+            Ok(wrong_world[..wrong_world.len() / 2].to_vec()),
+            vec![],
+            |e| matches!(e, LoadError::Compile(_)),
+        ),
+        (
+            "another world",
+            PolicyKind::Scheduling,
+            Ok(wrong_world.to_vec()),
+            vec![],
+            |e| matches!(e, LoadError::WrongWorld { .. }),
+        ),
+        (
+            "configure refuses",
+            PolicyKind::Pricing,
+            Err(file(FAULTY_PRICING)),
+            params(&[("fault", "refuse")]),
+            |e| matches!(e, LoadError::Configure(m) if m.contains("fault=refuse")),
+        ),
+        (
+            "bad parameter",
+            PolicyKind::Pricing,
+            Err(PolicySource::Builtin("hops-pricing".into())),
+            params(&[("multiplicator.increment.gpu", "steep")]),
+            |e| matches!(e, LoadError::Configure(m) if m.contains("steep")),
+        ),
+        (
+            "traps",
+            PolicyKind::Pricing,
+            Err(file(FAULTY_PRICING)),
+            params(&[("fault", "trap")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::Trap(_))),
+        ),
+        (
+            "loops forever",
+            PolicyKind::Pricing,
+            Err(file(FAULTY_PRICING)),
+            params(&[("fault", "loop")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::Timeout)),
+        ),
+        (
+            "allocates past the cap",
+            PolicyKind::Pricing,
+            Err(file(FAULTY_PRICING)),
+            params(&[("fault", "alloc")]),
+            |e| {
+                matches!(
+                    e,
+                    LoadError::SelfCheck(CallError::MemoryLimit(_) | CallError::Trap(_))
+                )
+            },
+        ),
+        (
+            "NaN charges",
+            PolicyKind::Pricing,
+            Err(file(FAULTY_PRICING)),
+            params(&[("fault", "nan")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::InvalidOutput(_))),
+        ),
+        (
+            "too few charges",
+            PolicyKind::Pricing,
+            Err(file(FAULTY_PRICING)),
+            params(&[("fault", "short")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::InvalidOutput(_))),
+        ),
+        (
+            "negative charges",
+            PolicyKind::Pricing,
+            Err(file(FAULTY_PRICING)),
+            params(&[("fault", "negative")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::InvalidOutput(_))),
+        ),
+        (
+            "places on a node that does not exist",
+            PolicyKind::Scheduling,
+            Err(file(FAULTY_SCHEDULING)),
+            params(&[("fault", "ghost-node")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::InvalidOutput(m)) if m.contains("node")),
+        ),
+        (
+            "places an ask that does not exist",
+            PolicyKind::Scheduling,
+            Err(file(FAULTY_SCHEDULING)),
+            params(&[("fault", "ghost-ask")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::InvalidOutput(m)) if m.contains("ask")),
+        ),
+        (
+            "over-allocates a node",
+            PolicyKind::Scheduling,
+            Err(file(FAULTY_SCHEDULING)),
+            params(&[("fault", "over-allocate")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::InvalidOutput(m)) if m.contains("over-allocated")),
+        ),
+        (
+            "places more than pending",
+            PolicyKind::Scheduling,
+            Err(file(FAULTY_SCHEDULING)),
+            params(&[("fault", "over-pending")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::InvalidOutput(m)) if m.contains("pending")),
+        ),
+        (
+            "scheduler loops",
+            PolicyKind::Scheduling,
+            Err(file(FAULTY_SCHEDULING)),
+            params(&[("fault", "loop")]),
+            |e| matches!(e, LoadError::SelfCheck(CallError::Timeout)),
+        ),
+    ];
+    for (case, kind, input, params, expected) in cases {
+        let before = active_sha(&runtime, kind);
+        let result = match input {
+            Ok(bytes) => runtime.load_bytes(kind, case, &bytes, &params),
+            Err(source) => runtime.load(kind, &source, &params),
+        };
+        let error = result.err().unwrap_or_else(|| panic!("{case}: was loaded"));
+        assert!(expected(&error), "{case}: unexpected error {error:?}");
+        assert!(
+            !error.to_string().is_empty(),
+            "{case}: the error says nothing"
+        );
+        assert_eq!(
+            active_sha(&runtime, kind),
+            before,
+            "{case}: the active version changed"
+        );
+    }
+    // The good versions still answer.
+    let charges = runtime
+        .slot(PolicyKind::Pricing)
+        .charge(&usage(), UNIT)
+        .unwrap();
+    assert_eq!(charges, vec![20.0, 20.0]);
+}
+
+#[test]
+fn a_failing_version_falls_back_then_rolls_back_by_itself() {
+    let runtime = runtime();
+    let slot = runtime.slot(PolicyKind::Pricing);
+    let good = slot.charge(&usage(), UNIT).unwrap();
+    // The self-check makes one charge call; from the 3rd call on every
+    // answer is NaN (invalid output, so the instance is kept and the
+    // failures are consecutive).
+    runtime
+        .load(
+            PolicyKind::Pricing,
+            &file(FAULTY_PRICING),
+            &params(&[("fault", "nan"), ("after", "2")]),
+        )
+        .unwrap();
+    assert_eq!(slot.active().unwrap().info.name, "faulty-pricing");
+    // 2nd call: still fine, priced by faulty-pricing (flat-like).
+    slot.charge(&usage(), UNIT).unwrap();
+    // Each failing call is answered by the last good version instead.
+    for _ in 0..3 {
+        assert_eq!(slot.charge(&usage(), UNIT).unwrap(), good);
+    }
+    let status = slot.status();
+    assert_eq!(status.active.as_ref().unwrap().info.name, "hops-pricing");
+    let faulty = status
+        .history
+        .iter()
+        .find(|e| e.info.name == "faulty-pricing")
+        .unwrap();
+    assert_eq!(faulty.state, VersionState::RolledBack);
+    assert!(
+        faulty.note.as_ref().unwrap().contains("3 calls in a row"),
+        "{:?}",
+        faulty.note
+    );
+}
+
+#[test]
+fn a_runaway_call_is_stopped_and_answered_by_the_last_good_version() {
+    let runtime = runtime();
+    let slot = runtime.slot(PolicyKind::Pricing);
+    runtime
+        .load(
+            PolicyKind::Pricing,
+            &file(FAULTY_PRICING),
+            &params(&[("fault", "loop"), ("after", "1")]),
+        )
+        .unwrap();
+    let started = Instant::now();
+    let charges = slot.charge(&usage(), UNIT).unwrap();
+    assert_eq!(charges, vec![20.0, 20.0], "hops-pricing's answer");
+    // Not a timing test: the 200 ms deadline has to have ended the loop at all.
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let charges = {
+        runtime
+            .load(
+                PolicyKind::Pricing,
+                &file(FAULTY_PRICING),
+                &params(&[("fault", "alloc"), ("after", "1")]),
+            )
+            .unwrap();
+        slot.charge(&usage(), UNIT).unwrap()
+    };
+    assert_eq!(charges, vec![20.0, 20.0]);
+}
+
+#[test]
+fn rollback_by_the_operator_and_history() {
+    let runtime = runtime();
+    let slot = runtime.slot(PolicyKind::Pricing);
+    runtime
+        .load(
+            PolicyKind::Pricing,
+            &PolicySource::Builtin("flat-pricing".into()),
+            &[],
+        )
+        .unwrap();
+    let status = slot.status();
+    assert_eq!(status.history.len(), 2);
+    assert_eq!(status.history[0].state, VersionState::Standby);
+    assert_eq!(status.history[1].state, VersionState::Active);
+    assert_eq!(status.history[1].number, 2);
+    assert_eq!(status.history[1].info.sha256.len(), 64);
+    assert_eq!(slot.rollback("test").unwrap().info.name, "hops-pricing");
+    let error = slot.rollback("again").unwrap_err();
+    assert!(error.contains("no earlier good"), "{error}");
+    assert_eq!(slot.active().unwrap().info.name, "hops-pricing");
+}
+
+#[test]
+fn hot_swap_during_calls_fails_no_call() {
+    let runtime = Arc::new(runtime());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let caller = {
+        let runtime = runtime.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let (mut ok, mut failed) = (0u64, 0u64);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || ok == 0 {
+                let slot = runtime.slot(PolicyKind::Pricing);
+                let m = slot.multiplicators(Utilization {
+                    memory: 0.9,
+                    vcores: 0.1,
+                    gpus: 0.0,
+                });
+                match m.and_then(|m| slot.charge(&usage(), m)) {
+                    Ok(_) => ok += 1,
+                    Err(_) => failed += 1,
+                }
+            }
+            (ok, failed)
+        })
+    };
+    for round in 0..6 {
+        let name = if round % 2 == 0 {
+            "flat-pricing"
+        } else {
+            "hops-pricing"
+        };
+        runtime
+            .load(
+                PolicyKind::Pricing,
+                &PolicySource::Builtin(name.into()),
+                &[],
+            )
+            .unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failed) = caller.join().unwrap();
+    assert!(ok > 0);
+    assert_eq!(
+        failed,
+        0,
+        "{failed} of {} calls failed during swaps",
+        ok + failed
+    );
+}
+
+#[test]
+fn the_watched_directory_loads_policies_written_into_it() {
+    let runtime = Arc::new(runtime());
+    let dir = tempfile::tempdir().unwrap();
+    weft_host::policy::watch::watch(runtime.clone(), dir.path().to_path_buf()).unwrap();
+    std::fs::write(dir.path().join("readme.txt"), "ignored").unwrap();
+    std::fs::write(
+        dir.path().join("mine.pricing.wasm"),
+        builtin("flat-pricing").unwrap(),
+    )
+    .unwrap();
+    let started = Instant::now();
+    while runtime
+        .slot(PolicyKind::Pricing)
+        .active()
+        .unwrap()
+        .info
+        .name
+        != "flat-pricing"
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the watched policy was never loaded"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A bad file written there is refused; the active version stays.
+    std::fs::write(dir.path().join("broken.pricing.wasm"), b"not wasm").unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(
+        runtime
+            .slot(PolicyKind::Pricing)
+            .active()
+            .unwrap()
+            .info
+            .name,
+        "flat-pricing"
+    );
+}

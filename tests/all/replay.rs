@@ -1,0 +1,243 @@
+//! `weft replay` follows HOPS-1385 to the credit: each case is a log whose
+//! charges are worked out by hand from the seed's formulas.
+
+use serde_json::Value;
+
+use crate::support::{assert_credits, weft};
+
+/// Writes `lines` to a temporary log and replays it with `args`.
+fn replay(lines: &[&str], args: &[&str]) -> (bool, Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let mut all = vec!["replay", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let output = weft(&all);
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    if output.status.success() {
+        (true, json, stderr)
+    } else {
+        assert!(stdout.is_empty(), "a failed replay printed {stdout:?}");
+        (false, json, stderr)
+    }
+}
+
+fn start(t: u64, container: &str, user: &str, memory_mb: u64, vcores: u32, gpus: u32) -> String {
+    format!(
+        r#"{{"t": {t}, "event": "start", "container": "{container}", "app": "a-{container}", "project": "P", "user": "{user}", "memory_mb": {memory_mb}, "vcores": {vcores}, "gpus": {gpus}}}"#
+    )
+}
+
+fn finish(t: u64, container: &str) -> String {
+    format!(r#"{{"t": {t}, "event": "finish", "container": "{container}"}}"#)
+}
+
+/// (case, log, extra args, credits expected for project P)
+fn cases() -> Vec<(&'static str, Vec<String>, Vec<&'static str>, f64)> {
+    vec![
+        // 25 s of 2 memory units (2048 MB / 1024), the dominant resource.
+        ("memory dominates", vec![start(0, "c", "u", 2048, 1, 0), finish(25_000, "c")], vec![], 50.0),
+        // 4 vcores dominate 1 GB: 10 s × 4.
+        ("vcores dominate", vec![start(0, "c", "u", 1024, 4, 0), finish(10_000, "c")], vec![], 40.0),
+        // 3 s is charged as the 10 s minimum runtime.
+        ("minimum runtime", vec![start(0, "c", "u", 1024, 1, 0), finish(3_000, "c")], vec![], 10.0),
+        // A shorter minimum runtime is honoured.
+        (
+            "minimum runtime setting",
+            vec![start(0, "c", "u", 1024, 1, 0), finish(3_000, "c")],
+            vec!["--set", "yarn.resourcemanager.quota.min.runtime=5000"],
+            5.0,
+        ),
+        // GPU base price 2: 20 s × 1 GPU × 2 beats 20 s of general.
+        (
+            "gpu dominates at its own base price",
+            vec![start(0, "c", "u", 1024, 1, 1), finish(20_000, "c")],
+            vec!["--set", "yarn.resourcemanager.quota.price.base.gpu=2"],
+            40.0,
+        ),
+        // The old size is charged up to the update: 20 s × 1 + 10 s × 4.
+        (
+            "update charges the old size first",
+            vec![
+                start(0, "c", "u", 1024, 1, 0),
+                r#"{"t": 20000, "event": "update", "container": "c", "memory_mb": 4096, "vcores": 2, "gpus": 0}"#.into(),
+                finish(30_000, "c"),
+            ],
+            vec![],
+            60.0,
+        ),
+        // Variable pricing: memory 0.7 over the 0.2 threshold, increment 2:
+        // general = 1 + 0.5 × 2 = 2; 10 s × 1 unit × 2.
+        (
+            "variable pricing",
+            vec![
+                r#"{"t": 0, "event": "utilization", "memory": 0.7, "vcores": 0.4, "gpus": 0.1}"#.into(),
+                start(0, "c", "u", 1024, 1, 0),
+                finish(10_000, "c"),
+            ],
+            vec![
+                "--set",
+                "yarn.resourcemanager.quota.variable.price.enabled=true",
+                "--set",
+                "yarn.resourcemanager.quota.multiplicator.increment.general=2",
+            ],
+            20.0,
+        ),
+        // The price changes mid-run. Multiplicator steps at 0 s (no load
+        // yet: 1.0) and 15 s (the load of 5 s: 1 + (0.6 − 0.2) = 1.4).
+        // QUOTA_COMPUTE at 10 s charges 0–10 s at 1.0; the finish at 20 s
+        // charges 10–20 s at 1.4, the price then: 10 + 14.
+        (
+            "price current when charging",
+            vec![
+                start(0, "c", "u", 1024, 1, 0),
+                r#"{"t": 5000, "event": "utilization", "memory": 0.6, "vcores": 0.1, "gpus": 0.0}"#.into(),
+                finish(20_000, "c"),
+            ],
+            vec![
+                "--set",
+                "yarn.resourcemanager.quota.variable.price.enabled=true",
+                "--set",
+                "yarn.resourcemanager.quota.multiplicator.interval=15000",
+            ],
+            24.0,
+        ),
+        // Variable pricing off: utilization changes nothing.
+        (
+            "variable pricing off",
+            vec![
+                r#"{"t": 0, "event": "utilization", "memory": 1.0, "vcores": 1.0, "gpus": 1.0}"#.into(),
+                start(0, "c", "u", 1024, 1, 0),
+                finish(10_000, "c"),
+            ],
+            vec![],
+            10.0,
+        ),
+        // flat-pricing ignores utilization even with variable pricing on.
+        (
+            "flat pricing",
+            vec![
+                r#"{"t": 0, "event": "utilization", "memory": 1.0, "vcores": 1.0, "gpus": 1.0}"#.into(),
+                start(0, "c", "u", 1024, 1, 0),
+                finish(10_000, "c"),
+            ],
+            vec!["--pricing", "builtin:flat-pricing", "--set", "yarn.resourcemanager.quota.variable.price.enabled=true"],
+            10.0,
+        ),
+        // Policy parameters override the settings: memory unit 512 MB.
+        (
+            "policy parameter",
+            vec![start(0, "c", "u", 1024, 1, 0), finish(10_000, "c")],
+            vec!["--param", "minimum.charged.mb=512"],
+            20.0,
+        ),
+    ]
+}
+
+#[test]
+fn replay_follows_hops_1385_to_the_credit() {
+    for (case, lines, args, expected) in cases() {
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let mut all = args.clone();
+        all.extend(["--initial-credits", "P=100"]);
+        let (ok, report, stderr) = replay(&lines, &all);
+        assert!(ok, "{case}: replay failed: {stderr}");
+        assert_credits(&report["projects"]["P"]["total_used"], expected, case);
+        assert_credits(
+            &report["projects"]["P"]["remaining"],
+            100.0 - expected,
+            case,
+        );
+    }
+}
+
+#[test]
+fn daily_usage_is_per_project_user_and_day() {
+    let lines = [
+        start(0, "c1", "rizvi", 1024, 1, 0),
+        finish(30_000, "c1"),
+        start(86_400_000, "c2", "sid", 2048, 1, 0),
+        finish(86_420_000, "c2"),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (ok, report, stderr) = replay(&lines, &[]);
+    assert!(ok, "{stderr}");
+    let daily = report["daily"].as_array().unwrap();
+    assert_eq!(daily.len(), 2, "{report}");
+    assert_eq!(
+        (daily[0]["user"].as_str(), daily[0]["day"].as_str()),
+        (Some("rizvi"), Some("1970-01-01"))
+    );
+    assert_credits(&daily[0]["credits"], 30.0, "rizvi's day");
+    assert_eq!(
+        (daily[1]["user"].as_str(), daily[1]["day"].as_str()),
+        (Some("sid"), Some("1970-01-02"))
+    );
+    assert_credits(&daily[1]["credits"], 40.0, "sid's day");
+    assert_credits(
+        &report["projects"]["P"]["remaining"],
+        -70.0,
+        "no initial credits",
+    );
+    assert_eq!(
+        report["multiplicators"],
+        serde_json::json!({"general": 1.0, "gpu": 1.0})
+    );
+}
+
+#[test]
+fn bad_logs_are_refused_with_the_line_number_and_no_ledger() {
+    let good = start(0, "c", "u", 1024, 1, 0);
+    let cases: [(&[&str], &str); 5] = [
+        (&[&good, "{not json"], "line 2"),
+        (
+            &[&good, r#"{"t": 5, "event": "explode", "container": "c"}"#],
+            "line 2",
+        ),
+        (
+            &[r#"{"t": 9, "event": "finish", "container": "x"}"#],
+            "line 1",
+        ),
+        (
+            &[
+                &good,
+                r#"{"t": 0, "event": "finish", "container": "c"}"#,
+                r#"{"t": 0, "event": "update", "container": "c", "memory_mb": 1, "vcores": 1}"#,
+            ],
+            "line 3",
+        ),
+        (
+            &[
+                r#"{"t": 10, "event": "utilization", "memory": 0.1, "vcores": 0.1}"#,
+                &good,
+            ],
+            "line 2",
+        ),
+    ];
+    for (lines, expected) in cases {
+        let (ok, _, stderr) = replay(lines, &[]);
+        assert!(!ok, "{lines:?} was accepted");
+        assert!(
+            stderr.contains(expected),
+            "{lines:?}: {stderr:?} does not name {expected}"
+        );
+    }
+}
+
+#[test]
+fn replay_refuses_bad_options_in_one_sentence() {
+    let good = start(0, "c", "u", 1024, 1, 0);
+    let cases: [(&[&str], &str); 4] = [
+        (&["--pricing", "builtin:nope"], "no bundled policy"),
+        (&["--param", "discount=5"], "discount"),
+        (&["--set", "yarn.resourcemanager.quota.bogus=1"], "bogus"),
+        (&["--initial-credits", "P=lots"], "lots"),
+    ];
+    for (args, expected) in cases {
+        let (ok, _, stderr) = replay(&[&good], args);
+        assert!(!ok, "{args:?} was accepted");
+        assert!(stderr.contains(expected), "{args:?}: {stderr:?}");
+    }
+}

@@ -1,0 +1,169 @@
+//! Helpers: run the `weft` binary, talk to a running server, find the guests.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+pub const FAULTY_PRICING: &str = env!("WEFT_GUEST_FAULTY_PRICING");
+pub const FAULTY_SCHEDULING: &str = env!("WEFT_GUEST_FAULTY_SCHEDULING");
+
+/// Runs `weft ARGS` to completion.
+pub fn weft(args: &[&str]) -> Output {
+    Command::new(WEFT)
+        .args(args)
+        .output()
+        .expect("the weft binary runs")
+}
+
+/// A `weft serve` running on a free port with its own data directory.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    _dir: Option<tempfile::TempDir>,
+    agent: ureq::Agent,
+}
+
+impl Server {
+    /// Starts a server with `extra` arguments, in a fresh data directory.
+    pub fn start(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().join("data");
+        let mut server = Server::start_in(&data_dir, extra);
+        server._dir = Some(dir);
+        server
+    }
+
+    /// Starts a server on `data_dir` (which outlives it: for restarts).
+    pub fn start_in(data_dir: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(WEFT)
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("weft serve starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let base = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("weft serve did not say where it listens: {line:?}"))
+            .to_string();
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Server {
+            child,
+            base,
+            _dir: None,
+            agent,
+        }
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        let response = self.agent.get(&format!("{}{path}", self.base)).call();
+        read(response)
+    }
+
+    pub fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
+        let response = self
+            .agent
+            .post(&format!("{}{path}", self.base))
+            .send_json(body);
+        read(response)
+    }
+
+    pub fn post(&self, path: &str) -> (u16, Value) {
+        let response = self
+            .agent
+            .post(&format!("{}{path}", self.base))
+            .send_empty();
+        read(response)
+    }
+
+    pub fn put(&self, path: &str, body: &[u8]) -> (u16, Value) {
+        let response = self.agent.put(&format!("{}{path}", self.base)).send(body);
+        read(response)
+    }
+
+    /// Submits an app of `count` containers of 1 GB, 1 vcore for `duration_ms`.
+    pub fn submit(&self, project: &str, count: u32, duration_ms: u64) -> String {
+        let (status, body) = self.post_json(
+            "/ws/v1/cluster/apps",
+            &serde_json::json!({
+                "name": "test", "queue": "default", "user": "alice", "project": project, "priority": 0,
+                "asks": [{"count": count, "memory_mb": 1024, "vcores": 1, "gpus": 0, "duration_ms": duration_ms}]
+            }),
+        );
+        assert_eq!(status, 202, "{body}");
+        body["app"]["id"].as_str().unwrap().to_string()
+    }
+
+    /// Polls `path` until `done` holds for its body, or panics after 30 s.
+    pub fn wait_for(&self, path: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        let started = Instant::now();
+        loop {
+            let (_, body) = self.get(path);
+            if done(&body) {
+                return body;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "timed out waiting for {what}; last {path}: {body}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGINT: a clean stop. Waits for the process to exit.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-INT", &pid]).status().unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(
+            status.success(),
+            "weft serve exited with {status} on SIGINT"
+        );
+    }
+
+    /// SIGKILL: no chance to clean up.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read(response: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
+    let mut response = response.expect("the server answers");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().unwrap_or_default();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// Asserts two credit figures agree to a millionth of a credit.
+pub fn assert_credits(actual: &Value, expected: f64, what: &str) {
+    let actual = actual
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what}: not a number: {actual}"));
+    assert!(
+        (actual - expected).abs() < 1e-6,
+        "{what}: {actual} credits, expected {expected}"
+    );
+}
