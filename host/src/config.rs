@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::queues::{QueueError, QueueProperties, QueueTree};
+
 /// What values a property takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueType {
@@ -196,6 +198,8 @@ pub enum ConfigError {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     values: BTreeMap<&'static str, String>,
+    /// `yarn.scheduler.capacity.*` properties, checked when the queue tree is built.
+    queue_properties: QueueProperties,
 }
 
 impl Default for Settings {
@@ -205,6 +209,7 @@ impl Default for Settings {
                 .iter()
                 .map(|(key, _, default, _)| (*key, default.to_string()))
                 .collect(),
+            queue_properties: QueueProperties::default(),
         }
     }
 }
@@ -244,6 +249,10 @@ impl Settings {
 
     /// Sets one property, checking its name and the type of its value.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        if key.starts_with(crate::queues::PREFIX) {
+            self.queue_properties.set(key, value);
+            return Ok(());
+        }
         let (name, value_type, ..) = PROPERTIES
             .iter()
             .find(|(name, ..)| *name == key)
@@ -328,6 +337,26 @@ impl Settings {
         }
     }
 
+    /// The queue tree: the `--queues` file's properties (or, when nothing
+    /// declares `root.queues`, the default root.default at 100 %) overlaid with
+    /// those of the config file and `--set`.
+    pub fn queue_tree(&self, queues_file: Option<&Path>) -> Result<QueueTree, QueueError> {
+        let mut properties = match queues_file {
+            Some(path) => QueueProperties::from_file(path)?,
+            None => QueueProperties::default(),
+        };
+        properties.extend(&self.queue_properties);
+        if properties
+            .get(&format!("{}root.queues", crate::queues::PREFIX))
+            .is_none()
+        {
+            let mut defaults = QueueProperties::defaults();
+            defaults.extend(&properties);
+            properties = defaults;
+        }
+        QueueTree::from_properties(&properties)
+    }
+
     /// Every property and its value, for `weft config`.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str)> {
         self.values
@@ -350,7 +379,7 @@ pub struct QuotaSettings {
     pub unit_gpus: u32,
 }
 
-fn flatten(prefix: &str, value: &toml::Value, out: &mut Vec<(String, String)>) {
+pub(crate) fn flatten(prefix: &str, value: &toml::Value, out: &mut Vec<(String, String)>) {
     match value {
         toml::Value::Table(table) => {
             for (key, value) in table {
@@ -398,7 +427,7 @@ mod tests {
         let path = dir.path().join("weft.toml");
         std::fs::write(
             &path,
-            "[yarn.resourcemanager.quota]\nmin.runtime = 5000\n\"price.base.gpu\" = 3.5\n\n\"weft.scheduler.interval-ms\" = 50\n",
+            "\"weft.scheduler.interval-ms\" = 50\n\n[yarn.resourcemanager.quota]\nmin.runtime = 5000\n\"price.base.gpu\" = 3.5\n",
         )
         .unwrap();
         let settings = Settings::load(

@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod config;
 pub mod metrics;
 pub mod policy;
+pub mod queues;
 pub mod quota;
 pub mod rm;
 pub mod scheduler;

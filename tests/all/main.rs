@@ -3,6 +3,7 @@
 //! WebAssembly guests (good ones and deliberately bad ones from tests/guests).
 
 mod policy_runtime;
+mod queues;
 mod replay;
 mod serve;
 mod support;

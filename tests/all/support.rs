@@ -93,6 +93,19 @@ impl Server {
         read(response)
     }
 
+    /// Submits a one-container app to `queue` as `user`; returns its id.
+    pub fn submit_to(&self, queue: &str, user: &str) -> String {
+        let (status, body) = self.post_json(
+            "/ws/v1/cluster/apps",
+            &serde_json::json!({
+                "queue": queue, "user": user, "project": "p",
+                "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 1000}]
+            }),
+        );
+        assert_eq!(status, 202, "{body}");
+        body["app"]["id"].as_str().unwrap().to_string()
+    }
+
     /// Submits an app of `count` containers of 1 GB, 1 vcore for `duration_ms`.
     pub fn submit(&self, project: &str, count: u32, duration_ms: u64) -> String {
         let (status, body) = self.post_json(

@@ -5,6 +5,7 @@ mod cluster;
 mod error;
 mod policies;
 mod quota;
+mod scheduler;
 
 use std::sync::Arc;
 
@@ -30,6 +31,7 @@ pub fn router(state: ApiState) -> Router {
         .route("/ws/v1/cluster", get(cluster::info))
         .route("/ws/v1/cluster/info", get(cluster::info))
         .route("/ws/v1/cluster/metrics", get(cluster::cluster_metrics))
+        .route("/ws/v1/cluster/scheduler", get(scheduler::scheduler))
         .route("/ws/v1/cluster/nodes", get(cluster::nodes))
         .route(
             "/ws/v1/cluster/nodes/register",

@@ -26,6 +26,10 @@ pub struct ServeArgs {
     /// Address of the HTTP API.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8088")]
     listen: SocketAddr,
+    /// The queue configuration: a capacity-scheduler.xml or a TOML file of
+    /// yarn.scheduler.capacity.* properties (default: root.default at 100 %).
+    #[arg(long, value_name = "FILE")]
+    queues: Option<PathBuf>,
     /// Built-in simulated nodes, e.g. 20x8192mb,8vcores,1gpus.
     #[arg(long, value_name = "SPEC")]
     sim_nodes: Option<String>,
@@ -64,6 +68,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .map(sim_nodes::parse)
         .transpose()
         .map_err(anyhow::Error::msg)?;
+    let queues = settings
+        .queue_tree(args.queues.as_deref())
+        .context("the queue configuration is invalid")?;
     let policies = policy_runtime(&settings)?;
     let store = Store::open(&args.data_dir)?;
     let quota = QuotaService::open(settings.quota(), store)?;
@@ -77,8 +84,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let address = listener.local_addr()?;
 
-        let mut manager =
-            ResourceManager::new(&settings, quota, policies.clone(), Arc::new(WallClock));
+        let mut manager = ResourceManager::new(
+            &settings,
+            queues,
+            quota,
+            policies.clone(),
+            Arc::new(WallClock),
+        );
         if let Some((count, capacity)) = sim_nodes {
             manager.add_simulated_nodes(count, capacity);
             tracing::info!(count, %capacity, "simulated nodes registered");

@@ -67,7 +67,10 @@ pub struct Ask {
 pub struct App {
     pub id: String,
     pub name: String,
+    /// The leaf queue's name, and its index in the queue tree.
     pub queue: String,
+    #[serde(skip)]
+    pub queue_index: usize,
     pub user: String,
     pub project: String,
     pub priority: i32,

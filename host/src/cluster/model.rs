@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use serde::Serialize;
 
 use super::{App, AppState, Ask, Node, NodeKind, Resources, SubmitApp};
+use crate::queues::{QueueState, QueueTree};
 
 /// A running container.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -45,21 +46,21 @@ pub enum ClusterError {
     UnknownNode(String),
     #[error("node capacity must be more than zero in memory and vcores, got {0}")]
     EmptyNode(Resources),
-    #[error("unknown queue {0:?}; the queues are: default")]
-    UnknownQueue(String),
+    #[error("unknown queue {queue:?}; the leaf queues are: {leaves}")]
+    UnknownQueue { queue: String, leaves: String },
+    #[error("queue {0} is STOPPED and accepts no new applications")]
+    QueueStopped(String),
     #[error("{0}")]
     BadSubmission(String),
     #[error("placement refused: {0}")]
     BadPlacement(String),
 }
 
-/// The queues Weft has until the Capacity Scheduler arrives.
-const QUEUES: &[&str] = &["default"];
-
 #[derive(Debug)]
 pub struct Cluster {
     /// Identifies this cluster's run in app and container ids, as YARN does.
     cluster_timestamp: u64,
+    queues: QueueTree,
     nodes: BTreeMap<String, Node>,
     apps: Vec<App>,
     app_index: HashMap<String, usize>,
@@ -72,9 +73,10 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub fn new(cluster_timestamp: u64) -> Cluster {
+    pub fn new(cluster_timestamp: u64, queues: QueueTree) -> Cluster {
         Cluster {
             cluster_timestamp,
+            queues,
             nodes: BTreeMap::new(),
             apps: Vec::new(),
             app_index: HashMap::new(),
@@ -83,6 +85,10 @@ impl Cluster {
             simulated_ends: BinaryHeap::new(),
             next_container: 1,
         }
+    }
+
+    pub fn queues(&self) -> &QueueTree {
+        &self.queues
     }
 
     pub fn cluster_timestamp(&self) -> u64 {
@@ -171,9 +177,18 @@ impl Cluster {
     }
 
     pub fn submit(&mut self, request: SubmitApp, now: u64) -> Result<&App, ClusterError> {
-        if !QUEUES.contains(&request.queue.as_str()) {
-            return Err(ClusterError::UnknownQueue(request.queue));
+        let queue_index =
+            self.queues
+                .leaf(&request.queue)
+                .ok_or_else(|| ClusterError::UnknownQueue {
+                    queue: request.queue.clone(),
+                    leaves: self.queues.leaf_names().join(", "),
+                })?;
+        let queue = &self.queues.queues()[queue_index];
+        if queue.state == QueueState::Stopped {
+            return Err(ClusterError::QueueStopped(queue.path.clone()));
         }
+        let queue_name = queue.name.clone();
         let bad = |reason: String| Err(ClusterError::BadSubmission(reason));
         if request.user.trim().is_empty() || request.project.trim().is_empty() {
             return bad("user and project must not be empty".into());
@@ -193,7 +208,8 @@ impl Cluster {
         let app = App {
             id: id.clone(),
             name: request.name,
-            queue: request.queue,
+            queue: queue_name,
+            queue_index,
             user: request.user,
             project: request.project,
             priority: request.priority,
@@ -408,6 +424,14 @@ impl Cluster {
 mod tests {
     use super::*;
     use crate::cluster::AskSpec;
+    use crate::queues::QueueProperties;
+
+    fn test_cluster() -> Cluster {
+        Cluster::new(
+            1,
+            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
+        )
+    }
 
     fn submit(cluster: &mut Cluster, count: u32, duration_ms: u64) -> usize {
         let request = SubmitApp {
@@ -430,7 +454,7 @@ mod tests {
 
     #[test]
     fn simulated_containers_run_their_duration_then_the_app_finishes() {
-        let mut cluster = Cluster::new(1);
+        let mut cluster = test_cluster();
         cluster
             .register_node("n1", NodeKind::Simulated, Resources::new(4096, 4, 0), 0)
             .unwrap();
@@ -460,7 +484,7 @@ mod tests {
 
     #[test]
     fn placements_that_do_not_fit_are_refused_whole() {
-        let mut cluster = Cluster::new(1);
+        let mut cluster = test_cluster();
         cluster
             .register_node("n1", NodeKind::Simulated, Resources::new(2048, 2, 0), 0)
             .unwrap();
@@ -508,7 +532,7 @@ mod tests {
 
     #[test]
     fn remote_heartbeats_deliver_and_finish() {
-        let mut cluster = Cluster::new(1);
+        let mut cluster = test_cluster();
         cluster
             .register_node("n1", NodeKind::Remote, Resources::new(4096, 4, 0), 0)
             .unwrap();
@@ -541,7 +565,7 @@ mod tests {
 
     #[test]
     fn bad_submissions_are_refused() {
-        let mut cluster = Cluster::new(1);
+        let mut cluster = test_cluster();
         let mut request = SubmitApp {
             name: "t".into(),
             queue: "nope".into(),
@@ -552,7 +576,7 @@ mod tests {
         };
         assert!(matches!(
             cluster.submit(request.clone(), 0),
-            Err(ClusterError::UnknownQueue(_))
+            Err(ClusterError::UnknownQueue { .. })
         ));
         request.queue = "default".into();
         assert!(cluster.submit(request.clone(), 0).is_err());

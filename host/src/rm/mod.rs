@@ -19,6 +19,7 @@ use crate::cluster::{Allocation, AppState, Cluster, Container, NodeKind, Resourc
 use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
 use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
+use crate::queues::QueueTree;
 use crate::quota::QuotaService;
 use crate::scheduler;
 use crate::sim::Clock;
@@ -80,13 +81,14 @@ pub struct Intervals {
 impl ResourceManager {
     pub fn new(
         settings: &Settings,
+        queues: QueueTree,
         quota: QuotaService,
         policies: Arc<PolicyRuntime>,
         clock: Arc<dyn Clock>,
     ) -> ResourceManager {
         let now = clock.now_ms();
         ResourceManager {
-            cluster: Cluster::new(now),
+            cluster: Cluster::new(now, queues),
             quota,
             policies,
             clock,

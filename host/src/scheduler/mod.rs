@@ -44,18 +44,31 @@ impl Round {
             nodes.capacity_vcores.push(node.capacity.vcores);
             nodes.capacity_gpus.push(node.capacity.gpus);
         }
-        let used = cluster.allocated();
-        // Until the queue tree exists: root and its one leaf, default.
-        let queues = Queues {
-            parent: vec![0, 0],
-            capacity: vec![100.0, 100.0],
-            maximum_capacity: vec![100.0, 100.0],
-            minimum_user_limit_percent: vec![100.0, 100.0],
-            user_limit_factor: vec![1.0, 1.0],
-            used_memory_mb: vec![used.memory_mb; 2],
-            used_vcores: vec![used.vcores; 2],
-            used_gpus: vec![used.gpus; 2],
+        let tree = cluster.queues().queues();
+        let mut queues = Queues {
+            parent: tree.iter().map(|q| q.parent.unwrap_or(0) as u32).collect(),
+            capacity: tree.iter().map(|q| q.capacity as f32).collect(),
+            maximum_capacity: tree.iter().map(|q| q.maximum_capacity as f32).collect(),
+            minimum_user_limit_percent: tree
+                .iter()
+                .map(|q| q.minimum_user_limit_percent as f32)
+                .collect(),
+            user_limit_factor: tree.iter().map(|q| q.user_limit_factor as f32).collect(),
+            used_memory_mb: vec![0; tree.len()],
+            used_vcores: vec![0; tree.len()],
+            used_gpus: vec![0; tree.len()],
         };
+        // A queue's use is its apps' plus, for a parent, its children's.
+        for app_index in cluster.active_apps() {
+            let app = &cluster.apps()[app_index];
+            let mut queue = Some(app.queue_index);
+            while let Some(q) = queue {
+                queues.used_memory_mb[q] += app.used.memory_mb;
+                queues.used_vcores[q] += app.used.vcores;
+                queues.used_gpus[q] += app.used.gpus;
+                queue = tree[q].parent;
+            }
+        }
         let mut apps = Apps {
             queue: vec![],
             user: vec![],
@@ -81,7 +94,7 @@ impl Round {
             }
             let snapshot_index = apps.queue.len() as u32;
             let next_user = users.len() as u32;
-            apps.queue.push(1);
+            apps.queue.push(app.queue_index as u32);
             apps.user
                 .push(*users.entry(app.user.as_str()).or_insert(next_user));
             apps.priority.push(app.priority);
