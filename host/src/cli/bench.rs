@@ -189,6 +189,7 @@ pub fn sample_snapshot(n: u32) -> Snapshot {
             maximum_capacity: vec![100.0; 2],
             minimum_user_limit_percent: vec![100.0; 2],
             user_limit_factor: vec![1.0; 2],
+            fair: vec![false; 2],
             used_memory_mb: vec![0; 2],
             used_vcores: vec![0; 2],
             used_gpus: vec![0; 2],

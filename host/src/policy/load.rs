@@ -204,6 +204,7 @@ pub(crate) fn sample_snapshot() -> Snapshot {
             maximum_capacity: vec![100.0],
             minimum_user_limit_percent: vec![100.0],
             user_limit_factor: vec![1.0],
+            fair: vec![false],
             used_memory_mb: vec![2048],
             used_vcores: vec![2],
             used_gpus: vec![0],

@@ -8,6 +8,7 @@ use crate::cluster::{Allocation, Cluster, ClusterError, Placement};
 use crate::policy::{
     Apps, Asks, CallError, Nodes, Placements, PolicySlot, Queues, Snapshot, validate,
 };
+use crate::queues::Ordering;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
@@ -54,6 +55,10 @@ impl Round {
                 .map(|q| q.minimum_user_limit_percent as f32)
                 .collect(),
             user_limit_factor: tree.iter().map(|q| q.user_limit_factor as f32).collect(),
+            fair: tree
+                .iter()
+                .map(|q| q.ordering_policy == Ordering::Fair)
+                .collect(),
             used_memory_mb: vec![0; tree.len()],
             used_vcores: vec![0; tree.len()],
             used_gpus: vec![0; tree.len()],
