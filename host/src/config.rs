@@ -115,6 +115,24 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "ms without a heartbeat after which a node is lost",
     ),
     (
+        "yarn.admin.acl",
+        ValueType::Text,
+        "*",
+        "who administers the cluster: changes queues and policies (YARN ACL syntax)",
+    ),
+    (
+        "weft.security.default-user",
+        ValueType::Text,
+        "anonymous",
+        "the caller of a request without an X-Weft-User header",
+    ),
+    (
+        "weft.security.users-file",
+        ValueType::Text,
+        "",
+        "a TOML file of [users] NAME = [\"group\", …] (empty: no groups)",
+    ),
+    (
         "weft.quota.default-credits",
         ValueType::Number,
         "0",
@@ -225,7 +243,8 @@ impl Settings {
             let (key, value) = assignment
                 .split_once('=')
                 .ok_or_else(|| ConfigError::BadOverride(assignment.clone()))?;
-            settings.set(key.trim(), value.trim())?;
+            // Values as given: a leading space means something in an ACL.
+            settings.set(key.trim(), value)?;
         }
         Ok(settings)
     }
@@ -248,6 +267,7 @@ impl Settings {
     }
 
     /// Sets one property, checking its name and the type of its value.
+    /// Text values are kept as given; the others are trimmed.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         if key.starts_with(crate::queues::PREFIX) {
             self.queue_properties.set(key, value);
@@ -257,6 +277,11 @@ impl Settings {
             .iter()
             .find(|(name, ..)| *name == key)
             .ok_or_else(|| ConfigError::Unknown(key.into()))?;
+        let value = if *value_type == ValueType::Text {
+            value
+        } else {
+            value.trim()
+        };
         let bad = |expected| ConfigError::BadValue {
             key: key.into(),
             expected,
@@ -355,6 +380,21 @@ impl Settings {
             properties = defaults;
         }
         QueueTree::from_properties(&properties)
+    }
+
+    /// Access control from `yarn.admin.acl` and the `weft.security.*` properties.
+    pub fn security(&self) -> Result<crate::security::Security, String> {
+        let users_file = self.get("weft.security.users-file");
+        let directory = if users_file.is_empty() {
+            crate::security::Directory::default()
+        } else {
+            crate::security::Directory::from_file(Path::new(users_file))?
+        };
+        Ok(crate::security::Security {
+            directory,
+            default_user: self.get("weft.security.default-user").to_string(),
+            admins: crate::security::AccessControlList::parse(self.get("yarn.admin.acl")),
+        })
     }
 
     /// Every property and its value, for `weft config`.

@@ -15,5 +15,6 @@ pub mod queues;
 pub mod quota;
 pub mod rm;
 pub mod scheduler;
+pub mod security;
 pub mod sim;
 pub mod store;

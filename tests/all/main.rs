@@ -2,6 +2,7 @@
 //! the real `weft` binary and HTTP API, and the policy runtime with real
 //! WebAssembly guests (good ones and deliberately bad ones from tests/guests).
 
+mod admin;
 mod policy_runtime;
 mod queues;
 mod replay;

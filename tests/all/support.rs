@@ -73,11 +73,16 @@ impl Server {
     }
 
     pub fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
-        let response = self
-            .agent
-            .post(&format!("{}{path}", self.base))
-            .send_json(body);
-        read(response)
+        self.post_json_as(path, body, None)
+    }
+
+    /// POSTs `body` as `user` (the X-Weft-User header), or as nobody in particular.
+    pub fn post_json_as(&self, path: &str, body: &Value, user: Option<&str>) -> (u16, Value) {
+        let mut request = self.agent.post(&format!("{}{path}", self.base));
+        if let Some(user) = user {
+            request = request.header("X-Weft-User", user);
+        }
+        read(request.send_json(body))
     }
 
     pub fn post(&self, path: &str) -> (u16, Value) {
@@ -100,6 +105,19 @@ impl Server {
             &serde_json::json!({
                 "queue": queue, "user": user, "project": "p",
                 "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 1000}]
+            }),
+        );
+        assert_eq!(status, 202, "{body}");
+        body["app"]["id"].as_str().unwrap().to_string()
+    }
+
+    /// Submits a one-container app of `duration_ms` to `queue`; returns its id.
+    pub fn submit_to_for(&self, queue: &str, duration_ms: u64) -> String {
+        let (status, body) = self.post_json(
+            "/ws/v1/cluster/apps",
+            &serde_json::json!({
+                "queue": queue, "user": "alice", "project": "p",
+                "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": duration_ms}]
             }),
         );
         assert_eq!(status, 202, "{body}");

@@ -182,16 +182,25 @@ pub async fn submit_app(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("unknown")
         .to_string();
+    let caller = state.caller(&headers);
+    let security = state.security.clone();
     let app = state
         .rm
         .with(move |rm: &mut ResourceManager| {
             let now = rm.now();
-            let app = rm.cluster.submit(request, now)?.clone();
+            if let Some(leaf) = rm.cluster.queues().leaf(&request.queue) {
+                security.check_submit(&caller, rm.cluster.queues(), leaf).map_err(ApiError::forbidden)?;
+            }
+            if caller != request.user {
+                security
+                    .check_admin(&caller, &format!("submit on behalf of {}", request.user))
+                    .map_err(ApiError::forbidden)?;
+            }
+            let app = rm.cluster.submit(request, now).map_err(ApiError::bad_request)?.clone();
             tracing::info!(app = %app.id, queue = %app.queue, user = %app.user, project = %app.project, submitter, "application submitted and accepted");
-            Ok::<_, ClusterError>(app)
+            Ok::<_, ApiError>(app)
         })
-        .await?
-        .map_err(ApiError::bad_request)?;
+        .await??;
     Ok((StatusCode::ACCEPTED, Json(json!({ "app": app_json(&app) }))))
 }
 

@@ -20,6 +20,13 @@ impl ApiError {
         }
     }
 
+    pub fn forbidden(message: impl ToString) -> ApiError {
+        ApiError {
+            status: StatusCode::FORBIDDEN,
+            message: message.to_string(),
+        }
+    }
+
     pub fn not_found(message: impl ToString) -> ApiError {
         ApiError {
             status: StatusCode::NOT_FOUND,

@@ -1,6 +1,7 @@
 //! The HTTP API, base `/ws/v1`, in YARN's REST style: cluster, nodes
 //! (register and heartbeat), apps, policies, quota; and `/metrics`.
 
+mod admin;
 mod cluster;
 mod error;
 mod policies;
@@ -15,15 +16,49 @@ use axum::routing::{get, post, put};
 pub use error::ApiError;
 
 use crate::policy::PolicyRuntime;
+use crate::queues::QueueTree;
 use crate::rm::RmHandle;
+use crate::security::{Security, USER_HEADER};
+
+/// Builds the queue tree anew from the configuration, for refreshQueues.
+pub type QueueReload = Arc<dyn Fn() -> Result<QueueTree, String> + Send + Sync>;
 
 /// What every handler can reach.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ApiState {
     pub rm: RmHandle,
     pub policies: Arc<PolicyRuntime>,
+    pub security: Arc<Security>,
+    pub reload_queues: QueueReload,
     /// How often nodes should heartbeat, told to them at registration.
     pub heartbeat_interval_ms: u64,
+}
+
+impl std::fmt::Debug for ApiState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiState").finish_non_exhaustive()
+    }
+}
+
+impl ApiState {
+    /// The caller named by the X-Weft-User header, or the default user.
+    pub fn caller(&self, headers: &axum::http::HeaderMap) -> String {
+        self.security
+            .caller(headers.get(USER_HEADER).and_then(|v| v.to_str().ok()))
+    }
+
+    /// Refuses with 403 unless the caller administers the cluster.
+    pub fn require_admin(
+        &self,
+        headers: &axum::http::HeaderMap,
+        action: &str,
+    ) -> Result<String, ApiError> {
+        let caller = self.caller(headers);
+        self.security
+            .check_admin(&caller, action)
+            .map_err(ApiError::forbidden)?;
+        Ok(caller)
+    }
 }
 
 pub fn router(state: ApiState) -> Router {
@@ -52,6 +87,7 @@ pub fn router(state: ApiState) -> Router {
             put(policies::load).get(policies::show),
         )
         .route("/ws/v1/policies/{kind}/rollback", post(policies::rollback))
+        .route("/ws/v1/admin/refresh-queues", post(admin::refresh_queues))
         .route("/ws/v1/quota/projects", get(quota::projects))
         .route("/ws/v1/quota/prices", get(quota::prices))
         .route("/metrics", get(quota::metrics_text))

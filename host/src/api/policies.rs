@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
 use serde_json::{Value, json};
 
 use super::{ApiError, ApiState};
@@ -33,11 +34,14 @@ pub async fn show(
 /// `?builtin=NAME`; every other query pair is a parameter for `configure`.
 pub async fn load(
     State(state): State<ApiState>,
+    headers: HeaderMap,
     Path(kind_name): Path<String>,
     Query(query): Query<Vec<(String, String)>>,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let kind = kind(&kind_name)?;
+    let caller = state.require_admin(&headers, &format!("load a {kind} policy"))?;
+    tracing::info!(%kind, caller, "policy load requested");
     let mut builtin = None;
     let mut params = Vec::new();
     for (key, value) in query {

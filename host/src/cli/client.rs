@@ -8,36 +8,48 @@ pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8088";
 pub struct Client {
     base: String,
     agent: ureq::Agent,
+    /// Sent as X-Weft-User, the caller's identity.
+    user: Option<String>,
 }
 
 impl Client {
-    pub fn new(server: &str) -> Client {
+    pub fn new(server: &str, user: Option<&str>) -> Client {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .build();
         Client {
             base: server.trim_end_matches('/').to_string(),
             agent: config.into(),
+            user: user.map(String::from),
         }
     }
 
     pub fn get(&self, path: &str) -> anyhow::Result<Value> {
-        let response = self.agent.get(&self.url(path)).call();
+        let response = self.with_user(self.agent.get(&self.url(path))).call();
         self.answer(path, response)
     }
 
     pub fn post(&self, path: &str) -> anyhow::Result<Value> {
-        let response = self.agent.post(&self.url(path)).send_empty();
+        let response = self
+            .with_user(self.agent.post(&self.url(path)))
+            .send_empty();
         self.answer(path, response)
     }
 
     pub fn put_bytes(&self, path: &str, body: &[u8]) -> anyhow::Result<Value> {
-        let response = self
+        let request = self
             .agent
             .put(&self.url(path))
-            .header("content-type", "application/wasm")
-            .send(body);
+            .header("content-type", "application/wasm");
+        let response = self.with_user(request).send(body);
         self.answer(path, response)
+    }
+
+    fn with_user<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.user {
+            Some(user) => request.header(crate::security::USER_HEADER, user),
+            None => request,
+        }
     }
 
     fn url(&self, path: &str) -> String {

@@ -33,6 +33,21 @@ enum Command {
     Policy(policy::PolicyCommand),
     /// Print every setting and its value (after --config and --set).
     Config(SettingsArgs),
+    /// Administer a running server.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum AdminCommand {
+    /// Reload the queue configuration with no restart (YARN's rmadmin -refreshQueues).
+    RefreshQueues {
+        #[arg(long, default_value = client::DEFAULT_SERVER)]
+        server: String,
+        /// Act as this user (sent as X-Weft-User).
+        #[arg(long)]
+        user: Option<String>,
+    },
 }
 
 /// The settings flags every command that reads settings takes.
@@ -68,6 +83,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Policy(command) => policy::run(command),
+        Command::Admin(AdminCommand::RefreshQueues { server, user }) => {
+            let answer = client::Client::new(&server, user.as_deref())
+                .post("/ws/v1/admin/refresh-queues")?;
+            println!("queues refreshed; leaf queues: {}", answer["leaf_queues"]);
+            Ok(())
+        }
         Command::Config(args) => {
             for (key, value) in args.load()?.iter() {
                 println!("{key}={value}");

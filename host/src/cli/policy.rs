@@ -15,6 +15,9 @@ pub enum PolicyCommand {
     List {
         #[arg(long, default_value = DEFAULT_SERVER)]
         server: String,
+        /// Act as this user (sent as X-Weft-User).
+        #[arg(long)]
+        user: Option<String>,
     },
     /// Load a policy into a running server; the old one stays if it is refused.
     Load {
@@ -26,12 +29,18 @@ pub enum PolicyCommand {
         params: Vec<(String, String)>,
         #[arg(long, default_value = DEFAULT_SERVER)]
         server: String,
+        /// Act as this user (sent as X-Weft-User).
+        #[arg(long)]
+        user: Option<String>,
     },
     /// Make the previous good version of KIND active again.
     Rollback {
         kind: PolicyKind,
         #[arg(long, default_value = DEFAULT_SERVER)]
         server: String,
+        /// Act as this user (sent as X-Weft-User).
+        #[arg(long)]
+        user: Option<String>,
     },
     /// Check a component offline: its world, describe, configure and a self-check call.
     Check {
@@ -56,8 +65,8 @@ impl clap::ValueEnum for PolicyKind {
 
 pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
     match command {
-        PolicyCommand::List { server } => {
-            let body = Client::new(&server).get("/ws/v1/policies")?;
+        PolicyCommand::List { server, user } => {
+            let body = Client::new(&server, user.as_deref()).get("/ws/v1/policies")?;
             println!("{}", serde_json::to_string_pretty(&body)?);
         }
         PolicyCommand::Load {
@@ -65,8 +74,9 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
             policy,
             params,
             server,
+            user,
         } => {
-            let client = Client::new(&server);
+            let client = Client::new(&server, user.as_deref());
             let mut query: Vec<(String, String)> = params;
             let source = PolicySource::parse(&policy);
             let body = match &source {
@@ -87,8 +97,9 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
                 active["sha256"].as_str().unwrap_or("?")
             );
         }
-        PolicyCommand::Rollback { kind, server } => {
-            let status = Client::new(&server).post(&format!("/ws/v1/policies/{kind}/rollback"))?;
+        PolicyCommand::Rollback { kind, server, user } => {
+            let status = Client::new(&server, user.as_deref())
+                .post(&format!("/ws/v1/policies/{kind}/rollback"))?;
             let active = &status["active"];
             println!(
                 "{kind} policy rolled back to {} {} (version {} in the history)",

@@ -71,6 +71,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let queues = settings
         .queue_tree(args.queues.as_deref())
         .context("the queue configuration is invalid")?;
+    let security = Arc::new(settings.security().map_err(anyhow::Error::msg)?);
+    // refreshQueues reads the config file, the --set overrides and the
+    // --queues file again, as they are now.
+    let reload_queues: crate::api::QueueReload = {
+        let (settings_args, queues_file) = (args.settings.clone(), args.queues.clone());
+        Arc::new(move || {
+            let settings = settings_args.load().map_err(|e| format!("{e:#}"))?;
+            settings
+                .queue_tree(queues_file.as_deref())
+                .map_err(|e| e.to_string())
+        })
+    };
     let policies = policy_runtime(&settings)?;
     let store = Store::open(&args.data_dir)?;
     let quota = QuotaService::open(settings.quota(), store)?;
@@ -124,6 +136,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         let state = ApiState {
             rm: handle,
             policies,
+            security,
+            reload_queues,
             heartbeat_interval_ms: settings
                 .millis("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms")
                 .as_millis() as u64,

@@ -91,6 +91,27 @@ impl Cluster {
         &self.queues
     }
 
+    /// refreshQueues: takes a new tree. Refused, changing nothing, if an app
+    /// still running or pending names a leaf queue the new tree lacks.
+    pub fn replace_queues(&mut self, queues: QueueTree) -> Result<(), ClusterError> {
+        let mut moved = Vec::new();
+        for &index in &self.active {
+            let app = &self.apps[index];
+            let leaf = queues.leaf(&app.queue).ok_or_else(|| {
+                ClusterError::BadSubmission(format!(
+                    "queue {} still has application {} and is not a leaf queue of the new configuration",
+                    app.queue, app.id
+                ))
+            })?;
+            moved.push((index, leaf));
+        }
+        for (index, leaf) in moved {
+            self.apps[index].queue_index = leaf;
+        }
+        self.queues = queues;
+        Ok(())
+    }
+
     pub fn cluster_timestamp(&self) -> u64 {
         self.cluster_timestamp
     }

@@ -23,9 +23,16 @@ impl QueueProperties {
         properties
     }
 
+    /// Sets a property. Values are trimmed, except ACLs, where a leading
+    /// space is meaningful (`" admins"` is the group admins and no users).
     pub fn set(&mut self, name: &str, value: &str) {
-        self.values
-            .insert(name.trim().to_string(), value.trim().to_string());
+        let name = name.trim();
+        let value = if is_acl(name) {
+            value.trim_matches(['\n', '\r', '\t'])
+        } else {
+            value.trim()
+        };
+        self.values.insert(name.to_string(), value.to_string());
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -72,6 +79,10 @@ impl QueueProperties {
     }
 }
 
+fn is_acl(name: &str) -> bool {
+    name.ends_with(".acl_submit_applications") || name.ends_with(".acl_administer_queue")
+}
+
 /// `<configuration><property><name>N</name><value>V</value></property>…`.
 fn parse_xml(text: &str) -> Result<Vec<(String, String)>, String> {
     let document =
@@ -89,7 +100,7 @@ fn parse_xml(text: &str) -> Result<Vec<(String, String)>, String> {
             property
                 .children()
                 .find(|n| n.has_tag_name(tag))
-                .map(|n| n.text().unwrap_or("").trim().to_string())
+                .map(|n| n.text().unwrap_or("").to_string())
         };
         let line = document.text_pos_at(property.range().start).row;
         let name = child_text("name")

@@ -1,0 +1,174 @@
+//! ACLs and refreshQueues through the real binary: who may submit where, who
+//! may change policies and queues, and a live queue reload that refuses a bad
+//! file and keeps running apps running.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::support::{Server, weft};
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+}
+
+fn queues_file(dir: &Path, a: u32, b: u32) -> String {
+    let path = dir.join("queues.toml");
+    write(
+        &path,
+        &format!(
+            "[yarn.scheduler.capacity.root]\nqueues = \"a,b\"\n\n[yarn.scheduler.capacity.root.a]\ncapacity = {a}\n\n[yarn.scheduler.capacity.root.b]\ncapacity = {b}\n"
+        ),
+    );
+    path.to_str().unwrap().to_string()
+}
+
+fn queue_capacity(server: &Server, name: &str) -> f64 {
+    let (_, body) = server.get("/ws/v1/cluster/scheduler");
+    body["scheduler"]["schedulerInfo"]["queues"]["queue"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["queueName"] == name)
+        .map(|q| q["capacity"].as_f64().unwrap())
+        .unwrap()
+}
+
+#[test]
+fn acls_decide_who_submits_where_and_who_administers() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users.toml");
+    write(
+        &users,
+        "[users]\nroot-user = [\"admins\"]\nalice = [\"engineering\"]\n",
+    );
+    let queues = dir.path().join("queues.toml");
+    write(
+        &queues,
+        "[yarn.scheduler.capacity.root]\nqueues = \"a,b\"\nacl_submit_applications = \" \"\nacl_administer_queue = \" admins\"\n\n\
+         [yarn.scheduler.capacity.root.a]\ncapacity = 50\nacl_submit_applications = \"alice\"\nacl_administer_queue = \" \"\n\n\
+         [yarn.scheduler.capacity.root.b]\ncapacity = 50\nacl_submit_applications = \" engineering\"\nacl_administer_queue = \" \"\n",
+    );
+    let server = Server::start(&[
+        "--queues",
+        queues.to_str().unwrap(),
+        "--set",
+        &format!("weft.security.users-file={}", users.display()),
+        "--set",
+        "yarn.admin.acl= admins",
+    ]);
+    let submit = |caller: Option<&str>, queue: &str, user: &str| {
+        let app = json!({"queue": queue, "user": user, "project": "p", "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 100}]});
+        let (status, body) = server.post_json_as("/ws/v1/cluster/apps", &app, caller);
+        (status, body.to_string())
+    };
+    let cases = [
+        (Some("alice"), "a", "alice", 202, ""),
+        (Some("alice"), "b", "alice", 202, ""), // via the engineering group
+        (Some("bob"), "a", "bob", 403, "may not submit to root.a"),
+        (None, "a", "anonymous", 403, "may not submit to root.a"), // the default user
+        (Some("alice"), "a", "bob", 403, "on behalf of bob"),
+        (Some("root-user"), "a", "bob", 202, ""), // root's administer ACL, and an admin
+    ];
+    for (caller, queue, user, expected, says) in cases {
+        let (status, body) = submit(caller, queue, user);
+        assert_eq!(status, expected, "{caller:?} → {queue} as {user}: {body}");
+        assert!(body.contains(says), "{caller:?} → {queue}: {body}");
+    }
+    let output = weft(&[
+        "policy",
+        "load",
+        "pricing",
+        "builtin:flat-pricing",
+        "--server",
+        &server.base,
+        "--user",
+        "alice",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("403") && stderr.contains("yarn.admin.acl"),
+        "{stderr}"
+    );
+    let output = weft(&[
+        "policy",
+        "load",
+        "pricing",
+        "builtin:flat-pricing",
+        "--server",
+        &server.base,
+        "--user",
+        "root-user",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let output = weft(&[
+        "admin",
+        "refresh-queues",
+        "--server",
+        &server.base,
+        "--user",
+        "alice",
+    ]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("403"));
+}
+
+#[test]
+fn refresh_queues_applies_a_good_file_and_refuses_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = queues_file(dir.path(), 50, 50);
+    let server = Server::start(&["--queues", &file, "--sim-nodes", "2x4096mb,4vcores"]);
+    let running = server.submit_to_for("a", 60_000);
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{running}"),
+        "the app to run",
+        |b| b["app"]["state"] == "RUNNING",
+    );
+
+    queues_file(dir.path(), 70, 30);
+    let output = weft(&["admin", "refresh-queues", "--server", &server.base]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(queue_capacity(&server, "a"), 70.0);
+
+    // Bad: capacities sum to 90. Refused with the reason; nothing changes.
+    queues_file(dir.path(), 60, 30);
+    let (status, body) = server.post("/ws/v1/admin/refresh-queues");
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["RemoteException"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sum to 90"),
+        "{body}"
+    );
+    assert_eq!(queue_capacity(&server, "a"), 70.0);
+
+    // Bad: queue a disappears while it has a running app.
+    write(
+        Path::new(&file),
+        "[yarn.scheduler.capacity.root]\nqueues = \"b\"\n\n[yarn.scheduler.capacity.root.b]\ncapacity = 100\n",
+    );
+    let (status, body) = server.post("/ws/v1/admin/refresh-queues");
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["RemoteException"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("still has application"),
+        "{body}"
+    );
+
+    let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{running}"));
+    assert_eq!(
+        app["app"]["state"], "RUNNING",
+        "the running app kept running"
+    );
+    assert_eq!(queue_capacity(&server, "a"), 70.0);
+}
