@@ -7,4 +7,5 @@ mod policy_runtime;
 mod queues;
 mod replay;
 mod serve;
+mod simulate;
 mod support;

@@ -6,6 +6,7 @@ mod client;
 mod policy;
 mod replay;
 mod serve;
+mod simulate;
 
 use std::path::PathBuf;
 
@@ -28,6 +29,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Feed a container-event log through the quota service on a virtual clock and print the ledger.
     Replay(replay::ReplayArgs),
+    /// Run a scenario (nodes, queues, apps) on the virtual clock and summarize it.
+    Simulate(simulate::SimulateArgs),
     /// Inspect, load, roll back, check and benchmark policies.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
@@ -82,6 +85,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Replay(args) => replay::run(args),
+        Command::Simulate(args) => simulate::run_command(args),
         Command::Policy(command) => policy::run(command),
         Command::Admin(AdminCommand::RefreshQueues { server, user }) => {
             let answer = client::Client::new(&server, user.as_deref())

@@ -12,6 +12,7 @@ mod events;
 mod load;
 mod registry;
 mod slot;
+mod stats;
 pub mod validate;
 mod version;
 pub mod watch;
@@ -30,6 +31,7 @@ pub use engine::{CallLimits, PolicyEngine};
 pub use load::{LoadError, inspect, prepare};
 pub use registry::{PolicySource, builtin, builtin_names};
 pub use slot::{HistoryEntry, PolicySlot, SlotStatus, VersionState};
+pub use stats::{CallCost, CallStats};
 pub use version::{PolicyVersion, VersionInfo};
 
 /// The kinds of policy, one WIT world each.

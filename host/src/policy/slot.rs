@@ -10,6 +10,7 @@ use arc_swap::ArcSwapOption;
 use serde::Serialize;
 
 use super::events::PolicyEvent;
+use super::stats::{CallCost, CallStats};
 use super::{CallError, PolicyKind, PolicyVersion, VersionInfo};
 
 /// Where a version stands.
@@ -68,6 +69,7 @@ pub struct PolicySlot {
     max_failures: u32,
     active: ArcSwapOption<PolicyVersion>,
     entries: Mutex<Vec<Entry>>,
+    stats: Mutex<CallStats>,
 }
 
 impl std::fmt::Debug for PolicySlot {
@@ -85,6 +87,7 @@ impl PolicySlot {
             max_failures: max_failures.max(1),
             active: ArcSwapOption::empty(),
             entries: Mutex::new(Vec::new()),
+            stats: Mutex::new(CallStats::default()),
         }
     }
 
@@ -181,7 +184,7 @@ impl PolicySlot {
         call: impl Fn(&PolicyVersion) -> Result<R, CallError>,
     ) -> Result<R, CallError> {
         let active = self.active().ok_or(CallError::NoPolicy(self.kind))?;
-        let error = match timed_call(&active, &call) {
+        let error = match self.timed_call(&active, &call) {
             Ok(result) => return Ok(result),
             Err(error) => error,
         };
@@ -211,15 +214,35 @@ impl PolicySlot {
             to: &fallback,
         }
         .emit();
-        timed_call(&fallback, &call).inspect_err(|fallback_error| {
-            let consecutive = fallback.record_failure();
-            PolicyEvent::CallFailed {
-                version: &fallback,
-                error: fallback_error,
-                consecutive,
-            }
-            .emit();
-        })
+        self.timed_call(&fallback, &call)
+            .inspect_err(|fallback_error| {
+                let consecutive = fallback.record_failure();
+                PolicyEvent::CallFailed {
+                    version: &fallback,
+                    error: fallback_error,
+                    consecutive,
+                }
+                .emit();
+            })
+    }
+
+    /// What this kind's successful calls have cost since the start.
+    pub fn cost(&self) -> CallCost {
+        self.stats.lock().unwrap().cost()
+    }
+
+    fn timed_call<R>(
+        &self,
+        version: &PolicyVersion,
+        call: &impl Fn(&PolicyVersion) -> Result<R, CallError>,
+    ) -> Result<R, CallError> {
+        let started = Instant::now();
+        let result = call(version)?;
+        let elapsed = started.elapsed();
+        version.record_success();
+        self.stats.lock().unwrap().record(elapsed.as_nanos() as u64);
+        PolicyEvent::CallSucceeded { version, elapsed }.emit();
+        Ok(result)
     }
 
     pub fn status(&self) -> SlotStatus {
@@ -233,19 +256,4 @@ impl PolicySlot {
             history: entries.iter().map(Entry::row).collect(),
         }
     }
-}
-
-fn timed_call<R>(
-    version: &PolicyVersion,
-    call: &impl Fn(&PolicyVersion) -> Result<R, CallError>,
-) -> Result<R, CallError> {
-    let started = Instant::now();
-    let result = call(version)?;
-    version.record_success();
-    PolicyEvent::CallSucceeded {
-        version,
-        elapsed: started.elapsed(),
-    }
-    .emit();
-    Ok(result)
 }

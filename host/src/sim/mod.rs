@@ -1,6 +1,8 @@
-//! Time and what runs on virtual time: the clock abstraction and `weft replay`.
+//! Time and what runs on virtual time: the clock abstraction, `weft replay`
+//! and `weft simulate`.
 
 pub mod clock;
 pub mod replay;
+pub mod simulate;
 
 pub use clock::{Clock, VirtualClock, WallClock};

@@ -1,0 +1,553 @@
+//! `weft simulate`: a scenario on the virtual clock, through the real
+//! cluster model, scheduler, quota service and policies — the same
+//! `ResourceManager` `serve` runs, driven by virtual time instead of tokio
+//! timers, so a simulated day takes seconds.
+//!
+//! A scenario (TOML or JSON) gives nodes, queues, apps, optional policies and
+//! settings, and the times to observe; see docs/simulate.md.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::clock::{Clock, VirtualClock};
+use crate::cluster::{AskSpec, NodeKind, Resources, SubmitApp};
+use crate::config::Settings;
+use crate::policy::{CallCost, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
+use crate::quota::QuotaService;
+use crate::rm::ResourceManager;
+use crate::store::Store;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Node groups: `count` nodes of one size.
+    pub nodes: Vec<NodeGroup>,
+    #[serde(default)]
+    pub queues: QueueSpec,
+    #[serde(default)]
+    pub policies: PolicySpec,
+    /// Properties, as `--set` takes them.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// Virtual ms at which to record each queue's and user's use.
+    #[serde(default)]
+    pub observe_at_ms: Vec<u64>,
+    /// How often the scheduler runs, in virtual ms (a node heartbeat).
+    #[serde(default = "default_scheduling_interval")]
+    pub scheduling_interval_ms: u64,
+    /// Stop here even if apps are unfinished (default: when all finish).
+    #[serde(default)]
+    pub end_ms: Option<u64>,
+    pub apps: Vec<ScenarioApp>,
+}
+
+fn default_scheduling_interval() -> u64 {
+    1000
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeGroup {
+    pub count: u32,
+    pub memory_mb: u64,
+    pub vcores: u32,
+    #[serde(default)]
+    pub gpus: u32,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    /// A capacity-scheduler.xml or TOML file, relative to the scenario.
+    pub file: Option<PathBuf>,
+    /// `yarn.scheduler.capacity.*` properties inline.
+    #[serde(default)]
+    pub properties: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    pub scheduling: Option<String>,
+    #[serde(default)]
+    pub scheduling_params: BTreeMap<String, String>,
+    pub pricing: Option<String>,
+    #[serde(default)]
+    pub pricing_params: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioApp {
+    pub submit_ms: u64,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub user: String,
+    #[serde(default = "default_queue")]
+    pub queue: String,
+    #[serde(default = "default_project")]
+    pub project: String,
+    #[serde(default)]
+    pub priority: i32,
+    pub asks: Vec<AskSpec>,
+}
+
+fn default_queue() -> String {
+    "default".into()
+}
+
+fn default_project() -> String {
+    "default".into()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    #[error("cannot read scenario {path}: {reason}")]
+    Read { path: String, reason: String },
+    #[error("scenario {path}: {reason}")]
+    Invalid { path: String, reason: String },
+}
+
+/// The summary `weft simulate` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub end_ms: u64,
+    pub apps_submitted: usize,
+    pub apps_finished: usize,
+    pub observations: Vec<Observation>,
+    /// Per leaf queue: from submission to first container, in ms.
+    pub wait_time_ms: BTreeMap<String, WaitStats>,
+    /// Cluster utilization (allocated over capacity) at every QUOTA_COMPUTE.
+    pub utilization: Vec<UtilizationSample>,
+    /// Credits charged per project.
+    pub credits: BTreeMap<String, f64>,
+    pub policies: BTreeMap<String, PolicyCost>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Observation {
+    pub t_ms: u64,
+    pub queues: Vec<QueueUse>,
+    pub users: Vec<UserUse>,
+    pub pending_apps: Vec<PendingApp>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QueueUse {
+    pub queue: String,
+    pub used: Resources,
+    /// Dominant share of the cluster, in percent.
+    pub absolute_used_percent: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct UserUse {
+    pub queue: String,
+    pub user: String,
+    pub used: Resources,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingApp {
+    pub id: String,
+    pub queue: String,
+    pub user: String,
+    pub pending_containers: u64,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct WaitStats {
+    pub apps: usize,
+    pub mean: f64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct UtilizationSample {
+    pub t_ms: u64,
+    pub memory: f64,
+    pub vcores: f64,
+    pub gpus: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyCost {
+    pub policy: String,
+    #[serde(flatten)]
+    pub cost: CallCost,
+}
+
+impl Scenario {
+    pub fn from_file(path: &Path) -> Result<(Scenario, PathBuf), SimulateError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| SimulateError::Read {
+            path: shown.clone(),
+            reason: e.to_string(),
+        })?;
+        let scenario: Scenario = match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => serde_json::from_str(&text).map_err(|e| e.to_string()),
+            _ => toml::from_str(&text).map_err(|e| e.to_string()),
+        }
+        .map_err(|reason| SimulateError::Invalid {
+            path: shown,
+            reason,
+        })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok((scenario, base))
+    }
+}
+
+/// Runs `scenario` (its relative paths from `base`) with `overrides` on top
+/// of its settings. `progress` is told of each finished app.
+pub fn run(
+    scenario: &Scenario,
+    base: &Path,
+    overrides: &[String],
+    progress: &dyn Fn(usize, usize),
+) -> anyhow::Result<Summary> {
+    let mut assignments: Vec<String> = scenario
+        .settings
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    assignments.extend(
+        scenario
+            .queues
+            .properties
+            .iter()
+            .map(|(k, v)| format!("{k}={v}")),
+    );
+    assignments.extend_from_slice(overrides);
+    let settings = Settings::load(None, &assignments)?;
+    let queue_file = scenario.queues.file.as_ref().map(|f| base.join(f));
+    let queues = settings.queue_tree(queue_file.as_deref())?;
+
+    let engine = PolicyEngine::new(settings.call_limits())?;
+    let max_failures = settings
+        .get("weft.policy.max-consecutive-failures")
+        .parse()
+        .unwrap_or(3);
+    let policies = Arc::new(PolicyRuntime::new(
+        engine,
+        settings.pricing_params(),
+        max_failures,
+    ));
+    let choices = [
+        (
+            PolicyKind::Scheduling,
+            &scenario.policies.scheduling,
+            &scenario.policies.scheduling_params,
+            "weft.policy.scheduling",
+        ),
+        (
+            PolicyKind::Pricing,
+            &scenario.policies.pricing,
+            &scenario.policies.pricing_params,
+            "weft.policy.pricing",
+        ),
+    ];
+    for (kind, choice, params, key) in choices {
+        let text = choice
+            .clone()
+            .unwrap_or_else(|| settings.get(key).to_string());
+        let source = match PolicySource::parse(&text) {
+            PolicySource::File(path) => PolicySource::File(base.join(path)),
+            builtin => builtin,
+        };
+        let params: Vec<(String, String)> =
+            params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        policies
+            .load(kind, &source, &params)
+            .map_err(|e| anyhow::anyhow!("cannot load the {kind} policy {source}: {e}"))?;
+    }
+
+    let clock = VirtualClock::starting_at(0);
+    let quota = QuotaService::open(settings.quota(), Store::in_memory())?;
+    let mut rm = ResourceManager::new(
+        &settings,
+        queues,
+        quota,
+        policies.clone(),
+        Arc::new(clock.clone()),
+    );
+    let mut node_number = 0;
+    for group in &scenario.nodes {
+        for _ in 0..group.count {
+            node_number += 1;
+            let capacity = Resources::new(group.memory_mb, group.vcores, group.gpus);
+            rm.cluster
+                .register_node(
+                    &format!("node-{node_number:05}"),
+                    NodeKind::Simulated,
+                    capacity,
+                    0,
+                )
+                .map_err(|e| anyhow::anyhow!("node group {group:?}: {e}"))?;
+        }
+    }
+
+    let mut apps: Vec<&ScenarioApp> = scenario.apps.iter().collect();
+    apps.sort_by_key(|a| a.submit_ms);
+    let quota_settings = settings.quota();
+    let mut timers = Timers {
+        scheduling: Every::new(scenario.scheduling_interval_ms),
+        quota: Every::new(quota_settings.scheduling_period_ms),
+        multiplicator: Every::new(quota_settings.multiplicator_interval_ms),
+    };
+    let mut observe: Vec<u64> = scenario.observe_at_ms.clone();
+    observe.sort_unstable();
+    observe.dedup();
+    let mut observe = observe.into_iter().peekable();
+    let mut summary = Summary {
+        end_ms: 0,
+        apps_submitted: 0,
+        apps_finished: 0,
+        observations: Vec::new(),
+        wait_time_ms: BTreeMap::new(),
+        utilization: Vec::new(),
+        credits: BTreeMap::new(),
+        policies: BTreeMap::new(),
+    };
+    let mut next_app = 0;
+    loop {
+        let finished = rm
+            .cluster
+            .apps()
+            .iter()
+            .filter(|a| a.state == crate::cluster::AppState::Finished)
+            .count();
+        progress(finished, apps.len());
+        let all_done = next_app == apps.len() && rm.cluster.active_apps().next().is_none();
+        let next = [
+            apps.get(next_app).map(|a| a.submit_ms),
+            Some(timers.scheduling.next),
+            Some(timers.quota.next),
+            Some(timers.multiplicator.next),
+            observe.peek().copied(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .expect("timers always have a next time");
+        let past_end = scenario.end_ms.is_some_and(|end| next > end);
+        if (all_done && observe.peek().is_none()) || past_end {
+            break;
+        }
+        clock.advance_to(next);
+        while let Some(app) = apps.get(next_app).filter(|a| a.submit_ms <= next) {
+            let request = SubmitApp {
+                name: app
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| format!("{}-{}", app.user, next_app + 1)),
+                queue: app.queue.clone(),
+                user: app.user.clone(),
+                project: app.project.clone(),
+                priority: app.priority,
+                asks: app.asks.clone(),
+            };
+            rm.cluster
+                .submit(request, next)
+                .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
+            next_app += 1;
+        }
+        if timers.scheduling.due(next) {
+            rm.scheduling_round();
+        }
+        if timers.multiplicator.due(next) {
+            rm.multiplicator_step();
+        }
+        if timers.quota.due(next) {
+            rm.quota_compute();
+            summary.utilization.push(utilization(&rm, next));
+        }
+        if observe.peek() == Some(&next) {
+            observe.next();
+            summary.observations.push(observation(&rm, next));
+        }
+        rm.flush_quota();
+    }
+    let end = clock.now_ms();
+    rm.shutdown();
+    summary.end_ms = end;
+    summary.apps_submitted = rm.cluster.apps().len();
+    summary.apps_finished = rm
+        .cluster
+        .apps()
+        .iter()
+        .filter(|a| a.state == crate::cluster::AppState::Finished)
+        .count();
+    summary.wait_time_ms = wait_times(&rm);
+    summary.credits = rm
+        .quota
+        .ledger()
+        .projects()
+        .iter()
+        .map(|(p, q)| (p.clone(), q.total_used))
+        .collect();
+    for kind in PolicyKind::ALL {
+        let slot = policies.slot(kind);
+        let policy = slot
+            .active()
+            .map(|v| v.info.name.clone())
+            .unwrap_or_default();
+        summary.policies.insert(
+            kind.to_string(),
+            PolicyCost {
+                policy,
+                cost: slot.cost(),
+            },
+        );
+    }
+    Ok(summary)
+}
+
+struct Timers {
+    scheduling: Every,
+    quota: Every,
+    multiplicator: Every,
+}
+
+/// A timer firing every `period` ms of virtual time, first at `period`.
+struct Every {
+    period: u64,
+    next: u64,
+}
+
+impl Every {
+    fn new(period: u64) -> Every {
+        let period = period.max(1);
+        Every {
+            period,
+            next: period,
+        }
+    }
+
+    /// Whether the timer fires at `now`; if so it is re-armed.
+    fn due(&mut self, now: u64) -> bool {
+        if now < self.next {
+            return false;
+        }
+        self.next = now + self.period;
+        true
+    }
+}
+
+fn utilization(rm: &ResourceManager, t_ms: u64) -> UtilizationSample {
+    let (memory, vcores, gpus) = rm.cluster.allocated().fractions_of(&rm.cluster.capacity());
+    UtilizationSample {
+        t_ms,
+        memory,
+        vcores,
+        gpus,
+    }
+}
+
+fn observation(rm: &ResourceManager, t_ms: u64) -> Observation {
+    let cluster = &rm.cluster;
+    let tree = cluster.queues().queues();
+    let capacity = cluster.capacity();
+    let mut used = vec![Resources::ZERO; tree.len()];
+    let mut users: BTreeMap<(usize, String), Resources> = BTreeMap::new();
+    let mut pending_apps = Vec::new();
+    for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
+        let mut queue = Some(app.queue_index);
+        while let Some(q) = queue {
+            used[q] += app.used;
+            queue = tree[q].parent;
+        }
+        *users
+            .entry((app.queue_index, app.user.clone()))
+            .or_default() += app.used;
+        if app.pending_containers() > 0 {
+            pending_apps.push(PendingApp {
+                id: app.id.clone(),
+                queue: app.queue.clone(),
+                user: app.user.clone(),
+                pending_containers: app.pending_containers(),
+                reason: pending_reason(rm, app.queue_index, &used),
+            });
+        }
+    }
+    let queues = tree
+        .iter()
+        .zip(&used)
+        .map(|(q, used)| {
+            let (m, v, g) = used.fractions_of(&capacity);
+            QueueUse {
+                queue: q.path.clone(),
+                used: *used,
+                absolute_used_percent: m.max(v).max(g) * 100.0,
+            }
+        })
+        .collect();
+    let users = users
+        .into_iter()
+        .filter(|(_, used)| !used.is_zero())
+        .map(|((queue, user), used)| UserUse {
+            queue: tree[queue].path.clone(),
+            user,
+            used,
+        })
+        .collect();
+    Observation {
+        t_ms,
+        queues,
+        users,
+        pending_apps,
+    }
+}
+
+/// Why an app waits, as far as the host can see it.
+fn pending_reason(rm: &ResourceManager, queue: usize, used: &[Resources]) -> String {
+    let cluster = &rm.cluster;
+    let tree = cluster.queues().queues();
+    let capacity = cluster.capacity();
+    let (m, v, g) = used[queue].fractions_of(&capacity);
+    let share = m.max(v).max(g) * 100.0;
+    let q = &tree[queue];
+    if share + 1e-9 >= q.absolute_maximum_capacity {
+        return format!(
+            "queue {} is at its maximum capacity ({share:.1}% of the cluster used, maximum {:.1}%)",
+            q.path, q.absolute_maximum_capacity
+        );
+    }
+    let free = capacity.saturating_sub(&cluster.allocated());
+    format!(
+        "waiting for resources: {free} free in the cluster; queue {} uses {share:.1}% (guaranteed {:.1}%)",
+        q.path, q.absolute_capacity
+    )
+}
+
+fn wait_times(rm: &ResourceManager) -> BTreeMap<String, WaitStats> {
+    let mut waits: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for app in rm.cluster.apps() {
+        if let Some(start) = app.start_time_ms {
+            waits
+                .entry(app.queue.clone())
+                .or_default()
+                .push(start - app.submit_time_ms);
+        }
+    }
+    waits
+        .into_iter()
+        .map(|(queue, mut w)| {
+            w.sort_unstable();
+            let at = |q: f64| w[((w.len() - 1) as f64 * q).round() as usize];
+            let stats = WaitStats {
+                apps: w.len(),
+                mean: w.iter().sum::<u64>() as f64 / w.len() as f64,
+                p50: at(0.5),
+                p99: at(0.99),
+                max: *w.last().expect("not empty"),
+            };
+            (queue, stats)
+        })
+        .collect()
+}
