@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::{ApiError, ApiState};
 use crate::cluster::{App, AppState, ClusterError, Container, NodeKind, Resources, SubmitApp};
 use crate::rm::ResourceManager;
+use crate::scheduler::diagnostics;
 
 pub async fn info(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
     let started = state
@@ -196,7 +197,7 @@ pub async fn submit_app(
                     .check_admin(&caller, &format!("submit on behalf of {}", request.user))
                     .map_err(ApiError::forbidden)?;
             }
-            let app = rm.cluster.submit(request, now).map_err(ApiError::bad_request)?.clone();
+            let app = rm.cluster.submit(request, &submitter, now).map_err(ApiError::bad_request)?.clone();
             tracing::info!(app = %app.id, queue = %app.queue, user = %app.user, project = %app.project, submitter, "application submitted and accepted");
             Ok::<_, ApiError>(app)
         })
@@ -219,7 +220,17 @@ pub async fn app(
     let wanted = id.clone();
     let app = state
         .rm
-        .with(move |rm: &mut ResourceManager| rm.cluster.app(&wanted).map(app_json))
+        .with(move |rm: &mut ResourceManager| {
+            let index = rm.cluster.app_index(&wanted)?;
+            let mut body = app_json(&rm.cluster.apps()[index]);
+            // A pending app says why it waits and where it stands (seed 002 §10.3).
+            let usage = diagnostics::queue_usage(&rm.cluster);
+            if let Some(diagnosis) = diagnostics::diagnose(&rm.cluster, index, &usage) {
+                body["diagnostics"] = json!(diagnosis.reason);
+                body["positionInQueue"] = json!(diagnosis.position_in_queue);
+            }
+            Some(body)
+        })
         .await?;
     let app = app.ok_or_else(|| ApiError::not_found(format!("application {id} not found")))?;
     Ok(Json(json!({ "app": app })))

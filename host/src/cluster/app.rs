@@ -71,6 +71,8 @@ pub struct App {
     pub queue: String,
     #[serde(skip)]
     pub queue_index: usize,
+    /// The host the submission came from.
+    pub submitter: String,
     pub user: String,
     pub project: String,
     pub priority: i32,

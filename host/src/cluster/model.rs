@@ -197,7 +197,14 @@ impl Cluster {
             .collect()
     }
 
-    pub fn submit(&mut self, request: SubmitApp, now: u64) -> Result<&App, ClusterError> {
+    /// Accepts an app into its leaf queue. `submitter` is the host it came
+    /// from, kept for the log lines of its state changes.
+    pub fn submit(
+        &mut self,
+        request: SubmitApp,
+        submitter: &str,
+        now: u64,
+    ) -> Result<&App, ClusterError> {
         let queue_index =
             self.queues
                 .leaf(&request.queue)
@@ -231,6 +238,7 @@ impl Cluster {
             name: request.name,
             queue: queue_name,
             queue_index,
+            submitter: submitter.to_string(),
             user: request.user,
             project: request.project,
             priority: request.priority,
@@ -334,6 +342,7 @@ impl Cluster {
         if app.state == AppState::Accepted {
             app.state = AppState::Running;
             app.start_time_ms = Some(now);
+            tracing::info!(app = %app.id, from = "ACCEPTED", to = "RUNNING", cause = "first container allocated", queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
         }
         let node = self.nodes.get_mut(node_id).expect("checked by the caller");
         node.allocated += ask.resources;
@@ -389,6 +398,7 @@ impl Cluster {
             if app.is_done() {
                 app.state = AppState::Finished;
                 app.finish_time_ms = Some(now);
+                tracing::info!(app = %app.id, from = "RUNNING", to = "FINISHED", cause = "all its containers finished", queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
                 self.active.remove(&index);
             }
         }
@@ -401,6 +411,10 @@ impl Cluster {
 
     pub fn apps(&self) -> &[App] {
         &self.apps
+    }
+
+    pub fn app_index(&self, id: &str) -> Option<usize> {
+        self.app_index.get(id).copied()
     }
 
     pub fn app(&self, id: &str) -> Option<&App> {
@@ -469,7 +483,7 @@ mod tests {
                 duration_ms,
             }],
         };
-        cluster.submit(request, 0).unwrap();
+        cluster.submit(request, "test", 0).unwrap();
         cluster.apps().len() - 1
     }
 
@@ -596,11 +610,11 @@ mod tests {
             asks: vec![],
         };
         assert!(matches!(
-            cluster.submit(request.clone(), 0),
+            cluster.submit(request.clone(), "test", 0),
             Err(ClusterError::UnknownQueue { .. })
         ));
         request.queue = "default".into();
-        assert!(cluster.submit(request.clone(), 0).is_err());
+        assert!(cluster.submit(request.clone(), "test", 0).is_err());
         request.asks = vec![AskSpec {
             count: 1,
             memory_mb: 0,
@@ -608,7 +622,7 @@ mod tests {
             gpus: 0,
             duration_ms: 1,
         }];
-        assert!(cluster.submit(request, 0).is_err());
+        assert!(cluster.submit(request, "test", 0).is_err());
         assert!(cluster.apps().is_empty());
     }
 }

@@ -2,6 +2,8 @@
 //! scheduling policy in one call; the placements that come back are checked
 //! against that snapshot, then applied to the cluster.
 
+pub mod diagnostics;
+
 use std::collections::HashMap;
 
 use crate::cluster::{Allocation, Cluster, ClusterError, Placement};

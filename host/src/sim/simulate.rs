@@ -18,6 +18,7 @@ use crate::config::Settings;
 use crate::policy::{CallCost, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
 use crate::quota::QuotaService;
 use crate::rm::ResourceManager;
+use crate::scheduler::diagnostics;
 use crate::store::Store;
 
 #[derive(Debug, Clone, Deserialize)]
@@ -353,7 +354,7 @@ pub fn run(
                 asks: app.asks.clone(),
             };
             rm.cluster
-                .submit(request, next)
+                .submit(request, "simulate", next)
                 .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
             next_app += 1;
         }
@@ -453,25 +454,21 @@ fn observation(rm: &ResourceManager, t_ms: u64) -> Observation {
     let cluster = &rm.cluster;
     let tree = cluster.queues().queues();
     let capacity = cluster.capacity();
-    let mut used = vec![Resources::ZERO; tree.len()];
+    let used = diagnostics::queue_usage(cluster);
     let mut users: BTreeMap<(usize, String), Resources> = BTreeMap::new();
     let mut pending_apps = Vec::new();
-    for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
-        let mut queue = Some(app.queue_index);
-        while let Some(q) = queue {
-            used[q] += app.used;
-            queue = tree[q].parent;
-        }
+    for index in cluster.active_apps() {
+        let app = &cluster.apps()[index];
         *users
             .entry((app.queue_index, app.user.clone()))
             .or_default() += app.used;
-        if app.pending_containers() > 0 {
+        if let Some(diagnosis) = diagnostics::diagnose(cluster, index, &used) {
             pending_apps.push(PendingApp {
                 id: app.id.clone(),
                 queue: app.queue.clone(),
                 user: app.user.clone(),
                 pending_containers: app.pending_containers(),
-                reason: pending_reason(rm, app.queue_index, &used),
+                reason: diagnosis.reason,
             });
         }
     }
@@ -502,27 +499,6 @@ fn observation(rm: &ResourceManager, t_ms: u64) -> Observation {
         users,
         pending_apps,
     }
-}
-
-/// Why an app waits, as far as the host can see it.
-fn pending_reason(rm: &ResourceManager, queue: usize, used: &[Resources]) -> String {
-    let cluster = &rm.cluster;
-    let tree = cluster.queues().queues();
-    let capacity = cluster.capacity();
-    let (m, v, g) = used[queue].fractions_of(&capacity);
-    let share = m.max(v).max(g) * 100.0;
-    let q = &tree[queue];
-    if share + 1e-9 >= q.absolute_maximum_capacity {
-        return format!(
-            "queue {} is at its maximum capacity ({share:.1}% of the cluster used, maximum {:.1}%)",
-            q.path, q.absolute_maximum_capacity
-        );
-    }
-    let free = capacity.saturating_sub(&cluster.allocated());
-    format!(
-        "waiting for resources: {free} free in the cluster; queue {} uses {share:.1}% (guaranteed {:.1}%)",
-        q.path, q.absolute_capacity
-    )
 }
 
 fn wait_times(rm: &ResourceManager) -> BTreeMap<String, WaitStats> {

@@ -1,0 +1,94 @@
+//! Why a pending app waits, and where it stands in its queue — as data for
+//! the API and the simulator (seed 002 §10.3), from what the host can see:
+//! node sizes, queue limits and free resources.
+
+use crate::cluster::{Cluster, Resources};
+
+/// A pending app's diagnosis.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Diagnosis {
+    pub reason: String,
+    /// 1 for the app its queue serves next (priority, then submission).
+    pub position_in_queue: usize,
+}
+
+/// Every queue's use, its descendants' included.
+pub fn queue_usage(cluster: &Cluster) -> Vec<Resources> {
+    let tree = cluster.queues().queues();
+    let mut used = vec![Resources::ZERO; tree.len()];
+    for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
+        let mut queue = Some(app.queue_index);
+        while let Some(q) = queue {
+            used[q] += app.used;
+            queue = tree[q].parent;
+        }
+    }
+    used
+}
+
+/// Why app `app_index` waits, or None if nothing of it is pending.
+pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Option<Diagnosis> {
+    let app = &cluster.apps()[app_index];
+    if app.pending_containers() == 0 {
+        return None;
+    }
+    let capacity = cluster.capacity();
+    let tree = cluster.queues().queues();
+    let largest = cluster.nodes().fold(Resources::ZERO, |most, n| Resources {
+        memory_mb: most.memory_mb.max(n.capacity.memory_mb),
+        vcores: most.vcores.max(n.capacity.vcores),
+        gpus: most.gpus.max(n.capacity.gpus),
+    });
+    let share = |used: &Resources| {
+        let (m, v, g) = used.fractions_of(&capacity);
+        m.max(v).max(g) * 100.0
+    };
+    let reason = if let Some(ask) = app
+        .asks
+        .iter()
+        .find(|a| a.pending > 0 && !a.resources.fits_in(&largest))
+    {
+        format!(
+            "no node can fit the ask {}: the largest node offers {largest}",
+            ask.resources
+        )
+    } else if let Some(full) = ancestors(cluster, app.queue_index)
+        .find(|&q| share(&usage[q]) + 1e-9 >= tree[q].absolute_maximum_capacity)
+    {
+        format!(
+            "queue {} is at its maximum capacity: {:.1}% of the cluster used, maximum {:.1}%",
+            tree[full].path,
+            share(&usage[full]),
+            tree[full].absolute_maximum_capacity
+        )
+    } else {
+        let queue = &tree[app.queue_index];
+        format!(
+            "waiting for resources: {} free in the cluster; queue {} uses {:.1}% (guaranteed {:.1}%, maximum {:.1}%)",
+            capacity.saturating_sub(&cluster.allocated()),
+            queue.path,
+            share(&usage[app.queue_index]),
+            queue.absolute_capacity,
+            queue.absolute_maximum_capacity
+        )
+    };
+    let ahead = cluster
+        .active_apps()
+        .map(|i| &cluster.apps()[i])
+        .filter(|other| other.queue_index == app.queue_index && other.pending_containers() > 0)
+        .filter(|other| {
+            (-other.priority, other.submit_time_ms, &other.id)
+                < (-app.priority, app.submit_time_ms, &app.id)
+        })
+        .count();
+    Some(Diagnosis {
+        reason,
+        position_in_queue: ahead + 1,
+    })
+}
+
+/// `queue` and its ancestors up to root.
+fn ancestors(cluster: &Cluster, queue: usize) -> impl Iterator<Item = usize> + '_ {
+    let tree = cluster.queues().queues();
+    std::iter::successors(Some(queue), move |&q| tree[q].parent)
+}
