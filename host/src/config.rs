@@ -319,6 +319,11 @@ impl Settings {
             .unwrap_or_else(|_| panic!("{key} was checked when set"))
     }
 
+    /// A whole-number property.
+    pub fn whole(&self, key: &str) -> u64 {
+        self.number(key)
+    }
+
     pub fn flag(&self, key: &str) -> bool {
         self.number(key)
     }

@@ -10,7 +10,7 @@ use clap::Args;
 use super::SettingsArgs;
 use crate::api::{ApiState, router};
 use crate::config::Settings;
-use crate::policy::{PolicyEngine, PolicyKind, PolicyRuntime, PolicySource, watch};
+use crate::policy::{PolicyKind, PolicyRuntime, PolicySource, watch};
 use crate::quota::QuotaService;
 use crate::rm::{self, Intervals, ResourceManager, sim_nodes};
 use crate::sim::WallClock;
@@ -37,16 +37,7 @@ pub struct ServeArgs {
 
 /// Builds the policy runtime from settings and loads the start-up policies.
 pub fn policy_runtime(settings: &Settings) -> anyhow::Result<Arc<PolicyRuntime>> {
-    let engine = PolicyEngine::new(settings.call_limits())?;
-    let max_failures = settings
-        .get("weft.policy.max-consecutive-failures")
-        .parse()
-        .unwrap_or(3);
-    let runtime = Arc::new(PolicyRuntime::new(
-        engine,
-        settings.pricing_params(),
-        max_failures,
-    ));
+    let runtime = Arc::new(PolicyRuntime::from_settings(settings)?);
     for (kind, key) in [
         (PolicyKind::Scheduling, "weft.policy.scheduling"),
         (PolicyKind::Pricing, "weft.policy.pricing"),

@@ -18,6 +18,17 @@ pub enum AppState {
     Finished,
 }
 
+impl AppState {
+    /// YARN's name for the state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppState::Accepted => "ACCEPTED",
+            AppState::Running => "RUNNING",
+            AppState::Finished => "FINISHED",
+        }
+    }
+}
+
 /// `count` containers of one size, each running `duration_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AskSpec {

@@ -233,10 +233,7 @@ impl ResourceManager {
             .iter()
             .zip(counts)
         {
-            let label = serde_json::to_value(state)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
+            let label = state.as_str().to_string();
             m.apps
                 .get_or_create(&StateLabels { state: label })
                 .set(count);

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::clock::{Clock, VirtualClock};
 use crate::cluster::{AskSpec, NodeKind, Resources, SubmitApp};
 use crate::config::Settings;
-use crate::policy::{CallCost, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
+use crate::policy::{CallCost, PolicyKind, PolicyRuntime, PolicySource};
 use crate::quota::QuotaService;
 use crate::rm::ResourceManager;
 use crate::scheduler::diagnostics;
@@ -229,16 +229,7 @@ pub fn run(
     let queue_file = scenario.queues.file.as_ref().map(|f| base.join(f));
     let queues = settings.queue_tree(queue_file.as_deref())?;
 
-    let engine = PolicyEngine::new(settings.call_limits())?;
-    let max_failures = settings
-        .get("weft.policy.max-consecutive-failures")
-        .parse()
-        .unwrap_or(3);
-    let policies = Arc::new(PolicyRuntime::new(
-        engine,
-        settings.pricing_params(),
-        max_failures,
-    ));
+    let policies = Arc::new(PolicyRuntime::from_settings(&settings)?);
     let choices = [
         (
             PolicyKind::Scheduling,
