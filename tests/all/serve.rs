@@ -169,7 +169,8 @@ struct Load {
 }
 
 impl Load {
-    fn start(base: &str) -> Load {
+    /// Submits into `queue`.
+    fn start(base: &str, queue: &str) -> Load {
         let (stop, requests, failures) = (
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicU64::new(0)),
@@ -181,13 +182,14 @@ impl Load {
             requests.clone(),
             failures.clone(),
         );
+        let queue = queue.to_string();
         let thread = std::thread::spawn(move || {
             let agent: ureq::Agent = ureq::Agent::config_builder()
                 .http_status_as_error(false)
                 .build()
                 .into();
             while !s.load(Ordering::Relaxed) {
-                let app = json!({"user": "bob", "project": "load", "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 150}]});
+                let app = json!({"queue": queue, "user": "bob", "project": "load", "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 150}]});
                 let submitted = agent
                     .post(&format!("{base}/ws/v1/cluster/apps"))
                     .send_json(&app);
@@ -255,7 +257,7 @@ fn swapping_policies_under_load_changes_behaviour_with_no_failed_request() {
         &json!({"user": "alice", "project": "base", "asks": [{"count": 16, "memory_mb": 1024, "vcores": 1, "duration_ms": 60000}]}),
     );
     assert_eq!(status, 202, "{body}");
-    let load = Load::start(&server.base);
+    let load = Load::start(&server.base, "default");
 
     let hops = server.wait_for(
         "/ws/v1/quota/prices",
@@ -553,5 +555,57 @@ fn cli_errors_are_one_sentence_and_a_non_zero_exit() {
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn swapping_capacity_for_drf_under_load_changes_placement_with_no_failed_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let queues = dir.path().join("queues.toml");
+    std::fs::write(
+        &queues,
+        "[yarn.scheduler.capacity.root]\nqueues = \"a,b\"\n\n[yarn.scheduler.capacity.root.a]\ncapacity = 50\n\n[yarn.scheduler.capacity.root.b]\ncapacity = 50\n",
+    )
+    .unwrap();
+    let server = Server::start(&[
+        "--queues",
+        queues.to_str().unwrap(),
+        "--sim-nodes",
+        "4x8192mb,8vcores",
+        "--set",
+        "weft.policy.scheduling=builtin:capacity",
+        "--set",
+        "weft.scheduler.interval-ms=20",
+    ]);
+    // One user asks queue a for more than the cluster. Under capacity its
+    // user limit (guarantee × user-limit-factor 1) holds it to half the
+    // cluster; drf has no user limits and lets a grow to its maximum.
+    let (status, body) = server.post_json(
+        "/ws/v1/cluster/apps",
+        &json!({"queue": "a", "user": "alice", "project": "p", "asks": [{"count": 64, "memory_mb": 1024, "vcores": 1, "duration_ms": 60000}]}),
+    );
+    assert_eq!(status, 202, "{body}");
+    let id = body["app"]["id"].as_str().unwrap().to_string();
+    let allocated = |b: &Value| b["app"]["allocatedMB"].as_u64().unwrap_or(0);
+    let app_path = format!("/ws/v1/cluster/apps/{id}");
+    server.wait_for(&app_path, "capacity to give a half the cluster", |b| {
+        allocated(b) == 16 * 1024
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        allocated(&server.get(&app_path).1),
+        16 * 1024,
+        "capacity let a user past its limit"
+    );
+
+    let load = Load::start(&server.base, "b");
+    let (status, body) = server.put("/ws/v1/policies/scheduling?builtin=drf", b"");
+    assert_eq!(status, 200, "{body}");
+    server.wait_for(&app_path, "drf to let a grow", |b| allocated(b) > 16 * 1024);
+    let (requests, failures) = load.finish();
+    assert!(requests > 0);
+    assert_eq!(
+        failures, 0,
+        "{failures} of {requests} requests failed during the swap"
     );
 }

@@ -1,0 +1,166 @@
+//! The children of each parent queue still in the running, ranked by their
+//! ordering key: the leader and the runner-up in constant time, a change of
+//! key in `log(children)`. A binary min-heap per parent, with each queue's
+//! slot in its parent's heap so that it can be found and moved.
+
+use crate::cluster::QueueKey;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Ranking {
+    /// Per parent, a min-heap of its children's keys (the key carries the
+    /// child's index).
+    heaps: Vec<Vec<QueueKey>>,
+    /// Per queue, its index in its parent's heap, or `NONE`.
+    slot: Vec<usize>,
+}
+
+const NONE: usize = usize::MAX;
+
+impl Ranking {
+    pub fn new(queues: usize) -> Ranking {
+        Ranking {
+            heaps: vec![Vec::new(); queues],
+            slot: vec![NONE; queues],
+        }
+    }
+
+    pub fn leader(&self, parent: usize) -> Option<QueueKey> {
+        self.heaps[parent].first().copied()
+    }
+
+    /// The least key after the leader's.
+    pub fn runner_up(&self, parent: usize) -> Option<QueueKey> {
+        let heap = &self.heaps[parent];
+        match (heap.get(1), heap.get(2)) {
+            (Some(&a), Some(&b)) => Some(a.min(b)),
+            (a, _) => a.copied(),
+        }
+    }
+
+    pub fn is_empty(&self, parent: usize) -> bool {
+        self.heaps[parent].is_empty()
+    }
+
+    /// Adds a child (not already ranked) under `parent`.
+    pub fn insert(&mut self, parent: usize, key: QueueKey) {
+        let i = self.heaps[parent].len();
+        self.heaps[parent].push(key);
+        self.slot[key.2 as usize] = i;
+        self.up(parent, i);
+    }
+
+    /// Takes child `queue` out of `parent`'s ranking, if it is there.
+    pub fn remove(&mut self, parent: usize, queue: usize) {
+        let i = self.slot[queue];
+        if i == NONE {
+            return;
+        }
+        self.slot[queue] = NONE;
+        let heap = &mut self.heaps[parent];
+        let last = heap.pop().expect("a ranked queue is in the heap");
+        if i < heap.len() {
+            heap[i] = last;
+            self.slot[last.2 as usize] = i;
+            self.down(parent, i);
+            self.up(parent, self.slot[last.2 as usize]);
+        }
+    }
+
+    /// Gives ranked child `key.2` of `parent` its new key.
+    pub fn update(&mut self, parent: usize, key: QueueKey) {
+        let i = self.slot[key.2 as usize];
+        if i == NONE {
+            return;
+        }
+        let old = std::mem::replace(&mut self.heaps[parent][i], key);
+        if key < old {
+            self.up(parent, i);
+        } else {
+            self.down(parent, i);
+        }
+    }
+
+    fn swap(&mut self, parent: usize, i: usize, j: usize) {
+        let heap = &mut self.heaps[parent];
+        heap.swap(i, j);
+        self.slot[heap[i].2 as usize] = i;
+        self.slot[heap[j].2 as usize] = j;
+    }
+
+    fn up(&mut self, parent: usize, mut i: usize) {
+        while i > 0 {
+            let above = (i - 1) / 2;
+            if self.heaps[parent][above] <= self.heaps[parent][i] {
+                break;
+            }
+            self.swap(parent, i, above);
+            i = above;
+        }
+    }
+
+    fn down(&mut self, parent: usize, mut i: usize) {
+        let len = self.heaps[parent].len();
+        loop {
+            let (left, right) = (2 * i + 1, 2 * i + 2);
+            let heap = &self.heaps[parent];
+            let mut least = i;
+            if left < len && heap[left] < heap[least] {
+                least = left;
+            }
+            if right < len && heap[right] < heap[least] {
+                least = right;
+            }
+            if least == i {
+                break;
+            }
+            self.swap(parent, i, least);
+            i = least;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::testing::Lcg;
+
+    #[test]
+    fn leader_and_runner_up_match_a_sorted_set() {
+        let mut rng = Lcg(9);
+        for _ in 0..200 {
+            let children = 1 + rng.below(20) as usize;
+            // Queue 0 is the one parent; children are 1..=children.
+            let mut ranking = Ranking::new(children + 1);
+            let mut set: BTreeSet<QueueKey> = BTreeSet::new();
+            let mut key = vec![None; children + 1];
+            for _ in 0..300 {
+                let q = 1 + rng.below(children as u64) as usize;
+                let new = (rng.below(2) as u8, rng.below(6), q as u32);
+                match (key[q], rng.below(3)) {
+                    (None, _) => {
+                        ranking.insert(0, new);
+                        set.insert(new);
+                        key[q] = Some(new);
+                    }
+                    (Some(old), 0) => {
+                        ranking.remove(0, q);
+                        set.remove(&old);
+                        key[q] = None;
+                    }
+                    (Some(old), _) => {
+                        ranking.update(0, new);
+                        set.remove(&old);
+                        set.insert(new);
+                        key[q] = Some(new);
+                    }
+                }
+                let mut sorted = set.iter().copied();
+                assert_eq!(ranking.leader(0), sorted.next());
+                assert_eq!(ranking.runner_up(0), sorted.next());
+                assert_eq!(ranking.is_empty(0), set.is_empty());
+            }
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Builders and checks the tests of every module share.
+
+use crate::cluster::{Cluster, Res, Tree};
+use crate::{Apps, Asks, Nodes, Placements, Queues, Snapshot};
+
+/// One gigabyte, the container size of most tests.
+pub const GB: u64 = 1024;
+
+/// A node: `(free, capacity)`, each `(memory MB, vcores, gpus)`.
+pub type NodeRow = ((u64, u32, u32), (u64, u32, u32));
+
+/// `count` nodes of `capacity`, all free.
+pub fn empty_nodes(count: usize, capacity: (u64, u32, u32)) -> Vec<NodeRow> {
+    vec![(capacity, capacity); count]
+}
+
+/// A queue row; build with [`queue`] and the methods below.
+#[derive(Debug, Clone, Copy)]
+pub struct Q {
+    pub parent: u32,
+    pub capacity: f32,
+    pub maximum: f32,
+    pub mulp: f32,
+    pub ulf: f32,
+    pub fair: bool,
+    pub used: (u64, u32, u32),
+}
+
+/// A FIFO queue under `parent` with YARN's defaults: minimum user limit
+/// 100 %, user-limit-factor 1, nothing used.
+pub const fn queue(parent: u32, capacity: f32, maximum: f32) -> Q {
+    Q {
+        parent,
+        capacity,
+        maximum,
+        mulp: 100.0,
+        ulf: 1.0,
+        fair: false,
+        used: (0, 0, 0),
+    }
+}
+
+impl Q {
+    pub const fn fair(self) -> Q {
+        Q { fair: true, ..self }
+    }
+    pub const fn mulp(self, mulp: f32) -> Q {
+        Q { mulp, ..self }
+    }
+    pub const fn ulf(self, ulf: f32) -> Q {
+        Q { ulf, ..self }
+    }
+    pub const fn used(self, memory_mb: u64, vcores: u32, gpus: u32) -> Q {
+        Q {
+            used: (memory_mb, vcores, gpus),
+            ..self
+        }
+    }
+}
+
+/// An application row; build with [`app`] and the methods below.
+#[derive(Debug, Clone, Copy)]
+pub struct A {
+    pub queue: u32,
+    pub user: u32,
+    pub priority: i32,
+    pub submit: u64,
+    pub used: (u64, u32, u32),
+}
+
+/// An app of `user` in `queue`, priority 0, submitted at 0, using nothing.
+pub const fn app(queue: u32, user: u32) -> A {
+    A {
+        queue,
+        user,
+        priority: 0,
+        submit: 0,
+        used: (0, 0, 0),
+    }
+}
+
+impl A {
+    pub const fn priority(self, priority: i32) -> A {
+        A { priority, ..self }
+    }
+    pub const fn at(self, submit: u64) -> A {
+        A { submit, ..self }
+    }
+    pub const fn used(self, memory_mb: u64, vcores: u32, gpus: u32) -> A {
+        A {
+            used: (memory_mb, vcores, gpus),
+            ..self
+        }
+    }
+}
+
+/// An ask: `(app, pending, memory MB, vcores, gpus)`.
+pub type AskRow = (u32, u32, u64, u32, u32);
+
+pub fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) -> Snapshot {
+    Snapshot {
+        now_ms: 0,
+        nodes: Nodes {
+            free_memory_mb: nodes.iter().map(|n| n.0.0).collect(),
+            free_vcores: nodes.iter().map(|n| n.0.1).collect(),
+            free_gpus: nodes.iter().map(|n| n.0.2).collect(),
+            capacity_memory_mb: nodes.iter().map(|n| n.1.0).collect(),
+            capacity_vcores: nodes.iter().map(|n| n.1.1).collect(),
+            capacity_gpus: nodes.iter().map(|n| n.1.2).collect(),
+        },
+        queues: Queues {
+            parent: queues.iter().map(|q| q.parent).collect(),
+            capacity: queues.iter().map(|q| q.capacity).collect(),
+            maximum_capacity: queues.iter().map(|q| q.maximum).collect(),
+            minimum_user_limit_percent: queues.iter().map(|q| q.mulp).collect(),
+            user_limit_factor: queues.iter().map(|q| q.ulf).collect(),
+            fair: queues.iter().map(|q| q.fair).collect(),
+            used_memory_mb: queues.iter().map(|q| q.used.0).collect(),
+            used_vcores: queues.iter().map(|q| q.used.1).collect(),
+            used_gpus: queues.iter().map(|q| q.used.2).collect(),
+        },
+        apps: Apps {
+            queue: apps.iter().map(|a| a.queue).collect(),
+            user: apps.iter().map(|a| a.user).collect(),
+            priority: apps.iter().map(|a| a.priority).collect(),
+            submit_time_ms: apps.iter().map(|a| a.submit).collect(),
+            used_memory_mb: apps.iter().map(|a| a.used.0).collect(),
+            used_vcores: apps.iter().map(|a| a.used.1).collect(),
+            used_gpus: apps.iter().map(|a| a.used.2).collect(),
+        },
+        asks: Asks {
+            app: asks.iter().map(|a| a.0).collect(),
+            pending: asks.iter().map(|a| a.1).collect(),
+            memory_mb: asks.iter().map(|a| a.2).collect(),
+            vcores: asks.iter().map(|a| a.3).collect(),
+            gpus: asks.iter().map(|a| a.4).collect(),
+        },
+    }
+}
+
+fn ask_size(asks: &Asks, ask: usize) -> Res {
+    Res::new(asks.memory_mb[ask], asks.vcores[ask], asks.gpus[ask])
+}
+
+/// Containers placed per app.
+pub fn per_app(snapshot: &Snapshot, placements: &Placements) -> Vec<u64> {
+    let mut placed = vec![0u64; snapshot.apps.queue.len()];
+    for (ask, _, count) in placements.triples() {
+        placed[snapshot.asks.app[ask as usize] as usize] += u64::from(count);
+    }
+    placed
+}
+
+/// The snapshot of the next round: the placements allocated (node room,
+/// usage of the queues up the tree and of the apps, pending counts).
+pub fn apply(snapshot: &Snapshot, placements: &Placements) -> Snapshot {
+    let mut next = snapshot.clone();
+    let tree = Tree::of(&snapshot.queues);
+    for (ask, node, count) in placements.triples() {
+        let (ask, node) = (ask as usize, node as usize);
+        let added = ask_size(&snapshot.asks, ask).times(u64::from(count));
+        let [memory, vcores, gpus] = added.0;
+        let (vcores, gpus) = (vcores as u32, gpus as u32);
+        let nodes = &mut next.nodes;
+        nodes.free_memory_mb[node] -= memory;
+        nodes.free_vcores[node] -= vcores;
+        nodes.free_gpus[node] -= gpus;
+        let app = snapshot.asks.app[ask] as usize;
+        next.apps.used_memory_mb[app] += memory;
+        next.apps.used_vcores[app] += vcores;
+        next.apps.used_gpus[app] += gpus;
+        next.asks.pending[ask] -= count;
+        for q in tree.path(snapshot.apps.queue[app] as usize) {
+            next.queues.used_memory_mb[q] += memory;
+            next.queues.used_vcores[q] += vcores;
+            next.queues.used_gpus[q] += gpus;
+        }
+    }
+    next
+}
+
+/// The host's checks (known nodes and asks, no ask above its pending count,
+/// no node above its free room) and the policy's: no queue whose usage grew
+/// ends above its absolute maximum.
+pub fn assert_valid(snapshot: &Snapshot, placements: &Placements) {
+    let nodes = &snapshot.nodes;
+    let asks = &snapshot.asks;
+    let mut on_node = vec![Res::ZERO; nodes.free_memory_mb.len()];
+    let mut placed = vec![0u64; asks.pending.len()];
+    for (ask, node, count) in placements.triples() {
+        let (ask, node) = (ask as usize, node as usize);
+        assert!(count > 0, "empty placement");
+        assert!(ask < asks.pending.len(), "unknown ask {ask}");
+        assert!(node < on_node.len(), "unknown node {node}");
+        placed[ask] += u64::from(count);
+        on_node[node] = on_node[node].plus(ask_size(asks, ask).times(u64::from(count)));
+    }
+    for (ask, &count) in placed.iter().enumerate() {
+        assert!(
+            count <= u64::from(asks.pending[ask]),
+            "ask {ask}: {count} placed, {} pending",
+            asks.pending[ask]
+        );
+    }
+    for (node, used) in on_node.iter().enumerate() {
+        let free = Res::new(
+            nodes.free_memory_mb[node],
+            nodes.free_vcores[node],
+            nodes.free_gpus[node],
+        );
+        assert!(free.covers(*used), "node {node}: {used:?} in {free:?}");
+    }
+    let before = Tree::of(&snapshot.queues);
+    let after = Tree::of(&apply(snapshot, placements).queues);
+    let cluster = Cluster::of(nodes);
+    for q in 0..before.len() {
+        if after.used[q] != before.used[q] {
+            assert!(
+                cluster.limit(before.maximum[q]).covers(after.used[q]),
+                "queue {q} grew to {:?}, past its maximum {}",
+                after.used[q],
+                before.maximum[q]
+            );
+        }
+    }
+}
+
+/// A small deterministic generator, so failures reproduce.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
