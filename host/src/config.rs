@@ -147,7 +147,7 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     (
         "weft.policy.scheduling",
         ValueType::Text,
-        "builtin:fifo",
+        "builtin:capacity",
         "the scheduling policy loaded at start",
     ),
     (

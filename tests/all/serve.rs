@@ -240,6 +240,8 @@ fn node_used_mb(server: &Server, node: &str) -> u64 {
 #[test]
 fn swapping_policies_under_load_changes_behaviour_with_no_failed_request() {
     let server = Server::start(&[
+        "--set",
+        "weft.policy.scheduling=builtin:fifo",
         "--sim-nodes",
         "4x8192mb,8vcores",
         "--set",
@@ -401,7 +403,7 @@ fn bad_uploads_are_refused_and_the_host_keeps_serving() {
         );
     }
     assert_eq!(active_policy(&server, "pricing"), "hops-pricing");
-    assert_eq!(active_policy(&server, "scheduling"), "fifo");
+    assert_eq!(active_policy(&server, "scheduling"), "capacity");
     let id = server.submit("after", 2, 500);
     wait_finished(&server, &id);
     let (_, projects) = server.get("/ws/v1/quota/projects");
@@ -422,13 +424,13 @@ fn a_failing_scheduler_falls_back_and_is_rolled_back_by_itself() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(active_policy(&server, "scheduling"), "faulty-scheduling");
     for _ in 0..3 {
-        // Each round with pending work fails once, and fifo places it instead.
+        // Each round with pending work fails once, and capacity places it instead.
         let id = server.submit("fallback", 1, 100);
         wait_finished(&server, &id);
     }
     let (_, policies) = server.get("/ws/v1/policies");
     assert_eq!(
-        policies["scheduling"]["active"]["name"], "fifo",
+        policies["scheduling"]["active"]["name"], "capacity",
         "{policies}"
     );
     let faulty_entry = &policies["scheduling"]["history"][1];

@@ -50,7 +50,7 @@ asks = [{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 20000 }]
     assert_eq!(seen["pending_apps"][0]["pending_containers"], 2, "{seen}");
     // 10 containers × 20 s × 1 credit per unit-second.
     assert_credits(&summary["credits"]["p"], 200.0, "credits");
-    assert_eq!(summary["policies"]["scheduling"]["policy"], "fifo");
+    assert_eq!(summary["policies"]["scheduling"]["policy"], "capacity");
     assert!(summary["policies"]["scheduling"]["calls"].as_u64().unwrap() >= 2);
     assert!(summary["policies"]["pricing"]["p99_ns"].as_u64().unwrap() > 0);
     assert!(!summary["utilization"].as_array().unwrap().is_empty());
