@@ -79,3 +79,41 @@ fn a_bad_scenario_is_refused_with_the_reason() {
         assert!(stderr.contains(says), "{text}: {stderr}");
     }
 }
+
+#[test]
+fn the_hadoop_sls_inputs_simulate() {
+    let sls = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/sls");
+    let (trace, nodes, queues) = (
+        format!("{sls}/inputsls.json"),
+        format!("{sls}/nodes.json"),
+        format!("{sls}/capacity-scheduler.xml"),
+    );
+    let output = weft(&[
+        "simulate",
+        "--sls-trace",
+        &trace,
+        "--sls-nodes",
+        &nodes,
+        "--queues",
+        &queues,
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (
+            summary["apps_submitted"].as_u64(),
+            summary["apps_finished"].as_u64()
+        ),
+        (Some(2), Some(2))
+    );
+    assert!(
+        summary["wait_time_ms"]["sls_queue_1"]["apps"] == 1,
+        "{summary}"
+    );
+    let output = weft(&["simulate", "--sls-trace", &nodes]);
+    assert!(!output.status.success(), "a node list is not a trace");
+}

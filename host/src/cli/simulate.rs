@@ -8,11 +8,22 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::sim::simulate::{Scenario, run};
+use crate::sim::sls;
 
 #[derive(Debug, Args)]
 pub struct SimulateArgs {
-    /// The scenario: TOML or JSON (see docs/simulate.md).
-    scenario: PathBuf,
+    /// The scenario: TOML or JSON (see docs/simulate.md). Or give --sls-trace.
+    #[arg(required_unless_present = "sls_trace", conflicts_with = "sls_trace")]
+    scenario: Option<PathBuf>,
+    /// A Hadoop SLS job trace (SLS JSON) to simulate instead of a scenario.
+    #[arg(long, value_name = "TRACE.json")]
+    sls_trace: Option<PathBuf>,
+    /// The SLS node list (nodes.json); default: one SLS-sized node per host in the trace.
+    #[arg(long, value_name = "NODES.json", requires = "sls_trace")]
+    sls_nodes: Option<PathBuf>,
+    /// The queue configuration for an SLS trace: capacity-scheduler.xml or TOML.
+    #[arg(long, value_name = "FILE", requires = "sls_trace")]
+    queues: Option<PathBuf>,
     /// Write DIR/summary.json instead of printing the summary.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -23,7 +34,25 @@ pub struct SimulateArgs {
 
 pub fn run_command(args: SimulateArgs) -> anyhow::Result<()> {
     super::init_tracing("warn");
-    let (scenario, base) = Scenario::from_file(&args.scenario)?;
+    let (scenario, base, shown) = match (&args.scenario, &args.sls_trace) {
+        (Some(path), _) => {
+            let (scenario, base) = Scenario::from_file(path)?;
+            (scenario, base, path.display().to_string())
+        }
+        (None, Some(trace)) => {
+            let read = |path: &PathBuf| {
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))
+            };
+            let nodes = args.sls_nodes.as_ref().map(read).transpose()?;
+            let mut scenario = sls::scenario(&read(trace)?, nodes.as_deref())
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("the SLS inputs ({}) are not usable", trace.display()))?;
+            scenario.queues.file = args.queues.clone();
+            (scenario, PathBuf::from("."), trace.display().to_string())
+        }
+        (None, None) => unreachable!("clap requires a scenario or --sls-trace"),
+    };
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(scenario.apps.len() as u64);
         bar.set_style(
@@ -41,7 +70,7 @@ pub fn run_command(args: SimulateArgs) -> anyhow::Result<()> {
         }
     };
     let summary = run(&scenario, &base, &args.set, &progress)
-        .with_context(|| format!("simulating {} failed", args.scenario.display()))?;
+        .with_context(|| format!("simulating {shown} failed"))?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

@@ -4,5 +4,6 @@
 pub mod clock;
 pub mod replay;
 pub mod simulate;
+pub mod sls;
 
 pub use clock::{Clock, VirtualClock, WallClock};
