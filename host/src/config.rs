@@ -133,6 +133,18 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "a TOML file of [users] NAME = [\"group\", …] (empty: no groups)",
     ),
     (
+        "yarn.resourcemanager.scheduler.monitor.enable",
+        ValueType::Flag,
+        "false",
+        "reclaim: preempt containers of queues above their guarantee for starved ones",
+    ),
+    (
+        "weft.reclaim.starvation-ms",
+        ValueType::Whole,
+        "15000",
+        "ms a queue below its guarantee waits with unmet demand before reclaim starts",
+    ),
+    (
         "weft.quota.default-credits",
         ValueType::Number,
         "0",

@@ -132,3 +132,24 @@ fn seed_001_with_maximum_capacity_40_development_never_passes_240_gb() {
     // The rest of engineering goes to qa once gupta asks.
     assert_eq!(queue_gb(&summary, 150_000, "root.engineering.qa"), 360);
 }
+
+#[test]
+fn seed_001_with_reclaim_gives_qa_its_guarantee_within_the_starvation_time() {
+    // Gupta asks at 120 s; after 15 s of starvation reclaim takes back the
+    // youngest of development's containers above its guarantee.
+    let summary = simulate(&[
+        "--set",
+        "yarn.resourcemanager.scheduler.monitor.enable=true",
+    ]);
+    assert_eq!(
+        queue_gb(&summary, 90_000, "root.engineering.development"),
+        600,
+        "no reclaim before anyone starves"
+    );
+    assert_eq!(queue_gb(&summary, 150_000, "root.engineering.qa"), 480);
+    assert_eq!(
+        queue_gb(&summary, 150_000, "root.engineering.development"),
+        120,
+        "development keeps its guarantee"
+    );
+}

@@ -259,6 +259,7 @@ fn app_json(app: &App) -> Value {
         "allocatedGPUs": app.used.gpus,
         "runningContainers": app.running_containers,
         "finishedContainers": app.finished_containers,
+        "preemptedContainers": app.preempted_containers,
         "pendingContainers": app.pending_containers(),
         "asks": app.asks,
     })

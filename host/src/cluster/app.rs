@@ -96,6 +96,8 @@ pub struct App {
     pub used: Resources,
     pub running_containers: u32,
     pub finished_containers: u32,
+    /// Containers taken back by reclaim (and asked for again).
+    pub preempted_containers: u32,
 }
 
 impl App {

@@ -16,6 +16,8 @@ use crate::queues::{QueueState, QueueTree};
 pub struct Container {
     pub id: String,
     pub app: String,
+    /// Which of the app's asks it serves.
+    pub ask: usize,
     pub node: String,
     pub resources: Resources,
     pub start_time_ms: u64,
@@ -259,6 +261,7 @@ impl Cluster {
             used: Resources::ZERO,
             running_containers: 0,
             finished_containers: 0,
+            preempted_containers: 0,
         };
         self.app_index.insert(id, self.apps.len());
         self.active.insert(self.apps.len());
@@ -355,6 +358,7 @@ impl Cluster {
         let container = Container {
             id: id.clone(),
             app: app.id.clone(),
+            ask: placement.ask,
             node: node_id.to_string(),
             resources: ask.resources,
             start_time_ms: now,
@@ -383,8 +387,17 @@ impl Cluster {
         ended
     }
 
+    /// Preempts a container: it ends now, and its app asks for it again.
+    pub fn preempt(&mut self, id: &str, now: u64) -> Option<Container> {
+        self.end_container(id, now, true)
+    }
+
     /// Ends a container (no-op if it already ended).
     fn finish_container(&mut self, id: &str, now: u64) -> Option<Container> {
+        self.end_container(id, now, false)
+    }
+
+    fn end_container(&mut self, id: &str, now: u64, preempted: bool) -> Option<Container> {
         let container = self.containers.remove(id)?;
         if let Some(node) = self.nodes.get_mut(&container.node) {
             node.allocated -= container.resources;
@@ -394,7 +407,13 @@ impl Cluster {
             let app = &mut self.apps[index];
             app.used -= container.resources;
             app.running_containers -= 1;
-            app.finished_containers += 1;
+            if preempted {
+                // Reported to the app, which asks for the container again.
+                app.preempted_containers += 1;
+                app.asks[container.ask].pending += 1;
+            } else {
+                app.finished_containers += 1;
+            }
             if app.is_done() {
                 app.state = AppState::Finished;
                 app.finish_time_ms = Some(now);
@@ -424,6 +443,10 @@ impl Cluster {
     /// Indices of the apps not finished, in submission order.
     pub fn active_apps(&self) -> impl Iterator<Item = usize> + '_ {
         self.active.iter().copied()
+    }
+
+    pub fn container(&self, id: &str) -> Option<&Container> {
+        self.containers.get(id)
     }
 
     pub fn containers(&self) -> impl Iterator<Item = &Container> {

@@ -98,3 +98,19 @@ pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), St
     }
     Ok(())
 }
+
+/// Preemption victims must be distinct indices of running containers.
+pub fn victims(victims: &[u32], running: usize) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for &victim in victims {
+        if victim as usize >= running {
+            return Err(format!(
+                "chose container {victim} to preempt, but {running} are running"
+            ));
+        }
+        if !seen.insert(victim) {
+            return Err(format!("chose container {victim} to preempt twice"));
+        }
+    }
+    Ok(())
+}

@@ -22,6 +22,7 @@ use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
 use crate::queues::QueueTree;
 use crate::quota::QuotaService;
 use crate::scheduler;
+use crate::scheduler::reclaim::{self, Starvation};
 use crate::sim::Clock;
 
 /// The state the loop owns.
@@ -32,6 +33,9 @@ pub struct ResourceManager {
     pub clock: Arc<dyn Clock>,
     pub started_ms: u64,
     node_expiry_ms: u64,
+    /// Reclaim's switch and patience, and who is starved since when.
+    reclaim_after_ms: Option<u64>,
+    starvation: Starvation,
 }
 
 impl std::fmt::Debug for ResourceManager {
@@ -93,6 +97,10 @@ impl ResourceManager {
             policies,
             clock,
             started_ms: now,
+            reclaim_after_ms: settings
+                .flag("yarn.resourcemanager.scheduler.monitor.enable")
+                .then(|| settings.whole("weft.reclaim.starvation-ms")),
+            starvation: Starvation::default(),
             node_expiry_ms: settings
                 .millis("yarn.nm.liveness-monitor.expiry-interval-ms")
                 .as_millis() as u64,
@@ -134,6 +142,25 @@ impl ResourceManager {
             Ok(allocations) => self.containers_allocated(&allocations, now),
             Err(error) => {
                 tracing::warn!(%error, "scheduling round skipped; pending apps wait for the next")
+            }
+        }
+        if let Some(after_ms) = self.reclaim_after_ms
+            && self.starvation.update(&self.cluster, now, after_ms)
+        {
+            match reclaim::reclaim(
+                &mut self.cluster,
+                self.policies.slot(PolicyKind::Scheduling),
+                now,
+            ) {
+                Ok(preempted) if !preempted.is_empty() => {
+                    tracing::info!(
+                        containers = preempted.len(),
+                        "reclaimed capacity for starved queues"
+                    );
+                    self.containers_finished(&preempted, now);
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "reclaim skipped"),
             }
         }
         self.update_gauges();

@@ -3,6 +3,7 @@
 //! against that snapshot, then applied to the cluster.
 
 pub mod diagnostics;
+pub mod reclaim;
 
 use std::collections::HashMap;
 
@@ -20,11 +21,13 @@ pub enum ScheduleError {
     Cluster(#[from] ClusterError),
 }
 
-/// A snapshot and how its ask indices map back to (app, ask) in the cluster.
+/// A snapshot and how its ask and app indices map back to the cluster.
 #[derive(Debug)]
 pub struct Round {
     pub snapshot: Snapshot,
     asks: Vec<(usize, usize)>,
+    /// Cluster app index → snapshot app index.
+    apps: HashMap<usize, u32>,
 }
 
 impl Round {
@@ -93,13 +96,14 @@ impl Round {
             gpus: vec![],
         };
         let mut ask_origin = Vec::new();
+        let mut app_positions = HashMap::new();
         let mut users: HashMap<&str, u32> = HashMap::new();
         for app_index in cluster.active_apps() {
+            // Every active app, pending or not: its use counts toward its
+            // user's and it may hold containers to reclaim.
             let app = &cluster.apps()[app_index];
-            if app.pending_containers() == 0 {
-                continue;
-            }
             let snapshot_index = apps.queue.len() as u32;
+            app_positions.insert(app_index, snapshot_index);
             let next_user = users.len() as u32;
             apps.queue.push(app.queue_index as u32);
             apps.user
@@ -127,7 +131,13 @@ impl Round {
                 asks,
             },
             asks: ask_origin,
+            apps: app_positions,
         }
+    }
+
+    /// Where cluster app `app_index` is in the snapshot, if it is.
+    pub fn app_position(&self, app_index: usize) -> Option<u32> {
+        self.apps.get(&app_index).copied()
     }
 
     /// The policy's placements, in the cluster's terms.

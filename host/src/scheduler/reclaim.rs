@@ -1,0 +1,101 @@
+//! Reclaim (seed 002 §1.5–1.6): when a leaf queue below its guarantee has had
+//! unmet demand for longer than `weft.reclaim.starvation-ms`, the scheduling
+//! policy's `preempt` chooses containers of queues above their guarantee to
+//! take back. Off unless `yarn.resourcemanager.scheduler.monitor.enable`, as
+//! in YARN. A preempted container ends (and is charged up to then); its app
+//! is told, and asks for it again.
+
+use std::collections::HashMap;
+
+use super::{Round, ScheduleError, diagnostics};
+use crate::cluster::{Cluster, Container};
+use crate::policy::{CallError, Containers, PolicySlot, validate};
+
+/// Since when each starved leaf queue has been starved.
+#[derive(Debug, Default)]
+pub struct Starvation {
+    since: HashMap<usize, u64>,
+}
+
+impl Starvation {
+    /// Records which leaves are starved at `now` — below their guarantee with
+    /// something pending — and says whether one has been for `after_ms`.
+    pub fn update(&mut self, cluster: &Cluster, now: u64, after_ms: u64) -> bool {
+        let tree = cluster.queues().queues();
+        let usage = diagnostics::queue_usage(cluster);
+        let capacity = cluster.capacity();
+        let mut starved: HashMap<usize, u64> = HashMap::new();
+        for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
+            let queue = app.queue_index;
+            if app.pending_containers() == 0 || starved.contains_key(&queue) {
+                continue;
+            }
+            let (m, v, g) = usage[queue].fractions_of(&capacity);
+            if m.max(v).max(g) * 100.0 + 1e-9 < tree[queue].absolute_capacity {
+                starved.insert(queue, *self.since.get(&queue).unwrap_or(&now));
+            }
+        }
+        self.since = starved;
+        self.since
+            .values()
+            .any(|&since| now.saturating_sub(since) >= after_ms)
+    }
+}
+
+/// Asks `policy` which containers to take back, checks the answer, and
+/// preempts them. Returns the preempted containers.
+pub fn reclaim(
+    cluster: &mut Cluster,
+    policy: &PolicySlot,
+    now: u64,
+) -> Result<Vec<Container>, ScheduleError> {
+    let round = Round::new(cluster, now);
+    let node_index: HashMap<&str, u32> = cluster
+        .nodes()
+        .enumerate()
+        .map(|(i, n)| (n.id.as_str(), i as u32))
+        .collect();
+    let mut ids: Vec<&Container> = cluster.containers().collect();
+    ids.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut running = Containers {
+        app: vec![],
+        node: vec![],
+        memory_mb: vec![],
+        vcores: vec![],
+        gpus: vec![],
+        start_time_ms: vec![],
+    };
+    let mut running_ids = Vec::new();
+    for container in ids {
+        let Some(app) = cluster
+            .app_index(&container.app)
+            .and_then(|a| round.app_position(a))
+        else {
+            continue;
+        };
+        running.app.push(app);
+        running.node.push(
+            node_index
+                .get(container.node.as_str())
+                .copied()
+                .unwrap_or(0),
+        );
+        running.memory_mb.push(container.resources.memory_mb);
+        running.vcores.push(container.resources.vcores);
+        running.gpus.push(container.resources.gpus);
+        running.start_time_ms.push(container.start_time_ms);
+        running_ids.push(container.id.clone());
+    }
+    if running_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let victims = policy.call(|version| {
+        let victims = version.preempt(&round.snapshot, &running)?;
+        validate::victims(&victims, running_ids.len()).map_err(CallError::InvalidOutput)?;
+        Ok(victims)
+    })?;
+    Ok(victims
+        .iter()
+        .filter_map(|&v| cluster.preempt(&running_ids[v as usize], now))
+        .collect())
+}
