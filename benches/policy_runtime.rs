@@ -8,6 +8,8 @@
 //! - `hot_swap/load`: a full [`PolicyRuntime::load`] (read builtin bytes,
 //!   compile, type-check, describe, instantiate, configure, self-check,
 //!   publish), alternating `builtin:hops-pricing` and `builtin:flat-pricing`.
+//! - `hot_swap/compile`: `Component::new` alone on the same bytes, the part
+//!   of a load that is wasmtime compiling the component (for attribution).
 //! - `hot_swap/publish`: [`PolicySlot::publish`] alone, of a version prepared
 //!   beforehand with [`prepare`], into a slot holding [`PUBLISH_HISTORY`]
 //!   earlier versions.
@@ -29,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode};
+use wasmtime::component::Component;
 use weft_host::config::Settings;
 use weft_host::metrics::{KindLabels, metrics};
 use weft_host::policy::{
@@ -50,9 +53,10 @@ const INSTANTIATE_TARGET_US: u64 = 50;
 /// The two pricing policies every swap alternates between.
 const SWAPPED: [&str; 2] = ["hops-pricing", "flat-pricing"];
 /// Versions already in the slot when `publish` is measured (an operator's
-/// history after a few swaps; `publish` scans the whole history).
-const PUBLISH_HISTORY: usize = 8;
-/// A full load takes milliseconds, so criterion's minimum sample count.
+/// history after a few swaps; `publish` scans the whole history). Not a
+/// power of two, so the measured push does not always reallocate the history.
+const PUBLISH_HISTORY: usize = 10;
+/// A full load takes over 100 ms, so criterion's minimum sample count.
 const LOAD_SAMPLES: usize = 10;
 /// Failed calls in a row before the slot rolls a version back (as `weft serve`).
 const MAX_FAILURES: u32 = 3;
@@ -137,6 +141,24 @@ fn bench_load(c: &mut Criterion, engine: &PolicyEngine) {
             runtime
                 .load(PolicyKind::Pricing, &sources[next], &[])
                 .expect("loads")
+        })
+    });
+    group.finish();
+}
+
+/// Compiling alone, on the engine the loads use: how much of a load is
+/// wasmtime's compiler rather than the host's checks.
+fn bench_compile(c: &mut Criterion, engine: &PolicyEngine) {
+    let bytes = SWAPPED.map(|name| builtin(name).expect("bundled"));
+    let mut next = 0;
+    let mut group = c.benchmark_group("hot_swap");
+    group
+        .sample_size(LOAD_SAMPLES)
+        .sampling_mode(SamplingMode::Flat);
+    group.bench_function("compile", |b| {
+        b.iter(|| {
+            next = (next + 1) % bytes.len();
+            Component::new(engine.engine(), bytes[next]).expect("compiles")
         })
     });
     group.finish();
@@ -246,6 +268,7 @@ fn bench_load_under_calls(
     let fallbacks_before = fallbacks();
     let mut load_swaps = 0u64;
     let mut calls_during_loads = 0u64;
+    let mut load_time = Duration::ZERO;
     let mut stress_calls = 0u64;
     let mut stress_elapsed = Duration::ZERO;
     std::thread::scope(|scope| {
@@ -280,6 +303,7 @@ fn bench_load_under_calls(
                     calls_during_loads += tally.answered() - before;
                     load_swaps += 1;
                 }
+                load_time += elapsed;
                 elapsed
             })
         });
@@ -308,16 +332,25 @@ fn bench_load_under_calls(
         .filter(|e| e.state == VersionState::RolledBack)
         .count();
     eprintln!(
-        "\nhot_swap/load_under_calls: caller thread, {CALLER_BATCH} containers per charge call:\n  \
-         {} calls answered ({hops} by {}, {flat} by {}), {failed} failed, {wrong} wrong, \
-         {fell_back} fell back, {rolled_back} versions rolled back\n  \
-         full loads: {load_swaps} swaps, {calls_during_loads} calls completed during them \
-         ({:.1} per swap)\n  \
-         publish stress: {STRESS_PUBLISHES} publishes in {:.2} ms, {stress_calls} calls completed during them",
+        "\nhot_swap/load_under_calls: one caller thread, {CALLER_BATCH} containers per charge call"
+    );
+    eprintln!(
+        "  {} calls answered ({hops} by {}, {flat} by {}); {failed} failed, {wrong} wrong, \
+         {fell_back} fell back, {rolled_back} versions rolled back",
         hops + flat,
         SWAPPED[0],
         SWAPPED[1],
+    );
+    eprintln!(
+        "  full loads: {load_swaps} swaps taking {:.0} ms in all; {calls_during_loads} calls \
+         completed during them ({:.0} per swap, {:.0} calls/s)",
+        load_time.as_secs_f64() * 1e3,
         calls_during_loads as f64 / load_swaps.max(1) as f64,
+        calls_during_loads as f64 / load_time.as_secs_f64().max(1e-9),
+    );
+    eprintln!(
+        "  publish stress: {STRESS_PUBLISHES} publishes in {:.2} ms; {stress_calls} calls \
+         completed during them",
         stress_elapsed.as_secs_f64() * 1e3,
     );
     assert_eq!(failed, 0, "calls failed during swaps");
@@ -344,7 +377,7 @@ fn caller_usage(n: usize) -> Usage {
 
 /// This run's medians, and the instantiation target's verdict.
 fn print_summary(results: &Results) {
-    eprintln!("\npolicy_runtime: medians from this run");
+    eprintln!("\npolicy_runtime: medians from this run (none under --test or a filter)");
     for (_, name) in INSTANTIATED {
         if let Some(ns) = results.median_ns(&["instantiate", name]) {
             let verdict = if ns <= (INSTANTIATE_TARGET_US * 1_000) as f64 {
@@ -358,7 +391,7 @@ fn print_summary(results: &Results) {
             );
         }
     }
-    for id in ["load", "publish", "load_under_calls"] {
+    for id in ["load", "compile", "publish", "load_under_calls"] {
         if let Some(ns) = results.median_ns(&["hot_swap", id]) {
             eprintln!("  hot_swap/{id:<17} {:>10}", duration(ns));
         }
@@ -374,6 +407,7 @@ fn main() {
     let engine = engine();
     let versions = SWAPPED.map(|name| prepared(&engine, name));
     bench_load(&mut criterion, &engine);
+    bench_compile(&mut criterion, &engine);
     bench_publish(&mut criterion, &versions);
     bench_load_under_calls(&mut criterion, &engine, &versions);
     criterion.final_summary();

@@ -192,7 +192,7 @@ fn bench_charge(c: &mut Criterion, subjects: &Subjects) {
 
 /// Medians and WASM/native ratios from this run, in one table.
 fn print_summary(results: &Results) {
-    eprintln!("\n{GROUP}: medians from this run, per call (per container)");
+    eprintln!("\n{GROUP}: medians from this run, per call (per container); - if not measured");
     eprintln!(
         "{:>7} {:>24} {:>24} {:>24} {:>9} {:>9}",
         "batch", NATIVE, WASM, WASM_SLOT, "wasm/nat", "slot/nat"
