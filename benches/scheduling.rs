@@ -1,0 +1,174 @@
+//! What a scheduling round costs with the `capacity` policy, through WASM and
+//! natively in the same run, at issue 3's size: 10,000 nodes, 1,000 leaf
+//! queues, 100,000 pending containers. Reports allocations per second
+//! (criterion's throughput) and the WASM/native ratio of the medians.
+//!
+//! ```text
+//! cargo bench -p weft-host --bench scheduling
+//! ```
+
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use weft_host::config::Settings;
+use weft_host::policy::{self, CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
+
+/// The workload: nodes, parents × leaves per parent, apps per leaf, containers per app.
+const NODES: usize = 10_000;
+const NODE_MEMORY_MB: u64 = 32 * 1024;
+const NODE_VCORES: u32 = 16;
+const PARENTS: usize = 10;
+const LEAVES_PER_PARENT: usize = 100;
+const APPS_PER_LEAF: usize = 1;
+const CONTAINERS_PER_APP: u32 = 100;
+const CONTAINER_MEMORY_MB: u64 = 2048;
+
+fn native_snapshot() -> capacity::Snapshot {
+    let nodes = capacity::Nodes {
+        free_memory_mb: vec![NODE_MEMORY_MB; NODES],
+        free_vcores: vec![NODE_VCORES; NODES],
+        free_gpus: vec![0; NODES],
+        capacity_memory_mb: vec![NODE_MEMORY_MB; NODES],
+        capacity_vcores: vec![NODE_VCORES; NODES],
+        capacity_gpus: vec![0; NODES],
+    };
+    let mut queues = capacity::Queues::default();
+    let mut add_queue = |parent: u32, capacity: f32| {
+        queues.parent.push(parent);
+        queues.capacity.push(capacity);
+        queues.maximum_capacity.push(100.0);
+        queues.minimum_user_limit_percent.push(100.0);
+        queues.user_limit_factor.push(1.0);
+        queues.fair.push(false);
+        queues.used_memory_mb.push(0);
+        queues.used_vcores.push(0);
+        queues.used_gpus.push(0);
+        queues.parent.len() as u32 - 1
+    };
+    add_queue(0, 100.0);
+    let mut leaves = Vec::new();
+    for _ in 0..PARENTS {
+        let parent = add_queue(0, 100.0 / PARENTS as f32);
+        for _ in 0..LEAVES_PER_PARENT {
+            leaves.push(add_queue(parent, 100.0 / LEAVES_PER_PARENT as f32));
+        }
+    }
+    let (mut apps, mut asks) = (capacity::Apps::default(), capacity::Asks::default());
+    for (i, &leaf) in leaves.iter().enumerate() {
+        for j in 0..APPS_PER_LEAF {
+            let app = apps.queue.len() as u32;
+            apps.queue.push(leaf);
+            apps.user.push(((i * APPS_PER_LEAF + j) % 1000) as u32);
+            apps.priority.push(0);
+            apps.submit_time_ms.push(app as u64);
+            apps.used_memory_mb.push(0);
+            apps.used_vcores.push(0);
+            apps.used_gpus.push(0);
+            asks.app.push(app);
+            asks.pending.push(CONTAINERS_PER_APP);
+            asks.memory_mb.push(CONTAINER_MEMORY_MB);
+            asks.vcores.push(1);
+            asks.gpus.push(0);
+        }
+    }
+    capacity::Snapshot {
+        now_ms: 0,
+        nodes,
+        queues,
+        apps,
+        asks,
+    }
+}
+
+/// The same snapshot in the WIT's types.
+fn wit_snapshot(s: &capacity::Snapshot) -> policy::Snapshot {
+    policy::Snapshot {
+        now_ms: s.now_ms,
+        nodes: policy::Nodes {
+            free_memory_mb: s.nodes.free_memory_mb.clone(),
+            free_vcores: s.nodes.free_vcores.clone(),
+            free_gpus: s.nodes.free_gpus.clone(),
+            capacity_memory_mb: s.nodes.capacity_memory_mb.clone(),
+            capacity_vcores: s.nodes.capacity_vcores.clone(),
+            capacity_gpus: s.nodes.capacity_gpus.clone(),
+        },
+        queues: policy::Queues {
+            parent: s.queues.parent.clone(),
+            capacity: s.queues.capacity.clone(),
+            maximum_capacity: s.queues.maximum_capacity.clone(),
+            minimum_user_limit_percent: s.queues.minimum_user_limit_percent.clone(),
+            user_limit_factor: s.queues.user_limit_factor.clone(),
+            fair: s.queues.fair.clone(),
+            used_memory_mb: s.queues.used_memory_mb.clone(),
+            used_vcores: s.queues.used_vcores.clone(),
+            used_gpus: s.queues.used_gpus.clone(),
+        },
+        apps: policy::Apps {
+            queue: s.apps.queue.clone(),
+            user: s.apps.user.clone(),
+            priority: s.apps.priority.clone(),
+            submit_time_ms: s.apps.submit_time_ms.clone(),
+            used_memory_mb: s.apps.used_memory_mb.clone(),
+            used_vcores: s.apps.used_vcores.clone(),
+            used_gpus: s.apps.used_gpus.clone(),
+        },
+        asks: policy::Asks {
+            app: s.asks.app.clone(),
+            pending: s.asks.pending.clone(),
+            memory_mb: s.asks.memory_mb.clone(),
+            vcores: s.asks.vcores.clone(),
+            gpus: s.asks.gpus.clone(),
+        },
+    }
+}
+
+fn scheduling(c: &mut Criterion) {
+    let native = native_snapshot();
+    let wit = wit_snapshot(&native);
+    // A round at this size takes tens of ms; give the WASM call room.
+    let limits = CallLimits {
+        timeout: Duration::from_secs(30),
+        ..CallLimits::default()
+    };
+    let runtime = PolicyRuntime::new(
+        PolicyEngine::new(limits).unwrap(),
+        Settings::default().pricing_params(),
+        3,
+    );
+    let version = runtime
+        .load(
+            PolicyKind::Scheduling,
+            &PolicySource::Builtin("capacity".into()),
+            &[],
+        )
+        .unwrap();
+
+    let native_placed: u64 = capacity::schedule(&native)
+        .count
+        .iter()
+        .map(|&c| u64::from(c))
+        .sum();
+    let wasm_placements = version.schedule(&wit).unwrap();
+    let wasm_placed: u64 = wasm_placements.count.iter().map(|&c| u64::from(c)).sum();
+    assert_eq!(
+        native_placed, wasm_placed,
+        "WASM and native placed different counts"
+    );
+    policy::validate::placements(&wit, &wasm_placements).expect("the host accepts the round");
+
+    let mut group = c.benchmark_group("capacity_round");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Elements(native_placed));
+    group.bench_function("native", |b| b.iter(|| capacity::schedule(&native)));
+    group.bench_function("wasm", |b| b.iter(|| version.schedule(&wit).unwrap()));
+    group.finish();
+    eprintln!(
+        "capacity_round: {native_placed} allocations per round on {NODES} nodes, {} leaf queues",
+        PARENTS * LEAVES_PER_PARENT
+    );
+}
+
+criterion_group!(benches, scheduling);
+criterion_main!(benches);
