@@ -95,9 +95,10 @@ impl Cluster {
     /// takes in any resource. A resource the cluster has none of is ignored.
     pub fn share(&self, amount: Res) -> f64 {
         let [m, v, g] = amount.0;
-        (m as f64 * self.inverse[0])
-            .max(v as f64 * self.inverse[1])
-            .max(g as f64 * self.inverse[2])
+        larger(
+            larger(m as f64 * self.inverse[0], v as f64 * self.inverse[1]),
+            g as f64 * self.inverse[2],
+        )
     }
 
     /// The most of each resource whose dominant share stays within
@@ -501,4 +502,11 @@ mod tests {
         let order: Vec<u32> = keys.iter().map(|k| k.2).collect();
         assert_eq!(order, [5, 2, 1, 4, 3]);
     }
+}
+
+/// The larger of two shares that are never NaN. A compare-and-select: the
+/// NaN-aware `f64::max` compiles to an out-of-line call in WebAssembly, on
+/// the hottest path of a round (see BENCHMARKS.md).
+fn larger(a: f64, b: f64) -> f64 {
+    if a > b { a } else { b }
 }
