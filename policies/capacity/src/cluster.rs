@@ -317,6 +317,13 @@ pub(crate) fn user_limit(
         .min(maximum)
 }
 
+/// The larger of two shares that are never NaN. A compare-and-select: the
+/// NaN-aware `f64::max` compiles to an out-of-line call in WebAssembly, on
+/// the hottest path of a round (see BENCHMARKS.md).
+fn larger(a: f64, b: f64) -> f64 {
+    if a > b { a } else { b }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,11 +509,4 @@ mod tests {
         let order: Vec<u32> = keys.iter().map(|k| k.2).collect();
         assert_eq!(order, [5, 2, 1, 4, 3]);
     }
-}
-
-/// The larger of two shares that are never NaN. A compare-and-select: the
-/// NaN-aware `f64::max` compiles to an out-of-line call in WebAssembly, on
-/// the hottest path of a round (see BENCHMARKS.md).
-fn larger(a: f64, b: f64) -> f64 {
-    if a > b { a } else { b }
 }
