@@ -49,6 +49,15 @@ fn the_seed_001_tree_serves_and_reports_its_capacities() {
         Some(24.0)
     );
     server.submit_to("development", "sid");
+    let (_, body) = server.get("/ws/v1/cluster/scheduler");
+    let development = queue(
+        &body["scheduler"]["schedulerInfo"],
+        &["engineering", "development"],
+    );
+    assert_eq!(
+        development["users"]["user"][0]["username"], "sid",
+        "{development}"
+    );
     // An ask no node can hold waits, and says why, as data.
     let (status, body) = server.post_json(
         "/ws/v1/cluster/apps",

@@ -59,6 +59,35 @@ fn queue_json(cluster: &Cluster, index: usize) -> Value {
         "priority": queue.priority,
     });
     if queue.is_leaf() {
+        let mut users: std::collections::BTreeMap<&str, (Resources, u32, u32)> =
+            std::collections::BTreeMap::new();
+        for app in cluster
+            .active_apps()
+            .map(|i| &cluster.apps()[i])
+            .filter(|a| a.queue_index == index)
+        {
+            let user = users
+                .entry(app.user.as_str())
+                .or_insert((Resources::ZERO, 0, 0));
+            user.0 += app.used;
+            if app.pending_containers() > 0 {
+                user.2 += 1
+            } else {
+                user.1 += 1
+            }
+        }
+        let users: Vec<Value> = users
+            .into_iter()
+            .map(|(name, (used, active, pending))| {
+                json!({
+                    "username": name,
+                    "resourcesUsed": { "memory": used.memory_mb, "vCores": used.vcores, "gpus": used.gpus },
+                    "numActiveApplications": active,
+                    "numPendingApplications": pending,
+                })
+            })
+            .collect();
+        body["users"] = json!({ "user": users });
         body["type"] = json!("capacitySchedulerLeafQueueInfo");
         body["userLimit"] = json!(queue.minimum_user_limit_percent);
         body["userLimitFactor"] = json!(queue.user_limit_factor);

@@ -61,6 +61,8 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
             share(&usage[full]),
             tree[full].absolute_maximum_capacity
         )
+    } else if let Some(limit) = user_limit_reached(cluster, app_index, usage) {
+        limit
     } else {
         let queue = &tree[app.queue_index];
         format!(
@@ -84,6 +86,57 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
     Some(Diagnosis {
         reason,
         position_in_queue: ahead + 1,
+    })
+}
+
+/// The user limit as Hadoop 3 computes it (and the `capacity` policy
+/// enforces it), in percent of the cluster: with `current` the larger of the
+/// queue's guarantee and its use plus one more container, each active user
+/// may have the larger of current ÷ active users and current ×
+/// minimum-user-limit-percent, but never more than guarantee ×
+/// user-limit-factor nor the queue's maximum. Some(reason) if the app's user
+/// is at it.
+fn user_limit_reached(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Option<String> {
+    let app = &cluster.apps()[app_index];
+    let queue = &cluster.queues().queues()[app.queue_index];
+    let capacity = cluster.capacity();
+    let share = |used: &Resources| {
+        let (m, v, g) = used.fractions_of(&capacity);
+        m.max(v).max(g) * 100.0
+    };
+    let ask = app.asks.iter().find(|a| a.pending > 0)?;
+    let in_queue = || {
+        cluster
+            .active_apps()
+            .map(|i| &cluster.apps()[i])
+            .filter(|a| a.queue_index == app.queue_index)
+    };
+    let active_users: std::collections::BTreeSet<&str> = in_queue()
+        .filter(|a| a.pending_containers() > 0)
+        .map(|a| a.user.as_str())
+        .collect();
+    let user_used = in_queue()
+        .filter(|a| a.user == app.user)
+        .fold(Resources::ZERO, |sum, a| sum + a.used);
+    let one_more = share(&ask.resources);
+    let current = queue
+        .absolute_capacity
+        .max(share(&usage[app.queue_index]) + one_more);
+    let limit = (current / active_users.len().max(1) as f64)
+        .max(current * queue.minimum_user_limit_percent / 100.0)
+        .min(queue.absolute_capacity * queue.user_limit_factor)
+        .min(queue.absolute_maximum_capacity);
+    let used = share(&user_used);
+    (used + one_more > limit + 1e-9).then(|| {
+        format!(
+            "user {} reached the user limit of queue {}: uses {used:.1}% of the cluster, limit {limit:.1}% \
+             ({} active users, minimum-user-limit-percent {}, user-limit-factor {})",
+            app.user,
+            queue.path,
+            active_users.len(),
+            queue.minimum_user_limit_percent,
+            queue.user_limit_factor
+        )
     })
 }
 
