@@ -47,12 +47,17 @@ pub async fn prices(State(state): State<ApiState>) -> Result<Json<Value>, ApiErr
     })))
 }
 
-pub async fn metrics_text() -> impl IntoResponse {
-    (
+pub async fn metrics_text(State(state): State<ApiState>) -> Result<impl IntoResponse, ApiError> {
+    // Gauges are read from the cluster now, so a scrape never sees stale ones.
+    state
+        .rm
+        .with(|rm: &mut ResourceManager| rm.update_gauges())
+        .await?;
+    Ok((
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         crate::metrics::metrics().render(),
-    )
+    ))
 }

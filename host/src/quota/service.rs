@@ -9,6 +9,7 @@
 //! nothing is charged twice, nothing is lost, nothing invalid is written.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -35,8 +36,8 @@ pub enum QuotaError {
 /// A container the service is charging.
 #[derive(Debug, Clone)]
 struct Tracked {
-    project: String,
-    user: String,
+    project: Arc<str>,
+    user: Arc<str>,
     resources: Resources,
     started_ms: u64,
     last_charged_ms: u64,
@@ -45,8 +46,8 @@ struct Tracked {
 /// Usage recorded by an event, not yet priced.
 #[derive(Debug, Clone)]
 struct Owed {
-    project: String,
-    user: String,
+    project: Arc<str>,
+    user: Arc<str>,
     resources: Resources,
     seconds: f64,
     at_ms: u64,
@@ -187,15 +188,25 @@ impl QuotaService {
             gpus: self.owed.iter().map(|o| o.resources.gpus).collect(),
         };
         let credits = pricing.charge(&usage, self.multiplicators)?;
-        let charges: Vec<Charge> = self
-            .owed
-            .drain(..)
-            .zip(&credits)
-            .map(|(owed, credits)| Charge {
-                project: owed.project,
-                user: owed.user,
-                at_ms: owed.at_ms,
-                credits: *credits,
+        // One ledger charge per (project, user, day): a flush prices every
+        // running container, and the ledger needs only the sums.
+        const DAY_MS: u64 = 86_400_000;
+        // (project, user, day number) → (when first charged, credits).
+        type Group = (Arc<str>, Arc<str>, u64);
+        let mut sums: HashMap<Group, (u64, f64)> = HashMap::new();
+        for (owed, credits) in self.owed.drain(..).zip(&credits) {
+            let sum = sums
+                .entry((owed.project, owed.user, owed.at_ms / DAY_MS))
+                .or_insert((owed.at_ms, 0.0));
+            sum.1 += credits;
+        }
+        let charges: Vec<Charge> = sums
+            .into_iter()
+            .map(|((project, user, _), (at_ms, credits))| Charge {
+                project: project.to_string(),
+                user: user.to_string(),
+                at_ms,
+                credits,
             })
             .collect();
         let delta = self.ledger.apply(&charges);

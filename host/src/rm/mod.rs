@@ -130,10 +130,6 @@ impl ResourceManager {
         for (container, at) in ended {
             self.container_finished(&container, at);
         }
-        let lost = self
-            .cluster
-            .expire_nodes(now.saturating_sub(self.node_expiry_ms), now);
-        self.containers_finished(&lost, now);
         match scheduler::schedule(
             &mut self.cluster,
             self.policies.slot(PolicyKind::Scheduling),
@@ -163,7 +159,6 @@ impl ResourceManager {
                 Err(error) => tracing::warn!(%error, "reclaim skipped"),
             }
         }
-        self.update_gauges();
     }
 
     pub fn containers_allocated(&mut self, allocations: &[Allocation], now: u64) {
@@ -199,10 +194,17 @@ impl ResourceManager {
     }
 
     /// QUOTA_COMPUTE.
+    /// QUOTA_COMPUTE, and the housekeeping that need not run every round:
+    /// losing silent nodes and refreshing the gauges.
     pub fn quota_compute(&mut self) {
         let now = self.now();
+        let lost = self
+            .cluster
+            .expire_nodes(now.saturating_sub(self.node_expiry_ms), now);
+        self.containers_finished(&lost, now);
         self.quota.compute(now);
         self.flush_quota();
+        self.update_gauges();
     }
 
     /// The PriceMultiplicatorService step, from allocated plus pending over capacity.
@@ -250,7 +252,9 @@ impl ResourceManager {
         );
     }
 
-    fn update_gauges(&self) {
+    /// Sets the app and container gauges from the cluster (on every
+    /// QUOTA_COMPUTE, and before every scrape of /metrics).
+    pub fn update_gauges(&self) {
         let m = metrics();
         let mut counts = [0i64; 3];
         for app in self.cluster.apps() {
