@@ -122,8 +122,9 @@ impl ResourceManager {
         }
     }
 
-    /// A scheduling round: simulated containers that are done end, silent
-    /// nodes are lost, then the scheduling policy places what is pending.
+    /// A scheduling round: simulated containers that are done end, then the
+    /// scheduling policy places what is pending (and, with reclaim on,
+    /// takes back capacity for starved queues).
     pub fn scheduling_round(&mut self) {
         let now = self.now();
         let ended = self.cluster.finish_simulated(now);
