@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod policy;
 pub mod queues;
 pub mod quota;
+pub mod reservation;
 pub mod rm;
 pub mod scheduler;
 pub mod security;

@@ -21,6 +21,16 @@ mod generated {
             },
         });
     }
+    pub mod sharing {
+        wasmtime::component::bindgen!({
+            world: "sharing-policy",
+            path: "../wit",
+            with: {
+                "weft:policy/types": super::pricing::weft::policy::types,
+                "weft:policy/host": super::pricing::weft::policy::host,
+            },
+        });
+    }
 }
 
 pub use generated::pricing::exports::weft::policy::pricing::{
@@ -32,6 +42,10 @@ pub use generated::scheduling::exports::weft::policy::scheduling::{
     Apps, Asks, Containers, Nodes, Placements, Queues, Snapshot,
 };
 pub use generated::scheduling::{SchedulingPolicy, SchedulingPolicyPre};
+pub use generated::sharing::exports::weft::policy::sharing::{
+    Admission, PlanSettings, Rejection, Resources as SharingResources, Timeline,
+};
+pub use generated::sharing::{SharingPolicy, SharingPolicyPre};
 
 use generated::pricing::weft::policy::host::{Host, Level};
 

@@ -24,8 +24,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use bindings::{
-    Apps, Asks, Containers, Nodes, Placements, PolicyInfo, PriceMultiplicators, Queues, Snapshot,
-    Usage, Utilization,
+    Admission, Apps, Asks, Containers, Nodes, Placements, PlanSettings, PolicyInfo,
+    PriceMultiplicators, Queues, Rejection, SharingResources, Snapshot, Timeline, Usage,
+    Utilization,
 };
 pub use engine::{CallLimits, PolicyEngine};
 pub use load::{LoadError, inspect, prepare};

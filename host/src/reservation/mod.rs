@@ -1,0 +1,16 @@
+//! Reservations, as YARN's reservation system has them: definitions, the
+//! plan of each reservable queue as run-length-encoded timelines, the greedy
+//! placement agent, and admission by the WASM sharing policy.
+
+use crate::policy::{Admission, CallError, PlanSettings, Rejection, Timeline};
+
+/// The sharing policy as the reservation system calls it: the active WASM
+/// version through its slot in the host, a native double in unit tests.
+pub trait Sharing {
+    /// How far before and after a reservation the policy looks, in ms.
+    fn window(&self, settings: &PlanSettings) -> Result<i64, CallError>;
+    /// Accept the candidate in `admission`, or refuse it with the reason.
+    fn validate(&self, admission: &Admission) -> Result<Result<(), Rejection>, CallError>;
+    /// What the user could still be given at each instant of the admission's range.
+    fn available(&self, admission: &Admission) -> Result<Timeline, CallError>;
+}
