@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use crate::config::Settings;
 use crate::policy::{
-    Apps, Asks, CallError, Nodes, PolicyEngine, PolicyKind, PolicySource, PolicyVersion, Queues,
-    Snapshot, Usage, Utilization, inspect,
+    Admission, Apps, Asks, CallError, Nodes, PlanSettings, PolicyEngine, PolicyKind, PolicySource,
+    PolicyVersion, Queues, SharingResources, Snapshot, Timeline, Usage, Utilization, inspect,
 };
 
 #[derive(Debug, Args)]
@@ -21,7 +21,8 @@ pub struct BenchArgs {
     /// Another policy of the same kind to compare against.
     #[arg(long, value_name = "FILE|builtin:NAME")]
     baseline: Option<String>,
-    /// Items per call: containers to price, or pending containers to place.
+    /// Items per call: containers to price, pending containers to place, or
+    /// steps in the plan a reservation is validated against.
     #[arg(long, default_value_t = 1000)]
     batch: u32,
     /// How long to measure each policy.
@@ -125,6 +126,10 @@ fn measure(version: &PolicyVersion, batch: u32, budget: Duration) -> anyhow::Res
             let snapshot = sample_snapshot(batch);
             Box::new(move || version.schedule(&snapshot).map(drop))
         }
+        PolicyKind::Sharing => {
+            let admission = sample_admission(batch);
+            Box::new(move || version.validate(&admission).map(drop))
+        }
     };
     for _ in 0..3 {
         call().with_context(|| format!("{} failed during warm-up", version.info.name))?;
@@ -165,6 +170,58 @@ pub fn sample_usage(n: u32) -> Usage {
         memory_mb: (0..n).map(|i| 1024 * (1 + (i % 8) as u64)).collect(),
         vcores: (0..n).map(|i| 1 + (i % 4) as u32).collect(),
         gpus: (0..n).map(|i| u32::from(i % 7 == 0)).collect(),
+    }
+}
+
+/// A reservation of 10 GB for an hour, validated against a plan whose
+/// timelines have `n` steps: the user's own hour-long blocks of 1 GB and,
+/// plan-wide, twice as much. The queue has 1 TB; every limit is 50 %, the
+/// window a day, so the candidate is accepted.
+pub fn sample_admission(n: u32) -> Admission {
+    const HOUR: i64 = 3_600_000;
+    let steps = n.max(2) as usize;
+    let at_ms: Vec<i64> = (0..steps as i64).map(|i| i * HOUR).collect();
+    let timeline = |memory_mb: u64| Timeline {
+        memory_mb: (0..steps)
+            .map(|i| {
+                if i + 1 == steps {
+                    0
+                } else {
+                    memory_mb * (1 + i as u64 % 2)
+                }
+            })
+            .collect(),
+        vcores: (0..steps)
+            .map(|i| if i + 1 == steps { 0 } else { 1 + i as u64 % 2 })
+            .collect(),
+        gpus: vec![0; steps],
+        at_ms: at_ms.clone(),
+    };
+    let middle = (steps as i64 / 2) * HOUR;
+    Admission {
+        settings: PlanSettings {
+            queue: "root.bench".into(),
+            capacity: SharingResources {
+                memory_mb: 1 << 20,
+                vcores: 1024,
+                gpus: 0,
+            },
+            reservation_window_ms: 24 * HOUR,
+            instantaneous_max_capacity: 50.0,
+            average_capacity: 50.0,
+        },
+        user: "bench".into(),
+        reservation_id: "reservation_0_0001".into(),
+        from_ms: 0,
+        to_ms: steps as i64 * HOUR,
+        candidate: Timeline {
+            at_ms: vec![middle, middle + HOUR],
+            memory_mb: vec![10_240, 0],
+            vcores: vec![10, 0],
+            gpus: vec![0, 0],
+        },
+        user_committed: timeline(1024),
+        plan_committed: timeline(2048),
     }
 }
 

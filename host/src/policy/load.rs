@@ -8,7 +8,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use super::bindings::{
-    Apps, Asks, Nodes, PolicyInfo, PricingPolicyPre, Queues, SchedulingPolicyPre, Snapshot, Usage,
+    Admission, Apps, Asks, Nodes, PlanSettings, PolicyInfo, PricingPolicyPre, Queues,
+    SchedulingPolicyPre, SharingPolicyPre, SharingResources, Snapshot, Timeline, Usage,
     Utilization, WitPolicyKind,
 };
 use super::engine::PolicyEngine;
@@ -92,11 +93,11 @@ pub fn inspect(
         .into_iter()
         .find(|kind| type_check(engine, *kind, &component).is_ok())
         .ok_or_else(|| {
-            LoadError::Compile("the component implements no Weft policy world (scheduling-policy or pricing-policy)".into())
+            LoadError::Compile("the component implements no Weft policy world (scheduling-policy, pricing-policy or sharing-policy)".into())
         })?;
     let mut all = match kind {
         PolicyKind::Pricing => pricing_defaults.to_vec(),
-        PolicyKind::Scheduling => Vec::new(),
+        PolicyKind::Scheduling | PolicyKind::Sharing => Vec::new(),
     };
     all.extend_from_slice(params);
     prepare(engine, kind, source, bytes, all)
@@ -134,6 +135,9 @@ fn type_check(
         PolicyKind::Scheduling => SchedulingPolicyPre::new(instance_pre)
             .map(Prepared::Scheduling)
             .map_err(wrong_world),
+        PolicyKind::Sharing => SharingPolicyPre::new(instance_pre)
+            .map(Prepared::Sharing)
+            .map_err(wrong_world),
     }
 }
 
@@ -151,6 +155,9 @@ fn describe(
             .instantiate(&mut store)
             .and_then(|p| p.call_describe(&mut store)),
         Prepared::Scheduling(pre) => pre
+            .instantiate(&mut store)
+            .and_then(|p| p.call_describe(&mut store)),
+        Prepared::Sharing(pre) => pre
             .instantiate(&mut store)
             .and_then(|p| p.call_describe(&mut store)),
     };
@@ -183,6 +190,48 @@ fn self_check(version: &PolicyVersion) -> Result<(), CallError> {
             let placements = version.schedule(&snapshot)?;
             validate::placements(&snapshot, &placements).map_err(CallError::InvalidOutput)
         }
+        PolicyKind::Sharing => {
+            let admission = sample_admission();
+            let window = version.window(&admission.settings)?;
+            validate::window(window).map_err(CallError::InvalidOutput)?;
+            // Accepting or refusing are both answers; only a failed call is not.
+            let _accepted_or_refused = version.validate(&admission)?;
+            let available = version.available(&Admission {
+                candidate: validate::empty_timeline(),
+                ..admission
+            })?;
+            validate::timeline(&available).map_err(CallError::InvalidOutput)
+        }
+    }
+}
+
+/// A 10 GB queue; the user holds 2 GB over [0, 60 s) and asks for 4 GB over [30 s, 90 s).
+pub(crate) fn sample_admission() -> Admission {
+    let block = |start: i64, end: i64, memory_mb: u64, vcores: u64| Timeline {
+        at_ms: vec![start, end],
+        memory_mb: vec![memory_mb, 0],
+        vcores: vec![vcores, 0],
+        gpus: vec![0, 0],
+    };
+    Admission {
+        settings: PlanSettings {
+            queue: "root.sample".into(),
+            capacity: SharingResources {
+                memory_mb: 10_240,
+                vcores: 10,
+                gpus: 0,
+            },
+            reservation_window_ms: 60_000,
+            instantaneous_max_capacity: 100.0,
+            average_capacity: 100.0,
+        },
+        user: "sample".into(),
+        reservation_id: "reservation_0_0001".into(),
+        from_ms: -60_000,
+        to_ms: 150_000,
+        candidate: block(30_000, 90_000, 4096, 4),
+        user_committed: block(0, 60_000, 2048, 2),
+        plan_committed: block(0, 60_000, 2048, 2),
     }
 }
 

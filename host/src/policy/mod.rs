@@ -41,15 +41,21 @@ pub use version::{PolicyVersion, VersionInfo};
 pub enum PolicyKind {
     Scheduling,
     Pricing,
+    Sharing,
 }
 
 impl PolicyKind {
-    pub const ALL: [PolicyKind; 2] = [PolicyKind::Scheduling, PolicyKind::Pricing];
+    pub const ALL: [PolicyKind; 3] = [
+        PolicyKind::Scheduling,
+        PolicyKind::Pricing,
+        PolicyKind::Sharing,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             PolicyKind::Scheduling => "scheduling",
             PolicyKind::Pricing => "pricing",
+            PolicyKind::Sharing => "sharing",
         }
     }
 }
@@ -66,9 +72,9 @@ impl FromStr for PolicyKind {
         match text {
             "scheduling" => Ok(PolicyKind::Scheduling),
             "pricing" => Ok(PolicyKind::Pricing),
-            "sharing" => Err("sharing policies are not supported yet".into()),
+            "sharing" => Ok(PolicyKind::Sharing),
             other => Err(format!(
-                "unknown policy kind {other:?}; expected scheduling or pricing"
+                "unknown policy kind {other:?}; expected scheduling, pricing or sharing"
             )),
         }
     }
@@ -128,6 +134,7 @@ pub struct PolicyRuntime {
     engine: PolicyEngine,
     pricing: PolicySlot,
     scheduling: PolicySlot,
+    sharing: PolicySlot,
     /// Parameters every pricing policy receives before the operator's own.
     pricing_defaults: Vec<(String, String)>,
 }
@@ -142,6 +149,7 @@ impl PolicyRuntime {
             engine,
             pricing: PolicySlot::new(PolicyKind::Pricing, max_failures),
             scheduling: PolicySlot::new(PolicyKind::Scheduling, max_failures),
+            sharing: PolicySlot::new(PolicyKind::Sharing, max_failures),
             pricing_defaults,
         }
     }
@@ -166,6 +174,7 @@ impl PolicyRuntime {
         match kind {
             PolicyKind::Pricing => &self.pricing,
             PolicyKind::Scheduling => &self.scheduling,
+            PolicyKind::Sharing => &self.sharing,
         }
     }
 
@@ -191,7 +200,7 @@ impl PolicyRuntime {
     ) -> Result<Arc<PolicyVersion>, LoadError> {
         let mut all_params = match kind {
             PolicyKind::Pricing => self.pricing_defaults.clone(),
-            PolicyKind::Scheduling => Vec::new(),
+            PolicyKind::Scheduling | PolicyKind::Sharing => Vec::new(),
         };
         all_params.extend_from_slice(params);
         let result = prepare(&self.engine, kind, source, bytes, all_params);

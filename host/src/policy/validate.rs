@@ -1,7 +1,7 @@
 //! Checks on what a policy returns. The host never applies a result it has not
 //! checked: an invalid one fails the call exactly as a trap would.
 
-use super::bindings::{Placements, PriceMultiplicators, Snapshot};
+use super::bindings::{Placements, PriceMultiplicators, Snapshot, Timeline};
 
 /// Charges must be one per container, finite and not negative.
 pub fn charges(charges: &[f64], containers: usize) -> Result<(), String> {
@@ -28,6 +28,56 @@ pub fn multiplicators(m: &PriceMultiplicators) -> Result<(), String> {
                 "returned {name} multiplicator {value}; it must be finite and at least 0"
             ));
         }
+    }
+    Ok(())
+}
+
+/// A timeline with no steps: zero everywhere.
+pub fn empty_timeline() -> Timeline {
+    Timeline {
+        at_ms: Vec::new(),
+        memory_mb: Vec::new(),
+        vcores: Vec::new(),
+        gpus: Vec::new(),
+    }
+}
+
+/// A sharing window is a length of time: not negative.
+pub fn window(window_ms: i64) -> Result<(), String> {
+    if window_ms < 0 {
+        return Err(format!(
+            "returned window {window_ms} ms; it must be at least 0"
+        ));
+    }
+    Ok(())
+}
+
+/// A timeline's columns have one length and its times strictly increase.
+pub fn timeline(timeline: &Timeline) -> Result<(), String> {
+    let steps = timeline.at_ms.len();
+    let lengths = [
+        timeline.memory_mb.len(),
+        timeline.vcores.len(),
+        timeline.gpus.len(),
+    ];
+    if lengths.iter().any(|&length| length != steps) {
+        return Err(format!(
+            "returned a timeline whose columns differ in length: {steps} times, \
+             {} memory, {} vcores, {} gpus",
+            lengths[0], lengths[1], lengths[2]
+        ));
+    }
+    if let Some(i) = timeline
+        .at_ms
+        .windows(2)
+        .position(|pair| pair[0] >= pair[1])
+    {
+        return Err(format!(
+            "returned a timeline whose times do not increase: {} then {} at step {}",
+            timeline.at_ms[i],
+            timeline.at_ms[i + 1],
+            i + 1
+        ));
     }
     Ok(())
 }

@@ -10,8 +10,9 @@ use serde::Serialize;
 use wasmtime::Store;
 
 use super::bindings::{
-    Containers, Placements, PriceMultiplicators, PricingPolicy, PricingPolicyPre, SchedulingPolicy,
-    SchedulingPolicyPre, Snapshot, Usage, Utilization,
+    Admission, Containers, Placements, PlanSettings, PriceMultiplicators, PricingPolicy,
+    PricingPolicyPre, Rejection, SchedulingPolicy, SchedulingPolicyPre, SharingPolicy,
+    SharingPolicyPre, Snapshot, Timeline, Usage, Utilization,
 };
 use super::engine::{GuestState, PolicyEngine};
 use super::{CallError, PolicyKind};
@@ -36,11 +37,13 @@ pub struct VersionInfo {
 pub(super) enum Prepared {
     Pricing(PricingPolicyPre<GuestState>),
     Scheduling(SchedulingPolicyPre<GuestState>),
+    Sharing(SharingPolicyPre<GuestState>),
 }
 
 enum Bindings {
     Pricing(PricingPolicy),
     Scheduling(SchedulingPolicy),
+    Sharing(SharingPolicy),
 }
 
 struct Warm {
@@ -113,6 +116,15 @@ impl PolicyVersion {
                     .map_err(CallError::from_wasmtime)?;
                 (Bindings::Scheduling(bindings), configured)
             }
+            Prepared::Sharing(pre) => {
+                let bindings = pre
+                    .instantiate(&mut store)
+                    .map_err(CallError::from_wasmtime)?;
+                let configured = bindings
+                    .call_configure(&mut store, params)
+                    .map_err(CallError::from_wasmtime)?;
+                (Bindings::Sharing(bindings), configured)
+            }
         };
         configured.map_err(CallError::Refused)?;
         Ok(Warm { store, bindings })
@@ -156,7 +168,7 @@ impl PolicyVersion {
             Bindings::Pricing(p) => p
                 .weft_policy_pricing()
                 .call_multiplicators(store, utilization),
-            Bindings::Scheduling(_) => Err(self.wrong_world()),
+            _ => Err(self.wrong_world()),
         })
     }
 
@@ -170,14 +182,14 @@ impl PolicyVersion {
                 p.weft_policy_pricing()
                     .call_charge(store, usage, multiplicators)
             }
-            Bindings::Scheduling(_) => Err(self.wrong_world()),
+            _ => Err(self.wrong_world()),
         })
     }
 
     pub fn schedule(&self, snapshot: &Snapshot) -> Result<Placements, CallError> {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Scheduling(s) => s.weft_policy_scheduling().call_schedule(store, snapshot),
-            Bindings::Pricing(_) => Err(self.wrong_world()),
+            _ => Err(self.wrong_world()),
         })
     }
 
@@ -190,7 +202,28 @@ impl PolicyVersion {
             Bindings::Scheduling(s) => s
                 .weft_policy_scheduling()
                 .call_preempt(store, snapshot, running),
-            Bindings::Pricing(_) => Err(self.wrong_world()),
+            _ => Err(self.wrong_world()),
+        })
+    }
+
+    pub fn window(&self, settings: &PlanSettings) -> Result<i64, CallError> {
+        self.with_instance(|store, bindings| match bindings {
+            Bindings::Sharing(s) => s.weft_policy_sharing().call_window(store, settings),
+            _ => Err(self.wrong_world()),
+        })
+    }
+
+    pub fn validate(&self, admission: &Admission) -> Result<Result<(), Rejection>, CallError> {
+        self.with_instance(|store, bindings| match bindings {
+            Bindings::Sharing(s) => s.weft_policy_sharing().call_validate(store, admission),
+            _ => Err(self.wrong_world()),
+        })
+    }
+
+    pub fn available(&self, admission: &Admission) -> Result<Timeline, CallError> {
+        self.with_instance(|store, bindings| match bindings {
+            Bindings::Sharing(s) => s.weft_policy_sharing().call_available(store, admission),
+            _ => Err(self.wrong_world()),
         })
     }
 

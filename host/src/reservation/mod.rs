@@ -2,7 +2,9 @@
 //! plan of each reservable queue as run-length-encoded timelines, the greedy
 //! placement agent, and admission by the WASM sharing policy.
 
-use crate::policy::{Admission, CallError, PlanSettings, Rejection, Timeline};
+use crate::policy::{
+    Admission, CallError, PlanSettings, PolicySlot, Rejection, Timeline, validate,
+};
 
 /// The sharing policy as the reservation system calls it: the active WASM
 /// version through its slot in the host, a native double in unit tests.
@@ -13,4 +15,26 @@ pub trait Sharing {
     fn validate(&self, admission: &Admission) -> Result<Result<(), Rejection>, CallError>;
     /// What the user could still be given at each instant of the admission's range.
     fn available(&self, admission: &Admission) -> Result<Timeline, CallError>;
+}
+
+impl Sharing for PolicySlot {
+    fn window(&self, settings: &PlanSettings) -> Result<i64, CallError> {
+        self.call(|version| {
+            let window = version.window(settings)?;
+            validate::window(window).map_err(CallError::InvalidOutput)?;
+            Ok(window)
+        })
+    }
+
+    fn validate(&self, admission: &Admission) -> Result<Result<(), Rejection>, CallError> {
+        self.call(|version| version.validate(admission))
+    }
+
+    fn available(&self, admission: &Admission) -> Result<Timeline, CallError> {
+        self.call(|version| {
+            let available = version.available(admission)?;
+            validate::timeline(&available).map_err(CallError::InvalidOutput)?;
+            Ok(available)
+        })
+    }
 }
