@@ -3,12 +3,18 @@
 //! when charging, on CONTAINER_START / _UPDATE / _FINISH and every
 //! QUOTA_COMPUTE. Also holds the current price multiplicators.
 //!
+//! QUOTA_COMPUTE does not visit every container: running containers are
+//! counted per (project, user, size), and every container that has not started
+//! or changed size since the last QUOTA_COMPUTE owes exactly the time since it,
+//! so each group owes one row that stands for all of them. Only containers
+//! started or resized since then owe rows of their own.
+//!
 //! Events only record what is owed; [`QuotaService::flush`] prices everything
 //! owed in one policy call and writes it to the ledger and store in one
 //! transaction. If pricing fails, what is owed stays owed for the next flush:
 //! nothing is charged twice, nothing is lost, nothing invalid is written.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -40,16 +46,30 @@ struct Tracked {
     user: Arc<str>,
     resources: Resources,
     started_ms: u64,
+    /// When an event of its own last charged it. QUOTA_COMPUTE charges every
+    /// container without touching this, so the container has been charged up
+    /// to the later of this and the last QUOTA_COMPUTE.
     last_charged_ms: u64,
 }
 
-/// Usage recorded by an event, not yet priced.
+impl Tracked {
+    fn group(&self) -> Group {
+        (self.project.clone(), self.user.clone(), self.resources)
+    }
+}
+
+/// Running containers of one project, user and size are priced together.
+type Group = (Arc<str>, Arc<str>, Resources);
+
+/// Usage recorded by an event, not yet priced: `containers` containers of
+/// one size, each owing `seconds`.
 #[derive(Debug, Clone)]
 struct Owed {
     project: Arc<str>,
     user: Arc<str>,
     resources: Resources,
     seconds: f64,
+    containers: u32,
     at_ms: u64,
 }
 
@@ -64,6 +84,12 @@ pub struct UnitPrices {
 pub struct QuotaService {
     settings: QuotaSettings,
     running: HashMap<String, Tracked>,
+    /// How many running containers each group has.
+    groups: HashMap<Group, u32>,
+    /// Containers started or resized since the last QUOTA_COMPUTE: they owe
+    /// from their own `last_charged_ms`, not from the last QUOTA_COMPUTE.
+    fresh: HashSet<String>,
+    last_compute_ms: u64,
     owed: Vec<Owed>,
     multiplicators: PriceMultiplicators,
     ledger: QuotaLedger,
@@ -97,6 +123,9 @@ impl QuotaService {
         Ok(QuotaService {
             settings,
             running: HashMap::new(),
+            groups: HashMap::new(),
+            fresh: HashSet::new(),
+            last_compute_ms: 0,
             owed: Vec::new(),
             multiplicators,
             ledger,
@@ -130,8 +159,33 @@ impl QuotaService {
             started_ms: now,
             last_charged_ms: now,
         };
+        *self.groups.entry(tracked.group()).or_insert(0) += 1;
+        self.mark_fresh(container, now);
         self.running.insert(container.into(), tracked);
         Ok(())
+    }
+
+    /// Remembers that `container` was charged by an event at `now`.
+    fn mark_fresh(&mut self, container: &str, now: u64) {
+        if now > self.last_compute_ms {
+            self.fresh.insert(container.into());
+        }
+    }
+
+    /// Takes `container` out of its group, as charged up to the later of its
+    /// own last charge and the last QUOTA_COMPUTE.
+    fn leave_group(&mut self, container: &str) -> Option<&mut Tracked> {
+        let tracked = self.running.get_mut(container)?;
+        tracked.last_charged_ms = tracked.last_charged_ms.max(self.last_compute_ms);
+        let group = tracked.group();
+        if let Some(count) = self.groups.get_mut(&group) {
+            *count -= 1;
+            if *count == 0 {
+                self.groups.remove(&group);
+            }
+        }
+        self.fresh.remove(container);
+        self.running.get_mut(container)
     }
 
     /// CONTAINER_UPDATE: the old size is owed up to `now`, the new one from then.
@@ -145,12 +199,14 @@ impl QuotaService {
             return Ok(());
         }
         let tracked = self
-            .running
-            .get_mut(container)
+            .leave_group(container)
             .ok_or_else(|| QuotaError::UnknownContainer(container.into()))?;
         let owed = owe(tracked, now, now);
         tracked.resources = resources;
+        let group = tracked.group();
         self.owed.extend(owed);
+        *self.groups.entry(group).or_insert(0) += 1;
+        self.mark_fresh(container, now);
         Ok(())
     }
 
@@ -159,20 +215,43 @@ impl QuotaService {
         if !self.settings.enabled {
             return Ok(());
         }
-        let mut tracked = self
-            .running
-            .remove(container)
+        self.leave_group(container)
             .ok_or_else(|| QuotaError::UnknownContainer(container.into()))?;
+        let mut tracked = self.running.remove(container).expect("found above");
         let end = now.max(tracked.started_ms + self.settings.min_runtime_ms);
         self.owed.extend(owe(&mut tracked, end, now));
         Ok(())
     }
 
-    /// QUOTA_COMPUTE: every running container owes its time up to `now`.
+    /// QUOTA_COMPUTE: every running container owes its time up to `now`:
+    /// one row per group for the containers charged up to the last
+    /// QUOTA_COMPUTE, one row each for those charged since.
     pub fn compute(&mut self, now: u64) {
-        for tracked in self.running.values_mut() {
+        if now <= self.last_compute_ms {
+            return;
+        }
+        let mut since_last = self.groups.clone();
+        for container in self.fresh.drain() {
+            let tracked = self.running.get_mut(&container).expect("fresh is running");
+            if let Some(count) = since_last.get_mut(&tracked.group()) {
+                *count -= 1;
+            }
             self.owed.extend(owe(tracked, now, now));
         }
+        let seconds = (now - self.last_compute_ms) as f64 / 1000.0;
+        for ((project, user, resources), containers) in since_last {
+            if containers > 0 {
+                self.owed.push(Owed {
+                    project,
+                    user,
+                    resources,
+                    seconds,
+                    containers,
+                    at_ms: now,
+                });
+            }
+        }
+        self.last_compute_ms = now;
     }
 
     /// Prices everything owed in one call and charges it. Returns the credits
@@ -187,13 +266,20 @@ impl QuotaService {
             vcores: self.owed.iter().map(|o| o.resources.vcores).collect(),
             gpus: self.owed.iter().map(|o| o.resources.gpus).collect(),
         };
-        let credits = pricing.charge(&usage, self.multiplicators)?;
+        // A row's price is for one container; the policy prices each row on
+        // its own, so a row standing for n containers costs n times as much.
+        let credits: Vec<f64> = pricing
+            .charge(&usage, self.multiplicators)?
+            .into_iter()
+            .zip(&self.owed)
+            .map(|(price, owed)| price * f64::from(owed.containers))
+            .collect();
         // One ledger charge per (project, user, day): a flush prices every
         // running container, and the ledger needs only the sums.
         const DAY_MS: u64 = 86_400_000;
         // (project, user, day number) → (when first charged, credits).
-        type Group = (Arc<str>, Arc<str>, u64);
-        let mut sums: HashMap<Group, (u64, f64)> = HashMap::new();
+        type Day = (Arc<str>, Arc<str>, u64);
+        let mut sums: HashMap<Day, (u64, f64)> = HashMap::new();
         for (owed, credits) in self.owed.drain(..).zip(&credits) {
             let sum = sums
                 .entry((owed.project, owed.user, owed.at_ms / DAY_MS))
@@ -292,6 +378,82 @@ fn owe(tracked: &mut Tracked, until: u64, at: u64) -> Option<Owed> {
         user: tracked.user.clone(),
         resources: tracked.resources,
         seconds: millis as f64 / 1000.0,
+        containers: 1,
         at_ms: at,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One credit per GB-second: easy to work out by hand.
+    struct PerGbSecond;
+
+    impl Pricing for PerGbSecond {
+        fn multiplicators(&self, _: Utilization) -> Result<PriceMultiplicators, CallError> {
+            Ok(UNIT_MULTIPLICATORS)
+        }
+        fn charge(&self, usage: &Usage, _: PriceMultiplicators) -> Result<Vec<f64>, CallError> {
+            Ok(usage
+                .seconds
+                .iter()
+                .zip(&usage.memory_mb)
+                .map(|(seconds, mb)| seconds * *mb as f64 / 1024.0)
+                .collect())
+        }
+    }
+
+    fn service() -> QuotaService {
+        let mut settings = crate::config::Settings::load(None, &[]).unwrap().quota();
+        settings.min_runtime_ms = 0;
+        settings.default_credits = 1_000_000.0;
+        QuotaService::open(settings, Store::in_memory()).unwrap()
+    }
+
+    fn used(quota: &QuotaService, project: &str) -> f64 {
+        quota.ledger().projects()[project].total_used
+    }
+
+    #[test]
+    fn grouped_compute_charges_every_container_for_exactly_its_time() {
+        let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
+        // Three 1 GB containers of one group, one started between computes,
+        // one resized, one finished between computes.
+        quota.start("a", "p", "u", gb, 0).unwrap();
+        quota.start("b", "p", "u", gb, 0).unwrap();
+        quota.compute(10_000); // a, b: 10 s each
+        quota.start("c", "p", "u", gb, 14_000).unwrap();
+        quota
+            .update("b", Resources::new(2048, 1, 0), 15_000)
+            .unwrap(); // b: 5 s at 1 GB
+        quota.compute(20_000); // a: 10 s; b: 5 s at 2 GB; c: 6 s
+        quota.finish("a", 25_000).unwrap(); // a: 5 s
+        quota.compute(30_000); // b: 10 s at 2 GB; c: 10 s
+        quota.flush(&PerGbSecond).unwrap();
+        let expected = 10.0 + 10.0 + 10.0 + 5.0 + 5.0 * 2.0 + 6.0 + 5.0 + 10.0 * 2.0 + 10.0;
+        assert!(
+            (used(&quota, "p") - expected).abs() < 1e-9,
+            "{}",
+            used(&quota, "p")
+        );
+        assert_eq!(quota.running_containers(), 2);
+    }
+
+    #[test]
+    fn a_container_started_at_a_compute_joins_its_group_at_once() {
+        let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
+        quota.start("a", "p", "u", gb, 0).unwrap();
+        quota.compute(10_000);
+        quota.start("b", "p", "u", gb, 10_000).unwrap();
+        quota.compute(20_000);
+        quota.finish("b", 25_000).unwrap();
+        quota.flush(&PerGbSecond).unwrap();
+        // a: 10 + 10; b: 10 + 5.
+        assert!(
+            (used(&quota, "p") - 35.0).abs() < 1e-9,
+            "{}",
+            used(&quota, "p")
+        );
+    }
 }

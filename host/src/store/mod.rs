@@ -103,20 +103,22 @@ impl Store {
             path: self.path.clone(),
             source: e,
         })?;
+        // Cached statements: a simulation flushes after every round, and
+        // parsing the SQL each time cost more than running it.
         let result = (|| {
+            let mut project_row = tx.prepare_cached(
+                "INSERT INTO project_quota (project, remaining, total_used) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(project) DO UPDATE SET remaining = excluded.remaining, total_used = excluded.total_used",
+            )?;
             for (project, quota) in &delta.projects {
-                tx.execute(
-                    "INSERT INTO project_quota (project, remaining, total_used) VALUES (?1, ?2, ?3)
-                     ON CONFLICT(project) DO UPDATE SET remaining = excluded.remaining, total_used = excluded.total_used",
-                    params![project, quota.remaining, quota.total_used],
-                )?;
+                project_row.execute(params![project, quota.remaining, quota.total_used])?;
             }
+            let mut daily_row = tx.prepare_cached(
+                "INSERT INTO daily_usage (project, user, day, credits) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(project, user, day) DO UPDATE SET credits = excluded.credits",
+            )?;
             for ((project, user, day), credits) in &delta.daily {
-                tx.execute(
-                    "INSERT INTO daily_usage (project, user, day, credits) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT(project, user, day) DO UPDATE SET credits = excluded.credits",
-                    params![project, user, day, credits],
-                )?;
+                daily_row.execute(params![project, user, day, credits])?;
             }
             Ok(())
         })();
