@@ -25,6 +25,7 @@ fn main() {
         "wit",
         "Cargo.toml",
         "Cargo.lock",
+        ".cargo/config.toml",
     ] {
         println!(
             "cargo:rerun-if-changed={}",
