@@ -133,6 +133,24 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "a TOML file of [users] NAME = [\"group\", …] (empty: no groups)",
     ),
     (
+        "yarn.resourcemanager.reservation-system.enable",
+        ValueType::Flag,
+        "true",
+        "accept reservations in reservable queues (YARN's default is false)",
+    ),
+    (
+        "yarn.resourcemanager.reservation-system.max-periodicity",
+        ValueType::Whole,
+        "86400000",
+        "ms; the period of every recurring reservation must divide it",
+    ),
+    (
+        "yarn.resourcemanager.reservation-system.planfollower.time-step",
+        ValueType::Whole,
+        "1000",
+        "ms; the plan's time step: reservations are placed on multiples of it",
+    ),
+    (
         "yarn.resourcemanager.scheduler.monitor.enable",
         ValueType::Flag,
         "false",
@@ -167,6 +185,12 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         ValueType::Text,
         "builtin:hops-pricing",
         "the pricing policy loaded at start",
+    ),
+    (
+        "weft.policy.sharing",
+        ValueType::Text,
+        "builtin:capacity-over-time",
+        "the reservation sharing policy loaded at start",
     ),
     (
         "weft.policy.call-timeout-ms",

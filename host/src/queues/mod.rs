@@ -8,7 +8,7 @@ mod properties;
 mod tree;
 
 pub use properties::{PREFIX, QueueProperties};
-pub use tree::{Ordering, Queue, QueueState, QueueTree};
+pub use tree::{Ordering, Queue, QueueState, QueueTree, ReservationSettings};
 
 /// Why a queue configuration was refused. Every message names the property.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

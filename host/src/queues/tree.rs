@@ -45,7 +45,41 @@ pub struct Queue {
     pub state: QueueState,
     pub acl_submit_applications: String,
     pub acl_administer_queue: String,
+    /// Set when the queue is `reservable`: the settings of its plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reservations: Option<ReservationSettings>,
 }
+
+/// A reservable queue's settings, with YARN's property names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReservationSettings {
+    /// `reservation-window`: the averaging window of capacity-over-time, ms.
+    pub window_ms: i64,
+    /// `instantaneous-max-capacity`: percent of the queue's capacity one user
+    /// may hold at any instant.
+    pub instantaneous_max_capacity: f64,
+    /// `average-capacity`: percent of the queue's capacity one user may hold
+    /// on average over any window.
+    pub average_capacity: f64,
+    /// `reservation-policy`: the sharing policy (`builtin:NAME`, a file, or a
+    /// YARN class name); None means the host's active sharing policy.
+    pub policy: Option<String>,
+    /// `reservation-agent`: only the greedy agent exists; kept as configured.
+    pub agent: String,
+    /// `reservation-move-on-expiry`: when a reservation ends, its apps move
+    /// to the queue itself (true) or are killed (false).
+    pub move_on_expiry: bool,
+}
+
+/// YARN's defaults: a day's window, 100 % for both limits, move on expiry.
+const DEFAULT_RESERVATION_WINDOW_MS: i64 = 86_400_000;
+/// The agents Weft accepts for `reservation-agent`: its greedy agent, under
+/// its own name or the YARN classes it stands in for.
+const RESERVATION_AGENTS: &[&str] = &[
+    "greedy",
+    "org.apache.hadoop.yarn.server.resourcemanager.reservation.planning.AlignedPlannerWithGreedy",
+    "org.apache.hadoop.yarn.server.resourcemanager.reservation.planning.GreedyReservationAgent",
+];
 
 impl Queue {
     pub fn is_leaf(&self) -> bool {
@@ -149,6 +183,7 @@ impl QueueTree {
             state: QueueState::Running,
             acl_submit_applications: "*".into(),
             acl_administer_queue: "*".into(),
+            reservations: None,
         });
         let queues_property = format!("{PREFIX}{path}.queues");
         if let Some(children) = properties.get(&queues_property) {
@@ -339,6 +374,13 @@ impl QueueTree {
         if let Some((_, text)) = value("acl_administer_queue") {
             queue.acl_administer_queue = text.to_string();
         }
+        queue.reservations = reservation_settings(properties, &path)?;
+        if queue.reservations.is_some() && !queue.children.is_empty() {
+            return Err(QueueError::BadValue {
+                property: key("reservable"),
+                reason: "only a leaf queue can be reservable".into(),
+            });
+        }
         let queue_maximum = value("maximum-applications")
             .map(|(property, text)| parse::<u64>(&property, text, "a whole number"))
             .transpose()?;
@@ -363,6 +405,13 @@ impl QueueTree {
             (maximum_applications as f64 * queue.absolute_capacity / 100.0) as u64
         });
         Ok(())
+    }
+
+    /// The reservable queues, with their settings.
+    pub fn reservable(&self) -> impl Iterator<Item = (&Queue, &ReservationSettings)> {
+        self.queues
+            .iter()
+            .filter_map(|q| Some((q, q.reservations.as_ref()?)))
     }
 
     fn check_capacities(&self) -> Result<(), QueueError> {
@@ -485,6 +534,60 @@ mod tests {
     }
 
     #[test]
+    fn reservable_queues_have_yarn_defaults_and_their_settings() {
+        let mut pairs = seed_001();
+        pairs.push(("root.support.reservable", "true"));
+        pairs.push(("root.marketing.reservable", "true"));
+        pairs.push(("root.marketing.reservation-window", "3600000"));
+        pairs.push(("root.marketing.instantaneous-max-capacity", "50"));
+        pairs.push(("root.marketing.average-capacity", "25.5"));
+        pairs.push(("root.marketing.reservation-move-on-expiry", "false"));
+        pairs.push(("root.marketing.reservation-policy", "builtin:no-overcommit"));
+        let tree = QueueTree::from_properties(&properties(&pairs)).unwrap();
+        let reservable: Vec<_> = tree
+            .reservable()
+            .map(|(q, s)| (q.path.as_str(), s))
+            .collect();
+        assert_eq!(reservable.len(), 2);
+        let (support, marketing) = (reservable[0].1, reservable[1].1);
+        assert_eq!(reservable[0].0, "root.support");
+        assert_eq!(support.window_ms, 86_400_000);
+        assert_eq!(support.instantaneous_max_capacity, 100.0);
+        assert_eq!(support.average_capacity, 100.0);
+        assert!(support.move_on_expiry && support.policy.is_none());
+        assert_eq!(marketing.window_ms, 3_600_000);
+        assert_eq!(marketing.instantaneous_max_capacity, 50.0);
+        assert_eq!(marketing.average_capacity, 25.5);
+        assert!(!marketing.move_on_expiry);
+        assert_eq!(marketing.policy.as_deref(), Some("builtin:no-overcommit"));
+        assert!(
+            tree.queues()[tree.leaf("qa").unwrap()]
+                .reservations
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn bad_reservation_settings_name_the_property() {
+        for (name, value, expected) in [
+            ("root.engineering.reservable", "true", "only a leaf queue"),
+            ("root.support.reservable", "yes", "true or false"),
+            ("root.support.reservation-window", "0", "above 0"),
+            ("root.support.average-capacity", "101", "between 0 and 100"),
+            ("root.support.reservation-agent", "clever", "greedy"),
+        ] {
+            let mut pairs = seed_001();
+            pairs.push(("root.support.reservable", "true"));
+            pairs.push((name, value));
+            let error = QueueTree::from_properties(&properties(&pairs))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(name), "{name}: {error}");
+            assert!(error.contains(expected), "{name}: {error}");
+        }
+    }
+
+    #[test]
     fn the_default_tree_is_root_default_at_100() {
         let tree = QueueTree::from_properties(&QueueProperties::defaults()).unwrap();
         let default = &tree.queues()[tree.leaf("default").unwrap()];
@@ -590,4 +693,64 @@ mod tests {
             50.0
         );
     }
+}
+
+/// The plan settings of the queue at `path`, or None when it is not `reservable`.
+fn reservation_settings(
+    properties: &QueueProperties,
+    path: &str,
+) -> Result<Option<ReservationSettings>, QueueError> {
+    let value = |attribute: &str| {
+        let property = format!("{PREFIX}{path}.{attribute}");
+        properties.get(&property).map(|text| (property, text))
+    };
+    let reservable = match value("reservable") {
+        Some((property, text)) => parse::<bool>(&property, text, "true or false")?,
+        None => false,
+    };
+    if !reservable {
+        return Ok(None);
+    }
+    let mut settings = ReservationSettings {
+        window_ms: DEFAULT_RESERVATION_WINDOW_MS,
+        instantaneous_max_capacity: 100.0,
+        average_capacity: 100.0,
+        policy: None,
+        agent: RESERVATION_AGENTS[0].into(),
+        move_on_expiry: true,
+    };
+    if let Some((property, text)) = value("reservation-window") {
+        settings.window_ms = parse::<i64>(&property, text, "a whole number of ms")?;
+        if settings.window_ms <= 0 {
+            return Err(QueueError::BadValue {
+                property,
+                reason: format!("{text} must be above 0 ms"),
+            });
+        }
+    }
+    if let Some((property, text)) = value("instantaneous-max-capacity") {
+        settings.instantaneous_max_capacity = percent(&property, text)?;
+    }
+    if let Some((property, text)) = value("average-capacity") {
+        settings.average_capacity = percent(&property, text)?;
+    }
+    if let Some((_, text)) = value("reservation-policy") {
+        settings.policy = Some(text.to_string());
+    }
+    if let Some((property, text)) = value("reservation-agent") {
+        if !RESERVATION_AGENTS.contains(&text) {
+            return Err(QueueError::BadValue {
+                property,
+                reason: format!(
+                    "{text:?} is not an agent Weft has; it has the greedy agent ({})",
+                    RESERVATION_AGENTS.join(", ")
+                ),
+            });
+        }
+        settings.agent = text.to_string();
+    }
+    if let Some((property, text)) = value("reservation-move-on-expiry") {
+        settings.move_on_expiry = parse::<bool>(&property, text, "true or false")?;
+    }
+    Ok(Some(settings))
 }
