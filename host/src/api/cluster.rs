@@ -42,6 +42,7 @@ pub async fn cluster_metrics(State(state): State<ApiState>) -> Result<Json<Value
                     "appsPending": count(AppState::Accepted),
                     "appsRunning": count(AppState::Running),
                     "appsCompleted": count(AppState::Finished),
+                    "appsKilled": count(AppState::Killed),
                     "containersAllocated": c.containers().count(),
                     "containersPending": c.active_apps().map(|i| c.apps()[i].pending_containers()).sum::<u64>(),
                     "totalMB": capacity.memory_mb,
@@ -240,6 +241,7 @@ pub async fn app(
 fn app_json(app: &App) -> Value {
     let final_status = match app.state {
         AppState::Finished => "SUCCEEDED",
+        AppState::Killed => "KILLED",
         _ => "UNDEFINED",
     };
     json!({

@@ -16,6 +16,9 @@ pub enum AppState {
     Running,
     /// Every container it asked for has run and finished.
     Finished,
+    /// Ended before finishing: its reservation expired (and
+    /// reservation-move-on-expiry is false).
+    Killed,
 }
 
 impl AppState {
@@ -25,6 +28,7 @@ impl AppState {
             AppState::Accepted => "ACCEPTED",
             AppState::Running => "RUNNING",
             AppState::Finished => "FINISHED",
+            AppState::Killed => "KILLED",
         }
     }
 }
@@ -53,6 +57,10 @@ pub struct SubmitApp {
     #[serde(default)]
     pub priority: i32,
     pub asks: Vec<AskSpec>,
+    /// The reservation it runs in (YARN's `reservation-id`), which must be
+    /// in its queue's plan.
+    #[serde(default, alias = "reservation-id")]
+    pub reservation_id: Option<String>,
 }
 
 fn default_name() -> String {
@@ -98,6 +106,9 @@ pub struct App {
     pub finished_containers: u32,
     /// Containers taken back by reclaim (and asked for again).
     pub preempted_containers: u32,
+    /// The reservation it runs in while that is active.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reservation_id: Option<String>,
 }
 
 impl App {

@@ -262,6 +262,7 @@ impl Cluster {
             running_containers: 0,
             finished_containers: 0,
             preempted_containers: 0,
+            reservation_id: request.reservation_id,
         };
         self.app_index.insert(id, self.apps.len());
         self.active.insert(self.apps.len());
@@ -387,6 +388,46 @@ impl Cluster {
         ended
     }
 
+    /// Kills an active app: its pending containers are dropped and its
+    /// running ones end now (returned, to be charged). `cause` is logged.
+    pub fn kill_app(&mut self, index: usize, cause: &str, now: u64) -> Vec<Container> {
+        let Some(app) = self.apps.get_mut(index) else {
+            return Vec::new();
+        };
+        if matches!(app.state, AppState::Finished | AppState::Killed) {
+            return Vec::new();
+        }
+        for ask in &mut app.asks {
+            ask.pending = 0;
+        }
+        tracing::info!(app = %app.id, from = app.state.as_str(), to = "KILLED", cause, queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
+        app.state = AppState::Killed;
+        app.finish_time_ms = Some(now);
+        let app_id = app.id.clone();
+        let ids: Vec<String> = self
+            .containers
+            .values()
+            .filter(|c| c.app == app_id)
+            .map(|c| c.id.clone())
+            .collect();
+        let ended = ids
+            .iter()
+            .filter_map(|c| self.end_container(c, now, false))
+            .collect();
+        self.active.remove(&index);
+        ended
+    }
+
+    /// Takes an app out of its reservation: it goes on in its queue as any
+    /// other app (reservation-move-on-expiry).
+    pub fn leave_reservation(&mut self, index: usize) {
+        if let Some(app) = self.apps.get_mut(index)
+            && let Some(reservation) = app.reservation_id.take()
+        {
+            tracing::info!(app = %app.id, reservation = %reservation, queue = %app.queue, "reservation ended; the app moves to its queue");
+        }
+    }
+
     /// Preempts a container: it ends now, and its app asks for it again.
     pub fn preempt(&mut self, id: &str, now: u64) -> Option<Container> {
         self.end_container(id, now, true)
@@ -414,7 +455,7 @@ impl Cluster {
             } else {
                 app.finished_containers += 1;
             }
-            if app.is_done() {
+            if app.is_done() && app.state != AppState::Killed {
                 app.state = AppState::Finished;
                 app.finish_time_ms = Some(now);
                 tracing::info!(app = %app.id, from = "RUNNING", to = "FINISHED", cause = "all its containers finished", queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
@@ -505,6 +546,7 @@ mod tests {
                 gpus: 0,
                 duration_ms,
             }],
+            reservation_id: None,
         };
         cluster.submit(request, "test", 0).unwrap();
         cluster.apps().len() - 1
@@ -622,6 +664,31 @@ mod tests {
     }
 
     #[test]
+    fn a_killed_app_ends_its_containers_and_drops_what_is_pending() {
+        let mut cluster = test_cluster();
+        cluster
+            .register_node("n1", NodeKind::Simulated, Resources::new(4096, 4, 0), 0)
+            .unwrap();
+        let app = submit(&mut cluster, 6, 60_000);
+        let placement = Placement {
+            app,
+            ask: 0,
+            node: 0,
+            count: 4,
+        };
+        cluster.allocate(&[placement], 0).unwrap();
+        let ended = cluster.kill_app(app, "its reservation expired", 5_000);
+        assert_eq!(ended.len(), 4);
+        let killed = &cluster.apps()[app];
+        assert_eq!(killed.state, AppState::Killed);
+        assert_eq!(killed.pending_containers(), 0);
+        assert_eq!(killed.finish_time_ms, Some(5_000));
+        assert_eq!(cluster.allocated(), Resources::ZERO);
+        assert!(!cluster.has_pending());
+        assert!(cluster.kill_app(app, "again", 6_000).is_empty());
+    }
+
+    #[test]
     fn bad_submissions_are_refused() {
         let mut cluster = test_cluster();
         let mut request = SubmitApp {
@@ -631,6 +698,7 @@ mod tests {
             project: "p".into(),
             priority: 0,
             asks: vec![],
+            reservation_id: None,
         };
         assert!(matches!(
             cluster.submit(request.clone(), "test", 0),

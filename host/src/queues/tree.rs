@@ -507,6 +507,66 @@ fn parse<T: std::str::FromStr>(
     })
 }
 
+/// The plan settings of the queue at `path`, or None when it is not `reservable`.
+fn reservation_settings(
+    properties: &QueueProperties,
+    path: &str,
+) -> Result<Option<ReservationSettings>, QueueError> {
+    let value = |attribute: &str| {
+        let property = format!("{PREFIX}{path}.{attribute}");
+        properties.get(&property).map(|text| (property, text))
+    };
+    let reservable = match value("reservable") {
+        Some((property, text)) => parse::<bool>(&property, text, "true or false")?,
+        None => false,
+    };
+    if !reservable {
+        return Ok(None);
+    }
+    let mut settings = ReservationSettings {
+        window_ms: DEFAULT_RESERVATION_WINDOW_MS,
+        instantaneous_max_capacity: 100.0,
+        average_capacity: 100.0,
+        policy: None,
+        agent: RESERVATION_AGENTS[0].into(),
+        move_on_expiry: true,
+    };
+    if let Some((property, text)) = value("reservation-window") {
+        settings.window_ms = parse::<i64>(&property, text, "a whole number of ms")?;
+        if settings.window_ms <= 0 {
+            return Err(QueueError::BadValue {
+                property,
+                reason: format!("{text} must be above 0 ms"),
+            });
+        }
+    }
+    if let Some((property, text)) = value("instantaneous-max-capacity") {
+        settings.instantaneous_max_capacity = percent(&property, text)?;
+    }
+    if let Some((property, text)) = value("average-capacity") {
+        settings.average_capacity = percent(&property, text)?;
+    }
+    if let Some((_, text)) = value("reservation-policy") {
+        settings.policy = Some(text.to_string());
+    }
+    if let Some((property, text)) = value("reservation-agent") {
+        if !RESERVATION_AGENTS.contains(&text) {
+            return Err(QueueError::BadValue {
+                property,
+                reason: format!(
+                    "{text:?} is not an agent Weft has; it has the greedy agent ({})",
+                    RESERVATION_AGENTS.join(", ")
+                ),
+            });
+        }
+        settings.agent = text.to_string();
+    }
+    if let Some((property, text)) = value("reservation-move-on-expiry") {
+        settings.move_on_expiry = parse::<bool>(&property, text, "true or false")?;
+    }
+    Ok(Some(settings))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -693,64 +753,4 @@ mod tests {
             50.0
         );
     }
-}
-
-/// The plan settings of the queue at `path`, or None when it is not `reservable`.
-fn reservation_settings(
-    properties: &QueueProperties,
-    path: &str,
-) -> Result<Option<ReservationSettings>, QueueError> {
-    let value = |attribute: &str| {
-        let property = format!("{PREFIX}{path}.{attribute}");
-        properties.get(&property).map(|text| (property, text))
-    };
-    let reservable = match value("reservable") {
-        Some((property, text)) => parse::<bool>(&property, text, "true or false")?,
-        None => false,
-    };
-    if !reservable {
-        return Ok(None);
-    }
-    let mut settings = ReservationSettings {
-        window_ms: DEFAULT_RESERVATION_WINDOW_MS,
-        instantaneous_max_capacity: 100.0,
-        average_capacity: 100.0,
-        policy: None,
-        agent: RESERVATION_AGENTS[0].into(),
-        move_on_expiry: true,
-    };
-    if let Some((property, text)) = value("reservation-window") {
-        settings.window_ms = parse::<i64>(&property, text, "a whole number of ms")?;
-        if settings.window_ms <= 0 {
-            return Err(QueueError::BadValue {
-                property,
-                reason: format!("{text} must be above 0 ms"),
-            });
-        }
-    }
-    if let Some((property, text)) = value("instantaneous-max-capacity") {
-        settings.instantaneous_max_capacity = percent(&property, text)?;
-    }
-    if let Some((property, text)) = value("average-capacity") {
-        settings.average_capacity = percent(&property, text)?;
-    }
-    if let Some((_, text)) = value("reservation-policy") {
-        settings.policy = Some(text.to_string());
-    }
-    if let Some((property, text)) = value("reservation-agent") {
-        if !RESERVATION_AGENTS.contains(&text) {
-            return Err(QueueError::BadValue {
-                property,
-                reason: format!(
-                    "{text:?} is not an agent Weft has; it has the greedy agent ({})",
-                    RESERVATION_AGENTS.join(", ")
-                ),
-            });
-        }
-        settings.agent = text.to_string();
-    }
-    if let Some((property, text)) = value("reservation-move-on-expiry") {
-        settings.move_on_expiry = parse::<bool>(&property, text, "true or false")?;
-    }
-    Ok(Some(settings))
 }

@@ -122,6 +122,11 @@ impl ResourceManager {
         }
     }
 
+    /// The reservations active at `now`, for the plan follower.
+    fn active_reservations(&self, _now: u64) -> Vec<scheduler::ActiveReservation> {
+        Vec::new()
+    }
+
     /// A scheduling round: simulated containers that are done end, then the
     /// scheduling policy places what is pending (and, with reclaim on,
     /// takes back capacity for starved queues).
@@ -131,9 +136,11 @@ impl ResourceManager {
         for (container, at) in ended {
             self.container_finished(&container, at);
         }
+        let reservations = self.active_reservations(now);
         match scheduler::schedule(
             &mut self.cluster,
             self.policies.slot(PolicyKind::Scheduling),
+            &reservations,
             now,
         ) {
             Ok(allocations) => self.containers_allocated(&allocations, now),
@@ -147,6 +154,7 @@ impl ResourceManager {
             match reclaim::reclaim(
                 &mut self.cluster,
                 self.policies.slot(PolicyKind::Scheduling),
+                &reservations,
                 now,
             ) {
                 Ok(preempted) if !preempted.is_empty() => {
@@ -257,14 +265,17 @@ impl ResourceManager {
     /// QUOTA_COMPUTE, and before every scrape of /metrics).
     pub fn update_gauges(&self) {
         let m = metrics();
-        let mut counts = [0i64; 3];
+        const STATES: [AppState; 4] = [
+            AppState::Accepted,
+            AppState::Running,
+            AppState::Finished,
+            AppState::Killed,
+        ];
+        let mut counts = [0i64; STATES.len()];
         for app in self.cluster.apps() {
             counts[app.state as usize] += 1;
         }
-        for (state, count) in [AppState::Accepted, AppState::Running, AppState::Finished]
-            .iter()
-            .zip(counts)
-        {
+        for (state, count) in STATES.iter().zip(counts) {
             let label = state.as_str().to_string();
             m.apps
                 .get_or_create(&StateLabels { state: label })

@@ -1,13 +1,20 @@
 //! One scheduling round: a columnar snapshot of the cluster goes to the
 //! scheduling policy in one call; the placements that come back are checked
 //! against that snapshot, then applied to the cluster.
+//!
+//! The plan follower lives here too, as YARN's does it: in the snapshot, a
+//! reservable leaf with active reservations becomes a parent with one child
+//! per reservation — guaranteed, and capped at, what the reservation holds
+//! now — and a default child for its other apps with the rest. Apps of a
+//! reservation go in its child, so the policy serves them ahead of the
+//! queue's other apps; apps of a reservation not yet started ask for nothing.
 
 pub mod diagnostics;
 pub mod reclaim;
 
 use std::collections::HashMap;
 
-use crate::cluster::{Allocation, Cluster, ClusterError, Placement};
+use crate::cluster::{Allocation, Cluster, ClusterError, Placement, Resources};
 use crate::policy::{
     Apps, Asks, CallError, Nodes, Placements, PolicySlot, Queues, Snapshot, validate,
 };
@@ -21,6 +28,16 @@ pub enum ScheduleError {
     Cluster(#[from] ClusterError),
 }
 
+/// A reservation that is active now, as the round sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActiveReservation {
+    /// The reservable leaf, as an index into the queue tree.
+    pub queue_index: usize,
+    pub id: String,
+    /// What the plan gives it at this instant.
+    pub reserved: Resources,
+}
+
 /// A snapshot and how its ask and app indices map back to the cluster.
 #[derive(Debug)]
 pub struct Round {
@@ -31,8 +48,9 @@ pub struct Round {
 }
 
 impl Round {
-    /// Snapshots the nodes and every app with something pending.
-    pub fn new(cluster: &Cluster, now: u64) -> Round {
+    /// Snapshots the nodes and every active app; `reservations` are those
+    /// active now (see the module documentation).
+    pub fn new(cluster: &Cluster, now: u64, reservations: &[ActiveReservation]) -> Round {
         let mut nodes = Nodes {
             free_memory_mb: vec![],
             free_vcores: vec![],
@@ -64,19 +82,27 @@ impl Round {
                 .iter()
                 .map(|q| q.ordering_policy == Ordering::Fair)
                 .collect(),
-            used_memory_mb: vec![0; tree.len()],
-            used_vcores: vec![0; tree.len()],
-            used_gpus: vec![0; tree.len()],
+            used_memory_mb: vec![],
+            used_vcores: vec![],
+            used_gpus: vec![],
         };
+        let plan_queues = PlanQueues::add(cluster, reservations, &mut queues);
+        let queue_count = queues.parent.len();
+        queues.used_memory_mb = vec![0; queue_count];
+        queues.used_vcores = vec![0; queue_count];
+        queues.used_gpus = vec![0; queue_count];
         // A queue's use is its apps' plus, for a parent, its children's.
         for app_index in cluster.active_apps() {
             let app = &cluster.apps()[app_index];
-            let mut queue = Some(app.queue_index);
-            while let Some(q) = queue {
-                queues.used_memory_mb[q] += app.used.memory_mb;
-                queues.used_vcores[q] += app.used.vcores;
-                queues.used_gpus[q] += app.used.gpus;
-                queue = tree[q].parent;
+            let mut queue = plan_queues.queue_of(app).0;
+            loop {
+                queues.used_memory_mb[queue] += app.used.memory_mb;
+                queues.used_vcores[queue] += app.used.vcores;
+                queues.used_gpus[queue] += app.used.gpus;
+                if queue == 0 {
+                    break;
+                }
+                queue = queues.parent[queue] as usize;
             }
         }
         let mut apps = Apps {
@@ -102,10 +128,11 @@ impl Round {
             // Every active app, pending or not: its use counts toward its
             // user's and it may hold containers to reclaim.
             let app = &cluster.apps()[app_index];
+            let (queue, may_ask) = plan_queues.queue_of(app);
             let snapshot_index = apps.queue.len() as u32;
             app_positions.insert(app_index, snapshot_index);
             let next_user = users.len() as u32;
-            apps.queue.push(app.queue_index as u32);
+            apps.queue.push(queue as u32);
             apps.user
                 .push(*users.entry(app.user.as_str()).or_insert(next_user));
             apps.priority.push(app.priority);
@@ -113,7 +140,8 @@ impl Round {
             apps.used_memory_mb.push(app.used.memory_mb);
             apps.used_vcores.push(app.used.vcores);
             apps.used_gpus.push(app.used.gpus);
-            for (ask_index, ask) in app.asks.iter().enumerate().filter(|(_, a)| a.pending > 0) {
+            let asks_now = app.asks.iter().enumerate().filter(|_| may_ask);
+            for (ask_index, ask) in asks_now.filter(|(_, a)| a.pending > 0) {
                 asks.app.push(snapshot_index);
                 asks.pending.push(ask.pending);
                 asks.memory_mb.push(ask.resources.memory_mb);
@@ -156,21 +184,178 @@ impl Round {
     }
 }
 
+/// The queues the plan follower adds to a snapshot, and which apps go in them.
+struct PlanQueues<'a> {
+    /// (reservable leaf, reservation id) → its child queue.
+    reservation_queue: HashMap<(usize, &'a str), usize>,
+    /// Reservable leaf with active reservations → its default child.
+    default_queue: HashMap<usize, usize>,
+}
+
+impl<'a> PlanQueues<'a> {
+    /// Appends the children of every reservable leaf with active reservations.
+    fn add(
+        cluster: &Cluster,
+        reservations: &'a [ActiveReservation],
+        queues: &mut Queues,
+    ) -> PlanQueues<'a> {
+        let mut plan = PlanQueues {
+            reservation_queue: HashMap::new(),
+            default_queue: HashMap::new(),
+        };
+        let tree = cluster.queues().queues();
+        let total = cluster.capacity();
+        let push = |queues: &mut Queues, leaf: usize, capacity: f32, maximum: f32| {
+            queues.parent.push(leaf as u32);
+            queues.capacity.push(capacity);
+            queues.maximum_capacity.push(maximum);
+            queues
+                .minimum_user_limit_percent
+                .push(tree[leaf].minimum_user_limit_percent as f32);
+            queues
+                .user_limit_factor
+                .push(tree[leaf].user_limit_factor as f32);
+            queues
+                .fair
+                .push(tree[leaf].ordering_policy == Ordering::Fair);
+            queues.parent.len() - 1
+        };
+        let mut reserved_share: HashMap<usize, f32> = HashMap::new();
+        for reservation in reservations {
+            let leaf = reservation.queue_index;
+            if leaf >= tree.len() || !tree[leaf].is_leaf() {
+                continue;
+            }
+            // Percent of the leaf's guarantee, by the dominant resource.
+            let guaranteed = tree[leaf].absolute_capacity / 100.0;
+            let (memory, vcores, gpus) = reservation.reserved.fractions_of(&total);
+            let share = (memory.max(vcores).max(gpus) / guaranteed * 100.0).min(100.0) as f32;
+            let queue = push(queues, leaf, share, share);
+            plan.reservation_queue
+                .insert((leaf, reservation.id.as_str()), queue);
+            *reserved_share.entry(leaf).or_insert(0.0) += share;
+        }
+        let mut leaves: Vec<_> = reserved_share.into_iter().collect();
+        leaves.sort_by_key(|(leaf, _)| *leaf);
+        for (leaf, share) in leaves {
+            let queue = push(queues, leaf, (100.0 - share).max(0.0), 100.0);
+            plan.default_queue.insert(leaf, queue);
+        }
+        plan
+    }
+
+    /// The snapshot queue of `app`, and whether it may ask for containers
+    /// now (not while its reservation has yet to start).
+    fn queue_of(&self, app: &crate::cluster::App) -> (usize, bool) {
+        let leaf = app.queue_index;
+        if let Some(id) = &app.reservation_id {
+            if let Some(&queue) = self.reservation_queue.get(&(leaf, id.as_str())) {
+                return (queue, true);
+            }
+            return (
+                self.default_queue.get(&leaf).copied().unwrap_or(leaf),
+                false,
+            );
+        }
+        (self.default_queue.get(&leaf).copied().unwrap_or(leaf), true)
+    }
+}
+
 /// Asks `policy` where pending containers go, checks its answer, and
 /// allocates. Does nothing (and calls nothing) when nothing is pending.
 pub fn schedule(
     cluster: &mut Cluster,
     policy: &PolicySlot,
+    reservations: &[ActiveReservation],
     now: u64,
 ) -> Result<Vec<Allocation>, ScheduleError> {
     if !cluster.has_pending() || cluster.nodes().next().is_none() {
         return Ok(Vec::new());
     }
-    let round = Round::new(cluster, now);
+    let round = Round::new(cluster, now, reservations);
     let placements = policy.call(|version| {
         let placements = version.schedule(&round.snapshot)?;
         validate::placements(&round.snapshot, &placements).map_err(CallError::InvalidOutput)?;
         Ok(placements)
     })?;
     Ok(cluster.allocate(&round.placements(&placements), now)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{AskSpec, NodeKind, SubmitApp};
+    use crate::queues::{QueueProperties, QueueTree};
+
+    /// 100 GB; root.a 40 %, root.plan 60 % and reservable.
+    fn cluster() -> Cluster {
+        let mut properties = QueueProperties::default();
+        for (name, value) in [
+            ("root.queues", "a,plan"),
+            ("root.a.capacity", "40"),
+            ("root.plan.capacity", "60"),
+            ("root.plan.reservable", "true"),
+        ] {
+            properties.set(&format!("yarn.scheduler.capacity.{name}"), value);
+        }
+        let mut cluster = Cluster::new(1, QueueTree::from_properties(&properties).unwrap());
+        cluster
+            .register_node("n", NodeKind::Simulated, Resources::new(102_400, 100, 0), 0)
+            .unwrap();
+        cluster
+    }
+
+    fn submit(cluster: &mut Cluster, user: &str, reservation: Option<&str>) {
+        let request = SubmitApp {
+            name: user.into(),
+            queue: "plan".into(),
+            user: user.into(),
+            project: "p".into(),
+            priority: 0,
+            asks: vec![AskSpec {
+                count: 10,
+                memory_mb: 1024,
+                vcores: 1,
+                gpus: 0,
+                duration_ms: 1000,
+            }],
+            reservation_id: reservation.map(String::from),
+        };
+        cluster.submit(request, "test", 0).unwrap();
+    }
+
+    #[test]
+    fn an_active_reservation_is_a_child_queue_of_its_plan_queue() {
+        let mut cluster = cluster();
+        submit(&mut cluster, "alice", Some("r1"));
+        submit(&mut cluster, "bob", None);
+        submit(&mut cluster, "carol", Some("r-later"));
+        // r1 holds 15 GB of the plan's 60 GB: 25 %.
+        let active = [ActiveReservation {
+            queue_index: cluster.queues().leaf("plan").unwrap(),
+            id: "r1".into(),
+            reserved: Resources::new(15_360, 10, 0),
+        }];
+        let round = Round::new(&cluster, 0, &active);
+        let queues = &round.snapshot.queues;
+        let plan = cluster.queues().leaf("plan").unwrap() as u32;
+        assert_eq!(queues.parent.len(), 5, "root, a, plan, r1, plan's default");
+        assert_eq!(&queues.parent[3..], &[plan, plan]);
+        assert!((queues.capacity[3] - 25.0).abs() < 1e-4);
+        assert!((queues.maximum_capacity[3] - 25.0).abs() < 1e-4);
+        assert!((queues.capacity[4] - 75.0).abs() < 1e-4);
+        assert_eq!(queues.maximum_capacity[4], 100.0);
+        assert_eq!(round.snapshot.apps.queue, [3, 4, 4]);
+        // carol's reservation has not started: she asks for nothing yet.
+        assert_eq!(round.snapshot.asks.app, [0, 1]);
+    }
+
+    #[test]
+    fn without_active_reservations_the_tree_is_unchanged() {
+        let mut cluster = cluster();
+        submit(&mut cluster, "bob", None);
+        let round = Round::new(&cluster, 0, &[]);
+        assert_eq!(round.snapshot.queues.parent.len(), 3);
+        assert_eq!(round.snapshot.apps.queue, [2]);
+    }
 }

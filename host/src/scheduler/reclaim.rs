@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use super::{Round, ScheduleError, diagnostics};
+use super::{ActiveReservation, Round, ScheduleError, diagnostics};
 use crate::cluster::{Cluster, Container};
 use crate::policy::{CallError, Containers, PolicySlot, validate};
 
@@ -47,9 +47,10 @@ impl Starvation {
 pub fn reclaim(
     cluster: &mut Cluster,
     policy: &PolicySlot,
+    reservations: &[ActiveReservation],
     now: u64,
 ) -> Result<Vec<Container>, ScheduleError> {
-    let round = Round::new(cluster, now);
+    let round = Round::new(cluster, now, reservations);
     let node_index: HashMap<&str, u32> = cluster
         .nodes()
         .enumerate()

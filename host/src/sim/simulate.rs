@@ -343,6 +343,7 @@ pub fn run(
                 project: app.project.clone(),
                 priority: app.priority,
                 asks: app.asks.clone(),
+                reservation_id: None,
             };
             rm.cluster
                 .submit(request, "simulate", next)
