@@ -1,5 +1,5 @@
-//! The embedded SQLite store under the data directory: the quota ledger and
-//! the price multiplicators, so both survive a restart.
+//! The embedded SQLite store under the data directory: the quota ledger, the
+//! price multiplicators and the reservations, so all survive a restart.
 //!
 //! Writes of one quota flush go in one transaction, so the ledger is never
 //! half-applied; WAL mode keeps them cheap.
@@ -45,6 +45,15 @@ const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS price_multiplicator (
         resource TEXT PRIMARY KEY,
         value REAL NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS reservation (
+        id TEXT PRIMARY KEY,
+        queue TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS counter (
+        name TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
     );
 ";
 
@@ -125,6 +134,64 @@ impl Store {
         result.and_then(|()| tx.commit()).map_err(|e| self.wrap(e))
     }
 
+    /// Saves one reservation (its record as JSON), replacing any under `id`.
+    pub fn save_reservation(&self, id: &str, queue: &str, record: &str) -> Result<(), StoreError> {
+        self.connection
+            .prepare_cached(
+                "INSERT INTO reservation (id, queue, record) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(id) DO UPDATE SET queue = excluded.queue, record = excluded.record",
+            )
+            .and_then(|mut statement| statement.execute(params![id, queue, record]))
+            .map(drop)
+            .map_err(|e| self.wrap(e))
+    }
+
+    pub fn delete_reservation(&self, id: &str) -> Result<(), StoreError> {
+        self.connection
+            .execute("DELETE FROM reservation WHERE id = ?1", params![id])
+            .map(drop)
+            .map_err(|e| self.wrap(e))
+    }
+
+    /// Every saved reservation: (id, queue, record), by id.
+    pub fn reservations(&self) -> Result<Vec<(String, String, String)>, StoreError> {
+        let mut statement = self
+            .connection
+            .prepare("SELECT id, queue, record FROM reservation ORDER BY id")
+            .map_err(|e| self.wrap(e))?;
+        let rows = statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
+            .and_then(Iterator::collect)
+            .map_err(|e| self.wrap(e));
+        rows
+    }
+
+    /// A named counter's value (0 if never set).
+    pub fn counter(&self, name: &str) -> Result<u64, StoreError> {
+        self.connection
+            .query_row(
+                "SELECT value FROM counter WHERE name = ?1",
+                params![name],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|value| value as u64)
+            .or_else(|error| match error {
+                rusqlite::Error::QueryReturnedNoRows => Ok(0),
+                other => Err(self.wrap(other)),
+            })
+    }
+
+    pub fn set_counter(&self, name: &str, value: u64) -> Result<(), StoreError> {
+        self.connection
+            .execute(
+                "INSERT INTO counter (name, value) VALUES (?1, ?2)
+                 ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                params![name, value as i64],
+            )
+            .map(drop)
+            .map_err(|e| self.wrap(e))
+    }
+
     pub fn projects(&self) -> Result<Vec<(String, ProjectQuota)>, StoreError> {
         let mut statement = self
             .connection
@@ -195,5 +262,34 @@ impl Store {
             (Some(general), Some(gpu)) => Some((general, gpu)),
             _ => None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservations_and_counters_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store
+                .save_reservation("r1", "root.plan", "{\"a\":1}")
+                .unwrap();
+            store.save_reservation("r2", "root.plan", "{}").unwrap();
+            store
+                .save_reservation("r1", "root.plan", "{\"a\":2}")
+                .unwrap();
+            store.delete_reservation("r2").unwrap();
+            assert_eq!(store.counter("reservation").unwrap(), 0);
+            store.set_counter("reservation", 7).unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(
+            store.reservations().unwrap(),
+            [("r1".into(), "root.plan".into(), "{\"a\":2}".into())]
+        );
+        assert_eq!(store.counter("reservation").unwrap(), 7);
     }
 }
