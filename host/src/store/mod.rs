@@ -159,11 +159,10 @@ impl Store {
             .connection
             .prepare("SELECT id, queue, record FROM reservation ORDER BY id")
             .map_err(|e| self.wrap(e))?;
-        let rows = statement
+        statement
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
             .and_then(Iterator::collect)
-            .map_err(|e| self.wrap(e));
-        rows
+            .map_err(|e| self.wrap(e))
     }
 
     /// A named counter's value (0 if never set).
