@@ -36,6 +36,13 @@ impl Client {
         self.answer(path, response)
     }
 
+    pub fn post_json(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let response = self
+            .with_user(self.agent.post(&self.url(path)))
+            .send_json(body);
+        self.answer(path, response)
+    }
+
     pub fn put_bytes(&self, path: &str, body: &[u8]) -> anyhow::Result<Value> {
         let request = self
             .agent

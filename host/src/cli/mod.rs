@@ -1,10 +1,12 @@
-//! The `weft` command line: `serve`, `replay`, `policy …`, `config`.
+//! The `weft` command line: `serve`, `replay`, `simulate`, `policy …`,
+//! `reservation …`, `admin …`, `config`.
 //! Every failure ends as one clear sentence on stderr and a non-zero exit.
 
 mod bench;
 mod client;
 mod policy;
 mod replay;
+mod reservation;
 mod serve;
 mod simulate;
 
@@ -34,6 +36,9 @@ enum Command {
     /// Inspect, load, roll back, check and benchmark policies.
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// Submit, update, list and delete reservations on a running server.
+    #[command(subcommand)]
+    Reservation(reservation::ReservationCommand),
     /// Print every setting and its value (after --config and --set).
     Config(SettingsArgs),
     /// Administer a running server.
@@ -87,6 +92,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(args) => replay::run(args),
         Command::Simulate(args) => simulate::run_command(args),
         Command::Policy(command) => policy::run(command),
+        Command::Reservation(command) => reservation::run(command),
         Command::Admin(AdminCommand::RefreshQueues { server, user }) => {
             let answer = client::Client::new(&server, user.as_deref())
                 .post("/ws/v1/admin/refresh-queues")?;
