@@ -78,6 +78,17 @@ impl PolicyEngine {
         let mut config = Config::new();
         config.epoch_interruption(true);
         config.wasm_component_model(true);
+        // For `perf`: WEFT_POLICY_PROFILER=perfmap names the policies'
+        // compiled functions in /tmp/perf-PID.map (jitdump: for perf inject).
+        match std::env::var("WEFT_POLICY_PROFILER").as_deref() {
+            Ok("perfmap") => {
+                config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+            }
+            Ok("jitdump") => {
+                config.profiler(wasmtime::ProfilingStrategy::JitDump);
+            }
+            _ => {}
+        }
         let engine = Engine::new(&config)
             .map_err(|e| anyhow::anyhow!("cannot create the wasmtime engine: {e:#}"))?;
 

@@ -34,7 +34,7 @@ impl Res {
     }
 
     pub fn times(self, count: u64) -> Res {
-        Res(self.0.map(|x| x.saturating_mul(count)))
+        Res(self.0.map(|x| saturating_times(x, count)))
     }
 
     pub fn max(self, other: Res) -> Res {
@@ -270,6 +270,17 @@ impl Tree {
 /// Compared as a tuple: `(class, ratio as ordered bits, queue index)`.
 pub(crate) type QueueKey = (u8, u64, u32);
 
+/// `x × count`, at most `u64::MAX`. In WebAssembly `u64::saturating_mul`
+/// is a call to a 128-bit multiply; operands below 2³² (every real size and
+/// count) cannot overflow, so they take one plain multiply.
+fn saturating_times(x: u64, count: u64) -> u64 {
+    if (x | count) >> 32 == 0 {
+        x * count
+    } else {
+        x.saturating_mul(count)
+    }
+}
+
 pub(crate) fn queue_key(cluster: &Cluster, guarantee: f64, used: Res, queue: usize) -> QueueKey {
     let share = cluster.share(used);
     if guarantee > 0.0 {
@@ -309,12 +320,10 @@ pub(crate) fn user_limit(
     queue_used_with_ask: f64,
     active_users: u64,
 ) -> f64 {
-    let current = guarantee.max(queue_used_with_ask);
+    let current = larger(guarantee, queue_used_with_ask);
     let active = active_users.max(1) as f64;
-    (current / active)
-        .max(current * minimum_user_limit)
-        .min(guarantee * user_limit_factor)
-        .min(maximum)
+    let limit = larger(current / active, current * minimum_user_limit);
+    smaller(smaller(limit, guarantee * user_limit_factor), maximum)
 }
 
 /// The larger of two shares that are never NaN. A compare-and-select: the
@@ -322,6 +331,11 @@ pub(crate) fn user_limit(
 /// the hottest path of a round (see BENCHMARKS.md).
 fn larger(a: f64, b: f64) -> f64 {
     if a > b { a } else { b }
+}
+
+/// The smaller of two shares that are never NaN; see [`larger`].
+fn smaller(a: f64, b: f64) -> f64 {
+    if a < b { a } else { b }
 }
 
 #[cfg(test)]

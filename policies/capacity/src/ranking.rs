@@ -80,42 +80,49 @@ impl Ranking {
         }
     }
 
-    fn swap(&mut self, parent: usize, i: usize, j: usize) {
-        let heap = &mut self.heaps[parent];
-        heap.swap(i, j);
-        self.slot[heap[i].2 as usize] = i;
-        self.slot[heap[j].2 as usize] = j;
-    }
+    // Both sifts move a hole instead of swapping: each step writes one key
+    // and one slot, and the moving key is placed once at the end.
 
     fn up(&mut self, parent: usize, mut i: usize) {
+        let heap = &mut self.heaps[parent];
+        let key = heap[i];
         while i > 0 {
             let above = (i - 1) / 2;
-            if self.heaps[parent][above] <= self.heaps[parent][i] {
+            if heap[above] <= key {
                 break;
             }
-            self.swap(parent, i, above);
+            heap[i] = heap[above];
+            self.slot[heap[i].2 as usize] = i;
             i = above;
         }
+        heap[i] = key;
+        self.slot[key.2 as usize] = i;
     }
 
     fn down(&mut self, parent: usize, mut i: usize) {
-        let len = self.heaps[parent].len();
+        let heap = &mut self.heaps[parent];
+        let len = heap.len();
+        let key = heap[i];
         loop {
-            let (left, right) = (2 * i + 1, 2 * i + 2);
-            let heap = &self.heaps[parent];
-            let mut least = i;
-            if left < len && heap[left] < heap[least] {
-                least = left;
-            }
-            if right < len && heap[right] < heap[least] {
-                least = right;
-            }
-            if least == i {
+            let left = 2 * i + 1;
+            if left >= len {
                 break;
             }
-            self.swap(parent, i, least);
+            let right = left + 1;
+            let least = if right < len && heap[right] < heap[left] {
+                right
+            } else {
+                left
+            };
+            if heap[least] >= key {
+                break;
+            }
+            heap[i] = heap[least];
+            self.slot[heap[i].2 as usize] = i;
             i = least;
         }
+        heap[i] = key;
+        self.slot[key.2 as usize] = i;
     }
 }
 
