@@ -41,6 +41,7 @@ pub fn policy_runtime(settings: &Settings) -> anyhow::Result<Arc<PolicyRuntime>>
     for (kind, key) in [
         (PolicyKind::Scheduling, "weft.policy.scheduling"),
         (PolicyKind::Pricing, "weft.policy.pricing"),
+        (PolicyKind::Sharing, "weft.policy.sharing"),
     ] {
         let source = PolicySource::parse(settings.get(key));
         runtime

@@ -78,6 +78,9 @@ pub struct PolicySpec {
     pub pricing: Option<String>,
     #[serde(default)]
     pub pricing_params: BTreeMap<String, String>,
+    pub sharing: Option<String>,
+    #[serde(default)]
+    pub sharing_params: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -242,6 +245,12 @@ pub fn run(
             &scenario.policies.pricing,
             &scenario.policies.pricing_params,
             "weft.policy.pricing",
+        ),
+        (
+            PolicyKind::Sharing,
+            &scenario.policies.sharing,
+            &scenario.policies.sharing_params,
+            "weft.policy.sharing",
         ),
     ];
     for (kind, choice, params, key) in choices {
