@@ -2,6 +2,10 @@
 //! plan of each reservable queue as run-length-encoded timelines, the greedy
 //! placement agent, and admission by the WASM sharing policy.
 
+pub mod rle;
+
+pub use rle::{Amount, RleTimeline};
+
 use crate::policy::{Admission, CallError, PlanSettings, Rejection, Timeline};
 
 /// The sharing policy as the reservation system calls it: the active WASM
