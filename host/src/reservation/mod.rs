@@ -2,8 +2,13 @@
 //! plan of each reservable queue as run-length-encoded timelines, the greedy
 //! placement agent, and admission by the WASM sharing policy.
 
+pub mod definition;
 pub mod rle;
 
+pub use definition::{
+    Contract, DefinitionError, Interpreter, ReservationDefinition, ReservationId,
+    ReservationListInfo,
+};
 pub use rle::{Amount, RleTimeline};
 
 use crate::policy::{Admission, CallError, PlanSettings, Rejection, Timeline};
