@@ -3,12 +3,14 @@
 //! placement agent, and admission by the WASM sharing policy.
 
 pub mod definition;
+pub mod plan;
 pub mod rle;
 
 pub use definition::{
     Contract, DefinitionError, Interpreter, ReservationDefinition, ReservationId,
     ReservationListInfo,
 };
+pub use plan::{Plan, PlanConfig, PlanError, Reservation};
 pub use rle::{Amount, RleTimeline};
 
 use crate::policy::{Admission, CallError, PlanSettings, Rejection, Timeline};
