@@ -2,10 +2,14 @@
 //! plan of each reservable queue as run-length-encoded timelines, the greedy
 //! placement agent, and admission by the WASM sharing policy.
 
+pub mod agent;
 pub mod definition;
 pub mod plan;
 pub mod rle;
+#[cfg(test)]
+mod testing;
 
+pub use agent::{AgentError, Placement, PlacementRequest, Shortfall};
 pub use definition::{
     Contract, DefinitionError, Interpreter, ReservationDefinition, ReservationId,
     ReservationListInfo,
