@@ -60,9 +60,10 @@ use super::rle::{Amount, RleTimeline};
 use crate::cluster::Resources;
 use crate::policy::{CallError, Rejection};
 
-/// The most occurrences of a recurring reservation the agent checks against
-/// the plan; a plan needing more (one-off reservations far in the future and
-/// a short period) is refused rather than stalling the event loop.
+/// The most occurrences (of the shortest period in the plan) the agent
+/// unrolls to check a recurring reservation; a check needing more (one-off
+/// reservations far in the future and a short period) is refused rather than
+/// stalling the event loop.
 pub const MAX_OCCURRENCES_CHECKED: i64 = 100_000;
 
 /// What to place.
@@ -185,7 +186,7 @@ pub enum AgentError {
         to_ms: i64,
     },
     #[error(
-        "the reservation recurs every {period_ms} ms; checking it against the plan would take {occurrences} occurrences, more than {max}",
+        "the reservation recurs every {period_ms} ms; checking it against the plan would unroll {occurrences} occurrences, more than {max}",
         max = MAX_OCCURRENCES_CHECKED
     )]
     TooManyOccurrences { period_ms: i64, occurrences: i64 },
@@ -232,7 +233,10 @@ pub fn place<S: Sharing + ?Sized>(
         None => to,
         Some(period_ms) => {
             let end = plan.recurring_check_end(from, period_ms, request.replacing);
-            let occurrences = (end - from) / period_ms;
+            // Every recurring reservation is unrolled over the checked range:
+            // the shortest period sets the work.
+            let shortest = plan.recurring_periods().fold(period_ms, i64::min);
+            let occurrences = (end - from) / shortest;
             if occurrences > MAX_OCCURRENCES_CHECKED {
                 return Err(AgentError::TooManyOccurrences {
                     period_ms,
@@ -954,6 +958,36 @@ mod tests {
         hourly.recurrence_expression = Some(HOUR.to_string());
         let placement = try_place(&plan, &NoOverCommit::default(), &hourly, 2, "bob").unwrap();
         assert_eq!(blocks(&placement), vec![(0, 0, 100, 1)]);
+    }
+
+    #[test]
+    fn a_recurring_check_too_long_to_unroll_is_refused() {
+        let mut plan = plan();
+        // A one-off a year ahead: a minutely reservation would be checked
+        // over more than 500,000 of its occurrences.
+        let year = 365 * DAY;
+        commit(
+            &mut plan,
+            &definition(year, year + 10_000, Interpreter::All, vec![gb(1, 1, 10)]),
+            9,
+            "bob",
+        );
+        let mut minutely = definition(0, 10_000, Interpreter::All, vec![gb(1, 1, 10)]);
+        minutely.recurrence_expression = Some("60000".into());
+        let error = try_place(&plan, &NoOverCommit::default(), &minutely, 1, "alice").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                AgentError::TooManyOccurrences {
+                    period_ms: 60_000,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        // Daily, it is 366 occurrences.
+        minutely.recurrence_expression = Some(DAY.to_string());
+        assert!(try_place(&plan, &NoOverCommit::default(), &minutely, 1, "alice").is_ok());
     }
 
     #[test]

@@ -422,21 +422,21 @@ fn validate_request(
     window_ms: i64,
 ) -> Result<Stage, DefinitionError> {
     let capability = &request.capability;
-    for (dimension, value) in [("memory", capability.memory), ("vCores", capability.vcores)] {
-        if value <= 0 {
-            return Err(DefinitionError::NonPositiveCapability {
+    // Every container needs memory and a core; GPUs are optional.
+    let minimums = [
+        ("memory", capability.memory, 1),
+        ("vCores", capability.vcores, 1),
+        ("gpus", capability.gpus, 0),
+    ];
+    for (dimension, value, minimum) in minimums {
+        if value < minimum {
+            return Err(DefinitionError::CapabilityTooSmall {
                 index,
                 dimension,
                 value,
+                minimum,
             });
         }
-    }
-    if capability.gpus < 0 {
-        return Err(DefinitionError::NonPositiveCapability {
-            index,
-            dimension: "gpus",
-            value: capability.gpus,
-        });
     }
     let too_large = |dimension: &'static str, value: i64| DefinitionError::TooLarge {
         index,
@@ -559,12 +559,13 @@ pub enum DefinitionError {
     #[error("deadline {deadline_ms} has passed (now is {now_ms})")]
     DeadlinePassed { deadline_ms: i64, now_ms: i64 },
     #[error(
-        "reservation-request {index}: capability {dimension} must be greater than 0, got {value}"
+        "reservation-request {index}: capability {dimension} must be at least {minimum}, got {value}"
     )]
-    NonPositiveCapability {
+    CapabilityTooSmall {
         index: usize,
         dimension: &'static str,
         value: i64,
+        minimum: i64,
     },
     #[error("reservation-request {index}: {what} {value} is above the most Weft handles ({max})")]
     TooLarge {
@@ -1050,12 +1051,13 @@ pub(crate) mod tests {
                         .capability
                         .memory = 0
                 },
-                DefinitionError::NonPositiveCapability {
+                DefinitionError::CapabilityTooSmall {
                     index: 0,
                     dimension: "memory",
                     value: 0,
+                    minimum: 1,
                 },
-                "memory must be greater than 0, got 0",
+                "memory must be at least 1, got 0",
             ),
             (
                 "negative vcores",
@@ -1064,12 +1066,13 @@ pub(crate) mod tests {
                         .capability
                         .vcores = -2
                 },
-                DefinitionError::NonPositiveCapability {
+                DefinitionError::CapabilityTooSmall {
                     index: 1,
                     dimension: "vCores",
                     value: -2,
+                    minimum: 1,
                 },
-                "vCores must be greater than 0, got -2",
+                "vCores must be at least 1, got -2",
             ),
             (
                 "negative gpus",
@@ -1078,12 +1081,13 @@ pub(crate) mod tests {
                         .capability
                         .gpus = -1
                 },
-                DefinitionError::NonPositiveCapability {
+                DefinitionError::CapabilityTooSmall {
                     index: 0,
                     dimension: "gpus",
                     value: -1,
+                    minimum: 0,
                 },
-                "gpus",
+                "gpus must be at least 0, got -1",
             ),
             (
                 "zero containers",

@@ -563,6 +563,13 @@ impl Plan {
         one_off.to_timeline_within(from, to)
     }
 
+    /// The periods of the recurring reservations.
+    pub fn recurring_periods(&self) -> impl Iterator<Item = i64> + '_ {
+        self.recurring
+            .iter()
+            .filter_map(|id| self.reservations[id].period_ms)
+    }
+
     /// Where checking a reservation recurring every `period_ms` from
     /// `anchor_ms` on can stop: once every one-off reservation has ended and
     /// every recurring one has begun, the plan repeats with the least common

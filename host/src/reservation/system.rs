@@ -775,7 +775,7 @@ mod tests {
                 ),
                 &fair,
                 400,
-                "memory must be greater than 0, got 0",
+                "memory must be at least 1, got 0",
             ),
             (
                 "zero containers",
@@ -820,6 +820,67 @@ mod tests {
                 &fair,
                 400,
                 "does not divide",
+            ),
+            (
+                "no requests",
+                submission(
+                    id,
+                    "dedicated",
+                    with(|d| d.reservation_requests.reservation_request.clear()),
+                ),
+                &fair,
+                400,
+                "has no reservation-request",
+            ),
+            (
+                "negative gpus",
+                submission(
+                    id,
+                    "dedicated",
+                    with(|d| {
+                        d.reservation_requests.reservation_request[0]
+                            .capability
+                            .gpus = -1
+                    }),
+                ),
+                &fair,
+                400,
+                "gpus must be at least 0, got -1",
+            ),
+            (
+                "too many containers",
+                submission(
+                    id,
+                    "dedicated",
+                    with(|d| {
+                        d.reservation_requests.reservation_request[0].num_containers = 1 << 33
+                    }),
+                ),
+                &fair,
+                400,
+                "num-containers 8589934592 is above the most Weft handles",
+            ),
+            (
+                "ordered requests longer than the window",
+                submission(
+                    id,
+                    "dedicated",
+                    job(0, 100, Interpreter::Order, vec![gb(1, 1, 60), gb(1, 1, 50)]),
+                ),
+                &fair,
+                400,
+                "110000 ms in all, longer than the 100000 ms",
+            ),
+            (
+                "recurrence not a number",
+                submission(
+                    id,
+                    "dedicated",
+                    with(|d| d.recurrence_expression = Some("weekly".into())),
+                ),
+                &fair,
+                400,
+                "\"weekly\" is not a period in ms",
             ),
             (
                 "period shorter than the window",
