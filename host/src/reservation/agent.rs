@@ -45,11 +45,14 @@
 //!   over the checked range if recurring) with the plan cut to
 //!   [start − window, end + window); its rejection is passed through as is.
 //!
-//! Simplifications: YARN's favor-early-allocation flag (left-to-right, the
-//! default in recent Hadoop) is not offered — Weft places late, as the
-//! original greedy agent does; priority is kept but not used (YARN uses it only
-//! in its preempting priority agent); the agent's own over-commit check is its
-//! free-capacity bound, the policy's `validate` the final one.
+//! Simplifications: recent Hadoop's default agent, AlignedPlannerWithGreedy,
+//! first tries StageAllocatorLowCostAligned (spreading a stage to smooth the
+//! plan's load) and falls back to this greedy allocator; Weft has only the
+//! greedy one. GreedyReservationAgent's favor-early-allocation flag
+//! (left to right, its default in recent Hadoop) is not offered: Weft places
+//! late, as the original greedy agent did. Priority is kept but not used (YARN
+//! uses it only in its preempting priority agent). The agent's own over-commit
+//! check is its free-capacity bound; the policy's `validate` is the final one.
 
 use std::fmt;
 
@@ -94,7 +97,7 @@ pub struct PlacedBlock {
 pub struct Placement {
     /// The sum of the blocks; a recurring reservation's first occurrence.
     pub allocation: RleTimeline,
-    /// The blocks, in the order they were placed.
+    /// The blocks, request by request in the order the requests were placed.
     pub blocks: Vec<PlacedBlock>,
 }
 
@@ -186,10 +189,15 @@ pub enum AgentError {
         to_ms: i64,
     },
     #[error(
-        "the reservation recurs every {period_ms} ms; checking it against the plan would unroll {occurrences} occurrences, more than {max}",
+        "the reservation recurs every {period_ms} ms; checking it against the plan up to {check_end_ms} ms would unroll {occurrences} occurrences of the shortest period, {shortest_period_ms} ms: more than {max}",
         max = MAX_OCCURRENCES_CHECKED
     )]
-    TooManyOccurrences { period_ms: i64, occurrences: i64 },
+    TooManyOccurrences {
+        period_ms: i64,
+        check_end_ms: i64,
+        shortest_period_ms: i64,
+        occurrences: i64,
+    },
     #[error("refused by the sharing policy: {}", describe_rejection(.0))]
     Rejected(Rejection),
     #[error("the sharing policy failed: {0}")]
@@ -240,6 +248,8 @@ pub fn place<S: Sharing + ?Sized>(
             if occurrences > MAX_OCCURRENCES_CHECKED {
                 return Err(AgentError::TooManyOccurrences {
                     period_ms,
+                    check_end_ms: end,
+                    shortest_period_ms: shortest,
                     occurrences,
                 });
             }
@@ -650,6 +660,45 @@ mod tests {
         assert!(error.to_string().contains(
             "reservation-request 0 ends at 75000 ms but reservation-request 1 starts at 80000 ms"
         ));
+    }
+
+    #[test]
+    fn order_no_gap_refuses_a_request_with_a_hole() {
+        let mut plan = plan();
+        // Full over [80 s, 90 s); 2 GB free over [90 s, 100 s).
+        commit(
+            &mut plan,
+            &definition(80_000, 90_000, Interpreter::All, vec![gb(10, 10, 10)]),
+            8,
+            "bob",
+        );
+        commit(
+            &mut plan,
+            &definition(90_000, 100_000, Interpreter::All, vec![gb(8, 8, 10)]),
+            9,
+            "bob",
+        );
+        let split = vec![gb(4, 2, 10)];
+        let order = definition(0, 100_000, Interpreter::Order, split.clone());
+        let placement = try_place(&plan, &NoOverCommit::default(), &order, 1, "alice").unwrap();
+        assert_eq!(blocks(&placement), vec![(0, 70, 80, 2), (0, 90, 100, 2)]);
+        let no_gap = definition(0, 100_000, Interpreter::OrderNoGap, split);
+        let error = try_place(&plan, &NoOverCommit::default(), &no_gap, 1, "alice").unwrap_err();
+        assert!(
+            matches!(
+                error,
+                AgentError::Hole {
+                    request: 0,
+                    from_ms: 80_000,
+                    to_ms: 90_000
+                }
+            ),
+            "{error}"
+        );
+        assert_eq!(
+            error.to_string(),
+            "R_ORDER_NO_GAP: reservation-request 0 stops between 80000 and 90000 ms"
+        );
     }
 
     #[test]

@@ -18,9 +18,8 @@ use super::rle::{Amount, FOREVER, RleError, RleTimeline};
 use crate::cluster::Resources;
 use crate::policy::{Admission, PlanSettings, Timeline};
 
-/// YARN's defaults for a reservable queue (CapacitySchedulerConfiguration,
-/// ReservationSchedulerConfiguration): a one-day averaging window, moves on
-/// expiry, and YARN's plan-follower time step of one second.
+/// YARN's defaults for a reservable queue (ReservationSchedulerConfiguration):
+/// a one-day averaging window; and its plan-follower time step, one second.
 pub const DEFAULT_RESERVATION_WINDOW_MS: i64 = 86_400_000;
 pub const DEFAULT_PLAN_STEP_MS: i64 = 1_000;
 
@@ -45,7 +44,9 @@ pub struct PlanConfig {
 }
 
 impl PlanConfig {
-    /// A plan for `queue` with YARN's defaults and no per-user limit below capacity.
+    /// A plan for `queue` with YARN's defaults: a one-day window, the
+    /// instantaneous and average limits at 100 % (YARN's multiplier 1), apps
+    /// moved on expiry, one-second steps.
     pub fn new(queue: impl Into<String>, capacity: Resources) -> PlanConfig {
         PlanConfig {
             queue: queue.into(),
