@@ -1,6 +1,29 @@
 //! Reservations, as YARN's reservation system has them: definitions, the
 //! plan of each reservable queue as run-length-encoded timelines, the greedy
 //! placement agent, and admission by the WASM sharing policy.
+//!
+//! Data flow: a [`ReservationDefinition`] (YARN's REST JSON) is validated
+//! into a [`Contract`]; the [`agent`] places it in the queue's [`Plan`] as an
+//! [`RleTimeline`] within what the plan has free and the policy's `available`
+//! offers, then asks the policy's `validate`; the [`ReservationSystem`]
+//! commits it and answers YARN's reservation API.
+
+pub mod agent;
+pub mod definition;
+pub mod plan;
+pub mod rle;
+pub mod system;
+#[cfg(test)]
+mod testing;
+
+pub use agent::{AgentError, Placement, PlacementRequest, Shortfall};
+pub use definition::{
+    Contract, DefinitionError, Interpreter, ReservationDefinition, ReservationId,
+    ReservationListInfo,
+};
+pub use plan::{Plan, PlanConfig, PlanError, Reservation};
+pub use rle::{Amount, RleTimeline};
+pub use system::{Caller, ListQuery, ReservationSystem, SystemConfig, SystemError};
 
 use crate::policy::{
     Admission, CallError, PlanSettings, PolicySlot, Rejection, Timeline, validate,
