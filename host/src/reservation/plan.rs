@@ -502,7 +502,9 @@ impl Plan {
     /// The WIT admission for a decision about reservation `id` of `user` over
     /// [`from`, `to`): the candidate and the user's and plan's commitments cut
     /// to that range, without the reservation `excluding` (its earlier version
-    /// when updating).
+    /// when updating). With a candidate, the plan's commitments are cut to
+    /// the candidate's span within the range, all over-commit can depend on:
+    /// on a dense plan that is most of a decision's cost (see wit/sharing.wit).
     pub fn admission(
         &self,
         user: &str,
@@ -530,10 +532,16 @@ impl Plan {
                 "user-committed",
                 self.committed_columns(from, to, Some(user), excluding),
             )?,
-            plan_committed: wit(
-                "plan-committed",
-                self.committed_columns(from, to, None, excluding),
-            )?,
+            plan_committed: {
+                let (plan_from, plan_to) = match candidate.span() {
+                    Some((start, end)) => (start.max(from), end.min(to)),
+                    None => (from, to),
+                };
+                wit(
+                    "plan-committed",
+                    self.committed_columns(plan_from, plan_to.max(plan_from), None, excluding),
+                )?
+            },
         })
     }
 
@@ -739,15 +747,22 @@ pub(crate) mod tests {
         assert_eq!(admission.candidate.memory_mb, vec![4096, 0]);
         // Alice's own reservation is the one being updated: left out.
         assert!(admission.user_committed.at_ms.is_empty());
-        assert_eq!(admission.plan_committed.at_ms, vec![60, 110]);
+        // The plan is cut to the candidate's span within the range: [80, 110).
+        assert_eq!(admission.plan_committed.at_ms, vec![80, 110]);
         assert_eq!(admission.plan_committed.memory_mb, vec![1024, 0]);
         // Without the exclusion both are there.
         let admission = plan
             .admission("alice", &id(3), &candidate, 60, 110, None)
             .unwrap();
         assert_eq!(admission.user_committed.memory_mb, vec![2048, 0]);
-        assert_eq!(admission.plan_committed.at_ms, vec![60, 100, 110]);
+        assert_eq!(admission.plan_committed.at_ms, vec![80, 100, 110]);
         assert_eq!(admission.plan_committed.memory_mb, vec![3072, 1024, 0]);
+        // With no candidate (the agent asking `available`), the whole range.
+        let empty = RleTimeline::default();
+        let admission = plan
+            .admission("alice", &id(3), &empty, 60, 110, None)
+            .unwrap();
+        assert_eq!(admission.plan_committed.at_ms, vec![60, 100, 110]);
     }
 
     #[test]
