@@ -6,6 +6,7 @@ mod admin;
 mod policy_runtime;
 mod queues;
 mod replay;
+mod reservations;
 mod seed_001;
 mod serve;
 mod simulate;

@@ -26,7 +26,21 @@ pub async fn refresh_queues(
     let leaves: Vec<String> = tree.leaf_names().iter().map(|s| s.to_string()).collect();
     state
         .rm
-        .with(move |rm: &mut ResourceManager| rm.cluster.replace_queues(tree))
+        .with(move |rm: &mut ResourceManager| {
+            // The plans first: they refuse a tree that would lose a
+            // reservation; if the cluster then refuses, they go back.
+            let old = rm.cluster.queues().clone();
+            rm.reservations
+                .replace_queues(&tree)
+                .map_err(|e| e.to_string())?;
+            if let Err(error) = rm.cluster.replace_queues(tree) {
+                rm.reservations
+                    .replace_queues(&old)
+                    .expect("the plans held these reservations under the old tree");
+                return Err(error.to_string());
+            }
+            Ok(())
+        })
         .await?
         .map_err(|e| {
             ApiError::bad_request(format!("queues not refreshed, the current ones stay: {e}"))

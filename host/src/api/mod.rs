@@ -1,11 +1,13 @@
 //! The HTTP API, base `/ws/v1`, in YARN's REST style: cluster, nodes
-//! (register and heartbeat), apps, policies, quota; and `/metrics`.
+//! (register and heartbeat), apps, reservations, policies, quota; and
+//! `/metrics`.
 
 mod admin;
 mod cluster;
 mod error;
 mod policies;
 mod quota;
+mod reservation;
 mod scheduler;
 
 use std::sync::Arc;
@@ -81,6 +83,23 @@ pub fn router(state: ApiState) -> Router {
             get(cluster::apps).post(cluster::submit_app),
         )
         .route("/ws/v1/cluster/apps/{id}", get(cluster::app))
+        .route(
+            "/ws/v1/cluster/reservation/new-reservation",
+            post(reservation::new_reservation),
+        )
+        .route(
+            "/ws/v1/cluster/reservation/submit",
+            post(reservation::submit),
+        )
+        .route(
+            "/ws/v1/cluster/reservation/update",
+            post(reservation::update),
+        )
+        .route(
+            "/ws/v1/cluster/reservation/delete",
+            post(reservation::delete),
+        )
+        .route("/ws/v1/cluster/reservation/list", get(reservation::list))
         .route("/ws/v1/policies", get(policies::list))
         .route(
             "/ws/v1/policies/{kind}",

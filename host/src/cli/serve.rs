@@ -78,6 +78,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let policies = policy_runtime(&settings)?;
     let store = Store::open(&args.data_dir)?;
     let quota = QuotaService::open(settings.quota(), store)?;
+    // Reservations have their own connection to the same database.
+    let reservation_store = Store::open(&args.data_dir)?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -92,9 +94,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             &settings,
             queues,
             quota,
+            reservation_store,
             policies.clone(),
             Arc::new(WallClock),
-        );
+        )
+        .context("cannot restore the reservations")?;
         if let Some((count, capacity)) = sim_nodes {
             manager.add_simulated_nodes(count, capacity);
             tracing::info!(count, %capacity, "simulated nodes registered");

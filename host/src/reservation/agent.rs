@@ -44,6 +44,10 @@
 //! - The policy has the last word: `validate` sees the candidate (unrolled
 //!   over the checked range if recurring) with the plan cut to
 //!   [start − window, end + window); its rejection is passed through as is.
+//!   `available` only guides: when a one-off reservation finds no room
+//!   within it but the plan alone has room, the agent places it there and
+//!   asks `validate`, which accepts it or refuses saying which limit, when
+//!   and by how much.
 //!
 //! Simplifications: recent Hadoop's default agent, AlignedPlannerWithGreedy,
 //! first tries StageAllocatorLowCostAligned (spreading a stage to smooth the
@@ -257,16 +261,29 @@ pub fn place<S: Sharing + ?Sized>(
         }
     };
 
-    let mut available = available(plan, sharing, request, from, to, check_end, window_ms)?;
-    let blocks = match contract.interpreter {
-        Interpreter::All => place_all(&mut available, &contract.stages, from, to, step_ms)?,
-        Interpreter::Any => place_any(&mut available, &contract.stages, from, to, step_ms)?,
-        Interpreter::Order => {
-            place_ordered(&mut available, &contract.stages, from, to, step_ms, false)?
+    let place_in = |mut room: RleTimeline| -> Result<Vec<PlacedBlock>, AgentError> {
+        let stages = &contract.stages;
+        match contract.interpreter {
+            Interpreter::All => place_all(&mut room, stages, from, to, step_ms),
+            Interpreter::Any => place_any(&mut room, stages, from, to, step_ms),
+            Interpreter::Order => place_ordered(&mut room, stages, from, to, step_ms, false),
+            Interpreter::OrderNoGap => place_ordered(&mut room, stages, from, to, step_ms, true),
         }
-        Interpreter::OrderNoGap => {
-            place_ordered(&mut available, &contract.stages, from, to, step_ms, true)?
+    };
+    let offered = available(plan, sharing, request, from, to, check_end, window_ms)?;
+    let blocks = match place_in(offered) {
+        Ok(blocks) => blocks,
+        // The policy's `available` only guides; `validate` has the last
+        // word. Where the plan alone has room, place there and let
+        // `validate` decide: it accepts, or its refusal says which limit,
+        // when and by how much, which "no room" cannot.
+        Err(no_room) if contract.period_ms.is_none() => {
+            match place_in(plan.free(from, to, request.replacing)) {
+                Ok(blocks) => blocks,
+                Err(_) => return Err(no_room),
+            }
         }
+        Err(no_room) => return Err(no_room),
     };
     let allocation = RleTimeline::from_blocks(
         blocks

@@ -386,6 +386,12 @@ impl Plan {
         &self.config
     }
 
+    /// The queue's guaranteed capacity changed (nodes came or went): later
+    /// decisions are taken against `capacity`; admitted reservations stand.
+    pub fn set_capacity(&mut self, capacity: Resources) {
+        self.config.capacity = capacity;
+    }
+
     pub fn queue(&self) -> &str {
         &self.config.queue
     }

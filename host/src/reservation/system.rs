@@ -247,6 +247,34 @@ impl ReservationSystem {
         Some((queue, self.plans.get(queue)?.get(id)?))
     }
 
+    pub fn plans_mut(&mut self) -> impl Iterator<Item = &mut Plan> {
+        self.plans.values_mut()
+    }
+
+    /// The next sequence number new-reservation hands out.
+    pub fn next_sequence(&self) -> u64 {
+        self.next_sequence
+    }
+
+    /// Puts back a reservation saved before a restart, as it was placed, and
+    /// makes sure no id handed out before is handed out again.
+    pub fn restore(
+        &mut self,
+        queue: &str,
+        reservation: Reservation,
+        next_sequence: u64,
+    ) -> Result<(), SystemError> {
+        let queue = self.resolve_queue(queue)?;
+        let id = reservation.id;
+        self.plan_mut(&queue).add(reservation)?;
+        self.queue_of.insert(id, queue);
+        self.next_sequence = self.next_sequence.max(next_sequence);
+        if id.cluster_timestamp == self.config.cluster_start_ms {
+            self.next_sequence = self.next_sequence.max(id.sequence.saturating_add(1));
+        }
+        Ok(())
+    }
+
     /// A fresh reservation id (YARN's new-reservation).
     pub fn new_reservation(&mut self) -> ReservationId {
         let id = ReservationId {

@@ -7,6 +7,7 @@
 //! Policies are reached through the shared [`PolicyRuntime`]; loading one
 //! happens outside the loop and only its publication is seen here.
 
+pub mod reservations;
 pub mod sim_nodes;
 
 use std::sync::Arc;
@@ -23,12 +24,16 @@ use crate::queues::QueueTree;
 use crate::quota::QuotaService;
 use crate::scheduler;
 use crate::scheduler::reclaim::{self, Starvation};
+use crate::store::Store;
+
 use crate::sim::Clock;
+use reservations::{Expiry, ReservationError, ReservationService};
 
 /// The state the loop owns.
 pub struct ResourceManager {
     pub cluster: Cluster,
     pub quota: QuotaService,
+    pub reservations: ReservationService,
     pub policies: Arc<PolicyRuntime>,
     pub clock: Arc<dyn Clock>,
     pub started_ms: u64,
@@ -83,17 +88,22 @@ pub struct Intervals {
 }
 
 impl ResourceManager {
+    /// The resource manager over `queues`, its reservations restored from
+    /// `reservation_store`.
     pub fn new(
         settings: &Settings,
         queues: QueueTree,
         quota: QuotaService,
+        reservation_store: Store,
         policies: Arc<PolicyRuntime>,
         clock: Arc<dyn Clock>,
-    ) -> ResourceManager {
+    ) -> Result<ResourceManager, ReservationError> {
         let now = clock.now_ms();
-        ResourceManager {
+        let reservations = ReservationService::open(settings, &queues, reservation_store, now)?;
+        Ok(ResourceManager {
             cluster: Cluster::new(now, queues),
             quota,
+            reservations,
             policies,
             clock,
             started_ms: now,
@@ -104,7 +114,7 @@ impl ResourceManager {
             node_expiry_ms: settings
                 .millis("yarn.nm.liveness-monitor.expiry-interval-ms")
                 .as_millis() as u64,
-        }
+        })
     }
 
     pub fn now(&self) -> u64 {
@@ -122,9 +132,32 @@ impl ResourceManager {
         }
     }
 
-    /// The reservations active at `now`, for the plan follower.
-    fn active_reservations(&self, _now: u64) -> Vec<scheduler::ActiveReservation> {
-        Vec::new()
+    /// The plan follower's step before a round: apps of reservations that
+    /// have ended move on in their queue or are killed; returns the
+    /// reservations active at `now`.
+    fn active_reservations(&mut self, now: u64) -> Vec<scheduler::ActiveReservation> {
+        let mut expired = Vec::new();
+        for index in self.cluster.active_apps() {
+            let app = &self.cluster.apps()[index];
+            let Some(id) = &app.reservation_id else {
+                continue;
+            };
+            let queue = &self.cluster.queues().queues()[app.queue_index].path;
+            match self.reservations.expiry(id, queue, now) {
+                Expiry::Keep => {}
+                decision => expired.push((index, decision)),
+            }
+        }
+        for (index, decision) in expired {
+            match decision {
+                Expiry::Move => self.cluster.leave_reservation(index),
+                _ => {
+                    let ended = self.cluster.kill_app(index, "its reservation ended", now);
+                    self.containers_finished(&ended, now);
+                }
+            }
+        }
+        self.reservations.active(self.cluster.queues(), now)
     }
 
     /// A scheduling round: simulated containers that are done end, then the
@@ -202,9 +235,9 @@ impl ResourceManager {
         }
     }
 
-    /// QUOTA_COMPUTE.
     /// QUOTA_COMPUTE, and the housekeeping that need not run every round:
-    /// losing silent nodes and refreshing the gauges.
+    /// losing silent nodes, forgetting long-ended reservations and
+    /// refreshing the gauges.
     pub fn quota_compute(&mut self) {
         let now = self.now();
         let lost = self
@@ -213,6 +246,10 @@ impl ResourceManager {
         self.containers_finished(&lost, now);
         self.quota.compute(now);
         self.flush_quota();
+        let sharing = self.policies.slot(PolicyKind::Sharing);
+        if sharing.active().is_some() {
+            self.reservations.forget_ended(sharing, now);
+        }
         self.update_gauges();
     }
 

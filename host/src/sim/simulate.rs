@@ -274,9 +274,10 @@ pub fn run(
         &settings,
         queues,
         quota,
+        Store::in_memory(),
         policies.clone(),
         Arc::new(clock.clone()),
-    );
+    )?;
     let mut node_number = 0;
     for group in &scenario.nodes {
         for _ in 0..group.count {

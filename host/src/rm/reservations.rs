@@ -1,0 +1,376 @@
+//! The reservation system as the resource manager runs it: YARN's
+//! reservation calls decided by the sharing policy and saved in the store,
+//! plan capacities kept to the queues' guarantees, and the plan follower's
+//! bookkeeping — which reservations are active now, and what happens to the
+//! apps of one that has ended.
+
+use std::collections::HashMap;
+
+use crate::cluster::{Cluster, Resources};
+use crate::config::Settings;
+use crate::queues::QueueTree;
+use crate::reservation::definition::{
+    ReservationDeleteRequest, ReservationSubmissionRequest, ReservationUpdateRequest,
+};
+use crate::reservation::system::Accepted;
+use crate::reservation::{
+    Caller, ListQuery, PlanConfig, Reservation, ReservationId, ReservationListInfo,
+    ReservationSystem, Sharing, SystemConfig, SystemError,
+};
+use crate::scheduler::ActiveReservation;
+use crate::store::{Store, StoreError};
+
+/// The store counter that keeps reservation ids unique across restarts.
+const SEQUENCE: &str = "reservation-sequence";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReservationError {
+    #[error("the reservation system is off (yarn.resourcemanager.reservation-system.enable=false)")]
+    Disabled,
+    #[error(transparent)]
+    System(#[from] SystemError),
+    #[error("the reservation could not be saved, so nothing changed: {0}")]
+    Store(#[from] StoreError),
+    #[error("the queue configuration cannot keep the reservations: {0}")]
+    Refresh(String),
+}
+
+impl ReservationError {
+    /// The HTTP status for this error.
+    pub fn status(&self) -> u16 {
+        match self {
+            ReservationError::Disabled => 503,
+            ReservationError::System(error) => error.status_hint(),
+            ReservationError::Store(_) => 500,
+            ReservationError::Refresh(_) => 400,
+        }
+    }
+}
+
+/// What an app of a reservation should do at a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// The reservation is active, or has yet to start: nothing.
+    Keep,
+    /// It ended (or was deleted): the app goes on in its queue.
+    Move,
+    /// It ended, and its queue's reservation-move-on-expiry is false.
+    Kill,
+}
+
+pub struct ReservationService {
+    system: ReservationSystem,
+    store: Store,
+    enabled: bool,
+    /// Queue path → percent of the cluster it is guaranteed.
+    guarantees: HashMap<String, f64>,
+}
+
+impl std::fmt::Debug for ReservationService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReservationService")
+            .field("enabled", &self.enabled)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReservationService {
+    /// The plans of `queues`' reservable queues, with the reservations saved
+    /// in `store` put back. A saved reservation whose queue is no longer
+    /// reservable stays in the store (a later configuration may take it
+    /// back) and is logged.
+    pub fn open(
+        settings: &Settings,
+        queues: &QueueTree,
+        store: Store,
+        cluster_start_ms: u64,
+    ) -> Result<ReservationService, ReservationError> {
+        let config = SystemConfig {
+            cluster_start_ms: cluster_start_ms as i64,
+            max_periodicity_ms: settings
+                .whole("yarn.resourcemanager.reservation-system.max-periodicity")
+                as i64,
+        };
+        let step_ms =
+            settings.whole("yarn.resourcemanager.reservation-system.planfollower.time-step") as i64;
+        let mut service = ReservationService {
+            system: build_system(config, queues, step_ms)?,
+            store,
+            enabled: settings.flag("yarn.resourcemanager.reservation-system.enable"),
+            guarantees: guarantees(queues),
+        };
+        let next_sequence = service.store.counter(SEQUENCE)?;
+        for (id, queue, record) in service.store.reservations()? {
+            let restored = serde_json::from_str::<Reservation>(&record)
+                .map_err(|e| e.to_string())
+                .and_then(|reservation| {
+                    service
+                        .system
+                        .restore(&queue, reservation, next_sequence)
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(reason) = restored {
+                tracing::warn!(reservation = %id, %queue, %reason, "a saved reservation was not restored; it stays in the store");
+            }
+        }
+        Ok(service)
+    }
+
+    pub fn system(&self) -> &ReservationSystem {
+        &self.system
+    }
+
+    fn check_enabled(&self) -> Result<(), ReservationError> {
+        if self.enabled {
+            Ok(())
+        } else {
+            Err(ReservationError::Disabled)
+        }
+    }
+
+    /// Sets each plan's capacity to its queue's guarantee of the cluster now.
+    pub fn refresh_capacities(&mut self, cluster: &Cluster) {
+        let total = cluster.capacity();
+        for plan in self.system.plans_mut() {
+            let percent = self.guarantees.get(plan.queue()).copied().unwrap_or(0.0);
+            plan.set_capacity(share(total, percent));
+        }
+    }
+
+    /// Rebuilds the plans for a new queue configuration, keeping every
+    /// reservation; refused (and nothing changes) if one would be lost.
+    pub fn replace_queues(&mut self, queues: &QueueTree) -> Result<(), ReservationError> {
+        let config = *self.system.config();
+        let step_ms = self
+            .system
+            .plans()
+            .next()
+            .map(|plan| plan.config().step_ms)
+            .unwrap_or(crate::reservation::plan::DEFAULT_PLAN_STEP_MS);
+        let mut system = build_system(config, queues, step_ms)?;
+        for plan in self.system.plans() {
+            for reservation in plan.reservations() {
+                system
+                    .restore(
+                        plan.queue(),
+                        reservation.clone(),
+                        self.system.next_sequence(),
+                    )
+                    .map_err(|e| {
+                        ReservationError::Refresh(format!(
+                            "reservation {} in {} would be lost: {e}",
+                            reservation.id,
+                            plan.queue()
+                        ))
+                    })?;
+            }
+        }
+        self.system = system;
+        self.guarantees = guarantees(queues);
+        Ok(())
+    }
+
+    /// YARN's new-reservation: a fresh id, never handed out again.
+    pub fn new_reservation(&mut self) -> Result<ReservationId, ReservationError> {
+        self.check_enabled()?;
+        let id = self.system.new_reservation();
+        self.store
+            .set_counter(SEQUENCE, self.system.next_sequence())?;
+        Ok(id)
+    }
+
+    pub fn submit(
+        &mut self,
+        sharing: &dyn Sharing,
+        request: &ReservationSubmissionRequest,
+        user: &str,
+        now_ms: u64,
+    ) -> Result<Accepted, ReservationError> {
+        self.check_enabled()?;
+        let accepted = self.system.submit(sharing, request, user, now_ms as i64)?;
+        if let Err(error) = self.save(&accepted.reservation_id) {
+            // Not saved, so not kept: the caller is told, and may resubmit.
+            let admin = Caller {
+                user,
+                is_admin: true,
+            };
+            let delete = ReservationDeleteRequest {
+                reservation_id: accepted.reservation_id.to_string(),
+            };
+            let _ = self.system.delete(&delete, &admin);
+            return Err(error);
+        }
+        Ok(accepted)
+    }
+
+    pub fn update(
+        &mut self,
+        sharing: &dyn Sharing,
+        request: &ReservationUpdateRequest,
+        caller: &Caller<'_>,
+        now_ms: u64,
+    ) -> Result<Accepted, ReservationError> {
+        self.check_enabled()?;
+        let accepted = self
+            .system
+            .update(sharing, request, caller, now_ms as i64)?;
+        self.save(&accepted.reservation_id)?;
+        Ok(accepted)
+    }
+
+    pub fn delete(
+        &mut self,
+        request: &ReservationDeleteRequest,
+        caller: &Caller<'_>,
+    ) -> Result<Reservation, ReservationError> {
+        self.check_enabled()?;
+        let removed = self.system.delete(request, caller)?;
+        if let Err(error) = self.store.delete_reservation(&removed.id.to_string()) {
+            let queue = self.queue_of(&removed);
+            let _ = self
+                .system
+                .restore(&queue, removed, self.system.next_sequence());
+            return Err(error.into());
+        }
+        Ok(removed)
+    }
+
+    pub fn list(&self, query: &ListQuery) -> Result<ReservationListInfo, ReservationError> {
+        self.check_enabled()?;
+        Ok(self.system.list(query)?)
+    }
+
+    /// Forgets reservations that ended longer ago than the policy's window.
+    pub fn forget_ended(&mut self, sharing: &dyn Sharing, now_ms: u64) {
+        match self.system.forget_ended(sharing, now_ms as i64) {
+            Ok(forgotten) => {
+                for id in forgotten {
+                    if let Err(error) = self.store.delete_reservation(&id.to_string()) {
+                        tracing::warn!(reservation = %id, %error, "an ended reservation stays in the store");
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "ended reservations kept: the sharing policy failed")
+            }
+        }
+    }
+
+    /// The reservations active at `now`, for the round's snapshot.
+    pub fn active(&self, queues: &QueueTree, now_ms: u64) -> Vec<ActiveReservation> {
+        let mut active = Vec::new();
+        for plan in self.system.plans() {
+            let Some(queue_index) = queues.queues().iter().position(|q| q.path == plan.queue())
+            else {
+                continue;
+            };
+            for reservation in plan.active_at(now_ms as i64) {
+                active.push(ActiveReservation {
+                    queue_index,
+                    id: reservation.id.to_string(),
+                    reserved: reservation.resources,
+                });
+            }
+        }
+        active
+    }
+
+    /// Whether reservation `id` (as an app names it) is in the plan of the
+    /// queue at `queue_path`; the reason if not.
+    pub fn check_app_reservation(&self, id: &str, queue_path: &str) -> Result<(), String> {
+        let parsed: ReservationId = id.parse().map_err(|e| format!("{e}"))?;
+        match self.system.reservation(&parsed) {
+            Some((queue, _)) if queue == queue_path => Ok(()),
+            Some((queue, _)) => Err(format!(
+                "reservation {id} is in queue {queue}, not {queue_path}"
+            )),
+            None => Err(format!("no reservation {id}")),
+        }
+    }
+
+    /// What an app of reservation `id` in the queue at `queue_path` does now.
+    pub fn expiry(&self, id: &str, queue_path: &str, now_ms: u64) -> Expiry {
+        let on_expiry = || {
+            let moves = self
+                .system
+                .plan(queue_path)
+                .is_none_or(|plan| plan.config().move_on_expiry);
+            if moves { Expiry::Move } else { Expiry::Kill }
+        };
+        let Ok(parsed) = id.parse::<ReservationId>() else {
+            return on_expiry();
+        };
+        match self.system.reservation(&parsed) {
+            None => on_expiry(),
+            Some((_, reservation)) if reservation.is_recurring() => Expiry::Keep,
+            Some((_, reservation)) => match reservation.span() {
+                Some((_, end)) if (now_ms as i64) >= end => on_expiry(),
+                _ => Expiry::Keep,
+            },
+        }
+    }
+
+    fn queue_of(&self, reservation: &Reservation) -> String {
+        self.system
+            .plans()
+            .find(|plan| plan.get(&reservation.id).is_some())
+            .map(|plan| plan.queue().to_string())
+            .unwrap_or_default()
+    }
+
+    fn save(&mut self, id: &ReservationId) -> Result<(), ReservationError> {
+        let (queue, reservation) = self
+            .system
+            .reservation(id)
+            .expect("saved right after the system accepted it");
+        let record = serde_json::to_string(reservation).expect("a reservation serializes");
+        self.store
+            .save_reservation(&id.to_string(), queue, &record)?;
+        self.store
+            .set_counter(SEQUENCE, self.system.next_sequence())?;
+        Ok(())
+    }
+}
+
+/// The plans of `queues`' reservable queues, each with capacity zero until
+/// [`ReservationService::refresh_capacities`] sees the cluster.
+fn build_system(
+    config: SystemConfig,
+    queues: &QueueTree,
+    step_ms: i64,
+) -> Result<ReservationSystem, ReservationError> {
+    let plans = queues
+        .reservable()
+        .map(|(queue, settings)| PlanConfig {
+            reservation_window_ms: settings.window_ms,
+            instantaneous_max_capacity: settings.instantaneous_max_capacity,
+            average_capacity: settings.average_capacity,
+            move_on_expiry: settings.move_on_expiry,
+            step_ms,
+            ..PlanConfig::new(queue.path.clone(), Resources::ZERO)
+        })
+        .collect();
+    let others = queues
+        .queues()
+        .iter()
+        .filter(|q| q.reservations.is_none())
+        .map(|q| q.path.clone());
+    Ok(ReservationSystem::new(config, plans)?.with_other_queues(others))
+}
+
+fn guarantees(queues: &QueueTree) -> HashMap<String, f64> {
+    queues
+        .reservable()
+        .map(|(queue, _)| (queue.path.clone(), queue.absolute_capacity))
+        .collect()
+}
+
+/// `percent` of `total`, rounded down in each dimension.
+fn share(total: Resources, percent: f64) -> Resources {
+    let part = |amount: f64| (amount * percent / 100.0).floor();
+    Resources::new(
+        part(total.memory_mb as f64) as u64,
+        part(f64::from(total.vcores)) as u32,
+        part(f64::from(total.gpus)) as u32,
+    )
+}
