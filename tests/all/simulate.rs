@@ -117,3 +117,125 @@ fn the_hadoop_sls_inputs_simulate() {
     let output = weft(&["simulate", "--sls-trace", &nodes]);
     assert!(!output.status.success(), "a node list is not a trace");
 }
+
+/// 100 GB; dedicated (50 %) is reservable. Bob floods it with short
+/// containers from the start; Alice's reservation "etl" (20 × 1 GB for
+/// 120 s, by 600 s) is placed as late as it can be, [480 s, 600 s), and her
+/// app in it waits until then, then runs ahead of Bob's. "late" asks for more
+/// time than its reservation has and meets the reservation's end; "greedy"
+/// asks for more than the queue has and is refused.
+fn reservation_scenario(move_on_expiry: bool) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("reservations.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+observe_at_ms = [470000, 500000]
+[[nodes]]
+count = 10
+memory_mb = 10240
+vcores = 10
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "default,dedicated"
+"yarn.scheduler.capacity.root.default.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.reservable" = "true"
+"yarn.scheduler.capacity.root.dedicated.reservation-move-on-expiry" = "{move_on_expiry}"
+[[reservations]]
+name = "etl"
+submit_ms = 0
+user = "alice"
+queue = "dedicated"
+arrival_ms = 0
+deadline_ms = 600000
+requests = [{{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 120000 }}]
+[[reservations]]
+name = "greedy"
+submit_ms = 0
+user = "alice"
+queue = "dedicated"
+arrival_ms = 0
+deadline_ms = 600000
+requests = [{{ count = 60, memory_mb = 1024, vcores = 1, duration_ms = 60000 }}]
+[[apps]]
+submit_ms = 0
+user = "bob"
+queue = "dedicated"
+asks = [{{ count = 6000, memory_mb = 1024, vcores = 1, duration_ms = 10000 }}]
+[[apps]]
+submit_ms = 1000
+user = "alice"
+queue = "dedicated"
+reservation = "etl"
+asks = [{{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 100000 }}]
+[[apps]]
+submit_ms = 1000
+name = "late"
+user = "alice"
+queue = "dedicated"
+reservation = "etl"
+asks = [{{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 300000 }}]
+"#
+        ),
+    )
+    .unwrap();
+    let output = weft(&["simulate", scenario.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn alice_in_dedicated(observation: &serde_json::Value) -> u64 {
+    observation["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["user"] == "alice" && u["queue"] == "root.dedicated")
+        .map(|u| u["used"]["memory_mb"].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn reserved_apps_wait_for_their_reservation_then_run_ahead() {
+    let summary = reservation_scenario(true);
+    let reservations = summary["reservations"].as_array().unwrap();
+    let etl = &reservations[0];
+    assert_eq!(etl["admitted"], true, "{etl}");
+    assert_eq!(
+        etl["placed_ms"],
+        serde_json::json!([480000, 600000]),
+        "{etl}"
+    );
+    let greedy = &reservations[1];
+    assert_eq!(greedy["admitted"], false, "{greedy}");
+    assert!(
+        greedy["reason"].as_str().unwrap().contains("51200 MB"),
+        "{greedy}"
+    );
+
+    // Before the reservation starts Alice has nothing; once it has, she holds
+    // all 20 GB of it while Bob still has thousands pending.
+    let [before, during] = [&summary["observations"][0], &summary["observations"][1]];
+    assert_eq!(alice_in_dedicated(before), 0, "{before}");
+    assert_eq!(alice_in_dedicated(during), 20 * 1024, "{during}");
+    // Both apps; the short one met the deadline, "late" went on in the queue after it.
+    assert_eq!(etl["apps"], 2);
+    assert_eq!(etl["apps_met_deadline"], 1, "{etl}");
+    assert_eq!(
+        etl["apps_finished"], 2,
+        "moved on expiry, so it finished: {etl}"
+    );
+}
+
+#[test]
+fn without_move_on_expiry_a_reservations_apps_are_killed_when_it_ends() {
+    let summary = reservation_scenario(false);
+    let etl = &summary["reservations"][0];
+    assert_eq!(etl["apps"], 2);
+    assert_eq!(etl["apps_met_deadline"], 1, "{etl}");
+    assert_eq!(etl["apps_finished"], 1, "\"late\" was killed: {etl}");
+}

@@ -3,8 +3,9 @@
 //! `ResourceManager` `serve` runs, driven by virtual time instead of tokio
 //! timers, so a simulated day takes seconds.
 //!
-//! A scenario (TOML or JSON) gives nodes, queues, apps, optional policies and
-//! settings, and the times to observe; see docs/simulate.md.
+//! A scenario (TOML or JSON) gives nodes, queues, apps, reservations,
+//! optional policies and settings, and the times to observe; see
+//! docs/simulate.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,8 @@ use crate::cluster::{AskSpec, NodeKind, Resources, SubmitApp};
 use crate::config::Settings;
 use crate::policy::{CallCost, PolicyKind, PolicyRuntime, PolicySource};
 use crate::quota::QuotaService;
+use crate::reservation::ReservationDefinition;
+use crate::reservation::definition::ReservationSubmissionRequest;
 use crate::rm::ResourceManager;
 use crate::scheduler::diagnostics;
 use crate::store::Store;
@@ -43,6 +46,81 @@ pub struct Scenario {
     #[serde(default)]
     pub end_ms: Option<u64>,
     pub apps: Vec<ScenarioApp>,
+    /// Reservations, submitted at their times through the reservation
+    /// system as the REST API submits them.
+    #[serde(default)]
+    pub reservations: Vec<ScenarioReservation>,
+}
+
+/// A reservation of the scenario: YARN's definition in Weft's field names.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioReservation {
+    /// How apps name it (`reservation = NAME`); also its reservation-name.
+    pub name: String,
+    pub submit_ms: u64,
+    pub user: String,
+    /// The reservable queue.
+    pub queue: String,
+    pub arrival_ms: u64,
+    pub deadline_ms: u64,
+    /// R_ANY, R_ALL (default), R_ORDER or R_ORDER_NO_GAP.
+    #[serde(default = "default_interpreter")]
+    pub interpreter: String,
+    /// A recurring reservation's period in ms.
+    #[serde(default)]
+    pub recurrence_ms: Option<u64>,
+    pub requests: Vec<ScenarioRequest>,
+}
+
+fn default_interpreter() -> String {
+    "R_ALL".into()
+}
+
+/// `count` containers of one size for `duration_ms`, at least
+/// `min_concurrency` at once (default: all of them).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioRequest {
+    pub count: u32,
+    pub memory_mb: u64,
+    pub vcores: u32,
+    #[serde(default)]
+    pub gpus: u32,
+    pub duration_ms: u64,
+    #[serde(default)]
+    pub min_concurrency: Option<u32>,
+}
+
+impl ScenarioReservation {
+    /// The definition YARN's REST API would carry.
+    fn definition(&self) -> Result<ReservationDefinition, String> {
+        let requests: Vec<serde_json::Value> = self
+            .requests
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "capability": {"memory": r.memory_mb, "vCores": r.vcores, "gpus": r.gpus},
+                    "num-containers": r.count,
+                    "min-concurrency": r.min_concurrency.unwrap_or(r.count),
+                    "duration": r.duration_ms,
+                })
+            })
+            .collect();
+        let mut definition = serde_json::json!({
+            "arrival": self.arrival_ms,
+            "deadline": self.deadline_ms,
+            "reservation-name": self.name,
+            "reservation-requests": {
+                "reservation-request-interpreter": self.interpreter,
+                "reservation-request": requests,
+            },
+        });
+        if let Some(period) = self.recurrence_ms {
+            definition["recurrence-expression"] = serde_json::json!(period.to_string());
+        }
+        serde_json::from_value(definition).map_err(|e| e.to_string())
+    }
 }
 
 fn default_scheduling_interval() -> u64 {
@@ -97,6 +175,9 @@ pub struct ScenarioApp {
     #[serde(default)]
     pub priority: i32,
     pub asks: Vec<AskSpec>,
+    /// The scenario reservation (by name) it runs in.
+    #[serde(default)]
+    pub reservation: Option<String>,
 }
 
 fn default_queue() -> String {
@@ -129,6 +210,33 @@ pub struct Summary {
     /// Credits charged per project.
     pub credits: BTreeMap<String, f64>,
     pub policies: BTreeMap<String, PolicyCost>,
+    /// Each reservation: admitted or refused (why), and how its apps did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reservations: Vec<ReservationOutcome>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReservationOutcome {
+    pub name: String,
+    pub user: String,
+    pub queue: String,
+    pub submit_ms: u64,
+    pub admitted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reservation_id: Option<String>,
+    /// Why it was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Where the agent placed it: (start, end) of its first occurrence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placed_ms: Option<(i64, i64)>,
+    pub deadline_ms: u64,
+    /// Apps submitted into it, and how many of them finished by its deadline.
+    pub apps: usize,
+    pub apps_finished: usize,
+    pub apps_met_deadline: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_finish_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -296,6 +404,14 @@ pub fn run(
 
     let mut apps: Vec<&ScenarioApp> = scenario.apps.iter().collect();
     apps.sort_by_key(|a| a.submit_ms);
+    let mut reservations: Vec<&ScenarioReservation> = scenario.reservations.iter().collect();
+    reservations.sort_by_key(|r| r.submit_ms);
+    let mut outcomes: Vec<ReservationOutcome> = Vec::new();
+    // Scenario name → index in `outcomes`.
+    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+    // Cluster app id → scenario reservation name.
+    let mut reserved_apps: Vec<(String, String)> = Vec::new();
+    let mut next_reservation = 0;
     let quota_settings = settings.quota();
     let mut timers = Timers {
         scheduling: Every::new(scenario.scheduling_interval_ms),
@@ -315,6 +431,7 @@ pub fn run(
         utilization: Vec::new(),
         credits: BTreeMap::new(),
         policies: BTreeMap::new(),
+        reservations: Vec::new(),
     };
     let mut next_app = 0;
     loop {
@@ -325,9 +442,12 @@ pub fn run(
             .filter(|a| a.state == crate::cluster::AppState::Finished)
             .count();
         progress(finished, apps.len());
-        let all_done = next_app == apps.len() && rm.cluster.active_apps().next().is_none();
+        let all_done = next_app == apps.len()
+            && next_reservation == reservations.len()
+            && rm.cluster.active_apps().next().is_none();
         let next = [
             apps.get(next_app).map(|a| a.submit_ms),
+            reservations.get(next_reservation).map(|r| r.submit_ms),
             Some(timers.scheduling.next),
             Some(timers.quota.next),
             Some(timers.multiplicator.next),
@@ -342,7 +462,34 @@ pub fn run(
             break;
         }
         clock.advance_to(next);
+        while let Some(reservation) = reservations
+            .get(next_reservation)
+            .filter(|r| r.submit_ms <= next)
+        {
+            if by_name.contains_key(&reservation.name) {
+                anyhow::bail!(
+                    "two reservations of the scenario are named {:?}",
+                    reservation.name
+                );
+            }
+            by_name.insert(reservation.name.clone(), outcomes.len());
+            outcomes.push(submit_reservation(&mut rm, reservation, next, &policies)?);
+            next_reservation += 1;
+        }
         while let Some(app) = apps.get(next_app).filter(|a| a.submit_ms <= next) {
+            let reservation_id = match &app.reservation {
+                None => None,
+                Some(name) => {
+                    let outcome = by_name.get(name).map(|&i| &outcomes[i]).ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "app {} of the scenario names reservation {name:?}, which is not submitted before it",
+                            next_app + 1
+                        )
+                    })?;
+                    // A refused reservation's apps run in the queue as any other.
+                    outcome.reservation_id.clone()
+                }
+            };
             let request = SubmitApp {
                 name: app
                     .name
@@ -353,11 +500,15 @@ pub fn run(
                 project: app.project.clone(),
                 priority: app.priority,
                 asks: app.asks.clone(),
-                reservation_id: None,
+                reservation_id,
             };
-            rm.cluster
+            let submitted = rm
+                .cluster
                 .submit(request, "simulate", next)
                 .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
+            if let Some(name) = &app.reservation {
+                reserved_apps.push((submitted.id.clone(), name.clone()));
+            }
             next_app += 1;
         }
         if timers.scheduling.due(next) {
@@ -387,6 +538,21 @@ pub fn run(
         .filter(|a| a.state == crate::cluster::AppState::Finished)
         .count();
     summary.wait_time_ms = wait_times(&rm);
+    for (app_id, name) in reserved_apps {
+        let outcome = &mut outcomes[by_name[&name]];
+        outcome.apps += 1;
+        let finished = rm
+            .cluster
+            .app(&app_id)
+            .filter(|a| a.state == crate::cluster::AppState::Finished)
+            .and_then(|a| a.finish_time_ms);
+        if let Some(at) = finished {
+            outcome.apps_finished += 1;
+            outcome.apps_met_deadline += usize::from(at <= outcome.deadline_ms);
+            outcome.last_finish_ms = outcome.last_finish_ms.max(Some(at));
+        }
+    }
+    summary.reservations = outcomes;
     summary.credits = rm
         .quota
         .ledger()
@@ -409,6 +575,58 @@ pub fn run(
         );
     }
     Ok(summary)
+}
+
+/// Submits a scenario reservation as the REST API would (a new id, then
+/// submit), and records whether it was admitted.
+fn submit_reservation(
+    rm: &mut ResourceManager,
+    reservation: &ScenarioReservation,
+    now: u64,
+    policies: &PolicyRuntime,
+) -> anyhow::Result<ReservationOutcome> {
+    let definition = reservation
+        .definition()
+        .map_err(|e| anyhow::anyhow!("reservation {:?} of the scenario: {e}", reservation.name))?;
+    let mut outcome = ReservationOutcome {
+        name: reservation.name.clone(),
+        user: reservation.user.clone(),
+        queue: reservation.queue.clone(),
+        submit_ms: reservation.submit_ms,
+        admitted: false,
+        reservation_id: None,
+        reason: None,
+        placed_ms: None,
+        deadline_ms: reservation.deadline_ms,
+        apps: 0,
+        apps_finished: 0,
+        apps_met_deadline: 0,
+        last_finish_ms: None,
+    };
+    rm.reservations.refresh_capacities(&rm.cluster);
+    let id = rm.reservations.new_reservation()?;
+    let request = ReservationSubmissionRequest {
+        queue: reservation.queue.clone(),
+        reservation_id: id.to_string(),
+        reservation_definition: definition,
+    };
+    let sharing = policies.slot(PolicyKind::Sharing);
+    match rm
+        .reservations
+        .submit(sharing, &request, &reservation.user, now)
+    {
+        Ok(accepted) => {
+            outcome.admitted = true;
+            outcome.reservation_id = Some(accepted.reservation_id.to_string());
+            outcome.placed_ms = accepted
+                .allocations
+                .iter()
+                .map(|a| (a.start_ms, a.end_ms))
+                .reduce(|(s1, e1), (s2, e2)| (s1.min(s2), e1.max(e2)));
+        }
+        Err(error) => outcome.reason = Some(error.to_string()),
+    }
+    Ok(outcome)
 }
 
 struct Timers {

@@ -146,6 +146,7 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
             queue: job.queue,
             priority: 0,
             asks,
+            reservation: None,
         });
     }
     Ok(Scenario {
@@ -157,6 +158,7 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
         scheduling_interval_ms: 1000,
         end_ms: None,
         apps,
+        reservations: Vec::new(),
     })
 }
 
