@@ -13,13 +13,13 @@
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use weft_host::cluster::Resources;
 use weft_host::config::Settings;
 use weft_host::policy::{self, PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::reservation::rle::{Amount, RleTimeline};
 use weft_host::reservation::{
     Plan, PlanConfig, Reservation, ReservationDefinition, ReservationId, Sharing,
 };
-use weft_host::cluster::Resources;
 
 const HOUR: i64 = 3_600_000;
 const WEEK: i64 = 7 * 24 * HOUR;
@@ -154,7 +154,10 @@ fn reservation(c: &mut Criterion) {
         candidate: RleTimeline::block(middle, middle + HOUR, Amount::new(10 * 1024, 10, 0)),
         window_ms,
     };
-    let wasm = || slot.validate(&decision.admission()).expect("the call succeeds");
+    let wasm = || {
+        slot.validate(&decision.admission())
+            .expect("the call succeeds")
+    };
     let native = || capacity_over_time::validate(&to_native(decision.admission()));
     // Both must accept, or the bench would time a shortcut.
     assert!(wasm().is_ok(), "WASM refused: {:?}", wasm());

@@ -8,6 +8,7 @@ mod queues;
 mod replay;
 mod reservations;
 mod seed_001;
+mod seed_004;
 mod serve;
 mod simulate;
 mod support;
