@@ -221,6 +221,19 @@ fn reserved_apps_wait_for_their_reservation_then_run_ahead() {
     // all 20 GB of it while Bob still has thousands pending.
     let [before, during] = [&summary["observations"][0], &summary["observations"][1]];
     assert_eq!(alice_in_dedicated(before), 0, "{before}");
+    let waiting = before["pending_apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["user"] == "alice")
+        .expect("alice's apps are pending");
+    assert!(
+        waiting["reason"]
+            .as_str()
+            .unwrap()
+            .contains("which starts at 480000 ms"),
+        "{waiting}"
+    );
     assert_eq!(alice_in_dedicated(during), 20 * 1024, "{during}");
     // Both apps; the short one met the deadline, "late" went on in the queue after it.
     assert_eq!(etl["apps"], 2);

@@ -230,7 +230,7 @@ pub async fn app(
             let mut body = app_json(&rm.cluster.apps()[index]);
             // A pending app says why it waits and where it stands (seed 002 §10.3).
             let usage = diagnostics::queue_usage(&rm.cluster);
-            if let Some(diagnosis) = diagnostics::diagnose(&rm.cluster, index, &usage) {
+            if let Some(diagnosis) = rm.diagnose(index, &usage) {
                 body["diagnostics"] = json!(diagnosis.reason);
                 body["positionInQueue"] = json!(diagnosis.position_in_queue);
             }

@@ -160,6 +160,25 @@ impl ResourceManager {
         self.reservations.active(self.cluster.queues(), now)
     }
 
+    /// Why pending app `index` waits (see `scheduler::diagnostics`), or that
+    /// its reservation has not started.
+    pub fn diagnose(
+        &self,
+        index: usize,
+        usage: &[Resources],
+    ) -> Option<scheduler::diagnostics::Diagnosis> {
+        let mut diagnosis = scheduler::diagnostics::diagnose(&self.cluster, index, usage)?;
+        let app = &self.cluster.apps()[index];
+        if let Some(reason) = app
+            .reservation_id
+            .as_deref()
+            .and_then(|id| self.reservations.not_started(id, self.now()))
+        {
+            diagnosis.reason = reason;
+        }
+        Some(diagnosis)
+    }
+
     /// A scheduling round: simulated containers that are done end, then the
     /// scheduling policy places what is pending (and, with reclaim on,
     /// takes back capacity for starved queues).

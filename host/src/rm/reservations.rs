@@ -310,6 +310,31 @@ impl ReservationService {
         }
     }
 
+    /// Why an app of reservation `id` waits, when it is because the
+    /// reservation has not started yet.
+    pub fn not_started(&self, id: &str, now_ms: u64) -> Option<String> {
+        let (queue, reservation) = self.system.reservation(&id.parse().ok()?)?;
+        let now = now_ms as i64;
+        if reservation.amount_at(now).is_some() {
+            return None;
+        }
+        let next = reservation
+            .allocations()
+            .iter()
+            .map(|a| a.start_ms)
+            .filter(|&start| start > now)
+            .min();
+        Some(match (next, reservation.period_ms()) {
+            (Some(start), _) => {
+                format!("waiting for its reservation {id} in {queue}, which starts at {start} ms")
+            }
+            (None, Some(period)) => format!(
+                "waiting for the next occurrence of its reservation {id} in {queue} (every {period} ms)"
+            ),
+            (None, None) => return None,
+        })
+    }
+
     fn queue_of(&self, reservation: &Reservation) -> String {
         self.system
             .plans()

@@ -682,7 +682,7 @@ fn observation(rm: &ResourceManager, t_ms: u64) -> Observation {
         *users
             .entry((app.queue_index, app.user.clone()))
             .or_default() += app.used;
-        if let Some(diagnosis) = diagnostics::diagnose(cluster, index, &used) {
+        if let Some(diagnosis) = rm.diagnose(index, &used) {
             pending_apps.push(PendingApp {
                 id: app.id.clone(),
                 queue: app.queue.clone(),
