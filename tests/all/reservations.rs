@@ -342,3 +342,66 @@ fn reservations_survive_a_restart() {
     assert_ne!(new_id(&server), first);
     server.kill();
 }
+
+#[test]
+fn the_cli_submits_lists_and_deletes_reservations() {
+    let server = server_in(None);
+    let dir = tempfile::tempdir().unwrap();
+    let start = now_ms() + 60_000;
+    let file = dir.path().join("etl.json");
+    std::fs::write(
+        &file,
+        definition(start, start + HOUR, 4, 1024, 60_000).to_string(),
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let remote = ["--server", server.base.as_str(), "--user", "alice"];
+
+    let run = |args: &[&str]| {
+        let output = crate::support::weft(&[args, &remote[..]].concat());
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).trim().to_string(),
+            String::from_utf8_lossy(&output.stderr).to_string(),
+        )
+    };
+    let (ok, id, stderr) = run(&["reservation", "submit", file, "--queue", "dedicated"]);
+    assert!(ok, "{stderr}");
+    assert!(id.starts_with("reservation_"), "{id}");
+    let (ok, listed, stderr) = run(&[
+        "reservation",
+        "list",
+        "--queue",
+        "dedicated",
+        "--allocations",
+    ]);
+    assert!(ok, "{stderr}");
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed["reservations"][0]["reservation-id"], id.as_str());
+
+    // A bad definition: the server's reason, a non-zero exit, nothing added.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        definition(start + HOUR, start, 1, 1024, 1000).to_string(),
+    )
+    .unwrap();
+    let (ok, _, stderr) = run(&[
+        "reservation",
+        "submit",
+        bad.to_str().unwrap(),
+        "--queue",
+        "dedicated",
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("400") && stderr.contains("deadline"),
+        "{stderr}"
+    );
+    assert_eq!(list(&server)["reservations"].as_array().unwrap().len(), 1);
+
+    let (ok, out, stderr) = run(&["reservation", "delete", &id]);
+    assert!(ok, "{stderr}");
+    assert_eq!(out, format!("deleted {id}"));
+    assert!(list(&server)["reservations"].as_array().unwrap().is_empty());
+}
