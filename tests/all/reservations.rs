@@ -17,8 +17,12 @@ const HOUR: i64 = 3_600_000;
 /// (12.5 GB) on average over any hour. Requests without X-Weft-User act as
 /// `anonymous`, the one administrator.
 fn server_in(data_dir: Option<&std::path::Path>) -> Server {
+    server_with(data_dir, &[])
+}
+
+fn server_with(data_dir: Option<&std::path::Path>, more: &[String]) -> Server {
     let q = "yarn.scheduler.capacity.root";
-    let sets = [
+    let mut sets = vec![
         format!("{q}.queues=default,dedicated"),
         format!("{q}.default.capacity=50"),
         format!("{q}.dedicated.capacity=50"),
@@ -28,6 +32,7 @@ fn server_in(data_dir: Option<&std::path::Path>) -> Server {
         format!("{q}.dedicated.reservation-window={HOUR}"),
         "yarn.admin.acl=anonymous".to_string(),
     ];
+    sets.extend_from_slice(more);
     let mut args = vec!["--sim-nodes", "10x10240mb,10vcores"];
     for set in &sets {
         args.extend(["--set", set.as_str()]);
@@ -316,6 +321,48 @@ fn swapping_the_sharing_policy_governs_new_admissions_only() {
     );
     assert_eq!(status, 400, "{body}");
     assert_eq!(list(&server)["reservations"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_queue_may_name_its_own_sharing_policy() {
+    // YARN's class name for NoOverCommitPolicy: this queue ignores the averages.
+    let policy = "yarn.scheduler.capacity.root.dedicated.reservation-policy=\
+                  org.apache.hadoop.yarn.server.resourcemanager.reservation.NoOverCommitPolicy";
+    let server = server_with(None, &[policy.to_string()]);
+    let start = now_ms() + 60_000;
+    let over_average = definition(start, start + HOUR, 20, 1024, 40 * 60_000);
+    let (status, body) = submit(
+        &server,
+        "alice",
+        "dedicated",
+        &new_id(&server),
+        &over_average,
+    );
+    assert_eq!(status, 202, "{body}");
+
+    // A policy that cannot be loaded stops the start, naming the property.
+    let dir = tempfile::tempdir().unwrap();
+    let output = crate::support::weft(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--data-dir",
+        dir.path().to_str().unwrap(),
+        "--set",
+        "yarn.scheduler.capacity.root.queues=default",
+        "--set",
+        "yarn.scheduler.capacity.root.default.capacity=100",
+        "--set",
+        "yarn.scheduler.capacity.root.default.reservable=true",
+        "--set",
+        "yarn.scheduler.capacity.root.default.reservation-policy=builtin:nope",
+    ]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("yarn.scheduler.capacity.root.default.reservation-policy"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -30,12 +30,13 @@ pub async fn refresh_queues(
             // The plans first: they refuse a tree that would lose a
             // reservation; if the cluster then refuses, they go back.
             let old = rm.cluster.queues().clone();
+            let policies = rm.policies.clone();
             rm.reservations
-                .replace_queues(&tree)
+                .replace_queues(&tree, &policies)
                 .map_err(|e| e.to_string())?;
             if let Err(error) = rm.cluster.replace_queues(tree) {
                 rm.reservations
-                    .replace_queues(&old)
+                    .replace_queues(&old, &policies)
                     .expect("the plans held these reservations under the old tree");
                 return Err(error.to_string());
             }

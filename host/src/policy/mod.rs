@@ -135,6 +135,7 @@ pub struct PolicyRuntime {
     pricing: PolicySlot,
     scheduling: PolicySlot,
     sharing: PolicySlot,
+    max_failures: u32,
     /// Parameters every pricing policy receives before the operator's own.
     pricing_defaults: Vec<(String, String)>,
 }
@@ -150,6 +151,7 @@ impl PolicyRuntime {
             pricing: PolicySlot::new(PolicyKind::Pricing, max_failures),
             scheduling: PolicySlot::new(PolicyKind::Scheduling, max_failures),
             sharing: PolicySlot::new(PolicyKind::Sharing, max_failures),
+            max_failures,
             pricing_defaults,
         }
     }
@@ -168,6 +170,11 @@ impl PolicyRuntime {
 
     pub fn engine(&self) -> &PolicyEngine {
         &self.engine
+    }
+
+    /// Failed calls in a row before a version rolls itself back.
+    pub fn max_failures(&self) -> u32 {
+        self.max_failures
     }
 
     pub fn slot(&self, kind: PolicyKind) -> &PolicySlot {

@@ -61,8 +61,8 @@ pub struct ReservationSettings {
     /// `average-capacity`: percent of the queue's capacity one user may hold
     /// on average over any window.
     pub average_capacity: f64,
-    /// `reservation-policy`: the sharing policy (`builtin:NAME`, a file, or a
-    /// YARN class name); None means the host's active sharing policy.
+    /// `reservation-policy`: this queue's own sharing policy (`builtin:NAME`,
+    /// a file, or a YARN class name); None means the host's sharing slot.
     pub policy: Option<String>,
     /// `reservation-agent`: only the greedy agent exists; kept as configured.
     pub agent: String,

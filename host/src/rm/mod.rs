@@ -99,7 +99,8 @@ impl ResourceManager {
         clock: Arc<dyn Clock>,
     ) -> Result<ResourceManager, ReservationError> {
         let now = clock.now_ms();
-        let reservations = ReservationService::open(settings, &queues, reservation_store, now)?;
+        let reservations =
+            ReservationService::open(settings, &queues, reservation_store, &policies, now)?;
         Ok(ResourceManager {
             cluster: Cluster::new(now, queues),
             quota,

@@ -5,9 +5,11 @@
 //! apps of one that has ended.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::cluster::{Cluster, Resources};
 use crate::config::Settings;
+use crate::policy::{PolicyKind, PolicyRuntime, PolicySlot, PolicySource};
 use crate::queues::QueueTree;
 use crate::reservation::definition::{
     ReservationDeleteRequest, ReservationSubmissionRequest, ReservationUpdateRequest,
@@ -33,6 +35,12 @@ pub enum ReservationError {
     Store(#[from] StoreError),
     #[error("the queue configuration cannot keep the reservations: {0}")]
     Refresh(String),
+    #[error("{property}: cannot load the sharing policy {source_name}: {reason}")]
+    QueuePolicy {
+        property: String,
+        source_name: String,
+        reason: String,
+    },
 }
 
 impl ReservationError {
@@ -42,7 +50,7 @@ impl ReservationError {
             ReservationError::Disabled => 503,
             ReservationError::System(error) => error.status_hint(),
             ReservationError::Store(_) => 500,
-            ReservationError::Refresh(_) => 400,
+            ReservationError::Refresh(_) | ReservationError::QueuePolicy { .. } => 400,
         }
     }
 }
@@ -64,6 +72,9 @@ pub struct ReservationService {
     enabled: bool,
     /// Queue path → percent of the cluster it is guaranteed.
     guarantees: HashMap<String, f64>,
+    /// Queue path → the sharing policy its `reservation-policy` names; the
+    /// others use the runtime's (hot-swappable) sharing slot.
+    queue_policies: HashMap<String, Arc<PolicySlot>>,
 }
 
 impl std::fmt::Debug for ReservationService {
@@ -83,6 +94,7 @@ impl ReservationService {
         settings: &Settings,
         queues: &QueueTree,
         store: Store,
+        policies: &PolicyRuntime,
         cluster_start_ms: u64,
     ) -> Result<ReservationService, ReservationError> {
         let config = SystemConfig {
@@ -98,6 +110,7 @@ impl ReservationService {
             store,
             enabled: settings.flag("yarn.resourcemanager.reservation-system.enable"),
             guarantees: guarantees(queues),
+            queue_policies: queue_policies(queues, policies)?,
         };
         let next_sequence = service.store.counter(SEQUENCE)?;
         for (id, queue, record) in service.store.reservations()? {
@@ -139,7 +152,12 @@ impl ReservationService {
 
     /// Rebuilds the plans for a new queue configuration, keeping every
     /// reservation; refused (and nothing changes) if one would be lost.
-    pub fn replace_queues(&mut self, queues: &QueueTree) -> Result<(), ReservationError> {
+    pub fn replace_queues(
+        &mut self,
+        queues: &QueueTree,
+        policies: &PolicyRuntime,
+    ) -> Result<(), ReservationError> {
+        let queue_policies = queue_policies(queues, policies)?;
         let config = *self.system.config();
         let step_ms = self
             .system
@@ -167,7 +185,17 @@ impl ReservationService {
         }
         self.system = system;
         self.guarantees = guarantees(queues);
+        self.queue_policies = queue_policies;
         Ok(())
+    }
+
+    /// The sharing policy of its own that the queue `queue` names (a path
+    /// or a leaf name) has, if its `reservation-policy` names one.
+    fn own_policy(&self, queue: &str) -> Option<Arc<PolicySlot>> {
+        self.queue_policies
+            .iter()
+            .find(|(path, _)| path.as_str() == queue || path.rsplit('.').next() == Some(queue))
+            .map(|(_, slot)| slot.clone())
     }
 
     /// YARN's new-reservation: a fresh id, never handed out again.
@@ -187,6 +215,8 @@ impl ReservationService {
         now_ms: u64,
     ) -> Result<Accepted, ReservationError> {
         self.check_enabled()?;
+        let own = self.own_policy(&request.queue);
+        let sharing: &dyn Sharing = own.as_deref().map_or(sharing, |slot| slot);
         let accepted = self.system.submit(sharing, request, user, now_ms as i64)?;
         if let Err(error) = self.save(&accepted.reservation_id) {
             // Not saved, so not kept: the caller is told, and may resubmit.
@@ -355,6 +385,44 @@ impl ReservationService {
             .set_counter(SEQUENCE, self.system.next_sequence())?;
         Ok(())
     }
+}
+
+/// A sharing policy loaded for each reservable queue whose
+/// `reservation-policy` names one: `builtin:NAME`, a file, or YARN's class
+/// names for the two bundled policies.
+fn queue_policies(
+    queues: &QueueTree,
+    policies: &PolicyRuntime,
+) -> Result<HashMap<String, Arc<PolicySlot>>, ReservationError> {
+    let mut loaded = HashMap::new();
+    for (queue, settings) in queues.reservable() {
+        let Some(named) = &settings.policy else {
+            continue;
+        };
+        let source = match named.rsplit('.').next() {
+            Some("CapacityOverTimePolicy") => PolicySource::Builtin("capacity-over-time".into()),
+            Some("NoOverCommitPolicy") => PolicySource::Builtin("no-overcommit".into()),
+            _ => PolicySource::parse(named),
+        };
+        let refused = |reason: String| ReservationError::QueuePolicy {
+            property: format!("{}{}.reservation-policy", crate::queues::PREFIX, queue.path),
+            source_name: source.to_string(),
+            reason,
+        };
+        let bytes = source.read().map_err(&refused)?;
+        let version = crate::policy::prepare(
+            policies.engine(),
+            PolicyKind::Sharing,
+            &source.to_string(),
+            &bytes,
+            Vec::new(),
+        )
+        .map_err(|e| refused(e.to_string()))?;
+        let slot = PolicySlot::new(PolicyKind::Sharing, policies.max_failures());
+        slot.publish(version);
+        loaded.insert(queue.path.clone(), Arc::new(slot));
+    }
+    Ok(loaded)
 }
 
 /// The plans of `queues`' reservable queues, each with capacity zero until
