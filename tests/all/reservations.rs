@@ -452,3 +452,51 @@ fn the_cli_submits_lists_and_deletes_reservations() {
     assert_eq!(out, format!("deleted {id}"));
     assert!(list(&server)["reservations"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn refresh_queues_keeps_reservations_and_refuses_to_lose_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("queues.toml");
+    let write = |reservable: bool, window: i64| {
+        std::fs::write(
+            &file,
+            format!(
+                "[yarn.scheduler.capacity.root]\nqueues = \"default,dedicated\"\n\
+                 [yarn.scheduler.capacity.root.default]\ncapacity = 50\n\
+                 [yarn.scheduler.capacity.root.dedicated]\ncapacity = 50\n\
+                 reservable = {reservable}\nreservation-window = {window}\n"
+            ),
+        )
+        .unwrap();
+    };
+    write(true, HOUR);
+    let server = Server::start(&[
+        "--sim-nodes",
+        "10x10240mb,10vcores",
+        "--queues",
+        file.to_str().unwrap(),
+    ]);
+    let start = now_ms() + 60_000;
+    let (status, body) = submit(
+        &server,
+        "alice",
+        "dedicated",
+        &new_id(&server),
+        &definition(start, start + HOUR, 2, 1024, 60_000),
+    );
+    assert_eq!(status, 202, "{body}");
+    let before = list(&server);
+
+    // Making the queue not reservable would lose the reservation: refused.
+    write(false, HOUR);
+    let (status, body) = server.post("/ws/v1/admin/refresh-queues");
+    assert_eq!(status, 400, "{body}");
+    assert!(message(&body).contains("would be lost"), "{body}");
+    assert_eq!(list(&server), before);
+
+    // A new window is fine; the reservation is still there.
+    write(true, 2 * HOUR);
+    let (status, body) = server.post("/ws/v1/admin/refresh-queues");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(list(&server), before);
+}
