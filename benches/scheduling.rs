@@ -7,7 +7,7 @@
 //! cargo bench -p weft-host --bench scheduling
 //! ```
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use weft_host::config::Settings;
@@ -155,6 +155,31 @@ fn scheduling(c: &mut Criterion) {
         "WASM and native placed different counts"
     );
     policy::validate::placements(&wit, &wasm_placements).expect("the host accepts the round");
+
+    // Interleaved rounds, so both builds see the same machine: criterion
+    // measures one group after the other, and on a busy machine the load
+    // can change between them. The ratio of these medians is the figure.
+    const PAIRS: usize = 40;
+    let (mut native_ms, mut wasm_ms) = (Vec::new(), Vec::new());
+    for _ in 0..PAIRS {
+        let started = Instant::now();
+        std::hint::black_box(capacity::schedule(&native));
+        native_ms.push(started.elapsed().as_secs_f64() * 1e3);
+        let started = Instant::now();
+        std::hint::black_box(version.schedule(&wit).unwrap());
+        wasm_ms.push(started.elapsed().as_secs_f64() * 1e3);
+    }
+    let median = |samples: &mut Vec<f64>| {
+        samples.sort_by(f64::total_cmp);
+        samples[samples.len() / 2]
+    };
+    let (native_median, wasm_median) = (median(&mut native_ms), median(&mut wasm_ms));
+    eprintln!(
+        "capacity_round: interleaved, {PAIRS} pairs: native median {native_median:.1} ms, \
+         WASM median {wasm_median:.1} ms ({:.2} M allocations/s), WASM/native {:.2}×",
+        native_placed as f64 / wasm_median / 1e3,
+        wasm_median / native_median
+    );
 
     let mut group = c.benchmark_group("capacity_round");
     group
