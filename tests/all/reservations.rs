@@ -477,15 +477,17 @@ fn refresh_queues_keeps_reservations_and_refuses_to_lose_one() {
         file.to_str().unwrap(),
     ]);
     let start = now_ms() + 60_000;
+    let first = new_id(&server);
     let (status, body) = submit(
         &server,
         "alice",
         "dedicated",
-        &new_id(&server),
+        &first,
         &definition(start, start + HOUR, 2, 1024, 60_000),
     );
     assert_eq!(status, 202, "{body}");
     let before = list(&server);
+    let unused = new_id(&server);
 
     // Making the queue not reservable would lose the reservation: refused.
     write(false, HOUR);
@@ -499,4 +501,7 @@ fn refresh_queues_keeps_reservations_and_refuses_to_lose_one() {
     let (status, body) = server.post("/ws/v1/admin/refresh-queues");
     assert_eq!(status, 200, "{body}");
     assert_eq!(list(&server), before);
+    // Ids handed out before the refresh, used or not, are not handed out again.
+    let after = new_id(&server);
+    assert!(after != first && after != unused, "{after}");
 }

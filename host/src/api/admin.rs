@@ -27,20 +27,18 @@ pub async fn refresh_queues(
     state
         .rm
         .with(move |rm: &mut ResourceManager| {
-            // The plans first: they refuse a tree that would lose a
-            // reservation; if the cluster then refuses, they go back.
-            let old = rm.cluster.queues().clone();
-            let policies = rm.policies.clone();
-            rm.reservations
-                .replace_queues(&tree, &policies)
+            // The plans are prepared first (they refuse a tree that would lose
+            // a reservation, or a queue policy that does not load), applied
+            // only once the cluster has taken the tree. A queue naming its own
+            // sharing policy is compiled here, on the loop: rare, and a
+            // refresh must see the reservations as they are.
+            let prepared = rm
+                .reservations
+                .prepare_queues(&tree, &rm.policies.clone())
                 .map_err(|e| e.to_string())?;
-            if let Err(error) = rm.cluster.replace_queues(tree) {
-                rm.reservations
-                    .replace_queues(&old, &policies)
-                    .expect("the plans held these reservations under the old tree");
-                return Err(error.to_string());
-            }
-            Ok(())
+            rm.cluster.replace_queues(tree).map_err(|e| e.to_string())?;
+            rm.reservations.apply_queues(prepared);
+            Ok::<_, String>(())
         })
         .await?
         .map_err(|e| {

@@ -130,9 +130,10 @@ pub async fn delete(
     Ok(Json(json!({})))
 }
 
-/// The list API's query parameters, with YARN's names.
+/// The list API's query parameters, with YARN's names. Others (such as the
+/// `user.name` Hadoop's clients add to every request) are ignored, as YARN does.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(rename_all = "kebab-case")]
 pub struct ListParams {
     queue: Option<String>,
     reservation_id: Option<String>,

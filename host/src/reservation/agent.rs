@@ -413,8 +413,19 @@ fn place_request(
                     .unwrap_or(Resources::ZERO),
             });
         }
-        // Next, end before the scarcest stretch (on a step), or a duration earlier.
-        deadline = round_down(scarce_from, step_ms).max(start);
+        deadline = if count > 0 {
+            // Next, end before the scarcest stretch (on a step), or a duration earlier.
+            round_down(scarce_from, step_ms).max(start)
+        } else {
+            // Not even a gang fits: every window ending after the run of too
+            // little room around the scarcest point would include it, so jump
+            // to where that run begins, however far (a long booked or empty
+            // stretch costs one step, not one per duration).
+            match available.end_of_room_before(scarce_from, &unit, gang) {
+                Some(end) => round_down(end, step_ms),
+                None => break,
+            }
+        };
     }
     if remaining == 0 {
         return Ok(blocks);
@@ -931,6 +942,29 @@ mod tests {
         // …while bob, under the same cap, gets the end.
         let placement = try_place(&plan, &cap, &job, 2, "bob").unwrap();
         assert_eq!(blocks(&placement), vec![(0, 90, 100, 2)]);
+    }
+
+    #[test]
+    fn a_long_stretch_without_room_is_crossed_in_one_step() {
+        // The plan is full for ten years but its first second; a request of
+        // one second with a deadline ten years off. Moving back one duration
+        // at a time would take 3 × 10⁸ passes; the agent jumps.
+        const TEN_YEARS: i64 = 10 * 365 * 86_400_000;
+        let mut plan = plan();
+        commit(
+            &mut plan,
+            &definition(
+                1_000,
+                TEN_YEARS,
+                Interpreter::All,
+                vec![gb(10, 10, TEN_YEARS / 1000 - 1)],
+            ),
+            1,
+            "alice",
+        );
+        let job = definition(0, TEN_YEARS, Interpreter::All, vec![gb(1, 1, 1)]);
+        let placement = try_place(&plan, &NoOverCommit::default(), &job, 2, "bob").unwrap();
+        assert_eq!(blocks(&placement), vec![(0, 0, 1, 1)]);
     }
 
     #[test]

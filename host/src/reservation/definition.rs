@@ -337,6 +337,12 @@ impl ReservationDefinition {
             return Err(DefinitionError::NoRequests);
         }
         let (arrival_ms, deadline_ms) = (self.arrival, self.deadline);
+        if arrival_ms < 0 || deadline_ms > MAX_TIME_MS {
+            return Err(DefinitionError::TimeOutOfRange {
+                arrival_ms,
+                deadline_ms,
+            });
+        }
         if arrival_ms >= deadline_ms {
             return Err(DefinitionError::ArrivalNotBeforeDeadline {
                 arrival_ms,
@@ -556,6 +562,10 @@ pub enum DefinitionError {
     NoRequests,
     #[error("arrival {arrival_ms} is not before deadline {deadline_ms}")]
     ArrivalNotBeforeDeadline { arrival_ms: i64, deadline_ms: i64 },
+    #[error(
+        "arrival {arrival_ms} and deadline {deadline_ms} must be times from 0 (1970) to {MAX_TIME_MS} (the year 9999), in ms"
+    )]
+    TimeOutOfRange { arrival_ms: i64, deadline_ms: i64 },
     #[error("deadline {deadline_ms} has passed (now is {now_ms})")]
     DeadlinePassed { deadline_ms: i64, now_ms: i64 },
     #[error(
@@ -689,6 +699,11 @@ impl<'de> Deserialize<'de> for ReservationId {
 pub struct NewReservation {
     pub reservation_id: String,
 }
+
+/// The latest deadline Weft accepts: the end of the year 9999, in ms since
+/// 1970. Far beyond any plan, and far enough from `i64::MAX` that a deadline
+/// plus a window or a period cannot overflow.
+pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
 
 /// The body of POST …/reservation/submit (YARN's ReservationSubmissionRequestInfo).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -1009,14 +1024,35 @@ pub(crate) mod tests {
             (
                 "deadline in the past",
                 |d| {
-                    d.arrival = -5_000;
-                    d.deadline = -1;
+                    d.arrival = 0;
+                    d.deadline = 0;
                 },
-                DefinitionError::DeadlinePassed {
-                    deadline_ms: -1,
-                    now_ms: 0,
+                DefinitionError::ArrivalNotBeforeDeadline {
+                    arrival_ms: 0,
+                    deadline_ms: 0,
                 },
-                "has passed",
+                "not before",
+            ),
+            (
+                "a negative arrival",
+                |d| {
+                    d.arrival = i64::MIN;
+                    d.deadline = 1;
+                },
+                DefinitionError::TimeOutOfRange {
+                    arrival_ms: i64::MIN,
+                    deadline_ms: 1,
+                },
+                "from 0",
+            ),
+            (
+                "a deadline past the year 9999",
+                |d| d.deadline = i64::MAX,
+                DefinitionError::TimeOutOfRange {
+                    arrival_ms: 1_000,
+                    deadline_ms: i64::MAX,
+                },
+                "9999",
             ),
             (
                 "no requests",

@@ -313,6 +313,20 @@ impl RleTimeline {
         Some((first, if amount.is_zero() { last } else { FOREVER }))
     }
 
+    /// Where the latest stretch before `before` in which at least `gang`
+    /// units fit ends: the start of the run, reaching up to `before`, in which
+    /// fewer fit (None if fewer fit everywhere before `before`).
+    pub fn end_of_room_before(&self, before: i64, unit: &Amount, gang: i64) -> Option<i64> {
+        let mut run_start = before;
+        for (&at, amount) in self.steps.range(..before).rev() {
+            if amount.count_fitting(unit) >= gang {
+                return Some(run_start);
+            }
+            run_start = at;
+        }
+        None
+    }
+
     /// The amount at `at_ms`.
     pub fn value_at(&self, at_ms: i64) -> Amount {
         self.steps

@@ -108,6 +108,10 @@ pub enum SystemError {
         queue: String,
         source: AgentError,
     },
+    #[error(
+        "reservation id {id} was not handed out by this resource manager: ask new-reservation for one"
+    )]
+    NotIssued { id: ReservationId },
     #[error("end-time {end_ms} is before start-time {start_ms}")]
     BadListRange { start_ms: i64, end_ms: i64 },
     #[error("queue {queue} is given more than one plan")]
@@ -133,6 +137,7 @@ impl SystemError {
             | SystemError::NotReservable { .. }
             | SystemError::AmbiguousQueue { .. }
             | SystemError::Conflict { .. }
+            | SystemError::NotIssued { .. }
             | SystemError::Definition { .. }
             | SystemError::Placement { .. }
             | SystemError::BadListRange { .. }
@@ -256,22 +261,20 @@ impl ReservationSystem {
         self.next_sequence
     }
 
-    /// Puts back a reservation saved before a restart, as it was placed, and
-    /// makes sure no id handed out before is handed out again.
-    pub fn restore(
-        &mut self,
-        queue: &str,
-        reservation: Reservation,
-        next_sequence: u64,
-    ) -> Result<(), SystemError> {
+    /// Puts a reservation back as it was placed — one saved before a
+    /// restart, or the version a failed save must not lose — replacing any
+    /// version of it the plan holds. Nothing is checked against the plan:
+    /// it was admitted when it was placed.
+    pub fn restore(&mut self, queue: &str, reservation: Reservation) -> Result<(), SystemError> {
         let queue = self.resolve_queue(queue)?;
         let id = reservation.id;
-        self.plan_mut(&queue).add(reservation)?;
-        self.queue_of.insert(id, queue);
-        self.next_sequence = self.next_sequence.max(next_sequence);
-        if id.cluster_timestamp == self.config.cluster_start_ms {
-            self.next_sequence = self.next_sequence.max(id.sequence.saturating_add(1));
+        let plan = self.plan_mut(&queue);
+        if plan.get(&id).is_some() {
+            plan.replace(reservation)?;
+        } else {
+            plan.add(reservation)?;
         }
+        self.queue_of.insert(id, queue);
         Ok(())
     }
 
@@ -281,8 +284,14 @@ impl ReservationSystem {
             cluster_timestamp: self.config.cluster_start_ms,
             sequence: self.next_sequence,
         };
-        self.next_sequence += 1;
+        self.next_sequence = self.next_sequence.saturating_add(1);
         id
+    }
+
+    /// Never hand out a sequence below `next_sequence` (after a restart or a
+    /// refresh, the one the system before it had reached).
+    pub fn keep_sequence_from(&mut self, next_sequence: u64) {
+        self.next_sequence = self.next_sequence.max(next_sequence);
     }
 
     /// Submits a reservation for `user`. Resubmitting an id with the same
@@ -315,6 +324,13 @@ impl ReservationSystem {
             };
             return Err(SystemError::Conflict { id, difference });
         }
+        // A new reservation's id must come from new-reservation: an id made
+        // up by the client could be one new-reservation hands out later.
+        let issued = id.cluster_timestamp == self.config.cluster_start_ms
+            && (1..self.next_sequence).contains(&id.sequence);
+        if !issued {
+            return Err(SystemError::NotIssued { id });
+        }
         let plan = &self.plans[&queue];
         let contract = self.contract(&id, &definition, plan, now_ms)?;
         let reservation = self.place(
@@ -323,10 +339,6 @@ impl ReservationSystem {
         let accepted = Accepted::of(&queue, &reservation);
         self.plan_mut(&queue).add(reservation)?;
         self.queue_of.insert(id, queue);
-        // An id chosen by the client must never be handed out again.
-        if id.cluster_timestamp == self.config.cluster_start_ms {
-            self.next_sequence = self.next_sequence.max(id.sequence.saturating_add(1));
-        }
         Ok(accepted)
     }
 
@@ -396,6 +408,25 @@ impl ReservationSystem {
                 .map(|reservation| info(reservation, query.include_resource_allocations))
                 .collect(),
         })
+    }
+
+    /// Forgets, in the plan of `queue`, the one-off reservations that ended
+    /// before now minus the policy's window, and returns their ids.
+    pub fn forget_ended_in<S: Sharing + ?Sized>(
+        &mut self,
+        queue: &str,
+        sharing: &S,
+        now_ms: i64,
+    ) -> Result<Vec<ReservationId>, CallError> {
+        let Some(plan) = self.plans.get_mut(queue) else {
+            return Ok(Vec::new());
+        };
+        let window_ms = sharing.window(&plan.config().to_wit())?.max(0);
+        let forgotten = plan.forget_ended_before(now_ms.saturating_sub(window_ms));
+        for id in &forgotten {
+            self.queue_of.remove(id);
+        }
+        Ok(forgotten)
     }
 
     /// Forgets, in every plan, the one-off reservations that ended before now
@@ -1058,14 +1089,14 @@ mod tests {
     }
 
     #[test]
-    fn a_client_chosen_id_is_never_handed_out_again() {
+    fn only_ids_handed_out_by_new_reservation_are_accepted() {
         let mut system = system();
-        let chosen = ReservationId {
-            cluster_timestamp: START,
-            sequence: 7,
-        };
-        system
-            .submit(
+        for sequence in [7, u64::MAX] {
+            let chosen = ReservationId {
+                cluster_timestamp: START,
+                sequence,
+            };
+            let refused = system.submit(
                 &NoOverCommit::default(),
                 &submission(
                     chosen,
@@ -1074,9 +1105,13 @@ mod tests {
                 ),
                 "alice",
                 NOW,
-            )
-            .unwrap();
-        assert_eq!(system.new_reservation().sequence, 8);
+            );
+            assert!(
+                matches!(refused, Err(SystemError::NotIssued { .. })),
+                "{refused:?}"
+            );
+        }
+        assert_eq!(system.new_reservation().sequence, 1);
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub enum ReservationError {
     Disabled,
     #[error(transparent)]
     System(#[from] SystemError),
-    #[error("the reservation could not be saved, so nothing changed: {0}")]
+    #[error("the reservation could not be saved, so it stays as it was: {0}")]
     Store(#[from] StoreError),
     #[error("the queue configuration cannot keep the reservations: {0}")]
     Refresh(String),
@@ -64,6 +64,14 @@ pub enum Expiry {
     Move,
     /// It ended, and its queue's reservation-move-on-expiry is false.
     Kill,
+}
+
+/// A queue configuration's plans and policies, prepared by
+/// [`ReservationService::prepare_queues`].
+pub struct PreparedQueues {
+    system: ReservationSystem,
+    guarantees: HashMap<String, f64>,
+    queue_policies: HashMap<String, Arc<PolicySlot>>,
 }
 
 pub struct ReservationService {
@@ -119,13 +127,14 @@ impl ReservationService {
                 .and_then(|reservation| {
                     service
                         .system
-                        .restore(&queue, reservation, next_sequence)
+                        .restore(&queue, reservation)
                         .map_err(|e| e.to_string())
                 });
             if let Err(reason) = restored {
-                tracing::warn!(reservation = %id, %queue, %reason, "a saved reservation was not restored; it stays in the store");
+                tracing::warn!(reservation = %id, %queue, %reason, "a saved reservation was not restored; it stays in the store for a restart with a configuration that has its queue");
             }
         }
+        service.system.keep_sequence_from(next_sequence);
         Ok(service)
     }
 
@@ -150,14 +159,15 @@ impl ReservationService {
         }
     }
 
-    /// Rebuilds the plans for a new queue configuration, keeping every
-    /// reservation; refused (and nothing changes) if one would be lost.
-    pub fn replace_queues(
-        &mut self,
+    /// The plans and queue policies of a new queue configuration, holding
+    /// every current reservation, ready for [`apply_queues`](Self::apply_queues);
+    /// refused if a reservation would be lost or a queue's policy does not
+    /// load. Nothing changes until it is applied.
+    pub fn prepare_queues(
+        &self,
         queues: &QueueTree,
         policies: &PolicyRuntime,
-    ) -> Result<(), ReservationError> {
-        let queue_policies = queue_policies(queues, policies)?;
+    ) -> Result<PreparedQueues, ReservationError> {
         let config = *self.system.config();
         let step_ms = self
             .system
@@ -169,11 +179,7 @@ impl ReservationService {
         for plan in self.system.plans() {
             for reservation in plan.reservations() {
                 system
-                    .restore(
-                        plan.queue(),
-                        reservation.clone(),
-                        self.system.next_sequence(),
-                    )
+                    .restore(plan.queue(), reservation.clone())
                     .map_err(|e| {
                         ReservationError::Refresh(format!(
                             "reservation {} in {} would be lost: {e}",
@@ -183,10 +189,19 @@ impl ReservationService {
                     })?;
             }
         }
-        self.system = system;
-        self.guarantees = guarantees(queues);
-        self.queue_policies = queue_policies;
-        Ok(())
+        system.keep_sequence_from(self.system.next_sequence());
+        Ok(PreparedQueues {
+            system,
+            guarantees: guarantees(queues),
+            queue_policies: queue_policies(queues, policies)?,
+        })
+    }
+
+    /// Switches to a prepared queue configuration.
+    pub fn apply_queues(&mut self, prepared: PreparedQueues) {
+        self.system = prepared.system;
+        self.guarantees = prepared.guarantees;
+        self.queue_policies = prepared.queue_policies;
     }
 
     /// The sharing policy of its own that the queue `queue` names (a path
@@ -215,9 +230,13 @@ impl ReservationService {
         now_ms: u64,
     ) -> Result<Accepted, ReservationError> {
         self.check_enabled()?;
+        let known = self.find(&request.reservation_id).is_some();
         let own = self.own_policy(&request.queue);
         let sharing: &dyn Sharing = own.as_deref().map_or(sharing, |slot| slot);
         let accepted = self.system.submit(sharing, request, user, now_ms as i64)?;
+        if known {
+            return Ok(accepted); // an idempotent resubmission: already saved
+        }
         if let Err(error) = self.save(&accepted.reservation_id) {
             // Not saved, so not kept: the caller is told, and may resubmit.
             let admin = Caller {
@@ -241,10 +260,20 @@ impl ReservationService {
         now_ms: u64,
     ) -> Result<Accepted, ReservationError> {
         self.check_enabled()?;
+        let previous = self.find(&request.reservation_id);
+        let own = previous
+            .as_ref()
+            .and_then(|(queue, _)| self.own_policy(queue));
+        let sharing: &dyn Sharing = own.as_deref().map_or(sharing, |slot| slot);
         let accepted = self
             .system
             .update(sharing, request, caller, now_ms as i64)?;
-        self.save(&accepted.reservation_id)?;
+        if let Err(error) = self.save(&accepted.reservation_id) {
+            if let Some((queue, old)) = previous {
+                let _ = self.system.restore(&queue, old);
+            }
+            return Err(error);
+        }
         Ok(accepted)
     }
 
@@ -254,15 +283,21 @@ impl ReservationService {
         caller: &Caller<'_>,
     ) -> Result<Reservation, ReservationError> {
         self.check_enabled()?;
+        let queue = self.find(&request.reservation_id).map(|(queue, _)| queue);
         let removed = self.system.delete(request, caller)?;
         if let Err(error) = self.store.delete_reservation(&removed.id.to_string()) {
-            let queue = self.queue_of(&removed);
-            let _ = self
-                .system
-                .restore(&queue, removed, self.system.next_sequence());
+            if let Some(queue) = queue {
+                let _ = self.system.restore(&queue, removed);
+            }
             return Err(error.into());
         }
         Ok(removed)
+    }
+
+    /// The queue and a copy of the reservation `id` names, if it exists.
+    fn find(&self, id: &str) -> Option<(String, Reservation)> {
+        let (queue, reservation) = self.system.reservation(&id.parse().ok()?)?;
+        Some((queue.to_string(), reservation.clone()))
     }
 
     pub fn list(&self, query: &ListQuery) -> Result<ReservationListInfo, ReservationError> {
@@ -270,18 +305,24 @@ impl ReservationService {
         Ok(self.system.list(query)?)
     }
 
-    /// Forgets reservations that ended longer ago than the policy's window.
+    /// Forgets reservations that ended longer ago than their plan's policy's
+    /// window (no later decision looks at them).
     pub fn forget_ended(&mut self, sharing: &dyn Sharing, now_ms: u64) {
-        match self.system.forget_ended(sharing, now_ms as i64) {
-            Ok(forgotten) => {
-                for id in forgotten {
-                    if let Err(error) = self.store.delete_reservation(&id.to_string()) {
-                        tracing::warn!(reservation = %id, %error, "an ended reservation stays in the store");
+        let queues: Vec<String> = self.system.plans().map(|p| p.queue().to_string()).collect();
+        for queue in queues {
+            let own = self.own_policy(&queue);
+            let sharing: &dyn Sharing = own.as_deref().map_or(sharing, |slot| slot);
+            match self.system.forget_ended_in(&queue, sharing, now_ms as i64) {
+                Ok(forgotten) => {
+                    for id in forgotten {
+                        if let Err(error) = self.store.delete_reservation(&id.to_string()) {
+                            tracing::warn!(reservation = %id, %error, "an ended reservation stays in the store");
+                        }
                     }
                 }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "ended reservations kept: the sharing policy failed")
+                Err(error) => {
+                    tracing::warn!(%queue, %error, "ended reservations kept: the sharing policy failed")
+                }
             }
         }
     }
@@ -365,24 +406,15 @@ impl ReservationService {
         })
     }
 
-    fn queue_of(&self, reservation: &Reservation) -> String {
-        self.system
-            .plans()
-            .find(|plan| plan.get(&reservation.id).is_some())
-            .map(|plan| plan.queue().to_string())
-            .unwrap_or_default()
-    }
-
     fn save(&mut self, id: &ReservationId) -> Result<(), ReservationError> {
         let (queue, reservation) = self
             .system
             .reservation(id)
             .expect("saved right after the system accepted it");
         let record = serde_json::to_string(reservation).expect("a reservation serializes");
+        let counter = (SEQUENCE, self.system.next_sequence());
         self.store
-            .save_reservation(&id.to_string(), queue, &record)?;
-        self.store
-            .set_counter(SEQUENCE, self.system.next_sequence())?;
+            .save_reservation(&id.to_string(), queue, &record, counter)?;
         Ok(())
     }
 }

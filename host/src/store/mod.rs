@@ -134,16 +134,33 @@ impl Store {
         result.and_then(|()| tx.commit()).map_err(|e| self.wrap(e))
     }
 
-    /// Saves one reservation (its record as JSON), replacing any under `id`.
-    pub fn save_reservation(&self, id: &str, queue: &str, record: &str) -> Result<(), StoreError> {
-        self.connection
-            .prepare_cached(
+    /// Saves one reservation (its record as JSON), replacing any under `id`,
+    /// and the counter `counter` at `value`, in one transaction.
+    pub fn save_reservation(
+        &mut self,
+        id: &str,
+        queue: &str,
+        record: &str,
+        (counter, value): (&str, u64),
+    ) -> Result<(), StoreError> {
+        let tx = self.connection.transaction().map_err(|e| StoreError {
+            path: self.path.clone(),
+            source: e,
+        })?;
+        let result = tx
+            .execute(
                 "INSERT INTO reservation (id, queue, record) VALUES (?1, ?2, ?3)
                  ON CONFLICT(id) DO UPDATE SET queue = excluded.queue, record = excluded.record",
+                params![id, queue, record],
             )
-            .and_then(|mut statement| statement.execute(params![id, queue, record]))
-            .map(drop)
-            .map_err(|e| self.wrap(e))
+            .and_then(|_| {
+                tx.execute(
+                    "INSERT INTO counter (name, value) VALUES (?1, ?2)
+                     ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                    params![counter, value as i64],
+                )
+            });
+        result.and_then(|_| tx.commit()).map_err(|e| self.wrap(e))
     }
 
     pub fn delete_reservation(&self, id: &str) -> Result<(), StoreError> {
@@ -272,16 +289,20 @@ mod tests {
     fn reservations_and_counters_survive_reopening() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let store = Store::open(dir.path()).unwrap();
+            let mut store = Store::open(dir.path()).unwrap();
+            assert_eq!(store.counter("reservation").unwrap(), 0);
+            let counter = |value| ("reservation", value);
             store
-                .save_reservation("r1", "root.plan", "{\"a\":1}")
+                .save_reservation("r1", "root.plan", "{\"a\":1}", counter(2))
                 .unwrap();
-            store.save_reservation("r2", "root.plan", "{}").unwrap();
             store
-                .save_reservation("r1", "root.plan", "{\"a\":2}")
+                .save_reservation("r2", "root.plan", "{}", counter(3))
+                .unwrap();
+            store
+                .save_reservation("r1", "root.plan", "{\"a\":2}", counter(3))
                 .unwrap();
             store.delete_reservation("r2").unwrap();
-            assert_eq!(store.counter("reservation").unwrap(), 0);
+            assert_eq!(store.counter("reservation").unwrap(), 3);
             store.set_counter("reservation", 7).unwrap();
         }
         let store = Store::open(dir.path()).unwrap();
