@@ -252,3 +252,154 @@ fn without_move_on_expiry_a_reservations_apps_are_killed_when_it_ends() {
     assert_eq!(etl["apps_met_deadline"], 1, "{etl}");
     assert_eq!(etl["apps_finished"], 1, "\"late\" was killed: {etl}");
 }
+
+/// A reservation nobody runs in holds nothing back, and the queue's other
+/// apps still grow to the queue's maximum around one that is used.
+#[test]
+fn reservations_leave_idle_capacity_to_the_queue() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("elastic.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+observe_at_ms = [30000, 400000]
+end_ms = 400000
+[[nodes]]
+count = 10
+memory_mb = 10240
+vcores = 10
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "default,dedicated"
+"yarn.scheduler.capacity.root.default.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.reservable" = "true"
+"yarn.scheduler.capacity.root.dedicated.user-limit-factor" = "2"
+[[reservations]]
+name = "idle"
+submit_ms = 0
+user = "alice"
+queue = "dedicated"
+arrival_ms = 0
+deadline_ms = 600000
+requests = [{ count = 40, memory_mb = 1024, vcores = 1, duration_ms = 600000 }]
+[[reservations]]
+name = "used"
+submit_ms = 0
+user = "carol"
+queue = "dedicated"
+arrival_ms = 0
+deadline_ms = 600000
+requests = [{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 600000 }]
+[[apps]]
+submit_ms = 0
+user = "bob"
+queue = "dedicated"
+asks = [{ count = 1000, memory_mb = 1024, vcores = 1, duration_ms = 1000000 }]
+[[apps]]
+submit_ms = 200000
+user = "carol"
+queue = "dedicated"
+reservation = "used"
+asks = [{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
+"#,
+    )
+    .unwrap();
+    let output = weft(&["simulate", scenario.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let held = |observation: &serde_json::Value, user: &str| -> u64 {
+        observation["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["user"] == user)
+            .map(|u| u["used"]["memory_mb"].as_u64().unwrap())
+            .sum()
+    };
+    let reservations = summary["reservations"].as_array().unwrap();
+    assert!(
+        reservations.iter().all(|r| r["admitted"] == true),
+        "{reservations:?}"
+    );
+    // Bob takes the whole idle cluster: the queue's maximum (100 %), his
+    // user limit twice its guarantee; "idle" holds nothing back.
+    let early = &summary["observations"][0];
+    assert_eq!(held(early, "bob"), 100 * 1024, "{early}");
+    // Carol's reservation, once it has an app, is hers as Bob's containers
+    // end (they run long; nothing is preempted, so she gets none yet) —
+    // and Bob keeps the rest.
+    let late = &summary["observations"][1];
+    assert_eq!(
+        held(late, "bob") + held(late, "carol"),
+        100 * 1024,
+        "{late}"
+    );
+}
+
+/// With reclaim on, a reservation whose apps hold less than it takes its
+/// capacity back from the queue's other apps, and its app meets the deadline.
+#[test]
+fn reclaim_gives_a_reservation_its_capacity() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("reclaim.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+observe_at_ms = [299000, 330000]
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+[[nodes]]
+count = 10
+memory_mb = 10240
+vcores = 10
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "default,dedicated"
+"yarn.scheduler.capacity.root.default.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.reservable" = "true"
+"yarn.scheduler.capacity.root.dedicated.user-limit-factor" = "2"
+[[reservations]]
+name = "etl"
+submit_ms = 0
+user = "alice"
+queue = "dedicated"
+arrival_ms = 0
+deadline_ms = 600000
+requests = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 300000 }]
+[[apps]]
+submit_ms = 0
+user = "bob"
+queue = "dedicated"
+asks = [{ count = 100, memory_mb = 1024, vcores = 1, duration_ms = 1000000 }]
+[[apps]]
+submit_ms = 1000
+user = "alice"
+queue = "dedicated"
+reservation = "etl"
+asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 200000 }]
+"#,
+    )
+    .unwrap();
+    let output = weft(&["simulate", scenario.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let etl = &summary["reservations"][0];
+    assert_eq!(
+        etl["placed_ms"],
+        serde_json::json!([300000, 600000]),
+        "{etl}"
+    );
+    let [before, during] = [&summary["observations"][0], &summary["observations"][1]];
+    assert_eq!(alice_in_dedicated(before), 0, "{before}");
+    assert_eq!(alice_in_dedicated(during), 20 * 1024, "{during}");
+    assert_eq!(etl["apps_met_deadline"], 1, "{etl}");
+}

@@ -202,7 +202,9 @@ impl ResourceManager {
             }
         }
         if let Some(after_ms) = self.reclaim_after_ms
-            && self.starvation.update(&self.cluster, now, after_ms)
+            && self
+                .starvation
+                .update(&self.cluster, &reservations, now, after_ms)
         {
             match reclaim::reclaim(
                 &mut self.cluster,

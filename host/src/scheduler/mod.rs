@@ -3,11 +3,13 @@
 //! against that snapshot, then applied to the cluster.
 //!
 //! The plan follower lives here too, as YARN's does it: in the snapshot, a
-//! reservable leaf with active reservations becomes a parent with one child
-//! per reservation — guaranteed, and capped at, what the reservation holds
-//! now — and a default child for its other apps with the rest. Apps of a
-//! reservation go in its child, so the policy serves them ahead of the
-//! queue's other apps; apps of a reservation not yet started ask for nothing.
+//! reservable leaf with active reservations that have apps becomes a parent
+//! with one child per such reservation — guaranteed, and capped at, what the
+//! reservation holds now — and a default child for its other apps with the
+//! rest, which may still grow to the queue's own maximum and whose users keep
+//! the queue's user limit. Apps of a reservation go in its child, so the
+//! policy serves them ahead of the queue's other apps; apps of a reservation
+//! not yet started ask for nothing.
 
 pub mod diagnostics;
 pub mod reclaim;
@@ -193,7 +195,9 @@ struct PlanQueues<'a> {
 }
 
 impl<'a> PlanQueues<'a> {
-    /// Appends the children of every reservable leaf with active reservations.
+    /// Appends the children of every reservable leaf with active
+    /// reservations that have apps in them. A reservation with no app holds
+    /// nothing back: its share stays with the queue's other apps.
     fn add(
         cluster: &Cluster,
         reservations: &'a [ActiveReservation],
@@ -205,16 +209,21 @@ impl<'a> PlanQueues<'a> {
         };
         let tree = cluster.queues().queues();
         let total = cluster.capacity();
-        let push = |queues: &mut Queues, leaf: usize, capacity: f32, maximum: f32| {
+        let in_use: std::collections::HashSet<(usize, &str)> = cluster
+            .active_apps()
+            .filter_map(|i| {
+                let app = &cluster.apps()[i];
+                Some((app.queue_index, app.reservation_id.as_deref()?))
+            })
+            .collect();
+        let push = |queues: &mut Queues, leaf: usize, capacity: f32, maximum: f32, factor: f32| {
             queues.parent.push(leaf as u32);
             queues.capacity.push(capacity);
             queues.maximum_capacity.push(maximum);
             queues
                 .minimum_user_limit_percent
                 .push(tree[leaf].minimum_user_limit_percent as f32);
-            queues
-                .user_limit_factor
-                .push(tree[leaf].user_limit_factor as f32);
+            queues.user_limit_factor.push(factor);
             queues
                 .fair
                 .push(tree[leaf].ordering_policy == Ordering::Fair);
@@ -223,23 +232,39 @@ impl<'a> PlanQueues<'a> {
         let mut reserved_share: HashMap<usize, f32> = HashMap::new();
         for reservation in reservations {
             let leaf = reservation.queue_index;
-            if leaf >= tree.len() || !tree[leaf].is_leaf() {
+            let used = in_use.contains(&(leaf, reservation.id.as_str()));
+            if leaf >= tree.len() || !tree[leaf].is_leaf() || !used {
                 continue;
             }
-            // Percent of the leaf's guarantee, by the dominant resource.
+            // Percent of the leaf's guarantee, by the dominant resource;
+            // guaranteed and capped: a reservation's apps get what it holds.
             let guaranteed = tree[leaf].absolute_capacity / 100.0;
             let (memory, vcores, gpus) = reservation.reserved.fractions_of(&total);
             let share = (memory.max(vcores).max(gpus) / guaranteed * 100.0).min(100.0) as f32;
-            let queue = push(queues, leaf, share, share);
+            let factor = tree[leaf].user_limit_factor as f32;
+            let queue = push(queues, leaf, share, share, factor);
             plan.reservation_queue
                 .insert((leaf, reservation.id.as_str()), queue);
             *reserved_share.entry(leaf).or_insert(0.0) += share;
         }
         let mut leaves: Vec<_> = reserved_share.into_iter().collect();
         leaves.sort_by_key(|(leaf, _)| *leaf);
-        for (leaf, share) in leaves {
-            let queue = push(queues, leaf, (100.0 - share).max(0.0), 100.0);
-            plan.default_queue.insert(leaf, queue);
+        for (leaf, reserved) in leaves {
+            let queue = &tree[leaf];
+            let share = (100.0 - reserved).max(0.0);
+            // The default child grows as far as the queue itself may (its
+            // maximum, as a share of the queue's guarantee), and its users
+            // keep the queue's user limit: the limit is a multiple of the
+            // guarantee, so the factor grows as the child's share shrinks.
+            let maximum = (100.0 * queue.absolute_maximum_capacity
+                / queue.absolute_capacity.max(f64::MIN_POSITIVE)) as f32;
+            let factor = if share > 0.0 {
+                (queue.user_limit_factor * 100.0 / f64::from(share)) as f32
+            } else {
+                f32::MAX
+            };
+            let default = push(queues, leaf, share, maximum, factor);
+            plan.default_queue.insert(leaf, default);
         }
         plan
     }
@@ -331,11 +356,20 @@ mod tests {
         submit(&mut cluster, "bob", None);
         submit(&mut cluster, "carol", Some("r-later"));
         // r1 holds 15 GB of the plan's 60 GB: 25 %.
-        let active = [ActiveReservation {
-            queue_index: cluster.queues().leaf("plan").unwrap(),
-            id: "r1".into(),
-            reserved: Resources::new(15_360, 10, 0),
-        }];
+        let plan_queue = cluster.queues().leaf("plan").unwrap();
+        let active = [
+            ActiveReservation {
+                queue_index: plan_queue,
+                id: "r1".into(),
+                reserved: Resources::new(15_360, 10, 0),
+            },
+            // Active, but no app runs in it: it holds nothing back.
+            ActiveReservation {
+                queue_index: plan_queue,
+                id: "idle".into(),
+                reserved: Resources::new(30_720, 10, 0),
+            },
+        ];
         let round = Round::new(&cluster, 0, &active);
         let queues = &round.snapshot.queues;
         let plan = cluster.queues().leaf("plan").unwrap() as u32;
@@ -344,7 +378,12 @@ mod tests {
         assert!((queues.capacity[3] - 25.0).abs() < 1e-4);
         assert!((queues.maximum_capacity[3] - 25.0).abs() < 1e-4);
         assert!((queues.capacity[4] - 75.0).abs() < 1e-4);
-        assert_eq!(queues.maximum_capacity[4], 100.0);
+        // The default child may grow to the plan queue's own maximum (100 %
+        // of the cluster, 100/60 of the queue's guarantee), and its users
+        // keep the queue's user limit (factor 1 of 60 % is 4/3 of 45 %).
+        assert!((queues.maximum_capacity[4] - 100.0 / 0.6).abs() < 1e-3);
+        assert!((queues.user_limit_factor[4] - 4.0 / 3.0).abs() < 1e-4);
+        assert_eq!(queues.user_limit_factor[3], 1.0);
         assert_eq!(round.snapshot.apps.queue, [3, 4, 4]);
         // carol's reservation has not started: she asks for nothing yet.
         assert_eq!(round.snapshot.asks.app, [0, 1]);

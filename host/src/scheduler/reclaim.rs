@@ -1,8 +1,9 @@
 //! Reclaim (seed 002 §1.5–1.6): when a leaf queue below its guarantee has had
 //! unmet demand for longer than `weft.reclaim.starvation-ms`, the scheduling
 //! policy's `preempt` chooses containers of queues above their guarantee to
-//! take back. Off unless `yarn.resourcemanager.scheduler.monitor.enable`, as
-//! in YARN. A preempted container ends (and is charged up to then); its app
+//! take back; so does an active reservation whose apps hold less than it
+//! with demand (the plan follower's guarantee). Off unless
+//! `yarn.resourcemanager.scheduler.monitor.enable`, as in YARN. A preempted container ends (and is charged up to then); its app
 //! is told, and asks for it again.
 
 use std::collections::HashMap;
@@ -11,16 +12,58 @@ use super::{ActiveReservation, Round, ScheduleError, diagnostics};
 use crate::cluster::{Cluster, Container};
 use crate::policy::{CallError, Containers, PolicySlot, validate};
 
-/// Since when each starved leaf queue has been starved.
+/// Since when each starved leaf queue, and each starved reservation, has
+/// been starved.
 #[derive(Debug, Default)]
 pub struct Starvation {
     since: HashMap<usize, u64>,
+    reservations_since: HashMap<String, u64>,
 }
 
 impl Starvation {
     /// Records which leaves are starved at `now` — below their guarantee with
-    /// something pending — and says whether one has been for `after_ms`.
-    pub fn update(&mut self, cluster: &Cluster, now: u64, after_ms: u64) -> bool {
+    /// something pending — and which active reservations are — their apps
+    /// hold less than the reservation with something pending — and says
+    /// whether one has been for `after_ms`.
+    pub fn update(
+        &mut self,
+        cluster: &Cluster,
+        reservations: &[ActiveReservation],
+        now: u64,
+        after_ms: u64,
+    ) -> bool {
+        let mut held: HashMap<&str, (crate::cluster::Resources, bool)> = HashMap::new();
+        for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
+            if let Some(id) = app.reservation_id.as_deref() {
+                let entry = held.entry(id).or_default();
+                entry.0 += app.used;
+                entry.1 |= app.pending_containers() > 0;
+            }
+        }
+        let capacity = cluster.capacity();
+        let dominant = |r: &crate::cluster::Resources| {
+            let (m, v, g) = r.fractions_of(&capacity);
+            m.max(v).max(g)
+        };
+        let mut starved_reservations = HashMap::new();
+        for reservation in reservations {
+            let Some(&(used, pending)) = held.get(reservation.id.as_str()) else {
+                continue;
+            };
+            if pending && dominant(&used) + 1e-9 < dominant(&reservation.reserved) {
+                let since = self.reservations_since.get(&reservation.id).copied();
+                starved_reservations.insert(reservation.id.clone(), since.unwrap_or(now));
+            }
+        }
+        self.reservations_since = starved_reservations;
+        let reservation_waited = self
+            .reservations_since
+            .values()
+            .any(|&since| now.saturating_sub(since) >= after_ms);
+        self.update_queues(cluster, now, after_ms) || reservation_waited
+    }
+
+    fn update_queues(&mut self, cluster: &Cluster, now: u64, after_ms: u64) -> bool {
         let tree = cluster.queues().queues();
         let usage = diagnostics::queue_usage(cluster);
         let capacity = cluster.capacity();

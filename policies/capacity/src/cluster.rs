@@ -138,6 +138,19 @@ fn fraction(percent: f32, default: f64) -> f64 {
     }
 }
 
+/// A maximum-capacity as a fraction of the parent's guarantee. It may be
+/// above 100 % (the host's plan follower gives a reservable queue's default
+/// child its queue's own maximum that way); the parent's maximum caps it
+/// anyway. NaN reads as 100 %.
+fn maximum_fraction(percent: f32) -> f64 {
+    let percent = f64::from(percent);
+    if percent.is_nan() {
+        1.0
+    } else {
+        percent.clamp(0.0, 1e6) / 100.0
+    }
+}
+
 /// The queue tree with what follows from it: validity, leaves and absolute
 /// shares of the cluster.
 #[derive(Debug, Clone, PartialEq)]
@@ -226,7 +239,7 @@ impl Tree {
             // own maximum.
             let parent_guarantee = tree.guarantee[parent];
             tree.guarantee[q] = parent_guarantee * fraction(queues.capacity[q], 0.0);
-            tree.maximum[q] = (parent_guarantee * fraction(queues.maximum_capacity[q], 100.0))
+            tree.maximum[q] = (parent_guarantee * maximum_fraction(queues.maximum_capacity[q]))
                 .min(tree.maximum[parent]);
         }
         for q in 0..count {

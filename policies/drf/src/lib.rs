@@ -220,6 +220,17 @@ impl Share {
 /// dominant share ÷ absolute capacity; then those with none, by dominant share.
 type QueueKey = (bool, Share);
 
+/// A maximum-capacity as a fraction of the parent's guarantee: it may be above
+/// 100 % (the host's plan follower uses that), and the parent's maximum caps
+/// it anyway; NaN counts as 0.
+fn maximum_fraction(percent: f32) -> f64 {
+    if percent.is_nan() {
+        0.0
+    } else {
+        f64::from(percent.clamp(0.0, 1e6)) / 100.0
+    }
+}
+
 /// A configured percentage as a fraction; out-of-range values are clamped and
 /// NaN counts as 0, so a malformed snapshot can only give a queue less.
 fn fraction(percent: f32) -> f64 {
@@ -291,7 +302,8 @@ impl Tree {
                 guarantee[q] = guarantee[p] * fraction(queues.capacity[q]);
                 // As the host's queue tree computes it: a share of the
                 // parent's guarantee, never above the parent's own maximum.
-                maximum[q] = (guarantee[p] * fraction(queues.maximum_capacity[q])).min(maximum[p]);
+                maximum[q] =
+                    (guarantee[p] * maximum_fraction(queues.maximum_capacity[q])).min(maximum[p]);
             }
         }
         let used: Vec<Res> = (0..len)
