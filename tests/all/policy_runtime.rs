@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use weft_host::config::Settings;
 use weft_host::policy::{
-    CallError, CallLimits, LoadError, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource,
-    VersionState, builtin,
+    CallError, CallLimits, LoadError, PolicyEngine, PolicyKind, PolicyRuntime, PolicySlot,
+    PolicySource, STANDBY_KEPT, VersionState, builtin, prepare,
 };
 use weft_host::policy::{PriceMultiplicators, Usage, Utilization};
 use weft_host::quota::Pricing;
@@ -321,6 +321,48 @@ fn rollback_by_the_operator_and_history() {
     let error = slot.rollback("again").unwrap_err();
     assert!(error.contains("no earlier good"), "{error}");
     assert_eq!(slot.active().unwrap().info.name, "hops-pricing");
+}
+
+#[test]
+fn a_slot_keeps_the_newest_standbys_ready_and_retires_older_ones() {
+    let runtime = runtime();
+    let engine = runtime.engine();
+    let slot = PolicySlot::new(PolicyKind::Pricing, 3);
+    let names = ["hops-pricing", "flat-pricing"];
+    let versions: Vec<_> = names
+        .iter()
+        .map(|name| {
+            prepare(
+                engine,
+                PolicyKind::Pricing,
+                &format!("builtin:{name}"),
+                builtin(name).unwrap(),
+                Settings::default().pricing_params(),
+            )
+            .unwrap()
+        })
+        .collect();
+    let published = STANDBY_KEPT + 3;
+    for i in 0..published {
+        slot.publish(versions[i % 2].clone());
+    }
+    let history = slot.status().history;
+    assert_eq!(history.len(), published, "every version stays listed");
+    let count = |state| history.iter().filter(|e| e.state == state).count();
+    assert_eq!(count(VersionState::Active), 1);
+    assert_eq!(count(VersionState::Standby), STANDBY_KEPT);
+    assert_eq!(count(VersionState::Retired), 2);
+    assert_eq!(
+        history[0].state,
+        VersionState::Retired,
+        "the oldest go first"
+    );
+    // Every kept standby is a rollback target; a retired one is not.
+    for _ in 0..STANDBY_KEPT {
+        slot.rollback("test").unwrap();
+    }
+    let error = slot.rollback("once more").unwrap_err();
+    assert!(error.contains("no earlier good"), "{error}");
 }
 
 #[test]

@@ -31,7 +31,7 @@ pub use bindings::{
 pub use engine::{CallLimits, PolicyEngine};
 pub use load::{LoadError, inspect, prepare};
 pub use registry::{PolicySource, builtin, builtin_names};
-pub use slot::{HistoryEntry, PolicySlot, SlotStatus, VersionState};
+pub use slot::{HistoryEntry, PolicySlot, STANDBY_KEPT, SlotStatus, VersionState};
 pub use stats::{CallCost, CallStats};
 pub use version::{PolicyVersion, VersionInfo};
 

@@ -23,7 +23,15 @@ pub enum VersionState {
     Standby,
     /// Taken out by a rollback; never called again.
     RolledBack,
+    /// An older good version whose compiled code was let go (the slot keeps
+    /// the newest few standbys ready): listed, no longer a rollback target.
+    Retired,
 }
+
+/// How many standby versions a slot keeps compiled, ready for fallback and
+/// rollback. Older ones stay in the history as rows; their code is freed, so
+/// a host that hot-swaps all day does not grow without bound.
+pub const STANDBY_KEPT: usize = 5;
 
 /// One row of a kind's history, as the API shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -48,7 +56,10 @@ pub struct SlotStatus {
 
 struct Entry {
     number: u32,
-    version: Arc<PolicyVersion>,
+    info: VersionInfo,
+    /// The compiled version, while it may still answer calls (None once it
+    /// is rolled back or retired).
+    version: Option<Arc<PolicyVersion>>,
     state: VersionState,
     note: Option<String>,
 }
@@ -58,9 +69,15 @@ impl Entry {
         HistoryEntry {
             number: self.number,
             state: self.state,
-            info: self.version.info.clone(),
+            info: self.info.clone(),
             note: self.note.clone(),
         }
+    }
+
+    fn is(&self, version: &Arc<PolicyVersion>) -> bool {
+        self.version
+            .as_ref()
+            .is_some_and(|v| Arc::ptr_eq(v, version))
     }
 }
 
@@ -109,10 +126,23 @@ impl PolicySlot {
         let number = entries.len() as u32 + 1;
         entries.push(Entry {
             number,
-            version: version.clone(),
+            info: version.info.clone(),
+            version: Some(version.clone()),
             state: VersionState::Active,
             note: None,
         });
+        // Retire the standbys beyond the newest few: calls already running
+        // on one keep their own reference and finish.
+        let mut standby = 0;
+        for entry in entries.iter_mut().rev() {
+            if entry.state == VersionState::Standby {
+                standby += 1;
+                if standby > STANDBY_KEPT {
+                    entry.state = VersionState::Retired;
+                    entry.version = None;
+                }
+            }
+        }
         self.active.store(Some(version));
     }
 
@@ -133,7 +163,7 @@ impl PolicySlot {
         let mut entries = self.entries.lock().unwrap();
         let current = entries
             .iter()
-            .position(|e| e.state == VersionState::Active && Arc::ptr_eq(&e.version, from))
+            .position(|e| e.state == VersionState::Active && e.is(from))
             .ok_or_else(|| {
                 format!(
                     "the {} policy changed meanwhile; nothing rolled back",
@@ -151,8 +181,13 @@ impl PolicySlot {
             })?;
         entries[current].state = VersionState::RolledBack;
         entries[current].note = Some(reason.to_string());
+        // Never called again: its code goes once running calls finish.
+        entries[current].version = None;
         entries[target].state = VersionState::Active;
-        let to = entries[target].version.clone();
+        let to = entries[target]
+            .version
+            .clone()
+            .expect("a standby keeps its compiled version");
         self.active.store(Some(to.clone()));
         drop(entries);
         PolicyEvent::RolledBack {
@@ -173,7 +208,7 @@ impl PolicySlot {
             .iter()
             .rev()
             .find(|e| e.state == VersionState::Standby)
-            .map(|e| e.version.clone())
+            .and_then(|e| e.version.clone())
     }
 
     /// Calls the active version with `call`, which also checks the output.
