@@ -112,6 +112,7 @@ fn reservations_follow_yarns_api_and_capacity_over_time() {
     let accepted = definition(start, start + HOUR, 10, 1024, 600_000);
     let (status, body) = submit(&server, "alice", "dedicated", &id, &accepted);
     assert_eq!(status, 202, "{body}");
+    assert_eq!(body, json!(""), "YARN's submit answers 202 with no body");
 
     // Listed in YARN's shape, placed as late as the deadline allows.
     let listed = list(&server);

@@ -43,17 +43,18 @@ pub async fn new_reservation(State(state): State<ApiState>) -> Result<Json<Value
     Ok(Json(json!({ "reservation-id": id.to_string() })))
 }
 
-/// `POST …/submit`: 202 once the reservation is placed in its plan.
+/// `POST …/submit`: 202, with no body as in YARN, once the reservation is
+/// placed in its plan (`list` shows where).
 pub async fn submit(
     State(state): State<ApiState>,
     headers: HeaderMap,
     bytes: axum::body::Bytes,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<StatusCode, ApiError> {
     let request: ReservationSubmissionRequest = body(&bytes, "reservation submission")?;
     let caller = state.caller(&headers);
     let security = state.security.clone();
     let policies = state.policies.clone();
-    let accepted = state
+    state
         .rm
         .with(move |rm: &mut ResourceManager| {
             // Submitting a reservation takes the right to submit to its queue.
@@ -67,17 +68,10 @@ pub async fn submit(
             let sharing = policies.slot(PolicyKind::Sharing);
             let accepted = rm.reservations.submit(sharing, &request, &caller, now)?;
             tracing::info!(reservation = %accepted.reservation_id, queue = %accepted.queue, user = %caller, "reservation accepted");
-            Ok::<_, ApiError>(accepted)
+            Ok::<_, ApiError>(())
         })
         .await??;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({
-            "reservation-id": accepted.reservation_id.to_string(),
-            "queue": accepted.queue,
-            "acceptance-time": accepted.acceptance_time_ms,
-        })),
-    ))
+    Ok(StatusCode::ACCEPTED)
 }
 
 /// `POST …/update`: the reservation is placed anew, or stays as it was.

@@ -72,10 +72,16 @@ impl Client {
         let mut response =
             response.with_context(|| format!("cannot reach the weft server at {}", self.base))?;
         let status = response.status();
-        let body: Value = response
+        let text = response
             .body_mut()
-            .read_json()
-            .with_context(|| format!("{path} did not answer JSON"))?;
+            .read_to_string()
+            .with_context(|| format!("{path} answered an unreadable body"))?;
+        // Some answers have no body (a reservation's submit, as in YARN).
+        let body: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).with_context(|| format!("{path} did not answer JSON"))?
+        };
         if !status.is_success() {
             let message = body["RemoteException"]["message"]
                 .as_str()
