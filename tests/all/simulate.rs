@@ -125,23 +125,10 @@ fn the_hadoop_sls_inputs_simulate() {
 /// time than its reservation has and meets the reservation's end; "greedy"
 /// asks for more than the queue has and is refused.
 fn reservation_scenario(move_on_expiry: bool) -> serde_json::Value {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("reservations.toml");
-    std::fs::write(
-        &scenario,
-        format!(
-            r#"
+    simulate(&format!(
+        r#"
 observe_at_ms = [470000, 500000]
-[[nodes]]
-count = 10
-memory_mb = 10240
-vcores = 10
-[queues.properties]
-"yarn.scheduler.capacity.root.queues" = "default,dedicated"
-"yarn.scheduler.capacity.root.default.capacity" = "50"
-"yarn.scheduler.capacity.root.dedicated.capacity" = "50"
-"yarn.scheduler.capacity.root.dedicated.reservable" = "true"
-"yarn.scheduler.capacity.root.dedicated.reservation-move-on-expiry" = "{move_on_expiry}"
+{PLAN_CLUSTER}"yarn.scheduler.capacity.root.dedicated.reservation-move-on-expiry" = "{move_on_expiry}"
 [[reservations]]
 name = "etl"
 submit_ms = 0
@@ -177,10 +164,30 @@ queue = "dedicated"
 reservation = "etl"
 asks = [{{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 300000 }}]
 "#
-        ),
-    )
-    .unwrap();
-    let output = weft(&["simulate", scenario.to_str().unwrap()]);
+    ))
+}
+
+/// The reservation scenarios' cluster: 10 nodes of 10 GB; root.default and
+/// root.dedicated at 50 % each, dedicated reservable. More queue properties
+/// may follow it directly.
+const PLAN_CLUSTER: &str = r#"
+[[nodes]]
+count = 10
+memory_mb = 10240
+vcores = 10
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "default,dedicated"
+"yarn.scheduler.capacity.root.default.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.reservable" = "true"
+"#;
+
+/// Runs `weft simulate` on a scenario's text; its summary.
+fn simulate(scenario: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scenario.toml");
+    std::fs::write(&path, scenario).unwrap();
+    let output = weft(&["simulate", path.to_str().unwrap()]);
     assert!(
         output.status.success(),
         "{}",
@@ -257,23 +264,14 @@ fn without_move_on_expiry_a_reservations_apps_are_killed_when_it_ends() {
 /// apps still grow to the queue's maximum around one that is used.
 #[test]
 fn reservations_leave_idle_capacity_to_the_queue() {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("elastic.toml");
-    std::fs::write(
-        &scenario,
+    let summary = simulate(&format!(
+        "{}{}{}",
         r#"
 observe_at_ms = [30000, 400000]
 end_ms = 400000
-[[nodes]]
-count = 10
-memory_mb = 10240
-vcores = 10
-[queues.properties]
-"yarn.scheduler.capacity.root.queues" = "default,dedicated"
-"yarn.scheduler.capacity.root.default.capacity" = "50"
-"yarn.scheduler.capacity.root.dedicated.capacity" = "50"
-"yarn.scheduler.capacity.root.dedicated.reservable" = "true"
-"yarn.scheduler.capacity.root.dedicated.user-limit-factor" = "2"
+"#,
+        PLAN_CLUSTER,
+        r#""yarn.scheduler.capacity.root.dedicated.user-limit-factor" = "2"
 [[reservations]]
 name = "idle"
 submit_ms = 0
@@ -301,16 +299,8 @@ user = "carol"
 queue = "dedicated"
 reservation = "used"
 asks = [{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
-"#,
-    )
-    .unwrap();
-    let output = weft(&["simulate", scenario.to_str().unwrap()]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+"#
+    ));
     let held = |observation: &serde_json::Value, user: &str| -> u64 {
         observation["users"]
             .as_array()
@@ -344,25 +334,16 @@ asks = [{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
 /// capacity back from the queue's other apps, and its app meets the deadline.
 #[test]
 fn reclaim_gives_a_reservation_its_capacity() {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("reclaim.toml");
-    std::fs::write(
-        &scenario,
+    let summary = simulate(&format!(
+        "{}{}{}",
         r#"
 observe_at_ms = [299000, 330000]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
-[[nodes]]
-count = 10
-memory_mb = 10240
-vcores = 10
-[queues.properties]
-"yarn.scheduler.capacity.root.queues" = "default,dedicated"
-"yarn.scheduler.capacity.root.default.capacity" = "50"
-"yarn.scheduler.capacity.root.dedicated.capacity" = "50"
-"yarn.scheduler.capacity.root.dedicated.reservable" = "true"
-"yarn.scheduler.capacity.root.dedicated.user-limit-factor" = "2"
+"#,
+        PLAN_CLUSTER,
+        r#""yarn.scheduler.capacity.root.dedicated.user-limit-factor" = "2"
 [[reservations]]
 name = "etl"
 submit_ms = 0
@@ -382,16 +363,8 @@ user = "alice"
 queue = "dedicated"
 reservation = "etl"
 asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 200000 }]
-"#,
-    )
-    .unwrap();
-    let output = weft(&["simulate", scenario.to_str().unwrap()]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+"#
+    ));
     let etl = &summary["reservations"][0];
     assert_eq!(
         etl["placed_ms"],

@@ -198,10 +198,7 @@ pub async fn submit_app(
                     .check_admin(&caller, &format!("submit on behalf of {}", request.user))
                     .map_err(ApiError::forbidden)?;
             }
-            if let (Some(id), Some(leaf)) = (&request.reservation_id, rm.cluster.queues().leaf(&request.queue)) {
-                let path = &rm.cluster.queues().queues()[leaf].path;
-                rm.reservations.check_app_reservation(id, path).map_err(ApiError::bad_request)?;
-            }
+            rm.check_app_reservation(&request).map_err(ApiError::bad_request)?;
             let app = rm.cluster.submit(request, &submitter, now).map_err(ApiError::bad_request)?.clone();
             tracing::info!(app = %app.id, queue = %app.queue, user = %app.user, project = %app.project, submitter, "application submitted and accepted");
             Ok::<_, ApiError>(app)

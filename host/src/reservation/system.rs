@@ -429,24 +429,6 @@ impl ReservationSystem {
         Ok(forgotten)
     }
 
-    /// Forgets, in every plan, the one-off reservations that ended before now
-    /// minus the policy's window, and returns their ids.
-    pub fn forget_ended<S: Sharing + ?Sized>(
-        &mut self,
-        sharing: &S,
-        now_ms: i64,
-    ) -> Result<Vec<ReservationId>, CallError> {
-        let mut forgotten = Vec::new();
-        for plan in self.plans.values_mut() {
-            let window_ms = sharing.window(&plan.config().to_wit())?.max(0);
-            forgotten.extend(plan.forget_ended_before(now_ms.saturating_sub(window_ms)));
-        }
-        for id in &forgotten {
-            self.queue_of.remove(id);
-        }
-        Ok(forgotten)
-    }
-
     /// A queue's path from what a client gave: the path itself, or a leaf
     /// name that names one reservable queue (YARN's clients give leaf names).
     fn resolve_queue(&self, queue: &str) -> Result<String, SystemError> {
@@ -1420,11 +1402,15 @@ mod tests {
             ..NoOverCommit::default()
         };
         assert_eq!(
-            system.forget_ended(&sharing, NOW + 150_000).unwrap(),
+            system
+                .forget_ended_in("root.dedicated", &sharing, NOW + 150_000)
+                .unwrap(),
             vec![]
         );
         assert_eq!(
-            system.forget_ended(&sharing, NOW + 160_000).unwrap(),
+            system
+                .forget_ended_in("root.dedicated", &sharing, NOW + 160_000)
+                .unwrap(),
             vec![id]
         );
         assert!(system.reservation(&id).is_none());

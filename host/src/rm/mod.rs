@@ -137,6 +137,9 @@ impl ResourceManager {
     /// have ended move on in their queue or are killed; returns the
     /// reservations active at `now`.
     fn active_reservations(&mut self, now: u64) -> Vec<scheduler::ActiveReservation> {
+        if !self.reservations.has_plans() {
+            return Vec::new();
+        }
         let mut expired = Vec::new();
         for index in self.cluster.active_apps() {
             let app = &self.cluster.apps()[index];
@@ -159,6 +162,18 @@ impl ResourceManager {
             }
         }
         self.reservations.active(self.cluster.queues(), now)
+    }
+
+    /// Whether the reservation a submission names (if any) is in the plan of
+    /// its queue; the reason if not.
+    pub fn check_app_reservation(&self, request: &crate::cluster::SubmitApp) -> Result<(), String> {
+        let queues = self.cluster.queues();
+        match (&request.reservation_id, queues.leaf(&request.queue)) {
+            (Some(id), Some(leaf)) => self
+                .reservations
+                .check_app_reservation(id, &queues.queues()[leaf].path),
+            _ => Ok(()),
+        }
     }
 
     /// Why pending app `index` waits (see `scheduler::diagnostics`), or that

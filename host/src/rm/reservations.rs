@@ -138,8 +138,10 @@ impl ReservationService {
         Ok(service)
     }
 
-    pub fn system(&self) -> &ReservationSystem {
-        &self.system
+    /// Whether any queue is reservable (if none, the plan follower has
+    /// nothing to do in a round).
+    pub fn has_plans(&self) -> bool {
+        self.system.plans().next().is_some()
     }
 
     fn check_enabled(&self) -> Result<(), ReservationError> {

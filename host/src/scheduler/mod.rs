@@ -207,6 +207,9 @@ impl<'a> PlanQueues<'a> {
             reservation_queue: HashMap::new(),
             default_queue: HashMap::new(),
         };
+        if reservations.is_empty() {
+            return plan; // the common case: the configured tree as it is
+        }
         let tree = cluster.queues().queues();
         let total = cluster.capacity();
         let in_use: std::collections::HashSet<(usize, &str)> = cluster

@@ -502,15 +502,8 @@ pub fn run(
                 asks: app.asks.clone(),
                 reservation_id,
             };
-            if let (Some(id), Some(leaf)) = (
-                &request.reservation_id,
-                rm.cluster.queues().leaf(&request.queue),
-            ) {
-                let path = &rm.cluster.queues().queues()[leaf].path;
-                rm.reservations
-                    .check_app_reservation(id, path)
-                    .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
-            }
+            rm.check_app_reservation(&request)
+                .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
             let submitted = rm
                 .cluster
                 .submit(request, "simulate", next)

@@ -1,5 +1,5 @@
-//! The WebAssembly glue: WIT records in, the functions of `lib.rs` out. The
-//! timelines' columns move into the native records without a copy.
+//! The WebAssembly glue: WIT records in (`convert.rs`), the functions of
+//! `lib.rs` out.
 
 #![allow(unsafe_code)] // the code wit-bindgen generates
 
@@ -8,6 +8,10 @@ wit_bindgen::generate!({ world: "sharing-policy", path: "../../wit" });
 use exports::weft::policy::sharing as wit;
 use weft::policy::host::{Level, log};
 use weft::policy::types::PolicyKind;
+
+#[path = "../../no-overcommit/src/convert.rs"]
+mod convert;
+use convert::{native_admission, native_settings, wit_rejection};
 
 struct Component;
 
@@ -45,69 +49,7 @@ impl wit::Guest for Component {
     }
 
     fn available(admission: wit::Admission) -> wit::Timeline {
-        let admission = native_admission(admission);
-        match crate::available(&admission) {
-            Ok(timeline) => wit_timeline(timeline),
-            Err(malformed) => {
-                log(Level::Warn, &format!("offered nothing: {malformed}"));
-                wit_timeline(crate::Timeline::default())
-            }
-        }
-    }
-}
-
-fn native_settings(settings: wit::PlanSettings) -> crate::PlanSettings {
-    crate::PlanSettings {
-        queue: settings.queue,
-        capacity: crate::Resources::new(
-            settings.capacity.memory_mb,
-            settings.capacity.vcores,
-            settings.capacity.gpus,
-        ),
-        reservation_window_ms: settings.reservation_window_ms,
-        instantaneous_max_capacity: settings.instantaneous_max_capacity,
-        average_capacity: settings.average_capacity,
-    }
-}
-
-fn native_timeline(timeline: wit::Timeline) -> crate::Timeline {
-    crate::Timeline {
-        at_ms: timeline.at_ms,
-        memory_mb: timeline.memory_mb,
-        vcores: timeline.vcores,
-        gpus: timeline.gpus,
-    }
-}
-
-fn native_admission(admission: wit::Admission) -> crate::Admission {
-    crate::Admission {
-        settings: native_settings(admission.settings),
-        user: admission.user,
-        reservation_id: admission.reservation_id,
-        from_ms: admission.from_ms,
-        to_ms: admission.to_ms,
-        candidate: native_timeline(admission.candidate),
-        user_committed: native_timeline(admission.user_committed),
-        plan_committed: native_timeline(admission.plan_committed),
-    }
-}
-
-fn wit_timeline(timeline: crate::Timeline) -> wit::Timeline {
-    wit::Timeline {
-        at_ms: timeline.at_ms,
-        memory_mb: timeline.memory_mb,
-        vcores: timeline.vcores,
-        gpus: timeline.gpus,
-    }
-}
-
-fn wit_rejection(rejection: crate::Rejection) -> wit::Rejection {
-    match rejection {
-        crate::Rejection::OverCommit(message) => wit::Rejection::OverCommit(message),
-        crate::Rejection::InstantaneousQuota(message) => {
-            wit::Rejection::InstantaneousQuota(message)
-        }
-        crate::Rejection::AverageQuota(message) => wit::Rejection::AverageQuota(message),
+        convert::available(admission)
     }
 }
 
