@@ -96,9 +96,14 @@ impl Security {
             .to_string()
     }
 
+    /// Whether `user` is in `yarn.admin.acl`.
+    pub fn is_admin(&self, user: &str) -> bool {
+        self.admins.allows(user, &self.directory.groups_of(user))
+    }
+
     /// Only administrators change queues or policies.
     pub fn check_admin(&self, user: &str, action: &str) -> Result<(), String> {
-        if self.admins.allows(user, &self.directory.groups_of(user)) {
+        if self.is_admin(user) {
             Ok(())
         } else {
             Err(format!(

@@ -82,7 +82,7 @@ pub async fn update(
 ) -> Result<Json<Value>, ApiError> {
     let request: ReservationUpdateRequest = body(&bytes, "reservation update")?;
     let caller = state.caller(&headers);
-    let is_admin = state.security.check_admin(&caller, "").is_ok();
+    let is_admin = state.security.is_admin(&caller);
     let policies = state.policies.clone();
     let accepted = state
         .rm
@@ -109,7 +109,7 @@ pub async fn delete(
 ) -> Result<Json<Value>, ApiError> {
     let request: ReservationDeleteRequest = body(&bytes, "reservation delete request")?;
     let caller = state.caller(&headers);
-    let is_admin = state.security.check_admin(&caller, "").is_ok();
+    let is_admin = state.security.is_admin(&caller);
     let removed = state
         .rm
         .with(move |rm: &mut ResourceManager| {

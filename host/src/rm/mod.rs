@@ -24,9 +24,9 @@ use crate::queues::QueueTree;
 use crate::quota::QuotaService;
 use crate::scheduler;
 use crate::scheduler::reclaim::{self, Starvation};
+use crate::sim::Clock;
 use crate::store::Store;
 
-use crate::sim::Clock;
 use reservations::{Expiry, ReservationError, ReservationService};
 
 /// The state the loop owns.
