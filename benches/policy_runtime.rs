@@ -87,7 +87,7 @@ fn engine() -> PolicyEngine {
 fn runtime(engine: &PolicyEngine) -> PolicyRuntime {
     PolicyRuntime::new(
         engine.clone(),
-        Settings::default().pricing_params(),
+        Settings::default().pricing_params.clone(),
         MAX_FAILURES,
     )
 }
@@ -105,7 +105,7 @@ fn prepared(engine: &PolicyEngine, name: &str) -> Arc<PolicyVersion> {
         PolicyKind::Pricing,
         &source(name).to_string(),
         bytes,
-        Settings::default().pricing_params(),
+        Settings::default().pricing_params.clone(),
     )
     .unwrap_or_else(|e| panic!("{name} does not prepare: {e}"))
 }

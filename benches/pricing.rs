@@ -106,7 +106,7 @@ struct Subjects {
 
 impl Subjects {
     fn new() -> Subjects {
-        let params = Settings::default().pricing_params();
+        let params = Settings::default().pricing_params.clone();
         let engine = PolicyEngine::new(CallLimits::default()).expect("wasmtime engine");
         let runtime = PolicyRuntime::new(engine, params.clone(), MAX_FAILURES);
         let version = runtime

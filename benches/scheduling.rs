@@ -132,7 +132,7 @@ fn scheduling(c: &mut Criterion) {
     };
     let runtime = PolicyRuntime::new(
         PolicyEngine::new(limits).unwrap(),
-        Settings::default().pricing_params(),
+        Settings::default().pricing_params.clone(),
         3,
     );
     let version = runtime

@@ -9,6 +9,7 @@ pub mod api;
 pub mod cli;
 pub mod cluster;
 pub mod config;
+pub mod limits;
 pub mod metrics;
 pub mod policy;
 pub mod queues;

@@ -21,7 +21,7 @@ fn runtime() -> PolicyRuntime {
         memory_bytes: 32 << 20,
     };
     let engine = PolicyEngine::new(limits).unwrap();
-    let runtime = PolicyRuntime::new(engine, Settings::default().pricing_params(), 3);
+    let runtime = PolicyRuntime::new(engine, Settings::default().pricing_params.clone(), 3);
     runtime
         .load(
             PolicyKind::Pricing,
@@ -337,7 +337,7 @@ fn a_slot_keeps_the_newest_standbys_ready_and_retires_older_ones() {
                 PolicyKind::Pricing,
                 &format!("builtin:{name}"),
                 builtin(name).unwrap(),
-                Settings::default().pricing_params(),
+                Settings::default().pricing_params.clone(),
             )
             .unwrap()
         })

@@ -65,7 +65,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         bail!("--batch must be at least 1");
     }
     let settings = Settings::default();
-    let engine = PolicyEngine::new(settings.call_limits())?;
+    let engine = PolicyEngine::new(settings.policies.limits)?;
     let load = |text: &str| -> anyhow::Result<std::sync::Arc<PolicyVersion>> {
         let source = PolicySource::parse(text);
         let bytes = source.read().map_err(anyhow::Error::msg)?;
@@ -73,7 +73,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             &engine,
             &source.to_string(),
             &bytes,
-            &settings.pricing_params(),
+            &settings.pricing_params,
             &[],
         )
         .with_context(|| format!("{source} failed its check"))

@@ -110,14 +110,14 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
         }
         PolicyCommand::Check { policy, params } => {
             let settings = Settings::default();
-            let engine = PolicyEngine::new(settings.call_limits())?;
+            let engine = PolicyEngine::new(settings.policies.limits)?;
             let source = PolicySource::parse(&policy);
             let bytes = source.read().map_err(anyhow::Error::msg)?;
             let version = inspect(
                 &engine,
                 &source.to_string(),
                 &bytes,
-                &settings.pricing_params(),
+                &settings.pricing_params,
                 &params,
             )
             .with_context(|| format!("{source} failed the check"))?;

@@ -44,19 +44,19 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     let lines = replay::parse(&text)
         .with_context(|| format!("{} is not a valid event log", args.events.display()))?;
 
-    let engine = PolicyEngine::new(settings.call_limits())?;
+    let engine = PolicyEngine::new(settings.policies.limits)?;
     // No fallback in replay: a failing policy fails the replay.
-    let runtime = PolicyRuntime::new(engine, settings.pricing_params(), u32::MAX);
+    let runtime = PolicyRuntime::new(engine, settings.pricing_params.clone(), u32::MAX);
     let source = PolicySource::parse(
         args.pricing
             .as_deref()
-            .unwrap_or(settings.get("weft.policy.pricing")),
+            .unwrap_or(&settings.policies.pricing),
     );
     runtime
         .load(PolicyKind::Pricing, &source, &args.params)
         .with_context(|| format!("cannot load the pricing policy {source}"))?;
 
-    let mut quota = QuotaService::open(settings.quota(), Store::in_memory())?;
+    let mut quota = QuotaService::open(settings.quota, Store::in_memory())?;
     for (project, credits) in &args.initial_credits {
         quota.set_credits(project, *credits)?;
     }

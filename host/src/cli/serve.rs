@@ -38,12 +38,25 @@ pub struct ServeArgs {
 /// Builds the policy runtime from settings and loads the start-up policies.
 pub fn policy_runtime(settings: &Settings) -> anyhow::Result<Arc<PolicyRuntime>> {
     let runtime = Arc::new(PolicyRuntime::from_settings(settings)?);
-    for (kind, key) in [
-        (PolicyKind::Scheduling, "weft.policy.scheduling"),
-        (PolicyKind::Pricing, "weft.policy.pricing"),
-        (PolicyKind::Sharing, "weft.policy.sharing"),
+    let configured = &settings.policies;
+    for (kind, text, key) in [
+        (
+            PolicyKind::Scheduling,
+            &configured.scheduling,
+            "weft.policy.scheduling",
+        ),
+        (
+            PolicyKind::Pricing,
+            &configured.pricing,
+            "weft.policy.pricing",
+        ),
+        (
+            PolicyKind::Sharing,
+            &configured.sharing,
+            "weft.policy.sharing",
+        ),
     ] {
-        let source = PolicySource::parse(settings.get(key));
+        let source = PolicySource::parse(text);
         runtime
             .load(kind, &source, &[])
             .with_context(|| format!("cannot load the {kind} policy {source} ({key})"))?;
@@ -60,24 +73,24 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .map(sim_nodes::parse)
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let queues = settings
-        .queue_tree(args.queues.as_deref())
+    let queues = crate::queues::load(args.queues.as_deref(), &settings.queue_properties)
         .context("the queue configuration is invalid")?;
-    let security = Arc::new(settings.security().map_err(anyhow::Error::msg)?);
+    let security = Arc::new(
+        crate::security::Security::from_settings(&settings.security).map_err(anyhow::Error::msg)?,
+    );
     // refreshQueues reads the config file, the --set overrides and the
     // --queues file again, as they are now.
     let reload_queues: crate::api::QueueReload = {
         let (settings_args, queues_file) = (args.settings.clone(), args.queues.clone());
         Arc::new(move || {
             let settings = settings_args.load().map_err(|e| format!("{e:#}"))?;
-            settings
-                .queue_tree(queues_file.as_deref())
+            crate::queues::load(queues_file.as_deref(), &settings.queue_properties)
                 .map_err(|e| e.to_string())
         })
     };
     let policies = policy_runtime(&settings)?;
     let store = Store::open(&args.data_dir)?;
-    let quota = QuotaService::open(settings.quota(), store)?;
+    let quota = QuotaService::open(settings.quota, store)?;
     // Reservations have their own connection to the same database.
     let reservation_store = Store::open(&args.data_dir)?;
 
@@ -103,9 +116,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             manager.add_simulated_nodes(count, capacity);
             tracing::info!(count, %capacity, "simulated nodes registered");
         }
-        let quota_settings = settings.quota();
+        let quota_settings = settings.quota;
         let intervals = Intervals {
-            scheduling: settings.millis("weft.scheduler.interval-ms"),
+            scheduling: settings.scheduler.interval,
             quota_compute: std::time::Duration::from_millis(quota_settings.scheduling_period_ms),
             multiplicator: std::time::Duration::from_millis(
                 quota_settings.multiplicator_interval_ms,
@@ -117,9 +130,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         };
         let (handle, loop_task) = rm::spawn(manager, intervals, stopped(stop_rx.clone()));
 
-        let watch_dir = settings.get("weft.policy.watch-dir");
-        if !watch_dir.is_empty() {
-            watch::watch(policies.clone(), PathBuf::from(watch_dir))
+        if let Some(watch_dir) = settings.policies.watch_dir.clone() {
+            watch::watch(policies.clone(), watch_dir)
                 .context("cannot watch the policy directory")?;
         }
 
@@ -134,9 +146,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             policies,
             security,
             reload_queues,
-            heartbeat_interval_ms: settings
-                .millis("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms")
-                .as_millis() as u64,
+            heartbeat_interval_ms: settings.nodes.heartbeat_interval_ms,
         };
         // stdout gets the one line a user needs; logs go to stderr.
         println!(

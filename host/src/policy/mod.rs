@@ -159,12 +159,11 @@ impl PolicyRuntime {
     /// A runtime with the limits, failure budget and pricing parameters of
     /// `settings`, and no policy loaded yet.
     pub fn from_settings(settings: &crate::config::Settings) -> anyhow::Result<PolicyRuntime> {
-        let engine = PolicyEngine::new(settings.call_limits())?;
-        let max_failures = settings.whole("weft.policy.max-consecutive-failures") as u32;
+        let engine = PolicyEngine::new(settings.policies.limits)?;
         Ok(PolicyRuntime::new(
             engine,
-            settings.pricing_params(),
-            max_failures,
+            settings.pricing_params.clone(),
+            settings.policies.max_consecutive_failures,
         ))
     }
 

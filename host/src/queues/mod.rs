@@ -10,6 +10,28 @@ mod tree;
 pub use properties::{PREFIX, QueueProperties};
 pub use tree::{Ordering, Queue, QueueState, QueueTree, ReservationSettings};
 
+use std::path::Path;
+
+/// The queue tree in force: the `--queues` file's properties (or, when
+/// nothing declares `root.queues`, the default root.default at 100 %)
+/// overlaid with `overrides` (the config file's and `--set`'s).
+pub fn load(
+    queues_file: Option<&Path>,
+    overrides: &QueueProperties,
+) -> Result<QueueTree, QueueError> {
+    let mut properties = match queues_file {
+        Some(path) => QueueProperties::from_file(path)?,
+        None => QueueProperties::default(),
+    };
+    properties.extend(overrides);
+    if properties.get(&format!("{PREFIX}root.queues")).is_none() {
+        let mut defaults = QueueProperties::defaults();
+        defaults.extend(&properties);
+        properties = defaults;
+    }
+    QueueTree::from_properties(&properties)
+}
+
 /// Why a queue configuration was refused. Every message names the property.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum QueueError {

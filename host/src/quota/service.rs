@@ -405,7 +405,7 @@ mod tests {
     }
 
     fn service() -> QuotaService {
-        let mut settings = crate::config::Settings::load(None, &[]).unwrap().quota();
+        let mut settings = crate::config::Settings::default().quota;
         settings.min_runtime_ms = 0;
         settings.default_credits = 1_000_000.0;
         QuotaService::open(settings, Store::in_memory()).unwrap()

@@ -108,13 +108,9 @@ impl ResourceManager {
             policies,
             clock,
             started_ms: now,
-            reclaim_after_ms: settings
-                .flag("yarn.resourcemanager.scheduler.monitor.enable")
-                .then(|| settings.whole("weft.reclaim.starvation-ms")),
+            reclaim_after_ms: settings.scheduler.reclaim_after_ms,
             starvation: Starvation::default(),
-            node_expiry_ms: settings
-                .millis("yarn.nm.liveness-monitor.expiry-interval-ms")
-                .as_millis() as u64,
+            node_expiry_ms: settings.nodes.expiry_interval_ms,
         })
     }
 

@@ -107,16 +107,13 @@ impl ReservationService {
     ) -> Result<ReservationService, ReservationError> {
         let config = SystemConfig {
             cluster_start_ms: cluster_start_ms as i64,
-            max_periodicity_ms: settings
-                .whole("yarn.resourcemanager.reservation-system.max-periodicity")
-                as i64,
+            max_periodicity_ms: settings.reservations.max_periodicity_ms,
         };
-        let step_ms =
-            settings.whole("yarn.resourcemanager.reservation-system.planfollower.time-step") as i64;
+        let step_ms = settings.reservations.time_step_ms;
         let mut service = ReservationService {
             system: build_system(config, queues, step_ms)?,
             store,
-            enabled: settings.flag("yarn.resourcemanager.reservation-system.enable"),
+            enabled: settings.reservations.enabled,
             guarantees: guarantees(queues),
             queue_policies: queue_policies(queues, policies)?,
         };

@@ -338,7 +338,7 @@ pub fn run(
     assignments.extend_from_slice(overrides);
     let settings = Settings::load(None, &assignments)?;
     let queue_file = scenario.queues.file.as_ref().map(|f| base.join(f));
-    let queues = settings.queue_tree(queue_file.as_deref())?;
+    let queues = crate::queues::load(queue_file.as_deref(), &settings.queue_properties)?;
 
     let policies = Arc::new(PolicyRuntime::from_settings(&settings)?);
     let choices = [
@@ -346,25 +346,23 @@ pub fn run(
             PolicyKind::Scheduling,
             &scenario.policies.scheduling,
             &scenario.policies.scheduling_params,
-            "weft.policy.scheduling",
+            &settings.policies.scheduling,
         ),
         (
             PolicyKind::Pricing,
             &scenario.policies.pricing,
             &scenario.policies.pricing_params,
-            "weft.policy.pricing",
+            &settings.policies.pricing,
         ),
         (
             PolicyKind::Sharing,
             &scenario.policies.sharing,
             &scenario.policies.sharing_params,
-            "weft.policy.sharing",
+            &settings.policies.sharing,
         ),
     ];
-    for (kind, choice, params, key) in choices {
-        let text = choice
-            .clone()
-            .unwrap_or_else(|| settings.get(key).to_string());
+    for (kind, choice, params, configured) in choices {
+        let text = choice.clone().unwrap_or_else(|| configured.clone());
         let source = match PolicySource::parse(&text) {
             PolicySource::File(path) => PolicySource::File(base.join(path)),
             builtin => builtin,
@@ -377,7 +375,7 @@ pub fn run(
     }
 
     let clock = VirtualClock::starting_at(0);
-    let quota = QuotaService::open(settings.quota(), Store::in_memory())?;
+    let quota = QuotaService::open(settings.quota, Store::in_memory())?;
     let mut rm = ResourceManager::new(
         &settings,
         queues,
@@ -412,7 +410,7 @@ pub fn run(
     // Cluster app id → scenario reservation name.
     let mut reserved_apps: Vec<(String, String)> = Vec::new();
     let mut next_reservation = 0;
-    let quota_settings = settings.quota();
+    let quota_settings = settings.quota;
     let mut timers = Timers {
         scheduling: Every::new(scenario.scheduling_interval_ms),
         quota: Every::new(quota_settings.scheduling_period_ms),

@@ -1,26 +1,49 @@
-//! Settings, by YARN's property names (and `weft.*` for what YARN lacks):
-//! defaults, a TOML config file, and `--set KEY=VALUE` overrides, in that order.
+//! Properties by name, as an operator writes them: every property Weft knows
+//! with its type, bounds, default and meaning; defaults overlaid by a TOML
+//! config file and `--set KEY=VALUE` overrides, each checked as it is set.
 //!
 //! A config file may nest keys as TOML tables or write them dotted and quoted;
 //! both flatten to the same property name. An unknown property or a value of
-//! the wrong type is refused with the property's name.
+//! the wrong type or out of bounds is refused with the property's name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::Duration;
 
-use crate::queues::{QueueError, QueueProperties, QueueTree};
+use crate::limits;
+use crate::queues::QueueProperties;
 
 /// What values a property takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueType {
     Flag,
-    /// A whole number (milliseconds, megabytes, counts).
-    Whole,
-    /// A finite number at least 0.
-    Number,
+    /// A whole number (milliseconds, megabytes, counts) in `min..=max`.
+    Whole {
+        min: u64,
+        max: u64,
+    },
+    /// A finite number from 0 to `max`.
+    Number {
+        max: u64,
+    },
+    /// One of the listed words.
+    Choice(&'static [&'static str]),
     Text,
 }
+
+impl ValueType {
+    fn expected(&self) -> String {
+        match self {
+            ValueType::Flag => "true or false".into(),
+            ValueType::Whole { min, max } => format!("a whole number from {min} to {max}"),
+            ValueType::Number { max } => format!("a number from 0 to {max}"),
+            ValueType::Choice(words) => format!("one of {}", words.join(", ")),
+            ValueType::Text => "text".into(),
+        }
+    }
+}
+
+const DAY_MS: u64 = 86_400_000;
+const PRICE: ValueType = ValueType::Number { max: 1_000_000_000 };
 
 /// Every property Weft knows: (name, type, default, meaning).
 pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
@@ -32,25 +55,31 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     ),
     (
         "yarn.resourcemanager.quota.price.base.general",
-        ValueType::Number,
+        PRICE,
         "1",
         "credits per second for one unit of CPU or memory",
     ),
     (
         "yarn.resourcemanager.quota.price.base.gpu",
-        ValueType::Number,
+        PRICE,
         "1",
         "credits per second for one GPU unit",
     ),
     (
         "yarn.resourcemanager.quota.min.runtime",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 0,
+            max: limits::MAX_DURATION_MS,
+        },
         "10000",
         "ms a container is charged for at least",
     ),
     (
         "yarn.resourcemanager.quota.scheduling.period",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: DAY_MS,
+        },
         "10000",
         "ms between two QUOTA_COMPUTE events",
     ),
@@ -62,75 +91,126 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     ),
     (
         "yarn.resourcemanager.quota.multiplicator.interval",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: DAY_MS,
+        },
         "10000",
         "ms between two multiplicator computations",
     ),
     (
         "yarn.resourcemanager.quota.multiplicator.threshold.general",
-        ValueType::Number,
+        PRICE,
         "0.2",
         "utilization (0..1) above which CPU/memory prices rise",
     ),
     (
         "yarn.resourcemanager.quota.multiplicator.threshold.gpu",
-        ValueType::Number,
+        PRICE,
         "0.2",
         "utilization (0..1) above which GPU prices rise",
     ),
     (
         "yarn.resourcemanager.quota.multiplicator.increment.general",
-        ValueType::Number,
+        PRICE,
         "1",
         "price increase per unit of utilization above the threshold",
     ),
     (
         "yarn.resourcemanager.quota.multiplicator.increment.gpu",
-        ValueType::Number,
+        PRICE,
         "1",
         "GPU price increase per unit of utilization above the threshold",
     ),
     (
         "yarn.resourcemanager.quota.minimum.charged.mb",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: limits::MAX_MEMORY_MB,
+        },
         "1024",
         "MB of memory that make one charged unit",
     ),
     (
         "yarn.resourcemanager.quota.minimum.charged.gpu",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: limits::MAX_GPUS as u64,
+        },
         "1",
         "GPUs that make one charged unit",
     ),
     (
         "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: 3_600_000,
+        },
         "1000",
         "ms between two heartbeats of a node, told to nodes at registration",
     ),
     (
         "yarn.nm.liveness-monitor.expiry-interval-ms",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: 7 * DAY_MS,
+        },
         "600000",
         "ms without a heartbeat after which a node is lost",
+    ),
+    (
+        "weft.security.authentication",
+        ValueType::Choice(&["simple", "token"]),
+        "simple",
+        "simple: the caller is whoever X-Weft-User names (development); token: a bearer token from the tokens file",
     ),
     (
         "yarn.admin.acl",
         ValueType::Text,
         "*",
-        "who administers the cluster: changes queues and policies (YARN ACL syntax)",
+        "who administers the cluster: queues, policies (YARN ACL syntax); in token mode, when not set, the user running weft serve",
+    ),
+    (
+        "weft.security.node-acl",
+        ValueType::Text,
+        "*",
+        "who may register nodes and heartbeat (YARN ACL syntax); in token mode, when not set, the user running weft serve",
     ),
     (
         "weft.security.default-user",
         ValueType::Text,
         "anonymous",
-        "the caller of a request without an X-Weft-User header",
+        "simple mode: the caller of a request without an X-Weft-User header",
     ),
     (
         "weft.security.users-file",
         ValueType::Text,
         "",
         "a TOML file of [users] NAME = [\"group\", …] (empty: no groups)",
+    ),
+    (
+        "weft.security.tokens-file",
+        ValueType::Text,
+        "",
+        "token mode: the file of token hashes `weft token create` writes (empty: DATA_DIR/tokens.toml)",
+    ),
+    (
+        "weft.security.projects-file",
+        ValueType::Text,
+        "",
+        "a TOML file of [projects] NAME = [\"user\", \"@group\", …]: who may charge each project (empty: anyone, any project)",
+    ),
+    (
+        "weft.http.tls.cert-file",
+        ValueType::Text,
+        "",
+        "a PEM certificate chain: with the key file, the API is served over TLS (empty: plain HTTP)",
+    ),
+    (
+        "weft.http.tls.key-file",
+        ValueType::Text,
+        "",
+        "the PEM private key of the certificate",
     ),
     (
         "yarn.resourcemanager.reservation-system.enable",
@@ -140,13 +220,19 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     ),
     (
         "yarn.resourcemanager.reservation-system.max-periodicity",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: 366 * DAY_MS,
+        },
         "86400000",
         "ms; the period of every recurring reservation must divide it",
     ),
     (
         "yarn.resourcemanager.reservation-system.planfollower.time-step",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: DAY_MS,
+        },
         "1000",
         "ms; the plan's time step: reservations are placed on multiples of it",
     ),
@@ -158,19 +244,25 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     ),
     (
         "weft.reclaim.starvation-ms",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 0,
+            max: DAY_MS,
+        },
         "15000",
         "ms a queue below its guarantee waits with unmet demand before reclaim starts",
     ),
     (
         "weft.quota.default-credits",
-        ValueType::Number,
+        PRICE,
         "0",
         "credits a project starts with",
     ),
     (
         "weft.scheduler.interval-ms",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: 60_000,
+        },
         "100",
         "ms between two scheduling rounds",
     ),
@@ -194,19 +286,25 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     ),
     (
         "weft.policy.call-timeout-ms",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: 60_000,
+        },
         "500",
         "ms one policy call may take before it is interrupted",
     ),
     (
         "weft.policy.memory-limit-mb",
-        ValueType::Whole,
+        ValueType::Whole { min: 1, max: 4096 },
         "256",
         "MB of linear memory one policy instance may use",
     ),
     (
         "weft.policy.max-consecutive-failures",
-        ValueType::Whole,
+        ValueType::Whole {
+            min: 1,
+            max: u32::MAX as u64,
+        },
         "3",
         "failed calls in a row after which a new version is rolled back",
     ),
@@ -218,20 +316,6 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     ),
 ];
 
-const QUOTA_PREFIX: &str = "yarn.resourcemanager.quota.";
-
-/// The pricing parameters passed to every pricing policy's `configure`.
-const PRICING_PARAMETERS: &[&str] = &[
-    "price.base.general",
-    "price.base.gpu",
-    "multiplicator.threshold.general",
-    "multiplicator.threshold.gpu",
-    "multiplicator.increment.general",
-    "multiplicator.increment.gpu",
-    "minimum.charged.mb",
-    "minimum.charged.gpu",
-];
-
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ConfigError {
     #[error("unknown property {0:?} (see `weft config` for the known ones)")]
@@ -239,50 +323,55 @@ pub enum ConfigError {
     #[error("property {key} must be {expected}, not {value:?}")]
     BadValue {
         key: String,
-        expected: &'static str,
+        expected: String,
         value: String,
     },
     #[error("--set takes KEY=VALUE, not {0:?}")]
     BadOverride(String),
     #[error("cannot read config file {path}: {reason}")]
     File { path: String, reason: String },
+    #[error("{0}")]
+    Inconsistent(String),
 }
 
-/// All settings in force: defaults overlaid by the file and `--set`s.
+/// Every property's value: defaults overlaid by the file and `--set`s.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
+pub struct Properties {
     values: BTreeMap<&'static str, String>,
+    /// The properties given in the file or by `--set`, not defaulted.
+    given: BTreeSet<&'static str>,
     /// `yarn.scheduler.capacity.*` properties, checked when the queue tree is built.
-    queue_properties: QueueProperties,
+    pub(crate) queue_properties: QueueProperties,
 }
 
-impl Default for Settings {
+impl Default for Properties {
     fn default() -> Self {
-        Settings {
+        Properties {
             values: PROPERTIES
                 .iter()
                 .map(|(key, _, default, _)| (*key, default.to_string()))
                 .collect(),
+            given: BTreeSet::new(),
             queue_properties: QueueProperties::default(),
         }
     }
 }
 
-impl Settings {
+impl Properties {
     /// Defaults, then `file` if given, then each `KEY=VALUE` override.
-    pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Settings, ConfigError> {
-        let mut settings = Settings::default();
+    pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Properties, ConfigError> {
+        let mut properties = Properties::default();
         if let Some(path) = file {
-            settings.apply_file(path)?;
+            properties.apply_file(path)?;
         }
         for assignment in overrides {
             let (key, value) = assignment
                 .split_once('=')
                 .ok_or_else(|| ConfigError::BadOverride(assignment.clone()))?;
             // Values as given: a leading space means something in an ACL.
-            settings.set(key.trim(), value)?;
+            properties.set(key.trim(), value)?;
         }
-        Ok(settings)
+        Ok(properties)
     }
 
     fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
@@ -302,7 +391,7 @@ impl Settings {
         Ok(())
     }
 
-    /// Sets one property, checking its name and the type of its value.
+    /// Sets one property, checking its name and its value's type and bounds.
     /// Text values are kept as given; the others are trimmed.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         if key.starts_with(crate::queues::PREFIX) {
@@ -318,124 +407,41 @@ impl Settings {
         } else {
             value.trim()
         };
-        let bad = |expected| ConfigError::BadValue {
-            key: key.into(),
-            expected,
-            value: value.into(),
-        };
-        match value_type {
-            ValueType::Flag => value
-                .parse::<bool>()
-                .map(drop)
-                .map_err(|_| bad("true or false"))?,
-            ValueType::Whole => value
+        let valid = match value_type {
+            ValueType::Flag => value.parse::<bool>().is_ok(),
+            ValueType::Whole { min, max } => value
                 .parse::<u64>()
-                .map(drop)
-                .map_err(|_| bad("a whole number"))?,
-            ValueType::Number => match value.parse::<f64>() {
-                Ok(number) if number.is_finite() && number >= 0.0 => {}
-                _ => return Err(bad("a number at least 0")),
-            },
-            ValueType::Text => {}
+                .is_ok_and(|number| (*min..=*max).contains(&number)),
+            ValueType::Number { max } => value
+                .parse::<f64>()
+                .is_ok_and(|number| number.is_finite() && (0.0..=*max as f64).contains(&number)),
+            ValueType::Choice(words) => words.contains(&value),
+            ValueType::Text => true,
+        };
+        if !valid {
+            return Err(ConfigError::BadValue {
+                key: key.into(),
+                expected: value_type.expected(),
+                value: value.into(),
+            });
         }
         self.values.insert(name, value.to_string());
+        self.given.insert(name);
         Ok(())
     }
 
-    pub fn get(&self, key: &str) -> &str {
+    /// The value of a known property; an unknown name is an error (a typo in
+    /// Weft's own code, caught by the tests of `Settings`).
+    pub(crate) fn value(&self, key: &str) -> Result<&str, ConfigError> {
         self.values
             .get(key)
             .map(String::as_str)
-            .unwrap_or_else(|| panic!("{key} is not a known property"))
+            .ok_or_else(|| ConfigError::Unknown(key.into()))
     }
 
-    fn number<T: std::str::FromStr>(&self, key: &str) -> T {
-        self.get(key)
-            .parse()
-            .unwrap_or_else(|_| panic!("{key} was checked when set"))
-    }
-
-    /// A whole-number property.
-    pub fn whole(&self, key: &str) -> u64 {
-        self.number(key)
-    }
-
-    pub fn flag(&self, key: &str) -> bool {
-        self.number(key)
-    }
-
-    pub fn millis(&self, key: &str) -> Duration {
-        Duration::from_millis(self.number(key))
-    }
-
-    pub fn quota(&self) -> QuotaSettings {
-        let q = |name: &str| format!("{QUOTA_PREFIX}{name}");
-        QuotaSettings {
-            enabled: self.flag(&q("enabled")),
-            variable_price: self.flag(&q("variable.price.enabled")),
-            min_runtime_ms: self.number(&q("min.runtime")),
-            scheduling_period_ms: self.number(&q("scheduling.period")),
-            multiplicator_interval_ms: self.number(&q("multiplicator.interval")),
-            default_credits: self.number("weft.quota.default-credits"),
-            unit_memory_mb: self.number(&q("minimum.charged.mb")),
-            unit_gpus: self.number(&q("minimum.charged.gpu")),
-        }
-    }
-
-    /// The standard parameters every pricing policy receives: the quota
-    /// properties that shape prices, without the `yarn.resourcemanager.quota.` prefix.
-    pub fn pricing_params(&self) -> Vec<(String, String)> {
-        PRICING_PARAMETERS
-            .iter()
-            .map(|name| {
-                (
-                    name.to_string(),
-                    self.get(&format!("{QUOTA_PREFIX}{name}")).to_string(),
-                )
-            })
-            .collect()
-    }
-
-    pub fn call_limits(&self) -> crate::policy::CallLimits {
-        crate::policy::CallLimits {
-            timeout: self.millis("weft.policy.call-timeout-ms"),
-            memory_bytes: self.number::<usize>("weft.policy.memory-limit-mb") << 20,
-        }
-    }
-
-    /// The queue tree: the `--queues` file's properties (or, when nothing
-    /// declares `root.queues`, the default root.default at 100 %) overlaid with
-    /// those of the config file and `--set`.
-    pub fn queue_tree(&self, queues_file: Option<&Path>) -> Result<QueueTree, QueueError> {
-        let mut properties = match queues_file {
-            Some(path) => QueueProperties::from_file(path)?,
-            None => QueueProperties::default(),
-        };
-        properties.extend(&self.queue_properties);
-        if properties
-            .get(&format!("{}root.queues", crate::queues::PREFIX))
-            .is_none()
-        {
-            let mut defaults = QueueProperties::defaults();
-            defaults.extend(&properties);
-            properties = defaults;
-        }
-        QueueTree::from_properties(&properties)
-    }
-
-    /// Access control from `yarn.admin.acl` and the `weft.security.*` properties.
-    pub fn security(&self) -> Result<crate::security::Security, String> {
-        let users_file = self.get("weft.security.users-file");
-        let directory = if users_file.is_empty() {
-            crate::security::Directory::default()
-        } else {
-            crate::security::Directory::from_file(Path::new(users_file))?
-        };
-        Ok(crate::security::Security {
-            directory,
-            default_user: self.get("weft.security.default-user").to_string(),
-            admins: crate::security::AccessControlList::parse(self.get("yarn.admin.acl")),
-        })
+    /// Whether the file or a `--set` gave the property (else it has its default).
+    pub(crate) fn is_given(&self, key: &str) -> bool {
+        self.given.contains(key)
     }
 
     /// Every property and its value, for `weft config`.
@@ -444,20 +450,6 @@ impl Settings {
             .iter()
             .map(|(key, value)| (*key, value.as_str()))
     }
-}
-
-/// The quota service's timing and switches.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct QuotaSettings {
-    pub enabled: bool,
-    pub variable_price: bool,
-    pub min_runtime_ms: u64,
-    pub scheduling_period_ms: u64,
-    pub multiplicator_interval_ms: u64,
-    pub default_credits: f64,
-    /// The units prices are quoted in (one vcore is always one unit).
-    pub unit_memory_mb: u64,
-    pub unit_gpus: u32,
 }
 
 pub(crate) fn flatten(prefix: &str, value: &toml::Value, out: &mut Vec<(String, String)>) {
@@ -482,27 +474,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn defaults_follow_hopsyarn_except_quota_enabled() {
-        let settings = Settings::default();
-        let quota = settings.quota();
-        assert!(quota.enabled);
-        assert!(!quota.variable_price);
-        assert_eq!(
-            (
-                quota.min_runtime_ms,
-                quota.scheduling_period_ms,
-                quota.multiplicator_interval_ms
-            ),
-            (10000, 10000, 10000)
-        );
-        assert_eq!(
-            settings.get("yarn.resourcemanager.quota.minimum.charged.mb"),
-            "1024"
-        );
-        assert_eq!(settings.pricing_params().len(), 8);
-    }
-
-    #[test]
     fn file_then_overrides() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("weft.toml");
@@ -511,43 +482,58 @@ mod tests {
             "\"weft.scheduler.interval-ms\" = 50\n\n[yarn.resourcemanager.quota]\nmin.runtime = 5000\n\"price.base.gpu\" = 3.5\n",
         )
         .unwrap();
-        let settings = Settings::load(
+        let properties = Properties::load(
             Some(&path),
             &["yarn.resourcemanager.quota.price.base.gpu=4".into()],
         )
         .unwrap();
-        assert_eq!(settings.quota().min_runtime_ms, 5000);
         assert_eq!(
-            settings.get("yarn.resourcemanager.quota.price.base.gpu"),
-            "4"
+            properties.value("yarn.resourcemanager.quota.min.runtime"),
+            Ok("5000")
         );
-        assert_eq!(settings.get("weft.scheduler.interval-ms"), "50");
+        assert_eq!(
+            properties.value("yarn.resourcemanager.quota.price.base.gpu"),
+            Ok("4")
+        );
+        assert_eq!(properties.value("weft.scheduler.interval-ms"), Ok("50"));
+        assert!(properties.is_given("weft.scheduler.interval-ms"));
+        assert!(!properties.is_given("yarn.admin.acl"));
     }
 
     #[test]
-    fn bad_settings_name_the_property() {
-        type Expect = fn(&ConfigError) -> bool;
-        let cases: [(&str, Expect); 5] = [
+    fn bad_settings_name_the_property_and_the_bounds() {
+        let cases: [(&str, &str); 9] = [
+            ("yarn.resourcemanager.quota.nope=1", "unknown property"),
+            ("yarn.resourcemanager.quota.enabled=yes", "true or false"),
+            ("yarn.resourcemanager.quota.min.runtime=1.5", "whole number"),
             (
-                "yarn.resourcemanager.quota.nope=1",
-                |e| matches!(e, ConfigError::Unknown(k) if k.ends_with("nope")),
+                "yarn.resourcemanager.quota.price.base.general=-2",
+                "a number from 0",
             ),
-            ("yarn.resourcemanager.quota.enabled=yes", |e| {
-                matches!(e, ConfigError::BadValue { .. })
-            }),
-            ("yarn.resourcemanager.quota.min.runtime=1.5", |e| {
-                matches!(e, ConfigError::BadValue { .. })
-            }),
-            ("yarn.resourcemanager.quota.price.base.general=-2", |e| {
-                matches!(e, ConfigError::BadValue { .. })
-            }),
-            ("no-equals-sign", |e| {
-                matches!(e, ConfigError::BadOverride(_))
-            }),
+            (
+                "yarn.resourcemanager.quota.price.base.general=NaN",
+                "a number from 0",
+            ),
+            (
+                "yarn.resourcemanager.quota.minimum.charged.mb=0",
+                "from 1 to",
+            ),
+            (
+                "weft.scheduler.interval-ms=18446744073709551615",
+                "to 60000",
+            ),
+            ("weft.security.authentication=kerberos", "simple, token"),
+            ("no-equals-sign", "KEY=VALUE"),
         ];
         for (assignment, expected) in cases {
-            let error = Settings::load(None, &[assignment.into()]).unwrap_err();
-            assert!(expected(&error), "{assignment}: {error}");
+            let error = Properties::load(None, &[assignment.into()]).unwrap_err();
+            let message = error.to_string();
+            assert!(message.contains(expected), "{assignment}: {message}");
+            if let Some((key, _)) = assignment.split_once('=')
+                && !message.contains("unknown")
+            {
+                assert!(message.contains(key), "{assignment}: {message}");
+            }
         }
     }
 }

@@ -87,6 +87,19 @@ pub struct Security {
 }
 
 impl Security {
+    /// Access control from `yarn.admin.acl` and the `weft.security.*` settings.
+    pub fn from_settings(settings: &crate::config::SecuritySettings) -> Result<Security, String> {
+        let directory = match &settings.users_file {
+            Some(path) => Directory::from_file(path)?,
+            None => Directory::default(),
+        };
+        Ok(Security {
+            directory,
+            default_user: settings.default_user.clone(),
+            admins: AccessControlList::parse(settings.admin_acl.as_deref().unwrap_or("*")),
+        })
+    }
+
     /// The caller: the header's user, or the default one.
     pub fn caller(&self, header: Option<&str>) -> String {
         header

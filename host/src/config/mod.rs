@@ -1,0 +1,369 @@
+//! Settings, by YARN's property names (and `weft.*` for what YARN lacks),
+//! parsed and checked once at start into one typed structure: nothing reads
+//! a property by its name after that, so no lookup can fail at run time.
+//!
+//! `properties.rs` holds the names, types, bounds and defaults, and reads the
+//! config file and `--set` overrides; this module turns them into [`Settings`].
+
+mod properties;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use properties::{ConfigError, PROPERTIES, Properties, ValueType};
+
+pub(crate) use properties::flatten;
+
+use crate::policy::CallLimits;
+use crate::queues::QueueProperties;
+
+/// Everything configurable, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub quota: QuotaSettings,
+    /// The standard parameters every pricing policy's `configure` receives.
+    pub pricing_params: Vec<(String, String)>,
+    pub scheduler: SchedulerSettings,
+    pub nodes: NodeSettings,
+    pub reservations: ReservationSystemSettings,
+    pub policies: PolicySettings,
+    pub security: SecuritySettings,
+    pub http: HttpSettings,
+    /// `yarn.scheduler.capacity.*` from the config file and `--set`; the
+    /// queue tree is built from them (and a `--queues` file) by `queues::load`.
+    pub queue_properties: QueueProperties,
+    properties: Properties,
+}
+
+/// The quota service's timing and switches.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuotaSettings {
+    pub enabled: bool,
+    pub variable_price: bool,
+    pub min_runtime_ms: u64,
+    pub scheduling_period_ms: u64,
+    pub multiplicator_interval_ms: u64,
+    pub default_credits: f64,
+    /// The units prices are quoted in (one vcore is always one unit).
+    pub unit_memory_mb: u64,
+    pub unit_gpus: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SchedulerSettings {
+    /// Between two scheduling rounds.
+    pub interval: Duration,
+    /// Reclaim's patience, when reclaim is on (`…scheduler.monitor.enable`).
+    pub reclaim_after_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeSettings {
+    pub heartbeat_interval_ms: u64,
+    /// Silence after which a node is lost.
+    pub expiry_interval_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReservationSystemSettings {
+    pub enabled: bool,
+    pub max_periodicity_ms: i64,
+    pub time_step_ms: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySettings {
+    /// The policies loaded at start: `builtin:NAME` or a file.
+    pub scheduling: String,
+    pub pricing: String,
+    pub sharing: String,
+    pub limits: CallLimits,
+    pub max_consecutive_failures: u32,
+    pub watch_dir: Option<PathBuf>,
+}
+
+/// Hadoop's `hadoop.security.authentication`, in Weft's two modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authentication {
+    /// The X-Weft-User header names the caller: for development.
+    Simple,
+    /// A bearer token names the caller; headers cannot.
+    Token,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SecuritySettings {
+    pub authentication: Authentication,
+    /// `yarn.admin.acl`; `None` when not set in token mode, which means the
+    /// user running the server.
+    pub admin_acl: Option<String>,
+    /// `weft.security.node-acl`; `None` as `admin_acl`.
+    pub node_acl: Option<String>,
+    pub default_user: String,
+    pub users_file: Option<PathBuf>,
+    /// `None`: DATA_DIR/tokens.toml.
+    pub tokens_file: Option<PathBuf>,
+    pub projects_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpSettings {
+    pub tls: Option<TlsFiles>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings::from_properties(Properties::default())
+            .expect("the defaults are valid (tested by defaults_parse_and_every_property_is_read)")
+    }
+}
+
+const QUOTA_PREFIX: &str = "yarn.resourcemanager.quota.";
+
+/// The pricing parameters passed to every pricing policy's `configure`.
+const PRICING_PARAMETERS: &[&str] = &[
+    "price.base.general",
+    "price.base.gpu",
+    "multiplicator.threshold.general",
+    "multiplicator.threshold.gpu",
+    "multiplicator.increment.general",
+    "multiplicator.increment.gpu",
+    "minimum.charged.mb",
+    "minimum.charged.gpu",
+];
+
+impl Settings {
+    /// Defaults, then `file` if given, then each `KEY=VALUE` override, checked.
+    pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Settings, ConfigError> {
+        Settings::from_properties(Properties::load(file, overrides)?)
+    }
+
+    /// Reads every property once into its typed place.
+    pub fn from_properties(properties: Properties) -> Result<Settings, ConfigError> {
+        let read = Reader {
+            properties: &properties,
+            #[cfg(test)]
+            seen: Default::default(),
+        };
+        let q = |name: &str| format!("{QUOTA_PREFIX}{name}");
+        let quota = QuotaSettings {
+            enabled: read.flag(&q("enabled"))?,
+            variable_price: read.flag(&q("variable.price.enabled"))?,
+            min_runtime_ms: read.whole(&q("min.runtime"))?,
+            scheduling_period_ms: read.whole(&q("scheduling.period"))?,
+            multiplicator_interval_ms: read.whole(&q("multiplicator.interval"))?,
+            default_credits: read.number("weft.quota.default-credits")?,
+            unit_memory_mb: read.whole(&q("minimum.charged.mb"))?,
+            unit_gpus: read.whole_u32(&q("minimum.charged.gpu"))?,
+        };
+        let mut pricing_params = Vec::new();
+        for name in PRICING_PARAMETERS {
+            let value = read.text(&q(name))?;
+            pricing_params.push((name.to_string(), value));
+        }
+        let scheduler = SchedulerSettings {
+            interval: Duration::from_millis(read.whole("weft.scheduler.interval-ms")?),
+            reclaim_after_ms: read
+                .flag("yarn.resourcemanager.scheduler.monitor.enable")?
+                .then(|| read.whole("weft.reclaim.starvation-ms"))
+                .transpose()?,
+        };
+        // Read the patience even when reclaim is off, so a bad value is
+        // refused either way (and the read is counted by the tests).
+        read.whole("weft.reclaim.starvation-ms")?;
+        let nodes = NodeSettings {
+            heartbeat_interval_ms: read
+                .whole("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms")?,
+            expiry_interval_ms: read.whole("yarn.nm.liveness-monitor.expiry-interval-ms")?,
+        };
+        let reservations = ReservationSystemSettings {
+            enabled: read.flag("yarn.resourcemanager.reservation-system.enable")?,
+            max_periodicity_ms: read
+                .whole("yarn.resourcemanager.reservation-system.max-periodicity")?
+                as i64,
+            time_step_ms: read
+                .whole("yarn.resourcemanager.reservation-system.planfollower.time-step")?
+                as i64,
+        };
+        let policies = PolicySettings {
+            scheduling: read.text("weft.policy.scheduling")?,
+            pricing: read.text("weft.policy.pricing")?,
+            sharing: read.text("weft.policy.sharing")?,
+            limits: CallLimits {
+                timeout: Duration::from_millis(read.whole("weft.policy.call-timeout-ms")?),
+                memory_bytes: (read.whole("weft.policy.memory-limit-mb")? << 20) as usize,
+            },
+            max_consecutive_failures: read.whole_u32("weft.policy.max-consecutive-failures")?,
+            watch_dir: read.path("weft.policy.watch-dir")?,
+        };
+        let authentication = match read.text("weft.security.authentication")?.as_str() {
+            "token" => Authentication::Token,
+            _ => Authentication::Simple,
+        };
+        // In token mode an ACL left at its default means the server's own
+        // user, as Hadoop's AdminACLsManager always admits the daemon's user.
+        let mode_default_acl = |key: &str| -> Result<Option<String>, ConfigError> {
+            let value = read.text(key)?;
+            let defaulted = !properties.is_given(key);
+            Ok((authentication == Authentication::Simple || !defaulted).then_some(value))
+        };
+        let security = SecuritySettings {
+            authentication,
+            admin_acl: mode_default_acl("yarn.admin.acl")?,
+            node_acl: mode_default_acl("weft.security.node-acl")?,
+            default_user: read.text("weft.security.default-user")?,
+            users_file: read.path("weft.security.users-file")?,
+            tokens_file: read.path("weft.security.tokens-file")?,
+            projects_file: read.path("weft.security.projects-file")?,
+        };
+        let tls = match (
+            read.path("weft.http.tls.cert-file")?,
+            read.path("weft.http.tls.key-file")?,
+        ) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::Inconsistent(
+                    "weft.http.tls.cert-file and weft.http.tls.key-file must be set together"
+                        .into(),
+                ));
+            }
+        };
+        #[cfg(test)]
+        read.check_all_read();
+        Ok(Settings {
+            quota,
+            pricing_params,
+            scheduler,
+            nodes,
+            reservations,
+            policies,
+            security,
+            http: HttpSettings { tls },
+            queue_properties: properties.queue_properties.clone(),
+            properties,
+        })
+    }
+
+    /// Every property and its value, for `weft config`.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.properties.iter()
+    }
+}
+
+/// Reads typed values out of [`Properties`]. The values were checked when
+/// set, so a parse failure here means the table and the reader disagree.
+struct Reader<'a> {
+    properties: &'a Properties,
+    /// Under test, every name read, to prove no property is left unread.
+    #[cfg(test)]
+    seen: std::cell::RefCell<std::collections::BTreeSet<String>>,
+}
+
+impl Reader<'_> {
+    fn raw(&self, key: &str) -> Result<&str, ConfigError> {
+        #[cfg(test)]
+        self.seen.borrow_mut().insert(key.to_string());
+        self.properties.value(key)
+    }
+
+    fn parsed<T: std::str::FromStr>(&self, key: &str, expected: &str) -> Result<T, ConfigError> {
+        let value = self.raw(key)?;
+        value.parse().map_err(|_| ConfigError::BadValue {
+            key: key.into(),
+            expected: expected.into(),
+            value: value.into(),
+        })
+    }
+
+    fn flag(&self, key: &str) -> Result<bool, ConfigError> {
+        self.parsed(key, "true or false")
+    }
+
+    fn whole(&self, key: &str) -> Result<u64, ConfigError> {
+        self.parsed(key, "a whole number")
+    }
+
+    fn whole_u32(&self, key: &str) -> Result<u32, ConfigError> {
+        self.parsed(key, "a whole number below 2^32")
+    }
+
+    fn number(&self, key: &str) -> Result<f64, ConfigError> {
+        self.parsed(key, "a number")
+    }
+
+    fn text(&self, key: &str) -> Result<String, ConfigError> {
+        self.raw(key).map(str::to_string)
+    }
+
+    /// A path, or `None` when the property is empty.
+    fn path(&self, key: &str) -> Result<Option<PathBuf>, ConfigError> {
+        let value = self.raw(key)?.trim();
+        Ok((!value.is_empty()).then(|| PathBuf::from(value)))
+    }
+
+    #[cfg(test)]
+    fn check_all_read(&self) {
+        let seen = self.seen.borrow();
+        for (name, ..) in PROPERTIES {
+            assert!(
+                seen.contains(*name),
+                "{name} is in the table but Settings never reads it"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_parse_and_every_property_is_read() {
+        // `from_properties` asserts, under test, that it read every property.
+        let settings = Settings::default();
+        let quota = settings.quota;
+        assert!(quota.enabled);
+        assert!(!quota.variable_price);
+        assert_eq!(
+            (
+                quota.min_runtime_ms,
+                quota.scheduling_period_ms,
+                quota.multiplicator_interval_ms
+            ),
+            (10000, 10000, 10000)
+        );
+        assert_eq!(quota.unit_memory_mb, 1024);
+        assert_eq!(settings.pricing_params.len(), 8);
+        assert_eq!(settings.scheduler.reclaim_after_ms, None);
+        assert_eq!(settings.security.authentication, Authentication::Simple);
+        assert_eq!(settings.security.admin_acl.as_deref(), Some("*"));
+        assert_eq!(settings.http.tls, None);
+    }
+
+    #[test]
+    fn token_mode_leaves_unset_acls_to_the_server_user() {
+        let settings = Settings::load(
+            None,
+            &[
+                "weft.security.authentication=token".into(),
+                "weft.security.node-acl=agents".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(settings.security.admin_acl, None);
+        assert_eq!(settings.security.node_acl.as_deref(), Some("agents"));
+    }
+
+    #[test]
+    fn tls_needs_both_files() {
+        let error = Settings::load(None, &["weft.http.tls.cert-file=c.pem".into()]).unwrap_err();
+        assert!(error.to_string().contains("set together"), "{error}");
+    }
+}

@@ -1,0 +1,137 @@
+//! The documented maxima of everything that enters Weft from outside — HTTP
+//! bodies, node registrations and heartbeats, scenarios and event logs — and
+//! the one check each is put through, so a refusal always names the field
+//! and the limit (docs/security.md lists them).
+//!
+//! The maxima are chosen so that sums over a whole cluster cannot overflow
+//! their types: 100,000 nodes of 4,096 vcores is 2^29 vcores (a `u32` holds
+//! 2^32), of 1 PiB of memory is 2^47 MB (a `u64` holds 2^64), and a time
+//! plus a duration stays below 2^48 ms. Aggregates of *demand* (pending
+//! containers across apps) are not bounded by the cluster, so resource
+//! vectors add saturating (see `cluster::Resources`).
+
+use std::fmt::Display;
+
+/// Memory one node may offer, and one container may ask for: 1 PiB.
+pub const MAX_MEMORY_MB: u64 = 1 << 30;
+/// Vcores one node may offer, and one container may ask for.
+pub const MAX_VCORES: u32 = 4096;
+/// GPUs one node may offer, and one container may ask for.
+pub const MAX_GPUS: u32 = 1024;
+/// Nodes in one cluster.
+pub const MAX_NODES: usize = 100_000;
+/// Asks (container sizes) in one application.
+pub const MAX_ASKS_PER_APP: usize = 100;
+/// Containers one ask may ask for.
+pub const MAX_CONTAINERS_PER_ASK: u32 = 100_000;
+/// How long a simulated container may run: 30 days.
+pub const MAX_DURATION_MS: u64 = 30 * 24 * 3600 * 1000;
+/// The latest time Weft accepts: 9999-12-31T23:59:59.999Z, in ms since the epoch.
+pub const MAX_TIME_MS: u64 = 253_402_300_799_999;
+/// Names and ids: apps, users, projects, queues, nodes, containers.
+pub const MAX_NAME_BYTES: usize = 256;
+/// Containers one heartbeat may report as finished.
+pub const MAX_FINISHED_PER_HEARTBEAT: usize = 100_000;
+
+/// Request bodies, per kind of route.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// A policy upload (a WebAssembly component) may be larger.
+pub const MAX_POLICY_BODY_BYTES: usize = 64 << 20;
+
+/// Apps one GET /ws/v1/cluster/apps answers when no `limit` is given, and
+/// the most any `limit` may ask for.
+pub const DEFAULT_APPS_PAGE: usize = 1000;
+pub const MAX_APPS_PAGE: usize = 10_000;
+
+/// A value that was out of bounds: which field, what it was, and the limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} is {value}, {rule}")]
+pub struct OutOfBounds {
+    pub field: String,
+    pub value: String,
+    pub rule: String,
+}
+
+/// `value` must be in `min..=max`; `field` names it in the refusal.
+pub fn within<T: PartialOrd + Display>(
+    field: impl Display,
+    value: T,
+    min: T,
+    max: T,
+) -> Result<T, OutOfBounds> {
+    if value < min || value > max {
+        return Err(OutOfBounds {
+            field: field.to_string(),
+            value: value.to_string(),
+            rule: format!("but must be from {min} to {max}"),
+        });
+    }
+    Ok(value)
+}
+
+/// `text` must not be empty (after trimming) nor longer than [`MAX_NAME_BYTES`].
+pub fn name(field: impl Display, text: &str) -> Result<(), OutOfBounds> {
+    let rule = if text.trim().is_empty() {
+        "but must not be empty".to_string()
+    } else if text.len() > MAX_NAME_BYTES {
+        format!("but may be at most {MAX_NAME_BYTES} bytes long")
+    } else if text.chars().any(char::is_control) {
+        "but must not contain control characters".to_string()
+    } else {
+        return Ok(());
+    };
+    let shown: String = text.chars().take(40).collect();
+    Err(OutOfBounds {
+        field: field.to_string(),
+        value: format!(
+            "{shown:?}{}",
+            if shown.len() < text.len() { "…" } else { "" }
+        ),
+        rule,
+    })
+}
+
+/// A list must hold at most `max` items.
+pub fn at_most(field: impl Display, count: usize, max: usize) -> Result<(), OutOfBounds> {
+    if count > max {
+        return Err(OutOfBounds {
+            field: field.to_string(),
+            value: format!("{count} items"),
+            rule: format!("but may hold at most {max}"),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_wide_sums_of_the_maxima_fit_their_types() {
+        assert!((MAX_NODES as u64) * u64::from(MAX_VCORES) <= u64::from(u32::MAX));
+        assert!((MAX_NODES as u64) * u64::from(MAX_GPUS) <= u64::from(u32::MAX));
+        assert!((MAX_NODES as u64).checked_mul(MAX_MEMORY_MB).is_some());
+        assert!(MAX_TIME_MS.checked_add(MAX_DURATION_MS).is_some());
+        assert!(MAX_TIME_MS < 1 << 48);
+    }
+
+    #[test]
+    fn refusals_name_the_field_and_the_limit() {
+        let error = within("asks[0].count", 0u32, 1, MAX_CONTAINERS_PER_ASK).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "asks[0].count is 0, but must be from 1 to 100000"
+        );
+        assert!(name("user", "").is_err());
+        assert!(name("user", &"x".repeat(MAX_NAME_BYTES + 1)).is_err());
+        assert!(name("user", "a\nb").is_err());
+        assert!(name("user", "alice").is_ok());
+        assert!(
+            at_most("asks", 101, MAX_ASKS_PER_APP)
+                .unwrap_err()
+                .to_string()
+                .contains("at most 100")
+        );
+    }
+}
