@@ -42,6 +42,11 @@ pub struct StateLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WhatLabels {
+    pub what: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ProjectLabels {
     pub project: String,
 }
@@ -58,6 +63,9 @@ pub struct Metrics {
     pub containers_running: Gauge,
     pub containers_allocated: Counter,
     pub credits_charged: Family<ProjectLabels, Counter<f64, AtomicU64>>,
+    pub containers_lost: Counter,
+    pub event_loop_panics: Family<WhatLabels, Counter>,
+    pub requests_refused: Family<WhatLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -93,6 +101,9 @@ impl Metrics {
             containers_running: Gauge::default(),
             containers_allocated: Counter::default(),
             credits_charged: Family::default(),
+            containers_lost: Counter::default(),
+            event_loop_panics: Family::default(),
+            requests_refused: Family::default(),
         };
         registry.register(
             "policy_calls",
@@ -139,6 +150,21 @@ impl Metrics {
             "credits_charged",
             "Credits charged to projects since start",
             metrics.credits_charged.clone(),
+        );
+        registry.register(
+            "containers_lost",
+            "Containers lost with their node (ABORTED, exit status -100) and asked for again",
+            metrics.containers_lost.clone(),
+        );
+        registry.register(
+            "event_loop_panics",
+            "Commands and timers of the event loop that panicked (a bug; the loop went on)",
+            metrics.event_loop_panics.clone(),
+        );
+        registry.register(
+            "requests_refused",
+            "Requests refused before any handler ran, by reason (unauthenticated, too large, …)",
+            metrics.requests_refused.clone(),
         );
         Metrics {
             registry,

@@ -2,20 +2,34 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use serde_json::{Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::rm::ResourceManager;
+use crate::security::Caller;
 
-/// `POST /ws/v1/admin/refresh-queues`: reads the queue configuration again
-/// and applies it with no restart. Running apps keep running; a bad
-/// configuration is refused with the reason and changes nothing.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Refreshed {
+    refreshed: bool,
+    leaf_queues: Vec<String>,
+}
+
+/// Reads the queue configuration again and applies it with no restart
+/// (administrators only). Running apps keep running; a bad configuration is
+/// refused with the reason and changes nothing.
+#[utoipa::path(post, path = "/ws/v1/admin/refresh-queues", tag = "admin",
+    responses((status = 200, body = Refreshed), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException)))]
 pub async fn refresh_queues(
     State(state): State<ApiState>,
-    headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
-    let caller = state.require_admin(&headers, "refresh the queues")?;
+    caller: Caller,
+) -> Result<Json<Refreshed>, ApiError> {
+    state
+        .security
+        .check_admin(&caller, "refresh the queues")
+        .map_err(ApiError::forbidden)?;
     let reload = state.reload_queues.clone();
     let tree = tokio::task::spawn_blocking(move || reload())
         .await
@@ -44,6 +58,9 @@ pub async fn refresh_queues(
         .map_err(|e| {
             ApiError::bad_request(format!("queues not refreshed, the current ones stay: {e}"))
         })?;
-    tracing::info!(caller, ?leaves, "queues refreshed");
-    Ok(Json(json!({ "refreshed": true, "leaf_queues": leaves })))
+    tracing::info!(caller = %caller.user, ?leaves, "queues refreshed");
+    Ok(Json(Refreshed {
+        refreshed: true,
+        leaf_queues: leaves,
+    }))
 }

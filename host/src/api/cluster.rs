@@ -1,269 +1,571 @@
-//! Cluster, node and application endpoints.
+//! Cluster, node and application endpoints, in YARN's shapes.
 
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
 
+use super::extract::{ApiPath, ApiQuery, ClientAddr, JsonBody};
+use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::cluster::{App, AppState, ClusterError, Container, NodeKind, Resources, SubmitApp};
+use crate::cluster::{
+    App, AppFilter, AppState, Ask, Container, NodeKind, OTHER_YARN_APP_STATES, SubmitApp,
+};
+use crate::limits::{DEFAULT_APPS_PAGE, MAX_APPS_PAGE};
 use crate::rm::ResourceManager;
+use crate::rm::requests::{Heartbeat, RegisterNode};
 use crate::scheduler::diagnostics;
+use crate::security::Caller;
 
-pub async fn info(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    let started = state
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterInfoResponse {
+    #[serde(rename = "clusterInfo")]
+    cluster_info: ClusterInfo,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterInfo {
+    /// The cluster timestamp, which app and container ids carry.
+    id: u64,
+    started_on: u64,
+    state: String,
+    ha_state: String,
+    resource_manager_version: String,
+    weft: bool,
+}
+
+async fn cluster_info_of(state: &ApiState) -> Result<Json<ClusterInfoResponse>, ApiError> {
+    let (id, started_on) = state
         .rm
         .with(|rm: &mut ResourceManager| (rm.cluster.cluster_timestamp(), rm.started_ms))
         .await?;
-    Ok(Json(json!({
-        "clusterInfo": {
-            "id": started.0,
-            "startedOn": started.1,
-            "state": "STARTED",
-            "haState": "ACTIVE",
-            "resourceManagerVersion": env!("CARGO_PKG_VERSION"),
-            "weft": true,
-        }
-    })))
+    Ok(Json(ClusterInfoResponse {
+        cluster_info: ClusterInfo {
+            id,
+            started_on,
+            state: "STARTED".into(),
+            ha_state: "ACTIVE".into(),
+            resource_manager_version: env!("CARGO_PKG_VERSION").into(),
+            weft: true,
+        },
+    }))
 }
 
-pub async fn cluster_metrics(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    let body = state
+/// The cluster's identity and state (YARN clients probe this first).
+#[utoipa::path(get, path = "/ws/v1/cluster", tag = "cluster",
+    responses((status = 200, body = ClusterInfoResponse), (status = 401, body = RemoteException)))]
+pub async fn info(State(state): State<ApiState>) -> Result<Json<ClusterInfoResponse>, ApiError> {
+    cluster_info_of(&state).await
+}
+
+/// The same as GET /ws/v1/cluster.
+#[utoipa::path(get, path = "/ws/v1/cluster/info", tag = "cluster",
+    responses((status = 200, body = ClusterInfoResponse), (status = 401, body = RemoteException)))]
+pub async fn cluster_info(
+    State(state): State<ApiState>,
+) -> Result<Json<ClusterInfoResponse>, ApiError> {
+    cluster_info_of(&state).await
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ClusterMetricsResponse {
+    #[serde(rename = "clusterMetrics")]
+    cluster_metrics: ClusterMetrics,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterMetrics {
+    apps_submitted: usize,
+    apps_pending: usize,
+    apps_running: usize,
+    apps_completed: usize,
+    apps_killed: usize,
+    containers_allocated: usize,
+    containers_pending: u64,
+    #[serde(rename = "totalMB")]
+    total_mb: u64,
+    #[serde(rename = "allocatedMB")]
+    allocated_mb: u64,
+    #[serde(rename = "availableMB")]
+    available_mb: u64,
+    total_virtual_cores: u32,
+    allocated_virtual_cores: u32,
+    available_virtual_cores: u32,
+    #[serde(rename = "totalGPUs")]
+    total_gpus: u32,
+    #[serde(rename = "allocatedGPUs")]
+    allocated_gpus: u32,
+    total_nodes: usize,
+}
+
+/// YARN's cluster metrics: apps, containers and resources.
+#[utoipa::path(get, path = "/ws/v1/cluster/metrics", tag = "cluster",
+    responses((status = 200, body = ClusterMetricsResponse), (status = 401, body = RemoteException)))]
+pub async fn cluster_metrics(
+    State(state): State<ApiState>,
+) -> Result<Json<ClusterMetricsResponse>, ApiError> {
+    let metrics = state
         .rm
         .with(|rm: &mut ResourceManager| {
             let c = &rm.cluster;
             let count = |s: AppState| c.apps().iter().filter(|a| a.state == s).count();
             let (capacity, allocated) = (c.capacity(), c.allocated());
-            json!({
-                "clusterMetrics": {
-                    "appsSubmitted": c.apps().len(),
-                    "appsPending": count(AppState::Accepted),
-                    "appsRunning": count(AppState::Running),
-                    "appsCompleted": count(AppState::Finished),
-                    "appsKilled": count(AppState::Killed),
-                    "containersAllocated": c.containers().count(),
-                    "containersPending": c.active_apps().map(|i| c.apps()[i].pending_containers()).sum::<u64>(),
-                    "totalMB": capacity.memory_mb,
-                    "allocatedMB": allocated.memory_mb,
-                    "availableMB": capacity.memory_mb - allocated.memory_mb,
-                    "totalVirtualCores": capacity.vcores,
-                    "allocatedVirtualCores": allocated.vcores,
-                    "availableVirtualCores": capacity.vcores - allocated.vcores,
-                    "totalGPUs": capacity.gpus,
-                    "allocatedGPUs": allocated.gpus,
-                    "totalNodes": c.nodes().count(),
-                }
-            })
+            let available = capacity.saturating_sub(&allocated);
+            ClusterMetrics {
+                apps_submitted: c.apps().len(),
+                apps_pending: count(AppState::Accepted),
+                apps_running: count(AppState::Running),
+                apps_completed: count(AppState::Finished),
+                apps_killed: count(AppState::Killed),
+                containers_allocated: c.containers().count(),
+                containers_pending: c
+                    .active_apps()
+                    .map(|i| c.apps()[i].pending_containers())
+                    .fold(0u64, u64::saturating_add),
+                total_mb: capacity.memory_mb,
+                allocated_mb: allocated.memory_mb,
+                available_mb: available.memory_mb,
+                total_virtual_cores: capacity.vcores,
+                allocated_virtual_cores: allocated.vcores,
+                available_virtual_cores: available.vcores,
+                total_gpus: capacity.gpus,
+                allocated_gpus: allocated.gpus,
+                total_nodes: c.nodes().count(),
+            }
         })
         .await?;
-    Ok(Json(body))
+    Ok(Json(ClusterMetricsResponse {
+        cluster_metrics: metrics,
+    }))
 }
 
-pub async fn nodes(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NodesResponse {
+    nodes: NodeList,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NodeList {
+    node: Vec<NodeInfo>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeInfo {
+    id: String,
+    kind: NodeKind,
+    state: String,
+    /// Who registered it.
+    owner: String,
+    last_health_update: u64,
+    num_containers: usize,
+    #[serde(rename = "usedMemoryMB")]
+    used_memory_mb: u64,
+    #[serde(rename = "availMemoryMB")]
+    avail_memory_mb: u64,
+    used_virtual_cores: u32,
+    available_virtual_cores: u32,
+    #[serde(rename = "usedGPUs")]
+    used_gpus: u32,
+    #[serde(rename = "availableGPUs")]
+    available_gpus: u32,
+}
+
+/// YARN's node states; Weft's registered nodes are all RUNNING (a lost
+/// node is removed, its containers asked for again).
+const NODE_STATES: &[&str] = &[
+    "NEW",
+    "RUNNING",
+    "UNHEALTHY",
+    "DECOMMISSIONED",
+    "LOST",
+    "REBOOTED",
+    "SHUTDOWN",
+    "DECOMMISSIONING",
+];
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NodesQuery {
+    /// Comma-separated YARN node states, e.g. `RUNNING,LOST`.
+    states: Option<String>,
+}
+
+/// The registered nodes, allocated against capacity.
+#[utoipa::path(get, path = "/ws/v1/cluster/nodes", tag = "cluster", params(NodesQuery),
+    responses((status = 200, body = NodesResponse), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException)))]
+pub async fn nodes(
+    State(state): State<ApiState>,
+    ApiQuery(query): ApiQuery<NodesQuery>,
+) -> Result<Json<NodesResponse>, ApiError> {
+    let wanted = parse_states(query.states.as_deref(), NODE_STATES, "node")?;
+    let running = wanted
+        .as_ref()
+        .is_none_or(|w| w.iter().any(|s| s == "RUNNING"));
     let nodes = state
         .rm
-        .with(|rm: &mut ResourceManager| {
+        .with(move |rm: &mut ResourceManager| {
+            if !running {
+                return Vec::new();
+            }
             rm.cluster
                 .nodes()
                 .map(|n| {
                     let free = n.free();
-                    json!({
-                        "id": n.id,
-                        "kind": n.kind,
-                        "state": "RUNNING",
-                        "lastHealthUpdate": n.last_heartbeat_ms,
-                        "numContainers": n.containers.len(),
-                        "usedMemoryMB": n.allocated.memory_mb,
-                        "availMemoryMB": free.memory_mb,
-                        "usedVirtualCores": n.allocated.vcores,
-                        "availableVirtualCores": free.vcores,
-                        "usedGPUs": n.allocated.gpus,
-                        "availableGPUs": free.gpus,
-                    })
+                    NodeInfo {
+                        id: n.id.clone(),
+                        kind: n.kind,
+                        state: "RUNNING".into(),
+                        owner: n.owner.clone(),
+                        last_health_update: n.last_heartbeat_ms,
+                        num_containers: n.containers.len(),
+                        used_memory_mb: n.allocated.memory_mb,
+                        avail_memory_mb: free.memory_mb,
+                        used_virtual_cores: n.allocated.vcores,
+                        available_virtual_cores: free.vcores,
+                        used_gpus: n.allocated.gpus,
+                        available_gpus: free.gpus,
+                    }
                 })
-                .collect::<Vec<_>>()
+                .collect()
         })
         .await?;
-    Ok(Json(json!({ "nodes": { "node": nodes } })))
+    Ok(Json(NodesResponse {
+        nodes: NodeList { node: nodes },
+    }))
 }
 
-/// A node's registration: who it is and what it offers.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RegisterNode {
-    pub node_id: String,
-    pub memory_mb: u64,
-    pub vcores: u32,
-    #[serde(default)]
-    pub gpus: u32,
+/// A comma-separated list of state names, each one of `known` (any case).
+fn parse_states(
+    text: Option<&str>,
+    known: &[&str],
+    what: &str,
+) -> Result<Option<Vec<String>>, ApiError> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let mut states = Vec::new();
+    for state in text.split(',').map(|s| s.trim().to_ascii_uppercase()) {
+        if !known.contains(&state.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "invalid {what} state {state:?} in states; expected some of {}",
+                known.join(", ")
+            )));
+        }
+        states.push(state);
+    }
+    Ok(Some(states))
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RegisteredNode {
+    node_id: String,
+    /// How often the node should heartbeat.
+    heartbeat_interval_ms: u64,
+}
+
+/// Registers a node (a node manager), or registers it again after a
+/// restart: its containers are lost (ABORTED, −100) and asked for again.
+/// Only callers in `weft.security.node-acl`, and for a known node id only
+/// its first registrant.
+#[utoipa::path(post, path = "/ws/v1/cluster/nodes/register", tag = "nodes",
+    request_body = RegisterNode,
+    responses((status = 200, body = RegisteredNode), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 409, body = RemoteException), (status = 413, body = RemoteException)))]
 pub async fn register_node(
     State(state): State<ApiState>,
-    Json(request): Json<RegisterNode>,
-) -> Result<Json<Value>, ApiError> {
-    if request.node_id.trim().is_empty() {
-        return Err(ApiError::bad_request("node_id must not be empty"));
-    }
-    let id = request.node_id.clone();
-    let capacity = Resources::new(request.memory_mb, request.vcores, request.gpus);
+    caller: Caller,
+    JsonBody(request): JsonBody<RegisterNode>,
+) -> Result<Json<RegisteredNode>, ApiError> {
+    let node_id = request.node_id.clone();
     state
         .rm
-        .with(move |rm: &mut ResourceManager| {
-            let now = rm.now();
-            let lost = rm
-                .cluster
-                .register_node(&id, NodeKind::Remote, capacity, now)?;
-            rm.containers_finished(&lost, now);
-            tracing::info!(node = %id, %capacity, "node registered");
-            Ok::<_, ClusterError>(())
-        })
-        .await?
-        .map_err(ApiError::bad_request)?;
-    Ok(Json(
-        json!({ "node_id": request.node_id, "heartbeat_interval_ms": state.heartbeat_interval_ms }),
-    ))
+        .with(move |rm: &mut ResourceManager| rm.register_node(&caller, &request))
+        .await??;
+    Ok(Json(RegisteredNode {
+        node_id,
+        heartbeat_interval_ms: state.heartbeat_interval_ms,
+    }))
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Heartbeat {
-    /// Containers that ended on the node since its last heartbeat.
-    #[serde(default)]
-    pub finished: Vec<String>,
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HeartbeatResponse {
+    /// How many of the reported containers were running on the node.
+    finished_accepted: usize,
+    /// Containers allocated to the node since its last heartbeat.
+    allocations: Vec<ContainerInfo>,
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ContainerInfo {
+    container_id: String,
+    app_id: String,
+    memory_mb: u64,
+    vcores: u32,
+    gpus: u32,
+    duration_ms: u64,
+    start_time_ms: u64,
+}
+
+impl From<&Container> for ContainerInfo {
+    fn from(c: &Container) -> ContainerInfo {
+        ContainerInfo {
+            container_id: c.id.clone(),
+            app_id: c.app.clone(),
+            memory_mb: c.resources.memory_mb,
+            vcores: c.resources.vcores,
+            gpus: c.resources.gpus,
+            duration_ms: c.duration_ms,
+            start_time_ms: c.start_time_ms,
+        }
+    }
+}
+
+/// A node's heartbeat, from the caller that registered it.
+#[utoipa::path(post, path = "/ws/v1/cluster/nodes/{id}/heartbeat", tag = "nodes",
+    params(("id" = String, Path, description = "The node id")),
+    request_body = Heartbeat,
+    responses((status = 200, body = HeartbeatResponse), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 409, body = RemoteException),
+        (status = 413, body = RemoteException)))]
 pub async fn heartbeat(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
-    Json(request): Json<Heartbeat>,
-) -> Result<Json<Value>, ApiError> {
-    let (ended, new) = state
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    JsonBody(request): JsonBody<Heartbeat>,
+) -> Result<Json<HeartbeatResponse>, ApiError> {
+    let answer = state
         .rm
-        .with(move |rm: &mut ResourceManager| {
-            let now = rm.now();
-            let (ended, new) = rm.cluster.heartbeat(&id, &request.finished, now)?;
-            rm.containers_finished(&ended, now);
-            Ok::<_, ClusterError>((ended.len(), new))
-        })
-        .await?
-        .map_err(|e| match e {
-            ClusterError::UnknownNode(_) => ApiError::not_found(e),
-            other => ApiError::bad_request(other),
-        })?;
-    let allocations: Vec<Value> = new.iter().map(container_json).collect();
-    Ok(Json(
-        json!({ "finished_accepted": ended, "allocations": allocations }),
-    ))
+        .with(move |rm: &mut ResourceManager| rm.node_heartbeat(&caller, &id, &request))
+        .await??;
+    Ok(Json(HeartbeatResponse {
+        finished_accepted: answer.finished_accepted,
+        allocations: answer.allocations.iter().map(ContainerInfo::from).collect(),
+    }))
 }
 
-fn container_json(c: &Container) -> Value {
-    json!({
-        "container_id": c.id,
-        "app_id": c.app,
-        "memory_mb": c.resources.memory_mb,
-        "vcores": c.resources.vcores,
-        "gpus": c.resources.gpus,
-        "duration_ms": c.duration_ms,
-        "start_time_ms": c.start_time_ms,
-    })
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AppResponse {
+    app: AppInfo,
 }
 
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AppsResponse {
+    apps: AppList,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AppList {
+    app: Vec<AppInfo>,
+}
+
+/// An app in YARN's field names, plus what Weft adds (project, asks, lost
+/// containers).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppInfo {
+    id: String,
+    name: String,
+    queue: String,
+    user: String,
+    project: String,
+    priority: i32,
+    state: AppState,
+    final_status: String,
+    submitted_time: u64,
+    started_time: u64,
+    finished_time: u64,
+    #[serde(rename = "allocatedMB")]
+    allocated_mb: u64,
+    #[serde(rename = "allocatedVCores")]
+    allocated_vcores: u32,
+    #[serde(rename = "allocatedGPUs")]
+    allocated_gpus: u32,
+    running_containers: u32,
+    finished_containers: u32,
+    preempted_containers: u32,
+    lost_containers: u32,
+    pending_containers: u64,
+    asks: Vec<Ask>,
+    /// Why a pending app waits (GET …/apps/{id} only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    diagnostics: Option<String>,
+    /// 1 for the app its queue serves next (GET …/apps/{id} only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    position_in_queue: Option<usize>,
+}
+
+impl From<&App> for AppInfo {
+    fn from(app: &App) -> AppInfo {
+        let final_status = match app.state {
+            AppState::Finished => "SUCCEEDED",
+            AppState::Killed => "KILLED",
+            _ => "UNDEFINED",
+        };
+        AppInfo {
+            id: app.id.clone(),
+            name: app.name.clone(),
+            queue: app.queue.clone(),
+            user: app.user.clone(),
+            project: app.project.clone(),
+            priority: app.priority,
+            state: app.state,
+            final_status: final_status.into(),
+            submitted_time: app.submit_time_ms,
+            started_time: app.start_time_ms.unwrap_or(0),
+            finished_time: app.finish_time_ms.unwrap_or(0),
+            allocated_mb: app.used.memory_mb,
+            allocated_vcores: app.used.vcores,
+            allocated_gpus: app.used.gpus,
+            running_containers: app.running_containers,
+            finished_containers: app.finished_containers,
+            preempted_containers: app.preempted_containers,
+            lost_containers: app.lost_containers,
+            pending_containers: app.pending_containers(),
+            asks: app.asks.clone(),
+            diagnostics: None,
+            position_in_queue: None,
+        }
+    }
+}
+
+/// Submits an app. 202 once it is accepted into its queue.
+#[utoipa::path(post, path = "/ws/v1/cluster/apps", tag = "apps", request_body = SubmitApp,
+    responses((status = 202, body = AppResponse), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 409, body = RemoteException), (status = 413, body = RemoteException)))]
 pub async fn submit_app(
     State(state): State<ApiState>,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let request: SubmitApp = serde_json::from_slice(&body)
-        .map_err(|e| ApiError::bad_request(format!("invalid application: {e}")))?;
-    let submitter = headers
-        .get("x-forwarded-for")
-        .or_else(|| headers.get("host"))
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("unknown")
-        .to_string();
-    let caller = state.caller(&headers);
-    let security = state.security.clone();
+    caller: Caller,
+    ClientAddr(submitter): ClientAddr,
+    JsonBody(request): JsonBody<SubmitApp>,
+) -> Result<(StatusCode, Json<AppResponse>), ApiError> {
     let app = state
         .rm
         .with(move |rm: &mut ResourceManager| {
-            let now = rm.now();
-            if let Some(leaf) = rm.cluster.queues().leaf(&request.queue) {
-                security.check_submit(&caller, rm.cluster.queues(), leaf).map_err(ApiError::forbidden)?;
-            }
-            if caller != request.user {
-                security
-                    .check_admin(&caller, &format!("submit on behalf of {}", request.user))
-                    .map_err(ApiError::forbidden)?;
-            }
-            rm.check_app_reservation(&request).map_err(ApiError::bad_request)?;
-            let app = rm.cluster.submit(request, &submitter, now).map_err(ApiError::bad_request)?.clone();
-            tracing::info!(app = %app.id, queue = %app.queue, user = %app.user, project = %app.project, submitter, "application submitted and accepted");
-            Ok::<_, ApiError>(app)
+            rm.submit_app(&caller, request, &submitter)
+                .map(|app| AppInfo::from(&app))
         })
         .await??;
-    Ok((StatusCode::ACCEPTED, Json(json!({ "app": app_json(&app) }))))
+    Ok((StatusCode::ACCEPTED, Json(AppResponse { app })))
 }
 
-pub async fn apps(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+/// YARN's filters for the app listing. Unknown parameters (such as the
+/// `user.name` Hadoop's clients add) are ignored, as YARN does.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct AppsQuery {
+    /// Comma-separated YARN application states, e.g. `RUNNING,ACCEPTED`.
+    states: Option<String>,
+    /// One state (YARN's older parameter).
+    state: Option<String>,
+    queue: Option<String>,
+    user: Option<String>,
+    /// At most this many apps, the newest (1 to 10,000; default 1,000).
+    limit: Option<u64>,
+    started_time_begin: Option<u64>,
+    started_time_end: Option<u64>,
+    finished_time_begin: Option<u64>,
+    finished_time_end: Option<u64>,
+}
+
+impl AppsQuery {
+    fn filter(self) -> Result<AppFilter, ApiError> {
+        let known: Vec<&str> = ["ACCEPTED", "RUNNING", "FINISHED", "KILLED"]
+            .into_iter()
+            .chain(OTHER_YARN_APP_STATES.iter().copied())
+            .collect();
+        let names = match (self.states, self.state) {
+            (Some(states), _) => Some(states),
+            (None, state) => state,
+        };
+        let states = parse_states(names.as_deref(), &known, "application")?.map(|names| {
+            names
+                .iter()
+                .filter_map(|name| name.parse::<AppState>().ok())
+                .collect()
+        });
+        let limit = match self.limit {
+            None => DEFAULT_APPS_PAGE,
+            Some(limit) => crate::limits::within("limit", limit, 1, MAX_APPS_PAGE as u64)
+                .map_err(ApiError::bad_request)? as usize,
+        };
+        let window = |name: &str, begin: Option<u64>, end: Option<u64>| {
+            if let (Some(b), Some(e)) = (begin, end)
+                && b > e
+            {
+                return Err(ApiError::bad_request(format!(
+                    "{name}TimeEnd ({e}) must be at least {name}TimeBegin ({b})"
+                )));
+            }
+            Ok((begin, end))
+        };
+        Ok(AppFilter {
+            states,
+            queue: self.queue,
+            user: self.user,
+            started: window("started", self.started_time_begin, self.started_time_end)?,
+            finished: window("finished", self.finished_time_begin, self.finished_time_end)?,
+            limit,
+        })
+    }
+}
+
+/// Apps, filtered as YARN filters them; at most `limit` (the newest).
+#[utoipa::path(get, path = "/ws/v1/cluster/apps", tag = "apps", params(AppsQuery),
+    responses((status = 200, body = AppsResponse), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException)))]
+pub async fn apps(
+    State(state): State<ApiState>,
+    ApiQuery(query): ApiQuery<AppsQuery>,
+) -> Result<Json<AppsResponse>, ApiError> {
+    let filter = query.filter()?;
     let apps = state
         .rm
-        .with(|rm: &mut ResourceManager| rm.cluster.apps().iter().map(app_json).collect::<Vec<_>>())
+        .with(move |rm: &mut ResourceManager| {
+            filter
+                .select(rm.cluster.apps())
+                .into_iter()
+                .map(AppInfo::from)
+                .collect()
+        })
         .await?;
-    Ok(Json(json!({ "apps": { "app": apps } })))
+    Ok(Json(AppsResponse {
+        apps: AppList { app: apps },
+    }))
 }
 
+/// One app; a pending one says why it waits and where it stands.
+#[utoipa::path(get, path = "/ws/v1/cluster/apps/{id}", tag = "apps",
+    params(("id" = String, Path, description = "The application id")),
+    responses((status = 200, body = AppResponse), (status = 401, body = RemoteException),
+        (status = 404, body = RemoteException)))]
 pub async fn app(
     State(state): State<ApiState>,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<AppResponse>, ApiError> {
     let wanted = id.clone();
     let app = state
         .rm
         .with(move |rm: &mut ResourceManager| {
             let index = rm.cluster.app_index(&wanted)?;
-            let mut body = app_json(&rm.cluster.apps()[index]);
+            let mut info = AppInfo::from(&rm.cluster.apps()[index]);
             // A pending app says why it waits and where it stands (seed 002 §10.3).
             let usage = diagnostics::queue_usage(&rm.cluster);
             if let Some(diagnosis) = rm.diagnose(index, &usage) {
-                body["diagnostics"] = json!(diagnosis.reason);
-                body["positionInQueue"] = json!(diagnosis.position_in_queue);
+                info.diagnostics = Some(diagnosis.reason);
+                info.position_in_queue = Some(diagnosis.position_in_queue);
             }
-            Some(body)
+            Some(info)
         })
         .await?;
     let app = app.ok_or_else(|| ApiError::not_found(format!("application {id} not found")))?;
-    Ok(Json(json!({ "app": app })))
-}
-
-/// An app in YARN's field names, plus what Weft adds (project, asks).
-fn app_json(app: &App) -> Value {
-    let final_status = match app.state {
-        AppState::Finished => "SUCCEEDED",
-        AppState::Killed => "KILLED",
-        _ => "UNDEFINED",
-    };
-    json!({
-        "id": app.id,
-        "name": app.name,
-        "queue": app.queue,
-        "user": app.user,
-        "project": app.project,
-        "priority": app.priority,
-        "state": app.state,
-        "finalStatus": final_status,
-        "submittedTime": app.submit_time_ms,
-        "startedTime": app.start_time_ms.unwrap_or(0),
-        "finishedTime": app.finish_time_ms.unwrap_or(0),
-        "allocatedMB": app.used.memory_mb,
-        "allocatedVCores": app.used.vcores,
-        "allocatedGPUs": app.used.gpus,
-        "runningContainers": app.running_containers,
-        "finishedContainers": app.finished_containers,
-        "preemptedContainers": app.preempted_containers,
-        "pendingContainers": app.pending_containers(),
-        "asks": app.asks,
-    })
+    Ok(Json(AppResponse { app }))
 }

@@ -1,47 +1,70 @@
-//! Policy endpoints: list, load (upload or builtin), rollback.
+//! Policy endpoints: list, show, load (upload or builtin), rollback. Loads
+//! and rollbacks are for administrators only.
 
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
-use serde_json::{Value, json};
+use axum::extract::State;
 
+use super::extract::{ApiPath, ApiQuery, RawBody};
+use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::policy::{LoadError, PolicyKind, PolicySource};
+use crate::policy::{LoadError, PolicyKind, PolicySource, SlotStatus};
+use crate::security::Caller;
 
 fn kind(text: &str) -> Result<PolicyKind, ApiError> {
     text.parse().map_err(ApiError::not_found)
 }
 
-pub async fn list(State(state): State<ApiState>) -> Json<Value> {
-    let slots: BTreeMap<&str, _> = PolicyKind::ALL
-        .iter()
-        .map(|k| (k.as_str(), state.policies.slot(*k).status()))
-        .collect();
-    Json(json!(slots))
+/// Every kind's active version and history.
+#[utoipa::path(get, path = "/ws/v1/policies", tag = "policies",
+    responses((status = 200, body = BTreeMap<String, SlotStatus>),
+        (status = 401, body = RemoteException)))]
+pub async fn list(State(state): State<ApiState>) -> Json<BTreeMap<String, SlotStatus>> {
+    Json(
+        PolicyKind::ALL
+            .iter()
+            .map(|k| (k.as_str().to_string(), state.policies.slot(*k).status()))
+            .collect(),
+    )
 }
 
+/// One kind's active version and history.
+#[utoipa::path(get, path = "/ws/v1/policies/{kind}", tag = "policies",
+    params(("kind" = String, Path, description = "scheduling, pricing or sharing")),
+    responses((status = 200, body = SlotStatus), (status = 401, body = RemoteException),
+        (status = 404, body = RemoteException)))]
 pub async fn show(
     State(state): State<ApiState>,
-    Path(kind_name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    Ok(Json(json!(state.policies.slot(kind(&kind_name)?).status())))
+    ApiPath(kind_name): ApiPath<String>,
+) -> Result<Json<SlotStatus>, ApiError> {
+    Ok(Json(state.policies.slot(kind(&kind_name)?).status()))
 }
 
-/// `PUT /ws/v1/policies/{kind}` with the component as the body, or
-/// `?builtin=NAME`; every other query pair is a parameter for `configure`.
+/// Loads a policy: the component as the body, or `?builtin=NAME`; every
+/// other query pair is a parameter for its `configure`. It becomes active
+/// once it has passed every check; otherwise the active version stays.
+#[utoipa::path(put, path = "/ws/v1/policies/{kind}", tag = "policies",
+    params(("kind" = String, Path, description = "scheduling, pricing or sharing"),
+        ("builtin" = Option<String>, Query, description = "a bundled policy's name, instead of a body")),
+    request_body(content = Vec<u8>, content_type = "application/wasm",
+        description = "a WebAssembly component (at most 64 MB)"),
+    responses((status = 200, body = SlotStatus), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 413, body = RemoteException)))]
 pub async fn load(
     State(state): State<ApiState>,
-    headers: HeaderMap,
-    Path(kind_name): Path<String>,
-    Query(query): Query<Vec<(String, String)>>,
-    body: Bytes,
-) -> Result<Json<Value>, ApiError> {
+    caller: Caller,
+    ApiPath(kind_name): ApiPath<String>,
+    ApiQuery(query): ApiQuery<Vec<(String, String)>>,
+    RawBody(body): RawBody,
+) -> Result<Json<SlotStatus>, ApiError> {
     let kind = kind(&kind_name)?;
-    let caller = state.require_admin(&headers, &format!("load a {kind} policy"))?;
-    tracing::info!(%kind, caller, "policy load requested");
+    state
+        .security
+        .check_admin(&caller, &format!("load a {kind} policy"))
+        .map_err(ApiError::forbidden)?;
+    tracing::info!(%kind, caller = %caller.user, "policy load requested");
     let mut builtin = None;
     let mut params = Vec::new();
     for (key, value) in query {
@@ -51,6 +74,8 @@ pub async fn load(
             params.push((key, value));
         }
     }
+    // One load at a time: each compiles for seconds on a blocking thread.
+    let _one_at_a_time = state.policy_loads.lock().await;
     let runtime = state.policies.clone();
     let loaded = tokio::task::spawn_blocking(move || match builtin {
         Some(name) => {
@@ -72,16 +97,29 @@ pub async fn load(
     loaded.map_err(|e| {
         ApiError::bad_request(format!("policy not loaded, the active version stays: {e}"))
     })?;
-    Ok(Json(json!(state.policies.slot(kind).status())))
+    Ok(Json(state.policies.slot(kind).status()))
 }
 
+/// Rolls the active version back to the newest good one before it
+/// (administrators only).
+#[utoipa::path(post, path = "/ws/v1/policies/{kind}/rollback", tag = "policies",
+    params(("kind" = String, Path, description = "scheduling, pricing or sharing")),
+    responses((status = 200, body = SlotStatus), (status = 401, body = RemoteException),
+        (status = 403, body = RemoteException), (status = 404, body = RemoteException),
+        (status = 409, body = RemoteException)))]
 pub async fn rollback(
     State(state): State<ApiState>,
-    Path(kind_name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+    caller: Caller,
+    ApiPath(kind_name): ApiPath<String>,
+) -> Result<Json<SlotStatus>, ApiError> {
     let kind = kind(&kind_name)?;
+    state
+        .security
+        .check_admin(&caller, &format!("roll back the {kind} policy"))
+        .map_err(ApiError::forbidden)?;
     let slot = state.policies.slot(kind);
     slot.rollback("rolled back by the operator")
         .map_err(ApiError::conflict)?;
-    Ok(Json(json!(slot.status())))
+    tracing::info!(%kind, caller = %caller.user, "policy rolled back by the operator");
+    Ok(Json(slot.status()))
 }

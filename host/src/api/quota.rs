@@ -1,27 +1,66 @@
 //! Quota endpoints: the projects' ledger, live prices, and `/metrics`.
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
-use serde_json::{Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::policy::PolicyKind;
+use crate::quota::{ProjectQuota, UnitPrices};
 use crate::rm::ResourceManager;
 
-/// `{"PROJECT": {"remaining": …, "total_used": …}}`, as replay's "projects".
-pub async fn projects(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+/// Every project's credits: `{"PROJECT": {"remaining": …, "total_used": …}}`,
+/// as replay's "projects".
+#[utoipa::path(get, path = "/ws/v1/quota/projects", tag = "quota",
+    responses((status = 200, body = BTreeMap<String, ProjectQuota>),
+        (status = 401, body = RemoteException)))]
+pub async fn projects(
+    State(state): State<ApiState>,
+) -> Result<Json<BTreeMap<String, ProjectQuota>>, ApiError> {
     let projects = state
         .rm
-        .with(|rm: &mut ResourceManager| json!(rm.quota.ledger().projects()))
+        .with(|rm: &mut ResourceManager| rm.quota.ledger().projects().clone())
         .await?;
-    Ok(Json(projects))
+    Ok(Json(projects.into_iter().collect()))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Prices {
+    /// The active pricing policy's name.
+    pricing_policy: Option<String>,
+    variable_pricing: bool,
+    multiplicators: Multiplicators,
+    /// Credits per second for one unit of each resource.
+    price_per_second: UnitPrices,
+    units: Units,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Multiplicators {
+    general: f64,
+    gpu: f64,
+}
+
+/// What one priced unit is.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Units {
+    vcore: u32,
+    memory_mb: u64,
+    gpu: u32,
 }
 
 /// The multiplicators now and what one unit of each resource costs per second.
-pub async fn prices(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    let body = state
+#[utoipa::path(get, path = "/ws/v1/quota/prices", tag = "quota",
+    responses((status = 200, body = Prices), (status = 401, body = RemoteException),
+        (status = 503, description = "the pricing policy cannot price now", body = RemoteException)))]
+pub async fn prices(State(state): State<ApiState>) -> Result<Json<Prices>, ApiError> {
+    let (settings, multiplicators, unit_prices, pricing) = state
         .rm
         .with(|rm: &mut ResourceManager| {
             let settings = *rm.quota.settings();
@@ -35,18 +74,25 @@ pub async fn prices(State(state): State<ApiState>) -> Result<Json<Value>, ApiErr
             (settings, multiplicators, unit_prices, pricing)
         })
         .await?;
-    let (settings, multiplicators, unit_prices, pricing) = body;
     let unit_prices =
         unit_prices.map_err(|e| ApiError::unavailable(format!("prices unavailable: {e}")))?;
-    Ok(Json(json!({
-        "pricing_policy": pricing,
-        "variable_pricing": settings.variable_price,
-        "multiplicators": { "general": multiplicators.general, "gpu": multiplicators.gpu },
-        "price_per_second": unit_prices,
-        "units": { "vcore": 1, "memory_mb": settings.unit_memory_mb, "gpu": settings.unit_gpus },
-    })))
+    Ok(Json(Prices {
+        pricing_policy: pricing,
+        variable_pricing: settings.variable_price,
+        multiplicators: Multiplicators {
+            general: multiplicators.general,
+            gpu: multiplicators.gpu,
+        },
+        price_per_second: unit_prices,
+        units: Units {
+            vcore: 1,
+            memory_mb: settings.unit_memory_mb,
+            gpu: settings.unit_gpus,
+        },
+    }))
 }
 
+/// Prometheus metrics, in the OpenMetrics text format.
 pub async fn metrics_text(State(state): State<ApiState>) -> Result<impl IntoResponse, ApiError> {
     // Gauges are read from the cluster now, so a scrape never sees stale ones.
     state

@@ -5,129 +5,127 @@
 //! how much, and leaves every plan as it was.
 
 use axum::Json;
-use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
+use super::extract::{ApiQuery, JsonBody};
+use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::policy::PolicyKind;
+use crate::reservation::ListQuery;
 use crate::reservation::definition::{
-    ReservationDeleteRequest, ReservationSubmissionRequest, ReservationUpdateRequest,
+    NewReservation, ReservationDeleteRequest, ReservationListInfo, ReservationSubmissionRequest,
+    ReservationUpdateRequest,
 };
-use crate::reservation::{Caller, ListQuery};
 use crate::rm::ResourceManager;
+use crate::rm::requests::ReservationRequestError;
 use crate::rm::reservations::ReservationError;
+use crate::security::Caller;
 
 impl From<ReservationError> for ApiError {
     fn from(error: ReservationError) -> ApiError {
-        ApiError {
-            status: StatusCode::from_u16(error.status())
-                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            message: error.to_string(),
-        }
+        ApiError::new(
+            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            error,
+        )
     }
 }
 
-/// A JSON body, or a 400 saying what is wrong with it.
-fn body<T: serde::de::DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::bad_request(format!("invalid {what}: {e}")))
+impl From<ReservationRequestError> for ApiError {
+    fn from(error: ReservationRequestError) -> ApiError {
+        ApiError::new(
+            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            error,
+        )
+    }
 }
 
-/// `POST …/new-reservation`: `{"reservation-id": "reservation_…"}`.
-pub async fn new_reservation(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
+/// An empty JSON object, as YARN answers update and delete.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Empty {}
+
+/// A new reservation id, to submit a reservation under.
+#[utoipa::path(post, path = "/ws/v1/cluster/reservation/new-reservation", tag = "reservations",
+    responses((status = 200, body = NewReservation), (status = 401, body = RemoteException),
+        (status = 503, description = "the reservation system is off", body = RemoteException)))]
+pub async fn new_reservation(
+    State(state): State<ApiState>,
+) -> Result<Json<NewReservation>, ApiError> {
     let id = state
         .rm
         .with(|rm: &mut ResourceManager| rm.reservations.new_reservation())
         .await??;
-    Ok(Json(json!({ "reservation-id": id.to_string() })))
+    Ok(Json(NewReservation {
+        reservation_id: id.to_string(),
+    }))
 }
 
-/// `POST …/submit`: 202, with no body as in YARN, once the reservation is
-/// placed in its plan (`list` shows where).
+/// 202, with no body as in YARN, once the reservation is placed in its plan
+/// (`list` shows where).
+#[utoipa::path(post, path = "/ws/v1/cluster/reservation/submit", tag = "reservations",
+    request_body = ReservationSubmissionRequest,
+    responses((status = 202, description = "placed in its plan"),
+        (status = 400, body = RemoteException), (status = 401, body = RemoteException),
+        (status = 403, body = RemoteException), (status = 404, body = RemoteException),
+        (status = 409, body = RemoteException), (status = 413, body = RemoteException),
+        (status = 503, description = "the reservation system is off", body = RemoteException)))]
 pub async fn submit(
     State(state): State<ApiState>,
-    headers: HeaderMap,
-    bytes: axum::body::Bytes,
+    caller: Caller,
+    JsonBody(request): JsonBody<ReservationSubmissionRequest>,
 ) -> Result<StatusCode, ApiError> {
-    let request: ReservationSubmissionRequest = body(&bytes, "reservation submission")?;
-    let caller = state.caller(&headers);
-    let security = state.security.clone();
-    let policies = state.policies.clone();
     state
         .rm
-        .with(move |rm: &mut ResourceManager| {
-            // Submitting a reservation takes the right to submit to its queue.
-            if let Some(leaf) = rm.cluster.queues().leaf(&request.queue) {
-                security
-                    .check_submit(&caller, rm.cluster.queues(), leaf)
-                    .map_err(ApiError::forbidden)?;
-            }
-            rm.reservations.refresh_capacities(&rm.cluster);
-            let now = rm.now();
-            let sharing = policies.slot(PolicyKind::Sharing);
-            let accepted = rm.reservations.submit(sharing, &request, &caller, now)?;
-            tracing::info!(reservation = %accepted.reservation_id, queue = %accepted.queue, user = %caller, "reservation accepted");
-            Ok::<_, ApiError>(())
-        })
+        .with(move |rm: &mut ResourceManager| rm.submit_reservation(&caller, &request))
         .await??;
     Ok(StatusCode::ACCEPTED)
 }
 
-/// `POST …/update`: the reservation is placed anew, or stays as it was.
+/// The reservation is placed anew, or stays as it was.
+#[utoipa::path(post, path = "/ws/v1/cluster/reservation/update", tag = "reservations",
+    request_body = ReservationUpdateRequest,
+    responses((status = 200, body = Empty), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 409, body = RemoteException),
+        (status = 413, body = RemoteException),
+        (status = 503, description = "the reservation system is off", body = RemoteException)))]
 pub async fn update(
     State(state): State<ApiState>,
-    headers: HeaderMap,
-    bytes: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let request: ReservationUpdateRequest = body(&bytes, "reservation update")?;
-    let caller = state.caller(&headers);
-    let is_admin = state.security.is_admin(&caller);
-    let policies = state.policies.clone();
-    let accepted = state
+    caller: Caller,
+    JsonBody(request): JsonBody<ReservationUpdateRequest>,
+) -> Result<Json<Empty>, ApiError> {
+    state
         .rm
-        .with(move |rm: &mut ResourceManager| {
-            rm.reservations.refresh_capacities(&rm.cluster);
-            let now = rm.now();
-            let caller = Caller {
-                user: &caller,
-                is_admin,
-            };
-            let sharing = policies.slot(PolicyKind::Sharing);
-            rm.reservations.update(sharing, &request, &caller, now)
-        })
+        .with(move |rm: &mut ResourceManager| rm.update_reservation(&caller, &request))
         .await??;
-    tracing::info!(reservation = %accepted.reservation_id, "reservation updated");
-    Ok(Json(json!({})))
+    Ok(Json(Empty {}))
 }
 
-/// `POST …/delete`.
+/// Deletes a reservation (its owner or an administrator).
+#[utoipa::path(post, path = "/ws/v1/cluster/reservation/delete", tag = "reservations",
+    request_body = ReservationDeleteRequest,
+    responses((status = 200, body = Empty), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 413, body = RemoteException),
+        (status = 503, description = "the reservation system is off", body = RemoteException)))]
 pub async fn delete(
     State(state): State<ApiState>,
-    headers: HeaderMap,
-    bytes: axum::body::Bytes,
-) -> Result<Json<Value>, ApiError> {
-    let request: ReservationDeleteRequest = body(&bytes, "reservation delete request")?;
-    let caller = state.caller(&headers);
-    let is_admin = state.security.is_admin(&caller);
-    let removed = state
+    caller: Caller,
+    JsonBody(request): JsonBody<ReservationDeleteRequest>,
+) -> Result<Json<Empty>, ApiError> {
+    state
         .rm
-        .with(move |rm: &mut ResourceManager| {
-            let caller = Caller {
-                user: &caller,
-                is_admin,
-            };
-            rm.reservations.delete(&request, &caller)
-        })
+        .with(move |rm: &mut ResourceManager| rm.delete_reservation(&caller, &request))
         .await??;
-    tracing::info!(reservation = %removed.id, "reservation deleted");
-    Ok(Json(json!({})))
+    Ok(Json(Empty {}))
 }
 
 /// The list API's query parameters, with YARN's names. Others (such as the
 /// `user.name` Hadoop's clients add to every request) are ignored, as YARN does.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "kebab-case")]
+#[into_params(parameter_in = Query, rename_all = "kebab-case")]
 pub struct ListParams {
     queue: Option<String>,
     reservation_id: Option<String>,
@@ -137,12 +135,16 @@ pub struct ListParams {
     include_resource_allocations: bool,
 }
 
-/// `GET …/list`: `{"reservations": [...]}`.
+/// Reservations, by queue, id and time window.
+#[utoipa::path(get, path = "/ws/v1/cluster/reservation/list", tag = "reservations",
+    params(ListParams),
+    responses((status = 200, body = ReservationListInfo), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 404, body = RemoteException),
+        (status = 503, description = "the reservation system is off", body = RemoteException)))]
 pub async fn list(
     State(state): State<ApiState>,
-    params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
-    let Query(params) = params.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    ApiQuery(params): ApiQuery<ListParams>,
+) -> Result<Json<ReservationListInfo>, ApiError> {
     let query = ListQuery {
         queue: params.queue,
         reservation_id: params.reservation_id,
@@ -154,7 +156,5 @@ pub async fn list(
         .rm
         .with(move |rm: &mut ResourceManager| rm.reservations.list(&query))
         .await??;
-    Ok(Json(
-        serde_json::to_value(listed).map_err(ApiError::internal)?,
-    ))
+    Ok(Json(listed))
 }

@@ -1,22 +1,117 @@
 //! `GET /ws/v1/cluster/scheduler`: the queue tree as YARN's Capacity
 //! Scheduler reports it — configured, absolute and used capacities, per queue.
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Value, json};
+use serde::Serialize;
+use utoipa::ToSchema;
 
+use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::cluster::{Cluster, Resources};
 use crate::rm::ResourceManager;
 
-pub async fn scheduler(State(state): State<ApiState>) -> Result<Json<Value>, ApiError> {
-    let info = state
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SchedulerResponse {
+    scheduler: SchedulerInfoWrapper,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SchedulerInfoWrapper {
+    #[serde(rename = "schedulerInfo")]
+    scheduler_info: QueueInfo,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ResourcesInfo {
+    memory: u64,
+    #[serde(rename = "vCores")]
+    vcores: u32,
+    gpus: u32,
+}
+
+impl From<Resources> for ResourcesInfo {
+    fn from(r: Resources) -> ResourcesInfo {
+        ResourcesInfo {
+            memory: r.memory_mb,
+            vcores: r.vcores,
+            gpus: r.gpus,
+        }
+    }
+}
+
+/// A queue as YARN's Capacity Scheduler reports it; the leaf-only fields are
+/// absent on parents, which carry their children in `queues`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueInfo {
+    /// capacityScheduler (root), capacitySchedulerLeafQueueInfo, or absent.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
+    queue_name: String,
+    queue_path: String,
+    state: String,
+    capacity: f64,
+    max_capacity: f64,
+    absolute_capacity: f64,
+    absolute_max_capacity: f64,
+    used_capacity: f64,
+    absolute_used_capacity: f64,
+    num_applications: u64,
+    resources_used: ResourcesInfo,
+    pending_resources: ResourcesInfo,
+    priority: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    users: Option<UserList>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_limit: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_limit_factor: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_applications: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ordering_policy_info: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(no_recursion)]
+    queues: Option<QueueList>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct QueueList {
+    #[schema(no_recursion)]
+    queue: Vec<QueueInfo>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct UserList {
+    user: Vec<UserInfo>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserInfo {
+    username: String,
+    resources_used: ResourcesInfo,
+    num_active_applications: u32,
+    num_pending_applications: u32,
+}
+
+/// The queue tree: configured, absolute and used capacities, per queue.
+#[utoipa::path(get, path = "/ws/v1/cluster/scheduler", tag = "cluster",
+    responses((status = 200, body = SchedulerResponse), (status = 401, body = RemoteException)))]
+pub async fn scheduler(State(state): State<ApiState>) -> Result<Json<SchedulerResponse>, ApiError> {
+    let mut info = state
         .rm
-        .with(|rm: &mut ResourceManager| queue_json(&rm.cluster, 0))
+        .with(|rm: &mut ResourceManager| queue_info(&rm.cluster, 0))
         .await?;
-    let mut info = info;
-    info["type"] = json!("capacityScheduler");
-    Ok(Json(json!({ "scheduler": { "schedulerInfo": info } })))
+    info.kind = Some("capacityScheduler".into());
+    Ok(Json(SchedulerResponse {
+        scheduler: SchedulerInfoWrapper {
+            scheduler_info: info,
+        },
+    }))
 }
 
 /// Percent of `total` that `used` is, by its dominant resource.
@@ -25,7 +120,7 @@ fn dominant_percent(used: &Resources, total: &Resources) -> f64 {
     memory.max(vcores).max(gpus) * 100.0
 }
 
-fn queue_json(cluster: &Cluster, index: usize) -> Value {
+fn queue_info(cluster: &Cluster, index: usize) -> QueueInfo {
     let queue = &cluster.queues().queues()[index];
     let mut used = Resources::ZERO;
     let mut pending = Resources::ZERO;
@@ -43,24 +138,30 @@ fn queue_json(cluster: &Cluster, index: usize) -> Value {
     } else {
         0.0
     };
-    let mut body = json!({
-        "queueName": queue.name,
-        "queuePath": queue.path,
-        "state": queue.state,
-        "capacity": queue.capacity,
-        "maxCapacity": queue.maximum_capacity,
-        "absoluteCapacity": queue.absolute_capacity,
-        "absoluteMaxCapacity": queue.absolute_maximum_capacity,
-        "usedCapacity": used_capacity,
-        "absoluteUsedCapacity": absolute_used,
-        "numApplications": applications,
-        "resourcesUsed": { "memory": used.memory_mb, "vCores": used.vcores, "gpus": used.gpus },
-        "pendingResources": { "memory": pending.memory_mb, "vCores": pending.vcores, "gpus": pending.gpus },
-        "priority": queue.priority,
-    });
+    let mut info = QueueInfo {
+        kind: None,
+        queue_name: queue.name.clone(),
+        queue_path: queue.path.clone(),
+        state: queue.state.as_str().into(),
+        capacity: queue.capacity,
+        max_capacity: queue.maximum_capacity,
+        absolute_capacity: queue.absolute_capacity,
+        absolute_max_capacity: queue.absolute_maximum_capacity,
+        used_capacity,
+        absolute_used_capacity: absolute_used,
+        num_applications: applications,
+        resources_used: used.into(),
+        pending_resources: pending.into(),
+        priority: queue.priority,
+        users: None,
+        user_limit: None,
+        user_limit_factor: None,
+        max_applications: None,
+        ordering_policy_info: None,
+        queues: None,
+    };
     if queue.is_leaf() {
-        let mut users: std::collections::BTreeMap<&str, (Resources, u32, u32)> =
-            std::collections::BTreeMap::new();
+        let mut users: BTreeMap<&str, (Resources, u32, u32)> = BTreeMap::new();
         for app in cluster
             .active_apps()
             .map(|i| &cluster.apps()[i])
@@ -76,32 +177,30 @@ fn queue_json(cluster: &Cluster, index: usize) -> Value {
                 user.1 += 1
             }
         }
-        let users: Vec<Value> = users
+        let users = users
             .into_iter()
-            .map(|(name, (used, active, pending))| {
-                json!({
-                    "username": name,
-                    "resourcesUsed": { "memory": used.memory_mb, "vCores": used.vcores, "gpus": used.gpus },
-                    "numActiveApplications": active,
-                    "numPendingApplications": pending,
-                })
+            .map(|(name, (used, active, pending))| UserInfo {
+                username: name.to_string(),
+                resources_used: used.into(),
+                num_active_applications: active,
+                num_pending_applications: pending,
             })
             .collect();
-        body["users"] = json!({ "user": users });
-        body["type"] = json!("capacitySchedulerLeafQueueInfo");
-        body["userLimit"] = json!(queue.minimum_user_limit_percent);
-        body["userLimitFactor"] = json!(queue.user_limit_factor);
-        body["maxApplications"] = json!(queue.maximum_applications);
-        body["orderingPolicyInfo"] = json!(queue.ordering_policy);
+        info.users = Some(UserList { user: users });
+        info.kind = Some("capacitySchedulerLeafQueueInfo".into());
+        info.user_limit = Some(queue.minimum_user_limit_percent);
+        info.user_limit_factor = Some(queue.user_limit_factor);
+        info.max_applications = Some(queue.maximum_applications);
+        info.ordering_policy_info = Some(queue.ordering_policy.as_str().into());
     } else {
-        let children: Vec<Value> = queue
+        let children = queue
             .children
             .iter()
-            .map(|&c| queue_json(cluster, c))
+            .map(|&c| queue_info(cluster, c))
             .collect();
-        body["queues"] = json!({ "queue": children });
+        info.queues = Some(QueueList { queue: children });
     }
-    body
+    info
 }
 
 /// Whether queue `queue` is `ancestor` or below it.

@@ -1,27 +1,77 @@
-//! A small blocking client for the HTTP API, for the CLI's remote commands.
+//! A small blocking client for the HTTP API, for the CLI's remote commands:
+//! where the server is, and who is asking (a token, or in simple mode a name).
+
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
+use clap::Args;
 use serde_json::Value;
 
 pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8088";
 
+/// The flags of every command that talks to a running server.
+#[derive(Debug, Clone, Args)]
+pub struct ServerArgs {
+    /// The server's base URL (https:// when it serves TLS).
+    #[arg(long, default_value = DEFAULT_SERVER)]
+    pub server: String,
+    /// Act as this user (sent as X-Weft-User; simple authentication only).
+    #[arg(long)]
+    pub user: Option<String>,
+    /// A bearer token from `weft token create` (token authentication).
+    #[arg(long, env = "WEFT_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// A PEM file of the CA certificate(s) to trust for https:// (else the
+    /// usual public roots).
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+}
+
+impl ServerArgs {
+    pub fn client(&self) -> anyhow::Result<Client> {
+        Client::new(self)
+    }
+}
+
 pub struct Client {
     base: String,
     agent: ureq::Agent,
-    /// Sent as X-Weft-User, the caller's identity.
+    /// Sent as X-Weft-User, the caller's identity in simple mode.
     user: Option<String>,
+    /// Sent as Authorization: Bearer, the caller's identity in token mode.
+    token: Option<String>,
 }
 
 impl Client {
-    pub fn new(server: &str, user: Option<&str>) -> Client {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build();
-        Client {
-            base: server.trim_end_matches('/').to_string(),
-            agent: config.into(),
-            user: user.map(String::from),
+    pub fn new(args: &ServerArgs) -> anyhow::Result<Client> {
+        let mut config = ureq::Agent::config_builder().http_status_as_error(false);
+        if let Some(path) = &args.ca_cert {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("cannot read --ca-cert {}", path.display()))?;
+            let certs = ureq::tls::parse_pem(&pem)
+                .filter_map(|item| match item {
+                    Ok(ureq::tls::PemItem::Certificate(cert)) => Some(Ok(cert)),
+                    Ok(_) => None,
+                    Err(error) => Some(Err(error)),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .with_context(|| format!("--ca-cert {} is not PEM", path.display()))?;
+            if certs.is_empty() {
+                bail!("--ca-cert {} holds no certificate", path.display());
+            }
+            config = config.tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .root_certs(ureq::tls::RootCerts::Specific(Arc::new(certs)))
+                    .build(),
+            );
         }
+        Ok(Client {
+            base: args.server.trim_end_matches('/').to_string(),
+            agent: config.build().into(),
+            user: args.user.clone(),
+            token: args.token.clone().filter(|t| !t.trim().is_empty()),
+        })
     }
 
     pub fn get(&self, path: &str) -> anyhow::Result<Value> {
@@ -52,11 +102,14 @@ impl Client {
         self.answer(path, response)
     }
 
-    fn with_user<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
-        match &self.user {
-            Some(user) => request.header(crate::security::USER_HEADER, user),
-            None => request,
+    fn with_user<B>(&self, mut request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        if let Some(user) = &self.user {
+            request = request.header(crate::security::USER_HEADER, user);
         }
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {}", token.trim()));
+        }
+        request
     }
 
     fn url(&self, path: &str) -> String {

@@ -9,6 +9,7 @@ mod replay;
 mod reservation;
 mod serve;
 mod simulate;
+mod token;
 
 use std::path::PathBuf;
 
@@ -44,17 +45,17 @@ enum Command {
     /// Administer a running server.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Make and revoke bearer tokens (weft.security.authentication=token).
+    #[command(subcommand)]
+    Token(token::TokenCommand),
 }
 
 #[derive(Debug, Subcommand)]
 enum AdminCommand {
     /// Reload the queue configuration with no restart (YARN's rmadmin -refreshQueues).
     RefreshQueues {
-        #[arg(long, default_value = client::DEFAULT_SERVER)]
-        server: String,
-        /// Act as this user (sent as X-Weft-User).
-        #[arg(long)]
-        user: Option<String>,
+        #[command(flatten)]
+        server: client::ServerArgs,
     },
 }
 
@@ -93,12 +94,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Simulate(args) => simulate::run_command(args),
         Command::Policy(command) => policy::run(command),
         Command::Reservation(command) => reservation::run(command),
-        Command::Admin(AdminCommand::RefreshQueues { server, user }) => {
-            let answer = client::Client::new(&server, user.as_deref())
-                .post("/ws/v1/admin/refresh-queues")?;
+        Command::Admin(AdminCommand::RefreshQueues { server }) => {
+            let answer = server.client()?.post("/ws/v1/admin/refresh-queues")?;
             println!("queues refreshed; leaf queues: {}", answer["leaf_queues"]);
             Ok(())
         }
+        Command::Token(command) => token::run(command),
         Command::Config(args) => {
             for (key, value) in args.load()?.iter() {
                 println!("{key}={value}");

@@ -4,7 +4,7 @@
 use anyhow::Context;
 use clap::Subcommand;
 
-use super::client::{Client, DEFAULT_SERVER};
+use super::client::ServerArgs;
 use super::parse_pair;
 use crate::config::Settings;
 use crate::policy::{PolicyEngine, PolicyKind, PolicySource, inspect};
@@ -13,11 +13,8 @@ use crate::policy::{PolicyEngine, PolicyKind, PolicySource, inspect};
 pub enum PolicyCommand {
     /// Show each kind's active policy and history.
     List {
-        #[arg(long, default_value = DEFAULT_SERVER)]
-        server: String,
-        /// Act as this user (sent as X-Weft-User).
-        #[arg(long)]
-        user: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// Load a policy into a running server; the old one stays if it is refused.
     Load {
@@ -27,20 +24,14 @@ pub enum PolicyCommand {
         policy: String,
         #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_pair)]
         params: Vec<(String, String)>,
-        #[arg(long, default_value = DEFAULT_SERVER)]
-        server: String,
-        /// Act as this user (sent as X-Weft-User).
-        #[arg(long)]
-        user: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// Make the previous good version of KIND active again.
     Rollback {
         kind: PolicyKind,
-        #[arg(long, default_value = DEFAULT_SERVER)]
-        server: String,
-        /// Act as this user (sent as X-Weft-User).
-        #[arg(long)]
-        user: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
     },
     /// Check a component offline: its world, describe, configure and a self-check call.
     Check {
@@ -65,8 +56,8 @@ impl clap::ValueEnum for PolicyKind {
 
 pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
     match command {
-        PolicyCommand::List { server, user } => {
-            let body = Client::new(&server, user.as_deref()).get("/ws/v1/policies")?;
+        PolicyCommand::List { server } => {
+            let body = server.client()?.get("/ws/v1/policies")?;
             println!("{}", serde_json::to_string_pretty(&body)?);
         }
         PolicyCommand::Load {
@@ -74,9 +65,8 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
             policy,
             params,
             server,
-            user,
         } => {
-            let client = Client::new(&server, user.as_deref());
+            let client = server.client()?;
             let mut query: Vec<(String, String)> = params;
             let source = PolicySource::parse(&policy);
             let body = match &source {
@@ -97,8 +87,9 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
                 active["sha256"].as_str().unwrap_or("?")
             );
         }
-        PolicyCommand::Rollback { kind, server, user } => {
-            let status = Client::new(&server, user.as_deref())
+        PolicyCommand::Rollback { kind, server } => {
+            let status = server
+                .client()?
                 .post(&format!("/ws/v1/policies/{kind}/rollback"))?;
             let active = &status["active"];
             println!(

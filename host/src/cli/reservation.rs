@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 use serde_json::{Value, json};
 
-use super::client::{Client, DEFAULT_SERVER};
+use super::client::{Client, ServerArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum ReservationCommand {
@@ -57,21 +57,6 @@ pub enum ReservationCommand {
     },
 }
 
-#[derive(Debug, Args)]
-pub struct ServerArgs {
-    #[arg(long, default_value = DEFAULT_SERVER)]
-    server: String,
-    /// Act as this user (sent as X-Weft-User).
-    #[arg(long)]
-    user: Option<String>,
-}
-
-impl ServerArgs {
-    fn client(&self) -> Client {
-        Client::new(&self.server, self.user.as_deref())
-    }
-}
-
 const BASE: &str = "/ws/v1/cluster/reservation";
 
 pub fn run(command: ReservationCommand) -> anyhow::Result<()> {
@@ -82,7 +67,7 @@ pub fn run(command: ReservationCommand) -> anyhow::Result<()> {
             id,
             server,
         } => {
-            let client = server.client();
+            let client = server.client()?;
             let file_json = read_json(&file)?;
             let (file_queue, file_id, definition) = split_submission(file_json);
             let Some(queue) = queue.or(file_queue) else {
@@ -108,7 +93,7 @@ pub fn run(command: ReservationCommand) -> anyhow::Result<()> {
             let (_, _, definition) = split_submission(read_json(&file)?);
             let body = json!({ "reservation-id": id, "reservation-definition": definition });
             server
-                .client()
+                .client()?
                 .post_json(&format!("{BASE}/update"), &body)?;
             println!("updated {id}");
             Ok(())
@@ -132,7 +117,7 @@ pub fn run(command: ReservationCommand) -> anyhow::Result<()> {
             add("start-time", start_time.map(|t| t.to_string()));
             add("end-time", end_time.map(|t| t.to_string()));
             let answer = server
-                .client()
+                .client()?
                 .get(&format!("{BASE}/list?{}", query.join("&")))?;
             println!("{}", serde_json::to_string_pretty(&answer)?);
             Ok(())
@@ -140,7 +125,7 @@ pub fn run(command: ReservationCommand) -> anyhow::Result<()> {
         ReservationCommand::Delete { id, server } => {
             let body = json!({ "reservation-id": id });
             server
-                .client()
+                .client()?
                 .post_json(&format!("{BASE}/delete"), &body)?;
             println!("deleted {id}");
             Ok(())

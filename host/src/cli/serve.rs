@@ -3,16 +3,18 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 
 use super::SettingsArgs;
 use crate::api::{ApiState, router};
-use crate::config::Settings;
+use crate::config::{Authentication, Settings};
 use crate::policy::{PolicyKind, PolicyRuntime, PolicySource, watch};
 use crate::quota::QuotaService;
 use crate::rm::{self, Intervals, ResourceManager, sim_nodes};
+use crate::security::{Authenticator, Security};
 use crate::sim::WallClock;
 use crate::store::Store;
 
@@ -75,8 +77,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)?;
     let queues = crate::queues::load(args.queues.as_deref(), &settings.queue_properties)
         .context("the queue configuration is invalid")?;
-    let security = Arc::new(
-        crate::security::Security::from_settings(&settings.security).map_err(anyhow::Error::msg)?,
+    let security =
+        Arc::new(Security::from_settings(&settings.security).map_err(anyhow::Error::msg)?);
+    let authenticator = Arc::new(
+        Authenticator::from_settings(&settings.security, &args.data_dir)
+            .map_err(anyhow::Error::msg)?,
     );
     // refreshQueues reads the config file, the --set overrides and the
     // --queues file again, as they are now.
@@ -93,75 +98,116 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let quota = QuotaService::open(settings.quota, store)?;
     // Reservations have their own connection to the same database.
     let reservation_store = Store::open(&args.data_dir)?;
+    let listener = std::net::TcpListener::bind(args.listen)
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let address = listener.local_addr()?;
+    warn_about_exposure(
+        &address,
+        &authenticator,
+        &security,
+        settings.http.tls.is_some(),
+    );
+
+    let mut manager = ResourceManager::new(
+        &settings,
+        queues,
+        quota,
+        reservation_store,
+        policies.clone(),
+        security.clone(),
+        Arc::new(WallClock),
+    )
+    .context("cannot restore the reservations")?;
+    if let Some((count, capacity)) = sim_nodes {
+        manager.add_simulated_nodes(count, capacity);
+        tracing::info!(count, %capacity, "simulated nodes registered");
+    }
+    let intervals = Intervals {
+        scheduling: settings.scheduler.interval,
+        quota_compute: Duration::from_millis(settings.quota.scheduling_period_ms),
+        multiplicator: Duration::from_millis(settings.quota.multiplicator_interval_ms),
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stop_tx = Arc::new(stop_tx);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let (handle, loop_thread) = rm::spawn(manager, intervals, stopped(stop_rx.clone()))
+        .context("cannot start the event loop")?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.listen))?;
-        let address = listener.local_addr()?;
-
-        let mut manager = ResourceManager::new(
-            &settings,
-            queues,
-            quota,
-            reservation_store,
-            policies.clone(),
-            Arc::new(WallClock),
-        )
-        .context("cannot restore the reservations")?;
-        if let Some((count, capacity)) = sim_nodes {
-            manager.add_simulated_nodes(count, capacity);
-            tracing::info!(count, %capacity, "simulated nodes registered");
-        }
-        let quota_settings = settings.quota;
-        let intervals = Intervals {
-            scheduling: settings.scheduler.interval,
-            quota_compute: std::time::Duration::from_millis(quota_settings.scheduling_period_ms),
-            multiplicator: std::time::Duration::from_millis(
-                quota_settings.multiplicator_interval_ms,
-            ),
-        };
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        };
-        let (handle, loop_task) = rm::spawn(manager, intervals, stopped(stop_rx.clone()));
-
+    let stopper = stop_tx.clone();
+    let served = runtime.block_on(async move {
         if let Some(watch_dir) = settings.policies.watch_dir.clone() {
             watch::watch(policies.clone(), watch_dir)
                 .context("cannot watch the policy directory")?;
         }
-
+        let signalled = stop_tx.clone();
         tokio::spawn(async move {
             shutdown_signal().await;
             tracing::info!("stopping: charging running containers, then exiting");
-            let _ = stop_tx.send(true);
+            let _ = signalled.send(true);
         });
-
         let state = ApiState {
             rm: handle,
             policies,
+            authenticator,
             security,
             reload_queues,
             heartbeat_interval_ms: settings.nodes.heartbeat_interval_ms,
+            policy_loads: Default::default(),
         };
+        let scheme = if settings.http.tls.is_some() { "https" } else { "http" };
         // stdout gets the one line a user needs; logs go to stderr.
         println!(
-            "weft listening on http://{address}  (try: curl http://{address}/ws/v1/cluster/metrics)"
+            "weft listening on {scheme}://{address}  (try: curl {scheme}://{address}/ws/v1/cluster/metrics)"
         );
         tracing::info!(%address, data_dir = %args.data_dir.display(), "weft serving");
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(stopped(stop_rx))
-            .await
-            .context("the HTTP server failed")?;
-        loop_task.await.context("the event loop failed")?;
-        Ok(())
-    })
+        crate::api::server::serve(
+            router(state),
+            listener,
+            settings.http.tls.as_ref(),
+            stopped(stop_rx),
+        )
+        .await
+    });
+    // The loop ends after the HTTP server (also when it failed): it charges
+    // running containers up to the stop first.
+    let _ = stopper.send(true);
+    let looped = loop_thread.join();
+    served?;
+    looped.map_err(|_| anyhow::anyhow!("the event loop thread failed"))?;
+    Ok(())
 }
 
+/// What a listener on a network, rather than loopback, leaves open.
+fn warn_about_exposure(
+    address: &SocketAddr,
+    authenticator: &Authenticator,
+    security: &Security,
+    tls: bool,
+) {
+    let exposed = !address.ip().is_loopback();
+    match authenticator.mode() {
+        Authentication::Simple if exposed => tracing::warn!(
+            %address,
+            "simple authentication on a non-loopback address: any client can claim any user with X-Weft-User; set weft.security.authentication=token (docs/security.md)"
+        ),
+        Authentication::Token if exposed && !tls => tracing::warn!(
+            %address,
+            "tokens travel in the clear: set weft.http.tls.cert-file and weft.http.tls.key-file (docs/security.md)"
+        ),
+        _ => {}
+    }
+    if authenticator.mode() == Authentication::Token && security.everyone_is_admin() {
+        tracing::warn!("yarn.admin.acl is *: every caller with a token administers the cluster");
+    }
+    if let Authenticator::Token(verifier) = authenticator {
+        tracing::info!(tokens_file = %verifier.path().display(), "token authentication");
+    }
+}
 async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]

@@ -5,9 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::Resources;
+use crate::limits::OutOfBounds;
 
 /// YARN's application states, as far as Weft drives them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AppState {
     /// Accepted into its queue; waiting for its first container.
@@ -33,19 +34,26 @@ impl AppState {
     }
 }
 
-/// `count` containers of one size, each running `duration_ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// `count` containers of one size, each running `duration_ms` (on a
+/// simulated node). Bounds: docs/security.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct AskSpec {
+    /// 1 to 100,000.
     pub count: u32,
+    /// 1 MB to 1 PiB.
     pub memory_mb: u64,
+    /// 1 to 4096.
     pub vcores: u32,
+    /// 0 to 1024.
     #[serde(default)]
     pub gpus: u32,
+    /// 1 ms to 30 days.
     pub duration_ms: u64,
 }
 
 /// A submission, as POST /ws/v1/cluster/apps takes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitApp {
     #[serde(default = "default_name")]
@@ -53,14 +61,62 @@ pub struct SubmitApp {
     #[serde(default = "default_queue")]
     pub queue: String,
     pub user: String,
+    /// The project charged for its containers.
     pub project: String,
     #[serde(default)]
     pub priority: i32,
+    /// 1 to 100 asks.
     pub asks: Vec<AskSpec>,
     /// The reservation it runs in (YARN's `reservation-id`), which must be
     /// in its queue's plan.
     #[serde(default, alias = "reservation-id")]
     pub reservation_id: Option<String>,
+}
+
+impl SubmitApp {
+    /// Every field within its documented bound (`limits.rs`); the refusal
+    /// names the field and the limit.
+    pub fn check(&self) -> Result<(), OutOfBounds> {
+        use crate::limits::*;
+        name("name", &self.name)?;
+        name("queue", &self.queue)?;
+        name("user", &self.user)?;
+        name("project", &self.project)?;
+        if let Some(id) = &self.reservation_id {
+            name("reservation_id", id)?;
+        }
+        if self.asks.is_empty() {
+            return Err(OutOfBounds {
+                field: "asks".into(),
+                value: "empty".into(),
+                rule: "but an app must ask for at least one container".into(),
+            });
+        }
+        at_most("asks", self.asks.len(), MAX_ASKS_PER_APP)?;
+        for (i, ask) in self.asks.iter().enumerate() {
+            within(
+                format!("asks[{i}].count"),
+                ask.count,
+                1,
+                MAX_CONTAINERS_PER_ASK,
+            )?;
+            within(
+                format!("asks[{i}].memory_mb"),
+                ask.memory_mb,
+                1,
+                MAX_MEMORY_MB,
+            )?;
+            within(format!("asks[{i}].vcores"), ask.vcores, 1, MAX_VCORES)?;
+            within(format!("asks[{i}].gpus"), ask.gpus, 0, MAX_GPUS)?;
+            within(
+                format!("asks[{i}].duration_ms"),
+                ask.duration_ms,
+                1,
+                MAX_DURATION_MS,
+            )?;
+        }
+        Ok(())
+    }
 }
 
 fn default_name() -> String {
@@ -72,7 +128,7 @@ fn default_queue() -> String {
 }
 
 /// One ask of a running app.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Ask {
     pub resources: Resources,
     pub duration_ms: u64,
@@ -106,6 +162,8 @@ pub struct App {
     pub finished_containers: u32,
     /// Containers taken back by reclaim (and asked for again).
     pub preempted_containers: u32,
+    /// Containers lost with their node (and asked for again).
+    pub lost_containers: u32,
     /// The reservation it runs in while that is active.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reservation_id: Option<String>,
@@ -119,7 +177,7 @@ impl App {
     /// Resources asked for and not yet allocated.
     pub fn pending_resources(&self) -> Resources {
         self.asks.iter().fold(Resources::ZERO, |sum, ask| {
-            sum + ask.resources.times(ask.pending).unwrap_or(Resources::ZERO)
+            sum + ask.resources.saturating_times(ask.pending)
         })
     }
 
@@ -127,3 +185,64 @@ impl App {
         self.running_containers == 0 && self.pending_containers() == 0
     }
 }
+
+/// Which apps a listing wants, with YARN's filters: states, queue, user,
+/// started and finished time windows (inclusive), and at most `limit`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppFilter {
+    pub states: Option<Vec<AppState>>,
+    pub queue: Option<String>,
+    pub user: Option<String>,
+    pub started: (Option<u64>, Option<u64>),
+    pub finished: (Option<u64>, Option<u64>),
+    pub limit: usize,
+}
+
+impl AppFilter {
+    pub fn matches(&self, app: &App) -> bool {
+        let within = |time: Option<u64>, (begin, end): (Option<u64>, Option<u64>)| {
+            if begin.is_none() && end.is_none() {
+                return true;
+            }
+            // As YARN: an app not started (or not finished) has time 0.
+            let time = time.unwrap_or(0);
+            begin.is_none_or(|b| time >= b) && end.is_none_or(|e| time <= e)
+        };
+        self.states.as_ref().is_none_or(|s| s.contains(&app.state))
+            && self.queue.as_ref().is_none_or(|q| *q == app.queue)
+            && self.user.as_ref().is_none_or(|u| *u == app.user)
+            && within(app.start_time_ms, self.started)
+            && within(app.finish_time_ms, self.finished)
+    }
+
+    /// The newest `limit` matching apps, in submission order.
+    pub fn select<'a>(&self, apps: &'a [App]) -> Vec<&'a App> {
+        let mut selected: Vec<&App> = apps
+            .iter()
+            .rev()
+            .filter(|app| self.matches(app))
+            .take(self.limit)
+            .collect();
+        selected.reverse();
+        selected
+    }
+}
+
+impl std::str::FromStr for AppState {
+    type Err = String;
+
+    /// YARN's state names, any case. YARN's other states (NEW, SUBMITTED,
+    /// FAILED, …) are valid filters that Weft's apps never match.
+    fn from_str(text: &str) -> Result<AppState, String> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "ACCEPTED" => Ok(AppState::Accepted),
+            "RUNNING" => Ok(AppState::Running),
+            "FINISHED" => Ok(AppState::Finished),
+            "KILLED" => Ok(AppState::Killed),
+            other => Err(other.to_string()),
+        }
+    }
+}
+
+/// YARN's application states that Weft accepts in a filter but never reaches.
+pub const OTHER_YARN_APP_STATES: &[&str] = &["NEW", "NEW_SAVING", "SUBMITTED", "FAILED"];

@@ -7,7 +7,7 @@ mod model;
 mod node;
 mod resources;
 
-pub use app::{App, AppState, Ask, AskSpec, SubmitApp};
-pub use model::{Allocation, Cluster, ClusterError, Container, Placement};
+pub use app::{App, AppFilter, AppState, Ask, AskSpec, OTHER_YARN_APP_STATES, SubmitApp};
+pub use model::{Allocation, Cluster, ClusterError, Container, EndCause, Placement};
 pub use node::{Node, NodeKind};
 pub use resources::Resources;

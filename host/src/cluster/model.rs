@@ -56,6 +56,24 @@ pub enum ClusterError {
     BadSubmission(String),
     #[error("placement refused: {0}")]
     BadPlacement(String),
+    #[error(transparent)]
+    OutOfBounds(#[from] crate::limits::OutOfBounds),
+    #[error(
+        "queue {queue} has {active} applications, its maximum-applications; wait for some to finish"
+    )]
+    QueueFull { queue: String, active: u64 },
+}
+
+/// Why a running container ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndCause {
+    /// It ran to its end (or its app was killed).
+    Finished,
+    /// Reclaim took it back; its app asks for it again.
+    Preempted,
+    /// Its node was lost or restarted (YARN's ABORTED, exit status −100);
+    /// its app asks for it again.
+    Lost,
 }
 
 #[derive(Debug)]
@@ -118,42 +136,63 @@ impl Cluster {
         self.cluster_timestamp
     }
 
-    /// Adds a node, or re-registers one (its containers are then lost: the
-    /// node restarted). Returns the containers that ended that way.
+    /// Adds a node, or re-registers one: the node restarted, so the
+    /// containers it had are lost (and asked for again by their apps).
+    /// Returns the containers that ended that way. `owner` is the caller
+    /// that registered it.
     pub fn register_node(
         &mut self,
         id: &str,
         kind: NodeKind,
         capacity: Resources,
+        owner: &str,
         now: u64,
     ) -> Result<Vec<Container>, ClusterError> {
+        use crate::limits::{MAX_GPUS, MAX_MEMORY_MB, MAX_NODES, MAX_VCORES, within};
+        crate::limits::name("node_id", id)?;
         if capacity.memory_mb == 0 || capacity.vcores == 0 {
             return Err(ClusterError::EmptyNode(capacity));
         }
-        let lost = self.remove_node(id, now);
+        within("memory_mb", capacity.memory_mb, 1, MAX_MEMORY_MB)?;
+        within("vcores", capacity.vcores, 1, MAX_VCORES)?;
+        within("gpus", capacity.gpus, 0, MAX_GPUS)?;
+        if !self.nodes.contains_key(id) {
+            crate::limits::at_most("the cluster's nodes", self.nodes.len() + 1, MAX_NODES)?;
+        }
+        let lost = self.lose_node(id, now);
         self.nodes.insert(
             id.to_string(),
-            Node::new(id.to_string(), kind, capacity, now),
+            Node::new(id.to_string(), kind, capacity, owner.to_string(), now),
         );
         Ok(lost)
     }
 
-    /// Removes a node; its containers end now.
-    pub fn remove_node(&mut self, id: &str, now: u64) -> Vec<Container> {
+    /// The node `id`, if registered.
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.get(id)
+    }
+
+    /// Removes a node: its containers are lost (ABORTED, exit status −100),
+    /// end now, and their apps ask for them again.
+    pub fn lose_node(&mut self, id: &str, now: u64) -> Vec<Container> {
         let Some(node) = self.nodes.get(id) else {
             return Vec::new();
         };
         let ids: Vec<String> = node.containers.iter().cloned().collect();
-        let lost = ids
+        let lost: Vec<Container> = ids
             .iter()
-            .filter_map(|c| self.finish_container(c, now))
+            .filter_map(|c| self.end_container(c, now, EndCause::Lost))
             .collect();
+        for container in &lost {
+            tracing::warn!(container = %container.id, app = %container.app, node = %id, exit_status = -100, "container lost with its node (ABORTED); its app asks for it again");
+        }
         self.nodes.remove(id);
         lost
     }
 
-    /// A node's heartbeat: the containers it reports finished end, and it
-    /// receives the containers allocated to it since its last heartbeat.
+    /// A node's heartbeat: the containers it reports finished end (those not
+    /// on it are ignored), and it receives the containers allocated to it
+    /// since its last heartbeat.
     pub fn heartbeat(
         &mut self,
         id: &str,
@@ -182,7 +221,8 @@ impl Cluster {
         Ok((ended, new))
     }
 
-    /// Remote nodes silent since before `deadline` are lost.
+    /// Remote nodes silent since before `deadline` are lost, with their
+    /// containers (asked for again).
     pub fn expire_nodes(&mut self, deadline: u64, now: u64) -> Vec<Container> {
         let silent: Vec<String> = self
             .nodes
@@ -194,7 +234,7 @@ impl Cluster {
             .iter()
             .flat_map(|id| {
                 tracing::warn!(node = %id, "node lost: no heartbeat within the expiry interval");
-                self.remove_node(id, now)
+                self.lose_node(id, now)
             })
             .collect()
     }
@@ -219,19 +259,17 @@ impl Cluster {
             return Err(ClusterError::QueueStopped(queue.path.clone()));
         }
         let queue_name = queue.name.clone();
-        let bad = |reason: String| Err(ClusterError::BadSubmission(reason));
-        if request.user.trim().is_empty() || request.project.trim().is_empty() {
-            return bad("user and project must not be empty".into());
-        }
-        if request.asks.is_empty() {
-            return bad("an app must ask for at least one container".into());
-        }
-        for (i, ask) in request.asks.iter().enumerate() {
-            if ask.count == 0 || ask.memory_mb == 0 || ask.vcores == 0 || ask.duration_ms == 0 {
-                return bad(format!(
-                    "ask {i}: count, memory_mb, vcores and duration_ms must all be above 0"
-                ));
-            }
+        request.check()?;
+        let active = self
+            .active
+            .iter()
+            .filter(|&&i| self.apps[i].queue_index == queue_index)
+            .count() as u64;
+        if active >= queue.maximum_applications {
+            return Err(ClusterError::QueueFull {
+                queue: queue.path.clone(),
+                active,
+            });
         }
         let seq = self.apps.len() + 1;
         let id = format!("application_{}_{seq:04}", self.cluster_timestamp);
@@ -262,6 +300,7 @@ impl Cluster {
             running_containers: 0,
             finished_containers: 0,
             preempted_containers: 0,
+            lost_containers: 0,
             reservation_id: request.reservation_id,
         };
         self.app_index.insert(id, self.apps.len());
@@ -353,8 +392,10 @@ impl Cluster {
         node.containers.insert(id.clone());
         node.undelivered.push(id.clone());
         if node.kind == NodeKind::Simulated {
+            // Saturating: a bounded time plus a bounded duration cannot
+            // overflow (limits.rs), and a saturated end would only mean "never".
             self.simulated_ends
-                .push(Reverse((now + ask.duration_ms, id.clone())));
+                .push(Reverse((now.saturating_add(ask.duration_ms), id.clone())));
         }
         let container = Container {
             id: id.clone(),
@@ -412,7 +453,7 @@ impl Cluster {
             .collect();
         let ended = ids
             .iter()
-            .filter_map(|c| self.end_container(c, now, false))
+            .filter_map(|c| self.end_container(c, now, EndCause::Finished))
             .collect();
         self.active.remove(&index);
         ended
@@ -430,15 +471,15 @@ impl Cluster {
 
     /// Preempts a container: it ends now, and its app asks for it again.
     pub fn preempt(&mut self, id: &str, now: u64) -> Option<Container> {
-        self.end_container(id, now, true)
+        self.end_container(id, now, EndCause::Preempted)
     }
 
     /// Ends a container (no-op if it already ended).
     fn finish_container(&mut self, id: &str, now: u64) -> Option<Container> {
-        self.end_container(id, now, false)
+        self.end_container(id, now, EndCause::Finished)
     }
 
-    fn end_container(&mut self, id: &str, now: u64, preempted: bool) -> Option<Container> {
+    fn end_container(&mut self, id: &str, now: u64, cause: EndCause) -> Option<Container> {
         let container = self.containers.remove(id)?;
         if let Some(node) = self.nodes.get_mut(&container.node) {
             node.allocated -= container.resources;
@@ -447,13 +488,20 @@ impl Cluster {
         if let Some(&index) = self.app_index.get(&container.app) {
             let app = &mut self.apps[index];
             app.used -= container.resources;
-            app.running_containers -= 1;
-            if preempted {
-                // Reported to the app, which asks for the container again.
-                app.preempted_containers += 1;
-                app.asks[container.ask].pending += 1;
-            } else {
-                app.finished_containers += 1;
+            app.running_containers = app.running_containers.saturating_sub(1);
+            // A preempted or lost container is reported to its app, which
+            // asks for it again — unless the app was killed meanwhile.
+            let ask_again = app.state != AppState::Killed;
+            match cause {
+                EndCause::Finished => app.finished_containers += 1,
+                EndCause::Preempted => app.preempted_containers += 1,
+                EndCause::Lost => app.lost_containers += 1,
+            }
+            if cause != EndCause::Finished
+                && ask_again
+                && let Some(ask) = app.asks.get_mut(container.ask)
+            {
+                ask.pending = ask.pending.saturating_add(1);
             }
             if app.is_done() && app.state != AppState::Killed {
                 app.state = AppState::Finished;
@@ -556,7 +604,13 @@ mod tests {
     fn simulated_containers_run_their_duration_then_the_app_finishes() {
         let mut cluster = test_cluster();
         cluster
-            .register_node("n1", NodeKind::Simulated, Resources::new(4096, 4, 0), 0)
+            .register_node(
+                "n1",
+                NodeKind::Simulated,
+                Resources::new(4096, 4, 0),
+                "test",
+                0,
+            )
             .unwrap();
         let app = submit(&mut cluster, 2, 1000);
         let allocated = cluster
@@ -586,7 +640,13 @@ mod tests {
     fn placements_that_do_not_fit_are_refused_whole() {
         let mut cluster = test_cluster();
         cluster
-            .register_node("n1", NodeKind::Simulated, Resources::new(2048, 2, 0), 0)
+            .register_node(
+                "n1",
+                NodeKind::Simulated,
+                Resources::new(2048, 2, 0),
+                "test",
+                0,
+            )
             .unwrap();
         let app = submit(&mut cluster, 5, 1000);
         let cases = [
@@ -634,7 +694,13 @@ mod tests {
     fn remote_heartbeats_deliver_and_finish() {
         let mut cluster = test_cluster();
         cluster
-            .register_node("n1", NodeKind::Remote, Resources::new(4096, 4, 0), 0)
+            .register_node(
+                "n1",
+                NodeKind::Remote,
+                Resources::new(4096, 4, 0),
+                "test",
+                0,
+            )
             .unwrap();
         let app = submit(&mut cluster, 1, 1000);
         let allocated = cluster
@@ -667,7 +733,13 @@ mod tests {
     fn a_killed_app_ends_its_containers_and_drops_what_is_pending() {
         let mut cluster = test_cluster();
         cluster
-            .register_node("n1", NodeKind::Simulated, Resources::new(4096, 4, 0), 0)
+            .register_node(
+                "n1",
+                NodeKind::Simulated,
+                Resources::new(4096, 4, 0),
+                "test",
+                0,
+            )
             .unwrap();
         let app = submit(&mut cluster, 6, 60_000);
         let placement = Placement {

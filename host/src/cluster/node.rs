@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::Resources;
 
 /// How a node learns of its containers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeKind {
     /// Registered over HTTP; reports finished containers in its heartbeats.
@@ -26,13 +26,15 @@ pub struct Node {
     /// Ids of the containers running here.
     pub containers: BTreeSet<String>,
     pub last_heartbeat_ms: u64,
+    /// Who registered it: only they may heartbeat for it or register it again.
+    pub owner: String,
     /// Containers allocated since the last heartbeat, to hand over at the next.
     #[serde(skip)]
     pub undelivered: Vec<String>,
 }
 
 impl Node {
-    pub fn new(id: String, kind: NodeKind, capacity: Resources, now: u64) -> Node {
+    pub fn new(id: String, kind: NodeKind, capacity: Resources, owner: String, now: u64) -> Node {
         Node {
             id,
             kind,
@@ -40,6 +42,7 @@ impl Node {
             allocated: Resources::ZERO,
             containers: BTreeSet::new(),
             last_heartbeat_ms: now,
+            owner,
             undelivered: Vec::new(),
         }
     }

@@ -5,7 +5,9 @@ use std::ops::{Add, AddAssign, Sub, SubAssign};
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
 pub struct Resources {
     pub memory_mb: u64,
     pub vcores: u32,
@@ -37,6 +39,15 @@ impl Resources {
         *self == Resources::ZERO
     }
 
+    /// `self` × `count`, every dimension saturating (a total of demand).
+    pub fn saturating_times(&self, count: u32) -> Resources {
+        Resources {
+            memory_mb: self.memory_mb.saturating_mul(u64::from(count)),
+            vcores: self.vcores.saturating_mul(count),
+            gpus: self.gpus.saturating_mul(count),
+        }
+    }
+
     /// `self` × `count`, or None on overflow.
     pub fn times(&self, count: u32) -> Option<Resources> {
         Some(Resources {
@@ -65,13 +76,17 @@ impl Resources {
     }
 }
 
+/// Saturating: the bounds on nodes (`limits`) keep sums over a cluster far
+/// from the types' maxima, but sums of demand (pending containers across
+/// apps) are not bounded by the cluster; a saturated total reads as "more
+/// than any cluster has", which is what it is.
 impl Add for Resources {
     type Output = Resources;
     fn add(self, other: Resources) -> Resources {
         Resources {
-            memory_mb: self.memory_mb + other.memory_mb,
-            vcores: self.vcores + other.vcores,
-            gpus: self.gpus + other.gpus,
+            memory_mb: self.memory_mb.saturating_add(other.memory_mb),
+            vcores: self.vcores.saturating_add(other.vcores),
+            gpus: self.gpus.saturating_add(other.gpus),
         }
     }
 }
@@ -82,15 +97,14 @@ impl AddAssign for Resources {
     }
 }
 
+/// Callers subtract what they added, so an underflow is a bookkeeping bug:
+/// debug builds stop on it (the event loop survives a panicking command),
+/// release builds stay at zero rather than wrap to an absurd figure.
 impl Sub for Resources {
     type Output = Resources;
-    /// Panics on underflow in debug builds: callers subtract what they added.
     fn sub(self, other: Resources) -> Resources {
-        Resources {
-            memory_mb: self.memory_mb - other.memory_mb,
-            vcores: self.vcores - other.vcores,
-            gpus: self.gpus - other.gpus,
-        }
+        debug_assert!(other.fits_in(&self), "{self} - {other} underflows");
+        self.saturating_sub(&other)
     }
 }
 

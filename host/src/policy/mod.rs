@@ -36,7 +36,7 @@ pub use stats::{CallCost, CallStats};
 pub use version::{PolicyVersion, VersionInfo};
 
 /// The kinds of policy, one WIT world each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PolicyKind {
     Scheduling,

@@ -14,7 +14,7 @@ use super::stats::{CallCost, CallStats};
 use super::{CallError, PolicyKind, PolicyVersion, VersionInfo};
 
 /// Where a version stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum VersionState {
     /// Answers every call.
@@ -34,7 +34,7 @@ pub enum VersionState {
 pub const STANDBY_KEPT: usize = 5;
 
 /// One row of a kind's history, as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct HistoryEntry {
     /// 1 for the first version loaded into this slot, then 2, 3 …
     pub number: u32,
@@ -47,7 +47,7 @@ pub struct HistoryEntry {
 }
 
 /// A kind's active version and history, as the API shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct SlotStatus {
     pub kind: PolicyKind,
     pub active: Option<HistoryEntry>,

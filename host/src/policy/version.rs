@@ -18,7 +18,7 @@ use super::engine::{GuestState, PolicyEngine};
 use super::{CallError, PolicyKind};
 
 /// What identifies a loaded version, as shown in the history and the API.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct VersionInfo {
     pub kind: PolicyKind,
     /// The policy's own name and version, from `describe`.
@@ -27,7 +27,8 @@ pub struct VersionInfo {
     /// Where it came from: `builtin:NAME` or a file path.
     pub source: String,
     pub sha256: String,
-    /// The parameters `configure` accepted.
+    /// The parameters `configure` accepted, as [name, value] pairs.
+    #[schema(value_type = Vec<Vec<String>>)]
     pub params: Vec<(String, String)>,
     /// Milliseconds since the Unix epoch.
     pub loaded_at_ms: u64,

@@ -12,11 +12,29 @@ pub enum Ordering {
     Fair,
 }
 
+impl Ordering {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ordering::Fifo => "fifo",
+            Ordering::Fair => "fair",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum QueueState {
     Running,
     Stopped,
+}
+
+impl QueueState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QueueState::Running => "RUNNING",
+            QueueState::Stopped => "STOPPED",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -166,6 +184,10 @@ impl QueueTree {
     ) -> Result<usize, QueueError> {
         let name = path.rsplit('.').next().unwrap_or(path).to_string();
         let index = self.queues.len();
+        // YARN's defaults (CapacitySchedulerConfiguration.getAcl): root's
+        // ACLs are "*", every other queue's " " (nobody), so access is
+        // opened where it is configured and nowhere else.
+        let default_acl = if parent.is_none() { "*" } else { " " };
         self.queues.push(Queue {
             path: path.to_string(),
             name,
@@ -181,8 +203,8 @@ impl QueueTree {
             ordering_policy: Ordering::Fifo,
             maximum_applications: DEFAULT_MAXIMUM_APPLICATIONS,
             state: QueueState::Running,
-            acl_submit_applications: "*".into(),
-            acl_administer_queue: "*".into(),
+            acl_submit_applications: default_acl.into(),
+            acl_administer_queue: default_acl.into(),
             reservations: None,
         });
         let queues_property = format!("{PREFIX}{path}.queues");

@@ -74,7 +74,7 @@ struct Owed {
 }
 
 /// Credits per second for one unit of each resource, at today's multiplicators.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
 pub struct UnitPrices {
     pub vcore: f64,
     pub memory: f64,

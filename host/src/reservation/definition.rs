@@ -239,7 +239,7 @@ fn one() -> i64 {
 /// A container size (YARN's ResourceInfo): `memory` in MB, `vCores`, and
 /// Weft's `gpus`. Signed, so that a negative figure is refused by validation
 /// with its value rather than by the JSON reader.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ResourceInfo {
     #[serde(deserialize_with = "lenient::integer")]
     pub memory: i64,
@@ -260,7 +260,7 @@ impl From<Resources> for ResourceInfo {
 }
 
 /// One stage of a reservation (YARN's ReservationRequestInfo).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationRequest {
     /// The size of each container.
@@ -277,17 +277,20 @@ pub struct ReservationRequest {
 }
 
 /// The stages and how they combine (YARN's ReservationRequestsInfo).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationRequests {
+    /// 0 (R_ANY, the default), 1 (R_ALL), 2 (R_ORDER) or 3
+    /// (R_ORDER_NO_GAP); the names are accepted too.
     #[serde(default)]
+    #[schema(value_type = u8, minimum = 0, maximum = 3)]
     pub reservation_request_interpreter: Interpreter,
     #[serde(deserialize_with = "lenient::one_or_many")]
     pub reservation_request: Vec<ReservationRequest>,
 }
 
 /// What a user asks for (YARN's ReservationDefinitionInfo).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationDefinition {
     /// The earliest time (ms since the epoch) the reservation may start.
@@ -694,7 +697,7 @@ impl<'de> Deserialize<'de> for ReservationId {
 }
 
 /// POST /ws/v1/cluster/reservation/new-reservation answers this.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct NewReservation {
     pub reservation_id: String,
@@ -706,7 +709,7 @@ pub struct NewReservation {
 pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
 
 /// The body of POST …/reservation/submit (YARN's ReservationSubmissionRequestInfo).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationSubmissionRequest {
     pub queue: String,
@@ -715,7 +718,7 @@ pub struct ReservationSubmissionRequest {
 }
 
 /// The body of POST …/reservation/update (YARN's ReservationUpdateRequestInfo).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationUpdateRequest {
     pub reservation_id: String,
@@ -723,7 +726,7 @@ pub struct ReservationUpdateRequest {
 }
 
 /// The body of POST …/reservation/delete (YARN's ReservationDeleteRequestInfo).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationDeleteRequest {
     pub reservation_id: String,
@@ -731,7 +734,7 @@ pub struct ReservationDeleteRequest {
 
 /// One interval of a reservation's allocation (YARN's ResourceAllocationInfo;
 /// its times are camelCase, unlike the rest).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceAllocationInfo {
     pub resource: ResourceInfo,
@@ -742,7 +745,7 @@ pub struct ResourceAllocationInfo {
 }
 
 /// One listed reservation (YARN's ReservationInfo).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationInfo {
     #[serde(deserialize_with = "lenient::integer")]
@@ -755,7 +758,7 @@ pub struct ReservationInfo {
 }
 
 /// GET …/reservation/list answers this (YARN's ReservationListInfo).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReservationListInfo {
     #[serde(default, deserialize_with = "lenient::one_or_many")]
     pub reservations: Vec<ReservationInfo>,

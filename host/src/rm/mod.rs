@@ -7,14 +7,15 @@
 //! Policies are reached through the shared [`PolicyRuntime`]; loading one
 //! happens outside the loop and only its publication is seen here.
 
+pub mod requests;
 pub mod reservations;
 pub mod sim_nodes;
+pub mod timers;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::MissedTickBehavior;
 
 use crate::cluster::{Allocation, AppState, Cluster, Container, NodeKind, Resources};
 use crate::config::Settings;
@@ -24,10 +25,15 @@ use crate::queues::QueueTree;
 use crate::quota::QuotaService;
 use crate::scheduler;
 use crate::scheduler::reclaim::{self, Starvation};
+use crate::security::Security;
 use crate::sim::Clock;
 use crate::store::Store;
 
 use reservations::{Expiry, ReservationError, ReservationService};
+use timers::{Timer, Timers};
+
+/// The owner of simulated nodes: no caller can heartbeat for them.
+pub const SIMULATED_OWNER: &str = "weft (simulated)";
 
 /// The state the loop owns.
 pub struct ResourceManager {
@@ -35,6 +41,8 @@ pub struct ResourceManager {
     pub quota: QuotaService,
     pub reservations: ReservationService,
     pub policies: Arc<PolicyRuntime>,
+    /// Who may do what: checked by every request (see `requests.rs`).
+    pub security: Arc<Security>,
     pub clock: Arc<dyn Clock>,
     pub started_ms: u64,
     node_expiry_ms: u64,
@@ -57,26 +65,53 @@ pub struct RmHandle {
     commands: mpsc::Sender<Command>,
 }
 
+/// Why a command got no answer.
 #[derive(Debug, thiserror::Error)]
-#[error("the resource manager is shutting down")]
-pub struct ShuttingDown;
+pub enum CommandError {
+    #[error("the resource manager is shutting down")]
+    ShuttingDown,
+    /// A bug: the command panicked. Its effects may be half applied; the
+    /// loop goes on, and a log line and `weft_event_loop_panics_total` say so.
+    #[error("the resource manager failed on this request (an internal error, logged): {0}")]
+    Panicked(String),
+}
 
 impl RmHandle {
     /// Runs `f` on the loop's state, between two events, and returns its result.
     pub async fn with<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut ResourceManager) -> T + Send + 'static,
-    ) -> Result<T, ShuttingDown> {
+    ) -> Result<T, CommandError> {
         let (reply, answer) = oneshot::channel();
         let command: Command = Box::new(move |rm| {
-            let _ = reply.send(f(rm));
+            let _ = reply.send(guarded("command", || f(rm)));
         });
         self.commands
             .send(command)
             .await
-            .map_err(|_| ShuttingDown)?;
-        answer.await.map_err(|_| ShuttingDown)
+            .map_err(|_| CommandError::ShuttingDown)?;
+        answer.await.map_err(|_| CommandError::ShuttingDown)?
     }
+}
+
+/// Runs `f`, turning a panic into an error that is logged and counted, so
+/// a bug in one command or timer cannot stop the loop.
+fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, CommandError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic with no message".into());
+        tracing::error!(what, %message, "the event loop caught a panic; it goes on");
+        metrics()
+            .event_loop_panics
+            .get_or_create(&crate::metrics::WhatLabels {
+                what: what.to_string(),
+            })
+            .inc();
+        CommandError::Panicked(message)
+    })
 }
 
 /// The timers of the loop.
@@ -96,6 +131,7 @@ impl ResourceManager {
         quota: QuotaService,
         reservation_store: Store,
         policies: Arc<PolicyRuntime>,
+        security: Arc<Security>,
         clock: Arc<dyn Clock>,
     ) -> Result<ResourceManager, ReservationError> {
         let now = clock.now_ms();
@@ -106,6 +142,7 @@ impl ResourceManager {
             quota,
             reservations,
             policies,
+            security,
             clock,
             started_ms: now,
             reclaim_after_ms: settings.scheduler.reclaim_after_ms,
@@ -118,13 +155,22 @@ impl ResourceManager {
         self.clock.now_ms()
     }
 
+    /// Fires one timer.
+    pub fn fire(&mut self, timer: Timer) {
+        match timer {
+            Timer::SchedulingRound => self.scheduling_round(),
+            Timer::MultiplicatorStep => self.multiplicator_step(),
+            Timer::QuotaCompute => self.quota_compute(),
+        }
+    }
+
     /// Adds `count` simulated nodes of `capacity`.
     pub fn add_simulated_nodes(&mut self, count: u32, capacity: Resources) {
         let now = self.now();
         for i in 1..=count {
             let id = format!("sim-{i:04}:8041");
             self.cluster
-                .register_node(&id, NodeKind::Simulated, capacity, now)
+                .register_node(&id, NodeKind::Simulated, capacity, SIMULATED_OWNER, now)
                 .expect("capacity checked by the spec parser");
         }
     }
@@ -255,6 +301,13 @@ impl ResourceManager {
             .inc_by(allocations.len() as u64);
     }
 
+    /// Containers lost with their node: charged up to now (their apps ask
+    /// for them again; see `Cluster::lose_node`).
+    pub fn containers_lost(&mut self, containers: &[Container], now: u64) {
+        metrics().containers_lost.inc_by(containers.len() as u64);
+        self.containers_finished(containers, now);
+    }
+
     pub fn containers_finished(&mut self, containers: &[Container], now: u64) {
         for container in containers {
             self.container_finished(container, now);
@@ -276,7 +329,7 @@ impl ResourceManager {
         let lost = self
             .cluster
             .expire_nodes(now.saturating_sub(self.node_expiry_ms), now);
-        self.containers_finished(&lost, now);
+        self.containers_lost(&lost, now);
         self.quota.compute(now);
         self.flush_quota();
         let sharing = self.policies.slot(PolicyKind::Sharing);
@@ -356,39 +409,55 @@ impl ResourceManager {
     }
 }
 
-/// Starts the loop on the current runtime. It stops when `stop` resolves,
-/// after a clean quota stop; the returned task ends then.
+/// Starts the loop on a thread of its own — policy calls, SQLite writes and
+/// compiles block it, and must not block the HTTP server's workers. It
+/// stops when `stop` resolves, after a clean quota stop; the returned
+/// thread ends then.
 pub fn spawn(
     mut rm: ResourceManager,
     intervals: Intervals,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> (RmHandle, tokio::task::JoinHandle<()>) {
+) -> std::io::Result<(RmHandle, std::thread::JoinHandle<()>)> {
     let (commands, mut inbox) = mpsc::channel::<Command>(1024);
-    let task = tokio::spawn(async move {
-        // First ticks come one period after the start: in particular the
-        // multiplicators restored from the store hold until the first step.
-        let every = |period: Duration| {
-            let period = period.max(Duration::from_millis(1));
-            let mut interval =
-                tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-            interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            interval
-        };
-        let mut scheduling = every(intervals.scheduling);
-        let mut quota = every(intervals.quota_compute);
-        let mut multiplicator = every(intervals.multiplicator);
-        tokio::pin!(stop);
-        loop {
-            tokio::select! {
-                Some(command) = inbox.recv() => command(&mut rm),
-                _ = scheduling.tick() => rm.scheduling_round(),
-                _ = quota.tick() => rm.quota_compute(),
-                _ = multiplicator.tick() => rm.multiplicator_step(),
-                () = &mut stop => break,
-            }
-            rm.flush_quota();
-        }
-        rm.shutdown();
-    });
-    (RmHandle { commands }, task)
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    let thread = std::thread::Builder::new()
+        .name("weft-rm".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                // Timers count ms from the loop's start on tokio's monotonic
+                // clock; their order is `Timer::ORDER`, as in simulate.
+                let start = tokio::time::Instant::now();
+                let ms = |d: Duration| d.as_millis().min(u128::from(u64::MAX)) as u64;
+                let mut timers = Timers::new(
+                    0,
+                    ms(intervals.scheduling),
+                    ms(intervals.multiplicator),
+                    ms(intervals.quota_compute),
+                );
+                tokio::pin!(stop);
+                loop {
+                    let next = start + Duration::from_millis(timers.next_due());
+                    // Biased: a stop first, then due timers (a flood of
+                    // requests must not starve scheduling and charging).
+                    tokio::select! {
+                        biased;
+                        () = &mut stop => break,
+                        () = tokio::time::sleep_until(next) => {
+                            for timer in timers.fire(ms(start.elapsed())) {
+                                let _ = guarded(timer.as_str(), || rm.fire(timer));
+                            }
+                        }
+                        command = inbox.recv() => match command {
+                            Some(command) => command(&mut rm),
+                            None => break,
+                        },
+                    }
+                    let _ = guarded("flush", || rm.flush_quota());
+                }
+                let _ = guarded("shutdown", || rm.shutdown());
+            })
+        })?;
+    Ok((RmHandle { commands }, thread))
 }

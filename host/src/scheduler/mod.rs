@@ -328,7 +328,13 @@ mod tests {
         }
         let mut cluster = Cluster::new(1, QueueTree::from_properties(&properties).unwrap());
         cluster
-            .register_node("n", NodeKind::Simulated, Resources::new(102_400, 100, 0), 0)
+            .register_node(
+                "n",
+                NodeKind::Simulated,
+                Resources::new(102_400, 100, 0),
+                "test",
+                0,
+            )
             .unwrap();
         cluster
     }

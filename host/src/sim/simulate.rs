@@ -382,6 +382,10 @@ pub fn run(
         quota,
         Store::in_memory(),
         policies.clone(),
+        Arc::new(
+            crate::security::Security::from_settings(&settings.security)
+                .map_err(anyhow::Error::msg)?,
+        ),
         Arc::new(clock.clone()),
     )?;
     let mut node_number = 0;
@@ -394,6 +398,7 @@ pub fn run(
                     &format!("node-{node_number:05}"),
                     NodeKind::Simulated,
                     capacity,
+                    crate::rm::SIMULATED_OWNER,
                     0,
                 )
                 .map_err(|e| anyhow::anyhow!("node group {group:?}: {e}"))?;

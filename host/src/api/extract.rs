@@ -1,0 +1,111 @@
+//! Extractors that refuse in the API's own error shape: a JSON body (400
+//! naming what is wrong, 413 over the route's limit), query strings and
+//! path parameters (400), the authenticated caller, and the client's address.
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use super::ApiError;
+use crate::security::Caller;
+
+/// A JSON body of type `T`, whatever the content type says.
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let RawBody(bytes) = RawBody::from_request(request, state).await?;
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|e| ApiError::bad_request(format!("invalid request body: {e}")))
+    }
+}
+
+/// A query string of type `T`.
+#[derive(Debug)]
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(query)| ApiQuery(query))
+            .map_err(|e| ApiError::bad_request(format!("invalid query: {}", e.body_text())))
+    }
+}
+
+/// Path parameters of type `T`.
+#[derive(Debug)]
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(path)| ApiPath(path))
+            .map_err(|e| ApiError::bad_request(format!("invalid path: {}", e.body_text())))
+    }
+}
+
+/// The caller `auth::authenticate` established for this request.
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| ApiError::internal("the request was not authenticated (a bug)"))
+    }
+}
+
+/// The client's address as the server saw the connection (not a header a
+/// client could set), for the log's "submitting host" (seed 002 §10.4).
+#[derive(Debug, Clone)]
+pub struct ClientAddr(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let address = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(address)| address.ip().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        Ok(ClientAddr(address))
+    }
+}
+
+/// A raw body (a policy upload), refused with 413 over the route's limit.
+#[derive(Debug)]
+pub struct RawBody(pub axum::body::Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        axum::body::Bytes::from_request(request, state)
+            .await
+            .map(RawBody)
+            .map_err(|rejection| {
+                ApiError::new(
+                    rejection.status(),
+                    format!(
+                        "cannot read the request body: {} (bodies are limited per route; see docs/security.md)",
+                        rejection.body_text()
+                    ),
+                )
+            })
+    }
+}

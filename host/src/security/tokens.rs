@@ -1,0 +1,225 @@
+//! Bearer tokens (`weft.security.authentication = token`): `weft token
+//! create USER` makes a random token, prints it once and stores only its
+//! SHA-256 in the tokens file; the server maps a presented token's hash to
+//! its user. The file is read again when it changes, so tokens created or
+//! revoked while the server runs take effect within a second.
+//!
+//! SHA-256 without a salt is enough here, unlike for passwords: a token is
+//! 256 random bits, so its hash cannot be searched back to it.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Every token starts with this, so a leaked one is recognisable (and
+/// secret scanners can be taught it).
+pub const TOKEN_PREFIX: &str = "weft_";
+
+/// How often the server looks at the file for changes, at most.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// The tokens file as it is stored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokensFile {
+    #[serde(default, rename = "token")]
+    pub tokens: Vec<TokenEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenEntry {
+    pub user: String,
+    /// Hex SHA-256 of the token.
+    pub sha256: String,
+    /// When it was created (RFC 3339), for the operator.
+    pub created: String,
+}
+
+impl TokensFile {
+    /// Reads the file; a missing file holds no tokens.
+    pub fn read(path: &Path) -> Result<TokensFile, String> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(TokensFile::default());
+            }
+            Err(error) => {
+                return Err(format!(
+                    "cannot read tokens file {}: {error}",
+                    path.display()
+                ));
+            }
+        };
+        toml::from_str(&text).map_err(|e| format!("tokens file {}: {e}", path.display()))
+    }
+
+    /// Writes the file whole: a temporary file, then a rename, so a reader
+    /// never sees half of it. Only its owner may read it.
+    pub fn write(&self, path: &Path) -> Result<(), String> {
+        let text = toml::to_string(self).map_err(|e| format!("cannot encode tokens: {e}"))?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let temporary = path.with_extension("toml.new");
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options
+            .open(&temporary)
+            .map_err(|e| format!("cannot write {}: {e}", temporary.display()))?;
+        std::io::Write::write_all(&mut file, text.as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(|e| format!("cannot write {}: {e}", temporary.display()))?;
+        std::fs::rename(&temporary, path)
+            .map_err(|e| format!("cannot replace {}: {e}", path.display()))
+    }
+
+    /// Adds a new random token for `user` and returns it (the only time it
+    /// is seen in the clear).
+    pub fn create(&mut self, user: &str) -> Result<String, String> {
+        crate::limits::name("the user", user).map_err(|e| e.to_string())?;
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret)
+            .map_err(|e| format!("the system has no random source: {e}"))?;
+        let token = format!("{TOKEN_PREFIX}{}", hex::encode(secret));
+        self.tokens.push(TokenEntry {
+            user: user.to_string(),
+            sha256: hash(&token),
+            created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        });
+        Ok(token)
+    }
+
+    /// Removes every token of `user`; how many there were.
+    pub fn revoke(&mut self, user: &str) -> usize {
+        let before = self.tokens.len();
+        self.tokens.retain(|entry| entry.user != user);
+        before - self.tokens.len()
+    }
+}
+
+/// Hex SHA-256 of a token.
+pub fn hash(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// The server's view of the tokens file: hash → user, refreshed on change.
+#[derive(Debug)]
+pub struct TokenVerifier {
+    path: PathBuf,
+    state: Mutex<Loaded>,
+}
+
+#[derive(Debug)]
+struct Loaded {
+    users: HashMap<String, String>,
+    /// What the file looked like when read: (modified, length).
+    stamp: Option<(SystemTime, u64)>,
+    checked: Instant,
+}
+
+impl TokenVerifier {
+    /// Reads `path` now: a file that cannot be read or parsed stops the start.
+    pub fn open(path: PathBuf) -> Result<TokenVerifier, String> {
+        let users = users_of(&TokensFile::read(&path)?);
+        let stamp = stamp(&path);
+        Ok(TokenVerifier {
+            path,
+            state: Mutex::new(Loaded {
+                users,
+                stamp,
+                checked: Instant::now(),
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The user a token belongs to, if it is known.
+    pub fn user_of(&self, token: &str) -> Option<String> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.checked.elapsed() >= RECHECK {
+            state.checked = Instant::now();
+            let now = stamp(&self.path);
+            if now != state.stamp {
+                // A file being rewritten may fail to parse for a moment: keep
+                // the tokens known until it reads whole.
+                match TokensFile::read(&self.path) {
+                    Ok(file) => {
+                        state.users = users_of(&file);
+                        state.stamp = now;
+                        tracing::info!(file = %self.path.display(), tokens = state.users.len(), "tokens file read again");
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "tokens file not read again; the tokens known stay")
+                    }
+                }
+            }
+        }
+        state.users.get(&hash(token)).cloned()
+    }
+}
+
+fn users_of(file: &TokensFile) -> HashMap<String, String> {
+    file.tokens
+        .iter()
+        .map(|entry| (entry.sha256.to_ascii_lowercase(), entry.user.clone()))
+        .collect()
+}
+
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let metadata = std::fs::metadata(path).ok()?;
+    Some((metadata.modified().ok()?, metadata.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_created_token_is_stored_only_as_its_hash_and_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.toml");
+        let mut file = TokensFile::read(&path).unwrap();
+        let token = file.create("alice").unwrap();
+        assert!(token.starts_with(TOKEN_PREFIX) && token.len() == TOKEN_PREFIX.len() + 64);
+        file.write(&path).unwrap();
+        let stored = std::fs::read_to_string(&path).unwrap();
+        assert!(!stored.contains(&token[TOKEN_PREFIX.len()..]), "{stored}");
+        assert!(stored.contains(&hash(&token)));
+
+        let verifier = TokenVerifier::open(path.clone()).unwrap();
+        assert_eq!(verifier.user_of(&token).as_deref(), Some("alice"));
+        assert_eq!(verifier.user_of("weft_00"), None);
+        assert_eq!(verifier.user_of(""), None);
+    }
+
+    #[test]
+    fn revoking_removes_every_token_of_the_user() {
+        let mut file = TokensFile::default();
+        file.create("alice").unwrap();
+        file.create("alice").unwrap();
+        file.create("bob").unwrap();
+        assert_eq!(file.revoke("alice"), 2);
+        assert_eq!(file.tokens.len(), 1);
+        assert!(file.create("").is_err());
+    }
+
+    #[test]
+    fn a_malformed_file_is_refused_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.toml");
+        std::fs::write(&path, "[[token]]\nuser = 3\n").unwrap();
+        let error = TokenVerifier::open(path).unwrap_err();
+        assert!(error.contains("tokens.toml"), "{error}");
+    }
+}
