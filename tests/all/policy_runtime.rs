@@ -12,6 +12,7 @@ use weft_host::policy::{
 };
 use weft_host::policy::{PriceMultiplicators, Usage, Utilization};
 use weft_host::quota::Pricing;
+use weft_host::sim::VirtualClock;
 
 use crate::support::{FAULTY_PRICING, FAULTY_SCHEDULING};
 
@@ -20,7 +21,7 @@ fn runtime() -> PolicyRuntime {
         timeout: Duration::from_millis(200),
         memory_bytes: 32 << 20,
     };
-    let engine = PolicyEngine::new(limits).unwrap();
+    let engine = PolicyEngine::new(limits, Arc::new(VirtualClock::default())).unwrap();
     let runtime = PolicyRuntime::new(engine, Settings::default().pricing_params.clone(), 3);
     runtime
         .load(
