@@ -39,6 +39,7 @@ use weft_host::policy::{
     PriceMultiplicators, Usage, Utilization, VersionState, builtin, prepare,
 };
 use weft_host::quota::Pricing;
+use weft_host::sim::VirtualClock;
 
 use summary::{Results, criterion_dir, duration};
 
@@ -81,7 +82,8 @@ const UTILIZATION: Utilization = Utilization {
 };
 
 fn engine() -> PolicyEngine {
-    PolicyEngine::new(CallLimits::default()).expect("wasmtime engine")
+    PolicyEngine::new(CallLimits::default(), Arc::new(VirtualClock::default()))
+        .expect("wasmtime engine")
 }
 
 fn runtime(engine: &PolicyEngine) -> PolicyRuntime {

@@ -20,6 +20,7 @@
 mod summary;
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
@@ -29,6 +30,7 @@ use weft_host::policy::{
     PriceMultiplicators, Usage, Utilization,
 };
 use weft_host::quota::Pricing;
+use weft_host::sim::VirtualClock;
 
 use summary::{Results, criterion_dir, duration};
 
@@ -107,7 +109,8 @@ struct Subjects {
 impl Subjects {
     fn new() -> Subjects {
         let params = Settings::default().pricing_params.clone();
-        let engine = PolicyEngine::new(CallLimits::default()).expect("wasmtime engine");
+        let engine = PolicyEngine::new(CallLimits::default(), Arc::new(VirtualClock::default()))
+            .expect("wasmtime engine");
         let runtime = PolicyRuntime::new(engine, params.clone(), MAX_FAILURES);
         let version = runtime
             .load(

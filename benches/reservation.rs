@@ -10,6 +10,7 @@
 //! cargo bench -p weft-host --bench reservation
 //! ```
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -20,6 +21,7 @@ use weft_host::reservation::rle::{Amount, RleTimeline};
 use weft_host::reservation::{
     Plan, PlanConfig, Reservation, ReservationDefinition, ReservationId, Sharing,
 };
+use weft_host::sim::VirtualClock;
 
 const HOUR: i64 = 3_600_000;
 const WEEK: i64 = 7 * 24 * HOUR;
@@ -137,7 +139,8 @@ fn percentile(sorted: &[u64], q: f64) -> u64 {
 
 fn reservation(c: &mut Criterion) {
     let settings = Settings::load(None, &[]).expect("default settings");
-    let runtime = PolicyRuntime::from_settings(&settings).expect("an engine");
+    let runtime = PolicyRuntime::from_settings(&settings, Arc::new(VirtualClock::default()))
+        .expect("an engine");
     runtime
         .load(
             PolicyKind::Sharing,

@@ -7,11 +7,13 @@
 //! cargo bench -p weft-host --bench scheduling
 //! ```
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use weft_host::config::Settings;
 use weft_host::policy::{self, CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
+use weft_host::sim::VirtualClock;
 
 /// The workload: nodes, parents × leaves per parent, apps per leaf, containers per app.
 const NODES: usize = 10_000;
@@ -131,7 +133,7 @@ fn scheduling(c: &mut Criterion) {
         ..CallLimits::default()
     };
     let runtime = PolicyRuntime::new(
-        PolicyEngine::new(limits).unwrap(),
+        PolicyEngine::new(limits, Arc::new(VirtualClock::default())).unwrap(),
         Settings::default().pricing_params.clone(),
         3,
     );

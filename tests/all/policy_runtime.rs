@@ -12,15 +12,16 @@ use weft_host::policy::{
 };
 use weft_host::policy::{PriceMultiplicators, Usage, Utilization};
 use weft_host::quota::Pricing;
+use weft_host::sim::VirtualClock;
 
-use crate::support::{FAULTY_PRICING, FAULTY_SCHEDULING};
+use crate::support::{CLOCK_PRICING, FAULTY_PRICING, FAULTY_SCHEDULING};
 
 fn runtime() -> PolicyRuntime {
     let limits = CallLimits {
         timeout: Duration::from_millis(200),
         memory_bytes: 32 << 20,
     };
-    let engine = PolicyEngine::new(limits).unwrap();
+    let engine = PolicyEngine::new(limits, Arc::new(VirtualClock::default())).unwrap();
     let runtime = PolicyRuntime::new(engine, Settings::default().pricing_params.clone(), 3);
     runtime
         .load(
@@ -451,5 +452,89 @@ fn the_watched_directory_loads_policies_written_into_it() {
             .info
             .name,
         "flat-pricing"
+    );
+}
+
+/// A runtime on `clock` with `clock-pricing` loaded with `params`.
+fn clock_pricing(clock: &VirtualClock, pairs: &[(&str, &str)]) -> Result<PolicyRuntime, LoadError> {
+    let engine = PolicyEngine::new(CallLimits::default(), Arc::new(clock.clone())).unwrap();
+    let runtime = PolicyRuntime::new(engine, Settings::default().pricing_params.clone(), 3);
+    runtime.load(PolicyKind::Pricing, &file(CLOCK_PRICING), &params(pairs))?;
+    Ok(runtime)
+}
+
+/// One container that owes nothing: its charge is the guest's reading alone.
+fn nothing_owed() -> Usage {
+    Usage {
+        seconds: vec![0.0],
+        memory_mb: vec![1024],
+        vcores: vec![1],
+        gpus: vec![0],
+    }
+}
+
+#[test]
+fn a_guest_reads_the_host_clock_as_it_was_when_the_call_began() {
+    for read in ["wall", "monotonic"] {
+        let clock = VirtualClock::starting_at(90_500);
+        let runtime = clock_pricing(&clock, &[("read", read)]).unwrap();
+        let slot = runtime.slot(PolicyKind::Pricing);
+        // The charge is the time in seconds.
+        assert_eq!(
+            slot.charge(&nothing_owed(), UNIT).unwrap(),
+            [90.5],
+            "{read}"
+        );
+        clock.advance_to(3_600_000);
+        assert_eq!(
+            slot.charge(&nothing_owed(), UNIT).unwrap(),
+            [3600.0],
+            "{read}"
+        );
+    }
+}
+
+#[test]
+fn a_guests_randomness_is_the_same_for_the_same_calls() {
+    for read in ["random", "insecure", "hashed"] {
+        let answers = || {
+            let runtime = clock_pricing(&VirtualClock::default(), &[("read", read)]).unwrap();
+            let slot = runtime.slot(PolicyKind::Pricing);
+            (0..3)
+                .map(|_| slot.charge(&nothing_owed(), UNIT).unwrap()[0])
+                .collect::<Vec<f64>>()
+        };
+        let first = answers();
+        assert_eq!(
+            first,
+            answers(),
+            "{read}: two runtimes drew different bytes"
+        );
+        if read != "hashed" {
+            // Seeded per call: each call draws new bytes (a hash's keys are
+            // drawn once per instance).
+            assert!(
+                first[0] != first[1] && first[1] != first[2],
+                "{read}: {first:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_guest_that_sleeps_is_stopped_at_once_with_a_clear_error() {
+    let started = Instant::now();
+    // A minute's sleep in the self-check's charge call.
+    let refused = clock_pricing(&VirtualClock::default(), &[("sleep-ms", "60000")]);
+    match refused {
+        Err(LoadError::SelfCheck(CallError::Trap(message))) => {
+            assert!(message.contains("may not sleep"), "{message}")
+        }
+        other => panic!("a sleeping guest was not refused: {:?}", other.map(|_| ())),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the sleep blocked the host for {:?}",
+        started.elapsed()
     );
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::support::{assert_credits, weft};
+use crate::support::{CLOCK_PRICING, assert_credits, weft};
 
 /// Writes `lines` to a temporary log and replays it with `args`.
 fn replay(lines: &[&str], args: &[&str]) -> (bool, Value, String) {
@@ -239,5 +239,51 @@ fn replay_refuses_bad_options_in_one_sentence() {
         let (ok, _, stderr) = replay(&[&good], args);
         assert!(!ok, "{args:?} was accepted");
         assert!(stderr.contains(expected), "{args:?}: {stderr:?}");
+    }
+}
+
+/// A policy that adds what it reads of the clocks and of randomness to its
+/// charges prints the same ledger in every replay of a log, and the time it
+/// reads is the log's virtual time, not the day the replay runs.
+#[test]
+fn a_guest_reading_clocks_and_randomness_replays_to_the_same_ledger() {
+    let lines = [start(0, "c", "u", 1024, 1, 0), finish(25_000, "c")];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let total = |read: &str| {
+        let param = format!("read={read}");
+        let args = [
+            "--pricing",
+            CLOCK_PRICING,
+            "--param",
+            &param,
+            // QUOTA_COMPUTE hourly: the finish, at 25 s, is the only charge
+            // made at a time other than 0.
+            "--set",
+            "yarn.resourcemanager.quota.scheduling.period=3600000",
+        ];
+        let (ok, report, stderr) = replay(&lines, &args);
+        assert!(ok, "read={read}: {stderr}");
+        report
+    };
+
+    let first = total("all");
+    let second = total("all");
+    assert_eq!(
+        first, second,
+        "two replays of one log printed different ledgers"
+    );
+
+    // 25 s of one unit, plus the 25 s the clock reads at the finish. On the
+    // host's real clock the reading alone would be over 1.7 billion.
+    for clock in ["wall", "monotonic"] {
+        assert_credits(&total(clock)["projects"]["P"]["total_used"], 50.0, clock);
+    }
+    // Each random source adds a fraction of a credit to each charge, so the
+    // ledgers above would differ if the host's randomness were not seeded.
+    for source in ["random", "insecure", "hashed"] {
+        let used = total(source)["projects"]["P"]["total_used"]
+            .as_f64()
+            .unwrap();
+        assert!(used > 25.0 && used < 27.0, "read={source}: {used} credits");
     }
 }

@@ -6,12 +6,15 @@
 //! has exactly its duration between arrival and deadline, so the agent's
 //! placement is known and the limits can be hit to the megabyte.
 
+use std::sync::Arc;
+
 use serde_json::json;
 use weft_host::cluster::Resources;
 use weft_host::config::Settings;
 use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::reservation::definition::ReservationSubmissionRequest;
 use weft_host::reservation::{PlanConfig, ReservationSystem, SystemConfig, SystemError};
+use weft_host::sim::VirtualClock;
 
 const HOUR: i64 = 3_600_000;
 
@@ -22,7 +25,9 @@ struct Seed004 {
 
 impl Seed004 {
     fn new() -> Seed004 {
-        let runtime = PolicyRuntime::from_settings(&Settings::default()).unwrap();
+        let runtime =
+            PolicyRuntime::from_settings(&Settings::default(), Arc::new(VirtualClock::default()))
+                .unwrap();
         runtime
             .load(
                 PolicyKind::Sharing,

@@ -10,6 +10,7 @@ use serde_json::Value;
 pub const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 pub const FAULTY_PRICING: &str = env!("WEFT_GUEST_FAULTY_PRICING");
 pub const FAULTY_SCHEDULING: &str = env!("WEFT_GUEST_FAULTY_SCHEDULING");
+pub const CLOCK_PRICING: &str = env!("WEFT_GUEST_CLOCK_PRICING");
 
 /// Runs `weft ARGS` to completion.
 pub fn weft(args: &[&str]) -> Output {

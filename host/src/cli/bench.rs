@@ -13,6 +13,7 @@ use crate::policy::{
     Admission, Apps, Asks, CallError, Nodes, PlanSettings, PolicyEngine, PolicyKind, PolicySource,
     PolicyVersion, Queues, SharingResources, Snapshot, Timeline, Usage, Utilization, inspect,
 };
+use crate::sim::VirtualClock;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -65,7 +66,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         bail!("--batch must be at least 1");
     }
     let settings = Settings::default();
-    let engine = PolicyEngine::new(settings.policies.limits)?;
+    // No host clock here: guests read a clock fixed at the Unix epoch.
+    let engine = PolicyEngine::new(
+        settings.policies.limits,
+        std::sync::Arc::new(VirtualClock::default()),
+    )?;
     let load = |text: &str| -> anyhow::Result<std::sync::Arc<PolicyVersion>> {
         let source = PolicySource::parse(text);
         let bytes = source.read().map_err(anyhow::Error::msg)?;

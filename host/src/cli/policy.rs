@@ -8,6 +8,7 @@ use super::client::ServerArgs;
 use super::parse_pair;
 use crate::config::Settings;
 use crate::policy::{PolicyEngine, PolicyKind, PolicySource, inspect};
+use crate::sim::VirtualClock;
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
@@ -101,7 +102,11 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
         }
         PolicyCommand::Check { policy, params } => {
             let settings = Settings::default();
-            let engine = PolicyEngine::new(settings.policies.limits)?;
+            // No host clock here: guests read a clock fixed at the Unix epoch.
+            let engine = PolicyEngine::new(
+                settings.policies.limits,
+                std::sync::Arc::new(VirtualClock::default()),
+            )?;
             let source = PolicySource::parse(&policy);
             let bytes = source.read().map_err(anyhow::Error::msg)?;
             let version = inspect(

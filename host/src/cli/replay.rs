@@ -1,6 +1,7 @@
 //! `weft replay`: what-if billing of a container-event log.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
@@ -8,7 +9,7 @@ use clap::Args;
 use super::{SettingsArgs, parse_pair};
 use crate::policy::{PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
 use crate::quota::QuotaService;
-use crate::sim::replay;
+use crate::sim::{VirtualClock, replay};
 use crate::store::Store;
 
 #[derive(Debug, Args)]
@@ -44,7 +45,10 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     let lines = replay::parse(&text)
         .with_context(|| format!("{} is not a valid event log", args.events.display()))?;
 
-    let engine = PolicyEngine::new(settings.policies.limits)?;
+    // The policy reads the replay's virtual clock, so its answers depend on
+    // the log, not on when the replay runs.
+    let clock = VirtualClock::starting_at(0);
+    let engine = PolicyEngine::new(settings.policies.limits, Arc::new(clock.clone()))?;
     // No fallback in replay: a failing policy fails the replay.
     let runtime = PolicyRuntime::new(engine, settings.pricing_params.clone(), u32::MAX);
     let source = PolicySource::parse(
@@ -60,7 +64,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     for (project, credits) in &args.initial_credits {
         quota.set_credits(project, *credits)?;
     }
-    let report = replay::run(&lines, &mut quota, runtime.slot(PolicyKind::Pricing))
+    let report = replay::run(&lines, &mut quota, runtime.slot(PolicyKind::Pricing), clock)
         .context("replay failed")?;
     println!("{}", serde_json::to_string(&report)?);
     Ok(())

@@ -15,7 +15,7 @@ use crate::policy::{PolicyKind, PolicyRuntime, PolicySource, watch};
 use crate::quota::QuotaService;
 use crate::rm::{self, Intervals, ResourceManager, sim_nodes};
 use crate::security::{Authenticator, Security};
-use crate::sim::WallClock;
+use crate::sim::{Clock, WallClock};
 use crate::store::Store;
 
 #[derive(Debug, Args)]
@@ -37,9 +37,13 @@ pub struct ServeArgs {
     sim_nodes: Option<String>,
 }
 
-/// Builds the policy runtime from settings and loads the start-up policies.
-pub fn policy_runtime(settings: &Settings) -> anyhow::Result<Arc<PolicyRuntime>> {
-    let runtime = Arc::new(PolicyRuntime::from_settings(settings)?);
+/// Builds the policy runtime from settings, its guests reading `clock`, and
+/// loads the start-up policies.
+pub fn policy_runtime(
+    settings: &Settings,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Arc<PolicyRuntime>> {
+    let runtime = Arc::new(PolicyRuntime::from_settings(settings, clock)?);
     let configured = &settings.policies;
     for (kind, text, key) in [
         (
@@ -93,7 +97,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .map_err(|e| e.to_string())
         })
     };
-    let policies = policy_runtime(&settings)?;
+    // One clock for the resource manager and the policies' WASI clocks.
+    let clock: Arc<dyn Clock> = Arc::new(WallClock);
+    let policies = policy_runtime(&settings, clock.clone())?;
     let store = Store::open(&args.data_dir)?;
     let quota = QuotaService::open(settings.quota, store)?;
     // Reservations have their own connection to the same database.
@@ -115,7 +121,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         reservation_store,
         policies.clone(),
         security.clone(),
-        Arc::new(WallClock),
+        clock,
     )
     .context("cannot restore the reservations")?;
     if let Some((count, capacity)) = sim_nodes {

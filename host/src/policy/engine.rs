@@ -1,18 +1,22 @@
 //! The wasmtime engine every policy runs on: one `Engine` with epoch
 //! interruption, the linker each world is instantiated with, the per-call
-//! limits, and the guest's store state (a WASI context that grants nothing).
+//! limits, and the guest's store state (a WASI context that grants nothing
+//! and whose clocks and randomness are the host's, deterministic per call).
 
+use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use wasmtime::component::{Linker, ResourceTable};
-use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime::{Config, Engine, Store, StoreContextMut, StoreLimits, StoreLimitsBuilder};
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings;
+use crate::sim::Clock;
 
 /// How often the epoch advances. A call's deadline is counted in these ticks,
 /// so a runaway policy is stopped within one tick of its deadline.
@@ -39,10 +43,12 @@ impl Default for CallLimits {
 }
 
 /// What a policy's store holds: its name for the log, a WASI context that
-/// grants nothing, and its memory limits.
+/// grants nothing, what the guest reads of time and chance in the current
+/// call, and its memory limits.
 pub struct GuestState {
     pub policy_name: Arc<str>,
     wasi: WasiCtx,
+    call: Arc<CallInputs>,
     table: ResourceTable,
     limits: StoreLimits,
 }
@@ -62,19 +68,25 @@ pub struct PolicyEngine {
     engine: Engine,
     linker: Arc<Linker<GuestState>>,
     limits: CallLimits,
+    /// The time guests read: the host's own clock (the wall clock in
+    /// `serve`, virtual time in `replay` and `simulate`).
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for PolicyEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PolicyEngine")
             .field("limits", &self.limits)
+            .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
 }
 
 impl PolicyEngine {
-    /// Creates the engine and starts the thread that advances its epoch.
-    pub fn new(limits: CallLimits) -> anyhow::Result<Self> {
+    /// Creates the engine, whose guests read `clock`, and starts the thread
+    /// that advances its epoch. Where the host has no clock of its own
+    /// (`weft policy check`, `bench`), pass a `VirtualClock` that stays at 0.
+    pub fn new(limits: CallLimits, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         config.wasm_component_model(true);
@@ -94,9 +106,11 @@ impl PolicyEngine {
 
         let mut linker = Linker::new(&engine);
         // WASI is linked so std-built guests instantiate; the context grants
-        // no files, network, environment or clock beyond what WASI cannot omit.
+        // no files, network or environment, and its clocks and randomness
+        // are the host's (see `new_store`).
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .and_then(|()| bindings::add_host_imports(&mut linker))
+            .and_then(|()| shadow_wasi_imports(&mut linker))
             .map_err(|e| anyhow::anyhow!("cannot link the policy imports: {e:#}"))?;
 
         let ticker = engine.weak();
@@ -114,6 +128,7 @@ impl PolicyEngine {
             engine,
             linker: Arc::new(linker),
             limits,
+            clock,
         })
     }
 
@@ -129,8 +144,11 @@ impl PolicyEngine {
         self.limits
     }
 
-    /// A fresh store for one instance of the policy `policy_name`.
+    /// A fresh store for one instance of the policy `policy_name`. Its WASI
+    /// clocks and random generators read the store's [`CallInputs`], which
+    /// [`begin_call`](Self::begin_call) sets before every call.
     pub fn new_store(&self, policy_name: Arc<str>) -> Store<GuestState> {
+        let call = Arc::new(CallInputs::default());
         let wasi = WasiCtx::builder()
             .stdout(GuestOutput {
                 policy: policy_name.clone(),
@@ -140,6 +158,10 @@ impl PolicyEngine {
                 policy: policy_name.clone(),
                 stream: "stderr",
             })
+            .wall_clock(GuestWallClock(call.clone()))
+            .monotonic_clock(GuestMonotonicClock(call.clone()))
+            .secure_random(GuestRandom(call.clone()))
+            .insecure_random(GuestRandom(call.clone()))
             .build();
         let limits = StoreLimitsBuilder::new()
             .memory_size(self.limits.memory_bytes)
@@ -150,6 +172,7 @@ impl PolicyEngine {
             GuestState {
                 policy_name,
                 wasi,
+                call,
                 table: ResourceTable::new(),
                 limits,
             },
@@ -159,11 +182,160 @@ impl PolicyEngine {
         store
     }
 
-    /// Arms the deadline for the next call on `store`.
-    pub fn arm_deadline(&self, store: &mut Store<GuestState>) {
+    /// Prepares `store` for its next call: arms the deadline, freezes the
+    /// guest's clocks at the host clock's time now, and seeds its random
+    /// generator with `seed` (see [`call_seed`]).
+    pub fn begin_call(&self, store: &mut Store<GuestState>, seed: u64) {
         let ticks = (self.limits.timeout.as_millis() / EPOCH_TICK.as_millis()).max(1);
         store.set_epoch_deadline(ticks as u64);
+        store.data().call.begin(self.clock.now_ms(), seed);
     }
+}
+
+/// The seed of call number `call` of the code whose seed is `code_seed` (the
+/// first bytes of its sha256): the same code making the same calls gets the
+/// same random bytes, so two replays of one log agree to the credit.
+pub(super) fn call_seed(code_seed: u64, call: u64) -> u64 {
+    splitmix64_mix(code_seed ^ splitmix64_mix(call))
+}
+
+/// What a guest reads of time and chance during one call. The host sets it
+/// at the start of every call ([`PolicyEngine::begin_call`]); the store's
+/// WASI clocks and random generators read it. It is shared (`Arc`) because
+/// the WASI context owns those and offers no way to reach them afterwards.
+#[derive(Debug, Default)]
+struct CallInputs {
+    /// The host clock when the call began, in ms since the Unix epoch.
+    /// Frozen for the call, so a call is a function of its inputs.
+    wall_ms: AtomicU64,
+    /// The monotonic clock, in ns: the same time, but never below what an
+    /// earlier call of this instance read (the wall clock may step back).
+    monotonic_ns: AtomicU64,
+    /// The state of the call's SplitMix64 generator.
+    random: AtomicU64,
+}
+
+/// SplitMix64's increment (Steele, Lea and Flood, 2014).
+const SPLITMIX64_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl CallInputs {
+    fn begin(&self, now_ms: u64, seed: u64) {
+        self.wall_ms.store(now_ms, Ordering::Relaxed);
+        self.monotonic_ns
+            .fetch_max(now_ms.saturating_mul(1_000_000), Ordering::Relaxed);
+        self.random.store(seed, Ordering::Relaxed);
+    }
+
+    /// The next number of the call's generator: SplitMix64, whose whole
+    /// state is one u64 that the host sets before each call, so the bytes a
+    /// guest draws depend only on the seed and on how many it drew before.
+    /// It is statistically good and NOT secure: anyone who knows the code
+    /// and the call can compute it. Policies hold no secrets, so they need
+    /// none; what they need is that a replay gives the same answer.
+    fn next_random(&self) -> u64 {
+        let state = self
+            .random
+            .fetch_add(SPLITMIX64_GAMMA, Ordering::Relaxed)
+            .wrapping_add(SPLITMIX64_GAMMA);
+        splitmix64_mix(state)
+    }
+}
+
+/// SplitMix64's output function: a bijection of u64 that scatters its input.
+fn splitmix64_mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// `wasi:clocks/wall-clock` for a guest: the host clock, frozen per call.
+struct GuestWallClock(Arc<CallInputs>);
+
+impl HostWallClock for GuestWallClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_millis(1)
+    }
+
+    fn now(&self) -> Duration {
+        Duration::from_millis(self.0.wall_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// `wasi:clocks/monotonic-clock` for a guest: the host clock in ns, frozen
+/// per call and never going back.
+struct GuestMonotonicClock(Arc<CallInputs>);
+
+impl HostMonotonicClock for GuestMonotonicClock {
+    fn resolution(&self) -> u64 {
+        1_000_000
+    }
+
+    fn now(&self) -> u64 {
+        self.0.monotonic_ns.load(Ordering::Relaxed)
+    }
+}
+
+/// `wasi:random/random` and `wasi:random/insecure` for a guest: both draw
+/// from the call's seeded generator ([`CallInputs::next_random`]).
+struct GuestRandom(Arc<CallInputs>);
+
+impl rand_core::TryRng for GuestRandom {
+    type Error = Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
+        Ok((self.0.next_random() >> 32) as u32)
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
+        Ok(self.0.next_random())
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
+        for chunk in dst.chunks_mut(8) {
+            let bytes = self.0.next_random().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        Ok(())
+    }
+}
+
+/// The version of the WASI interfaces wasmtime-wasi links (its
+/// `src/p2/wit/deps`). Guests built against any 0.2.x resolve to these.
+/// If an upgrade changes it and this is not updated, the shadows below no
+/// longer apply: the tests of deterministic seeds and of sleeping fail.
+const WASI_VERSION: &str = "0.2.12";
+
+/// Replaces the WASI imports the context cannot configure:
+///
+/// - `wasi:random/insecure-seed` draws from the call's generator, like the
+///   other random sources (the context's own is a fixed random number), so
+///   hash maps seeded from it (Rust's `RandomState`) are deterministic too.
+/// - `wasi:clocks/monotonic-clock`'s `subscribe-duration` and
+///   `subscribe-instant` (how a guest sleeps) trap: a sleep would block the
+///   host's thread in real time where the epoch deadline cannot stop it,
+///   and a policy has nothing to wait for.
+fn shadow_wasi_imports(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    linker
+        .instance(&format!("wasi:random/insecure-seed@{WASI_VERSION}"))?
+        .func_wrap(
+            "insecure-seed",
+            |store: StoreContextMut<'_, GuestState>, (): ()| {
+                let call = &store.data().call;
+                Ok(((call.next_random(), call.next_random()),))
+            },
+        )?;
+    let mut monotonic = linker.instance(&format!("wasi:clocks/monotonic-clock@{WASI_VERSION}"))?;
+    for name in ["subscribe-duration", "subscribe-instant"] {
+        monotonic.func_new(name, move |store, _, _, _| {
+            Err(wasmtime::Error::msg(format!(
+                "policy {} tried to sleep (wasi:clocks/monotonic-clock.{name}); policies may not sleep or wait",
+                store.data().policy_name
+            )))
+        })?;
+    }
+    linker.allow_shadowing(false);
+    Ok(())
 }
 
 /// A guest's stdout or stderr, written line by line into tracing.
@@ -206,5 +378,51 @@ impl tokio::io::AsyncWrite for GuestOutput {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_monotonic_clock_never_goes_back() {
+        let inputs = CallInputs::default();
+        inputs.begin(5_000, 1);
+        // The wall clock stepped back between calls.
+        inputs.begin(3_000, 1);
+        assert_eq!(inputs.wall_ms.load(Ordering::Relaxed), 3_000);
+        assert_eq!(inputs.monotonic_ns.load(Ordering::Relaxed), 5_000_000_000);
+    }
+
+    #[test]
+    fn the_generator_depends_only_on_its_seed() {
+        let draw =
+            |inputs: &CallInputs| -> Vec<u64> { (0..4).map(|_| inputs.next_random()).collect() };
+        let (one, two) = (CallInputs::default(), CallInputs::default());
+        one.begin(0, call_seed(7, 0));
+        two.begin(99, call_seed(7, 0));
+        let first = draw(&one);
+        assert_eq!(first, draw(&two));
+        // Seeding again starts the same sequence again.
+        one.begin(0, call_seed(7, 0));
+        assert_eq!(first, draw(&one));
+        // Another call, or other code, draws other numbers.
+        one.begin(0, call_seed(7, 1));
+        assert_ne!(first, draw(&one));
+        one.begin(0, call_seed(8, 0));
+        assert_ne!(first, draw(&one));
+    }
+
+    #[test]
+    fn random_bytes_are_the_generators_numbers_in_order() {
+        let inputs = Arc::new(CallInputs::default());
+        inputs.begin(0, 42);
+        let words: Vec<u64> = (0..2).map(|_| inputs.next_random()).collect();
+        inputs.begin(0, 42);
+        let mut bytes = [0u8; 12];
+        rand_core::TryRng::try_fill_bytes(&mut GuestRandom(inputs.clone()), &mut bytes).unwrap();
+        assert_eq!(bytes[..8], words[0].to_le_bytes());
+        assert_eq!(bytes[8..], words[1].to_le_bytes()[..4]);
     }
 }

@@ -12,7 +12,7 @@ use super::bindings::{
     SchedulingPolicyPre, SharingPolicyPre, SharingResources, Snapshot, Timeline, Usage,
     Utilization, WitPolicyKind,
 };
-use super::engine::PolicyEngine;
+use super::engine::{PolicyEngine, call_seed};
 use super::version::{Prepared, VersionInfo, now_ms};
 use super::{CallError, PolicyKind, PolicyVersion, validate};
 
@@ -49,7 +49,11 @@ pub fn prepare(
 ) -> Result<Arc<PolicyVersion>, LoadError> {
     let component = compile(engine, bytes)?;
     let prepared = type_check(engine, kind, &component)?;
-    let described = describe(engine, &prepared, source)?;
+    let sha256 = Sha256::digest(bytes);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&sha256[..8]);
+    let code_seed = u64::from_le_bytes(first);
+    let described = describe(engine, &prepared, source, code_seed)?;
     let declared = match described.kind {
         WitPolicyKind::Scheduling => "scheduling",
         WitPolicyKind::Pricing => "pricing",
@@ -66,14 +70,15 @@ pub fn prepare(
         name: described.name,
         version: described.version,
         source: source.to_string(),
-        sha256: hex::encode(Sha256::digest(bytes)),
+        sha256: hex::encode(sha256),
         params,
         loaded_at_ms: now_ms(),
     };
-    let version = PolicyVersion::new(engine, prepared, info).map_err(|error| match error {
-        CallError::Refused(message) => LoadError::Configure(message),
-        other => LoadError::SelfCheck(other),
-    })?;
+    let version =
+        PolicyVersion::new(engine, prepared, info, code_seed).map_err(|error| match error {
+            CallError::Refused(message) => LoadError::Configure(message),
+            other => LoadError::SelfCheck(other),
+        })?;
     self_check(&version).map_err(LoadError::SelfCheck)?;
     Ok(version)
 }
@@ -142,14 +147,17 @@ fn type_check(
 }
 
 /// `describe` on a throwaway instance, before the version exists, so its
-/// name is known for logging from the first configured instance on.
+/// name is known for logging from the first configured instance on. Its
+/// randomness is seeded as a call numbered `u64::MAX`, which the version's
+/// own calls never reach.
 fn describe(
     engine: &PolicyEngine,
     prepared: &Prepared,
     source: &str,
+    code_seed: u64,
 ) -> Result<PolicyInfo, LoadError> {
     let mut store = engine.new_store(source.into());
-    engine.arm_deadline(&mut store);
+    engine.begin_call(&mut store, call_seed(code_seed, u64::MAX));
     let described = match prepared {
         Prepared::Pricing(pre) => pre
             .instantiate(&mut store)

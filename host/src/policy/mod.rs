@@ -157,9 +157,12 @@ impl PolicyRuntime {
     }
 
     /// A runtime with the limits, failure budget and pricing parameters of
-    /// `settings`, and no policy loaded yet.
-    pub fn from_settings(settings: &crate::config::Settings) -> anyhow::Result<PolicyRuntime> {
-        let engine = PolicyEngine::new(settings.policies.limits)?;
+    /// `settings`, whose guests read `clock`, and no policy loaded yet.
+    pub fn from_settings(
+        settings: &crate::config::Settings,
+        clock: Arc<dyn crate::sim::Clock>,
+    ) -> anyhow::Result<PolicyRuntime> {
+        let engine = PolicyEngine::new(settings.policies.limits, clock)?;
         Ok(PolicyRuntime::new(
             engine,
             settings.pricing_params.clone(),

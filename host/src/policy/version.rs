@@ -2,7 +2,7 @@
 //! and a warm instance reused across calls (dropped and rebuilt after a trap,
 //! since a trapped instance's state cannot be trusted).
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -14,7 +14,7 @@ use super::bindings::{
     PricingPolicyPre, Rejection, SchedulingPolicy, SchedulingPolicyPre, SharingPolicy,
     SharingPolicyPre, Snapshot, Timeline, Usage, Utilization,
 };
-use super::engine::{GuestState, PolicyEngine};
+use super::engine::{GuestState, PolicyEngine, call_seed};
 use super::{CallError, PolicyKind};
 
 /// What identifies a loaded version, as shown in the history and the API.
@@ -58,6 +58,11 @@ pub struct PolicyVersion {
     engine: PolicyEngine,
     warm: Mutex<Option<Warm>>,
     consecutive_failures: AtomicU32,
+    /// The first bytes of the sha256, which seed every call's randomness.
+    code_seed: u64,
+    /// Calls begun so far (instantiations included): with `code_seed`, the
+    /// seed of the next call, the same in every replay of the same calls.
+    calls: AtomicU64,
 }
 
 impl std::fmt::Debug for PolicyVersion {
@@ -75,6 +80,7 @@ impl PolicyVersion {
         engine: &PolicyEngine,
         prepared: Prepared,
         info: VersionInfo,
+        code_seed: u64,
     ) -> Result<Arc<PolicyVersion>, CallError> {
         let version = PolicyVersion {
             info,
@@ -82,6 +88,8 @@ impl PolicyVersion {
             engine: engine.clone(),
             warm: Mutex::new(None),
             consecutive_failures: AtomicU32::new(0),
+            code_seed,
+            calls: AtomicU64::new(0),
         };
         let warm = version.instantiate()?;
         *version.warm.lock().unwrap() = Some(warm);
@@ -96,7 +104,7 @@ impl PolicyVersion {
 
     fn instantiate(&self) -> Result<Warm, CallError> {
         let mut store = self.engine.new_store(self.info.name.as_str().into());
-        self.engine.arm_deadline(&mut store);
+        self.begin_call(&mut store);
         let params = &self.info.params;
         let (bindings, configured) = match &self.prepared {
             Prepared::Pricing(pre) => {
@@ -144,7 +152,7 @@ impl PolicyVersion {
             *warm = Some(self.instantiate()?);
         }
         let instance = warm.as_mut().expect("instantiated above");
-        self.engine.arm_deadline(&mut instance.store);
+        self.begin_call(&mut instance.store);
         match call(&mut instance.store, &instance.bindings) {
             Ok(result) => Ok(result),
             Err(error) => {
@@ -152,6 +160,14 @@ impl PolicyVersion {
                 Err(CallError::from_wasmtime(error))
             }
         }
+    }
+
+    /// Arms the deadline, freezes the clocks and seeds the randomness of the
+    /// next call on `store`.
+    fn begin_call(&self, store: &mut Store<GuestState>) {
+        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+        self.engine
+            .begin_call(store, call_seed(self.code_seed, call));
     }
 
     fn wrong_world(&self) -> wasmtime::Error {

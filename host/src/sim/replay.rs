@@ -169,14 +169,15 @@ fn check_lifecycles(lines: &[(usize, ReplayLine)]) -> Result<(), ReplayError> {
     Ok(())
 }
 
-/// Runs `lines` through `quota`, priced by `pricing`.
+/// Runs `lines` through `quota`, priced by `pricing`, on `clock` (at 0, and
+/// shared with the pricing policy, which reads it).
 pub fn run(
     lines: &[ReplayLine],
     quota: &mut QuotaService,
     pricing: &dyn Pricing,
+    clock: VirtualClock,
 ) -> Result<ReplayReport, ReplayError> {
     let settings = *quota.settings();
-    let clock = VirtualClock::starting_at(0);
     let mut timers = Timers {
         compute_every: settings.scheduling_period_ms.max(1),
         multiplicator_every: settings.multiplicator_interval_ms.max(1),

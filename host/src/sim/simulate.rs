@@ -340,7 +340,12 @@ pub fn run(
     let queue_file = scenario.queues.file.as_ref().map(|f| base.join(f));
     let queues = crate::queues::load(queue_file.as_deref(), &settings.queue_properties)?;
 
-    let policies = Arc::new(PolicyRuntime::from_settings(&settings)?);
+    // The policies read the virtual clock the scenario runs on.
+    let clock = VirtualClock::starting_at(0);
+    let policies = Arc::new(PolicyRuntime::from_settings(
+        &settings,
+        Arc::new(clock.clone()),
+    )?);
     let choices = [
         (
             PolicyKind::Scheduling,
@@ -374,7 +379,6 @@ pub fn run(
             .map_err(|e| anyhow::anyhow!("cannot load the {kind} policy {source}: {e}"))?;
     }
 
-    let clock = VirtualClock::starting_at(0);
     let quota = QuotaService::open(settings.quota, Store::in_memory())?;
     let mut rm = ResourceManager::new(
         &settings,
