@@ -3,10 +3,13 @@
 //! WebAssembly guests (good ones and deliberately bad ones from tests/guests).
 
 mod admin;
+mod api;
+mod bounds;
 mod policy_runtime;
 mod queues;
 mod replay;
 mod reservations;
+mod security;
 mod seed_001;
 mod seed_004;
 mod serve;

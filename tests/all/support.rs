@@ -40,12 +40,21 @@ impl Server {
 
     /// Starts a server on `data_dir` (which outlives it: for restarts).
     pub fn start_in(data_dir: &Path, extra: &[&str]) -> Server {
+        Server::start_logging(data_dir, extra, None)
+    }
+
+    /// As `start_in`, its log (stderr) written to `log` if given.
+    pub fn start_logging(data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
+        let stderr = match log {
+            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            None => Stdio::null(),
+        };
         let mut child = Command::new(WEFT)
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("weft serve starts");
         let stdout = child.stdout.take().unwrap();
@@ -53,11 +62,17 @@ impl Server {
         BufReader::new(stdout).read_line(&mut line).unwrap();
         let base = line
             .split_whitespace()
-            .find(|word| word.starts_with("http://"))
+            .find(|word| word.starts_with("http://") || word.starts_with("https://"))
             .unwrap_or_else(|| panic!("weft serve did not say where it listens: {line:?}"))
             .to_string();
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            // Self-signed certificates of the TLS tests; loopback only.
+            .tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .disable_verification(base.starts_with("https://"))
+                    .build(),
+            )
             .build()
             .into();
         Server {
@@ -70,7 +85,7 @@ impl Server {
 
     pub fn get(&self, path: &str) -> (u16, Value) {
         let response = self.agent.get(&format!("{}{path}", self.base)).call();
-        read(response)
+        read(path, response)
     }
 
     pub fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
@@ -83,7 +98,7 @@ impl Server {
         if let Some(user) = user {
             request = request.header("X-Weft-User", user);
         }
-        read(request.send_json(body))
+        read(path, request.send_json(body))
     }
 
     pub fn post(&self, path: &str) -> (u16, Value) {
@@ -91,12 +106,32 @@ impl Server {
             .agent
             .post(&format!("{}{path}", self.base))
             .send_empty();
-        read(response)
+        read(path, response)
+    }
+
+    /// Any request, with `headers`, and a body unless it is None.
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> (u16, Value) {
+        let url = format!("{}{path}", self.base);
+        let mut builder = ureq::http::Request::builder().method(method).uri(&url);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        let response = match body {
+            Some(body) => self.agent.run(builder.body(body.to_vec()).unwrap()),
+            None => self.agent.run(builder.body(()).unwrap()),
+        };
+        read(path, response)
     }
 
     pub fn put(&self, path: &str, body: &[u8]) -> (u16, Value) {
         let response = self.agent.put(&format!("{}{path}", self.base)).send(body);
-        read(response)
+        read(path, response)
     }
 
     /// Submits a one-container app to `queue` as `user`; returns its id.
@@ -179,8 +214,11 @@ impl Drop for Server {
     }
 }
 
-fn read(response: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
-    let mut response = response.expect("the server answers");
+fn read(
+    path: &str,
+    response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+) -> (u16, Value) {
+    let mut response = response.unwrap_or_else(|e| panic!("{path}: the server answers: {e:?}"));
     let status = response.status().as_u16();
     let text = response.body_mut().read_to_string().unwrap_or_default();
     (

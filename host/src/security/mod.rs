@@ -102,16 +102,18 @@ impl Authenticator {
                 Ok(user.to_string())
             }
             Authenticator::Token(verifier) => {
-                let header = authorization.ok_or(AuthError::Missing)?;
-                let (scheme, token) = header.trim().split_once(' ').ok_or_else(|| {
-                    AuthError::Malformed("the Authorization header is not `Bearer TOKEN`".into())
-                })?;
+                let header = authorization.ok_or(AuthError::Missing)?.trim();
+                let (scheme, token) = header.split_once(' ').unwrap_or((header, ""));
                 if !scheme.eq_ignore_ascii_case("bearer") {
                     return Err(AuthError::Malformed(format!(
                         "the Authorization scheme is {scheme:?}; Weft takes Bearer"
                     )));
                 }
-                verifier.user_of(token.trim()).ok_or(AuthError::Unknown)
+                let token = token.trim();
+                if token.is_empty() {
+                    return Err(AuthError::Missing);
+                }
+                verifier.user_of(token).ok_or(AuthError::Unknown)
             }
         }
     }
