@@ -469,6 +469,7 @@ pub struct AppsQuery {
     queue: Option<String>,
     user: Option<String>,
     /// At most this many apps, the newest (1 to 10,000; default 1,000).
+    #[param(minimum = 1, maximum = 10_000)]
     limit: Option<u64>,
     started_time_begin: Option<u64>,
     started_time_end: Option<u64>,

@@ -20,7 +20,13 @@ pub const PATH: &str = "/ws/v1/openapi.json";
             Authentication: in simple mode the X-Weft-User header names the caller; in token \
             mode, Authorization: Bearer TOKEN does (docs/security.md)."
     ),
-    components(schemas(RemoteException, RemoteExceptionBody)),
+    // The queue tree is recursive, so its parts are named here once.
+    components(schemas(
+        RemoteException,
+        RemoteExceptionBody,
+        super::scheduler::QueueInfo,
+        super::scheduler::QueueList
+    )),
     modifiers(&Security),
 )]
 struct Base;

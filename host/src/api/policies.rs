@@ -47,8 +47,8 @@ pub async fn show(
 #[utoipa::path(put, path = "/ws/v1/policies/{kind}", tag = "policies",
     params(("kind" = String, Path, description = "scheduling, pricing or sharing"),
         ("builtin" = Option<String>, Query, description = "a bundled policy's name, instead of a body")),
-    request_body(content = Vec<u8>, content_type = "application/wasm",
-        description = "a WebAssembly component (at most 64 MB)"),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream",
+        description = "a WebAssembly component (at most 64 MB); any content type"),
     responses((status = 200, body = SlotStatus), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 404, body = RemoteException), (status = 413, body = RemoteException)))]

@@ -40,15 +40,20 @@ impl AppState {
 #[serde(deny_unknown_fields)]
 pub struct AskSpec {
     /// 1 to 100,000.
+    #[schema(minimum = 1, maximum = 100_000)]
     pub count: u32,
     /// 1 MB to 1 PiB.
+    #[schema(minimum = 1, maximum = 1_073_741_824_u64)]
     pub memory_mb: u64,
     /// 1 to 4096.
+    #[schema(minimum = 1, maximum = 4096)]
     pub vcores: u32,
     /// 0 to 1024.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1024)]
     pub gpus: u32,
     /// 1 ms to 30 days.
+    #[schema(minimum = 1, maximum = 2_592_000_000_u64)]
     pub duration_ms: u64,
 }
 
@@ -57,15 +62,23 @@ pub struct AskSpec {
 #[serde(deny_unknown_fields)]
 pub struct SubmitApp {
     #[serde(default = "default_name")]
+    #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
     pub name: String,
+    /// A leaf queue's name.
     #[serde(default = "default_queue")]
+    #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
     pub queue: String,
+    /// Who the app runs as: the caller, unless an administrator submits on
+    /// someone's behalf.
+    #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
     pub user: String,
     /// The project charged for its containers.
+    #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
     pub project: String,
     #[serde(default)]
     pub priority: i32,
     /// 1 to 100 asks.
+    #[schema(min_items = 1, max_items = 100)]
     pub asks: Vec<AskSpec>,
     /// The reservation it runs in (YARN's `reservation-id`), which must be
     /// in its queue's plan.

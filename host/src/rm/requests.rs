@@ -61,13 +61,17 @@ impl From<limits::OutOfBounds> for RequestError {
 #[serde(deny_unknown_fields)]
 pub struct RegisterNode {
     /// Unique per node, e.g. `host:port` as YARN's NodeId; at most 256 bytes.
+    #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
     pub node_id: String,
     /// 1 MB to 1 PiB.
+    #[schema(minimum = 1, maximum = 1_073_741_824_u64)]
     pub memory_mb: u64,
     /// 1 to 4096.
+    #[schema(minimum = 1, maximum = 4096)]
     pub vcores: u32,
     /// 0 to 1024.
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 1024)]
     pub gpus: u32,
 }
 
@@ -78,6 +82,7 @@ pub struct Heartbeat {
     /// Containers that ended on the node since its last heartbeat (at most
     /// 100,000); ids not running on it are ignored.
     #[serde(default)]
+    #[schema(max_items = 100_000)]
     pub finished: Vec<String>,
 }
 
