@@ -94,13 +94,6 @@ pub fn reclaim(
     now: u64,
 ) -> Result<Vec<Container>, ScheduleError> {
     let round = Round::new(cluster, now, reservations);
-    let node_index: HashMap<&str, u32> = cluster
-        .nodes()
-        .enumerate()
-        .map(|(i, n)| (n.id.as_str(), i as u32))
-        .collect();
-    let mut ids: Vec<&Container> = cluster.containers().collect();
-    ids.sort_by(|a, b| a.id.cmp(&b.id));
     let mut running = Containers {
         app: vec![],
         node: vec![],
@@ -110,25 +103,28 @@ pub fn reclaim(
         start_time_ms: vec![],
     };
     let mut running_ids = Vec::new();
-    for container in ids {
-        let Some(app) = cluster
-            .app_index(&container.app)
-            .and_then(|a| round.app_position(a))
-        else {
-            continue;
-        };
-        running.app.push(app);
-        running.node.push(
-            node_index
-                .get(container.node.as_str())
-                .copied()
-                .unwrap_or(0),
-        );
-        running.memory_mb.push(container.resources.memory_mb);
-        running.vcores.push(container.resources.vcores);
-        running.gpus.push(container.resources.gpus);
-        running.start_time_ms.push(container.start_time_ms);
-        running_ids.push(container.id.clone());
+    // Node by node, in the snapshot's node order: each container's node
+    // index is where it is found, never looked up (and never guessed).
+    for (node_index, node) in cluster.nodes().enumerate() {
+        for container in node
+            .containers
+            .iter()
+            .filter_map(|id| cluster.container(id))
+        {
+            let Some(app) = cluster
+                .app_index(&container.app)
+                .and_then(|a| round.app_position(a))
+            else {
+                continue;
+            };
+            running.app.push(app);
+            running.node.push(node_index as u32);
+            running.memory_mb.push(container.resources.memory_mb);
+            running.vcores.push(container.resources.vcores);
+            running.gpus.push(container.resources.gpus);
+            running.start_time_ms.push(container.start_time_ms);
+            running_ids.push(container.id.clone());
+        }
     }
     if running_ids.is_empty() {
         return Ok(Vec::new());

@@ -141,11 +141,12 @@ fn fraction(percent: f32, default: f64) -> f64 {
 /// A maximum-capacity as a fraction of the parent's guarantee. It may be
 /// above 100 % (the host's plan follower gives a reservable queue's default
 /// child its queue's own maximum that way); the parent's maximum caps it
-/// anyway. NaN reads as 100 %.
+/// anyway. NaN (which the host never sends) reads as 0, as in drf: a
+/// malformed snapshot can only give a queue less.
 fn maximum_fraction(percent: f32) -> f64 {
     let percent = f64::from(percent);
     if percent.is_nan() {
-        1.0
+        0.0
     } else {
         percent.clamp(0.0, 1e6) / 100.0
     }

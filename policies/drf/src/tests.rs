@@ -52,6 +52,17 @@ const BASE: Case = Case {
 
 const CASES: &[Case] = &[
     Case {
+        // The host never sends NaN; a policy reading one gives the queue
+        // nothing rather than everything (capacity reads it the same way).
+        what: "a NaN maximum-capacity lets the queue grow to nothing",
+        nodes: &[(100 * GB, 100, 0)],
+        queues: &[(0, 100.0, 100.0), (0, 50.0, f32::NAN), (0, 50.0, 100.0)],
+        apps: &[(1, 0, 0), (2, 1, 0)],
+        asks: &[(0, 10, (GB, 1, 0)), (1, 10, (GB, 1, 0))],
+        placed: &[0, 10],
+        ..BASE
+    },
+    Case {
         what: "classic DRF (9 CPUs, 18 GB), two users in one queue: A 3 tasks, B 2",
         nodes: &[(18 * GB, 9, 0)],
         apps: &[(1, 0, 0), (1, 1, 0)],

@@ -28,6 +28,16 @@ const fn small(app: u32, pending: u32) -> AskRow {
 
 const CASES: &[Case] = &[
     Case {
+        // The host never sends NaN; a policy reading one gives the queue
+        // nothing rather than everything (drf reads it the same way).
+        what: "a NaN maximum-capacity lets the queue grow to nothing",
+        nodes: HUNDRED,
+        queues: &[ROOT, queue(0, 50.0, f32::NAN), queue(0, 50.0, 100.0)],
+        apps: &[app(1, 0), app(2, 1)],
+        asks: &[small(0, 10), small(1, 10)],
+        per_app: &[0, 10],
+    },
+    Case {
         what: "the most under-served queue first, ties to the lower index",
         // A at 60 % of its guarantee, B at 20 %: B catches up (20), then
         // they alternate, A first on ties.
