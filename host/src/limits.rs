@@ -113,7 +113,7 @@ mod tests {
         assert!((MAX_NODES as u64) * u64::from(MAX_GPUS) <= u64::from(u32::MAX));
         assert!((MAX_NODES as u64).checked_mul(MAX_MEMORY_MB).is_some());
         assert!(MAX_TIME_MS.checked_add(MAX_DURATION_MS).is_some());
-        assert!(MAX_TIME_MS < 1 << 48);
+        const { assert!(MAX_TIME_MS < 1 << 48) };
     }
 
     #[test]
