@@ -10,7 +10,7 @@
 //!
 //! While no container runs the timers are not fired one by one: replay jumps
 //! to the next event, firing each timer due in between once (see
-//! [`Timers::skip_idle`]), so idle stretches cost nothing — a log with epoch
+//! `Timers::skip_idle`), so idle stretches cost nothing — a log with epoch
 //! timestamps starts at t ≈ 1.7e12 ms. While containers run every firing is
 //! needed, so a log needing more than [`MAX_TIMER_FIRINGS`] is refused before
 //! anything is charged. Every value is checked against `crate::limits`.
@@ -397,6 +397,8 @@ impl Timers {
             self.next_multiplicator = first_at_or_after(t, self.multiplicator_every);
         }
         if self.next_compute < t {
+            // t > 0 here, so its first multiple at or after is at least one
+            // period: no underflow.
             let last = first_at_or_after(t, self.compute_every) - self.compute_every;
             quota.compute(last);
             self.next_compute = last.saturating_add(self.compute_every);
