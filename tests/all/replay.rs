@@ -1,18 +1,22 @@
 //! `weft replay` follows HOPS-1385 to the credit: each case is a log whose
 //! charges are worked out by hand from the seed's formulas.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
-use crate::support::{CLOCK_PRICING, assert_credits, weft};
+use crate::support::{CLOCK_PRICING, assert_credits, weft_within};
 
-/// Writes `lines` to a temporary log and replays it with `args`.
+/// Writes `lines` to a temporary log and replays it with `args`. Every
+/// case here finishes in a second or two; the limit only stops a replay
+/// that has started stepping through idle time again from hanging the suite.
 fn replay(lines: &[&str], args: &[&str]) -> (bool, Value, String) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("events.jsonl");
     std::fs::write(&path, lines.join("\n")).unwrap();
     let mut all = vec!["replay", path.to_str().unwrap()];
     all.extend_from_slice(args);
-    let output = weft(&all);
+    let output = weft_within(&all, Duration::from_secs(300));
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
     let stderr = String::from_utf8_lossy(&output.stderr).to_string();
     let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
@@ -285,5 +289,79 @@ fn a_guest_reading_clocks_and_randomness_replays_to_the_same_ledger() {
             .as_f64()
             .unwrap();
         assert!(used > 25.0 && used < 27.0, "read={source}: {used} credits");
+    }
+}
+
+/// Epoch timestamps start 1.7e12 ms after replay's t = 0, and a log may be
+/// dated up to the year 9999: the idle time before the first event, and
+/// between events, is jumped over, with the ledger as stepping gives it.
+#[test]
+fn epoch_timestamped_and_far_future_logs_replay() {
+    for t in [1_700_000_000_000u64, 253_402_000_000_000] {
+        let lines = [
+            start(t, "c", "u", 2048, 1, 0),
+            finish(t + 25_000, "c"),
+            start(t + 86_400_000, "d", "u", 1024, 1, 0),
+            finish(t + 86_410_000, "d"),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let (ok, report, stderr) = replay(&lines, &[]);
+        assert!(ok, "t={t}: {stderr}");
+        // 25 s of 2 memory units, then 10 s of 1.
+        assert_credits(&report["projects"]["P"]["total_used"], 60.0, "credits");
+        assert_eq!(report["daily"].as_array().unwrap().len(), 2, "{report}");
+    }
+}
+
+#[test]
+fn out_of_range_values_are_refused_naming_the_field_and_the_limit() {
+    let cases: [(String, &str); 4] = [
+        (
+            start(253_402_300_800_000, "c", "u", 1024, 1, 0),
+            "line 1: t is 253402300800000, but must be from 0 to 253402300799999",
+        ),
+        (
+            start(u64::MAX, "c", "u", 1024, 1, 0),
+            "line 1: t is 18446744073709551615",
+        ),
+        (
+            start(0, "c", "u", u64::MAX, 1, 0),
+            "line 1: memory_mb is 18446744073709551615, but must be from 0 to 1073741824",
+        ),
+        (
+            start(0, "c", "u", 1024, 1, 4_000_000_000),
+            "line 1: gpus is 4000000000, but must be from 0 to 1024",
+        ),
+    ];
+    for (line, says) in cases {
+        let (ok, _, stderr) = replay(&[&line], &[]);
+        assert!(!ok, "{line} was accepted");
+        assert!(stderr.contains(says), "{line}: {stderr:?}");
+    }
+}
+
+/// While containers run QUOTA_COMPUTE fires every period, so a log that
+/// keeps one running for years at a 1 s period is refused up front, saying
+/// how many firings it needs and what to change.
+#[test]
+fn a_log_needing_too_many_timer_firings_is_refused_up_front() {
+    let lines = [start(0, "c", "u", 1024, 1, 0), finish(10_000_000_000, "c")];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let (ok, _, stderr) = replay(
+        &lines,
+        &[
+            "--set",
+            "yarn.resourcemanager.quota.scheduling.period=1000",
+            "--set",
+            "yarn.resourcemanager.quota.multiplicator.interval=1000",
+        ],
+    );
+    assert!(!ok, "accepted");
+    for says in [
+        "20000000 timer firings",
+        "at most 10000000",
+        "yarn.resourcemanager.quota.scheduling.period",
+    ] {
+        assert!(stderr.contains(says), "{stderr:?} does not say {says}");
     }
 }

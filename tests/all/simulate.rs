@@ -1,7 +1,9 @@
 //! `weft simulate` through the real binary: a scenario on the virtual clock
 //! is scheduled, charged and summarized; a bad scenario is refused.
 
-use crate::support::{assert_credits, weft};
+use std::time::Duration;
+
+use crate::support::{assert_credits, weft, weft_within};
 
 #[test]
 fn a_scenario_runs_on_virtual_time_and_is_summarized() {
@@ -77,6 +79,152 @@ fn a_bad_scenario_is_refused_with_the_reason() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!output.status.success(), "{text} was accepted");
         assert!(stderr.contains(says), "{text}: {stderr}");
+    }
+}
+
+/// Runs `weft simulate` on a scenario's text, killing it (and failing) if
+/// it has not finished after a generous limit: these runs must end,
+/// whatever their answer. (exit status, stdout, stderr)
+fn simulate_within(scenario: &str) -> (bool, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scenario.toml");
+    std::fs::write(&path, scenario).unwrap();
+    let output = weft_within(
+        &["simulate", path.to_str().unwrap()],
+        Duration::from_secs(300),
+    );
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).to_string(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    )
+}
+
+/// Two nodes of 4 GB and 4 vcores.
+const TWO_NODES: &str = "[[nodes]]\ncount = 2\nmemory_mb = 4096\nvcores = 4\n";
+
+fn app(submit_ms: u64, ask: &str) -> String {
+    format!("[[apps]]\nsubmit_ms = {submit_ms}\nname = \"job\"\nuser = \"u\"\nasks = [{ask}]\n")
+}
+
+const ONE_GB: &str = "{ count = 1, memory_mb = 1024, vcores = 1, duration_ms = 1000 }";
+
+/// Scenarios that could never finish, or whose values pass the documented
+/// maxima, are refused before anything runs, naming the app, the field and
+/// the limit.
+#[test]
+fn scenarios_that_cannot_finish_or_break_the_limits_are_refused_up_front() {
+    let cases = [
+        (
+            format!("nodes = []\n{}", app(0, ONE_GB)),
+            "the scenario has no nodes, but app 1 (\"job\") (and every other app) asks for containers",
+        ),
+        (
+            format!(
+                "{TWO_NODES}{}",
+                app(
+                    0,
+                    &format!(
+                        "{ONE_GB}, {{ count = 1, memory_mb = 8192, vcores = 1, duration_ms = 1000 }}"
+                    )
+                )
+            ),
+            "app 1 (\"job\"): asks[1] (8192 MB, 1 vcores, 0 GPUs) is larger than every node (the nodes offer at most 4096 MB, 4 vcores, 0 GPUs)",
+        ),
+        (
+            format!(
+                "{TWO_NODES}{}",
+                app(
+                    0,
+                    "{ count = 1, memory_mb = 1024, vcores = 1, duration_ms = 18446744073709551615 }"
+                )
+            ),
+            "app 1 (\"job\"): asks[0].duration_ms is 18446744073709551615, but must be from 1 to 2592000000",
+        ),
+        (
+            format!("{TWO_NODES}{}", app(253_402_300_800_000, ONE_GB)),
+            "app 1 (\"job\"): submit_ms is 253402300800000, but must be from 0 to 253402300799999",
+        ),
+        (
+            format!(
+                "observe_at_ms = [18446744073709551615]\n{TWO_NODES}{}",
+                app(0, ONE_GB)
+            ),
+            "observe_at_ms[0] is 18446744073709551615, but must be from 0 to 253402300799999",
+        ),
+        (
+            format!(
+                "[[nodes]]\ncount = 100001\nmemory_mb = 1024\nvcores = 1\n{}",
+                app(0, ONE_GB)
+            ),
+            "nodes[0].count is 100001, but must be from 0 to 100000",
+        ),
+    ];
+    for (scenario, says) in cases {
+        let (ok, _, stderr) = simulate_within(&scenario);
+        assert!(!ok, "{scenario} was accepted");
+        assert!(stderr.contains(says), "{scenario}: {stderr}");
+    }
+}
+
+/// The virtual clock jumps over idle time: an app submitted near the end
+/// of the year 9999 runs at once, and the summary is what stepping gives.
+#[test]
+fn a_far_future_submission_runs_without_stepping_to_it() {
+    let (ok, stdout, stderr) = simulate_within(&format!(
+        "observe_at_ms = [253402000000500]\n{TWO_NODES}{}{}",
+        app(0, ONE_GB),
+        app(
+            253_402_000_000_000,
+            "{ count = 2, memory_mb = 1024, vcores = 1, duration_ms = 10000 }"
+        ),
+    ));
+    assert!(ok, "{stderr}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(summary["apps_finished"], 2, "{summary}");
+    // Submitted at a round's time, placed by it, both containers end 10 s later.
+    assert_eq!(summary["end_ms"], 253_402_000_010_000u64, "{summary}");
+    assert_eq!(
+        summary["observations"][0]["queues"][0]["used"]["memory_mb"], 2048,
+        "{summary}"
+    );
+    // 1 s, then 2 × 10 s, of one unit (the 10 s minimum runtime applies to the first).
+    assert_credits(&summary["credits"]["default"], 30.0, "credits");
+}
+
+/// An app that no round places, with nothing running and nothing left to
+/// submit, would keep a run going for ever: it stops with an error naming
+/// the app and the scheduler's reason.
+#[test]
+fn a_stuck_run_stops_with_an_error_naming_the_app() {
+    let (ok, _, stderr) = simulate_within(&format!(
+        r#"{TWO_NODES}
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,b"
+"yarn.scheduler.capacity.root.a.capacity" = "90"
+"yarn.scheduler.capacity.root.b.capacity" = "10"
+"yarn.scheduler.capacity.root.b.maximum-capacity" = "10"
+[[apps]]
+submit_ms = 0
+user = "u"
+queue = "a"
+asks = [{ONE_GB}]
+[[apps]]
+submit_ms = 5000
+name = "too-big-for-b"
+user = "u"
+queue = "b"
+asks = [{{ count = 1, memory_mb = 2048, vcores = 1, duration_ms = 1000 }}]
+"#
+    ));
+    assert!(!ok, "a stuck run succeeded");
+    for says in [
+        "the run cannot finish",
+        r#"application_0_0002 ("too-big-for-b", queue b, 1 containers pending): "#,
+        "root.b",
+        "give end_ms",
+    ] {
+        assert!(stderr.contains(says), "{stderr} does not say {says}");
     }
 }
 

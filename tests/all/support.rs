@@ -20,6 +20,28 @@ pub fn weft(args: &[&str]) -> Output {
         .expect("the weft binary runs")
 }
 
+/// Runs `weft ARGS` to completion, or kills it and fails the test after
+/// `limit`: for runs that must finish, so a regression fails rather than
+/// hangs the suite. Not a timing assertion: give it a generous limit.
+pub fn weft_within(args: &[&str], limit: Duration) -> Output {
+    let child = Command::new(WEFT)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the weft binary runs");
+    let pid = child.id().to_string();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    match finished.recv_timeout(limit) {
+        Ok(output) => output.expect("weft ran"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            panic!("weft {args:?} did not finish within {limit:?}");
+        }
+    }
+}
+
 /// A `weft serve` running on a free port with its own data directory.
 pub struct Server {
     child: Child,

@@ -3,7 +3,8 @@
 //! and optionally a node list (`nodes.json`, racks of nodes, each with an
 //! optional `memory-mb` and `vcores`). Sizes not given are SLS's defaults
 //! from sls-runner.xml: 10240 MB and 10 vcores a node, 1024 MB and 1 vcore a
-//! container.
+//! container. Times, sizes and counts are checked against the documented
+//! maxima (`crate::limits`), naming the job, task or node and the SLS field.
 
 use std::collections::BTreeSet;
 
@@ -11,6 +12,9 @@ use serde::Deserialize;
 
 use super::simulate::{NodeGroup, PolicySpec, QueueSpec, Scenario, ScenarioApp};
 use crate::cluster::AskSpec;
+use crate::limits::{
+    self, MAX_ASKS_PER_APP, MAX_DURATION_MS, MAX_MEMORY_MB, MAX_NODES, MAX_TIME_MS, MAX_VCORES,
+};
 
 pub const NODE_MEMORY_MB: u64 = 10240;
 pub const NODE_VCORES: u32 = 10;
@@ -84,17 +88,16 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
         return Err("the SLS trace holds no jobs".into());
     }
     let node_groups = match nodes {
-        Some(text) => values::<Rack>(text, "SLS rack")?
-            .into_iter()
-            .flat_map(|rack| rack.nodes)
-            .filter(|node| node.node.is_some())
-            .map(|node| NodeGroup {
-                count: 1,
-                memory_mb: node.memory_mb.unwrap_or(NODE_MEMORY_MB),
-                vcores: node.vcores.unwrap_or(NODE_VCORES),
-                gpus: 0,
-            })
-            .collect(),
+        Some(text) => {
+            let nodes: Vec<SlsNode> = values::<Rack>(text, "SLS rack")?
+                .into_iter()
+                .flat_map(|rack| rack.nodes)
+                .filter(|node| node.node.is_some())
+                .collect();
+            limits::at_most("the SLS node list", nodes.len(), MAX_NODES)
+                .map_err(|e| e.to_string())?;
+            nodes.iter().map(node_group).collect::<Result<_, _>>()?
+        }
         // Without a node list, one default node per host the trace names.
         None => {
             let hosts: BTreeSet<&str> = jobs
@@ -102,7 +105,10 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
                 .flat_map(|j| &j.tasks)
                 .filter_map(|t| t.host.as_deref())
                 .collect();
+            limits::at_most("the hosts the SLS trace names", hosts.len(), MAX_NODES)
+                .map_err(|e| e.to_string())?;
             vec![NodeGroup {
+                // At most MAX_NODES, checked just above: fits a u32.
                 count: hosts.len().max(1) as u32,
                 memory_mb: NODE_MEMORY_MB,
                 vcores: NODE_VCORES,
@@ -110,45 +116,7 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
             }]
         }
     };
-    let mut apps = Vec::new();
-    for job in jobs {
-        if job.tasks.is_empty() {
-            return Err(format!("SLS job {} has no tasks", job.id));
-        }
-        let asks = job
-            .tasks
-            .iter()
-            .map(|task| {
-                let duration_ms = task
-                    .end_ms
-                    .checked_sub(task.start_ms)
-                    .filter(|d| *d > 0)
-                    .ok_or_else(|| {
-                        format!(
-                            "SLS job {}: a task ends ({}) no later than it starts ({})",
-                            job.id, task.end_ms, task.start_ms
-                        )
-                    })?;
-                Ok(AskSpec {
-                    count: 1,
-                    memory_mb: task.memory_mb.unwrap_or(CONTAINER_MEMORY_MB),
-                    vcores: task.vcores.unwrap_or(CONTAINER_VCORES),
-                    gpus: 0,
-                    duration_ms,
-                })
-            })
-            .collect::<Result<Vec<_>, String>>()?;
-        apps.push(ScenarioApp {
-            submit_ms: job.start_ms,
-            name: Some(job.id),
-            project: job.user.clone(),
-            user: job.user,
-            queue: job.queue,
-            priority: 0,
-            asks,
-            reservation: None,
-        });
-    }
+    let apps = jobs.into_iter().map(app).collect::<Result<Vec<_>, _>>()?;
     Ok(Scenario {
         nodes: node_groups,
         queues: QueueSpec::default(),
@@ -159,6 +127,88 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
         end_ms: None,
         apps,
         reservations: Vec::new(),
+    })
+}
+
+/// A node of the node list, of its given or SLS's default size.
+fn node_group(node: &SlsNode) -> Result<NodeGroup, String> {
+    let name = node.node.as_deref().unwrap_or_default();
+    let memory_mb = node.memory_mb.unwrap_or(NODE_MEMORY_MB);
+    let vcores = node.vcores.unwrap_or(NODE_VCORES);
+    let field = |what: &str| format!("SLS node {name:?}: {what}");
+    limits::within(field("memory-mb"), memory_mb, 1, MAX_MEMORY_MB).map_err(|e| e.to_string())?;
+    limits::within(field("vcores"), vcores, 1, MAX_VCORES).map_err(|e| e.to_string())?;
+    Ok(NodeGroup {
+        count: 1,
+        memory_mb,
+        vcores,
+        gpus: 0,
+    })
+}
+
+/// A job as an app with one ask (one container) per task.
+fn app(job: Job) -> Result<ScenarioApp, String> {
+    limits::name("SLS job.id", &job.id).map_err(|e| e.to_string())?;
+    let label = format!("SLS job {}", job.id);
+    let bounds = |e: limits::OutOfBounds| e.to_string();
+    limits::name(format_args!("{label}: job.user"), &job.user).map_err(bounds)?;
+    limits::name(format_args!("{label}: job.queue.name"), &job.queue).map_err(bounds)?;
+    limits::within(
+        format_args!("{label}: job.start.ms"),
+        job.start_ms,
+        0,
+        MAX_TIME_MS,
+    )
+    .map_err(bounds)?;
+    if job.tasks.is_empty() {
+        return Err(format!("{label} has no tasks"));
+    }
+    // Each task is an ask of the app.
+    limits::at_most(
+        format_args!("{label}: job.tasks"),
+        job.tasks.len(),
+        MAX_ASKS_PER_APP,
+    )
+    .map_err(bounds)?;
+    let mut asks = Vec::with_capacity(job.tasks.len());
+    for (index, task) in job.tasks.iter().enumerate() {
+        let field = |what: &str| format!("{label}: job.tasks[{index}].{what}");
+        limits::within(field("container.start.ms"), task.start_ms, 0, MAX_TIME_MS)
+            .map_err(bounds)?;
+        limits::within(field("container.end.ms"), task.end_ms, 0, MAX_TIME_MS).map_err(bounds)?;
+        let duration_ms = task
+            .end_ms
+            .checked_sub(task.start_ms)
+            .filter(|d| *d > 0)
+            .ok_or_else(|| {
+                format!(
+                    "{label}: a task ends ({}) no later than it starts ({})",
+                    task.end_ms, task.start_ms
+                )
+            })?;
+        let duration = field("container.end.ms − container.start.ms");
+        limits::within(duration, duration_ms, 1, MAX_DURATION_MS).map_err(bounds)?;
+        let memory_mb = task.memory_mb.unwrap_or(CONTAINER_MEMORY_MB);
+        let vcores = task.vcores.unwrap_or(CONTAINER_VCORES);
+        limits::within(field("container.memory"), memory_mb, 1, MAX_MEMORY_MB).map_err(bounds)?;
+        limits::within(field("container.vcores"), vcores, 1, MAX_VCORES).map_err(bounds)?;
+        asks.push(AskSpec {
+            count: 1,
+            memory_mb,
+            vcores,
+            gpus: 0,
+            duration_ms,
+        });
+    }
+    Ok(ScenarioApp {
+        submit_ms: job.start_ms,
+        name: Some(job.id),
+        project: job.user.clone(),
+        user: job.user,
+        queue: job.queue,
+        priority: 0,
+        asks,
+        reservation: None,
     })
 }
 
@@ -181,5 +231,50 @@ mod tests {
         assert!(without_nodes.nodes[0].count >= 1);
         assert!(super::scenario("", None).is_err());
         assert!(super::scenario(r#"{"job.start.ms": 0, "job.id": "j", "job.tasks": [{"container.start.ms": 5, "container.end.ms": 5}]}"#, None).is_err());
+    }
+
+    #[test]
+    fn out_of_range_sls_values_are_refused_naming_the_job_and_field() {
+        let job = |start: u64, tasks: &str| {
+            format!(r#"{{"job.start.ms": {start}, "job.id": "j1", "job.tasks": [{tasks}]}}"#)
+        };
+        let task = |start: u64, end: u64| {
+            format!(r#"{{"container.start.ms": {start}, "container.end.ms": {end}}}"#)
+        };
+        let cases = [
+            (
+                job(MAX_TIME_MS + 1, &task(0, 1)),
+                "SLS job j1: job.start.ms is 253402300800000, but must be from 0 to 253402300799999",
+            ),
+            (
+                job(0, &task(0, u64::MAX)),
+                "SLS job j1: job.tasks[0].container.end.ms is 18446744073709551615",
+            ),
+            (
+                job(0, &task(0, MAX_DURATION_MS + 1)),
+                "container.end.ms − container.start.ms is 2592000001, but must be from 1 to 2592000000",
+            ),
+            (
+                job(
+                    0,
+                    r#"{"container.start.ms": 0, "container.end.ms": 1, "container.memory": 1073741825}"#,
+                ),
+                "job.tasks[0].container.memory is 1073741825",
+            ),
+            (
+                job(0, &vec![task(0, 1); MAX_ASKS_PER_APP + 1].join(",")),
+                "SLS job j1: job.tasks is 101 items, but may hold at most 100",
+            ),
+        ];
+        for (trace, says) in cases {
+            let error = super::scenario(&trace, None).unwrap_err();
+            assert!(error.contains(says), "{error}");
+        }
+        let nodes = r#"{"rack": "r", "nodes": [{"node": "n1", "vcores": 5000}]}"#;
+        let error = super::scenario(&job(0, &task(0, 1)), Some(nodes)).unwrap_err();
+        assert!(
+            error.contains(r#"SLS node "n1": vcores is 5000, but must be from 1 to 4096"#),
+            "{error}"
+        );
     }
 }
