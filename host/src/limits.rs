@@ -39,9 +39,9 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 pub const MAX_POLICY_BODY_BYTES: usize = 64 << 20;
 
 /// Apps one GET /ws/v1/cluster/apps answers when no `limit` is given, and
-/// the most any `limit` may ask for.
+/// the most any `limit` may ask for (each answer is built on the event loop).
 pub const DEFAULT_APPS_PAGE: usize = 1000;
-pub const MAX_APPS_PAGE: usize = 10_000;
+pub const MAX_APPS_PAGE: usize = 1000;
 
 /// A value that was out of bounds: which field, what it was, and the limit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -74,6 +74,22 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+/// A label value as the text exposition must carry it: backslash, double
+/// quote and line feed escaped (the encoder writes values as given, and a
+/// project or policy name is the caller's text).
+pub fn label(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '"' => escaped.push_str("\\\""),
+            '\n' => escaped.push_str("\\n"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
 /// The process-wide metrics.
 pub fn metrics() -> &'static Metrics {
     static METRICS: OnceLock<Metrics> = OnceLock::new();
@@ -178,5 +194,17 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn label_values_cannot_break_out_of_their_quotes() {
+        assert_eq!(
+            super::label("victim\"} 123 \\\n"),
+            "victim\\\"} 123 \\\\\\n"
+        );
+        assert_eq!(super::label("genomics"), "genomics");
     }
 }

@@ -219,6 +219,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ws/v1/cluster/apps"),
     ("POST", "/ws/v1/cluster/apps"),
     ("GET", "/ws/v1/cluster/apps/{id}"),
+    ("GET", "/ws/v1/cluster/apps/{id}/state"),
+    ("PUT", "/ws/v1/cluster/apps/{id}/state"),
     ("POST", "/ws/v1/cluster/reservation/new-reservation"),
     ("POST", "/ws/v1/cluster/reservation/submit"),
     ("POST", "/ws/v1/cluster/reservation/update"),

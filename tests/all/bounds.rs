@@ -209,7 +209,7 @@ fn app_and_node_listings_filter_and_page_as_yarn() {
     for bad in [
         "?states=BOGUS",
         "?limit=0",
-        "?limit=10001",
+        "?limit=1001",
         "?limit=-1",
         "?startedTimeBegin=5&startedTimeEnd=4",
         "?finishedTimeBegin=abc",
@@ -273,5 +273,222 @@ fn credits_of_a_bounded_run_are_exact() {
     );
     let (_, projects) = server.get("/ws/v1/quota/projects");
     assert_credits(&projects["exact"]["total_used"], 20.0, "exact's usage");
+    server.stop();
+}
+
+/// The address of a plain-HTTP server, for raw sockets.
+fn address(server: &Server) -> String {
+    server.base.trim_start_matches("http://").to_string()
+}
+
+/// Sends `head` (and no body) on a fresh connection; the status line of the
+/// answer, or an empty string if the server closed it without one.
+fn raw(server: &Server, head: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address(server)).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn a_declared_body_too_large_is_refused_before_it_is_sent() {
+    let server = Server::start(&["--set", "yarn.admin.acl=ops"]);
+    // The body never comes: the answer must not wait for it.
+    let started = std::time::Instant::now();
+    let status = raw(
+        &server,
+        "POST /ws/v1/cluster/apps HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 99999999999\r\nconnection: close\r\n\r\n{",
+    );
+    assert!(status.contains(" 413 "), "{status:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // A policy upload by someone who may not load policies is refused
+    // before its 63 MB are read.
+    let status = raw(
+        &server,
+        "PUT /ws/v1/policies/pricing HTTP/1.1\r\nhost: x\r\nx-weft-user: mallory\r\ncontent-length: 63000000\r\nconnection: close\r\n\r\n",
+    );
+    assert!(status.contains(" 403 "), "{status:?}");
+    server.stop();
+}
+
+#[test]
+fn connections_are_capped_and_idle_ones_closed() {
+    use std::io::Read;
+    let server = Server::start(&[
+        "--set",
+        "weft.http.max-connections=4",
+        "--set",
+        "weft.http.idle-timeout-ms=500",
+    ]);
+    let idle: Vec<std::net::TcpStream> = (0..4)
+        .map(|_| std::net::TcpStream::connect(address(&server)).unwrap())
+        .collect();
+    // Let the server accept them all.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // A fifth is closed at once, with no answer.
+    let status = raw(
+        &server,
+        "GET /ws/v1/cluster HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert_eq!(status, "", "over the cap");
+    // The silent ones are closed after the idle timeout...
+    for mut stream in idle {
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut buffer = [0u8; 16];
+        assert_eq!(
+            stream.read(&mut buffer).unwrap_or(0),
+            0,
+            "closed by the server"
+        );
+    }
+    // ...and their places are free again.
+    let status = raw(
+        &server,
+        "GET /ws/v1/cluster HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert!(status.contains(" 200 "), "{status:?}");
+    server.stop();
+}
+
+#[test]
+fn a_huge_reservation_is_refused_at_once_and_the_loop_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let queues = dir.path().join("queues.toml");
+    std::fs::write(
+        &queues,
+        "[yarn.scheduler.capacity.root]\nqueues = \"default,dedicated\"\n\
+         [yarn.scheduler.capacity.root.default]\ncapacity = 50\n\
+         [yarn.scheduler.capacity.root.dedicated]\ncapacity = 50\nreservable = true\n",
+    )
+    .unwrap();
+    let server = Server::start(&[
+        SIM_NODES[0],
+        SIM_NODES[1],
+        "--queues",
+        queues.to_str().unwrap(),
+    ]);
+    let (_, id) = server.post_json("/ws/v1/cluster/reservation/new-reservation", &json!({}));
+    let id = id["reservation-id"].as_str().unwrap().to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let huge = |count: u64, deadline: u64| {
+        json!({"queue": "dedicated", "reservation-id": id,
+            "reservation-definition": {"arrival": now, "deadline": deadline,
+                "reservation-requests": {"reservation-request-interpreter": 0,
+                    "reservation-request": [{"capability": {"memory": 1024, "vCores": 1},
+                        "num-containers": count, "min-concurrency": 1, "duration": 1000}]}}})
+    };
+    for (count, deadline, says) in [
+        (
+            4_294_967_295u64,
+            now + 3_600_000,
+            "num-containers 4294967295 is above",
+        ),
+        (10, 253_402_300_799_999, "more than 31 days ahead"),
+    ] {
+        let started = std::time::Instant::now();
+        let (status, body) =
+            server.post_json("/ws/v1/cluster/reservation/submit", &huge(count, deadline));
+        assert_eq!(status, 400, "{body}");
+        assert!(body.to_string().contains(says), "{body}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    }
+    // Someone else cannot take the id alice... here anonymous... was given.
+    let (status, body) = server.post_json_as(
+        "/ws/v1/cluster/reservation/submit",
+        &huge(2, now + 3_600_000),
+        Some("mallory"),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.to_string().contains("handed out to anonymous"),
+        "{body}"
+    );
+    let (status, body) = server.post_json(
+        "/ws/v1/cluster/reservation/submit",
+        &huge(2, now + 3_600_000),
+    );
+    assert_eq!(status, 202, "{body}");
+    still_schedules_and_charges(&server, "after-reservations");
+    server.stop();
+}
+
+#[test]
+fn ended_apps_beyond_the_retention_are_forgotten_and_still_counted() {
+    let server = Server::start(&[
+        SIM_NODES[0],
+        SIM_NODES[1],
+        "--set",
+        "yarn.resourcemanager.max-completed-applications=2",
+    ]);
+    let ids: Vec<String> = (0..4).map(|_| server.submit("p", 1, 100)).collect();
+    for id in &ids {
+        server.wait_for("/ws/v1/cluster/metrics", "the apps to finish", |body| {
+            body["clusterMetrics"]["appsCompleted"] == 4
+        });
+        let _ = id;
+    }
+    let (_, apps) = server.get("/ws/v1/cluster/apps");
+    let kept: Vec<&str> = apps["apps"]["app"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(kept, vec![ids[2].as_str(), ids[3].as_str()]);
+    assert_eq!(
+        server.get(&format!("/ws/v1/cluster/apps/{}", ids[0])).0,
+        404
+    );
+    let (_, metrics) = server.get("/ws/v1/cluster/metrics");
+    assert_eq!(metrics["clusterMetrics"]["appsSubmitted"], 4, "{metrics}");
+    // A fifth app gets a new id, not a reused one.
+    let fifth = server.submit("p", 1, 100);
+    assert!(!ids.contains(&fifth));
+    server.stop();
+}
+
+#[test]
+fn a_user_may_hold_only_their_share_of_a_queues_applications() {
+    let server = Server::start(&[
+        "--set",
+        "yarn.scheduler.capacity.maximum-applications=4",
+        "--set",
+        "yarn.scheduler.capacity.root.default.minimum-user-limit-percent=50",
+    ]);
+    // No nodes: every app waits.
+    let submit = |user: &str| {
+        server.post_json_as(
+            "/ws/v1/cluster/apps",
+            &json!({"queue": "default", "user": user, "project": "p",
+                    "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 100}]}),
+            Some(user),
+        )
+    };
+    assert_eq!(submit("alice").0, 202);
+    assert_eq!(submit("alice").0, 202);
+    let (status, body) = submit("alice");
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body.to_string().contains("user alice has 2 applications"),
+        "{body}"
+    );
+    assert_eq!(submit("bob").0, 202);
+    assert_eq!(submit("bob").0, 202);
+    let (status, body) = submit("carol");
+    assert_eq!(status, 409, "the queue is full: {body}");
     server.stop();
 }

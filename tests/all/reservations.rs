@@ -75,8 +75,10 @@ fn definition(
     })
 }
 
-fn new_id(server: &Server) -> String {
-    let (status, body) = server.post(&format!("{BASE}/new-reservation"));
+/// A new id, asked for by `user` (only they may submit under it).
+fn new_id(server: &Server, user: &str) -> String {
+    let (status, body) =
+        server.post_json_as(&format!("{BASE}/new-reservation"), &json!({}), Some(user));
     assert_eq!(status, 200, "{body}");
     body["reservation-id"].as_str().unwrap().to_string()
 }
@@ -107,7 +109,7 @@ fn reservations_follow_yarns_api_and_capacity_over_time() {
     let start = now_ms() + 60_000;
 
     // Accepted: 10 GB for 10 minutes.
-    let id = new_id(&server);
+    let id = new_id(&server, "alice");
     assert!(id.starts_with("reservation_"), "{id}");
     let accepted = definition(start, start + HOUR, 10, 1024, 600_000);
     let (status, body) = submit(&server, "alice", "dedicated", &id, &accepted);
@@ -144,7 +146,7 @@ fn reservations_follow_yarns_api_and_capacity_over_time() {
         &server,
         "bob",
         "dedicated",
-        &new_id(&server),
+        &new_id(&server, "bob"),
         &definition(start, start + HOUR, 30, 1024, 600_000),
     );
     assert_eq!(status, 400, "{body}");
@@ -159,7 +161,7 @@ fn reservations_follow_yarns_api_and_capacity_over_time() {
         &server,
         "bob",
         "dedicated",
-        &new_id(&server),
+        &new_id(&server, "bob"),
         &definition(start, start + HOUR, 20, 1024, 40 * 60_000),
     );
     assert_eq!(status, 400, "{body}");
@@ -171,7 +173,7 @@ fn reservations_follow_yarns_api_and_capacity_over_time() {
         &server,
         "bob",
         "dedicated",
-        &new_id(&server),
+        &new_id(&server, "bob"),
         &definition(start, start + 2 * HOUR, 12, 1024, HOUR),
     );
     assert_eq!(status, 202, "{body}");
@@ -182,7 +184,7 @@ fn reservations_follow_yarns_api_and_capacity_over_time() {
 fn bad_reservations_are_refused_with_reasons_and_the_plan_is_unchanged() {
     let server = server_in(None);
     let start = now_ms() + 60_000;
-    let id = new_id(&server);
+    let id = new_id(&server, "alice");
     let (status, body) = submit(
         &server,
         "alice",
@@ -240,7 +242,13 @@ fn bad_reservations_are_refused_with_reasons_and_the_plan_is_unchanged() {
         ),
     ];
     for (what, queue, definition, expected) in cases {
-        let (status, body) = submit(&server, "alice", queue, &new_id(&server), &definition);
+        let (status, body) = submit(
+            &server,
+            "alice",
+            queue,
+            &new_id(&server, "alice"),
+            &definition,
+        );
         assert_eq!(status, expected, "{what}: {body}");
         assert!(!message(&body).is_empty(), "{what}: no reason given");
         assert_eq!(list(&server), before, "{what} changed the plan");
@@ -248,7 +256,13 @@ fn bad_reservations_are_refused_with_reasons_and_the_plan_is_unchanged() {
     // Negative figures are not a definition at all.
     let mut negative = definition(start, start + HOUR, 1, 1024, 60_000);
     negative["reservation-requests"]["reservation-request"][0]["capability"]["memory"] = json!(-1);
-    let (status, body) = submit(&server, "alice", "dedicated", &new_id(&server), &negative);
+    let (status, body) = submit(
+        &server,
+        "alice",
+        "dedicated",
+        &new_id(&server, "alice"),
+        &negative,
+    );
     assert_eq!(status, 400, "{body}");
 
     // Another user may neither update nor delete Alice's reservation.
@@ -293,7 +307,7 @@ fn swapping_the_sharing_policy_governs_new_admissions_only() {
         &server,
         "alice",
         "dedicated",
-        &new_id(&server),
+        &new_id(&server, "alice"),
         &over_average,
     );
     assert_eq!(status, 400, "{body}");
@@ -304,7 +318,7 @@ fn swapping_the_sharing_policy_governs_new_admissions_only() {
         &server,
         "alice",
         "dedicated",
-        &new_id(&server),
+        &new_id(&server, "alice"),
         &over_average,
     );
     assert_eq!(status, 202, "no-overcommit admits it: {body}");
@@ -317,7 +331,7 @@ fn swapping_the_sharing_policy_governs_new_admissions_only() {
         &server,
         "alice",
         "dedicated",
-        &new_id(&server),
+        &new_id(&server, "alice"),
         &definition(start, start + HOUR, 1, 1024, 60_000),
     );
     assert_eq!(status, 400, "{body}");
@@ -336,7 +350,7 @@ fn a_queue_may_name_its_own_sharing_policy() {
         &server,
         "alice",
         "dedicated",
-        &new_id(&server),
+        &new_id(&server, "alice"),
         &over_average,
     );
     assert_eq!(status, 202, "{body}");
@@ -372,7 +386,7 @@ fn reservations_survive_a_restart() {
     let data_dir = dir.path().join("data");
     let start = now_ms() + 60_000;
     let server = server_in(Some(&data_dir));
-    let first = new_id(&server);
+    let first = new_id(&server, "alice");
     let (status, body) = submit(
         &server,
         "alice",
@@ -387,7 +401,7 @@ fn reservations_survive_a_restart() {
     let server = server_in(Some(&data_dir));
     assert_eq!(list(&server), before);
     // Ids handed out before the restart are not handed out again.
-    assert_ne!(new_id(&server), first);
+    assert_ne!(new_id(&server, "alice"), first);
     server.kill();
 }
 
@@ -478,7 +492,7 @@ fn refresh_queues_keeps_reservations_and_refuses_to_lose_one() {
         file.to_str().unwrap(),
     ]);
     let start = now_ms() + 60_000;
-    let first = new_id(&server);
+    let first = new_id(&server, "alice");
     let (status, body) = submit(
         &server,
         "alice",
@@ -488,7 +502,7 @@ fn refresh_queues_keeps_reservations_and_refuses_to_lose_one() {
     );
     assert_eq!(status, 202, "{body}");
     let before = list(&server);
-    let unused = new_id(&server);
+    let unused = new_id(&server, "alice");
 
     // Making the queue not reservable would lose the reservation: refused.
     write(false, HOUR);
@@ -503,6 +517,6 @@ fn refresh_queues_keeps_reservations_and_refuses_to_lose_one() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(list(&server), before);
     // Ids handed out before the refresh, used or not, are not handed out again.
-    let after = new_id(&server);
+    let after = new_id(&server, "alice");
     assert!(after != first && after != unused, "{after}");
 }

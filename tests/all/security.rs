@@ -444,3 +444,80 @@ fn a_silent_node_expires_and_its_containers_are_asked_for_again() {
     assert_eq!(body["app"]["state"], "RUNNING", "{body}");
     server.stop();
 }
+
+#[test]
+fn apps_are_killed_by_their_user_or_an_administrator_and_charged_to_then() {
+    let server = Server::start(&[
+        "--sim-nodes",
+        "2x8192mb,8vcores",
+        "--set",
+        "yarn.admin.acl=ops",
+        // As in YARN, root's ACLs default to "*": everyone would
+        // administer every queue (and kill any app) unless it is closed.
+        "--set",
+        "yarn.scheduler.capacity.root.acl_administer_queue= ",
+        "--set",
+        "yarn.resourcemanager.quota.min.runtime=0",
+    ]);
+    let submit = || {
+        let (status, body) = server.post_json_as(
+            "/ws/v1/cluster/apps",
+            &json!({"queue": "default", "user": "alice", "project": "killed",
+                    "asks": [{"count": 2, "memory_mb": 1024, "vcores": 1, "duration_ms": 600000}]}),
+            Some("alice"),
+        );
+        assert_eq!(status, 202, "{body}");
+        body["app"]["id"].as_str().unwrap().to_string()
+    };
+    let kill = |id: &str, user: &str| {
+        server.request(
+            "PUT",
+            &format!("/ws/v1/cluster/apps/{id}/state"),
+            &[("x-weft-user", user), ("content-type", "application/json")],
+            Some(br#"{"state": "KILLED"}"#),
+        )
+    };
+    let first = submit();
+    server.wait_for(&format!("/ws/v1/cluster/apps/{first}"), "containers", |b| {
+        b["app"]["runningContainers"] == 2
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, body) = kill(&first, "mallory");
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = kill(&first, "alice");
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("KILLED")),
+        "{body}"
+    );
+    let (_, state) = server.get(&format!("/ws/v1/cluster/apps/{first}/state"));
+    assert_eq!(state["state"], "KILLED");
+    let second = submit();
+    let (status, body) = kill(&second, "ops");
+    assert_eq!(
+        (status, body["state"].as_str()),
+        (200, Some("KILLED")),
+        "{body}"
+    );
+    let (status, _) = server.request(
+        "PUT",
+        &format!("/ws/v1/cluster/apps/{second}/state"),
+        &[("x-weft-user", "alice")],
+        Some(br#"{"state": "RUNNING"}"#),
+    );
+    assert_eq!(status, 400);
+    // The killed containers were charged up to the kill, and no further.
+    let used = || {
+        server.wait_for("/ws/v1/quota/projects", "the charge", |b| {
+            b["killed"]["total_used"].as_f64().unwrap_or(0.0) > 0.0
+        })["killed"]["total_used"]
+            .as_f64()
+            .unwrap()
+    };
+    let charged = used();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(used(), charged, "nothing charged after the kill");
+    let (_, metrics) = server.get("/ws/v1/cluster/metrics");
+    assert_eq!(metrics["clusterMetrics"]["appsKilled"], 2, "{metrics}");
+    server.stop();
+}

@@ -111,15 +111,18 @@ pub async fn cluster_metrics(
         .rm
         .with(|rm: &mut ResourceManager| {
             let c = &rm.cluster;
-            let count = |s: AppState| c.apps().iter().filter(|a| a.state == s).count();
+            // Active apps by state; ended ones by the cluster's totals, as
+            // the table keeps only the most recent.
+            let active = |s: AppState| c.active_apps().filter(|&i| c.apps()[i].state == s).count();
+            let (submitted, finished, killed) = c.app_totals();
             let (capacity, allocated) = (c.capacity(), c.allocated());
             let available = capacity.saturating_sub(&allocated);
             ClusterMetrics {
-                apps_submitted: c.apps().len(),
-                apps_pending: count(AppState::Accepted),
-                apps_running: count(AppState::Running),
-                apps_completed: count(AppState::Finished),
-                apps_killed: count(AppState::Killed),
+                apps_submitted: submitted,
+                apps_pending: active(AppState::Accepted),
+                apps_running: active(AppState::Running),
+                apps_completed: finished,
+                apps_killed: killed,
                 containers_allocated: c.containers().count(),
                 containers_pending: c
                     .active_apps()
@@ -468,8 +471,8 @@ pub struct AppsQuery {
     state: Option<String>,
     queue: Option<String>,
     user: Option<String>,
-    /// At most this many apps, the newest (1 to 10,000; default 1,000).
-    #[param(minimum = 1, maximum = 10_000)]
+    /// At most this many apps, the newest (1 to 1,000; default 1,000).
+    #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
     started_time_begin: Option<u64>,
     started_time_end: Option<u64>,
@@ -569,4 +572,60 @@ pub async fn app(
         .await?;
     let app = app.ok_or_else(|| ApiError::not_found(format!("application {id} not found")))?;
     Ok(Json(AppResponse { app }))
+}
+
+/// YARN's app-state resource: `{"state": "RUNNING"}`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AppStateBody {
+    state: String,
+}
+
+/// An app's state.
+#[utoipa::path(get, path = "/ws/v1/cluster/apps/{id}/state", tag = "apps",
+    params(("id" = String, Path, description = "The application id")),
+    responses((status = 200, body = AppStateBody), (status = 401, body = RemoteException),
+        (status = 404, body = RemoteException)))]
+pub async fn app_state(
+    State(state): State<ApiState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<AppStateBody>, ApiError> {
+    let wanted = id.clone();
+    let found = state
+        .rm
+        .with(move |rm: &mut ResourceManager| rm.cluster.app(&wanted).map(|a| a.state))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("application {id} not found")))?;
+    Ok(Json(AppStateBody {
+        state: found.as_str().into(),
+    }))
+}
+
+/// Kills an app, as YARN's `PUT …/state {"state": "KILLED"}`: its user, an
+/// administrator of its queue or of the cluster. Pending containers are
+/// dropped; running ones end now and are charged up to now.
+#[utoipa::path(put, path = "/ws/v1/cluster/apps/{id}/state", tag = "apps",
+    params(("id" = String, Path, description = "The application id")),
+    request_body = AppStateBody,
+    responses((status = 200, body = AppStateBody), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 413, body = RemoteException)))]
+pub async fn kill_app(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    JsonBody(wanted): JsonBody<AppStateBody>,
+) -> Result<Json<AppStateBody>, ApiError> {
+    if !wanted.state.eq_ignore_ascii_case("KILLED") {
+        return Err(ApiError::bad_request(format!(
+            "an app's state can only be set to KILLED, not {:?}",
+            wanted.state
+        )));
+    }
+    let now = state
+        .rm
+        .with(move |rm: &mut ResourceManager| rm.kill_app(&caller, &id))
+        .await??;
+    Ok(Json(AppStateBody {
+        state: now.as_str().into(),
+    }))
 }

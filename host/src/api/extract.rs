@@ -118,3 +118,34 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
             })
     }
 }
+
+/// Refuses a request whose Content-Length is above the route's `limit`
+/// with 413, before its body is read.
+pub async fn refuse_oversized(
+    axum::extract::State(limit): axum::extract::State<usize>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.trim().parse::<u64>().ok());
+    match declared {
+        Some(length) if length > limit as u64 => {
+            crate::metrics::metrics()
+                .requests_refused
+                .get_or_create(&crate::metrics::WhatLabels {
+                    what: "body too large".into(),
+                })
+                .inc();
+            axum::response::IntoResponse::into_response(ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the body is {length} bytes; this route takes at most {limit} (bodies are limited per route; see docs/security.md)"
+                ),
+            ))
+        }
+        _ => next.run(request).await,
+    }
+}

@@ -58,32 +58,35 @@ impl std::fmt::Debug for ApiState {
     }
 }
 
-/// The routes and their OpenAPI description, one list for both.
+/// The routes and their OpenAPI description, one list for both. Each
+/// route's body is bounded: a submission far below a policy upload.
 fn api_routes() -> OpenApiRouter<ApiState> {
+    let small = |routes| with_body_limit(routes, MAX_BODY_BYTES);
     OpenApiRouter::with_openapi(openapi::base())
-        .routes(routes!(cluster::info))
-        .routes(routes!(cluster::cluster_info))
-        .routes(routes!(cluster::cluster_metrics))
-        .routes(routes!(scheduler::scheduler))
-        .routes(routes!(cluster::nodes))
-        .routes(routes!(cluster::register_node))
-        .routes(routes!(cluster::heartbeat))
-        .routes(routes!(cluster::apps, cluster::submit_app))
-        .routes(routes!(cluster::app))
-        .routes(routes!(reservation::new_reservation))
-        .routes(routes!(reservation::submit))
-        .routes(routes!(reservation::update))
-        .routes(routes!(reservation::delete))
-        .routes(routes!(reservation::list))
-        .routes(routes!(policies::list))
+        .routes(small(routes!(cluster::info)))
+        .routes(small(routes!(cluster::cluster_info)))
+        .routes(small(routes!(cluster::cluster_metrics)))
+        .routes(small(routes!(scheduler::scheduler)))
+        .routes(small(routes!(cluster::nodes)))
+        .routes(small(routes!(cluster::register_node)))
+        .routes(small(routes!(cluster::heartbeat)))
+        .routes(small(routes!(cluster::apps, cluster::submit_app)))
+        .routes(small(routes!(cluster::app)))
+        .routes(small(routes!(cluster::app_state, cluster::kill_app)))
+        .routes(small(routes!(reservation::new_reservation)))
+        .routes(small(routes!(reservation::submit)))
+        .routes(small(routes!(reservation::update)))
+        .routes(small(routes!(reservation::delete)))
+        .routes(small(routes!(reservation::list)))
+        .routes(small(routes!(policies::list)))
         .routes(with_body_limit(
             routes!(policies::show, policies::load),
             MAX_POLICY_BODY_BYTES,
         ))
-        .routes(routes!(policies::rollback))
-        .routes(routes!(admin::refresh_queues))
-        .routes(routes!(quota::projects))
-        .routes(routes!(quota::prices))
+        .routes(small(routes!(policies::rollback)))
+        .routes(small(routes!(admin::refresh_queues)))
+        .routes(small(routes!(quota::projects)))
+        .routes(small(routes!(quota::prices)))
 }
 
 /// The OpenAPI 3 document of the whole /ws/v1 API, as served at
@@ -92,12 +95,21 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
     api_routes().into_openapi()
 }
 
-/// Raises (or lowers) the body limit of one route.
+/// Bounds the body of one route: a request whose Content-Length says more
+/// is refused before a byte of it is read, and a body without one is cut
+/// off at the limit (both 413).
 fn with_body_limit(
     (schemas, paths, router): UtoipaMethodRouter<ApiState>,
     bytes: usize,
 ) -> UtoipaMethodRouter<ApiState> {
-    (schemas, paths, router.layer(DefaultBodyLimit::max(bytes)))
+    let router =
+        router
+            .layer(DefaultBodyLimit::max(bytes))
+            .layer(axum::middleware::from_fn_with_state(
+                bytes,
+                extract::refuse_oversized,
+            ));
+    (schemas, paths, router)
 }
 
 pub fn router(state: ApiState) -> Router {
@@ -109,10 +121,8 @@ pub fn router(state: ApiState) -> Router {
             axum::routing::get(move || openapi::serve(document.clone())),
         )
         .fallback(|| async { ApiError::not_found("no such resource; see /ws/v1/openapi.json") })
-        // Outermost first: a panic anywhere is one 500; then who is asking;
-        // then how much they may send (a submission is far smaller than
-        // a policy upload, which raises its own limit).
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // Outermost first: a panic anywhere is one 500; then who is asking.
+        // (How much they may send is per route: `with_body_limit`.)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::authenticate,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{FromRequest, State};
 
 use super::extract::{ApiPath, ApiQuery, RawBody};
 use super::openapi::RemoteException;
@@ -57,13 +57,16 @@ pub async fn load(
     caller: Caller,
     ApiPath(kind_name): ApiPath<String>,
     ApiQuery(query): ApiQuery<Vec<(String, String)>>,
-    RawBody(body): RawBody,
+    request: axum::extract::Request,
 ) -> Result<Json<SlotStatus>, ApiError> {
+    // The right first, then the body: a caller without it does not get to
+    // make the server hold 64 MB.
     let kind = kind(&kind_name)?;
     state
         .security
         .check_admin(&caller, &format!("load a {kind} policy"))
         .map_err(ApiError::forbidden)?;
+    let RawBody(body) = RawBody::from_request(request, &state).await?;
     tracing::info!(%kind, caller = %caller.user, "policy load requested");
     let mut builtin = None;
     let mut params = Vec::new();

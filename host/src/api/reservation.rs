@@ -51,10 +51,11 @@ pub struct Empty {}
         (status = 503, description = "the reservation system is off", body = RemoteException)))]
 pub async fn new_reservation(
     State(state): State<ApiState>,
+    caller: Caller,
 ) -> Result<Json<NewReservation>, ApiError> {
     let id = state
         .rm
-        .with(|rm: &mut ResourceManager| rm.reservations.new_reservation())
+        .with(move |rm: &mut ResourceManager| rm.reservations.new_reservation(&caller.user))
         .await??;
     Ok(Json(NewReservation {
         reservation_id: id.to_string(),

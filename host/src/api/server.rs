@@ -1,10 +1,13 @@
 //! Serving the router: plain HTTP, or TLS with rustls when
 //! `weft.http.tls.cert-file` and `.key-file` are set; each request knows the
-//! client's address; slow clients are cut off; a stop drains what is in
-//! flight.
+//! client's address; connections are capped and idle or slow ones cut off
+//! (`Guarded`); a stop drains what is in flight.
 
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -14,7 +17,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
-use crate::config::TlsFiles;
+use crate::config::{HttpSettings, TlsFiles};
 
 /// A client has this long to send a request's headers (against clients
 /// that open connections and trickle bytes to hold them).
@@ -24,11 +27,11 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// In-flight requests get this long to finish once a stop is asked for.
 const DRAIN: Duration = Duration::from_secs(5);
 
-/// Serves `router` on `listener` until `stop` resolves.
+/// Serves `router` on `listener` as `settings` say until `stop` resolves.
 pub async fn serve(
     router: Router,
     listener: std::net::TcpListener,
-    tls: Option<&TlsFiles>,
+    settings: &HttpSettings,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     listener
@@ -41,16 +44,24 @@ pub async fn serve(
         stopper.graceful_shutdown(Some(DRAIN));
     });
     let service = router.into_make_service_with_connect_info::<SocketAddr>();
-    match tls {
+    let guarded = Guarded::new(
+        settings.max_connections.unwrap_or_else(max_connections),
+        settings.idle_timeout,
+    );
+    tracing::info!(max_connections = guarded.max, idle_timeout = ?guarded.idle_timeout, "connections capped");
+    match &settings.tls {
         None => {
-            let mut server = axum_server::from_tcp(listener)?.handle(handle);
+            let mut server = axum_server::from_tcp(listener)?
+                .acceptor(guarded)
+                .handle(handle);
             limit_slow_clients(server.http_builder());
             server.serve(service).await
         }
         Some(files) => {
             let config = RustlsConfig::from_config(Arc::new(server_config(files)?));
             let acceptor = axum_server::tls_rustls::RustlsAcceptor::new(config)
-                .handshake_timeout(TLS_HANDSHAKE_TIMEOUT);
+                .handshake_timeout(TLS_HANDSHAKE_TIMEOUT)
+                .acceptor(guarded);
             let mut server = axum_server::from_tcp(listener)?
                 .acceptor(acceptor)
                 .handle(handle);
@@ -104,4 +115,106 @@ pub fn server_config(files: &TlsFiles) -> anyhow::Result<rustls::ServerConfig> {
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .context("the TLS certificate and key do not go together")
+}
+
+/// Half the process's file-descriptor limit (the rest is for the store,
+/// policies and logs), between 16 and 10,000 connections.
+fn max_connections() -> usize {
+    let soft = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map(|(soft, _)| soft)
+        .unwrap_or(1024);
+    (soft / 2).clamp(16, 10_000) as usize
+}
+
+/// Accepts a connection only while fewer than `max` are open (beyond that it
+/// is closed at once, so a flood cannot take every file descriptor), and
+/// closes one on which nothing can be read or written for `idle_timeout`:
+/// an idle keep-alive, a client gone quiet mid-body, a socket opened and
+/// left (`weft.http.idle-timeout-ms`, longer than any request takes).
+#[derive(Debug, Clone)]
+struct Guarded {
+    max: usize,
+    idle_timeout: Duration,
+    permits: Arc<tokio::sync::Semaphore>,
+}
+
+impl Guarded {
+    fn new(max: usize, idle_timeout: Duration) -> Guarded {
+        Guarded {
+            max,
+            idle_timeout,
+            permits: Arc::new(tokio::sync::Semaphore::new(max)),
+        }
+    }
+}
+
+impl<I, S> axum_server::accept::Accept<I, S> for Guarded
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite,
+{
+    type Stream = GuardedStream<I>;
+    type Service = S;
+    type Future = std::future::Ready<io::Result<(GuardedStream<I>, S)>>;
+
+    fn accept(&self, stream: I, service: S) -> Self::Future {
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+            crate::metrics::metrics()
+                .requests_refused
+                .get_or_create(&crate::metrics::WhatLabels {
+                    what: "too many connections".into(),
+                })
+                .inc();
+            return std::future::ready(Err(io::Error::other(format!(
+                "more than {} connections are open; this one is closed",
+                self.max
+            ))));
+        };
+        let mut timed = tokio_io_timeout::TimeoutStream::new(stream);
+        timed.set_read_timeout(Some(self.idle_timeout));
+        timed.set_write_timeout(Some(self.idle_timeout));
+        std::future::ready(Ok((
+            GuardedStream {
+                inner: Box::pin(timed),
+                _permit: permit,
+            },
+            service,
+        )))
+    }
+}
+
+/// A connection holding its place under the cap until it closes.
+struct GuardedStream<I> {
+    inner: Pin<Box<tokio_io_timeout::TimeoutStream<I>>>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl<I: tokio::io::AsyncRead + tokio::io::AsyncWrite> tokio::io::AsyncRead for GuardedStream<I> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.get_mut().inner.as_mut().poll_read(cx, buf)
+    }
+}
+
+impl<I: tokio::io::AsyncRead + tokio::io::AsyncWrite> tokio::io::AsyncWrite for GuardedStream<I> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().inner.as_mut().poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().inner.as_mut().poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.get_mut().inner.as_mut().poll_shutdown(cx)
+    }
 }

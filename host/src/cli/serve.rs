@@ -174,7 +174,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         crate::api::server::serve(
             router(state),
             listener,
-            settings.http.tls.as_ref(),
+            &settings.http,
             stopped(stop_rx),
         )
         .await

@@ -229,7 +229,7 @@ impl AppFilter {
     }
 
     /// The newest `limit` matching apps, in submission order.
-    pub fn select<'a>(&self, apps: &'a [App]) -> Vec<&'a App> {
+    pub fn select<'a>(&self, apps: &'a super::AppTable) -> Vec<&'a App> {
         let mut selected: Vec<&App> = apps
             .iter()
             .rev()

@@ -6,8 +6,10 @@ mod app;
 mod model;
 mod node;
 mod resources;
+mod table;
 
 pub use app::{App, AppFilter, AppState, Ask, AskSpec, OTHER_YARN_APP_STATES, SubmitApp};
 pub use model::{Allocation, Cluster, ClusterError, Container, EndCause, Placement};
 pub use node::{Node, NodeKind};
 pub use resources::Resources;
+pub use table::AppTable;

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
 use serde::Serialize;
 
+use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, Resources, SubmitApp};
 use crate::queues::{QueueState, QueueTree};
 
@@ -62,6 +63,15 @@ pub enum ClusterError {
         "queue {queue} has {active} applications, its maximum-applications; wait for some to finish"
     )]
     QueueFull { queue: String, active: u64 },
+    #[error(
+        "user {user} has {active} applications in queue {queue}, the most one user may (maximum-applications × minimum-user-limit-percent × user-limit-factor = {maximum})"
+    )]
+    UserFull {
+        user: String,
+        queue: String,
+        active: u64,
+        maximum: u64,
+    },
 }
 
 /// Why a running container ended.
@@ -82,8 +92,11 @@ pub struct Cluster {
     cluster_timestamp: u64,
     queues: QueueTree,
     nodes: BTreeMap<String, Node>,
-    apps: Vec<App>,
+    apps: AppTable,
     app_index: HashMap<String, usize>,
+    /// Apps ever ended, by how (they outlive the table's retention).
+    finished_total: usize,
+    killed_total: usize,
     /// Apps not finished, in submission order.
     active: BTreeSet<usize>,
     containers: HashMap<String, Container>,
@@ -98,8 +111,10 @@ impl Cluster {
             cluster_timestamp,
             queues,
             nodes: BTreeMap::new(),
-            apps: Vec::new(),
+            apps: AppTable::new(usize::MAX),
             app_index: HashMap::new(),
+            finished_total: 0,
+            killed_total: 0,
             active: BTreeSet::new(),
             containers: HashMap::new(),
             simulated_ends: BinaryHeap::new(),
@@ -109,6 +124,38 @@ impl Cluster {
 
     pub fn queues(&self) -> &QueueTree {
         &self.queues
+    }
+
+    /// Keeps only the `count` most recently ended apps (YARN's
+    /// `yarn.resourcemanager.max-completed-applications`); all by default.
+    pub fn keep_ended_apps(&mut self, count: usize) {
+        let mut table = AppTable::new(count);
+        std::mem::swap(&mut table, &mut self.apps);
+        // Only called on a new cluster: nothing to move.
+        debug_assert!(table.is_empty(), "set the retention before any app");
+    }
+
+    /// Apps ever submitted, finished and killed (beyond what is kept).
+    pub fn app_totals(&self) -> (usize, usize, usize) {
+        (
+            self.apps.next_number(),
+            self.finished_total,
+            self.killed_total,
+        )
+    }
+
+    /// App `index` ended: counted, and the oldest ended apps beyond the
+    /// retention are let go.
+    fn app_ended(&mut self, index: usize) {
+        self.active.remove(&index);
+        match self.apps.get(index).map(|a| a.state) {
+            Some(AppState::Finished) => self.finished_total += 1,
+            Some(AppState::Killed) => self.killed_total += 1,
+            _ => {}
+        }
+        for dropped in self.apps.ended(index) {
+            self.app_index.remove(&dropped.id);
+        }
     }
 
     /// refreshQueues: takes a new tree. Refused, changing nothing, if an app
@@ -271,7 +318,29 @@ impl Cluster {
                 active,
             });
         }
-        let seq = self.apps.len() + 1;
+        // YARN's per-user share of it (LeafQueue's maxApplicationsPerUser):
+        // maximum-applications × minimum-user-limit-percent × user-limit-factor.
+        let per_user = (queue.maximum_applications as f64 * queue.minimum_user_limit_percent
+            / 100.0
+            * queue.user_limit_factor)
+            .clamp(1.0, queue.maximum_applications.max(1) as f64) as u64;
+        let of_user = self
+            .active
+            .iter()
+            .filter(|&&i| {
+                let app = &self.apps[i];
+                app.queue_index == queue_index && app.user == request.user
+            })
+            .count() as u64;
+        if of_user >= per_user {
+            return Err(ClusterError::UserFull {
+                user: request.user.clone(),
+                queue: queue.path.clone(),
+                active: of_user,
+                maximum: per_user,
+            });
+        }
+        let seq = self.apps.next_number() + 1;
         let id = format!("application_{}_{seq:04}", self.cluster_timestamp);
         let app = App {
             id: id.clone(),
@@ -303,10 +372,10 @@ impl Cluster {
             lost_containers: 0,
             reservation_id: request.reservation_id,
         };
-        self.app_index.insert(id, self.apps.len());
-        self.active.insert(self.apps.len());
-        self.apps.push(app);
-        Ok(self.apps.last().expect("just pushed"))
+        let number = self.apps.push(app);
+        self.app_index.insert(id, number);
+        self.active.insert(number);
+        Ok(&self.apps[number])
     }
 
     /// Creates the containers of `placements`, which the scheduler has checked
@@ -455,7 +524,7 @@ impl Cluster {
             .iter()
             .filter_map(|c| self.end_container(c, now, EndCause::Finished))
             .collect();
-        self.active.remove(&index);
+        self.app_ended(index);
         ended
     }
 
@@ -507,7 +576,7 @@ impl Cluster {
                 app.state = AppState::Finished;
                 app.finish_time_ms = Some(now);
                 tracing::info!(app = %app.id, from = "RUNNING", to = "FINISHED", cause = "all its containers finished", queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
-                self.active.remove(&index);
+                self.app_ended(index);
             }
         }
         Some(container)
@@ -517,7 +586,8 @@ impl Cluster {
         self.nodes.values()
     }
 
-    pub fn apps(&self) -> &[App] {
+    /// The apps kept: every active one and the most recently ended ones.
+    pub fn apps(&self) -> &AppTable {
         &self.apps
     }
 

@@ -25,6 +25,8 @@ pub struct Settings {
     pub pricing_params: Vec<(String, String)>,
     pub scheduler: SchedulerSettings,
     pub nodes: NodeSettings,
+    /// Ended apps kept for the API (YARN's max-completed-applications).
+    pub max_completed_applications: usize,
     pub reservations: ReservationSystemSettings,
     pub policies: PolicySettings,
     pub security: SecuritySettings,
@@ -109,6 +111,10 @@ pub struct SecuritySettings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpSettings {
     pub tls: Option<TlsFiles>,
+    /// A connection making no progress this long is closed.
+    pub idle_timeout: Duration,
+    /// Connections open at once; `None`: half the file-descriptor limit.
+    pub max_connections: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +188,8 @@ impl Settings {
                 .whole("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms")?,
             expiry_interval_ms: read.whole("yarn.nm.liveness-monitor.expiry-interval-ms")?,
         };
+        let max_completed_applications =
+            read.whole("yarn.resourcemanager.max-completed-applications")? as usize;
         let reservations = ReservationSystemSettings {
             enabled: read.flag("yarn.resourcemanager.reservation-system.enable")?,
             max_periodicity_ms: read
@@ -235,6 +243,14 @@ impl Settings {
                 ));
             }
         };
+        let http = HttpSettings {
+            tls,
+            idle_timeout: Duration::from_millis(read.whole("weft.http.idle-timeout-ms")?),
+            max_connections: match read.whole("weft.http.max-connections")? {
+                0 => None,
+                n => Some(n as usize),
+            },
+        };
         #[cfg(test)]
         read.check_all_read();
         Ok(Settings {
@@ -242,10 +258,11 @@ impl Settings {
             pricing_params,
             scheduler,
             nodes,
+            max_completed_applications,
             reservations,
             policies,
             security,
-            http: HttpSettings { tls },
+            http,
             queue_properties: properties.queue_properties.clone(),
             properties,
         })

@@ -159,6 +159,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "ms without a heartbeat after which a node is lost",
     ),
     (
+        "yarn.resourcemanager.max-completed-applications",
+        ValueType::Whole {
+            min: 0,
+            max: 10_000_000,
+        },
+        "1000",
+        "ended apps kept for the API (the most recent ones); older ones are forgotten",
+    ),
+    (
         "weft.security.authentication",
         ValueType::Choice(&["simple", "token"]),
         "simple",
@@ -211,6 +220,24 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         ValueType::Text,
         "",
         "the PEM private key of the certificate",
+    ),
+    (
+        "weft.http.idle-timeout-ms",
+        ValueType::Whole {
+            min: 100,
+            max: 3_600_000,
+        },
+        "60000",
+        "ms a connection may make no progress (idle, or stalled mid-request) before it is closed",
+    ),
+    (
+        "weft.http.max-connections",
+        ValueType::Whole {
+            min: 0,
+            max: 100_000,
+        },
+        "0",
+        "connections open at once; more are closed at once (0: half the process's file-descriptor limit)",
     ),
     (
         "yarn.resourcemanager.reservation-system.enable",

@@ -79,7 +79,7 @@ impl<'a> PolicyEvent<'a> {
                 m.policy_calls
                     .get_or_create(&PolicyLabels {
                         kind: i.kind.to_string(),
-                        policy: i.name.clone(),
+                        policy: crate::metrics::label(&i.name),
                     })
                     .inc();
                 m.policy_call_seconds
@@ -98,7 +98,7 @@ impl<'a> PolicyEvent<'a> {
                 m.policy_failures
                     .get_or_create(&FailureLabels {
                         kind: i.kind.to_string(),
-                        policy: i.name.clone(),
+                        policy: crate::metrics::label(&i.name),
                         reason: error.reason().into(),
                     })
                     .inc();

@@ -300,7 +300,7 @@ impl QuotaService {
             metrics()
                 .credits_charged
                 .get_or_create(&ProjectLabels {
-                    project: charge.project.clone(),
+                    project: crate::metrics::label(&charge.project),
                 })
                 .inc_by(charge.credits);
         }

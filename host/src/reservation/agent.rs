@@ -946,23 +946,24 @@ mod tests {
 
     #[test]
     fn a_long_stretch_without_room_is_crossed_in_one_step() {
-        // The plan is full for ten years but its first second; a request of
-        // one second with a deadline ten years off. Moving back one duration
-        // at a time would take 3 × 10⁸ passes; the agent jumps.
-        const TEN_YEARS: i64 = 10 * 365 * 86_400_000;
+        // The plan is full for a month but its first second; a request of
+        // one second with a deadline a month off (as far ahead as plans
+        // reach). Moving back one duration at a time would take 2.6 × 10⁶
+        // passes; the agent jumps.
+        const A_MONTH: i64 = 30 * DAY;
         let mut plan = plan();
         commit(
             &mut plan,
             &definition(
                 1_000,
-                TEN_YEARS,
+                A_MONTH,
                 Interpreter::All,
-                vec![gb(10, 10, TEN_YEARS / 1000 - 1)],
+                vec![gb(10, 10, A_MONTH / 1000 - 1)],
             ),
             1,
             "alice",
         );
-        let job = definition(0, TEN_YEARS, Interpreter::All, vec![gb(1, 1, 1)]);
+        let job = definition(0, A_MONTH, Interpreter::All, vec![gb(1, 1, 1)]);
         let placement = try_place(&plan, &NoOverCommit::default(), &job, 2, "bob").unwrap();
         assert_eq!(blocks(&placement), vec![(0, 0, 1, 1)]);
     }
@@ -1063,9 +1064,9 @@ mod tests {
     #[test]
     fn a_recurring_check_too_long_to_unroll_is_refused() {
         let mut plan = plan();
-        // A one-off a year ahead: a minutely reservation would be checked
-        // over more than 500,000 of its occurrences.
-        let year = 365 * DAY;
+        // A one-off a month ahead: a reservation every 10 s would be checked
+        // over more than 250,000 of its occurrences.
+        let year = 30 * DAY;
         commit(
             &mut plan,
             &definition(year, year + 10_000, Interpreter::All, vec![gb(1, 1, 10)]),
@@ -1073,19 +1074,19 @@ mod tests {
             "bob",
         );
         let mut minutely = definition(0, 10_000, Interpreter::All, vec![gb(1, 1, 10)]);
-        minutely.recurrence_expression = Some("60000".into());
+        minutely.recurrence_expression = Some("10000".into());
         let error = try_place(&plan, &NoOverCommit::default(), &minutely, 1, "alice").unwrap_err();
         assert!(
             matches!(
                 error,
                 AgentError::TooManyOccurrences {
-                    period_ms: 60_000,
+                    period_ms: 10_000,
                     ..
                 }
             ),
             "{error}"
         );
-        // Daily, it is 366 occurrences.
+        // Daily, it is 31 occurrences.
         minutely.recurrence_expression = Some(DAY.to_string());
         assert!(try_place(&plan, &NoOverCommit::default(), &minutely, 1, "alice").is_ok());
     }

@@ -358,10 +358,34 @@ impl ReservationDefinition {
                 now_ms: limits.now_ms,
             });
         }
+        // A plan reaches no further ahead than this: the agent's and a
+        // recurring reservation's work grow with how far plans reach.
+        let latest = limits.now_ms.saturating_add(MAX_AHEAD_MS as i64);
+        if deadline_ms > latest {
+            return Err(DefinitionError::TooFarAhead {
+                deadline_ms,
+                latest_ms: latest,
+            });
+        }
+        if requests.len() > crate::limits::MAX_ASKS_PER_APP {
+            return Err(DefinitionError::TooManyRequests {
+                count: requests.len(),
+            });
+        }
         let window_ms = deadline_ms - arrival_ms;
         let mut stages = Vec::with_capacity(requests.len());
+        let mut gangs: u64 = 0;
         for (index, request) in requests.iter().enumerate() {
-            stages.push(validate_request(index, request, window_ms)?);
+            let stage = validate_request(index, request, window_ms)?;
+            // The agent places one gang (min-concurrency containers) at a
+            // time: its work is the number of gangs.
+            gangs = gangs.saturating_add(u64::from(
+                stage.num_containers.div_ceil(stage.min_concurrency),
+            ));
+            stages.push(stage);
+        }
+        if gangs > MAX_GANGS {
+            return Err(DefinitionError::TooManyGangs { gangs });
         }
         if interpreter.is_ordered() {
             let total_ms = stages
@@ -447,23 +471,40 @@ fn validate_request(
             });
         }
     }
-    let too_large = |dimension: &'static str, value: i64| DefinitionError::TooLarge {
-        index,
-        what: dimension,
-        value,
-        max: i64::from(u32::MAX),
+    // The documented maxima of an ask (limits.rs) bound a reservation too.
+    let at_most = |what: &'static str, value: i64, max: u64| {
+        if value > max as i64 {
+            Err(DefinitionError::TooLarge {
+                index,
+                what,
+                value,
+                max: max as i64,
+            })
+        } else {
+            Ok(value)
+        }
     };
-    let vcores =
-        u32::try_from(capability.vcores).map_err(|_| too_large("vCores", capability.vcores))?;
-    let gpus = u32::try_from(capability.gpus).map_err(|_| too_large("gpus", capability.gpus))?;
+    at_most("memory", capability.memory, crate::limits::MAX_MEMORY_MB)?;
+    let vcores = at_most(
+        "vCores",
+        capability.vcores,
+        u64::from(crate::limits::MAX_VCORES),
+    )? as u32;
+    let gpus = at_most("gpus", capability.gpus, u64::from(crate::limits::MAX_GPUS))? as u32;
+    at_most(
+        "num-containers",
+        request.num_containers,
+        u64::from(crate::limits::MAX_CONTAINERS_PER_ASK),
+    )?;
+    at_most("duration", request.duration, crate::limits::MAX_DURATION_MS)?;
     if request.num_containers <= 0 {
         return Err(DefinitionError::NonPositiveContainers {
             index,
             num_containers: request.num_containers,
         });
     }
-    let num_containers = u32::try_from(request.num_containers)
-        .map_err(|_| too_large("num-containers", request.num_containers))?;
+    // In 1..=MAX_CONTAINERS_PER_ASK, checked above.
+    let num_containers = request.num_containers as u32;
     if request.duration <= 0 {
         return Err(DefinitionError::NonPositiveDuration {
             index,
@@ -580,6 +621,16 @@ pub enum DefinitionError {
         value: i64,
         minimum: i64,
     },
+    #[error(
+        "deadline {deadline_ms} is more than 31 days ahead (the latest now is {latest_ms}): plans reach no further"
+    )]
+    TooFarAhead { deadline_ms: i64, latest_ms: i64 },
+    #[error("{count} reservation-requests; a reservation may have at most 100")]
+    TooManyRequests { count: usize },
+    #[error(
+        "the requests make {gangs} gangs (num-containers ÷ min-concurrency, summed); at most 100000: raise min-concurrency"
+    )]
+    TooManyGangs { gangs: u64 },
     #[error("reservation-request {index}: {what} {value} is above the most Weft handles ({max})")]
     TooLarge {
         index: usize,
@@ -702,6 +753,13 @@ impl<'de> Deserialize<'de> for ReservationId {
 pub struct NewReservation {
     pub reservation_id: String,
 }
+
+/// How far ahead of now a reservation's deadline may be: 31 days.
+pub const MAX_AHEAD_MS: u64 = 31 * 24 * 3600 * 1000;
+
+/// The most gangs (num-containers ÷ min-concurrency, over all requests) one
+/// reservation may have: the agent places one at a time.
+pub const MAX_GANGS: u64 = 100_000;
 
 /// The latest deadline Weft accepts: the end of the year 9999, in ms since
 /// 1970. Far beyond any plan, and far enough from `i64::MAX` that a deadline
@@ -1176,13 +1234,58 @@ pub(crate) mod tests {
                 "min-concurrency 5 is outside 1..=4",
             ),
             (
+                "a deadline more than 31 days ahead",
+                |d| d.deadline = 32 * 86_400_000,
+                DefinitionError::TooFarAhead {
+                    deadline_ms: 32 * 86_400_000,
+                    latest_ms: 31 * 86_400_000,
+                },
+                "more than 31 days ahead",
+            ),
+            (
+                "memory above the maximum",
+                |d| {
+                    d.reservation_requests.reservation_request[0]
+                        .capability
+                        .memory = 1 << 31
+                },
+                DefinitionError::TooLarge {
+                    index: 0,
+                    what: "memory",
+                    value: 1 << 31,
+                    max: 1 << 30,
+                },
+                "memory 2147483648 is above the most Weft handles (1073741824)",
+            ),
+            (
+                "too many gangs",
+                |d| {
+                    let requests = &mut d.reservation_requests.reservation_request;
+                    for request in requests.iter_mut() {
+                        request.num_containers = 100_000;
+                        request.min_concurrency = 1;
+                    }
+                },
+                DefinitionError::TooManyGangs { gangs: 200_000 },
+                "200000 gangs",
+            ),
+            (
+                "too many requests",
+                |d| {
+                    let first = d.reservation_requests.reservation_request[0].clone();
+                    d.reservation_requests.reservation_request = vec![first; 101];
+                },
+                DefinitionError::TooManyRequests { count: 101 },
+                "at most 100",
+            ),
+            (
                 "too many containers",
                 |d| d.reservation_requests.reservation_request[0].num_containers = 1 << 40,
                 DefinitionError::TooLarge {
                     index: 0,
                     what: "num-containers",
                     value: 1 << 40,
-                    max: i64::from(u32::MAX),
+                    max: 100_000,
                 },
                 "num-containers",
             ),

@@ -137,8 +137,10 @@ impl ResourceManager {
         let now = clock.now_ms();
         let reservations =
             ReservationService::open(settings, &queues, reservation_store, &policies, now)?;
+        let mut cluster = Cluster::new(now, queues);
+        cluster.keep_ended_apps(settings.max_completed_applications);
         Ok(ResourceManager {
-            cluster: Cluster::new(now, queues),
+            cluster,
             quota,
             reservations,
             policies,
@@ -388,21 +390,25 @@ impl ResourceManager {
     /// QUOTA_COMPUTE, and before every scrape of /metrics).
     pub fn update_gauges(&self) {
         let m = metrics();
-        const STATES: [AppState; 4] = [
-            AppState::Accepted,
-            AppState::Running,
-            AppState::Finished,
-            AppState::Killed,
-        ];
-        let mut counts = [0i64; STATES.len()];
-        for app in self.cluster.apps() {
-            counts[app.state as usize] += 1;
+        let (_, finished, killed) = self.cluster.app_totals();
+        let (mut accepted, mut running) = (0, 0);
+        for index in self.cluster.active_apps() {
+            match self.cluster.apps()[index].state {
+                AppState::Accepted => accepted += 1,
+                _ => running += 1,
+            }
         }
-        for (state, count) in STATES.iter().zip(counts) {
-            let label = state.as_str().to_string();
+        for (state, count) in [
+            (AppState::Accepted, accepted),
+            (AppState::Running, running),
+            (AppState::Finished, finished),
+            (AppState::Killed, killed),
+        ] {
             m.apps
-                .get_or_create(&StateLabels { state: label })
-                .set(count);
+                .get_or_create(&StateLabels {
+                    state: state.as_str().to_string(),
+                })
+                .set(count as i64);
         }
         m.containers_running
             .set(self.cluster.containers().count() as i64);

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ResourceManager;
 use super::reservations::ReservationError;
-use crate::cluster::{App, ClusterError, Container, NodeKind, Resources, SubmitApp};
+use crate::cluster::{App, AppState, ClusterError, Container, NodeKind, Resources, SubmitApp};
 use crate::limits;
 use crate::policy::PolicyKind;
 use crate::reservation::definition::{
@@ -44,7 +44,9 @@ impl From<ClusterError> for RequestError {
     fn from(error: ClusterError) -> RequestError {
         match error {
             ClusterError::UnknownNode(_) => RequestError::NotFound(error.to_string()),
-            ClusterError::QueueFull { .. } => RequestError::Conflict(error.to_string()),
+            ClusterError::QueueFull { .. } | ClusterError::UserFull { .. } => {
+                RequestError::Conflict(error.to_string())
+            }
             other => RequestError::BadRequest(other.to_string()),
         }
     }
@@ -189,6 +191,28 @@ impl ResourceManager {
             finished_accepted: ended.len(),
             allocations,
         })
+    }
+}
+
+impl ResourceManager {
+    /// Kills app `id` for `caller` (its user, a queue or cluster
+    /// administrator): what is pending is dropped, what runs ends now and is
+    /// charged up to now. An app already ended stays as it is. Returns its
+    /// state.
+    pub fn kill_app(&mut self, caller: &Caller, id: &str) -> Result<AppState, RequestError> {
+        let index = self
+            .cluster
+            .app_index(id)
+            .ok_or_else(|| RequestError::NotFound(format!("application {id} not found")))?;
+        let app = &self.cluster.apps()[index];
+        self.security
+            .check_kill(caller, &app.user, self.cluster.queues(), app.queue_index)
+            .map_err(RequestError::Forbidden)?;
+        let now = self.now();
+        let cause = format!("killed by {}", caller.user);
+        let ended = self.cluster.kill_app(index, &cause, now);
+        self.containers_finished(&ended, now);
+        Ok(self.cluster.apps()[index].state)
     }
 }
 

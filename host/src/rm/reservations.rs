@@ -35,6 +35,10 @@ pub enum ReservationError {
     Store(#[from] StoreError),
     #[error("the queue configuration cannot keep the reservations: {0}")]
     Refresh(String),
+    #[error(
+        "reservation id {id} was handed out to {owner}; ask new-reservation for an id of your own"
+    )]
+    IssuedToAnother { id: String, owner: String },
     #[error("{property}: cannot load the sharing policy {source_name}: {reason}")]
     QueuePolicy {
         property: String,
@@ -51,6 +55,7 @@ impl ReservationError {
             ReservationError::System(error) => error.status_hint(),
             ReservationError::Store(_) => 500,
             ReservationError::Refresh(_) | ReservationError::QueuePolicy { .. } => 400,
+            ReservationError::IssuedToAnother { .. } => 403,
         }
     }
 }
@@ -83,6 +88,42 @@ pub struct ReservationService {
     /// Queue path → the sharing policy its `reservation-policy` names; the
     /// others use the runtime's (hot-swappable) sharing slot.
     queue_policies: HashMap<String, Arc<PolicySlot>>,
+    /// Who each recently handed-out id was handed to.
+    issued: IssuedIds,
+}
+
+/// The ids new-reservation handed out lately and to whom, so that another
+/// user cannot take an id before the one it was given submits under it.
+/// Bounded: the oldest are forgotten (and ids from before a restart), and
+/// those are taken from anyone, as before.
+#[derive(Debug, Default)]
+struct IssuedIds {
+    to: HashMap<String, String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl IssuedIds {
+    const KEPT: usize = 10_000;
+
+    fn record(&mut self, id: String, user: &str) {
+        self.to.insert(id.clone(), user.to_string());
+        self.order.push_back(id);
+        while self.order.len() > Self::KEPT {
+            if let Some(old) = self.order.pop_front() {
+                self.to.remove(&old);
+            }
+        }
+    }
+
+    fn check(&self, id: &str, user: &str) -> Result<(), ReservationError> {
+        match self.to.get(id) {
+            Some(owner) if owner != user => Err(ReservationError::IssuedToAnother {
+                id: id.to_string(),
+                owner: owner.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl std::fmt::Debug for ReservationService {
@@ -116,6 +157,7 @@ impl ReservationService {
             enabled: settings.reservations.enabled,
             guarantees: guarantees(queues),
             queue_policies: queue_policies(queues, policies)?,
+            issued: IssuedIds::default(),
         };
         let next_sequence = service.store.counter(SEQUENCE)?;
         for (id, queue, record) in service.store.reservations()? {
@@ -213,11 +255,13 @@ impl ReservationService {
     }
 
     /// YARN's new-reservation: a fresh id, never handed out again.
-    pub fn new_reservation(&mut self) -> Result<ReservationId, ReservationError> {
+    /// A new id, handed to `user`: only they may submit under it.
+    pub fn new_reservation(&mut self, user: &str) -> Result<ReservationId, ReservationError> {
         self.check_enabled()?;
         let id = self.system.new_reservation();
         self.store
             .set_counter(SEQUENCE, self.system.next_sequence())?;
+        self.issued.record(id.to_string(), user);
         Ok(id)
     }
 
@@ -229,6 +273,7 @@ impl ReservationService {
         now_ms: u64,
     ) -> Result<Accepted, ReservationError> {
         self.check_enabled()?;
+        self.issued.check(&request.reservation_id, user)?;
         let known = self.find(&request.reservation_id).is_some();
         let own = self.own_policy(&request.queue);
         let sharing: &dyn Sharing = own.as_deref().map_or(sharing, |slot| slot);

@@ -242,6 +242,36 @@ impl Security {
         ))
     }
 
+    /// As YARN: an app may be killed by its user, an administrator of its
+    /// queue (the administer ACL of the queue or an ancestor), or a cluster
+    /// administrator.
+    pub fn check_kill(
+        &self,
+        caller: &Caller,
+        owner: &str,
+        tree: &QueueTree,
+        leaf: usize,
+    ) -> Result<(), String> {
+        if caller.user == owner || self.is_admin(caller) {
+            return Ok(());
+        }
+        let queues = tree.queues();
+        let mut current = Some(leaf);
+        while let Some(index) = current {
+            let queue = &queues[index];
+            if AccessControlList::parse(&queue.acl_administer_queue)
+                .allows(&caller.user, &caller.groups)
+            {
+                return Ok(());
+            }
+            current = queue.parent;
+        }
+        Err(format!(
+            "user {} may not kill an application of {owner}: only its user, an administrator of {} (acl_administer_queue) or of the cluster may",
+            caller.user, queues[leaf].path
+        ))
+    }
+
     /// As YARN: a user may submit to a leaf queue if its submit or administer
     /// ACL, or that of any ancestor, lets them.
     pub fn check_submit(

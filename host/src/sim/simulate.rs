@@ -608,6 +608,8 @@ fn simulate(
         ),
         Arc::new(clock.clone()),
     )?;
+    // The summary reports on every app: keep them all.
+    rm.cluster.keep_ended_apps(usize::MAX);
     let mut node_number = 0;
     for group in &scenario.nodes {
         for _ in 0..group.count {
@@ -853,7 +855,7 @@ fn submit_reservation(
         last_finish_ms: None,
     };
     rm.reservations.refresh_capacities(&rm.cluster);
-    let id = rm.reservations.new_reservation()?;
+    let id = rm.reservations.new_reservation(&reservation.user)?;
     let request = ReservationSubmissionRequest {
         queue: reservation.queue.clone(),
         reservation_id: id.to_string(),
