@@ -163,14 +163,16 @@ fn app(job: Job) -> Result<ScenarioApp, String> {
     if job.tasks.is_empty() {
         return Err(format!("{label} has no tasks"));
     }
-    // Each task is an ask of the app.
+    // Tasks of one size and duration are one ask of the app (its
+    // containers are interchangeable), so a job of many like tasks fits
+    // the bound on asks.
     limits::at_most(
         format_args!("{label}: job.tasks"),
         job.tasks.len(),
-        MAX_ASKS_PER_APP,
+        limits::MAX_CONTAINERS_PER_ASK as usize,
     )
     .map_err(bounds)?;
-    let mut asks = Vec::with_capacity(job.tasks.len());
+    let mut asks: Vec<AskSpec> = Vec::new();
     for (index, task) in job.tasks.iter().enumerate() {
         let field = |what: &str| format!("{label}: job.tasks[{index}].{what}");
         limits::within(field("container.start.ms"), task.start_ms, 0, MAX_TIME_MS)
@@ -192,14 +194,26 @@ fn app(job: Job) -> Result<ScenarioApp, String> {
         let vcores = task.vcores.unwrap_or(CONTAINER_VCORES);
         limits::within(field("container.memory"), memory_mb, 1, MAX_MEMORY_MB).map_err(bounds)?;
         limits::within(field("container.vcores"), vcores, 1, MAX_VCORES).map_err(bounds)?;
-        asks.push(AskSpec {
-            count: 1,
-            memory_mb,
-            vcores,
-            gpus: 0,
-            duration_ms,
-        });
+        match asks
+            .iter_mut()
+            .find(|a| (a.memory_mb, a.vcores, a.duration_ms) == (memory_mb, vcores, duration_ms))
+        {
+            Some(ask) => ask.count += 1,
+            None => asks.push(AskSpec {
+                count: 1,
+                memory_mb,
+                vcores,
+                gpus: 0,
+                duration_ms,
+            }),
+        }
     }
+    limits::at_most(
+        format_args!("{label}: job.tasks of distinct size and duration"),
+        asks.len(),
+        MAX_ASKS_PER_APP,
+    )
+    .map_err(bounds)?;
     Ok(ScenarioApp {
         submit_ms: job.start_ms,
         name: Some(job.id),
@@ -262,10 +276,20 @@ mod tests {
                 "job.tasks[0].container.memory is 1073741825",
             ),
             (
-                job(0, &vec![task(0, 1); MAX_ASKS_PER_APP + 1].join(",")),
-                "SLS job j1: job.tasks is 101 items, but may hold at most 100",
+                job(
+                    0,
+                    &(1..=MAX_ASKS_PER_APP as u64 + 1)
+                        .map(|end| task(0, end))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                "SLS job j1: job.tasks of distinct size and duration is 101 items, but may hold at most 100",
             ),
         ];
+        // Like tasks are one ask: 101 of one size and duration are fine.
+        let alike = super::scenario(&job(0, &vec![task(0, 1); 101].join(",")), None).unwrap();
+        assert_eq!(alike.apps[0].asks.len(), 1);
+        assert_eq!(alike.apps[0].asks[0].count, 101);
         for (trace, says) in cases {
             let error = super::scenario(&trace, None).unwrap_err();
             assert!(error.contains(says), "{error}");
