@@ -34,6 +34,7 @@ use crate::quota::QuotaService;
 use crate::reservation::ReservationDefinition;
 use crate::reservation::definition::ReservationSubmissionRequest;
 use crate::rm::ResourceManager;
+use crate::rm::timers::Timer;
 use crate::scheduler::diagnostics;
 use crate::store::Store;
 
@@ -520,6 +521,11 @@ fn app_label(index: usize, app: &ScenarioApp) -> String {
 
 /// Runs `scenario` (its relative paths from `base`) with `overrides` on top
 /// of its settings. `progress` is told of each finished app.
+/// The most instants a run visits (each a submission, an observation or
+/// timers due): stepping costs a few µs with little running, so this is
+/// minutes at worst; beyond it a scenario is refused rather than left to run.
+pub const MAX_STEPS: u64 = 50_000_000;
+
 pub fn run(
     scenario: &Scenario,
     base: &Path,
@@ -663,13 +669,10 @@ fn simulate(
     let mut next_app = 0;
     let mut idle = Idle::default();
     let mut stopped_at_end = false;
+    let mut steps: u64 = 0;
     loop {
-        let finished = rm
-            .cluster
-            .apps()
-            .iter()
-            .filter(|a| a.state == crate::cluster::AppState::Finished)
-            .count();
+        // Counted by the cluster as apps end: no walk over every app a step.
+        let (_, finished, _) = rm.cluster.app_totals();
         progress(finished, apps.len());
         let all_done = next_app == apps.len()
             && next_reservation == reservations.len()
@@ -694,6 +697,15 @@ fn simulate(
         if scenario.end_ms.is_some_and(|end| next > end) {
             stopped_at_end = true;
             break;
+        }
+        steps += 1;
+        if steps > MAX_STEPS {
+            anyhow::bail!(
+                "the scenario needs more than {MAX_STEPS} steps of virtual time (at t={next} ms, \
+                 timers every {} ms while containers run or wait); raise scheduling_interval_ms \
+                 or set end_ms",
+                timers.scheduling.period
+            );
         }
         clock.advance_to(next);
         while let Some(reservation) = reservations
@@ -738,16 +750,23 @@ fn simulate(
             }
             next_app += 1;
         }
-        let round = timers.scheduling.due(next);
-        if round {
-            rm.scheduling_round();
-        }
-        if timers.multiplicator.due(next) {
-            rm.multiplicator_step();
-        }
-        if timers.quota.due(next) {
-            rm.quota_compute();
-            summary.utilization.push(utilization(&rm, next));
+        // Timers due together fire in serve's order (rm::timers::Timer::ORDER).
+        let mut round = false;
+        for timer in Timer::ORDER {
+            let due = match timer {
+                Timer::SchedulingRound => timers.scheduling.due(next),
+                Timer::MultiplicatorStep => timers.multiplicator.due(next),
+                Timer::QuotaCompute => timers.quota.due(next),
+            };
+            if !due {
+                continue;
+            }
+            rm.fire(timer);
+            match timer {
+                Timer::SchedulingRound => round = true,
+                Timer::QuotaCompute => summary.utilization.push(utilization(&rm, next)),
+                Timer::MultiplicatorStep => {}
+            }
         }
         if observe.peek() == Some(&next) {
             observe.next();
