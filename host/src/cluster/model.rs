@@ -666,8 +666,8 @@ mod tests {
             }],
             reservation_id: None,
         };
-        cluster.submit(request, "test", 0).unwrap();
-        cluster.apps().len() - 1
+        let id = cluster.submit(request, "test", 0).unwrap().id.clone();
+        cluster.app_index(&id).unwrap()
     }
 
     #[test]
@@ -828,6 +828,38 @@ mod tests {
         assert_eq!(cluster.allocated(), Resources::ZERO);
         assert!(!cluster.has_pending());
         assert!(cluster.kill_app(app, "again", 6_000).is_empty());
+    }
+
+    #[test]
+    fn ended_apps_beyond_the_retention_are_let_go_and_counted() {
+        let mut cluster = test_cluster();
+        cluster.keep_ended_apps(0);
+        cluster
+            .register_node(
+                "n1",
+                NodeKind::Simulated,
+                Resources::new(4096, 4, 0),
+                "test",
+                0,
+            )
+            .unwrap();
+        let killed = submit(&mut cluster, 2, 1000);
+        let finished = submit(&mut cluster, 1, 1000);
+        assert!(cluster.kill_app(killed, "test", 10).is_empty());
+        let placement = Placement {
+            app: finished,
+            ask: 0,
+            node: 0,
+            count: 1,
+        };
+        cluster.allocate(&[placement], 20).unwrap();
+        cluster.finish_simulated(5000);
+        assert!(cluster.apps().is_empty(), "nothing ended is kept");
+        assert_eq!(cluster.app_index("application_1_0001"), None);
+        assert_eq!(cluster.app_totals(), (2, 1, 1));
+        // Ids are never reused.
+        let next = submit(&mut cluster, 1, 1000);
+        assert_eq!(cluster.apps()[next].id, "application_1_0003");
     }
 
     #[test]

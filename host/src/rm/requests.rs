@@ -212,7 +212,12 @@ impl ResourceManager {
         let cause = format!("killed by {}", caller.user);
         let ended = self.cluster.kill_app(index, &cause, now);
         self.containers_finished(&ended, now);
-        Ok(self.cluster.apps()[index].state)
+        // With a retention of 0 the killed app is already let go.
+        Ok(self
+            .cluster
+            .apps()
+            .get(index)
+            .map_or(AppState::Killed, |app| app.state))
     }
 }
 
