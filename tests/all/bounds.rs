@@ -27,7 +27,14 @@ fn refused(server: &Server, body: &Value, status: u16, mentions: &[&str]) {
 
 /// A small app is scheduled, finishes and is charged: the loop is alive.
 fn still_schedules_and_charges(server: &Server, project: &str) {
-    let id = server.submit(project, 2, 500);
+    let (status, body) = server.post_json_as(
+        "/ws/v1/cluster/apps",
+        &json!({"queue": "default", "user": "alice", "project": project,
+                "asks": [{"count": 2, "memory_mb": 1024, "vcores": 1, "duration_ms": 500}]}),
+        Some("alice"),
+    );
+    assert_eq!(status, 202, "{body}");
+    let id = body["app"]["id"].as_str().unwrap().to_string();
     server.wait_for(
         &format!("/ws/v1/cluster/apps/{id}"),
         "the app to finish",
@@ -377,6 +384,8 @@ fn a_huge_reservation_is_refused_at_once_and_the_loop_goes_on() {
         SIM_NODES[1],
         "--queues",
         queues.to_str().unwrap(),
+        "--set",
+        "yarn.admin.acl=ops",
     ]);
     let (_, id) = server.post_json("/ws/v1/cluster/reservation/new-reservation", &json!({}));
     let id = id["reservation-id"].as_str().unwrap().to_string();
@@ -406,7 +415,7 @@ fn a_huge_reservation_is_refused_at_once_and_the_loop_goes_on() {
         assert!(body.to_string().contains(says), "{body}");
         assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
-    // Someone else cannot take the id alice... here anonymous... was given.
+    // Someone else cannot take the id new-reservation gave anonymous.
     let (status, body) = server.post_json_as(
         "/ws/v1/cluster/reservation/submit",
         &huge(2, now + 3_600_000),
@@ -421,6 +430,20 @@ fn a_huge_reservation_is_refused_at_once_and_the_loop_goes_on() {
         "/ws/v1/cluster/reservation/submit",
         &huge(2, now + 3_600_000),
     );
+    assert_eq!(status, 202, "{body}");
+    // Its capacity is its owner's: another user's app may not run in it.
+    let in_reservation = |user: &str| {
+        server.post_json_as(
+            "/ws/v1/cluster/apps",
+            &json!({"queue": "dedicated", "user": user, "project": "p", "reservation-id": id,
+                    "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 100}]}),
+            Some(user),
+        )
+    };
+    let (status, body) = in_reservation("mallory");
+    assert_eq!(status, 403, "{body}");
+    assert!(body.to_string().contains("belongs to anonymous"), "{body}");
+    let (status, body) = in_reservation("anonymous");
     assert_eq!(status, 202, "{body}");
     still_schedules_and_charges(&server, "after-reservations");
     server.stop();
@@ -490,5 +513,64 @@ fn a_user_may_hold_only_their_share_of_a_queues_applications() {
     assert_eq!(submit("bob").0, 202);
     let (status, body) = submit("carol");
     assert_eq!(status, 409, "the queue is full: {body}");
+    server.stop();
+}
+
+#[test]
+fn one_client_holds_only_its_share_of_connections() {
+    let server = Server::start(&["--set", "weft.http.max-connections-per-client=3"]);
+    let _held: Vec<std::net::TcpStream> = (0..3)
+        .map(|_| std::net::TcpStream::connect(address(&server)).unwrap())
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let status = raw(
+        &server,
+        "GET /ws/v1/cluster HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert_eq!(
+        status, "",
+        "a fourth from the same address is closed at once"
+    );
+    drop(_held);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let status = raw(
+        &server,
+        "GET /ws/v1/cluster HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n",
+    );
+    assert!(status.contains(" 200 "), "{status:?}");
+    server.stop();
+}
+
+#[test]
+fn a_body_trickled_too_slowly_is_cut_off() {
+    use std::io::{Read, Write};
+    let server = Server::start(&[]);
+    let mut stream = std::net::TcpStream::connect(address(&server)).unwrap();
+    stream
+        .write_all(b"POST /ws/v1/cluster/apps HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\nconnection: close\r\n\r\n{")
+        .unwrap();
+    let started = std::time::Instant::now();
+    // A byte a second: under the idle timeout, far under 64 KiB/s. The
+    // deadline for 100 bytes is 10 s.
+    let writer = {
+        let mut stream = stream.try_clone().unwrap();
+        std::thread::spawn(move || {
+            for _ in 0..30 {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                if stream.write_all(b" ").is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(40)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    writer.join().unwrap();
     server.stop();
 }

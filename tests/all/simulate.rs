@@ -159,6 +159,28 @@ fn scenarios_that_cannot_finish_or_break_the_limits_are_refused_up_front() {
             ),
             "nodes[0].count is 100001, but must be from 0 to 100000",
         ),
+        (
+            // A million container-days on one vcore, at the end of time.
+            format!(
+                "{TWO_NODES}{}",
+                app(
+                    253_402_300_799_999,
+                    "{ count = 100000, memory_mb = 1, vcores = 1, duration_ms = 2592000000 }"
+                )
+            ),
+            "they cannot finish before the year 9999",
+        ),
+        (
+            // A year of work a second at a 1 ms QUOTA_COMPUTE.
+            format!(
+                "[settings]\n\"yarn.resourcemanager.quota.scheduling.period\" = \"1\"\n{TWO_NODES}{}",
+                app(
+                    0,
+                    "{ count = 100000, memory_mb = 1, vcores = 1, duration_ms = 2592000000 }"
+                )
+            ),
+            "a run visits at most 10000000 instants",
+        ),
     ];
     for (scenario, says) in cases {
         let (ok, _, stderr) = simulate_within(&scenario);

@@ -78,6 +78,7 @@ impl IntoResponse for ApiError {
             StatusCode::FORBIDDEN => "ForbiddenException",
             StatusCode::CONFLICT => "ConflictException",
             StatusCode::PAYLOAD_TOO_LARGE => "PayloadTooLargeException",
+            StatusCode::REQUEST_TIMEOUT => "RequestTimeoutException",
             _ => "WebApplicationException",
         };
         if self.status.is_server_error() {

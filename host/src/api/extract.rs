@@ -96,7 +96,21 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
     }
 }
 
-/// A raw body (a policy upload), refused with 413 over the route's limit.
+/// How long a body may take to arrive: 10 s, and 1 s for every 64 KiB it
+/// declares (1 MB when it declares nothing). A client trickling a byte at a
+/// time cannot hold its connection and the buffer for ever.
+fn body_deadline(headers: &axum::http::HeaderMap) -> std::time::Duration {
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|text| text.trim().parse::<u64>().ok())
+        .unwrap_or(crate::limits::MAX_BODY_BYTES as u64)
+        .min(crate::limits::MAX_POLICY_BODY_BYTES as u64);
+    std::time::Duration::from_secs(10 + declared / 65_536)
+}
+
+/// A raw body (a policy upload), refused with 413 over the route's limit
+/// and 408 when it arrives too slowly.
 #[derive(Debug)]
 pub struct RawBody(pub axum::body::Bytes);
 
@@ -104,8 +118,19 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
-        axum::body::Bytes::from_request(request, state)
+        let deadline = body_deadline(request.headers());
+        let read = axum::body::Bytes::from_request(request, state);
+        tokio::time::timeout(deadline, read)
             .await
+            .map_err(|_| {
+                ApiError::new(
+                    axum::http::StatusCode::REQUEST_TIMEOUT,
+                    format!(
+                        "the body did not arrive within {} s (at least 64 KiB/s after the first 10 s)",
+                        deadline.as_secs()
+                    ),
+                )
+            })?
             .map(RawBody)
             .map_err(|rejection| {
                 ApiError::new(

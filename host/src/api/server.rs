@@ -46,6 +46,7 @@ pub async fn serve(
     let service = router.into_make_service_with_connect_info::<SocketAddr>();
     let guarded = Guarded::new(
         settings.max_connections.unwrap_or_else(max_connections),
+        settings.max_connections_per_client,
         settings.idle_timeout,
     );
     tracing::info!(max_connections = guarded.max, idle_timeout = ?guarded.idle_timeout, "connections capped");
@@ -126,31 +127,90 @@ fn max_connections() -> usize {
     (soft / 2).clamp(16, 10_000) as usize
 }
 
-/// Accepts a connection only while fewer than `max` are open (beyond that it
-/// is closed at once, so a flood cannot take every file descriptor), and
-/// closes one on which nothing can be read or written for `idle_timeout`:
-/// an idle keep-alive, a client gone quiet mid-body, a socket opened and
-/// left (`weft.http.idle-timeout-ms`, longer than any request takes).
+/// Accepts a connection only while fewer than `max` are open, and fewer
+/// than `per_client` from its address (beyond either it is closed at once,
+/// so no flood takes every file descriptor and no one client takes every
+/// place), and closes one on which nothing can be read or written for
+/// `idle_timeout`: an idle keep-alive, a client gone quiet mid-body, a
+/// socket opened and left (`weft.http.idle-timeout-ms`, longer than any
+/// request takes).
 #[derive(Debug, Clone)]
 struct Guarded {
     max: usize,
+    per_client: usize,
     idle_timeout: Duration,
     permits: Arc<tokio::sync::Semaphore>,
+    by_client: ClientCounts,
 }
 
+/// Open connections by client address.
+type ClientCounts = Arc<std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>>;
+
 impl Guarded {
-    fn new(max: usize, idle_timeout: Duration) -> Guarded {
+    fn new(max: usize, per_client: usize, idle_timeout: Duration) -> Guarded {
         Guarded {
             max,
+            per_client,
             idle_timeout,
             permits: Arc::new(tokio::sync::Semaphore::new(max)),
+            by_client: Default::default(),
+        }
+    }
+
+    /// A place for one more connection from `address`, if it has one left.
+    fn client_slot(&self, address: Option<std::net::IpAddr>) -> Option<ClientSlot> {
+        let Some(address) = address else {
+            return Some(ClientSlot(None));
+        };
+        let mut counts = self.by_client.lock().unwrap_or_else(|e| e.into_inner());
+        let open = counts.entry(address).or_insert(0);
+        if *open >= self.per_client {
+            return None;
+        }
+        *open += 1;
+        Some(ClientSlot(Some((self.by_client.clone(), address))))
+    }
+}
+
+/// One connection's place in its client's count, given back when it closes.
+struct ClientSlot(Option<(ClientCounts, std::net::IpAddr)>);
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        if let Some((counts, address)) = &self.0 {
+            let mut counts = counts.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(open) = counts.get_mut(address) {
+                *open = open.saturating_sub(1);
+                if *open == 0 {
+                    counts.remove(address);
+                }
+            }
         }
     }
 }
 
+/// Where a connection comes from.
+pub trait PeerAddress {
+    fn peer_ip(&self) -> Option<std::net::IpAddr>;
+}
+
+impl PeerAddress for tokio::net::TcpStream {
+    fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        self.peer_addr().ok().map(|address| address.ip())
+    }
+}
+
+fn refuse(what: &str, message: String) -> io::Error {
+    crate::metrics::metrics()
+        .requests_refused
+        .get_or_create(&crate::metrics::WhatLabels { what: what.into() })
+        .inc();
+    io::Error::other(message)
+}
+
 impl<I, S> axum_server::accept::Accept<I, S> for Guarded
 where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite,
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + PeerAddress,
 {
     type Stream = GuardedStream<I>;
     type Service = S;
@@ -158,16 +218,22 @@ where
 
     fn accept(&self, stream: I, service: S) -> Self::Future {
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
-            crate::metrics::metrics()
-                .requests_refused
-                .get_or_create(&crate::metrics::WhatLabels {
-                    what: "too many connections".into(),
-                })
-                .inc();
-            return std::future::ready(Err(io::Error::other(format!(
-                "more than {} connections are open; this one is closed",
-                self.max
-            ))));
+            return std::future::ready(Err(refuse(
+                "too many connections",
+                format!(
+                    "more than {} connections are open; this one is closed",
+                    self.max
+                ),
+            )));
+        };
+        let Some(slot) = self.client_slot(stream.peer_ip()) else {
+            return std::future::ready(Err(refuse(
+                "too many connections from one client",
+                format!(
+                    "its client holds {} connections already; this one is closed",
+                    self.per_client
+                ),
+            )));
         };
         let mut timed = tokio_io_timeout::TimeoutStream::new(stream);
         timed.set_read_timeout(Some(self.idle_timeout));
@@ -176,6 +242,7 @@ where
             GuardedStream {
                 inner: Box::pin(timed),
                 _permit: permit,
+                _slot: slot,
             },
             service,
         )))
@@ -186,6 +253,7 @@ where
 struct GuardedStream<I> {
     inner: Pin<Box<tokio_io_timeout::TimeoutStream<I>>>,
     _permit: tokio::sync::OwnedSemaphorePermit,
+    _slot: ClientSlot,
 }
 
 impl<I: tokio::io::AsyncRead + tokio::io::AsyncWrite> tokio::io::AsyncRead for GuardedStream<I> {

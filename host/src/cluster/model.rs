@@ -459,10 +459,21 @@ impl Cluster {
         let node = self.nodes.get_mut(node_id).expect("checked by the caller");
         node.allocated += ask.resources;
         node.containers.insert(id.clone());
-        node.undelivered.push(id.clone());
+        // A remote node is handed its containers at its next heartbeat; a
+        // simulated one never heartbeats, so nothing waits for it.
+        if node.kind == NodeKind::Remote {
+            node.undelivered.push(id.clone());
+        }
         if node.kind == NodeKind::Simulated {
             // Saturating: a bounded time plus a bounded duration cannot
             // overflow (limits.rs), and a saturated end would only mean "never".
+            // Containers that ended early (killed, preempted, lost) leave
+            // their end behind; drop those once they outnumber the living.
+            if self.simulated_ends.len() > 2 * self.containers.len() + 1024 {
+                let containers = &self.containers;
+                self.simulated_ends
+                    .retain(|Reverse((_, id))| containers.contains_key(id));
+            }
             self.simulated_ends
                 .push(Reverse((now.saturating_add(ask.duration_ms), id.clone())));
         }
@@ -860,6 +871,37 @@ mod tests {
         // Ids are never reused.
         let next = submit(&mut cluster, 1, 1000);
         assert_eq!(cluster.apps()[next].id, "application_1_0003");
+    }
+
+    #[test]
+    fn killed_containers_of_simulated_nodes_leave_nothing_behind() {
+        let mut cluster = test_cluster();
+        cluster
+            .register_node(
+                "n1",
+                NodeKind::Simulated,
+                Resources::new(4096, 4, 0),
+                "test",
+                0,
+            )
+            .unwrap();
+        for round in 0..2_000 {
+            let app = submit(&mut cluster, 4, 60_000);
+            let placement = Placement {
+                app,
+                ask: 0,
+                node: 0,
+                count: 4,
+            };
+            cluster.allocate(&[placement], round).unwrap();
+            cluster.kill_app(app, "test", round);
+        }
+        assert!(cluster.nodes["n1"].undelivered.is_empty());
+        assert!(
+            cluster.simulated_ends.len() <= 1024 + 4,
+            "{} ends kept for no container",
+            cluster.simulated_ends.len()
+        );
     }
 
     #[test]

@@ -115,6 +115,8 @@ pub struct HttpSettings {
     pub idle_timeout: Duration,
     /// Connections open at once; `None`: half the file-descriptor limit.
     pub max_connections: Option<usize>,
+    /// Connections one client address may hold open at once.
+    pub max_connections_per_client: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -250,6 +252,8 @@ impl Settings {
                 0 => None,
                 n => Some(n as usize),
             },
+            max_connections_per_client: read.whole("weft.http.max-connections-per-client")?
+                as usize,
         };
         #[cfg(test)]
         read.check_all_read();

@@ -240,6 +240,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "connections open at once; more are closed at once (0: half the process's file-descriptor limit)",
     ),
     (
+        "weft.http.max-connections-per-client",
+        ValueType::Whole {
+            min: 1,
+            max: 100_000,
+        },
+        "256",
+        "connections one client address may hold open at once; more from it are closed at once",
+    ),
+    (
         "yarn.resourcemanager.reservation-system.enable",
         ValueType::Flag,
         "true",

@@ -112,6 +112,15 @@ pub enum SystemError {
         "reservation id {id} was not handed out by this resource manager: ask new-reservation for one"
     )]
     NotIssued { id: ReservationId },
+    #[error(
+        "queue {queue} holds {in_queue} reservations, {of_user} of them {user}'s: a queue holds at most {MAX_PER_QUEUE}, a user at most {MAX_PER_USER} in it"
+    )]
+    TooMany {
+        queue: String,
+        user: String,
+        in_queue: usize,
+        of_user: usize,
+    },
     #[error("end-time {end_ms} is before start-time {start_ms}")]
     BadListRange { start_ms: i64, end_ms: i64 },
     #[error("queue {queue} is given more than one plan")]
@@ -128,6 +137,7 @@ impl SystemError {
         match self {
             SystemError::UnknownQueue { .. } | SystemError::UnknownReservation { .. } => 404,
             SystemError::NotYours { .. } => 403,
+            SystemError::TooMany { .. } => 409,
             SystemError::Placement {
                 source: AgentError::Policy(_) | AgentError::Plan(_),
                 ..
@@ -145,6 +155,10 @@ impl SystemError {
         }
     }
 }
+
+/// The most reservations one plan holds, and one user in it.
+pub const MAX_PER_QUEUE: usize = 10_000;
+pub const MAX_PER_USER: usize = 1_000;
 
 /// The plans of every reservable queue and the reservation API over them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -332,6 +346,17 @@ impl ReservationSystem {
             return Err(SystemError::NotIssued { id });
         }
         let plan = &self.plans[&queue];
+        // Bounded per queue and per user, so one user cannot fill a plan
+        // (and every list of it) with tiny reservations.
+        let of_user = plan.reservations().filter(|r| r.user == user).count();
+        if plan.len() >= MAX_PER_QUEUE || of_user >= MAX_PER_USER {
+            return Err(SystemError::TooMany {
+                queue,
+                user: user.to_string(),
+                in_queue: plan.len(),
+                of_user,
+            });
+        }
         let contract = self.contract(&id, &definition, plan, now_ms)?;
         let reservation = self.place(
             sharing, plan, &id, user, definition, &contract, None, now_ms,
@@ -722,6 +747,34 @@ mod tests {
             .unwrap();
         assert!(without.reservations[0].resource_allocations.is_empty());
         assert_eq!(system.plan("root.dedicated").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_user_holds_at_most_a_thousand_reservations_in_a_queue() {
+        let mut system = system();
+        let submit = |system: &mut ReservationSystem, user: &str, second: i64| {
+            let id = system.new_reservation();
+            system.submit(
+                &NoOverCommit::default(),
+                &submission(
+                    id,
+                    "dedicated",
+                    job(second, second + 1, Interpreter::All, vec![gb(1, 1, 1)]),
+                ),
+                user,
+                NOW,
+            )
+        };
+        for second in 0..MAX_PER_USER as i64 {
+            submit(&mut system, "alice", second).unwrap();
+        }
+        let refused = submit(&mut system, "alice", 5_000).unwrap_err();
+        assert!(
+            matches!(refused, SystemError::TooMany { of_user: 1000, .. }),
+            "{refused}"
+        );
+        assert_eq!(refused.status_hint(), 409);
+        submit(&mut system, "bob", 5_000).unwrap();
     }
 
     /// Every refused submission, each with its status, and the system unchanged.

@@ -128,6 +128,17 @@ impl ResourceManager {
             .map_err(RequestError::Forbidden)?;
         self.check_app_reservation(&request)
             .map_err(RequestError::BadRequest)?;
+        // A reservation's capacity is its owner's: only their apps (or an
+        // administrator's submission) run in it.
+        if let Some(id) = &request.reservation_id
+            && let Some(owner) = self.reservations.owner(id)
+            && owner != user.user
+            && !security.is_admin(caller)
+        {
+            return Err(RequestError::Forbidden(format!(
+                "reservation {id} belongs to {owner}; only their apps run in it"
+            )));
+        }
         let now = self.now();
         let app = self.cluster.submit(request, submitter, now)?.clone();
         tracing::info!(app = %app.id, queue = %app.queue, user = %app.user, project = %app.project, caller = %caller.user, submitter, "application submitted and accepted");
@@ -205,6 +216,11 @@ impl ResourceManager {
             .app_index(id)
             .ok_or_else(|| RequestError::NotFound(format!("application {id} not found")))?;
         let app = &self.cluster.apps()[index];
+        // Killing an app that has ended changes nothing (and its queue may
+        // be gone since: only active apps follow a refresh of the queues).
+        if matches!(app.state, AppState::Finished | AppState::Killed) {
+            return Ok(app.state);
+        }
         self.security
             .check_kill(caller, &app.user, self.cluster.queues(), app.queue_index)
             .map_err(RequestError::Forbidden)?;

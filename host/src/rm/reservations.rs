@@ -92,29 +92,32 @@ pub struct ReservationService {
     issued: IssuedIds,
 }
 
-/// The ids new-reservation handed out lately and to whom, so that another
-/// user cannot take an id before the one it was given submits under it.
-/// Bounded: the oldest are forgotten (and ids from before a restart), and
-/// those are taken from anyone, as before.
+/// The ids new-reservation handed out and not yet submitted, and to whom,
+/// so that another user cannot take an id before the one it was given
+/// submits under it. Each user holds at most [`IssuedIds::PER_USER`]: asking
+/// for more lets go of that user's own oldest, never anyone else's. Ids
+/// from before a restart are not remembered and are taken from anyone.
 #[derive(Debug, Default)]
 struct IssuedIds {
     to: HashMap<String, String>,
-    order: std::collections::VecDeque<String>,
+    by_user: HashMap<String, std::collections::VecDeque<String>>,
 }
 
 impl IssuedIds {
-    const KEPT: usize = 10_000;
+    const PER_USER: usize = 100;
 
     fn record(&mut self, id: String, user: &str) {
         self.to.insert(id.clone(), user.to_string());
-        self.order.push_back(id);
-        while self.order.len() > Self::KEPT {
-            if let Some(old) = self.order.pop_front() {
+        let held = self.by_user.entry(user.to_string()).or_default();
+        held.push_back(id);
+        while held.len() > Self::PER_USER {
+            if let Some(old) = held.pop_front() {
                 self.to.remove(&old);
             }
         }
     }
 
+    /// Refuses `user` an id handed to someone else.
     fn check(&self, id: &str, user: &str) -> Result<(), ReservationError> {
         match self.to.get(id) {
             Some(owner) if owner != user => Err(ReservationError::IssuedToAnother {
@@ -122,6 +125,20 @@ impl IssuedIds {
                 owner: owner.clone(),
             }),
             _ => Ok(()),
+        }
+    }
+
+    /// A submitted id is no longer held: the reservation's owner guards it
+    /// from then on.
+    fn submitted(&mut self, id: &str) {
+        let Some(user) = self.to.remove(id) else {
+            return;
+        };
+        if let Some(held) = self.by_user.get_mut(&user) {
+            held.retain(|held| held != id);
+            if held.is_empty() {
+                self.by_user.remove(&user);
+            }
         }
     }
 }
@@ -293,6 +310,7 @@ impl ReservationService {
             let _ = self.system.delete(&delete, &admin);
             return Err(error);
         }
+        self.issued.submitted(&request.reservation_id);
         Ok(accepted)
     }
 
@@ -401,6 +419,14 @@ impl ReservationService {
             )),
             None => Err(format!("no reservation {id}")),
         }
+    }
+
+    /// The user reservation `id` belongs to, if it exists.
+    pub fn owner(&self, id: &str) -> Option<&str> {
+        let parsed: ReservationId = id.parse().ok()?;
+        self.system
+            .reservation(&parsed)
+            .map(|(_, reservation)| reservation.user.as_str())
     }
 
     /// What an app of reservation `id` in the queue at `queue_path` does now.

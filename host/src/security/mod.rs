@@ -257,8 +257,7 @@ impl Security {
         }
         let queues = tree.queues();
         let mut current = Some(leaf);
-        while let Some(index) = current {
-            let queue = &queues[index];
+        while let Some(queue) = current.and_then(|index| queues.get(index)) {
             if AccessControlList::parse(&queue.acl_administer_queue)
                 .allows(&caller.user, &caller.groups)
             {
@@ -266,9 +265,10 @@ impl Security {
             }
             current = queue.parent;
         }
+        let path = queues.get(leaf).map_or("its queue", |q| q.path.as_str());
         Err(format!(
-            "user {} may not kill an application of {owner}: only its user, an administrator of {} (acl_administer_queue) or of the cluster may",
-            caller.user, queues[leaf].path
+            "user {} may not kill an application of {owner}: only its user, an administrator of {path} (acl_administer_queue) or of the cluster may",
+            caller.user
         ))
     }
 

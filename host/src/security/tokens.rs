@@ -6,6 +6,10 @@
 //!
 //! SHA-256 without a salt is enough here, unlike for passwords: a token is
 //! 256 random bits, so its hash cannot be searched back to it.
+//!
+//! A file that no longer reads (gone, or malformed by a hand edit) takes
+//! every token away until it reads again: a revocation must never be lost
+//! to a typo.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -115,6 +119,8 @@ pub fn hash(token: &str) -> String {
 pub struct TokenVerifier {
     path: PathBuf,
     state: Mutex<Loaded>,
+    /// How often to look at the file: [`RECHECK`], shorter in tests.
+    recheck: Duration,
 }
 
 #[derive(Debug)]
@@ -137,6 +143,7 @@ impl TokenVerifier {
                 stamp,
                 checked: Instant::now(),
             }),
+            recheck: RECHECK,
         })
     }
 
@@ -147,20 +154,21 @@ impl TokenVerifier {
     /// The user a token belongs to, if it is known.
     pub fn user_of(&self, token: &str) -> Option<String> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.checked.elapsed() >= RECHECK {
+        if state.checked.elapsed() >= self.recheck {
             state.checked = Instant::now();
             let now = stamp(&self.path);
             if now != state.stamp {
-                // A file being rewritten may fail to parse for a moment: keep
-                // the tokens known until it reads whole.
+                // Files are replaced whole (written aside, then renamed), so
+                // one that does not read is broken, not half-written.
+                state.stamp = now;
                 match TokensFile::read(&self.path) {
                     Ok(file) => {
                         state.users = users_of(&file);
-                        state.stamp = now;
                         tracing::info!(file = %self.path.display(), tokens = state.users.len(), "tokens file read again");
                     }
                     Err(error) => {
-                        tracing::warn!(%error, "tokens file not read again; the tokens known stay")
+                        state.users.clear();
+                        tracing::error!(%error, "the tokens file does not read: no token is accepted until it does");
                     }
                 }
             }
@@ -201,6 +209,26 @@ mod tests {
         assert_eq!(verifier.user_of(&token).as_deref(), Some("alice"));
         assert_eq!(verifier.user_of("weft_00"), None);
         assert_eq!(verifier.user_of(""), None);
+    }
+
+    #[test]
+    fn a_file_that_stops_reading_takes_every_token_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.toml");
+        let mut file = TokensFile::default();
+        let (alice, bob) = (file.create("alice").unwrap(), file.create("bob").unwrap());
+        file.write(&path).unwrap();
+        let mut verifier = TokenVerifier::open(path.clone()).unwrap();
+        verifier.recheck = Duration::ZERO;
+        // A revocation with a typo in the same edit must not leave bob in.
+        std::fs::write(&path, "[[token]]\nuser = \"alice\"\nsha256 = \n").unwrap();
+        assert_eq!(verifier.user_of(&bob), None);
+        assert_eq!(verifier.user_of(&alice), None);
+        // Fixed, it reads again.
+        file.revoke("bob");
+        file.write(&path).unwrap();
+        assert_eq!(verifier.user_of(&alice).as_deref(), Some("alice"));
+        assert_eq!(verifier.user_of(&bob), None);
     }
 
     #[test]

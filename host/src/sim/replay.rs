@@ -84,7 +84,21 @@ pub enum ReplayError {
         compute_every_ms: u64,
         multiplicator_every_ms: u64,
     },
+    #[error(
+        "the log's containers would be charged up to {rows} rows (each QUOTA_COMPUTE charges \
+         every running container, every {compute_every_ms} ms); replay allows at most \
+         {MAX_CHARGED_ROWS}: set a longer yarn.resourcemanager.quota.scheduling.period or \
+         replay a shorter log"
+    )]
+    TooManyRows { rows: u64, compute_every_ms: u64 },
 }
+
+/// The most rows (a running container at a QUOTA_COMPUTE; containers of
+/// one project, user and size share theirs, so this counts high) one replay
+/// may charge: its cost grows with rows, not only firings. A million rows
+/// (1,000 containers × 1,000 firings) took 21 s in a dev build on a busy
+/// 2-core machine, so the maximum is minutes.
+pub const MAX_CHARGED_ROWS: u64 = 10_000_000;
 
 /// The most timer firings (QUOTA_COMPUTE and multiplicator steps while
 /// containers run) one replay may need: a bound on its running time. Each
@@ -267,6 +281,13 @@ fn replay(
         settings.multiplicator_interval_ms,
     );
     let (needed, busy_ms) = timers.firings_while_busy(lines);
+    let rows = timers.rows_while_busy(lines);
+    if rows > MAX_CHARGED_ROWS {
+        return Err(ReplayError::TooManyRows {
+            rows,
+            compute_every_ms: timers.compute_every,
+        });
+    }
     if needed > MAX_TIMER_FIRINGS {
         return Err(ReplayError::TooManyFirings {
             needed,
@@ -429,6 +450,25 @@ impl Timers {
                 .saturating_add(multiples_in(line.t, until, self.multiplicator_every));
         }
         (firings, busy_ms)
+    }
+}
+
+impl Timers {
+    /// At most how many rows QUOTA_COMPUTE charges over `lines`: each
+    /// running container at each compute while it runs.
+    fn rows_while_busy(&self, lines: &[ReplayLine]) -> u64 {
+        let (mut rows, mut running) = (0u64, 0usize);
+        for (index, line) in lines.iter().enumerate() {
+            running = running_after(running, &line.event);
+            let next = lines.get(index + 1).map(|l| l.t);
+            if running == 0 || next == Some(line.t) {
+                continue;
+            }
+            let until = next.unwrap_or(line.t.saturating_add(1));
+            let computes = multiples_in(line.t, until, self.compute_every);
+            rows = rows.saturating_add(computes.saturating_mul(running as u64));
+        }
+        rows
     }
 }
 
@@ -661,6 +701,20 @@ mod tests {
             finish(1_700_000_000_001, "b"),
         ]);
         assert_eq!(timers.firings_while_busy(&lines), (2 + 1, 2));
+    }
+
+    #[test]
+    fn rows_while_busy_count_each_running_container_at_each_compute() {
+        let timers = Timers::new(10_000, 15_000);
+        // a alone for [0, 20 s): computes at 0 and 10 s; a and b for
+        // [20 s, 40 s): at 20 and 30 s, two rows each.
+        let lines = log(&[
+            start(0, "a", 1024),
+            start(20_000, "b", 1024),
+            finish(40_000, "a"),
+            finish(40_000, "b"),
+        ]);
+        assert_eq!(timers.rows_while_busy(&lines), 2 + 2 * 2);
     }
 
     #[test]

@@ -510,6 +510,74 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// Refuses a scenario whose work cannot be done in time. Its containers
+    /// take at least their work (containers × duration × size, per resource)
+    /// over the cluster's capacity, run back to back; while any runs,
+    /// QUOTA_COMPUTE fires every `quota_period_ms`. Without `end_ms`, a run
+    /// that could not end before the year 9999, or would need more than
+    /// [`MAX_STEPS`] of those firings, is refused up front.
+    pub fn check_work(&self, quota_period_ms: u64) -> Result<(), String> {
+        if self.end_ms.is_some() {
+            return self.check_end_steps();
+        }
+        // u128: each product is below 2^17 × 2^35 × 2^30, and sums of
+        // MAX_ASKS_PER_APP of them per app stay far below 2^128.
+        let mut capacity = [0u128; 3];
+        for group in &self.nodes {
+            let count = u128::from(group.count);
+            capacity[0] += count * u128::from(group.memory_mb);
+            capacity[1] += count * u128::from(group.vcores);
+            capacity[2] += count * u128::from(group.gpus);
+        }
+        let mut work = [0u128; 3];
+        for ask in self.apps.iter().flat_map(|a| &a.asks) {
+            let time = u128::from(ask.count) * u128::from(ask.duration_ms);
+            work[0] += time * u128::from(ask.memory_mb);
+            work[1] += time * u128::from(ask.vcores);
+            work[2] += time * u128::from(ask.gpus);
+        }
+        let makespan_ms = (0..3)
+            .filter(|&r| capacity[r] > 0)
+            .map(|r| work[r] / capacity[r])
+            .max()
+            .unwrap_or(0);
+        let first = self.apps.iter().map(|a| a.submit_ms).min().unwrap_or(0);
+        let end = u128::from(first) + makespan_ms;
+        if end > u128::from(MAX_TIME_MS) {
+            return Err(format!(
+                "the scenario's containers need at least {makespan_ms} ms of the whole cluster \
+                 (their work over its capacity) from t={first} ms: they cannot finish before \
+                 the year 9999; add nodes, shorten them, or set end_ms"
+            ));
+        }
+        let computes = makespan_ms / u128::from(quota_period_ms.max(1));
+        if computes > u128::from(MAX_STEPS) {
+            return Err(format!(
+                "the scenario's containers need at least {makespan_ms} ms of the whole cluster, \
+                 {computes} QUOTA_COMPUTEs at yarn.resourcemanager.quota.scheduling.period = \
+                 {quota_period_ms} ms; a run visits at most {MAX_STEPS} instants: set a longer \
+                 period, add nodes, or set end_ms"
+            ));
+        }
+        Ok(())
+    }
+
+    /// With `end_ms`, the rounds up to it are bounded by the interval.
+    fn check_end_steps(&self) -> Result<(), String> {
+        let end = self.end_ms.unwrap_or(0);
+        let rounds = end / self.scheduling_interval_ms.max(1);
+        if rounds > MAX_STEPS {
+            return Err(format!(
+                "end_ms {end} at a scheduling_interval_ms of {} is {rounds} rounds; a run visits \
+                 at most {MAX_STEPS} instants: set a longer interval or an earlier end",
+                self.scheduling_interval_ms
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// How refusals name an app: its place in the scenario (from 1) and its
 /// name, if it has one.
 fn app_label(index: usize, app: &ScenarioApp) -> String {
@@ -519,13 +587,13 @@ fn app_label(index: usize, app: &ScenarioApp) -> String {
     }
 }
 
+/// The most instants a run visits (each a submission, an observation or
+/// timers due): a step costs microseconds to milliseconds with the
+/// scenario's size; beyond it a scenario is refused rather than left to run.
+pub const MAX_STEPS: u64 = 10_000_000;
+
 /// Runs `scenario` (its relative paths from `base`) with `overrides` on top
 /// of its settings. `progress` is told of each finished app.
-/// The most instants a run visits (each a submission, an observation or
-/// timers due): stepping costs a few µs with little running, so this is
-/// minutes at worst; beyond it a scenario is refused rather than left to run.
-pub const MAX_STEPS: u64 = 50_000_000;
-
 pub fn run(
     scenario: &Scenario,
     base: &Path,
@@ -559,6 +627,9 @@ fn simulate(
     );
     assignments.extend_from_slice(overrides);
     let settings = Settings::load(None, &assignments)?;
+    scenario
+        .check_work(settings.quota.scheduling_period_ms)
+        .map_err(anyhow::Error::msg)?;
     let queue_file = scenario.queues.file.as_ref().map(|f| base.join(f));
     let queues = crate::queues::load(queue_file.as_deref(), &settings.queue_properties)?;
 
