@@ -22,6 +22,9 @@ use crate::sim::Clock;
 /// so a runaway policy is stopped within one tick of its deadline.
 const EPOCH_TICK: Duration = Duration::from_millis(1);
 
+/// The most random bytes a guest may ask for in one call to wasi:random.
+const MAX_RANDOM_BYTES: u64 = 64 << 10;
+
 /// Limits applied to every policy call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallLimits {
@@ -162,6 +165,9 @@ impl PolicyEngine {
             .monotonic_clock(GuestMonotonicClock(call.clone()))
             .secure_random(GuestRandom(call.clone()))
             .insecure_random(GuestRandom(call.clone()))
+            // One request for random bytes may not make the host allocate
+            // more than a policy needs (wasmtime-wasi's default is 64 MiB).
+            .max_random_size(MAX_RANDOM_BYTES)
             .build();
         let limits = StoreLimitsBuilder::new()
             .memory_size(self.limits.memory_bytes)
