@@ -5,8 +5,10 @@
 //! Data flow: `api` (HTTP, node heartbeats) → the event loop in `rm` →
 //! `scheduler` / `quota` → `policy` → `store`. See docs/ARCHITECTURE.md.
 
+pub mod agent;
 pub mod api;
 pub mod cli;
+pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod limits;

@@ -30,8 +30,19 @@ pub const MAX_DURATION_MS: u64 = 30 * 24 * 3600 * 1000;
 pub const MAX_TIME_MS: u64 = 253_402_300_799_999;
 /// Names and ids: apps, users, projects, queues, nodes, containers.
 pub const MAX_NAME_BYTES: usize = 256;
-/// Containers one heartbeat may report as finished.
+/// Containers one heartbeat may report as finished (or as running).
 pub const MAX_FINISHED_PER_HEARTBEAT: usize = 100_000;
+/// How often one container of an ask may run (`max_attempts`).
+pub const MAX_ATTEMPTS: u32 = 100;
+/// A container's command: words, and bytes in all.
+pub const MAX_COMMAND_WORDS: usize = 4096;
+pub const MAX_COMMAND_BYTES: usize = 1 << 20;
+/// A container's own environment variables, and the bytes of one value.
+pub const MAX_ENV_VARS: usize = 1000;
+pub const MAX_ENV_VALUE_BYTES: usize = 64 << 10;
+/// A container end's diagnostics as an agent reports them (longer ones
+/// are cut).
+pub const MAX_DIAGNOSTICS_BYTES: usize = 16 << 10;
 
 /// Request bodies, per kind of route.
 pub const MAX_BODY_BYTES: usize = 1 << 20;

@@ -221,6 +221,11 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ws/v1/cluster/apps/{id}"),
     ("GET", "/ws/v1/cluster/apps/{id}/state"),
     ("PUT", "/ws/v1/cluster/apps/{id}/state"),
+    ("GET", "/ws/v1/cluster/apps/{id}/containers"),
+    (
+        "GET",
+        "/ws/v1/cluster/apps/{id}/containers/{container}/logs/{stream}",
+    ),
     ("POST", "/ws/v1/cluster/reservation/new-reservation"),
     ("POST", "/ws/v1/cluster/reservation/submit"),
     ("POST", "/ws/v1/cluster/reservation/update"),

@@ -3,6 +3,7 @@
 //! WebAssembly guests (good ones and deliberately bad ones from tests/guests).
 
 mod admin;
+mod agent;
 mod api;
 mod bounds;
 mod policy_runtime;

@@ -65,8 +65,21 @@ impl Server {
         Server::start_logging(data_dir, extra, None)
     }
 
-    /// As `start_in`, its log (stderr) written to `log` if given.
+    /// As `start_in`, its log (stderr) written to `log` if given. Without
+    /// `--sim-nodes` the server runs no local agent: the tests register
+    /// their own nodes (see `start_with_local_agent`).
     pub fn start_logging(data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
+        let no_agent = (!extra.contains(&"--sim-nodes")).then_some("--no-local-agent");
+        let extra: Vec<&str> = extra.iter().copied().chain(no_agent).collect();
+        Server::launch(data_dir, &extra, log)
+    }
+
+    /// A server with its local agent, which runs real processes.
+    pub fn start_with_local_agent(data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
+        Server::launch(data_dir, extra, log)
+    }
+
+    fn launch(data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
         let stderr = match log {
             Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
             None => Stdio::null(),
@@ -108,6 +121,15 @@ impl Server {
     pub fn get(&self, path: &str) -> (u16, Value) {
         let response = self.agent.get(&format!("{}{path}", self.base)).call();
         read(path, response)
+    }
+
+    /// GETs `path` as `user` (the X-Weft-User header).
+    pub fn get_as(&self, path: &str, user: Option<&str>) -> (u16, Value) {
+        let mut request = self.agent.get(&format!("{}{path}", self.base));
+        if let Some(user) = user {
+            request = request.header("X-Weft-User", user);
+        }
+        read(path, request.call())
     }
 
     pub fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
@@ -230,7 +252,17 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// SIGINT first, so a local agent kills its containers (a test that
+    /// failed leaves no process behind), then SIGKILL after 5 s.
     fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let pid = self.child.id().to_string();
+            let _ = Command::new("kill").args(["-INT", &pid]).status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

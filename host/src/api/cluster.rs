@@ -10,7 +10,8 @@ use super::extract::{ApiPath, ApiQuery, ClientAddr, JsonBody};
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::cluster::{
-    App, AppFilter, AppState, Ask, Container, NodeKind, OTHER_YARN_APP_STATES, SubmitApp,
+    App, AppFilter, AppState, Ask, KillOrder, NodeKind, NodeOrders, OTHER_YARN_APP_STATES,
+    SubmitApp,
 };
 use crate::limits::{DEFAULT_APPS_PAGE, MAX_APPS_PAGE};
 use crate::rm::ResourceManager;
@@ -175,6 +176,13 @@ pub struct NodeInfo {
     used_gpus: u32,
     #[serde(rename = "availableGPUs")]
     available_gpus: u32,
+    /// How an agent isolates its containers ("cgroup v1 (memory, cpu)",
+    /// "process groups only: …"); absent for simulated nodes.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    isolation: String,
+    /// Where the agent serves container logs.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    http_address: String,
 }
 
 /// YARN's node states; Weft's registered nodes are all RUNNING (a lost
@@ -232,6 +240,8 @@ pub async fn nodes(
                         available_virtual_cores: free.vcores,
                         used_gpus: n.allocated.gpus,
                         available_gpus: free.gpus,
+                        isolation: n.agent.isolation.clone(),
+                        http_address: n.agent.http_address.clone(),
                     }
                 })
                 .collect()
@@ -269,12 +279,15 @@ pub struct RegisteredNode {
     node_id: String,
     /// How often the node should heartbeat.
     heartbeat_interval_ms: u64,
+    /// Containers the node runs that it should not: kill them.
+    kill: Vec<KillOrder>,
 }
 
-/// Registers a node (a node manager), or registers it again after a
-/// restart: its containers are lost (ABORTED, −100) and asked for again.
-/// Only callers in `weft.security.node-acl`, and for a known node id only
-/// its first registrant.
+/// Registers a node (an agent), or registers it again after a restart:
+/// with `running` listed it keeps those containers, else its containers
+/// are lost (ABORTED, −100) and asked for again. Only callers in
+/// `weft.security.node-acl`, and for a known node id only its first
+/// registrant.
 #[utoipa::path(post, path = "/ws/v1/cluster/nodes/register", tag = "nodes",
     request_body = RegisterNode,
     responses((status = 200, body = RegisteredNode), (status = 400, body = RemoteException),
@@ -286,54 +299,23 @@ pub async fn register_node(
     JsonBody(request): JsonBody<RegisterNode>,
 ) -> Result<Json<RegisteredNode>, ApiError> {
     let node_id = request.node_id.clone();
-    state
+    let registered = state
         .rm
         .with(move |rm: &mut ResourceManager| rm.register_node(&caller, &request))
         .await??;
     Ok(Json(RegisteredNode {
         node_id,
         heartbeat_interval_ms: state.heartbeat_interval_ms,
+        kill: registered.kill,
     }))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct HeartbeatResponse {
-    /// How many of the reported containers were running on the node.
-    finished_accepted: usize,
-    /// Containers allocated to the node since its last heartbeat.
-    allocations: Vec<ContainerInfo>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ContainerInfo {
-    container_id: String,
-    app_id: String,
-    memory_mb: u64,
-    vcores: u32,
-    gpus: u32,
-    duration_ms: u64,
-    start_time_ms: u64,
-}
-
-impl From<&Container> for ContainerInfo {
-    fn from(c: &Container) -> ContainerInfo {
-        ContainerInfo {
-            container_id: c.id.clone(),
-            app_id: c.app.clone(),
-            memory_mb: c.resources.memory_mb,
-            vcores: c.resources.vcores,
-            gpus: c.resources.gpus,
-            duration_ms: c.duration_ms,
-            start_time_ms: c.start_time_ms,
-        }
-    }
-}
-
-/// A node's heartbeat, from the caller that registered it.
+/// A node's heartbeat, from the caller that registered it: YARN's
+/// numbered protocol (see docs/agents.md).
 #[utoipa::path(post, path = "/ws/v1/cluster/nodes/{id}/heartbeat", tag = "nodes",
     params(("id" = String, Path, description = "The node id")),
     request_body = Heartbeat,
-    responses((status = 200, body = HeartbeatResponse), (status = 400, body = RemoteException),
+    responses((status = 200, body = NodeOrders), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 404, body = RemoteException), (status = 409, body = RemoteException),
         (status = 413, body = RemoteException)))]
@@ -342,15 +324,12 @@ pub async fn heartbeat(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     JsonBody(request): JsonBody<Heartbeat>,
-) -> Result<Json<HeartbeatResponse>, ApiError> {
-    let answer = state
+) -> Result<Json<NodeOrders>, ApiError> {
+    let orders = state
         .rm
         .with(move |rm: &mut ResourceManager| rm.node_heartbeat(&caller, &id, &request))
         .await??;
-    Ok(Json(HeartbeatResponse {
-        finished_accepted: answer.finished_accepted,
-        allocations: answer.allocations.iter().map(ContainerInfo::from).collect(),
-    }))
+    Ok(Json(orders))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -394,9 +373,14 @@ pub struct AppInfo {
     finished_containers: u32,
     preempted_containers: u32,
     lost_containers: u32,
+    /// Containers that exited non-zero (retried while their ask allows).
+    failed_containers: u32,
+    /// The exit status of the container whose failure failed the app.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exit_status: Option<i32>,
     pending_containers: u64,
     asks: Vec<Ask>,
-    /// Why a pending app waits (GET …/apps/{id} only).
+    /// Why it failed or was killed; why a pending app waits (GET …/apps/{id} only).
     #[serde(skip_serializing_if = "Option::is_none")]
     diagnostics: Option<String>,
     /// 1 for the app its queue serves next (GET …/apps/{id} only).
@@ -406,11 +390,6 @@ pub struct AppInfo {
 
 impl From<&App> for AppInfo {
     fn from(app: &App) -> AppInfo {
-        let final_status = match app.state {
-            AppState::Finished => "SUCCEEDED",
-            AppState::Killed => "KILLED",
-            _ => "UNDEFINED",
-        };
         AppInfo {
             id: app.id.clone(),
             name: app.name.clone(),
@@ -419,7 +398,7 @@ impl From<&App> for AppInfo {
             project: app.project.clone(),
             priority: app.priority,
             state: app.state,
-            final_status: final_status.into(),
+            final_status: app.state.final_status().into(),
             submitted_time: app.submit_time_ms,
             started_time: app.start_time_ms.unwrap_or(0),
             finished_time: app.finish_time_ms.unwrap_or(0),
@@ -430,9 +409,11 @@ impl From<&App> for AppInfo {
             finished_containers: app.finished_containers,
             preempted_containers: app.preempted_containers,
             lost_containers: app.lost_containers,
+            failed_containers: app.failed_containers,
+            exit_status: app.exit_status,
             pending_containers: app.pending_containers(),
             asks: app.asks.clone(),
-            diagnostics: None,
+            diagnostics: (!app.diagnostics.is_empty()).then(|| app.diagnostics.clone()),
             position_in_queue: None,
         }
     }
@@ -482,7 +463,7 @@ pub struct AppsQuery {
 
 impl AppsQuery {
     fn filter(self) -> Result<AppFilter, ApiError> {
-        let known: Vec<&str> = ["ACCEPTED", "RUNNING", "FINISHED", "KILLED"]
+        let known: Vec<&str> = ["ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED"]
             .into_iter()
             .chain(OTHER_YARN_APP_STATES.iter().copied())
             .collect();

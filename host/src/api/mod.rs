@@ -11,6 +11,7 @@
 mod admin;
 mod auth;
 mod cluster;
+mod containers;
 mod error;
 mod extract;
 mod openapi;
@@ -73,6 +74,8 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(cluster::apps, cluster::submit_app)))
         .routes(small(routes!(cluster::app)))
         .routes(small(routes!(cluster::app_state, cluster::kill_app)))
+        .routes(small(routes!(containers::containers)))
+        .routes(small(routes!(containers::log)))
         .routes(small(routes!(reservation::new_reservation)))
         .routes(small(routes!(reservation::submit)))
         .routes(small(routes!(reservation::update)))

@@ -2,8 +2,9 @@
 //! `reservation …`, `admin …`, `config`.
 //! Every failure ends as one clear sentence on stderr and a non-zero exit.
 
+mod agent;
+mod app;
 mod bench;
-mod client;
 mod policy;
 mod replay;
 mod reservation;
@@ -28,8 +29,17 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run the resource manager: HTTP API, scheduler, quota.
+    /// Run the resource manager: HTTP API, scheduler, quota (and, without
+    /// --sim-nodes, a local agent that runs containers on this machine).
     Serve(serve::ServeArgs),
+    /// Run a node agent: register with a resource manager and run its containers.
+    Agent(agent::AgentArgs),
+    /// Run, list, follow, kill apps and read their logs on a running server.
+    #[command(subcommand)]
+    App(app::AppCommand),
+    /// The nodes of a running server.
+    #[command(subcommand)]
+    Node(app::NodeCommand),
     /// Feed a container-event log through the quota service on a virtual clock and print the ledger.
     Replay(replay::ReplayArgs),
     /// Run a scenario (nodes, queues, apps) on the virtual clock and summarize it.
@@ -55,7 +65,7 @@ enum AdminCommand {
     /// Reload the queue configuration with no restart (YARN's rmadmin -refreshQueues).
     RefreshQueues {
         #[command(flatten)]
-        server: client::ServerArgs,
+        server: crate::client::ServerArgs,
     },
 }
 
@@ -90,6 +100,9 @@ pub fn parse_pair(text: &str) -> Result<(String, String), String> {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Agent(args) => agent::run(args),
+        Command::App(command) => app::run(command),
+        Command::Node(command) => app::run_node(command),
         Command::Replay(args) => replay::run(args),
         Command::Simulate(args) => simulate::run_command(args),
         Command::Policy(command) => policy::run(command),

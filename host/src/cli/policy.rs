@@ -4,8 +4,8 @@
 use anyhow::Context;
 use clap::Subcommand;
 
-use super::client::ServerArgs;
 use super::parse_pair;
+use crate::client::ServerArgs;
 use crate::config::Settings;
 use crate::policy::{PolicyEngine, PolicyKind, PolicySource, inspect};
 use crate::sim::VirtualClock;

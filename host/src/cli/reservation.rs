@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use clap::Subcommand;
 use serde_json::{Value, json};
 
-use super::client::{Client, ServerArgs};
+use crate::client::{Client, ServerArgs};
 
 #[derive(Debug, Subcommand)]
 pub enum ReservationCommand {

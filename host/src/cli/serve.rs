@@ -35,6 +35,11 @@ pub struct ServeArgs {
     /// Built-in simulated nodes, e.g. 20x8192mb,8vcores,1gpus.
     #[arg(long, value_name = "SPEC")]
     sim_nodes: Option<String>,
+    /// Do not start the local agent (without --sim-nodes, `weft serve`
+    /// runs one in-process, sized to this machine, so apps run real
+    /// commands out of the box).
+    #[arg(long)]
+    no_local_agent: bool,
 }
 
 /// Builds the policy runtime from settings, its guests reading `clock`, and
@@ -145,6 +150,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let stopper = stop_tx.clone();
+    let local_agent = sim_nodes.is_none() && !args.no_local_agent;
+    let agent_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let agent_thread = if local_agent {
+        Some(start_local_agent(
+            &runtime,
+            &settings,
+            &args.data_dir,
+            handle.clone(),
+            agent_stop.clone(),
+        )?)
+    } else {
+        None
+    };
     let served = runtime.block_on(async move {
         if let Some(watch_dir) = settings.policies.watch_dir.clone() {
             watch::watch(policies.clone(), watch_dir)
@@ -179,13 +197,62 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         )
         .await
     });
-    // The loop ends after the HTTP server (also when it failed): it charges
-    // running containers up to the stop first.
+    // The local agent stops first, killing its containers; then the loop
+    // ends (also when the HTTP server failed), charging running containers
+    // up to the stop.
+    agent_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some(thread) = agent_thread {
+        let _ = thread.join();
+    }
     let _ = stopper.send(true);
     let looped = loop_thread.join();
     served?;
     looped.map_err(|_| anyhow::anyhow!("the event loop thread failed"))?;
     Ok(())
+}
+
+/// Starts the in-process agent (as `nomad agent -dev` does): this machine
+/// less its reserve, containers under DATA_DIR/agent, logs served on a
+/// loopback port, talking to the event loop as the user running the server.
+fn start_local_agent(
+    runtime: &tokio::runtime::Runtime,
+    settings: &Settings,
+    data_dir: &std::path::Path,
+    rm: rm::RmHandle,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    use crate::agent::{self, AgentDirs, machine, runner::NodeIdentity, tracker::LocalTracker};
+    let node_id = format!("{}:local", machine::host_name());
+    let resources = machine::resources(settings.agent.reserved_memory_mb)?;
+    let dirs = AgentDirs {
+        work_dir: data_dir.join("agent").join("work"),
+        log_dir: data_dir.join("agent").join("logs"),
+    };
+    let executor = agent::open_executor(
+        &node_id,
+        &dirs,
+        &settings.agent,
+        settings.security.authentication,
+    )?;
+    let (http_address, logs_secret) = runtime.block_on(agent::serve_logs(
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+        dirs.log_dir.clone(),
+    ))?;
+    tracing::info!(node = %node_id, %resources, isolation = %executor.isolation(), "local agent starting (--no-local-agent turns it off)");
+    let security = Security::from_settings(&settings.security).map_err(anyhow::Error::msg)?;
+    let tracker = LocalTracker {
+        rm,
+        runtime: runtime.handle().clone(),
+        caller: security.caller(&crate::security::service_user()),
+        heartbeat_interval: Duration::from_millis(settings.nodes.heartbeat_interval_ms),
+    };
+    let identity = NodeIdentity {
+        node_id,
+        resources,
+        http_address,
+        logs_secret,
+    };
+    agent::spawn_loop(identity, tracker, executor, stop, true)
 }
 
 /// What a listener on a network, rather than loopback, leaves open.
@@ -214,7 +281,7 @@ fn warn_about_exposure(
         tracing::info!(tokens_file = %verifier.path().display(), "token authentication");
     }
 }
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

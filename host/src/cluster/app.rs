@@ -2,9 +2,13 @@
 //! container is a count in an ask, never an object of its own, so a million
 //! pending tasks cost a few bytes.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::Resources;
+use crate::agent::protocol::ContainerCommand;
 use crate::limits::OutOfBounds;
 
 /// YARN's application states, as far as Weft drives them.
@@ -17,8 +21,11 @@ pub enum AppState {
     Running,
     /// Every container it asked for has run and finished.
     Finished,
-    /// Ended before finishing: its reservation expired (and
-    /// reservation-move-on-expiry is false).
+    /// A container failed more often than its ask's `max_attempts`; the
+    /// others were killed.
+    Failed,
+    /// Ended before finishing: killed by its user or an administrator, or
+    /// its reservation expired (and reservation-move-on-expiry is false).
     Killed,
 }
 
@@ -29,14 +36,35 @@ impl AppState {
             AppState::Accepted => "ACCEPTED",
             AppState::Running => "RUNNING",
             AppState::Finished => "FINISHED",
+            AppState::Failed => "FAILED",
+            AppState::Killed => "KILLED",
+        }
+    }
+
+    /// Whether the app has ended (and holds nothing any more).
+    pub fn has_ended(self) -> bool {
+        matches!(
+            self,
+            AppState::Finished | AppState::Failed | AppState::Killed
+        )
+    }
+
+    /// YARN's finalStatus for an app in this state.
+    pub fn final_status(self) -> &'static str {
+        match self {
+            AppState::Accepted | AppState::Running => "UNDEFINED",
+            AppState::Finished => "SUCCEEDED",
+            AppState::Failed => "FAILED",
             AppState::Killed => "KILLED",
         }
     }
 }
 
-/// `count` containers of one size, each running `duration_ms` (on a
-/// simulated node). Bounds: docs/security.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+/// `count` containers of one size, each running `command` (on an agent)
+/// or for `duration_ms` (on a simulated node): YARN's distributed shell's
+/// `shell_command`, `num_containers`, `container_memory`, `container_vcores`.
+/// Bounds: docs/security.md.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AskSpec {
     /// 1 to 100,000.
@@ -52,9 +80,46 @@ pub struct AskSpec {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 1024)]
     pub gpus: u32,
-    /// 1 ms to 30 days.
+    /// How long each container runs on a simulated node: 1 ms to 30 days.
+    /// Required without a command; on an agent, an ask with no command
+    /// runs `sleep` for this long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 2_592_000_000_u64)]
-    pub duration_ms: u64,
+    pub duration_ms: Option<u64>,
+    /// What each container runs on an agent: `{"argv": [...]}` (at most
+    /// 4096 words, 1 MiB in all) or `{"shell": "line"}` (`/bin/sh -c`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<ContainerCommand>,
+    /// Variables added to each container's environment (at most 1000;
+    /// names `[A-Za-z_][A-Za-z0-9_]*`, values at most 64 KiB).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// How often one container may run before a failure (a non-zero exit)
+    /// fails the app: 1 (the default) to 100.
+    #[serde(default = "default_max_attempts")]
+    #[schema(minimum = 1, maximum = 100)]
+    pub max_attempts: u32,
+}
+
+fn default_max_attempts() -> u32 {
+    1
+}
+
+impl AskSpec {
+    /// `count` containers of one size that run `duration_ms` (on a
+    /// simulated node) and no command.
+    pub fn sized(count: u32, memory_mb: u64, vcores: u32, gpus: u32, duration_ms: u64) -> AskSpec {
+        AskSpec {
+            count,
+            memory_mb,
+            vcores,
+            gpus,
+            duration_ms: Some(duration_ms),
+            command: None,
+            env: BTreeMap::new(),
+            max_attempts: 1,
+        }
+    }
 }
 
 /// A submission, as POST /ws/v1/cluster/apps takes it.
@@ -68,9 +133,10 @@ pub struct SubmitApp {
     #[serde(default = "default_queue")]
     #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
     pub queue: String,
-    /// Who the app runs as: the caller, unless an administrator submits on
-    /// someone's behalf.
-    #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
+    /// Who the app runs as: the caller (also when left out), unless an
+    /// administrator submits on someone's behalf.
+    #[serde(default)]
+    #[schema(max_length = 256)]
     pub user: String,
     /// The project charged for its containers.
     #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
@@ -121,12 +187,32 @@ impl SubmitApp {
             )?;
             within(format!("asks[{i}].vcores"), ask.vcores, 1, MAX_VCORES)?;
             within(format!("asks[{i}].gpus"), ask.gpus, 0, MAX_GPUS)?;
+            if let Some(duration_ms) = ask.duration_ms {
+                within(
+                    format!("asks[{i}].duration_ms"),
+                    duration_ms,
+                    1,
+                    MAX_DURATION_MS,
+                )?;
+            }
             within(
-                format!("asks[{i}].duration_ms"),
-                ask.duration_ms,
+                format!("asks[{i}].max_attempts"),
+                ask.max_attempts,
                 1,
-                MAX_DURATION_MS,
+                MAX_ATTEMPTS,
             )?;
+            match &ask.command {
+                Some(command) => check_command(&format!("asks[{i}].command"), command)?,
+                None if ask.duration_ms.is_none() => {
+                    return Err(OutOfBounds {
+                        field: format!("asks[{i}]"),
+                        value: "neither command nor duration_ms".into(),
+                        rule: "but an ask needs a command (what its containers run) or a duration_ms (how long they run)".into(),
+                    });
+                }
+                None => {}
+            }
+            check_env(&format!("asks[{i}].env"), &ask.env)?;
         }
         Ok(())
     }
@@ -141,14 +227,136 @@ fn default_queue() -> String {
 }
 
 /// One ask of a running app.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Ask {
     pub resources: Resources,
-    pub duration_ms: u64,
+    /// How long a container runs on a simulated node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// What a container runs on an agent, shared by all of them.
+    #[serde(skip)]
+    pub launch: Arc<Launch>,
     /// Containers asked for in all.
     pub count: u32,
     /// Containers not yet allocated.
     pub pending: u32,
+    pub max_attempts: u32,
+    /// The attempt numbers of failed containers asked for again (each ≥ 2),
+    /// taken before fresh ones.
+    #[serde(skip)]
+    pub retries: Vec<u32>,
+}
+
+/// The most container records one app keeps (the oldest go first).
+pub const MAX_CONTAINER_RECORDS: usize = 10_000;
+
+/// One container of an app: where it ran and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerRecord {
+    pub id: String,
+    pub node: String,
+    pub attempt: u32,
+    pub start_time_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_time_ms: Option<u64>,
+    /// YARN's ContainerExitStatus, once it ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub diagnostics: String,
+}
+
+/// What each container of an ask runs on an agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Launch {
+    pub command: Option<ContainerCommand>,
+    pub env: BTreeMap<String, String>,
+}
+
+impl Ask {
+    /// The ask a submission's spec becomes.
+    pub fn from_spec(spec: &AskSpec) -> Ask {
+        Ask {
+            resources: Resources::new(spec.memory_mb, spec.vcores, spec.gpus),
+            duration_ms: spec.duration_ms,
+            launch: Arc::new(Launch {
+                command: spec.command.clone(),
+                env: spec.env.clone(),
+            }),
+            count: spec.count,
+            pending: spec.count,
+            max_attempts: spec.max_attempts,
+            retries: Vec::new(),
+        }
+    }
+
+    /// How long a container of this ask runs on a simulated node: its
+    /// duration, or one second for an ask that gives only a command.
+    pub fn simulated_duration_ms(&self) -> u64 {
+        self.duration_ms.unwrap_or(SIMULATED_COMMAND_MS)
+    }
+}
+
+/// How long a container that gives only a command runs on a simulated node.
+pub const SIMULATED_COMMAND_MS: u64 = 1000;
+
+/// An argv or shell line within bounds: no NUL (the OS refuses it), at
+/// most 4096 words and 1 MiB in all.
+fn check_command(field: &str, command: &ContainerCommand) -> Result<(), OutOfBounds> {
+    use crate::limits::*;
+    let refuse = |rule: &str| OutOfBounds {
+        field: field.to_string(),
+        value: "the command".into(),
+        rule: rule.to_string(),
+    };
+    let words: Vec<&String> = match command {
+        ContainerCommand::Argv(argv) => argv.iter().collect(),
+        ContainerCommand::Shell(line) => vec![line],
+    };
+    if words.is_empty() || words[0].trim().is_empty() {
+        return Err(refuse("but a command needs at least a program name"));
+    }
+    at_most(field, words.len(), MAX_COMMAND_WORDS)?;
+    let total: usize = words.iter().map(|w| w.len()).sum();
+    at_most(format!("{field} (bytes)"), total, MAX_COMMAND_BYTES)?;
+    if words.iter().any(|w| w.contains('\0')) {
+        return Err(refuse("but it contains a NUL byte"));
+    }
+    Ok(())
+}
+
+/// Environment variables within bounds: names `[A-Za-z_][A-Za-z0-9_]*` of
+/// at most 256 bytes, values without NUL of at most 64 KiB, 1000 in all.
+fn check_env(field: &str, env: &BTreeMap<String, String>) -> Result<(), OutOfBounds> {
+    use crate::limits::*;
+    at_most(field, env.len(), MAX_ENV_VARS)?;
+    for (name, value) in env {
+        let valid = !name.is_empty()
+            && name.len() <= MAX_NAME_BYTES
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid {
+            return Err(OutOfBounds {
+                field: format!("{field}.{name}"),
+                value: "the name".into(),
+                rule: "but a variable name is [A-Za-z_][A-Za-z0-9_]*, at most 256 bytes".into(),
+            });
+        }
+        at_most(
+            format!("{field}.{name} (bytes)"),
+            value.len(),
+            MAX_ENV_VALUE_BYTES,
+        )?;
+        if value.contains('\0') {
+            return Err(OutOfBounds {
+                field: format!("{field}.{name}"),
+                value: "the value".into(),
+                rule: "but it contains a NUL byte".into(),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -173,6 +381,17 @@ pub struct App {
     pub used: Resources,
     pub running_containers: u32,
     pub finished_containers: u32,
+    /// Containers that exited non-zero (each retried while its ask allows).
+    pub failed_containers: u32,
+    /// Why it failed or was killed, for people (YARN's diagnostics).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub diagnostics: String,
+    /// The exit status of the container whose failure failed it.
+    pub exit_status: Option<i32>,
+    /// Its containers, newest last (at most [`MAX_CONTAINER_RECORDS`]):
+    /// where each ran and how it ended, for its logs and its page.
+    #[serde(skip)]
+    pub containers: std::collections::VecDeque<ContainerRecord>,
     /// Containers taken back by reclaim (and asked for again).
     pub preempted_containers: u32,
     /// Containers lost with their node (and asked for again).
@@ -245,12 +464,13 @@ impl std::str::FromStr for AppState {
     type Err = String;
 
     /// YARN's state names, any case. YARN's other states (NEW, SUBMITTED,
-    /// FAILED, …) are valid filters that Weft's apps never match.
+    /// …) are valid filters that Weft's apps never match.
     fn from_str(text: &str) -> Result<AppState, String> {
         match text.trim().to_ascii_uppercase().as_str() {
             "ACCEPTED" => Ok(AppState::Accepted),
             "RUNNING" => Ok(AppState::Running),
             "FINISHED" => Ok(AppState::Finished),
+            "FAILED" => Ok(AppState::Failed),
             "KILLED" => Ok(AppState::Killed),
             other => Err(other.to_string()),
         }
@@ -258,4 +478,4 @@ impl std::str::FromStr for AppState {
 }
 
 /// YARN's application states that Weft accepts in a filter but never reaches.
-pub const OTHER_YARN_APP_STATES: &[&str] = &["NEW", "NEW_SAVING", "SUBMITTED", "FAILED"];
+pub const OTHER_YARN_APP_STATES: &[&str] = &["NEW", "NEW_SAVING", "SUBMITTED"];

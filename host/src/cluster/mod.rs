@@ -2,14 +2,19 @@
 //! and the bookkeeping that keeps them consistent. Pure state, no I/O and no
 //! clock of its own: every change is given the time it happens.
 
+mod agent_link;
 mod app;
 mod model;
 mod node;
 mod resources;
 mod table;
 
-pub use app::{App, AppFilter, AppState, Ask, AskSpec, OTHER_YARN_APP_STATES, SubmitApp};
+pub use agent_link::{AgentReport, HeartbeatOutcome, KillOrder, NodeAction, NodeOrders};
+pub use app::{
+    App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Launch, OTHER_YARN_APP_STATES,
+    SIMULATED_COMMAND_MS, SubmitApp,
+};
 pub use model::{Allocation, Cluster, ClusterError, Container, EndCause, Placement};
-pub use node::{Node, NodeKind};
+pub use node::{AgentInfo, Node, NodeKind};
 pub use resources::Resources;
 pub use table::AppTable;

@@ -22,7 +22,10 @@ pub struct Container {
     pub node: String,
     pub resources: Resources,
     pub start_time_ms: u64,
+    /// How long it runs on a simulated node.
     pub duration_ms: u64,
+    /// 1 for the first run of its slot, 2 for the run after one failure, …
+    pub attempt: u32,
 }
 
 /// `count` containers of ask `ask` of app `app` (indices into the cluster's
@@ -75,15 +78,53 @@ pub enum ClusterError {
 }
 
 /// Why a running container ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EndCause {
-    /// It ran to its end (or its app was killed).
-    Finished,
-    /// Reclaim took it back; its app asks for it again.
+    /// It ran to its end and exited 0 (or ran its duration on a simulated node).
+    Succeeded,
+    /// It exited non-zero (or was killed for its memory, or could not be
+    /// launched): asked for again while its ask's `max_attempts` allows,
+    /// else its app fails.
+    Failed {
+        exit_status: i32,
+        diagnostics: String,
+    },
+    /// Its app was killed or failed (YARN's −105); an agent is told to kill it.
+    Killed,
+    /// Reclaim took it back (−102); its app asks for it again, and an agent
+    /// is told to kill it.
     Preempted,
-    /// Its node was lost or restarted (YARN's ABORTED, exit status −100);
-    /// its app asks for it again.
+    /// Its node was lost or restarted, or no longer runs it (YARN's
+    /// ABORTED, −100); its app asks for it again.
     Lost,
+}
+
+impl EndCause {
+    /// The cause an agent's report of a container's exit status means.
+    pub fn from_exit(exit_status: i32, diagnostics: &str) -> EndCause {
+        use crate::agent::protocol::exit_status::*;
+        match exit_status {
+            0 => EndCause::Succeeded,
+            ABORTED => EndCause::Lost,
+            PREEMPTED => EndCause::Preempted,
+            _ => EndCause::Failed {
+                exit_status,
+                diagnostics: diagnostics.to_string(),
+            },
+        }
+    }
+
+    /// YARN's ContainerExitStatus for it.
+    pub fn exit_status(&self) -> i32 {
+        use crate::agent::protocol::exit_status::*;
+        match self {
+            EndCause::Succeeded => 0,
+            EndCause::Failed { exit_status, .. } => *exit_status,
+            EndCause::Killed => KILLED_BY_APPMASTER,
+            EndCause::Preempted => PREEMPTED,
+            EndCause::Lost => ABORTED,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -91,18 +132,22 @@ pub struct Cluster {
     /// Identifies this cluster's run in app and container ids, as YARN does.
     cluster_timestamp: u64,
     queues: QueueTree,
-    nodes: BTreeMap<String, Node>,
-    apps: AppTable,
+    pub(super) nodes: BTreeMap<String, Node>,
+    pub(super) apps: AppTable,
     app_index: HashMap<String, usize>,
     /// Apps ever ended, by how (they outlive the table's retention).
     finished_total: usize,
+    failed_total: usize,
     killed_total: usize,
     /// Apps not finished, in submission order.
     active: BTreeSet<usize>,
-    containers: HashMap<String, Container>,
+    pub(super) containers: HashMap<String, Container>,
     /// When containers on simulated nodes end: (end ms, container id).
     simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
     next_container: u64,
+    /// Apps a container's last allowed failure fails, with why; the caller
+    /// that ended the container ends them (see `fail_apps`).
+    failing: Vec<(usize, String)>,
 }
 
 impl Cluster {
@@ -114,11 +159,13 @@ impl Cluster {
             apps: AppTable::new(usize::MAX),
             app_index: HashMap::new(),
             finished_total: 0,
+            failed_total: 0,
             killed_total: 0,
             active: BTreeSet::new(),
             containers: HashMap::new(),
             simulated_ends: BinaryHeap::new(),
             next_container: 1,
+            failing: Vec::new(),
         }
     }
 
@@ -135,13 +182,19 @@ impl Cluster {
         debug_assert!(table.is_empty(), "set the retention before any app");
     }
 
-    /// Apps ever submitted, finished and killed (beyond what is kept).
+    /// Apps ever submitted, finished and killed (beyond what is kept);
+    /// failed apps count as killed here (see [`Cluster::failed_total`]).
     pub fn app_totals(&self) -> (usize, usize, usize) {
         (
             self.apps.next_number(),
             self.finished_total,
-            self.killed_total,
+            self.killed_total + self.failed_total,
         )
+    }
+
+    /// Apps ever failed.
+    pub fn failed_total(&self) -> usize {
+        self.failed_total
     }
 
     /// App `index` ended: counted, and the oldest ended apps beyond the
@@ -150,6 +203,7 @@ impl Cluster {
         self.active.remove(&index);
         match self.apps.get(index).map(|a| a.state) {
             Some(AppState::Finished) => self.finished_total += 1,
+            Some(AppState::Failed) => self.failed_total += 1,
             Some(AppState::Killed) => self.killed_total += 1,
             _ => {}
         }
@@ -195,16 +249,13 @@ impl Cluster {
         owner: &str,
         now: u64,
     ) -> Result<Vec<Container>, ClusterError> {
-        use crate::limits::{MAX_GPUS, MAX_MEMORY_MB, MAX_NODES, MAX_VCORES, within};
-        crate::limits::name("node_id", id)?;
-        if capacity.memory_mb == 0 || capacity.vcores == 0 {
-            return Err(ClusterError::EmptyNode(capacity));
-        }
-        within("memory_mb", capacity.memory_mb, 1, MAX_MEMORY_MB)?;
-        within("vcores", capacity.vcores, 1, MAX_VCORES)?;
-        within("gpus", capacity.gpus, 0, MAX_GPUS)?;
+        self.check_capacity(id, capacity)?;
         if !self.nodes.contains_key(id) {
-            crate::limits::at_most("the cluster's nodes", self.nodes.len() + 1, MAX_NODES)?;
+            crate::limits::at_most(
+                "the cluster's nodes",
+                self.nodes.len() + 1,
+                crate::limits::MAX_NODES,
+            )?;
         }
         let lost = self.lose_node(id, now);
         self.nodes.insert(
@@ -235,37 +286,6 @@ impl Cluster {
         }
         self.nodes.remove(id);
         lost
-    }
-
-    /// A node's heartbeat: the containers it reports finished end (those not
-    /// on it are ignored), and it receives the containers allocated to it
-    /// since its last heartbeat.
-    pub fn heartbeat(
-        &mut self,
-        id: &str,
-        finished: &[String],
-        now: u64,
-    ) -> Result<(Vec<Container>, Vec<Container>), ClusterError> {
-        let node = self
-            .nodes
-            .get_mut(id)
-            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
-        node.last_heartbeat_ms = now;
-        let new: Vec<String> = std::mem::take(&mut node.undelivered);
-        let on_node: Vec<&String> = finished
-            .iter()
-            .filter(|c| node.containers.contains(*c))
-            .collect();
-        let ended: Vec<String> = on_node.into_iter().cloned().collect();
-        let ended = ended
-            .iter()
-            .filter_map(|c| self.finish_container(c, now))
-            .collect();
-        let new = new
-            .iter()
-            .filter_map(|c| self.containers.get(c).cloned())
-            .collect();
-        Ok((ended, new))
     }
 
     /// Remote nodes silent since before `deadline` are lost, with their
@@ -355,19 +375,14 @@ impl Cluster {
             submit_time_ms: now,
             start_time_ms: None,
             finish_time_ms: None,
-            asks: request
-                .asks
-                .iter()
-                .map(|a| Ask {
-                    resources: Resources::new(a.memory_mb, a.vcores, a.gpus),
-                    duration_ms: a.duration_ms,
-                    count: a.count,
-                    pending: a.count,
-                })
-                .collect(),
+            asks: request.asks.iter().map(Ask::from_spec).collect(),
             used: Resources::ZERO,
             running_containers: 0,
             finished_containers: 0,
+            failed_containers: 0,
+            diagnostics: String::new(),
+            exit_status: None,
+            containers: Default::default(),
             preempted_containers: 0,
             lost_containers: 0,
             reservation_id: request.reservation_id,
@@ -421,35 +436,27 @@ impl Cluster {
         }
         let mut allocations = Vec::new();
         for placement in placements {
-            let ask = self.apps[placement.app].asks[placement.ask];
             for _ in 0..placement.count {
-                allocations.push(self.create_container(
-                    placement,
-                    &node_ids[placement.node],
-                    ask,
-                    now,
-                ));
+                allocations.push(self.create_container(placement, &node_ids[placement.node], now));
             }
         }
         Ok(allocations)
     }
 
-    fn create_container(
-        &mut self,
-        placement: &Placement,
-        node_id: &str,
-        ask: Ask,
-        now: u64,
-    ) -> Allocation {
+    fn create_container(&mut self, placement: &Placement, node_id: &str, now: u64) -> Allocation {
         let app = &mut self.apps[placement.app];
+        let ask = &mut app.asks[placement.ask];
+        // A failed container's slot asked for again runs as its next attempt.
+        let attempt = ask.retries.pop().unwrap_or(1);
+        ask.pending -= 1;
+        let (resources, duration_ms) = (ask.resources, ask.simulated_duration_ms());
         let app_seq = placement.app + 1;
         let id = format!(
             "container_{}_{app_seq:04}_01_{:06}",
             self.cluster_timestamp, self.next_container
         );
         self.next_container += 1;
-        app.asks[placement.ask].pending -= 1;
-        app.used += ask.resources;
+        app.used += resources;
         app.running_containers += 1;
         if app.state == AppState::Accepted {
             app.state = AppState::Running;
@@ -457,13 +464,10 @@ impl Cluster {
             tracing::info!(app = %app.id, from = "ACCEPTED", to = "RUNNING", cause = "first container allocated", queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
         }
         let node = self.nodes.get_mut(node_id).expect("checked by the caller");
-        node.allocated += ask.resources;
+        node.allocated += resources;
         node.containers.insert(id.clone());
-        // A remote node is handed its containers at its next heartbeat; a
-        // simulated one never heartbeats, so nothing waits for it.
-        if node.kind == NodeKind::Remote {
-            node.undelivered.push(id.clone());
-        }
+        // A remote node is told to launch it in every heartbeat answer until
+        // it reports the container running (see agent_link.rs).
         if node.kind == NodeKind::Simulated {
             // Saturating: a bounded time plus a bounded duration cannot
             // overflow (limits.rs), and a saturated end would only mean "never".
@@ -475,16 +479,29 @@ impl Cluster {
                     .retain(|Reverse((_, id))| containers.contains_key(id));
             }
             self.simulated_ends
-                .push(Reverse((now.saturating_add(ask.duration_ms), id.clone())));
+                .push(Reverse((now.saturating_add(duration_ms), id.clone())));
         }
+        if app.containers.len() >= super::app::MAX_CONTAINER_RECORDS {
+            app.containers.pop_front();
+        }
+        app.containers.push_back(super::ContainerRecord {
+            id: id.clone(),
+            node: node_id.to_string(),
+            attempt,
+            start_time_ms: now,
+            finish_time_ms: None,
+            exit_status: None,
+            diagnostics: String::new(),
+        });
         let container = Container {
             id: id.clone(),
             app: app.id.clone(),
             ask: placement.ask,
             node: node_id.to_string(),
-            resources: ask.resources,
+            resources,
             start_time_ms: now,
-            duration_ms: ask.duration_ms,
+            duration_ms,
+            attempt,
         };
         self.containers.insert(id, container.clone());
         Allocation {
@@ -510,20 +527,29 @@ impl Cluster {
     }
 
     /// Kills an active app: its pending containers are dropped and its
-    /// running ones end now (returned, to be charged). `cause` is logged.
+    /// running ones end now (returned, to be charged; agents are told to
+    /// kill theirs). `cause` is logged and kept as its diagnostics.
     pub fn kill_app(&mut self, index: usize, cause: &str, now: u64) -> Vec<Container> {
+        self.end_app(index, AppState::Killed, cause, now)
+    }
+
+    /// Ends an active app as `state` (KILLED or FAILED), with the same
+    /// effects as [`Cluster::kill_app`].
+    fn end_app(&mut self, index: usize, state: AppState, cause: &str, now: u64) -> Vec<Container> {
         let Some(app) = self.apps.get_mut(index) else {
             return Vec::new();
         };
-        if matches!(app.state, AppState::Finished | AppState::Killed) {
+        if app.state.has_ended() {
             return Vec::new();
         }
         for ask in &mut app.asks {
             ask.pending = 0;
+            ask.retries.clear();
         }
-        tracing::info!(app = %app.id, from = app.state.as_str(), to = "KILLED", cause, queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
-        app.state = AppState::Killed;
+        tracing::info!(app = %app.id, from = app.state.as_str(), to = state.as_str(), cause, queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
+        app.state = state;
         app.finish_time_ms = Some(now);
+        app.diagnostics = cause.to_string();
         let app_id = app.id.clone();
         let ids: Vec<String> = self
             .containers
@@ -533,10 +559,20 @@ impl Cluster {
             .collect();
         let ended = ids
             .iter()
-            .filter_map(|c| self.end_container(c, now, EndCause::Finished))
+            .filter_map(|c| self.end_container(c, now, EndCause::Killed))
             .collect();
         self.app_ended(index);
         ended
+    }
+
+    /// Fails the apps whose containers used up their attempts since the
+    /// last call; returns their other containers, which end now.
+    pub(super) fn fail_apps(&mut self, now: u64) -> Vec<Container> {
+        let failing = std::mem::take(&mut self.failing);
+        failing
+            .into_iter()
+            .flat_map(|(index, why)| self.end_app(index, AppState::Failed, &why, now))
+            .collect()
     }
 
     /// Takes an app out of its reservation: it goes on in its queue as any
@@ -554,41 +590,99 @@ impl Cluster {
         self.end_container(id, now, EndCause::Preempted)
     }
 
-    /// Ends a container (no-op if it already ended).
+    /// A container that ran to its end (no-op if it already ended).
     fn finish_container(&mut self, id: &str, now: u64) -> Option<Container> {
-        self.end_container(id, now, EndCause::Finished)
+        self.end_container(id, now, EndCause::Succeeded)
     }
 
-    fn end_container(&mut self, id: &str, now: u64, cause: EndCause) -> Option<Container> {
+    /// Ends a container (no-op if it already ended): its node and app let
+    /// go of it; a remote node is told to kill it if the cluster ended it
+    /// (killed, preempted); its app asks for it again if it was preempted,
+    /// lost, or failed with attempts left; an app whose last container
+    /// ended finishes, and one whose container failed its last attempt is
+    /// queued to fail (`fail_apps`).
+    pub(super) fn end_container(
+        &mut self,
+        id: &str,
+        now: u64,
+        cause: EndCause,
+    ) -> Option<Container> {
         let container = self.containers.remove(id)?;
         if let Some(node) = self.nodes.get_mut(&container.node) {
             node.allocated -= container.resources;
             node.containers.remove(id);
-        }
-        if let Some(&index) = self.app_index.get(&container.app) {
-            let app = &mut self.apps[index];
-            app.used -= container.resources;
-            app.running_containers = app.running_containers.saturating_sub(1);
-            // A preempted or lost container is reported to its app, which
-            // asks for it again — unless the app was killed meanwhile.
-            let ask_again = app.state != AppState::Killed;
-            match cause {
-                EndCause::Finished => app.finished_containers += 1,
-                EndCause::Preempted => app.preempted_containers += 1,
-                EndCause::Lost => app.lost_containers += 1,
-            }
-            if cause != EndCause::Finished
-                && ask_again
-                && let Some(ask) = app.asks.get_mut(container.ask)
+            node.launched.remove(id);
+            if node.kind == NodeKind::Remote
+                && matches!(cause, EndCause::Killed | EndCause::Preempted)
             {
-                ask.pending = ask.pending.saturating_add(1);
+                node.to_kill.insert(id.to_string(), cause.exit_status());
             }
-            if app.is_done() && app.state != AppState::Killed {
-                app.state = AppState::Finished;
-                app.finish_time_ms = Some(now);
-                tracing::info!(app = %app.id, from = "RUNNING", to = "FINISHED", cause = "all its containers finished", queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
-                self.app_ended(index);
+        }
+        let Some(&index) = self.app_index.get(&container.app) else {
+            return Some(container);
+        };
+        let app = &mut self.apps[index];
+        app.used -= container.resources;
+        app.running_containers = app.running_containers.saturating_sub(1);
+        if let Some(record) = app.containers.iter_mut().rev().find(|r| r.id == id) {
+            record.finish_time_ms = Some(now);
+            record.exit_status = Some(cause.exit_status());
+            if let EndCause::Failed { diagnostics, .. } = &cause {
+                record.diagnostics = diagnostics.clone();
             }
+        }
+        let active = !app.state.has_ended();
+        let ask_again = match &cause {
+            EndCause::Succeeded => {
+                app.finished_containers += 1;
+                false
+            }
+            EndCause::Killed => false,
+            EndCause::Preempted => {
+                app.preempted_containers += 1;
+                true
+            }
+            EndCause::Lost => {
+                app.lost_containers += 1;
+                true
+            }
+            EndCause::Failed {
+                exit_status,
+                diagnostics,
+            } => {
+                app.failed_containers += 1;
+                let max_attempts = app.asks.get(container.ask).map_or(1, |a| a.max_attempts);
+                tracing::info!(container = %container.id, app = %app.id, exit_status, attempt = container.attempt, max_attempts, "container failed");
+                if container.attempt < max_attempts {
+                    if active && let Some(ask) = app.asks.get_mut(container.ask) {
+                        ask.retries.push(container.attempt + 1);
+                    }
+                    true
+                } else {
+                    if active {
+                        app.exit_status = Some(*exit_status);
+                        let why = format!(
+                            "container {} exited with status {exit_status} on its attempt {} of {max_attempts}: {diagnostics}",
+                            container.id, container.attempt
+                        );
+                        self.failing.push((index, why));
+                    }
+                    return Some(container);
+                }
+            }
+        };
+        let app = &mut self.apps[index];
+        if ask_again
+            && active
+            && let Some(ask) = app.asks.get_mut(container.ask)
+        {
+            ask.pending = ask.pending.saturating_add(1);
+        }
+        if app.is_done() && active {
+            app.state = AppState::Finished;
+            app.finish_time_ms = Some(now);
+            tracing::info!(app = %app.id, from = "RUNNING", to = "FINISHED", cause = "all its containers finished", queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
+            self.app_ended(index);
         }
         Some(container)
     }
@@ -651,7 +745,7 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::AskSpec;
+    use crate::cluster::{AgentReport, AskSpec};
     use crate::queues::QueueProperties;
 
     fn test_cluster() -> Cluster {
@@ -668,13 +762,7 @@ mod tests {
             user: "alice".into(),
             project: "demo".into(),
             priority: 0,
-            asks: vec![AskSpec {
-                count,
-                memory_mb: 1024,
-                vcores: 1,
-                gpus: 0,
-                duration_ms,
-            }],
+            asks: vec![AskSpec::sized(count, 1024, 1, 0, duration_ms)],
             reservation_id: None,
         };
         let id = cluster.submit(request, "test", 0).unwrap().id.clone();
@@ -796,16 +884,21 @@ mod tests {
             )
             .unwrap();
         let id = allocated[0].container.id.clone();
-        let (ended, new) = cluster.heartbeat("n1", &[], 20).unwrap();
-        assert!(ended.is_empty());
-        assert_eq!(new[0].id, id);
-        let (ended, new) = cluster
-            .heartbeat("n1", std::slice::from_ref(&id), 30)
-            .unwrap();
-        assert_eq!(ended.len(), 1);
-        assert!(new.is_empty());
+        let beat = |cluster: &mut Cluster, finished: &[String], now| {
+            let report = AgentReport {
+                finished,
+                ..Default::default()
+            };
+            cluster.agent_heartbeat("n1", report, now)
+        };
+        let outcome = beat(&mut cluster, &[], 20).unwrap();
+        assert!(outcome.ended.is_empty());
+        assert_eq!(outcome.orders.launch[0].container_id, id);
+        let outcome = beat(&mut cluster, std::slice::from_ref(&id), 30).unwrap();
+        assert_eq!(outcome.ended.len(), 1);
+        assert!(outcome.orders.launch.is_empty());
         assert!(matches!(
-            cluster.heartbeat("n2", &[], 0),
+            cluster.agent_heartbeat("n2", AgentReport::default(), 0),
             Err(ClusterError::UnknownNode(_))
         ));
     }
@@ -896,7 +989,10 @@ mod tests {
             cluster.allocate(&[placement], round).unwrap();
             cluster.kill_app(app, "test", round);
         }
-        assert!(cluster.nodes["n1"].undelivered.is_empty());
+        assert!(
+            cluster.nodes["n1"].to_kill.is_empty(),
+            "simulated nodes get no orders"
+        );
         assert!(
             cluster.simulated_ends.len() <= 1024 + 4,
             "{} ends kept for no container",
@@ -922,13 +1018,7 @@ mod tests {
         ));
         request.queue = "default".into();
         assert!(cluster.submit(request.clone(), "test", 0).is_err());
-        request.asks = vec![AskSpec {
-            count: 1,
-            memory_mb: 0,
-            vcores: 1,
-            gpus: 0,
-            duration_ms: 1,
-        }];
+        request.asks = vec![AskSpec::sized(1, 0, 1, 0, 1)];
         assert!(cluster.submit(request, "test", 0).is_err());
         assert!(cluster.apps().is_empty());
     }

@@ -1,6 +1,6 @@
 //! A node: where containers run, with a capacity and what is allocated on it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -28,9 +28,38 @@ pub struct Node {
     pub last_heartbeat_ms: u64,
     /// Who registered it: only they may heartbeat for it or register it again.
     pub owner: String,
-    /// Containers allocated since the last heartbeat, to hand over at the next.
+    /// What a remote node's agent says of itself (isolation, address).
+    pub agent: AgentInfo,
+    /// Its containers the agent has reported running; the others are
+    /// ordered launched in every heartbeat answer until it does.
     #[serde(skip)]
-    pub undelivered: Vec<String>,
+    pub launched: BTreeSet<String>,
+    /// Containers the cluster ended that the agent may still run, with the
+    /// exit status to report: ordered killed until the agent stops
+    /// reporting them running.
+    #[serde(skip)]
+    pub to_kill: BTreeMap<String, i32>,
+    /// The heartbeat protocol's number of the last answer, and that answer,
+    /// sent again if the agent says it did not get it.
+    #[serde(skip)]
+    pub response_id: u64,
+    #[serde(skip)]
+    pub last_answer: Option<super::NodeOrders>,
+}
+
+/// What an agent tells of itself at registration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AgentInfo {
+    /// How its containers are isolated, e.g. "cgroup v1 (memory, cpu)" or
+    /// "process groups only: …".
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub isolation: String,
+    /// Where it serves container logs (`http://host:port`), if it does.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub http_address: String,
+    /// The secret the server shows to fetch its logs; never shown.
+    #[serde(skip)]
+    pub logs_secret: String,
 }
 
 impl Node {
@@ -43,7 +72,11 @@ impl Node {
             containers: BTreeSet::new(),
             last_heartbeat_ms: now,
             owner,
-            undelivered: Vec::new(),
+            agent: AgentInfo::default(),
+            launched: BTreeSet::new(),
+            to_kill: BTreeMap::new(),
+            response_id: 0,
+            last_answer: None,
         }
     }
 

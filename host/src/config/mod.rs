@@ -25,6 +25,7 @@ pub struct Settings {
     pub pricing_params: Vec<(String, String)>,
     pub scheduler: SchedulerSettings,
     pub nodes: NodeSettings,
+    pub agent: AgentSettings,
     /// Ended apps kept for the API (YARN's max-completed-applications).
     pub max_completed_applications: usize,
     pub reservations: ReservationSystemSettings,
@@ -64,6 +65,24 @@ pub struct NodeSettings {
     pub heartbeat_interval_ms: u64,
     /// Silence after which a node is lost.
     pub expiry_interval_ms: u64,
+}
+
+/// How a node agent runs containers (YARN's NodeManager properties).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSettings {
+    pub kill_grace: Duration,
+    pub stderr_tail_bytes: usize,
+    pub reserved_memory_mb: u64,
+    pub run_as: RunAsSetting,
+    pub banned_users: Vec<String>,
+    pub min_user_id: u32,
+}
+
+/// `weft.agent.run-as`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAsSetting {
+    Agent,
+    Submitter,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -190,6 +209,25 @@ impl Settings {
                 .whole("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms")?,
             expiry_interval_ms: read.whole("yarn.nm.liveness-monitor.expiry-interval-ms")?,
         };
+        let agent = AgentSettings {
+            kill_grace: Duration::from_millis(
+                read.whole("yarn.nodemanager.sleep-delay-before-sigkill.ms")?,
+            ),
+            stderr_tail_bytes: read.whole("yarn.nodemanager.container.stderr.tail.bytes")? as usize,
+            reserved_memory_mb: read
+                .whole("yarn.nodemanager.resource.system-reserved-memory-mb")?,
+            run_as: match read.text("weft.agent.run-as")?.as_str() {
+                "submitter" => RunAsSetting::Submitter,
+                _ => RunAsSetting::Agent,
+            },
+            banned_users: read
+                .text("weft.agent.banned-users")?
+                .split(',')
+                .map(|u| u.trim().to_string())
+                .filter(|u| !u.is_empty())
+                .collect(),
+            min_user_id: read.whole_u32("weft.agent.min-user-id")?,
+        };
         let max_completed_applications =
             read.whole("yarn.resourcemanager.max-completed-applications")? as usize;
         let reservations = ReservationSystemSettings {
@@ -262,6 +300,7 @@ impl Settings {
             pricing_params,
             scheduler,
             nodes,
+            agent,
             max_completed_applications,
             reservations,
             policies,

@@ -150,6 +150,54 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "ms between two heartbeats of a node, told to nodes at registration",
     ),
     (
+        "yarn.nodemanager.sleep-delay-before-sigkill.ms",
+        ValueType::Whole {
+            min: 0,
+            max: 600_000,
+        },
+        "250",
+        "ms an agent waits between SIGTERM and SIGKILL when it kills a container",
+    ),
+    (
+        "yarn.nodemanager.container.stderr.tail.bytes",
+        ValueType::Whole {
+            min: 0,
+            max: 1 << 20,
+        },
+        "4096",
+        "bytes of a failed container's stderr its diagnostics carry",
+    ),
+    (
+        "yarn.nodemanager.resource.system-reserved-memory-mb",
+        ValueType::Whole {
+            min: 0,
+            max: 1 << 30,
+        },
+        "1024",
+        "MB of the machine an agent keeps for the system when it sizes itself (at most half the machine)",
+    ),
+    (
+        "weft.agent.run-as",
+        ValueType::Choice(&["agent", "submitter"]),
+        "agent",
+        "who containers run as: the agent's own user (YARN's DefaultContainerExecutor), or the submitting user (token authentication and a root agent only)",
+    ),
+    (
+        "weft.agent.banned-users",
+        ValueType::Text,
+        "hdfs,yarn,mapred,bin",
+        "users containers never run as with run-as = submitter (container-executor.cfg's banned.users)",
+    ),
+    (
+        "weft.agent.min-user-id",
+        ValueType::Whole {
+            min: 0,
+            max: u32::MAX as u64,
+        },
+        "1000",
+        "the lowest uid containers run as with run-as = submitter (container-executor.cfg's min.user.id)",
+    ),
+    (
         "yarn.nm.liveness-monitor.expiry-interval-ms",
         ValueType::Whole {
             min: 1,

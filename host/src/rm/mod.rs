@@ -316,7 +316,7 @@ impl ResourceManager {
         }
     }
 
-    fn container_finished(&mut self, container: &Container, at: u64) {
+    pub fn container_finished(&mut self, container: &Container, at: u64) {
         tracing::debug!(container = %container.id, app = %container.app, "container finished");
         if let Err(error) = self.quota.finish(&container.id, at) {
             tracing::error!(%error, "quota could not finish charging a container");

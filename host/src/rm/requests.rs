@@ -7,7 +7,11 @@ use serde::{Deserialize, Serialize};
 
 use super::ResourceManager;
 use super::reservations::ReservationError;
-use crate::cluster::{App, AppState, ClusterError, Container, NodeKind, Resources, SubmitApp};
+use crate::agent::protocol::ContainerEnd;
+use crate::cluster::{
+    AgentInfo, AgentReport, App, AppState, ClusterError, KillOrder, NodeKind, NodeOrders,
+    Resources, SubmitApp,
+};
 use crate::limits;
 use crate::policy::PolicyKind;
 use crate::reservation::definition::{
@@ -58,7 +62,9 @@ impl From<limits::OutOfBounds> for RequestError {
     }
 }
 
-/// A node's registration: who it is and what it offers.
+/// A node's registration: who it is and what it offers; an agent also
+/// says what it runs (after a restart), how it isolates containers and
+/// where it serves their logs.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterNode {
@@ -75,25 +81,56 @@ pub struct RegisterNode {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 1024)]
     pub gpus: u32,
+    /// The containers the agent runs now (at most 100,000): given, a known
+    /// node keeps them (work-preserving); absent, a known node's
+    /// containers are lost.
+    #[serde(default)]
+    #[schema(max_items = 100_000)]
+    pub running: Option<Vec<String>>,
+    /// How the agent isolates containers (at most 256 bytes).
+    #[serde(default)]
+    #[schema(max_length = 256)]
+    pub isolation: Option<String>,
+    /// Where the agent serves container logs: `http://host:port`.
+    #[serde(default)]
+    #[schema(max_length = 256)]
+    pub http_address: Option<String>,
+    /// The bearer secret the agent wants for its logs (at most 256 bytes).
+    #[serde(default)]
+    #[schema(max_length = 256)]
+    pub logs_secret: Option<String>,
 }
 
-/// A node's heartbeat.
+/// A node's heartbeat: what ended (and, from an agent, what runs and the
+/// number of the last answer it got).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Heartbeat {
-    /// Containers that ended on the node since its last heartbeat (at most
-    /// 100,000); ids not running on it are ignored.
+    /// Containers that ended with status 0 since the last heartbeat (at
+    /// most 100,000); ids not running on the node are ignored.
     #[serde(default)]
     #[schema(max_items = 100_000)]
     pub finished: Vec<String>,
+    /// Containers that ended, with how (at most 100,000), resent until
+    /// acknowledged.
+    #[serde(default)]
+    #[schema(max_items = 100_000)]
+    pub ended: Vec<ContainerEnd>,
+    /// Every container the agent runs now (at most 100,000).
+    #[serde(default)]
+    #[schema(max_items = 100_000)]
+    pub running: Option<Vec<String>>,
+    /// The `response_id` of the last answer received (0 after registering):
+    /// the same heartbeat sent twice gets the same answer.
+    #[serde(default)]
+    pub response_id: Option<u64>,
 }
 
-/// What a heartbeat gets back: how many finished containers were taken,
-/// and the containers allocated to the node since its last heartbeat.
+/// What a registration gets back: orders to kill what the node runs that
+/// it should not.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HeartbeatAnswer {
-    pub finished_accepted: usize,
-    pub allocations: Vec<Container>,
+pub struct Registered {
+    pub kill: Vec<KillOrder>,
 }
 
 impl ResourceManager {
@@ -105,9 +142,13 @@ impl ResourceManager {
     pub fn submit_app(
         &mut self,
         caller: &Caller,
-        request: SubmitApp,
+        mut request: SubmitApp,
         submitter: &str,
     ) -> Result<App, RequestError> {
+        // No user named: the app is the caller's.
+        if request.user.is_empty() {
+            request.user = caller.user.clone();
+        }
         request.check()?;
         let security = self.security.clone();
         if let Some(leaf) = self.cluster.queues().leaf(&request.queue) {
@@ -147,62 +188,143 @@ impl ResourceManager {
 
     /// Registers a node for `caller`, who must be in the node ACL. A node id
     /// belongs to whoever registered it first: only they may register it
-    /// again (a restart: its containers are lost, charged up to now and
-    /// asked for again).
+    /// again — a restarted agent listing what it still runs keeps it; else
+    /// its containers are lost, charged up to now and asked for again.
     pub fn register_node(
         &mut self,
         caller: &Caller,
         request: &RegisterNode,
-    ) -> Result<(), RequestError> {
+    ) -> Result<Registered, RequestError> {
         self.security
             .check_node(caller, "register a node")
             .map_err(RequestError::Forbidden)?;
         limits::name("node_id", &request.node_id)?;
+        let running = request.running.as_deref();
+        check_ids("running", running.unwrap_or_default())?;
+        let agent = AgentInfo {
+            isolation: bounded_text("isolation", request.isolation.as_deref())?,
+            http_address: check_http_address(request.http_address.as_deref())?,
+            logs_secret: bounded_text("logs_secret", request.logs_secret.as_deref())?,
+        };
         if let Some(node) = self.cluster.node(&request.node_id) {
             check_owner(caller, node, "register it again")?;
         }
         let capacity = Resources::new(request.memory_mb, request.vcores, request.gpus);
         let now = self.now();
-        let lost = self.cluster.register_node(
+        let (lost, kill) = self.cluster.register_agent(
             &request.node_id,
-            NodeKind::Remote,
             capacity,
             &caller.user,
+            agent,
+            running,
             now,
         )?;
         self.containers_lost(&lost, now);
-        tracing::info!(node = %request.node_id, %capacity, owner = %caller.user, lost = lost.len(), "node registered");
-        Ok(())
+        tracing::info!(node = %request.node_id, %capacity, owner = %caller.user, lost = lost.len(), kept = running.map_or(0, |r| r.len()), "node registered");
+        Ok(Registered { kill })
     }
 
-    /// A heartbeat from the owner of node `id`.
+    /// A heartbeat from the owner of node `id`; what ended is charged up to
+    /// when it ended.
     pub fn node_heartbeat(
         &mut self,
         caller: &Caller,
         id: &str,
         heartbeat: &Heartbeat,
-    ) -> Result<HeartbeatAnswer, RequestError> {
+    ) -> Result<NodeOrders, RequestError> {
         self.security
             .check_node(caller, "send a node heartbeat")
             .map_err(RequestError::Forbidden)?;
+        check_ids("finished", &heartbeat.finished)?;
+        check_ids("running", heartbeat.running.as_deref().unwrap_or_default())?;
         limits::at_most(
-            "finished",
-            heartbeat.finished.len(),
+            "ended",
+            heartbeat.ended.len(),
             limits::MAX_FINISHED_PER_HEARTBEAT,
         )?;
+        let ended: Vec<ContainerEnd> = heartbeat
+            .ended
+            .iter()
+            .enumerate()
+            .map(|(i, end)| {
+                limits::name(format!("ended[{i}].container_id"), &end.container_id)?;
+                Ok(ContainerEnd {
+                    diagnostics: cut(&end.diagnostics, limits::MAX_DIAGNOSTICS_BYTES),
+                    ..end.clone()
+                })
+            })
+            .collect::<Result<_, limits::OutOfBounds>>()?;
         let node = self
             .cluster
             .node(id)
             .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
         check_owner(caller, node, "send its heartbeats")?;
         let now = self.now();
-        let (ended, allocations) = self.cluster.heartbeat(id, &heartbeat.finished, now)?;
-        self.containers_finished(&ended, now);
-        Ok(HeartbeatAnswer {
-            finished_accepted: ended.len(),
-            allocations,
-        })
+        let report = AgentReport {
+            response_id: heartbeat.response_id,
+            running: heartbeat.running.as_deref(),
+            ended: &ended,
+            finished: &heartbeat.finished,
+        };
+        let outcome = self.cluster.agent_heartbeat(id, report, now)?;
+        for (container, at) in &outcome.ended {
+            self.container_finished(container, *at);
+        }
+        Ok(outcome.orders)
     }
+}
+
+/// Container ids within bounds, at most 100,000 of them.
+fn check_ids(field: &str, ids: &[String]) -> Result<(), limits::OutOfBounds> {
+    limits::at_most(field, ids.len(), limits::MAX_FINISHED_PER_HEARTBEAT)?;
+    for (i, id) in ids.iter().enumerate() {
+        limits::name(format!("{field}[{i}]"), id)?;
+    }
+    Ok(())
+}
+
+/// Free text an agent gives of itself, at most 256 bytes.
+fn bounded_text(field: &str, text: Option<&str>) -> Result<String, limits::OutOfBounds> {
+    let text = text.unwrap_or_default();
+    limits::at_most(
+        format!("{field} (bytes)"),
+        text.len(),
+        limits::MAX_NAME_BYTES,
+    )?;
+    Ok(text.to_string())
+}
+
+/// An agent's log address: `http://host:port` (or https), nothing more —
+/// the server only ever adds its own fixed paths to it.
+fn check_http_address(address: Option<&str>) -> Result<String, limits::OutOfBounds> {
+    let address = bounded_text("http_address", address)?;
+    if address.is_empty() {
+        return Ok(address);
+    }
+    let valid = ureq::http::Uri::try_from(address.as_str()).is_ok_and(|uri| {
+        matches!(uri.scheme_str(), Some("http" | "https"))
+            && uri.authority().is_some()
+            && uri
+                .path_and_query()
+                .is_none_or(|p| p.as_str() == "/" || p.as_str().is_empty())
+    });
+    if !valid {
+        return Err(limits::OutOfBounds {
+            field: "http_address".into(),
+            value: format!("{address:?}"),
+            rule: "but it must be http://host:port or https://host:port, with no path".into(),
+        });
+    }
+    Ok(address.trim_end_matches('/').to_string())
+}
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn cut(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
 }
 
 impl ResourceManager {
@@ -218,7 +340,7 @@ impl ResourceManager {
         let app = &self.cluster.apps()[index];
         // Killing an app that has ended changes nothing (and its queue may
         // be gone since: only active apps follow a refresh of the queues).
-        if matches!(app.state, AppState::Finished | AppState::Killed) {
+        if app.state.has_ended() {
             return Ok(app.state);
         }
         self.security
@@ -234,6 +356,84 @@ impl ResourceManager {
             .apps()
             .get(index)
             .map_or(AppState::Killed, |app| app.state))
+    }
+}
+
+/// Where a container's log is served, for the one request that reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLocation {
+    /// The agent's `http://host:port`, and the secret it wants.
+    pub http_address: String,
+    pub secret: String,
+    pub app_id: String,
+}
+
+impl ResourceManager {
+    /// App `id` for `caller`, who must be its user or an administrator of
+    /// its queue or of the cluster, to `action` it.
+    fn owned_app(&self, caller: &Caller, id: &str, action: &str) -> Result<&App, RequestError> {
+        let app = self
+            .cluster
+            .app(id)
+            .ok_or_else(|| RequestError::NotFound(format!("application {id} not found")))?;
+        self.security
+            .check_app_owner(
+                caller,
+                &app.user,
+                self.cluster.queues(),
+                app.queue_index,
+                action,
+            )
+            .map_err(RequestError::Forbidden)?;
+        Ok(app)
+    }
+
+    /// The containers app `id` ran and runs (the newest 10,000), for its
+    /// user and administrators.
+    pub fn app_containers(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Vec<crate::cluster::ContainerRecord>, RequestError> {
+        let app = self.owned_app(caller, id, "list the containers of")?;
+        Ok(app.containers.iter().cloned().collect())
+    }
+
+    /// Where the log of container `container` of app `app` is served, for
+    /// the app's user and administrators; its node must still be registered
+    /// and run an agent that serves logs.
+    pub fn container_log(
+        &self,
+        caller: &Caller,
+        app: &str,
+        container: &str,
+    ) -> Result<LogLocation, RequestError> {
+        let found = self.owned_app(caller, app, "read the logs of")?;
+        let record = found
+            .containers
+            .iter()
+            .rev()
+            .find(|r| r.id == container)
+            .ok_or_else(|| {
+                RequestError::NotFound(format!("application {app} has no container {container}"))
+            })?;
+        let node = self.cluster.node(&record.node).ok_or_else(|| {
+            RequestError::NotFound(format!(
+                "container {container} ran on node {}, which is no longer registered; its logs are there",
+                record.node
+            ))
+        })?;
+        if node.agent.http_address.is_empty() {
+            return Err(RequestError::NotFound(format!(
+                "container {container} ran on node {}, which serves no logs (a simulated node or a client without an agent)",
+                record.node
+            )));
+        }
+        Ok(LogLocation {
+            http_address: node.agent.http_address.clone(),
+            secret: node.agent.logs_secret.clone(),
+            app_id: found.id.clone(),
+        })
     }
 }
 

@@ -346,13 +346,7 @@ mod tests {
             user: user.into(),
             project: "p".into(),
             priority: 0,
-            asks: vec![AskSpec {
-                count: 10,
-                memory_mb: 1024,
-                vcores: 1,
-                gpus: 0,
-                duration_ms: 1000,
-            }],
+            asks: vec![AskSpec::sized(10, 1024, 1, 0, 1000)],
             reservation_id: reservation.map(String::from),
         };
         cluster.submit(request, "test", 0).unwrap();

@@ -252,6 +252,20 @@ impl Security {
         tree: &QueueTree,
         leaf: usize,
     ) -> Result<(), String> {
+        self.check_app_owner(caller, owner, tree, leaf, "kill")
+    }
+
+    /// Whether `caller` may `action` (kill, read the logs of) an app of
+    /// `owner` in `leaf`: its user, an administrator of its queue (or an
+    /// ancestor) or of the cluster.
+    pub fn check_app_owner(
+        &self,
+        caller: &Caller,
+        owner: &str,
+        tree: &QueueTree,
+        leaf: usize,
+        action: &str,
+    ) -> Result<(), String> {
         if caller.user == owner || self.is_admin(caller) {
             return Ok(());
         }
@@ -267,7 +281,7 @@ impl Security {
         }
         let path = queues.get(leaf).map_or("its queue", |q| q.path.as_str());
         Err(format!(
-            "user {} may not kill an application of {owner}: only its user, an administrator of {path} (acl_administer_queue) or of the cluster may",
+            "user {} may not {action} an application of {owner}: only its user, an administrator of {path} (acl_administer_queue) or of the cluster may",
             caller.user
         ))
     }

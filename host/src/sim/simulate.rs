@@ -415,7 +415,9 @@ impl Scenario {
                 limits::within(field("memory_mb"), ask.memory_mb, 1, MAX_MEMORY_MB)?;
                 limits::within(field("vcores"), ask.vcores, 1, MAX_VCORES)?;
                 limits::within(field("gpus"), ask.gpus, 0, MAX_GPUS)?;
-                limits::within(field("duration_ms"), ask.duration_ms, 1, MAX_DURATION_MS)?;
+                if let Some(duration_ms) = ask.duration_ms {
+                    limits::within(field("duration_ms"), duration_ms, 1, MAX_DURATION_MS)?;
+                }
             }
         }
         for r in &self.reservations {
@@ -532,7 +534,10 @@ impl Scenario {
         }
         let mut work = [0u128; 3];
         for ask in self.apps.iter().flat_map(|a| &a.asks) {
-            let time = u128::from(ask.count) * u128::from(ask.duration_ms);
+            let duration_ms = ask
+                .duration_ms
+                .unwrap_or(crate::cluster::SIMULATED_COMMAND_MS);
+            let time = u128::from(ask.count) * u128::from(duration_ms);
             work[0] += time * u128::from(ask.memory_mb);
             work[1] += time * u128::from(ask.vcores);
             work[2] += time * u128::from(ask.gpus);

@@ -194,18 +194,11 @@ fn app(job: Job) -> Result<ScenarioApp, String> {
         let vcores = task.vcores.unwrap_or(CONTAINER_VCORES);
         limits::within(field("container.memory"), memory_mb, 1, MAX_MEMORY_MB).map_err(bounds)?;
         limits::within(field("container.vcores"), vcores, 1, MAX_VCORES).map_err(bounds)?;
-        match asks
-            .iter_mut()
-            .find(|a| (a.memory_mb, a.vcores, a.duration_ms) == (memory_mb, vcores, duration_ms))
-        {
+        match asks.iter_mut().find(|a| {
+            (a.memory_mb, a.vcores, a.duration_ms) == (memory_mb, vcores, Some(duration_ms))
+        }) {
             Some(ask) => ask.count += 1,
-            None => asks.push(AskSpec {
-                count: 1,
-                memory_mb,
-                vcores,
-                gpus: 0,
-                duration_ms,
-            }),
+            None => asks.push(AskSpec::sized(1, memory_mb, vcores, 0, duration_ms)),
         }
     }
     limits::at_most(

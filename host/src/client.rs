@@ -1,5 +1,6 @@
-//! A small blocking client for the HTTP API, for the CLI's remote commands:
-//! where the server is, and who is asking (a token, or in simple mode a name).
+//! A small blocking client for the HTTP API, for the CLI's remote commands
+//! and the node agent: where the servers are (a list, tried in turn), and
+//! who is asking (a token, or in simple mode a name).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,7 +14,8 @@ pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8088";
 /// The flags of every command that talks to a running server.
 #[derive(Debug, Clone, Args)]
 pub struct ServerArgs {
-    /// The server's base URL (https:// when it serves TLS).
+    /// The server's base URL (https:// when it serves TLS), or several,
+    /// comma-separated: each is tried in turn until one answers.
     #[arg(long, default_value = DEFAULT_SERVER)]
     pub server: String,
     /// Act as this user (sent as X-Weft-User; simple authentication only).
@@ -35,7 +37,9 @@ impl ServerArgs {
 }
 
 pub struct Client {
-    base: String,
+    /// The servers, and which one answered last (tried first).
+    bases: Vec<String>,
+    current: std::sync::atomic::AtomicUsize,
     agent: ureq::Agent,
     /// Sent as X-Weft-User, the caller's identity in simple mode.
     user: Option<String>,
@@ -66,8 +70,18 @@ impl Client {
                     .build(),
             );
         }
+        let bases: Vec<String> = args
+            .server
+            .split(',')
+            .map(|s| s.trim().trim_end_matches('/').to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if bases.is_empty() {
+            bail!("--server names no server");
+        }
         Ok(Client {
-            base: args.server.trim_end_matches('/').to_string(),
+            bases,
+            current: Default::default(),
             agent: config.build().into(),
             user: args.user.clone(),
             token: args.token.clone().filter(|t| !t.trim().is_empty()),
@@ -75,31 +89,86 @@ impl Client {
     }
 
     pub fn get(&self, path: &str) -> anyhow::Result<Value> {
-        let response = self.with_user(self.agent.get(&self.url(path))).call();
+        let response = self.send(path, |url| self.with_user(self.agent.get(url)).call())?;
         self.answer(path, response)
     }
 
     pub fn post(&self, path: &str) -> anyhow::Result<Value> {
-        let response = self
-            .with_user(self.agent.post(&self.url(path)))
-            .send_empty();
+        let response = self.send(path, |url| {
+            self.with_user(self.agent.post(url)).send_empty()
+        })?;
         self.answer(path, response)
     }
 
     pub fn post_json(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
-        let response = self
-            .with_user(self.agent.post(&self.url(path)))
-            .send_json(body);
+        self.answer(path, self.post_json_raw(path, body)?)
+    }
+
+    pub fn put_json(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
+        let response = self.send(path, |url| {
+            self.with_user(self.agent.put(url)).send_json(body)
+        })?;
         self.answer(path, response)
     }
 
+    /// POSTs `body` and gives back the answer whatever its status, for
+    /// callers that act on the status (the agent re-registers on 404).
+    pub fn post_json_raw(
+        &self,
+        path: &str,
+        body: &Value,
+    ) -> anyhow::Result<ureq::http::Response<ureq::Body>> {
+        self.send(path, |url| {
+            self.with_user(self.agent.post(url)).send_json(body)
+        })
+    }
+
+    /// The bytes a GET answers (a log), or the server's message.
+    pub fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
+        let mut response = self.send(path, |url| self.with_user(self.agent.get(url)).call())?;
+        if !response.status().is_success() {
+            self.answer(path, response)?;
+            bail!("{path} answered no body");
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut response.body_mut().as_reader(), &mut bytes)
+            .with_context(|| format!("{path} answered an unreadable body"))?;
+        Ok(bytes)
+    }
+
     pub fn put_bytes(&self, path: &str, body: &[u8]) -> anyhow::Result<Value> {
-        let request = self
-            .agent
-            .put(&self.url(path))
-            .header("content-type", "application/wasm");
-        let response = self.with_user(request).send(body);
+        let response = self.send(path, |url| {
+            let request = self
+                .agent
+                .put(url)
+                .header("content-type", "application/wasm");
+            self.with_user(request).send(body)
+        })?;
         self.answer(path, response)
+    }
+
+    /// Sends with `call` to each server in turn, starting with the one
+    /// that answered last, until one is reached.
+    fn send(
+        &self,
+        path: &str,
+        call: impl Fn(&str) -> Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> anyhow::Result<ureq::http::Response<ureq::Body>> {
+        use std::sync::atomic::Ordering;
+        let first = self.current.load(Ordering::Relaxed);
+        let mut failures = Vec::new();
+        for i in 0..self.bases.len() {
+            let index = (first + i) % self.bases.len();
+            let base = &self.bases[index];
+            match call(&format!("{base}{path}")) {
+                Ok(response) => {
+                    self.current.store(index, Ordering::Relaxed);
+                    return Ok(response);
+                }
+                Err(error) => failures.push(format!("{base}: {error}")),
+            }
+        }
+        bail!("cannot reach the weft server ({})", failures.join("; "))
     }
 
     fn with_user<B>(&self, mut request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
@@ -112,18 +181,12 @@ impl Client {
         request
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
     /// The JSON body of a 2xx answer; otherwise the server's own message.
-    fn answer(
+    pub fn answer(
         &self,
         path: &str,
-        response: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+        mut response: ureq::http::Response<ureq::Body>,
     ) -> anyhow::Result<Value> {
-        let mut response =
-            response.with_context(|| format!("cannot reach the weft server at {}", self.base))?;
         let status = response.status();
         let text = response
             .body_mut()

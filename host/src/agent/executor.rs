@@ -1,0 +1,2104 @@
+//! The node agent's container executor: runs each launch order as a real
+//! process, kills it on request, and says how it ended — YARN's
+//! DefaultContainerExecutor and ContainerLaunch, with cgroups when the
+//! machine offers them (see [`super::cgroups`]).
+//!
+//! A container is `/bin/sh -c WRAPPER` in a session of its own (pid = pgid
+//! = sid), stdin from /dev/null, stdout and stderr appended to its log
+//! files, in its own cgroup when cgroups are usable. The wrapper runs the
+//! command, then records its exit status in a file atomically, so an agent
+//! that was down when the container ended still learns the status.
+//!
+//! Files, all per container id:
+//! - `work_dir/.weft/containers/<cid>/`: the agent's private state —
+//!   `order.json` (the launch order), `pid` (pid, /proc start time, start
+//!   wall time), `kill` (a kill was requested, and with which status),
+//!   `end.json` (the end as reported), and `exit/exitcode`, written by the
+//!   wrapper (`exit/` belongs to the container's user, who cannot touch
+//!   the rest, so no user can make the agent signal someone else's pid);
+//! - `work_dir/apps/<app>/<cid>/`: the container's working directory;
+//! - `log_dir/<app>/<cid>/{stdout,stderr}`: its output.
+//!
+//! When a container's main process ends, whatever it left behind in its
+//! process group or cgroup is killed: a container's resources end with it.
+//!
+//! Nothing here blocks for long: [`Executor::poll`] reaps and escalates
+//! kills without sleeping. Nothing from outside (orders, files in the work
+//! dir, /proc) can make it panic: a bad order becomes an ended container
+//! with a diagnostic, a bad file a log line.
+//!
+//! Restart: an agent killed with -9 and started again on the same work dir
+//! finds its containers in `.weft/containers` ([`Executor::open`]): ended
+//! ones are reported again, live ones (same pid *and* /proc start time, so
+//! a recycled pid is never mistaken for one) are adopted and watched.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+use nix::unistd::{Gid, Pid, Uid, User};
+use serde::{Deserialize, Serialize};
+
+use super::cgroups::{Cgroups, ContainerCgroup, join_in_child};
+use super::protocol::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
+
+/// `yarn.nodemanager.sleep-delay-before-sigkill.ms`.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_millis(250);
+/// `yarn.nodemanager.container.stderr.tail.bytes`.
+pub const DEFAULT_STDERR_TAIL_BYTES: usize = 4096;
+/// `yarn.nodemanager.container-executor.exit-code-file.timeout-ms`: how long
+/// an adopted container's exit code may take to appear after its process.
+const EXIT_CODE_FILE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Bounds on a launch order (the server checks too; the agent must never
+/// trust it).
+const MAX_ID_BYTES: usize = 256;
+const MAX_USER_BYTES: usize = 256;
+const MAX_ENV_VARS: usize = 1000;
+const MAX_ENV_KEY_BYTES: usize = 256;
+const MAX_ENV_VALUE_BYTES: usize = 64 * 1024;
+const MAX_ARGS: usize = 4096;
+const MAX_COMMAND_BYTES: usize = 1024 * 1024;
+
+/// Runs the command (in a subshell, so a builtin such as `exit` cannot end
+/// the wrapper early), then records its status as YARN's
+/// default_container_executor.sh does: temp file + rename, so a reader sees
+/// all of it or nothing. `command -p` finds mv whatever PATH the order set.
+/// Called as `sh -c WRAPPER weft-container <exit dir> <command…>`.
+const WRAPPER: &str = r#"exit_dir=$1
+shift
+( "$@" )
+status=$?
+printf '%s\n' "$status" > "$exit_dir/exitcode.tmp" && command -p mv -f "$exit_dir/exitcode.tmp" "$exit_dir/exitcode"
+exit "$status""#;
+
+/// How the executor is set up (`weft agent`'s flags).
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// Containers' working dirs and the agent's private state.
+    pub work_dir: PathBuf,
+    /// Containers' stdout and stderr.
+    pub log_dir: PathBuf,
+    pub run_as: RunAs,
+    /// SIGTERM → SIGKILL delay ([`DEFAULT_KILL_GRACE`]).
+    pub kill_grace: Duration,
+    /// How much of stderr a failed container's diagnostics carry
+    /// ([`DEFAULT_STDERR_TAIL_BYTES`]).
+    pub stderr_tail_bytes: usize,
+    /// The agent's parent cgroup directory name, e.g. "weft-agent-node1".
+    pub cgroup_name: String,
+}
+
+/// Which Unix user a container runs as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunAs {
+    /// The agent's own user (YARN's DefaultContainerExecutor).
+    Agent,
+    /// The order's user, as container-executor.cfg's `banned.users` and
+    /// `min.user.id` allow (the agent must be root).
+    Submitter {
+        banned_users: Vec<String>,
+        min_user_id: u32,
+    },
+}
+
+pub use super::logs::LogStream;
+
+/// A container running now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningContainer {
+    pub container_id: String,
+    /// Its process (and process group, and session) id.
+    pub pid: u32,
+    /// When it started, ms since the epoch.
+    pub started_ms: u64,
+}
+
+/// Why the executor cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorError {
+    #[error("the {role} {path} is not usable: {source}")]
+    Dir {
+        role: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Runs containers on this node; see the module docs.
+pub struct Executor {
+    settings: Settings,
+    containers: BTreeMap<String, Tracked>,
+    /// Ends detected and not yet returned by [`Executor::poll`].
+    unreported: Vec<ContainerEnd>,
+    /// Cgroups of ended containers that still held processes when they
+    /// ended; emptied and removed by later polls.
+    cgroups_to_remove: Vec<ContainerCgroup>,
+}
+
+/// What does not change after [`Executor::open`].
+struct Settings {
+    config: ExecutorConfig,
+    layout: Layout,
+    cgroups: Result<Cgroups, String>,
+    /// USER and LOGNAME for containers run as the agent's user.
+    agent_user: String,
+}
+
+enum Tracked {
+    Running(Box<ContainerProcess>),
+    /// Ended and not yet forgotten: its end has been (or will be) reported.
+    Ended,
+}
+
+/// A running container's process, spawned by this agent or adopted from
+/// an earlier one.
+struct ContainerProcess {
+    container_id: String,
+    app_id: String,
+    memory_mb: u64,
+    pid: u32,
+    /// /proc/<pid>/stat field 22, which tells this process from a later one
+    /// with a recycled pid.
+    start_ticks: u64,
+    started_ms: u64,
+    /// `None` when adopted: not our child, so watched through /proc.
+    child: Option<Child>,
+    cgroup: Option<ContainerCgroup>,
+    kill: Option<KillState>,
+    /// When its main process was first seen gone.
+    ended_at: Option<Instant>,
+}
+
+struct KillState {
+    record: KillRecord,
+    requested_at: Instant,
+    /// SIGKILL sent (the grace is over).
+    escalated: bool,
+    /// The main process ended before the grace was over.
+    ended_within_grace: bool,
+}
+
+/// `kill` file: a kill was requested, so the end reports this status even
+/// across an agent restart.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct KillRecord {
+    exit_status: i32,
+    /// SIGKILL right away (the agent is stopping), no grace.
+    immediate: bool,
+}
+
+/// `pid` file.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct PidRecord {
+    pid: u32,
+    start_ticks: u64,
+    started_ms: u64,
+}
+
+/// Where a container's files are.
+struct Layout {
+    work_dir: PathBuf,
+    log_dir: PathBuf,
+    /// `work_dir/.weft/containers`.
+    private_root: PathBuf,
+}
+
+impl Layout {
+    fn private_dir(&self, container_id: &str) -> PathBuf {
+        self.private_root.join(container_id)
+    }
+    fn exit_dir(&self, container_id: &str) -> PathBuf {
+        self.private_dir(container_id).join("exit")
+    }
+    fn container_work_dir(&self, app_id: &str, container_id: &str) -> PathBuf {
+        self.work_dir.join("apps").join(app_id).join(container_id)
+    }
+    fn container_log_dir(&self, app_id: &str, container_id: &str) -> PathBuf {
+        self.log_dir.join(app_id).join(container_id)
+    }
+}
+
+/// The Unix identity a container runs as.
+struct Identity {
+    name: String,
+    home: PathBuf,
+    /// uid, gid and supplementary groups to switch to; `None`: stay the agent.
+    switch_to: Option<(Uid, Gid, Vec<Gid>)>,
+}
+
+/// How a container's main process ended, as far as is known.
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    /// An exit code: the exit-code file's, or the wait status's.
+    Code(i32),
+    /// Ended by a signal before the wrapper could record anything.
+    Signal(i32),
+    /// Not our child and no exit-code file.
+    Unknown,
+}
+
+impl Executor {
+    /// Creates and checks the dirs (a dir that cannot be used is an error
+    /// naming it), detects cgroups, and recovers the containers an earlier
+    /// agent left on this work dir (see the module docs).
+    pub fn open(config: ExecutorConfig) -> Result<Executor, ExecutorError> {
+        let work_dir = prepare_dir("work dir", &config.work_dir)?;
+        let log_dir = prepare_dir("log dir", &config.log_dir)?;
+        let private_root = work_dir.join(".weft").join("containers");
+        fs::create_dir_all(&private_root)
+            .and_then(|()| {
+                // Traversable (not listable) by containers' users, who write
+                // their exit code into their own `exit/` dir below.
+                fs::set_permissions(work_dir.join(".weft"), fs::Permissions::from_mode(0o711))?;
+                fs::set_permissions(&private_root, fs::Permissions::from_mode(0o711))
+            })
+            .map_err(|source| ExecutorError::Dir {
+                role: "state dir",
+                path: private_root.clone(),
+                source,
+            })?;
+        if matches!(config.run_as, RunAs::Submitter { .. }) {
+            warn_unless_traversable(&work_dir);
+        }
+        let cgroups = Cgroups::detect(&config.cgroup_name);
+        match &cgroups {
+            Ok(cgroups) => tracing::info!(isolation = %cgroups.describe(), "container isolation"),
+            Err(reason) => {
+                tracing::warn!(%reason, "cgroups unusable; containers run in process groups only")
+            }
+        }
+        let agent_user = match User::from_uid(Uid::current()) {
+            Ok(Some(user)) => user.name,
+            _ => Uid::current().to_string(),
+        };
+        let mut executor = Executor {
+            settings: Settings {
+                config,
+                layout: Layout {
+                    work_dir,
+                    log_dir,
+                    private_root,
+                },
+                cgroups,
+                agent_user,
+            },
+            containers: BTreeMap::new(),
+            unreported: Vec::new(),
+            cgroups_to_remove: Vec::new(),
+        };
+        executor.recover()?;
+        Ok(executor)
+    }
+
+    /// What isolation containers get, for people and the node report.
+    pub fn isolation(&self) -> String {
+        match &self.settings.cgroups {
+            Ok(cgroups) => cgroups.describe(),
+            Err(reason) => format!("process groups only: {reason}"),
+        }
+    }
+
+    pub fn has_cgroups(&self) -> bool {
+        self.settings.cgroups.is_ok()
+    }
+
+    /// Launches a container. Idempotent: a container id already known
+    /// (running, or ended and not forgotten) is a no-op. A container that
+    /// cannot be launched becomes an ended container (INVALID) with a
+    /// diagnostic, reported by [`Executor::poll`].
+    pub fn launch(&mut self, order: &LaunchOrder) {
+        let container_id = &order.container_id;
+        if self.containers.contains_key(container_id) {
+            return;
+        }
+        match self.settings.start(order) {
+            Ok(process) => {
+                tracing::info!(container = %container_id, pid = process.pid, "container launched");
+                self.containers
+                    .insert(container_id.clone(), Tracked::Running(Box::new(process)));
+            }
+            Err(diagnostics) => {
+                tracing::warn!(container = %shorten(container_id), %diagnostics, "container not launched");
+                let end = ContainerEnd {
+                    container_id: container_id.clone(),
+                    exit_status: exit_status::INVALID,
+                    diagnostics,
+                    finished_ms: now_ms(),
+                };
+                self.record_end(end);
+            }
+        }
+    }
+
+    /// SIGTERM to the container's process group now, SIGKILL to the group
+    /// and everything in its cgroup once the kill grace has passed (by a
+    /// later [`Executor::poll`]). Its end reports `exit_status`. A second
+    /// kill keeps the first one's status. Unknown or ended: no-op.
+    pub fn kill(&mut self, container_id: &str, exit_status: i32) {
+        let Some(Tracked::Running(process)) = self.containers.get_mut(container_id) else {
+            return;
+        };
+        if process.kill.is_some() {
+            return;
+        }
+        let record = KillRecord {
+            exit_status,
+            immediate: false,
+        };
+        self.settings.start_kill(process, record, Instant::now());
+    }
+
+    /// Reaps, escalates kills past their grace, detects ends; returns the
+    /// containers that ended since the last call (each once per agent
+    /// process; after a restart, recovered ends are returned again).
+    pub fn poll(&mut self) -> Vec<ContainerEnd> {
+        self.advance(Instant::now());
+        std::mem::take(&mut self.unreported)
+    }
+
+    /// Containers running now.
+    pub fn running(&self) -> Vec<RunningContainer> {
+        self.containers
+            .values()
+            .filter_map(|tracked| match tracked {
+                Tracked::Running(process) => Some(RunningContainer {
+                    container_id: process.container_id.clone(),
+                    pid: process.pid,
+                    started_ms: process.started_ms,
+                }),
+                Tracked::Ended => None,
+            })
+            .collect()
+    }
+
+    /// The server acknowledged this container's end: drops its private
+    /// state (its logs and work dir stay). A running container is not
+    /// forgotten.
+    pub fn forget(&mut self, container_id: &str) {
+        match self.containers.get(container_id) {
+            Some(Tracked::Ended) => {}
+            Some(Tracked::Running(_)) => {
+                tracing::warn!(container = %container_id, "not forgetting a running container");
+                return;
+            }
+            None => return,
+        }
+        self.containers.remove(container_id);
+        self.unreported
+            .retain(|end| end.container_id != container_id);
+        if check_id("container id", container_id).is_ok() {
+            let dir = self.settings.layout.private_dir(container_id);
+            if let Err(error) = fs::remove_dir_all(&dir)
+                && error.kind() != io::ErrorKind::NotFound
+            {
+                tracing::warn!(dir = %dir.display(), %error, "cannot remove a container's state");
+            }
+        }
+    }
+
+    /// A container's stdout or stderr, if the container is or was on this
+    /// work dir (also after [`Executor::forget`]). Ids that are not plain
+    /// names give `None`, so no path can leave the log dir.
+    pub fn log_path(&self, app_id: &str, container_id: &str, stream: LogStream) -> Option<PathBuf> {
+        check_id("app id", app_id).ok()?;
+        check_id("container id", container_id).ok()?;
+        let dir = self.settings.layout.container_log_dir(app_id, container_id);
+        dir.is_dir().then(|| dir.join(stream.file_name()))
+    }
+
+    /// SIGKILLs every running container (groups and cgroups) and waits up
+    /// to a second for them to end; their ends (ABORTED) are returned by
+    /// the next [`Executor::poll`]. For tests and `--kill-on-exit`.
+    pub fn kill_all_now(&mut self) {
+        let now = Instant::now();
+        for tracked in self.containers.values_mut() {
+            if let Tracked::Running(process) = tracked {
+                let record = match process.kill {
+                    Some(KillState { record, .. }) => KillRecord {
+                        immediate: true,
+                        ..record
+                    },
+                    None => KillRecord {
+                        exit_status: exit_status::ABORTED,
+                        immediate: true,
+                    },
+                };
+                process.kill = None;
+                self.settings.start_kill(process, record, now);
+            }
+        }
+        let deadline = now + Duration::from_secs(1);
+        loop {
+            self.advance(Instant::now());
+            let running = self
+                .containers
+                .values()
+                .any(|t| matches!(t, Tracked::Running(_)));
+            if (!running && self.cgroups_to_remove.is_empty()) || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// One round of what [`Executor::poll`] does, keeping the ends.
+    fn advance(&mut self, now: Instant) {
+        let mut ended = Vec::new();
+        for tracked in self.containers.values_mut() {
+            if let Tracked::Running(process) = tracked
+                && let Some(end) = self
+                    .settings
+                    .step(process, now, &mut self.cgroups_to_remove)
+            {
+                ended.push(end);
+            }
+        }
+        for end in ended {
+            tracing::info!(
+                container = %end.container_id,
+                exit_status = end.exit_status,
+                diagnostics = %end.diagnostics,
+                "container ended"
+            );
+            self.record_end(end);
+        }
+        self.cgroups_to_remove.retain(|cgroup| {
+            cgroup.kill_all();
+            cgroup.remove().is_err()
+        });
+    }
+
+    /// Marks a container ended, persists its end (so a restarted agent
+    /// reports the same) and queues it for the next poll.
+    fn record_end(&mut self, end: ContainerEnd) {
+        if check_id("container id", &end.container_id).is_ok() {
+            let dir = self.settings.layout.private_dir(&end.container_id);
+            if dir.is_dir()
+                && let Err(error) = write_json_atomically(&dir.join("end.json"), &end)
+            {
+                tracing::warn!(dir = %dir.display(), %error, "cannot record a container's end");
+            }
+        }
+        self.containers
+            .insert(end.container_id.clone(), Tracked::Ended);
+        self.unreported.push(end);
+    }
+
+    /// Reads `.weft/containers/*` (see the module docs).
+    fn recover(&mut self) -> Result<(), ExecutorError> {
+        let root = self.settings.layout.private_root.clone();
+        let entries = fs::read_dir(&root).map_err(|source| ExecutorError::Dir {
+            role: "state dir",
+            path: root.clone(),
+            source,
+        })?;
+        let mut ids: Vec<String> = entries
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .collect();
+        ids.sort();
+        for container_id in ids {
+            if let Err(reason) = check_id("container id", &container_id) {
+                tracing::warn!(dir = %root.display(), %reason, "ignoring a stray entry in the state dir");
+                continue;
+            }
+            self.recover_one(container_id);
+        }
+        self.remove_orphan_cgroups();
+        Ok(())
+    }
+
+    /// Kills and removes container cgroups under the agent's parent that
+    /// belong to no running container: leftovers of containers whose state
+    /// is gone, whose processes nobody would ever stop or account for.
+    fn remove_orphan_cgroups(&mut self) {
+        let Ok(cgroups) = &self.settings.cgroups else {
+            return;
+        };
+        for name in cgroups.container_names() {
+            if matches!(self.containers.get(&name), Some(Tracked::Running(_))) {
+                continue;
+            }
+            let cgroup = cgroups.container(&name);
+            let killed = cgroup.kill_all();
+            if killed > 0 {
+                tracing::warn!(cgroup = %name, processes = killed, "killed the processes of a cgroup that belongs to no container");
+            }
+            if cgroup.remove().is_err() {
+                self.cgroups_to_remove.push(cgroup);
+            }
+        }
+    }
+
+    fn recover_one(&mut self, container_id: String) {
+        let dir = self.settings.layout.private_dir(&container_id);
+        if let Some(end) = read_json::<ContainerEnd>(&dir.join("end.json"))
+            .filter(|end| end.container_id == container_id)
+        {
+            self.containers.insert(container_id, Tracked::Ended);
+            self.unreported.push(end);
+            return;
+        }
+        let order = read_json::<LaunchOrder>(&dir.join("order.json")).filter(|order| {
+            order.container_id == container_id && check_id("app id", &order.app_id).is_ok()
+        });
+        let Some(order) = order else {
+            // Whatever it runs cannot be watched without its order: stop it.
+            if let Some(pid) = read_json::<PidRecord>(&dir.join("pid"))
+                && let Ok(pgid) = i32::try_from(pid.pid)
+                && pgid > 1
+                && read_proc_stat(pid.pid).is_some_and(|stat| stat.start_ticks == pid.start_ticks)
+            {
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            }
+            self.settings
+                .clean_cgroup(&container_id, &mut self.cgroups_to_remove);
+            self.record_end(ContainerEnd {
+                container_id,
+                exit_status: exit_status::ABORTED,
+                diagnostics: "its launch record is missing or unreadable after an agent restart"
+                    .to_owned(),
+                finished_ms: now_ms(),
+            });
+            return;
+        };
+        let kill = read_json::<KillRecord>(&dir.join("kill"));
+        let pid = read_json::<PidRecord>(&dir.join("pid"));
+        let cgroup = match &self.settings.cgroups {
+            Ok(cgroups) => cgroups.existing(&container_id),
+            Err(_) => None,
+        };
+        let mut process = ContainerProcess {
+            container_id: container_id.clone(),
+            app_id: order.app_id.clone(),
+            memory_mb: order.memory_mb,
+            pid: pid.map_or(0, |pid| pid.pid),
+            start_ticks: pid.map_or(0, |pid| pid.start_ticks),
+            started_ms: pid.map_or(0, |pid| pid.started_ms),
+            child: None,
+            cgroup,
+            kill: None,
+            ended_at: None,
+        };
+        let alive = pid.is_some() && matches!(process.leader(), Leader::Alive);
+        if alive {
+            tracing::info!(container = %container_id, pid = process.pid, "adopted a running container");
+            if let Some(record) = kill {
+                // The earlier agent was killing it: go on, with a fresh grace.
+                self.settings
+                    .start_kill(&mut process, record, Instant::now());
+            }
+            self.containers
+                .insert(container_id, Tracked::Running(Box::new(process)));
+            return;
+        }
+        let outcome = match read_exit_code(&self.settings.layout.exit_dir(&container_id)) {
+            Some(code) => Outcome::Code(code),
+            None => Outcome::Unknown,
+        };
+        let unknown_reason = if pid.is_some() {
+            "the container's process ended while the agent was down and left no exit code"
+        } else {
+            "the agent stopped before it recorded the container's process, which left no exit code"
+        };
+        let killed = kill.map(|record| KillState {
+            record,
+            requested_at: Instant::now(),
+            escalated: false,
+            ended_within_grace: false,
+        });
+        process.kill = killed;
+        let end = self.settings.conclude(
+            &mut process,
+            outcome,
+            unknown_reason,
+            &mut self.cgroups_to_remove,
+        );
+        self.record_end(end);
+    }
+}
+
+impl Drop for Executor {
+    /// Leaves containers running (a restarted agent adopts them). Only
+    /// finishes removing the cgroups of ended containers (waiting briefly
+    /// for their last processes to exit) and the agent's parent cgroups if
+    /// they are empty.
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_millis(250);
+        loop {
+            self.cgroups_to_remove.retain(|cgroup| {
+                cgroup.kill_all();
+                cgroup.remove().is_err()
+            });
+            if self.cgroups_to_remove.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if let Ok(cgroups) = &self.settings.cgroups {
+            cgroups.remove_parents_if_empty();
+        }
+    }
+}
+
+/// Whether a container's main process is still there.
+enum Leader {
+    Alive,
+    /// Ended. `pinned`: it is still a zombie, so its pid (the group's id)
+    /// cannot be reused yet and signalling the group is safe.
+    Ended {
+        pinned: bool,
+    },
+}
+
+impl ContainerProcess {
+    fn leader(&self) -> Leader {
+        if self.child.is_some() {
+            let Ok(pid) = i32::try_from(self.pid) else {
+                return Leader::Ended { pinned: false };
+            };
+            // WNOWAIT: look without reaping, so the zombie keeps the group
+            // id reserved until the group has been SIGKILLed.
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+            return match waitid(Id::Pid(Pid::from_raw(pid)), flags) {
+                Ok(WaitStatus::StillAlive) => Leader::Alive,
+                Ok(_) => Leader::Ended { pinned: true },
+                Err(Errno::EINTR) => Leader::Alive,
+                Err(_) => Leader::Ended { pinned: false },
+            };
+        }
+        match read_proc_stat(self.pid) {
+            Some(stat) if stat.start_ticks == self.start_ticks => {
+                if matches!(stat.state, 'Z' | 'X') {
+                    Leader::Ended { pinned: true }
+                } else {
+                    Leader::Alive
+                }
+            }
+            _ => Leader::Ended { pinned: false },
+        }
+    }
+
+    /// Signals the process group, but only while its id is certainly ours.
+    fn signal_group(&self, signal: Signal) {
+        let safe = match self.leader() {
+            Leader::Alive | Leader::Ended { pinned: true } => true,
+            Leader::Ended { pinned: false } => false,
+        };
+        if let Ok(pgid) = i32::try_from(self.pid)
+            && pgid > 1
+            && safe
+        {
+            let _ = killpg(Pid::from_raw(pgid), signal);
+        }
+    }
+
+    /// Whether a process of the container's group or cgroup is still alive.
+    fn anything_left(&self) -> bool {
+        self.cgroup
+            .as_ref()
+            .is_some_and(|cgroup| !cgroup.pids().is_empty())
+            || group_has_live_members(self.pid)
+    }
+
+    /// SIGKILL to the group and everything in the cgroup.
+    fn kill_everything(&self) {
+        self.signal_group(Signal::SIGKILL);
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_all();
+        }
+    }
+}
+
+impl Settings {
+    /// Records a kill (in memory and on disk) and sends the first signal.
+    fn start_kill(&self, process: &mut ContainerProcess, record: KillRecord, now: Instant) {
+        let path = self.layout.private_dir(&process.container_id).join("kill");
+        if let Err(error) = write_json_atomically(&path, &record) {
+            tracing::warn!(file = %path.display(), %error, "cannot record a kill");
+        }
+        let immediate = record.immediate || self.config.kill_grace.is_zero();
+        process.kill = Some(KillState {
+            record,
+            requested_at: now,
+            escalated: immediate,
+            ended_within_grace: false,
+        });
+        if !record.immediate {
+            process.signal_group(Signal::SIGTERM);
+        }
+        if immediate {
+            process.kill_everything();
+        }
+    }
+
+    /// Advances one running container: escalates its kill, and when its
+    /// main process has ended (and any grace or exit-code wait is over),
+    /// concludes it.
+    fn step(
+        &self,
+        process: &mut ContainerProcess,
+        now: Instant,
+        cgroups_to_remove: &mut Vec<ContainerCgroup>,
+    ) -> Option<ContainerEnd> {
+        let leader = process.leader();
+        let ended = matches!(leader, Leader::Ended { .. });
+        if ended && process.ended_at.is_none() {
+            process.ended_at = Some(now);
+        }
+        let grace = self.config.kill_grace;
+        let (escalate, keep_killing) = match &process.kill {
+            Some(kill) => (
+                !kill.escalated && now.duration_since(kill.requested_at) >= grace,
+                // Still there after SIGKILL (forking, or in the kernel):
+                // keep at it, it is cheap.
+                kill.escalated && !ended,
+            ),
+            None => (false, false),
+        };
+        if escalate {
+            let ended_within_grace = ended && !process.anything_left();
+            if let Some(kill) = &mut process.kill {
+                kill.escalated = true;
+                kill.ended_within_grace = ended_within_grace;
+            }
+        }
+        if escalate || keep_killing {
+            process.kill_everything();
+        }
+        if !ended {
+            return None;
+        }
+        let outcome = match &mut process.child {
+            Some(_) => None,
+            None => read_exit_code(&self.layout.exit_dir(&process.container_id)).map(Outcome::Code),
+        };
+        match &process.kill {
+            // The rest of the group gets the whole grace to clean up.
+            Some(kill) if !kill.escalated => return None,
+            Some(_) => {}
+            None if process.child.is_none()
+                && outcome.is_none()
+                && now.duration_since(process.ended_at.unwrap_or(now)) < EXIT_CODE_FILE_TIMEOUT =>
+            {
+                return None;
+            }
+            None => {}
+        }
+        let outcome = match outcome {
+            Some(outcome) => outcome,
+            None => self.reap(process),
+        };
+        let unknown_reason =
+            "the container's process (adopted after an agent restart) ended and left no exit code";
+        Some(self.conclude(process, outcome, unknown_reason, cgroups_to_remove))
+    }
+
+    /// Our child's outcome: the exit-code file's, else its wait status.
+    /// Kills what is left of its group first, while the zombie still pins
+    /// the group id, then reaps it.
+    fn reap(&self, process: &mut ContainerProcess) -> Outcome {
+        process.signal_group(Signal::SIGKILL);
+        let status: Option<ExitStatus> = match &mut process.child {
+            Some(child) => child.try_wait().unwrap_or_else(|error| {
+                tracing::warn!(container = %process.container_id, %error, "cannot reap a container's process");
+                None
+            }),
+            None => None,
+        };
+        if let Some(code) = read_exit_code(&self.layout.exit_dir(&process.container_id)) {
+            return Outcome::Code(code);
+        }
+        match status {
+            Some(status) => match (status.code(), status.signal()) {
+                (Some(code), _) => Outcome::Code(code),
+                (None, Some(signal)) => Outcome::Signal(signal),
+                (None, None) => Outcome::Unknown,
+            },
+            None => Outcome::Unknown,
+        }
+    }
+
+    /// Builds the end of a container whose main process is gone, and
+    /// cleans up: what is left of its group and cgroup is killed, its
+    /// cgroup removed (or queued for removal).
+    fn conclude(
+        &self,
+        process: &mut ContainerProcess,
+        outcome: Outcome,
+        unknown_reason: &str,
+        cgroups_to_remove: &mut Vec<ContainerCgroup>,
+    ) -> ContainerEnd {
+        process.signal_group(Signal::SIGKILL);
+        let ended_by_sigkill = match outcome {
+            Outcome::Code(code) => code == 128 + Signal::SIGKILL as i32,
+            Outcome::Signal(signal) => signal == Signal::SIGKILL as i32,
+            Outcome::Unknown => true,
+        };
+        let memory_killed = process
+            .cgroup
+            .as_ref()
+            .is_some_and(|cgroup| cgroup.memory_killed(ended_by_sigkill));
+        if let Some(cgroup) = process.cgroup.take() {
+            cgroup.kill_all();
+            if cgroup.remove().is_err() {
+                cgroups_to_remove.push(cgroup);
+            }
+        } else {
+            self.clean_cgroup(&process.container_id, cgroups_to_remove);
+        }
+        let stderr_tail = || {
+            let path = self
+                .layout
+                .container_log_dir(&process.app_id, &process.container_id)
+                .join("stderr");
+            describe_stderr_tail(&path, self.config.stderr_tail_bytes)
+        };
+        let (exit_status, diagnostics) = if let Some(kill) = &process.kill {
+            let how = if kill.record.immediate {
+                "killed: SIGKILL (the agent is stopping)".to_owned()
+            } else if kill.ended_within_grace {
+                format!(
+                    "killed: SIGTERM; it ended within the {} ms grace",
+                    self.config.kill_grace.as_millis()
+                )
+            } else if !kill.escalated {
+                // Recovered: it ended while the agent was down.
+                "killed: SIGTERM; it ended before SIGKILL was due".to_owned()
+            } else {
+                format!(
+                    "killed: SIGTERM, then SIGKILL after {} ms",
+                    self.config.kill_grace.as_millis()
+                )
+            };
+            (kill.record.exit_status, how)
+        } else {
+            match outcome {
+                // A child may have been killed for memory, but the command
+                // itself succeeded.
+                Outcome::Code(0) => (0, String::new()),
+                _ if memory_killed => (
+                    exit_status::KILLED_EXCEEDED_PMEM,
+                    format!(
+                        "killed for exceeding its memory limit of {} MB{}",
+                        process.memory_mb,
+                        stderr_tail()
+                    ),
+                ),
+                Outcome::Code(code) => {
+                    (code, format!("exited with status {code}{}", stderr_tail()))
+                }
+                Outcome::Signal(signal) => (
+                    128 + signal,
+                    format!(
+                        "ended by signal {} (status {}){}",
+                        signal_name(signal),
+                        128 + signal,
+                        stderr_tail()
+                    ),
+                ),
+                Outcome::Unknown => (
+                    exit_status::ABORTED,
+                    format!("{unknown_reason}{}", stderr_tail()),
+                ),
+            }
+        };
+        ContainerEnd {
+            container_id: process.container_id.clone(),
+            exit_status,
+            diagnostics,
+            finished_ms: now_ms(),
+        }
+    }
+
+    /// Kills and removes a container's cgroup found by path (an earlier
+    /// agent's), if there is one.
+    fn clean_cgroup(&self, container_id: &str, cgroups_to_remove: &mut Vec<ContainerCgroup>) {
+        if let Ok(cgroups) = &self.cgroups
+            && let Some(cgroup) = cgroups.existing(container_id)
+        {
+            cgroup.kill_all();
+            if cgroup.remove().is_err() {
+                cgroups_to_remove.push(cgroup);
+            }
+        }
+    }
+
+    /// Checks an order, prepares the container's dirs and cgroup, and
+    /// spawns it. `Err` is the diagnostic of a container that cannot run.
+    fn start(&self, order: &LaunchOrder) -> Result<ContainerProcess, String> {
+        check_id("container id", &order.container_id)?;
+        check_id("app id", &order.app_id)?;
+        let container_id = order.container_id.as_str();
+        let layout = &self.layout;
+        let private_dir = layout.private_dir(container_id);
+        if layout
+            .container_log_dir(&order.app_id, container_id)
+            .exists()
+        {
+            // Its end was acknowledged and forgotten: a container id runs
+            // at most once on a node.
+            return Err(format!(
+                "container {container_id} already ran on this node; a container id is launched at most once"
+            ));
+        }
+        // From here on the end of a refused order is recorded in this dir.
+        fs::DirBuilder::new()
+            .mode(0o711)
+            .create(&private_dir)
+            .map_err(|error| format!("cannot create {}: {error}", private_dir.display()))?;
+        check_user(&order.user)?;
+        check_command(&order.command)?;
+        check_env(&order.env)?;
+        let identity = self.identity_for(&order.user)?;
+        write_json_atomically(&private_dir.join("order.json"), order).map_err(|error| {
+            format!(
+                "cannot record the launch order in {}: {error}",
+                private_dir.display()
+            )
+        })?;
+
+        let owner = identity
+            .switch_to
+            .as_ref()
+            .map(|(uid, gid, _)| (*uid, *gid));
+        let exit_dir = layout.exit_dir(container_id);
+        let container_work_dir = layout.container_work_dir(&order.app_id, container_id);
+        let container_log_dir = layout.container_log_dir(&order.app_id, container_id);
+        make_owned_dir(&exit_dir, 0o700, owner)?;
+        make_owned_dir(&container_work_dir, 0o750, owner)?;
+        make_owned_dir(&container_log_dir, 0o750, owner)?;
+        let stdout = open_log(&container_log_dir.join("stdout"), owner)?;
+        let stderr = open_log(&container_log_dir.join("stderr"), owner)?;
+
+        let cgroup = match &self.cgroups {
+            Ok(cgroups) => Some(
+                cgroups
+                    .create(container_id, order.memory_mb, order.vcores)
+                    .map_err(|error| format!("cannot set up its cgroup: {error}"))?,
+            ),
+            Err(_) => None,
+        };
+        let join_files = match &cgroup {
+            Some(cgroup) => cgroup.open_join_files().map_err(|error| {
+                let _ = cgroup.remove();
+                format!("cannot set up its cgroup: {error}")
+            })?,
+            None => Vec::new(),
+        };
+
+        let mut command = Command::new("/bin/sh");
+        command
+            .arg("-c")
+            .arg(WRAPPER)
+            .arg("weft-container")
+            .arg(&exit_dir);
+        match &order.command {
+            ContainerCommand::Argv(argv) => command.args(argv),
+            ContainerCommand::Shell(line) => command.arg("/bin/sh").arg("-c").arg(line),
+        };
+        command
+            .current_dir(&container_work_dir)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .env_clear();
+        self.set_env(
+            &mut command,
+            order,
+            &identity,
+            &container_work_dir,
+            &container_log_dir,
+        );
+        enter_session_in_child(&mut command, join_files, identity.switch_to);
+
+        let started_ms = now_ms();
+        let child = command.spawn().map_err(|error| {
+            if let Some(cgroup) = &cgroup {
+                let _ = cgroup.remove();
+            }
+            format!("cannot start the process: {error}")
+        })?;
+        drop(command); // closes the parent's copies of the cgroup.procs files
+        let pid = child.id();
+        // Right after spawn the child exists (at worst as a zombie, which
+        // nobody but us can reap), so its start time is readable.
+        let start_ticks = read_proc_stat(pid).map_or(0, |stat| stat.start_ticks);
+        let record = PidRecord {
+            pid,
+            start_ticks,
+            started_ms,
+        };
+        if let Err(error) = write_json_atomically(&private_dir.join("pid"), &record) {
+            tracing::warn!(container = %container_id, %error, "cannot record the pid; a restarted agent will not find this container");
+        }
+        Ok(ContainerProcess {
+            container_id: container_id.to_owned(),
+            app_id: order.app_id.clone(),
+            memory_mb: order.memory_mb,
+            pid,
+            start_ticks,
+            started_ms,
+            child: Some(child),
+            cgroup,
+            kill: None,
+            ended_at: None,
+        })
+    }
+
+    /// The user a container of `user` runs as, or why it may not run.
+    fn identity_for(&self, user: &str) -> Result<Identity, String> {
+        match &self.config.run_as {
+            RunAs::Agent => Ok(Identity {
+                name: self.agent_user.clone(),
+                home: std::env::var_os("HOME")
+                    .map_or_else(|| self.layout.work_dir.clone(), PathBuf::from),
+                switch_to: None,
+            }),
+            RunAs::Submitter {
+                banned_users,
+                min_user_id,
+            } => {
+                if banned_users.iter().any(|banned| banned == user) {
+                    return Err(format!(
+                        "user {user} is banned from running containers on this node"
+                    ));
+                }
+                let account = match User::from_name(user) {
+                    Ok(Some(account)) => account,
+                    Ok(None) => return Err(format!("user {user} does not exist on this node")),
+                    Err(error) => return Err(format!("cannot look up user {user}: {error}")),
+                };
+                if account.uid.as_raw() < *min_user_id {
+                    return Err(format!(
+                        "user {user} has uid {}, below this node's minimum {min_user_id}",
+                        account.uid
+                    ));
+                }
+                let name =
+                    CString::new(user).map_err(|_| format!("user {user:?} contains a NUL byte"))?;
+                let groups = nix::unistd::getgrouplist(&name, account.gid).map_err(|error| {
+                    format!("cannot look up the groups of user {user}: {error}")
+                })?;
+                Ok(Identity {
+                    name: account.name,
+                    home: account.dir,
+                    switch_to: Some((account.uid, account.gid, groups)),
+                })
+            }
+        }
+    }
+
+    /// The container's environment: a few of the agent's variables, then
+    /// the order's, then the agent's own (these win), as YARN's sanitizeEnv.
+    fn set_env(
+        &self,
+        command: &mut Command,
+        order: &LaunchOrder,
+        identity: &Identity,
+        work_dir: &Path,
+        log_dir: &Path,
+    ) {
+        command.env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+        );
+        for inherited in ["LANG", "TZ"] {
+            if let Some(value) = std::env::var_os(inherited) {
+                command.env(inherited, value);
+            }
+        }
+        command.env("HOME", &identity.home);
+        command.envs(&order.env);
+        command
+            .env("CONTAINER_ID", &order.container_id)
+            .env("APP_ID", &order.app_id)
+            .env("WEFT_USER", &order.user)
+            .env("USER", &identity.name)
+            .env("LOGNAME", &identity.name)
+            .env("PWD", work_dir)
+            .env("LOG_DIRS", log_dir)
+            .env("LOCAL_DIRS", work_dir);
+    }
+}
+
+/// Between fork and exec: a session of its own (pid = pgid = sid, so the
+/// container's group can be signalled as one), its cgroups, then its user.
+/// The cgroups come before dropping root, while the write is still allowed.
+#[allow(unsafe_code)]
+fn enter_session_in_child(
+    command: &mut Command,
+    join_files: Vec<OwnedFd>,
+    switch_to: Option<(Uid, Gid, Vec<Gid>)>,
+) {
+    let in_child = move || -> io::Result<()> {
+        let os_error = |errno: Errno| io::Error::from_raw_os_error(errno as i32);
+        nix::unistd::setsid().map_err(os_error)?;
+        join_in_child(&join_files).map_err(os_error)?;
+        if let Some((uid, gid, groups)) = &switch_to {
+            nix::unistd::setgroups(groups).map_err(os_error)?;
+            nix::unistd::setgid(*gid).map_err(os_error)?;
+            nix::unistd::setuid(*uid).map_err(os_error)?;
+        }
+        Ok(())
+    };
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes async-signal-safe system calls (setsid, write, setgroups,
+    // setgid, setuid) on data prepared in the parent: it allocates
+    // nothing and takes no locks, and errors are raw OS errors, which do
+    // not allocate either.
+    unsafe {
+        command.pre_exec(in_child);
+    }
+}
+
+/// Creates `path` (and parents) and checks it can be written, returning
+/// its absolute form (containers run elsewhere, so relative paths won't do).
+fn prepare_dir(role: &'static str, path: &Path) -> Result<PathBuf, ExecutorError> {
+    let fail = |source| ExecutorError::Dir {
+        role,
+        path: path.to_owned(),
+        source,
+    };
+    fs::create_dir_all(path).map_err(fail)?;
+    let path = fs::canonicalize(path).map_err(fail)?;
+    let probe = path.join(format!(".weft-write-probe-{}", std::process::id()));
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe)
+        .map_err(fail)?;
+    fs::remove_file(&probe).map_err(fail)?;
+    Ok(path)
+}
+
+/// Containers run as other users write their exit code below the work
+/// dir, so every directory above it must let others pass (o+x); without,
+/// ends are still seen from wait statuses, but not across a restart.
+fn warn_unless_traversable(work_dir: &Path) {
+    for dir in work_dir.ancestors() {
+        if let Ok(metadata) = fs::metadata(dir)
+            && metadata.permissions().mode() & 0o001 == 0
+        {
+            tracing::warn!(
+                dir = %dir.display(),
+                "other users cannot traverse this directory, so containers run as their submitters cannot record their exit codes"
+            );
+            return;
+        }
+    }
+}
+
+/// Creates `dir` (its parents with the usual modes) with `mode`, owned by
+/// `owner` when the container runs as another user.
+fn make_owned_dir(dir: &Path, mode: u32, owner: Option<(Uid, Gid)>) -> Result<(), String> {
+    let fail = |error: io::Error| format!("cannot create {}: {error}", dir.display());
+    if let Some(parent) = dir.parent() {
+        fs::create_dir_all(parent).map_err(fail)?;
+    }
+    match fs::DirBuilder::new().mode(mode).create(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+        Err(error) => return Err(fail(error)),
+    }
+    chown(dir, owner)
+}
+
+fn open_log(path: &Path, owner: Option<(Uid, Gid)>) -> Result<File, String> {
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o640)
+        .open(path)
+        .map_err(|error| format!("cannot open {}: {error}", path.display()))?;
+    chown(path, owner)?;
+    Ok(file)
+}
+
+fn chown(path: &Path, owner: Option<(Uid, Gid)>) -> Result<(), String> {
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::chown(path, Some(uid.as_raw()), Some(gid.as_raw()))
+            .map_err(|error| format!("cannot give {} to uid {uid}: {error}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Ids become path components: `[A-Za-z0-9_.-]+`, at most 256 bytes, not
+/// `.` or `..`.
+fn check_id(field: &str, id: &str) -> Result<(), String> {
+    if !super::logs::is_safe_id(id) {
+        return Err(format!(
+            "{field} {:?} is not valid: 1 to {MAX_ID_BYTES} bytes of [A-Za-z0-9_.-], not . or ..",
+            shorten(id)
+        ));
+    }
+    Ok(())
+}
+
+fn check_user(user: &str) -> Result<(), String> {
+    if user.is_empty() || user.len() > MAX_USER_BYTES || user.contains('\0') {
+        return Err(format!(
+            "user {:?} is not valid: 1 to {MAX_USER_BYTES} bytes, no NUL",
+            shorten(user)
+        ));
+    }
+    Ok(())
+}
+
+fn check_command(command: &ContainerCommand) -> Result<(), String> {
+    match command {
+        ContainerCommand::Argv(argv) => {
+            if argv.is_empty() || argv.len() > MAX_ARGS {
+                return Err(format!(
+                    "command: argv has {} arguments, must have 1 to {MAX_ARGS}",
+                    argv.len()
+                ));
+            }
+            if let Some(index) = argv.iter().position(|arg| arg.contains('\0')) {
+                return Err(format!("command: argument {index} contains a NUL byte"));
+            }
+            let total: usize = argv.iter().map(String::len).sum();
+            if total > MAX_COMMAND_BYTES {
+                return Err(format!(
+                    "command: argv is {total} bytes, at most {MAX_COMMAND_BYTES}"
+                ));
+            }
+        }
+        ContainerCommand::Shell(line) => {
+            if line.trim().is_empty() {
+                return Err("command: the shell line is empty".to_owned());
+            }
+            if line.contains('\0') {
+                return Err("command: the shell line contains a NUL byte".to_owned());
+            }
+            if line.len() > MAX_COMMAND_BYTES {
+                return Err(format!(
+                    "command: the shell line is {} bytes, at most {MAX_COMMAND_BYTES}",
+                    line.len()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_env(env: &BTreeMap<String, String>) -> Result<(), String> {
+    if env.len() > MAX_ENV_VARS {
+        return Err(format!(
+            "env: {} variables, at most {MAX_ENV_VARS}",
+            env.len()
+        ));
+    }
+    for (key, value) in env {
+        let mut bytes = key.bytes();
+        let well_formed = bytes
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !well_formed || key.len() > MAX_ENV_KEY_BYTES {
+            return Err(format!(
+                "env: key {:?} is not a variable name ([A-Za-z_][A-Za-z0-9_]*, at most {MAX_ENV_KEY_BYTES} bytes)",
+                shorten(key)
+            ));
+        }
+        if value.len() > MAX_ENV_VALUE_BYTES {
+            return Err(format!(
+                "env: the value of {key} is {} bytes, at most {MAX_ENV_VALUE_BYTES}",
+                value.len()
+            ));
+        }
+        if value.contains('\0') {
+            return Err(format!("env: the value of {key} contains a NUL byte"));
+        }
+    }
+    Ok(())
+}
+
+/// At most 64 characters of something from outside, for messages.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(64) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// "; last N bytes of stderr:\n…", or "" when stderr is empty or unreadable.
+fn describe_stderr_tail(path: &Path, max_bytes: usize) -> String {
+    match read_tail(path, max_bytes) {
+        Ok(tail) if !tail.is_empty() => {
+            format!(
+                "; last {} bytes of stderr:\n{}",
+                tail.len(),
+                trim_partial_char(&tail)
+            )
+        }
+        _ => String::new(),
+    }
+}
+
+fn read_tail(path: &Path, max_bytes: usize) -> io::Result<Vec<u8>> {
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(u64::try_from(max_bytes).unwrap_or(u64::MAX));
+    file.seek(SeekFrom::Start(start))?;
+    let mut tail = Vec::new();
+    file.take(u64::try_from(max_bytes).unwrap_or(u64::MAX))
+        .read_to_end(&mut tail)?;
+    Ok(tail)
+}
+
+/// The tail as text, without the broken pieces of a character cut at its
+/// start.
+fn trim_partial_char(tail: &[u8]) -> String {
+    let skip = tail
+        .iter()
+        .take(3)
+        .take_while(|b| (**b & 0b1100_0000) == 0b1000_0000)
+        .count();
+    String::from_utf8_lossy(&tail[skip..]).into_owned()
+}
+
+fn signal_name(signal: i32) -> String {
+    Signal::try_from(signal).map_or_else(
+        |_| format!("signal {signal}"),
+        |signal| signal.as_str().to_owned(),
+    )
+}
+
+/// The status the wrapper wrote, if it did. The file is the container
+/// user's, so only a shell status (0..=255) counts: a negative number
+/// must not pass for one of Weft's own statuses.
+fn read_exit_code(exit_dir: &Path) -> Option<i32> {
+    let text = fs::read_to_string(exit_dir.join("exitcode")).ok()?;
+    let code: u8 = text.trim().parse().ok()?;
+    Some(i32::from(code))
+}
+
+/// The few fields of /proc/<pid>/stat the executor needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ProcStat {
+    state: char,
+    process_group: u32,
+    start_ticks: u64,
+}
+
+fn read_proc_stat(pid: u32) -> Option<ProcStat> {
+    if pid == 0 {
+        return None;
+    }
+    let bytes = fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_proc_stat(&String::from_utf8_lossy(&bytes))
+}
+
+/// The command name (field 2) may hold spaces and parentheses, so fields
+/// are counted after its last ')': field 3 (state), 5 (process group), 22
+/// (start time in clock ticks since boot).
+fn parse_proc_stat(text: &str) -> Option<ProcStat> {
+    let after_name = &text[text.rfind(')')? + 1..];
+    let mut fields = after_name.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let process_group = fields.nth(1)?.parse().ok()?;
+    let start_ticks = fields.nth(16)?.parse().ok()?;
+    Some(ProcStat {
+        state,
+        process_group,
+        start_ticks,
+    })
+}
+
+/// Whether a live (not zombie) process is in process group `pgid`: one
+/// pass over /proc, done once per kill, for the diagnostic.
+fn group_has_live_members(pgid: u32) -> bool {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return false;
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(read_proc_stat)
+        .any(|stat| stat.process_group == pgid && !matches!(stat.state, 'Z' | 'X'))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return None,
+        Err(error) => {
+            tracing::warn!(file = %path.display(), %error, "cannot read agent state");
+            return None;
+        }
+    };
+    match serde_json::from_slice(&bytes) {
+        Ok(value) => Some(value),
+        Err(error) => {
+            tracing::warn!(file = %path.display(), %error, "ignoring unreadable agent state");
+            None
+        }
+    }
+}
+
+/// Temp file + rename, so a reader (a restarted agent) sees the whole
+/// file or none. No fsync: this guards against the agent dying, not the
+/// machine (which takes the containers with it).
+fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    let bytes = serde_json::to_vec(value).map_err(io::Error::other)?;
+    let mut temp_name = path.file_name().unwrap_or_default().to_owned();
+    temp_name.push(".tmp");
+    let temp = path.with_file_name(temp_name);
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temp)?;
+    file.write_all(&bytes)?;
+    drop(file);
+    fs::rename(&temp, path)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A test's own work and log dirs, and a cgroup name no other test uses.
+    struct Bench {
+        dir: tempfile::TempDir,
+    }
+
+    impl Bench {
+        fn new() -> Bench {
+            Bench {
+                dir: tempfile::tempdir().expect("tempdir"),
+            }
+        }
+
+        fn config(&self, run_as: RunAs) -> ExecutorConfig {
+            let unique = self
+                .dir
+                .path()
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "");
+            ExecutorConfig {
+                work_dir: self.dir.path().join("work"),
+                log_dir: self.dir.path().join("logs"),
+                run_as,
+                kill_grace: DEFAULT_KILL_GRACE,
+                stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
+                cgroup_name: format!("weft-test-{}-{unique}", std::process::id()),
+            }
+        }
+
+        fn open(&self) -> Executor {
+            Executor::open(self.config(RunAs::Agent)).expect("open")
+        }
+    }
+
+    fn order(container_id: &str, command: ContainerCommand) -> LaunchOrder {
+        LaunchOrder {
+            container_id: container_id.to_owned(),
+            app_id: "app_1".to_owned(),
+            user: "alice".to_owned(),
+            command,
+            env: BTreeMap::new(),
+            memory_mb: 128,
+            vcores: 1,
+            gpus: 0,
+        }
+    }
+
+    fn shell(line: &str) -> ContainerCommand {
+        ContainerCommand::Shell(line.to_owned())
+    }
+
+    /// Polls until all of `container_ids` have ended (panics after `within`).
+    fn wait_for_ends(
+        executor: &mut Executor,
+        container_ids: &[&str],
+        within: Duration,
+    ) -> BTreeMap<String, ContainerEnd> {
+        let deadline = Instant::now() + within;
+        let mut ends = BTreeMap::new();
+        loop {
+            for end in executor.poll() {
+                assert!(
+                    ends.insert(end.container_id.clone(), end).is_none(),
+                    "an end reported twice"
+                );
+            }
+            if container_ids.iter().all(|id| ends.contains_key(*id)) {
+                return ends;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{container_ids:?} did not end within {within:?}; ended: {ends:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn wait_for_end(executor: &mut Executor, container_id: &str, within: Duration) -> ContainerEnd {
+        let mut ends = wait_for_ends(executor, &[container_id], within);
+        ends.remove(container_id).expect("ended")
+    }
+
+    fn wait_until(within: Duration, mut condition: impl FnMut() -> bool) -> bool {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if condition() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        condition()
+    }
+
+    fn is_alive(pid: u32) -> bool {
+        read_proc_stat(pid).is_some_and(|stat| !matches!(stat.state, 'Z' | 'X'))
+    }
+
+    #[test]
+    fn runs_a_command_with_its_environment_and_reports_success() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        let mut launch = order(
+            "c_ok",
+            shell(
+                "echo hello; echo \"$CONTAINER_ID $APP_ID $WEFT_USER $PWD $LOG_DIRS $LOCAL_DIRS $MINE\"",
+            ),
+        );
+        launch.env.insert("MINE".to_owned(), "mine".to_owned());
+        launch
+            .env
+            .insert("CONTAINER_ID".to_owned(), "forged".to_owned());
+        executor.launch(&launch);
+        executor.launch(&launch); // idempotent
+        assert_eq!(executor.running().len(), 1);
+        let end = wait_for_end(&mut executor, "c_ok", Duration::from_secs(3));
+        assert_eq!((end.exit_status, end.diagnostics.as_str()), (0, ""));
+        assert!(executor.running().is_empty());
+
+        let stdout = executor
+            .log_path("app_1", "c_ok", LogStream::Stdout)
+            .expect("stdout path");
+        let text = fs::read_to_string(stdout).expect("stdout");
+        let work = executor.settings.layout.container_work_dir("app_1", "c_ok");
+        let logs = executor.settings.layout.container_log_dir("app_1", "c_ok");
+        let expected = format!(
+            "hello\nc_ok app_1 alice {} {} {} mine\n",
+            work.display(),
+            logs.display(),
+            work.display()
+        );
+        assert_eq!(text, expected);
+        assert!(
+            executor
+                .settings
+                .layout
+                .exit_dir("c_ok")
+                .join("exitcode")
+                .exists()
+        );
+
+        // Reported once; forgetting keeps the logs, and the id cannot run again.
+        assert!(executor.poll().is_empty());
+        executor.forget("c_ok");
+        assert!(!executor.settings.layout.private_dir("c_ok").exists());
+        assert!(
+            executor
+                .log_path("app_1", "c_ok", LogStream::Stderr)
+                .is_some()
+        );
+        executor.launch(&launch);
+        let again = wait_for_end(&mut executor, "c_ok", Duration::from_secs(1));
+        assert_eq!(again.exit_status, exit_status::INVALID);
+        assert!(
+            again.diagnostics.contains("already ran"),
+            "{}",
+            again.diagnostics
+        );
+    }
+
+    #[test]
+    fn a_missing_command_and_a_failing_one_report_status_and_stderr() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        executor.launch(&order(
+            "c_missing",
+            ContainerCommand::Argv(vec!["weft-no-such-command-xyz".to_owned()]),
+        ));
+        executor.launch(&order("c_fail", shell("echo oops >&2; exit 3")));
+        executor.launch(&order(
+            "c_exit_builtin",
+            ContainerCommand::Argv(vec!["exit".to_owned(), "4".to_owned()]),
+        ));
+        let ends = wait_for_ends(
+            &mut executor,
+            &["c_missing", "c_fail", "c_exit_builtin"],
+            Duration::from_secs(3),
+        );
+        let missing = &ends["c_missing"];
+        assert_eq!(missing.exit_status, 127);
+        assert!(
+            missing.diagnostics.starts_with("exited with status 127"),
+            "{}",
+            missing.diagnostics
+        );
+        assert!(
+            missing.diagnostics.contains("not found"),
+            "{}",
+            missing.diagnostics
+        );
+        let failed = &ends["c_fail"];
+        assert_eq!(failed.exit_status, 3);
+        assert_eq!(
+            failed.diagnostics,
+            "exited with status 3; last 5 bytes of stderr:\noops\n"
+        );
+        let builtin = &ends["c_exit_builtin"];
+        assert_eq!(builtin.exit_status, 4);
+    }
+
+    #[test]
+    fn kill_ends_the_whole_group_and_the_cgroup() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        executor.launch(&order(
+            "c_stubborn",
+            shell("trap '' TERM; setsid sleep 100 & echo $!; sleep 100 & echo $!; wait"),
+        ));
+        let stdout = executor
+            .log_path("app_1", "c_stubborn", LogStream::Stdout)
+            .expect("path");
+        let mut pids: Vec<u32> = Vec::new();
+        assert!(wait_until(Duration::from_secs(2), || {
+            pids = fs::read_to_string(&stdout)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.parse().ok())
+                .collect();
+            pids.len() == 2
+        }));
+        let (escaped, in_group) = (pids[0], pids[1]);
+        let leader = executor.running()[0].pid;
+        let started = Instant::now();
+        executor.kill("c_stubborn", exit_status::KILLED_BY_APPMASTER);
+        executor.kill("c_stubborn", exit_status::PREEMPTED); // the first kill's status stands
+        let end = wait_for_end(&mut executor, "c_stubborn", Duration::from_secs(3));
+        assert!(started.elapsed() >= DEFAULT_KILL_GRACE);
+        assert_eq!(end.exit_status, exit_status::KILLED_BY_APPMASTER);
+        assert_eq!(
+            end.diagnostics,
+            "killed: SIGTERM, then SIGKILL after 250 ms"
+        );
+        assert!(wait_until(Duration::from_secs(2), || !is_alive(leader)
+            && !is_alive(in_group)));
+        if executor.has_cgroups() {
+            assert!(
+                wait_until(Duration::from_secs(2), || !is_alive(escaped)),
+                "the setsid child escaped the cgroup"
+            );
+        } else {
+            eprintln!(
+                "note: no cgroups ({}); the setsid child escapes, killing it",
+                executor.isolation()
+            );
+            let _ = nix::sys::signal::kill(Pid::from_raw(escaped as i32), Signal::SIGKILL);
+        }
+        // Unknown and ended containers: no-ops.
+        executor.kill("c_stubborn", exit_status::PREEMPTED);
+        executor.kill("nobody", exit_status::PREEMPTED);
+        assert!(executor.poll().is_empty());
+    }
+
+    #[test]
+    fn a_container_over_its_memory_limit_ends_killed_for_memory() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        if !executor.has_cgroups() {
+            eprintln!(
+                "note: skipping the memory limit test: {}",
+                executor.isolation()
+            );
+            return;
+        }
+        let mut launch = order("c_hog", shell("head -c 300M /dev/zero | tail"));
+        launch.memory_mb = 64;
+        executor.launch(&launch);
+        // Usually ~0.15 s; when the victim does not exit at once, the
+        // kernel's oom_reaper frees it after its 2 s delay.
+        let end = wait_for_end(&mut executor, "c_hog", Duration::from_secs(5));
+        assert_eq!(
+            end.exit_status,
+            exit_status::KILLED_EXCEEDED_PMEM,
+            "{}",
+            end.diagnostics
+        );
+        assert!(
+            end.diagnostics
+                .starts_with("killed for exceeding its memory limit of 64 MB"),
+            "{}",
+            end.diagnostics
+        );
+        let cgroups = executor.settings.cgroups.clone().expect("cgroups");
+        assert!(wait_until(Duration::from_secs(1), || {
+            executor.poll();
+            cgroups.existing("c_hog").is_none()
+        }));
+    }
+
+    #[test]
+    fn a_restarted_agent_adopts_running_containers_and_reports_ends() {
+        let bench = Bench::new();
+        let mut first = bench.open();
+        first.launch(&order("c_later", shell("sleep 0.5; exit 5")));
+        first.launch(&order("c_quick", shell("exit 6")));
+        first.launch(&order("c_kill_before", shell("sleep 100")));
+        first.launch(&order("c_kill_after", shell("sleep 100")));
+        let pids: BTreeMap<String, u32> = first
+            .running()
+            .into_iter()
+            .map(|r| (r.container_id, r.pid))
+            .collect();
+        first.kill("c_kill_before", exit_status::KILLED_BY_RESOURCEMANAGER);
+        // Ended, unreaped, before the restart (the test process is their parent).
+        for id in ["c_quick", "c_kill_before"] {
+            assert!(
+                wait_until(Duration::from_secs(2), || !is_alive(pids[id])),
+                "{id}"
+            );
+        }
+        drop(first); // as if the agent were killed with -9: nothing killed, nothing reaped
+
+        let mut second = bench.open();
+        let running: Vec<String> = second
+            .running()
+            .into_iter()
+            .map(|r| r.container_id)
+            .collect();
+        assert_eq!(running, ["c_kill_after", "c_later"]);
+        assert_eq!(second.running()[0].pid, pids["c_kill_after"]);
+        let mut recovered = second.poll();
+        recovered.sort_by(|a, b| a.container_id.cmp(&b.container_id));
+        let statuses: Vec<(&str, i32)> = recovered
+            .iter()
+            .map(|e| (e.container_id.as_str(), e.exit_status))
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                ("c_kill_before", exit_status::KILLED_BY_RESOURCEMANAGER),
+                ("c_quick", 6)
+            ]
+        );
+
+        second.kill("c_kill_after", exit_status::KILLED_BY_APPMASTER);
+        let ends = wait_for_ends(
+            &mut second,
+            &["c_kill_after", "c_later"],
+            Duration::from_secs(3),
+        );
+        let killed = &ends["c_kill_after"];
+        assert_eq!(killed.exit_status, exit_status::KILLED_BY_APPMASTER);
+        let later = &ends["c_later"];
+        assert_eq!(later.exit_status, 5);
+        assert!(
+            later.diagnostics.starts_with("exited with status 5"),
+            "{}",
+            later.diagnostics
+        );
+        drop(second);
+
+        // A third agent reports the same ends again, until they are forgotten.
+        let mut third = bench.open();
+        let mut ends = third.poll();
+        ends.sort_by(|a, b| a.container_id.cmp(&b.container_id));
+        let statuses: Vec<(&str, i32)> = ends
+            .iter()
+            .map(|e| (e.container_id.as_str(), e.exit_status))
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                ("c_kill_after", exit_status::KILLED_BY_APPMASTER),
+                ("c_kill_before", exit_status::KILLED_BY_RESOURCEMANAGER),
+                ("c_later", 5),
+                ("c_quick", 6)
+            ]
+        );
+        for id in pids.keys() {
+            third.forget(id);
+        }
+        drop(third);
+        assert!(bench.open().poll().is_empty());
+
+        // The first agent's children are this test's zombies now: reap them.
+        for pid in pids.values() {
+            let _ = nix::sys::wait::waitpid(Pid::from_raw(*pid as i32), None);
+        }
+    }
+
+    #[test]
+    fn a_process_gone_without_exit_code_is_aborted() {
+        let bench = Bench::new();
+        let mut first = bench.open();
+        first.launch(&order("c_lost", shell("sleep 100")));
+        let pid = first.running()[0].pid;
+        drop(first);
+        // Killed while "the agent was down": the wrapper leaves no exit code.
+        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(Pid::from_raw(pid as i32), None);
+        let mut second = bench.open();
+        assert!(second.running().is_empty());
+        let end = wait_for_end(&mut second, "c_lost", Duration::from_millis(100));
+        assert_eq!(end.exit_status, exit_status::ABORTED);
+        assert!(
+            end.diagnostics.starts_with(
+                "the container's process ended while the agent was down and left no exit code"
+            ),
+            "{}",
+            end.diagnostics
+        );
+    }
+
+    #[test]
+    fn refused_users_and_bad_orders_end_invalid_without_panicking() {
+        let bench = Bench::new();
+        let run_as = RunAs::Submitter {
+            banned_users: vec!["mallory".to_owned()],
+            min_user_id: 1000,
+        };
+        let mut executor = Executor::open(bench.config(run_as)).expect("open");
+        let as_user = |id: &str, user: &str| LaunchOrder {
+            user: user.to_owned(),
+            ..order(id, shell("true"))
+        };
+        executor.launch(&as_user("c_root", "root"));
+        executor.launch(&as_user("c_banned", "mallory"));
+        executor.launch(&as_user("c_unknown", "weft-no-such-user"));
+        let mut bad_key = order("c_bad_key", shell("true"));
+        bad_key.env.insert("1X".to_owned(), "v".to_owned());
+        executor.launch(&bad_key);
+        let mut bad_value = order("c_bad_value", shell("true"));
+        bad_value.env.insert("X".to_owned(), "a\0b".to_owned());
+        executor.launch(&bad_value);
+        executor.launch(&order("../escape", shell("true")));
+        executor.launch(&LaunchOrder {
+            app_id: "..".to_owned(),
+            ..order("c_bad_app", shell("true"))
+        });
+        executor.launch(&order("c_empty_argv", ContainerCommand::Argv(Vec::new())));
+        executor.launch(&order(
+            "c_nul_arg",
+            ContainerCommand::Argv(vec!["a\0".to_owned()]),
+        ));
+
+        let ends: BTreeMap<String, ContainerEnd> = executor
+            .poll()
+            .into_iter()
+            .map(|end| (end.container_id.clone(), end))
+            .collect();
+        let expect = [
+            ("c_root", "uid 0, below this node's minimum 1000"),
+            ("c_banned", "user mallory is banned"),
+            ("c_unknown", "does not exist"),
+            ("c_bad_key", "env: key \"1X\""),
+            ("c_bad_value", "env: the value of X contains a NUL"),
+            ("../escape", "container id \"../escape\" is not valid"),
+            ("c_bad_app", "app id \"..\" is not valid"),
+            ("c_empty_argv", "command: argv has 0 arguments"),
+            ("c_nul_arg", "command: argument 0 contains a NUL"),
+        ];
+        assert_eq!(ends.len(), expect.len());
+        for (id, text) in expect {
+            let end = &ends[id];
+            assert_eq!(end.exit_status, exit_status::INVALID, "{id}");
+            assert!(end.diagnostics.contains(text), "{id}: {}", end.diagnostics);
+        }
+        assert!(!bench.dir.path().join("escape").exists());
+        assert!(executor.running().is_empty());
+        assert_eq!(executor.log_path("..", "c", LogStream::Stdout), None);
+        assert_eq!(executor.log_path("app_1", "../c", LogStream::Stdout), None);
+        // Known: a second order is a no-op; forgetting an invalid id is harmless.
+        executor.launch(&order("../escape", shell("true")));
+        assert!(executor.poll().is_empty());
+        executor.forget("../escape");
+    }
+
+    #[test]
+    fn runs_as_the_submitter_when_told_to() {
+        if !Uid::effective().is_root() || !matches!(User::from_name("nobody"), Ok(Some(_))) {
+            eprintln!("note: skipping the run-as test: needs root and a user nobody");
+            return;
+        }
+        let bench = Bench::new();
+        // The tempdir is 0700: let the container's user reach its dirs.
+        fs::set_permissions(bench.dir.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+        let run_as = RunAs::Submitter {
+            banned_users: Vec::new(),
+            min_user_id: 1000,
+        };
+        let mut executor = Executor::open(bench.config(run_as)).expect("open");
+        let launch = LaunchOrder {
+            user: "nobody".to_owned(),
+            ..order(
+                "c_nobody",
+                shell("id -u; id -g; echo \"$USER $LOGNAME $WEFT_USER\"; touch made"),
+            )
+        };
+        executor.launch(&launch);
+        let end = wait_for_end(&mut executor, "c_nobody", Duration::from_secs(3));
+        assert_eq!((end.exit_status, end.diagnostics.as_str()), (0, ""));
+        let stdout = executor
+            .log_path("app_1", "c_nobody", LogStream::Stdout)
+            .expect("path");
+        let account = User::from_name("nobody").expect("lookup").expect("nobody");
+        assert_eq!(
+            fs::read_to_string(stdout).expect("stdout"),
+            format!("{}\n{}\nnobody nobody nobody\n", account.uid, account.gid)
+        );
+        let made = executor
+            .settings
+            .layout
+            .container_work_dir("app_1", "c_nobody")
+            .join("made");
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::uid(&fs::metadata(made).expect("made")),
+            account.uid.as_raw()
+        );
+        // The wrapper, as nobody, could record the exit code.
+        assert!(
+            executor
+                .settings
+                .layout
+                .exit_dir("c_nobody")
+                .join("exitcode")
+                .exists()
+        );
+    }
+
+    #[test]
+    fn without_cgroups_containers_still_run_and_die_as_process_groups() {
+        let bench = Bench::new();
+        let mut config = bench.config(RunAs::Agent);
+        config.cgroup_name = "not/a/name".to_owned();
+        let mut executor = Executor::open(config).expect("open");
+        assert!(!executor.has_cgroups());
+        assert!(
+            executor
+                .isolation()
+                .starts_with("process groups only: the cgroup name"),
+            "{}",
+            executor.isolation()
+        );
+        executor.launch(&order(
+            "c_group",
+            shell("trap '' TERM; sleep 100 & echo $!; wait"),
+        ));
+        let stdout = executor
+            .log_path("app_1", "c_group", LogStream::Stdout)
+            .expect("path");
+        let mut child = None;
+        assert!(wait_until(Duration::from_secs(2), || {
+            child = fs::read_to_string(&stdout)
+                .ok()
+                .and_then(|text| text.trim().parse::<u32>().ok());
+            child.is_some()
+        }));
+        executor.kill("c_group", exit_status::PREEMPTED);
+        let end = wait_for_end(&mut executor, "c_group", Duration::from_secs(3));
+        assert_eq!(end.exit_status, exit_status::PREEMPTED);
+        assert_eq!(
+            end.diagnostics,
+            "killed: SIGTERM, then SIGKILL after 250 ms"
+        );
+        let child = child.expect("child pid");
+        assert!(wait_until(Duration::from_secs(2), || !is_alive(child)));
+    }
+
+    #[test]
+    fn an_unusable_work_dir_is_an_error_naming_it() {
+        let bench = Bench::new();
+        let file = bench.dir.path().join("file");
+        fs::write(&file, "").expect("file");
+        let mut config = bench.config(RunAs::Agent);
+        config.work_dir = file.join("sub");
+        let message = Executor::open(config).err().expect("refused").to_string();
+        assert!(
+            message.starts_with(&format!(
+                "the work dir {} is not usable",
+                file.join("sub").display()
+            )),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn kill_all_now_ends_everything_at_once() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        executor.launch(&order("c_a", shell("trap '' TERM; sleep 100")));
+        executor.launch(&order(
+            "c_b",
+            ContainerCommand::Argv(vec!["sleep".to_owned(), "100".to_owned()]),
+        ));
+        let pids: Vec<u32> = executor.running().iter().map(|r| r.pid).collect();
+        executor.kill_all_now();
+        assert!(executor.running().is_empty());
+        let ends = executor.poll();
+        assert_eq!(ends.len(), 2);
+        assert!(
+            ends.iter()
+                .all(|end| end.exit_status == exit_status::ABORTED)
+        );
+        assert!(pids.iter().all(|pid| !is_alive(*pid)));
+    }
+
+    #[test]
+    fn parses_proc_stat_and_tails() {
+        let stat = "42 (a b) c) S 1 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 123456 1000 1 18446744073709551615";
+        assert_eq!(
+            parse_proc_stat(stat),
+            Some(ProcStat {
+                state: 'S',
+                process_group: 42,
+                start_ticks: 123_456
+            })
+        );
+        assert_eq!(parse_proc_stat("42 (x"), None);
+        assert_eq!(trim_partial_char(&[0x80, 0xa9, b'a']), "a");
+        assert_eq!(trim_partial_char("é".as_bytes()), "é");
+        assert!(check_id("id", &"a".repeat(257)).is_err());
+        assert!(check_id("id", "container_1.2-x").is_ok());
+        let exit_dir = tempfile::tempdir().expect("tempdir");
+        for (text, code) in [
+            ("3\n", Some(3)),
+            ("-105\n", None),
+            ("256", None),
+            ("x", None),
+        ] {
+            fs::write(exit_dir.path().join("exitcode"), text).expect("write");
+            assert_eq!(read_exit_code(exit_dir.path()), code, "{text:?}");
+        }
+    }
+}

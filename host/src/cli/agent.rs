@@ -1,0 +1,98 @@
+//! `weft agent`: run a node agent that registers with a resource manager
+//! (or several, the first that answers) and runs its containers.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
+use clap::Args;
+
+use super::SettingsArgs;
+use crate::agent::{self, AgentDirs, machine, runner::NodeIdentity, tracker::HttpTracker};
+use crate::client::ServerArgs;
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+    #[command(flatten)]
+    settings: SettingsArgs,
+    /// What this node offers, e.g. 16384mb,8vcores[,2gpus] (default: this
+    /// machine, less yarn.nodemanager.resource.system-reserved-memory-mb).
+    #[arg(long, value_name = "SPEC")]
+    resources: Option<String>,
+    /// The node's id (default: the host name).
+    #[arg(long)]
+    node_id: Option<String>,
+    /// Where containers run (default: $TMPDIR/weft-agent/work).
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
+    /// Where containers' stdout and stderr go (default: $TMPDIR/weft-agent/logs).
+    #[arg(long, value_name = "DIR")]
+    log_dir: Option<PathBuf>,
+    /// Where the agent serves container logs to the resource manager.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    logs_listen: SocketAddr,
+}
+
+pub fn run(args: AgentArgs) -> anyhow::Result<()> {
+    super::init_tracing("info");
+    let settings = args.settings.load()?;
+    let resources = match &args.resources {
+        Some(spec) => machine::parse_resources(spec).map_err(anyhow::Error::msg)?,
+        None => machine::resources(settings.agent.reserved_memory_mb)?,
+    };
+    let node_id = args.node_id.clone().unwrap_or_else(machine::host_name);
+    crate::limits::name("--node-id", &node_id)?;
+    let base = std::env::temp_dir().join("weft-agent");
+    let dirs = AgentDirs {
+        work_dir: args.work_dir.clone().unwrap_or_else(|| base.join("work")),
+        log_dir: args.log_dir.clone().unwrap_or_else(|| base.join("logs")),
+    };
+    let executor = agent::open_executor(
+        &node_id,
+        &dirs,
+        &settings.agent,
+        settings.security.authentication,
+    )?;
+    let client = args.server.client()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let (http_address, logs_secret) =
+        runtime.block_on(agent::serve_logs(args.logs_listen, dirs.log_dir.clone()))?;
+    // stdout gets the one line a user needs; logs go to stderr.
+    println!(
+        "weft agent {node_id} ({resources}, {}) for {}",
+        executor.isolation(),
+        args.server.server
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let identity = NodeIdentity {
+        node_id,
+        resources,
+        http_address,
+        logs_secret,
+    };
+    // A clean stop (Ctrl-C, SIGTERM) kills the containers, as YARN's
+    // NodeManager does without supervised recovery; a kill -9 leaves them
+    // running for the next agent on the same work dir to take back.
+    let thread = agent::spawn_loop(
+        identity,
+        HttpTracker { client },
+        executor,
+        stop.clone(),
+        true,
+    )?;
+    runtime.block_on(super::serve::shutdown_signal());
+    tracing::info!("stopping: killing this node's containers");
+    stop.store(true, Ordering::Relaxed);
+    thread
+        .join()
+        .map_err(|_| anyhow::anyhow!("the agent's thread failed"))
+        .context("stopping the agent")?;
+    Ok(())
+}

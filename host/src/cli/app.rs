@@ -1,0 +1,440 @@
+//! `weft app …` and `weft node list`: run a command as an app and follow it,
+//! list apps, show one, kill one, read its containers' logs, list nodes —
+//! all through a running server's API.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use crate::client::{Client, ServerArgs};
+
+#[derive(Debug, Subcommand)]
+pub enum AppCommand {
+    /// Submit COMMAND as an app of N containers (and with --wait follow it
+    /// to its end, exiting with its status).
+    Run(RunArgs),
+    /// The apps, as a table (or --json).
+    List {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[arg(long)]
+        queue: Option<String>,
+        /// A YARN state: ACCEPTED, RUNNING, FINISHED, FAILED, KILLED.
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long = "for-user", value_name = "USER")]
+        for_user: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One app: its state, containers and diagnostics.
+    Status {
+        #[command(flatten)]
+        server: ServerArgs,
+        id: String,
+    },
+    /// Kill an app: its containers are killed, charged to their end.
+    Kill {
+        #[command(flatten)]
+        server: ServerArgs,
+        id: String,
+    },
+    /// The stdout (or --stderr) of an app's containers.
+    Logs {
+        #[command(flatten)]
+        server: ServerArgs,
+        id: String,
+        /// Only this container.
+        #[arg(long)]
+        container: Option<String>,
+        #[arg(long)]
+        stderr: bool,
+        /// Keep printing what the container writes until it and its app end.
+        #[arg(long)]
+        follow: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// The registered nodes: capacity, used, isolation.
+    List {
+        #[command(flatten)]
+        server: ServerArgs,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+    #[arg(long, default_value = "default")]
+    queue: String,
+    /// The project charged (default: "default").
+    #[arg(long, default_value = "default")]
+    project: String,
+    #[arg(long, default_value = "app")]
+    name: String,
+    /// How many containers run the command.
+    #[arg(short = 'n', long = "containers", default_value_t = 1)]
+    count: u32,
+    /// Memory per container, e.g. 512mb or 2gb.
+    #[arg(long, default_value = "512mb")]
+    memory: String,
+    #[arg(long, default_value_t = 1)]
+    vcores: u32,
+    #[arg(long, default_value_t = 0)]
+    gpus: u32,
+    /// A variable for each container's environment, KEY=VALUE (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    env: Vec<String>,
+    /// Runs per container before a failure fails the app.
+    #[arg(long, default_value_t = 1)]
+    max_attempts: u32,
+    /// COMMAND is one line for /bin/sh -c, not an argv.
+    #[arg(long)]
+    shell: bool,
+    /// Follow the app to its end and exit with its status.
+    #[arg(long)]
+    wait: bool,
+    /// The command and its arguments (after --).
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
+}
+
+pub fn run(command: AppCommand) -> anyhow::Result<()> {
+    match command {
+        AppCommand::Run(args) => run_app(args),
+        AppCommand::List {
+            server,
+            queue,
+            state,
+            for_user,
+            json,
+        } => {
+            let mut query = vec!["limit=1000".to_string()];
+            for (key, value) in [("queue", queue), ("states", state), ("user", for_user)] {
+                if let Some(value) = value {
+                    query.push(format!("{key}={}", encode(&value)));
+                }
+            }
+            let answer = server
+                .client()?
+                .get(&format!("/ws/v1/cluster/apps?{}", query.join("&")))?;
+            let apps = answer["apps"]["app"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&apps)?);
+            } else {
+                print_apps(&apps);
+            }
+            Ok(())
+        }
+        AppCommand::Status { server, id } => {
+            let client = server.client()?;
+            let app = client.get(&format!("/ws/v1/cluster/apps/{}", encode(&id)))?["app"].clone();
+            print_status(&app);
+            if let Ok(answer) =
+                client.get(&format!("/ws/v1/cluster/apps/{}/containers", encode(&id)))
+            {
+                print_containers(answer["containers"].as_array().map_or(&[][..], |c| c));
+            }
+            Ok(())
+        }
+        AppCommand::Kill { server, id } => {
+            let answer = server.client()?.put_json(
+                &format!("/ws/v1/cluster/apps/{}/state", encode(&id)),
+                &json!({"state": "KILLED"}),
+            )?;
+            println!("{id}: {}", answer["state"].as_str().unwrap_or("?"));
+            Ok(())
+        }
+        AppCommand::Logs {
+            server,
+            id,
+            container,
+            stderr,
+            follow,
+        } => logs(&server.client()?, &id, container.as_deref(), stderr, follow),
+    }
+}
+
+pub fn run_node(command: NodeCommand) -> anyhow::Result<()> {
+    let NodeCommand::List { server, json } = command;
+    let answer = server.client()?.get("/ws/v1/cluster/nodes")?;
+    let nodes = answer["nodes"]["node"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&nodes)?);
+        return Ok(());
+    }
+    println!(
+        "{:<28} {:<9} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
+        "NODE", "KIND", "USED MB", "FREE MB", "USED VC", "FREE VC", "CONT."
+    );
+    for n in &nodes {
+        println!(
+            "{:<28} {:<9} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
+            text(&n["id"]),
+            text(&n["kind"]),
+            text(&n["usedMemoryMB"]),
+            text(&n["availMemoryMB"]),
+            text(&n["usedVirtualCores"]),
+            text(&n["availableVirtualCores"]),
+            text(&n["numContainers"]),
+            n["isolation"].as_str().unwrap_or("-"),
+        );
+    }
+    Ok(())
+}
+
+fn run_app(args: RunArgs) -> anyhow::Result<()> {
+    let memory_mb = parse_memory(&args.memory)?;
+    let mut env = serde_json::Map::new();
+    for pair in &args.env {
+        let (key, value) = super::parse_pair(pair).map_err(anyhow::Error::msg)?;
+        env.insert(key, Value::String(value));
+    }
+    let command = if args.shell {
+        json!({"shell": args.command.join(" ")})
+    } else {
+        json!({"argv": args.command})
+    };
+    let body = json!({
+        "name": args.name,
+        "queue": args.queue,
+        "project": args.project,
+        "asks": [{
+            "count": args.count,
+            "memory_mb": memory_mb,
+            "vcores": args.vcores,
+            "gpus": args.gpus,
+            "command": command,
+            "env": env,
+            "max_attempts": args.max_attempts,
+        }],
+    });
+    let client = args.server.client()?;
+    let answer = client.post_json("/ws/v1/cluster/apps", &body)?;
+    let id = answer["app"]["id"]
+        .as_str()
+        .context("the server answered no app id")?
+        .to_string();
+    println!("{id}");
+    if !args.wait {
+        return Ok(());
+    }
+    let app = wait_for_end(&client, &id)?;
+    let state = text(&app["state"]);
+    eprintln!("{id} {state} ({})", text(&app["finalStatus"]));
+    match state.as_str() {
+        "FINISHED" => Ok(()),
+        _ => {
+            if let Some(diagnostics) = app["diagnostics"].as_str() {
+                eprintln!("{diagnostics}");
+            }
+            // The exit status of the container that failed it, when it is
+            // a process's own; else 1.
+            let code = app["exitStatus"]
+                .as_i64()
+                .filter(|c| (1..=255).contains(c))
+                .unwrap_or(1);
+            std::process::exit(code as i32);
+        }
+    }
+}
+
+/// Polls the app until it has ended; returns its report.
+fn wait_for_end(client: &Client, id: &str) -> anyhow::Result<Value> {
+    let mut pause = Duration::from_millis(20);
+    loop {
+        let app = client.get(&format!("/ws/v1/cluster/apps/{}", encode(id)))?["app"].clone();
+        if matches!(
+            app["state"].as_str(),
+            Some("FINISHED" | "FAILED" | "KILLED")
+        ) {
+            return Ok(app);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+}
+
+fn logs(
+    client: &Client,
+    id: &str,
+    only: Option<&str>,
+    stderr: bool,
+    follow: bool,
+) -> anyhow::Result<()> {
+    let stream = if stderr { "stderr" } else { "stdout" };
+    let mut offsets: std::collections::BTreeMap<String, u64> = Default::default();
+    loop {
+        let listed = client.get(&format!("/ws/v1/cluster/apps/{}/containers", encode(id)))?;
+        let containers: Vec<Value> = listed["containers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| only.is_none_or(|o| c["id"] == o))
+            .collect();
+        if containers.is_empty() && only.is_some() {
+            bail!(
+                "application {id} has no container {}",
+                only.unwrap_or_default()
+            );
+        }
+        let several = containers.len() > 1 || only.is_none() && !follow;
+        for c in &containers {
+            let cid = text(&c["id"]);
+            let offset = offsets.entry(cid.clone()).or_insert(0);
+            let bytes = match client.get_bytes(&format!(
+                "/ws/v1/cluster/apps/{}/containers/{}/logs/{stream}?offset={offset}",
+                encode(id),
+                encode(&cid)
+            )) {
+                Ok(bytes) => bytes,
+                Err(error) if follow => {
+                    tracing::debug!(%error, "log not readable yet");
+                    continue;
+                }
+                Err(error) => {
+                    eprintln!("{cid}: {error:#}");
+                    continue;
+                }
+            };
+            if several && (*offset == 0 || !follow) {
+                println!("== {cid} on {} ==", text(&c["node"]));
+            }
+            *offset += bytes.len() as u64;
+            use std::io::Write;
+            std::io::stdout().write_all(&bytes)?;
+        }
+        if !follow {
+            return Ok(());
+        }
+        let app = client.get(&format!("/ws/v1/cluster/apps/{}", encode(id)))?["app"].clone();
+        let ended = matches!(
+            app["state"].as_str(),
+            Some("FINISHED" | "FAILED" | "KILLED")
+        );
+        if ended && containers.iter().all(|c| !c["finishTimeMs"].is_null()) {
+            // One last read picks up what was written before the end.
+            return logs(client, id, only, stderr, false).map(|_| ()).or(Ok(()));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn print_apps(apps: &[Value]) {
+    println!(
+        "{:<32} {:<16} {:<12} {:<12} {:<12} {:<9} {:>7} {:>8} {:>6}",
+        "ID", "NAME", "QUEUE", "USER", "PROJECT", "STATE", "RUNNING", "FINISHED", "FAILED"
+    );
+    for app in apps {
+        println!(
+            "{:<32} {:<16} {:<12} {:<12} {:<12} {:<9} {:>7} {:>8} {:>6}",
+            text(&app["id"]),
+            text(&app["name"]),
+            text(&app["queue"]),
+            text(&app["user"]),
+            text(&app["project"]),
+            text(&app["state"]),
+            text(&app["runningContainers"]),
+            text(&app["finishedContainers"]),
+            text(&app["failedContainers"]),
+        );
+    }
+}
+
+fn print_status(app: &Value) {
+    for (label, key) in [
+        ("id", "id"),
+        ("name", "name"),
+        ("queue", "queue"),
+        ("user", "user"),
+        ("project", "project"),
+        ("state", "state"),
+        ("final status", "finalStatus"),
+        ("running", "runningContainers"),
+        ("pending", "pendingContainers"),
+        ("finished", "finishedContainers"),
+        ("failed", "failedContainers"),
+        ("lost", "lostContainers"),
+        ("preempted", "preemptedContainers"),
+    ] {
+        println!("{label:>13}: {}", text(&app[key]));
+    }
+    if let Some(diagnostics) = app["diagnostics"].as_str() {
+        println!("  diagnostics: {diagnostics}");
+    }
+}
+
+fn print_containers(containers: &[Value]) {
+    if containers.is_empty() {
+        return;
+    }
+    println!(
+        "{:<40} {:<24} {:>7} {:>6}",
+        "CONTAINER", "NODE", "ATTEMPT", "EXIT"
+    );
+    for c in containers {
+        println!(
+            "{:<40} {:<24} {:>7} {:>6}",
+            text(&c["id"]),
+            text(&c["node"]),
+            text(&c["attempt"]),
+            c["exitStatus"]
+                .as_i64()
+                .map_or("-".into(), |s| s.to_string()),
+        );
+    }
+}
+
+/// A JSON value as plain text (strings without quotes).
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+/// `512mb`, `2gb` or a plain number of MB.
+fn parse_memory(text: &str) -> anyhow::Result<u64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let (number, factor) = if let Some(n) = lower.strip_suffix("gb") {
+        (n, 1024)
+    } else if let Some(n) = lower.strip_suffix("mb") {
+        (n, 1)
+    } else {
+        (lower.as_str(), 1)
+    };
+    number
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(factor))
+        .filter(|n| *n > 0)
+        .with_context(|| format!("--memory {text:?}: expected e.g. 512mb or 2gb"))
+}
+
+/// A path segment or query value, percent-encoded.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b',' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

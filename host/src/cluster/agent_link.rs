@@ -1,0 +1,512 @@
+//! The heartbeat protocol with node agents, on the cluster's side (YARN's
+//! ResourceTrackerService): numbered answers, sent again when the agent
+//! says it missed one; launch and kill orders repeated until the agent's
+//! reports show them carried out; container ends acknowledged; and a
+//! registration that keeps what a restarted agent still runs. So a lost or
+//! duplicated message changes nothing, and no container runs on two nodes.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::EndCause;
+use super::node::AgentInfo;
+use super::{Cluster, ClusterError, Container, NodeKind, Resources};
+use crate::agent::protocol::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
+
+/// What a node agent reports in one heartbeat.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AgentReport<'a> {
+    /// The number of the last answer it received (0 after registering);
+    /// none for a client that does not number its heartbeats.
+    pub response_id: Option<u64>,
+    /// Every container it runs now; none for a client that does not say.
+    pub running: Option<&'a [String]>,
+    /// Containers that ended, resent until acknowledged.
+    pub ended: &'a [ContainerEnd],
+    /// Containers that ended with status 0 now (the simple protocol).
+    pub finished: &'a [String],
+}
+
+/// Whether the agent goes on or must register again (YARN's NodeAction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum NodeAction {
+    Normal,
+    /// The heartbeat's number is off: register again, listing what runs.
+    Resync,
+}
+
+/// An order to kill a container, and the exit status to report for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct KillOrder {
+    pub container_id: String,
+    pub exit_status: i32,
+}
+
+/// A heartbeat's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct NodeOrders {
+    /// This answer's number: the next heartbeat sends it back.
+    pub response_id: u64,
+    pub action: NodeAction,
+    /// Containers to launch (again in every answer until reported running).
+    #[serde(rename = "allocations")]
+    pub launch: Vec<LaunchOrder>,
+    /// Containers to kill (again until no longer reported running).
+    pub kill: Vec<KillOrder>,
+    /// Reported ends taken: the agent stops resending them.
+    pub acknowledged: Vec<String>,
+    /// How many reported ends were of containers running on the node.
+    pub finished_accepted: usize,
+}
+
+/// What a heartbeat did: containers that ended (with when, to be charged)
+/// and the answer.
+#[derive(Debug, Clone)]
+pub struct HeartbeatOutcome {
+    pub ended: Vec<(Container, u64)>,
+    pub orders: NodeOrders,
+}
+
+impl Cluster {
+    /// Registers an agent's node. Known again with `running` listed (a
+    /// restarted agent): what it still runs is kept, what it lost is lost
+    /// (ABORTED, asked for again), and what it runs that this node does
+    /// not hold is to be killed (returned as orders). Without `running`, or
+    /// for a new id, every container the node had is lost (as YARN's
+    /// non-work-preserving resync). Returns the lost containers and the
+    /// kill orders.
+    pub fn register_agent(
+        &mut self,
+        id: &str,
+        capacity: Resources,
+        owner: &str,
+        agent: AgentInfo,
+        running: Option<&[String]>,
+        now: u64,
+    ) -> Result<(Vec<Container>, Vec<KillOrder>), ClusterError> {
+        let keep = running.is_some()
+            && self
+                .nodes
+                .get(id)
+                .is_some_and(|node| node.kind == NodeKind::Remote);
+        let running: BTreeSet<&String> = running.unwrap_or_default().iter().collect();
+        let mut lost = Vec::new();
+        if keep {
+            self.check_capacity(id, capacity)?;
+            let node = &self.nodes[id];
+            let gone: Vec<String> = node
+                .containers
+                .iter()
+                .filter(|c| !running.contains(c))
+                .cloned()
+                .collect();
+            for container in &gone {
+                lost.extend(self.end_container(container, now, EndCause::Lost));
+            }
+            let node = self.nodes.get_mut(id).expect("checked above");
+            node.capacity = capacity;
+            node.last_heartbeat_ms = now;
+            node.launched = node.containers.clone();
+        } else {
+            lost = self.register_node(id, NodeKind::Remote, capacity, owner, now)?;
+        }
+        let node = self.nodes.get_mut(id).expect("registered above");
+        node.agent = agent;
+        node.response_id = 0;
+        node.last_answer = None;
+        for container in running {
+            if !node.containers.contains(container) {
+                node.to_kill
+                    .entry(container.clone())
+                    .or_insert(exit_status::KILLED_BY_RESOURCEMANAGER);
+            }
+        }
+        let kill = node.to_kill.iter().map(kill_order).collect();
+        for container in &lost {
+            tracing::warn!(container = %container.id, app = %container.app, node = %id, "container lost: the node's agent registered again without it");
+        }
+        Ok((lost, kill))
+    }
+
+    /// One heartbeat of agent `id`: its ends are taken (charged to the time
+    /// it reports, within the container's life), what it no longer runs is
+    /// lost, what it runs that it should not is ordered killed, and it is
+    /// ordered to launch what is allocated to it. A heartbeat numbered as
+    /// the one before gets the same answer again and changes nothing.
+    pub fn agent_heartbeat(
+        &mut self,
+        id: &str,
+        report: AgentReport<'_>,
+        now: u64,
+    ) -> Result<HeartbeatOutcome, ClusterError> {
+        let node = self
+            .nodes
+            .get_mut(id)
+            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
+        node.last_heartbeat_ms = now;
+        if let Some(number) = report.response_id
+            && number != node.response_id
+        {
+            let orders = match &node.last_answer {
+                Some(last) if number.checked_add(1) == Some(node.response_id) => last.clone(),
+                _ => NodeOrders {
+                    response_id: node.response_id,
+                    action: NodeAction::Resync,
+                    launch: Vec::new(),
+                    kill: Vec::new(),
+                    acknowledged: Vec::new(),
+                    finished_accepted: 0,
+                },
+            };
+            return Ok(HeartbeatOutcome {
+                ended: Vec::new(),
+                orders,
+            });
+        }
+        let mut ended = Vec::new();
+        let mut acknowledged = Vec::new();
+        let mut accepted = 0;
+        for end in report.ended {
+            acknowledged.push(end.container_id.clone());
+            let on_node = self.nodes[id].containers.contains(&end.container_id);
+            if let Some(node) = self.nodes.get_mut(id) {
+                node.to_kill.remove(&end.container_id);
+            }
+            if !on_node {
+                continue;
+            }
+            let start = self.containers[&end.container_id].start_time_ms;
+            let at = end.finished_ms.clamp(start, now.max(start));
+            let cause = EndCause::from_exit(end.exit_status, &end.diagnostics);
+            if let Some(container) = self.end_container(&end.container_id, at, cause) {
+                accepted += 1;
+                ended.push((container, at));
+            }
+        }
+        for finished in report.finished {
+            if self.nodes[id].containers.contains(finished)
+                && let Some(container) = self.end_container(finished, now, EndCause::Succeeded)
+            {
+                accepted += 1;
+                ended.push((container, now));
+            }
+        }
+        ended.extend(self.fail_apps(now).into_iter().map(|c| (c, now)));
+        if let Some(running) = report.running {
+            let running: BTreeSet<&String> = running.iter().collect();
+            let node = &self.nodes[id];
+            let gone: Vec<String> = node
+                .launched
+                .iter()
+                .filter(|c| !running.contains(c))
+                .cloned()
+                .collect();
+            for container in &gone {
+                tracing::warn!(container = %container, node = %id, "container lost: its agent no longer runs it and reported no end");
+                if let Some(container) = self.end_container(container, now, EndCause::Lost) {
+                    ended.push((container, now));
+                }
+            }
+            let node = self.nodes.get_mut(id).expect("looked up above");
+            node.launched = node
+                .containers
+                .iter()
+                .filter(|c| running.contains(c))
+                .cloned()
+                .collect();
+            node.to_kill.retain(|c, _| running.contains(c));
+            for container in running {
+                if !node.containers.contains(container) {
+                    node.to_kill
+                        .entry(container.clone())
+                        .or_insert(exit_status::KILLED_BY_RESOURCEMANAGER);
+                }
+            }
+        }
+        let node = &self.nodes[id];
+        let launch = node
+            .containers
+            .iter()
+            .filter(|c| !node.launched.contains(*c))
+            .filter_map(|c| self.launch_order(c))
+            .collect();
+        let node = self.nodes.get_mut(id).expect("looked up above");
+        let kill = node.to_kill.iter().map(kill_order).collect();
+        // A client that does not say what it runs is told once.
+        if report.running.is_none() {
+            node.to_kill.clear();
+        }
+        node.response_id = node.response_id.saturating_add(1);
+        let orders = NodeOrders {
+            response_id: node.response_id,
+            action: NodeAction::Normal,
+            launch,
+            kill,
+            acknowledged,
+            finished_accepted: accepted,
+        };
+        if report.response_id.is_some() {
+            node.last_answer = Some(orders.clone());
+        }
+        Ok(HeartbeatOutcome { ended, orders })
+    }
+
+    /// The order that launches container `id`: its ask's command (or, for
+    /// an ask that gives only a duration, `sleep` for that long).
+    fn launch_order(&self, id: &str) -> Option<LaunchOrder> {
+        let container = self.containers.get(id)?;
+        let app = self.app(&container.app)?;
+        let ask = app.asks.get(container.ask)?;
+        let command = match &ask.launch.command {
+            Some(command) => command.clone(),
+            None => ContainerCommand::Argv(vec![
+                "sleep".into(),
+                format!(
+                    "{}.{:03}",
+                    container.duration_ms / 1000,
+                    container.duration_ms % 1000
+                ),
+            ]),
+        };
+        Some(LaunchOrder {
+            container_id: container.id.clone(),
+            app_id: app.id.clone(),
+            user: app.user.clone(),
+            command,
+            env: ask.launch.env.clone(),
+            memory_mb: container.resources.memory_mb,
+            vcores: container.resources.vcores,
+            gpus: container.resources.gpus,
+        })
+    }
+
+    /// Whether `capacity` is within bounds for node `id`.
+    pub(super) fn check_capacity(&self, id: &str, capacity: Resources) -> Result<(), ClusterError> {
+        use crate::limits::{MAX_GPUS, MAX_MEMORY_MB, MAX_VCORES, within};
+        crate::limits::name("node_id", id)?;
+        if capacity.memory_mb == 0 || capacity.vcores == 0 {
+            return Err(ClusterError::EmptyNode(capacity));
+        }
+        within("memory_mb", capacity.memory_mb, 1, MAX_MEMORY_MB)?;
+        within("vcores", capacity.vcores, 1, MAX_VCORES)?;
+        within("gpus", capacity.gpus, 0, MAX_GPUS)?;
+        Ok(())
+    }
+}
+
+fn kill_order((container_id, exit_status): (&String, &i32)) -> KillOrder {
+    KillOrder {
+        container_id: container_id.clone(),
+        exit_status: *exit_status,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{AppState, AskSpec, Placement, SubmitApp};
+    use crate::queues::{QueueProperties, QueueTree};
+
+    /// A cluster with agent node "a1" and one app of `count` containers
+    /// running `true` (`max_attempts` each), all allocated; returns the
+    /// container ids.
+    fn running(count: u32, max_attempts: u32) -> (Cluster, Vec<String>) {
+        let tree = QueueTree::from_properties(&QueueProperties::defaults()).unwrap();
+        let mut cluster = Cluster::new(1, tree);
+        cluster
+            .register_agent(
+                "a1",
+                Resources::new(8192, 8, 0),
+                "ops",
+                AgentInfo::default(),
+                Some(&[]),
+                0,
+            )
+            .unwrap();
+        let mut ask = AskSpec::sized(count, 1024, 1, 0, 1000);
+        ask.command = Some(ContainerCommand::Argv(vec!["true".into()]));
+        ask.max_attempts = max_attempts;
+        let request = SubmitApp {
+            name: "t".into(),
+            queue: "default".into(),
+            user: "alice".into(),
+            project: "p".into(),
+            priority: 0,
+            asks: vec![ask],
+            reservation_id: None,
+        };
+        cluster.submit(request, "test", 0).unwrap();
+        let placement = Placement {
+            app: 0,
+            ask: 0,
+            node: 0,
+            count,
+        };
+        let ids = cluster
+            .allocate(&[placement], 10)
+            .unwrap()
+            .into_iter()
+            .map(|a| a.container.id)
+            .collect();
+        (cluster, ids)
+    }
+
+    fn beat(
+        cluster: &mut Cluster,
+        response_id: u64,
+        running: &[String],
+        ended: &[ContainerEnd],
+        now: u64,
+    ) -> HeartbeatOutcome {
+        let report = AgentReport {
+            response_id: Some(response_id),
+            running: Some(running),
+            ended,
+            finished: &[],
+        };
+        cluster.agent_heartbeat("a1", report, now).unwrap()
+    }
+
+    fn end(id: &str, exit_status: i32, at: u64) -> ContainerEnd {
+        ContainerEnd {
+            container_id: id.into(),
+            exit_status,
+            diagnostics: format!("exited with {exit_status}"),
+            finished_ms: at,
+        }
+    }
+
+    #[test]
+    fn launch_orders_repeat_until_running_and_a_duplicate_heartbeat_changes_nothing() {
+        let (mut cluster, ids) = running(2, 1);
+        let first = beat(&mut cluster, 0, &[], &[], 20);
+        assert_eq!(first.orders.launch.len(), 2);
+        assert_eq!(first.orders.response_id, 1);
+        // The answer was lost: the agent sends heartbeat 0 again, with an end.
+        let again = beat(&mut cluster, 0, &[], &[end(&ids[0], 0, 25)], 30);
+        assert_eq!(again.orders, first.orders, "the same answer again");
+        assert!(again.ended.is_empty(), "and nothing taken from it");
+        // Now in order: one ran and ended, one runs.
+        let next = beat(&mut cluster, 1, &ids[1..], &[end(&ids[0], 0, 25)], 40);
+        assert_eq!(next.ended.len(), 1);
+        assert_eq!(next.ended[0].1, 25, "charged to the end the agent reports");
+        assert_eq!(next.orders.acknowledged, vec![ids[0].clone()]);
+        assert!(next.orders.launch.is_empty());
+        // An end reported twice is acknowledged again but taken once.
+        let twice = beat(&mut cluster, 2, &ids[1..], &[end(&ids[0], 0, 25)], 50);
+        assert!(twice.ended.is_empty());
+        assert_eq!(twice.orders.acknowledged, vec![ids[0].clone()]);
+        // A number out of step asks for a new registration.
+        let off = beat(&mut cluster, 7, &ids[1..], &[], 60);
+        assert_eq!(off.orders.action, NodeAction::Resync);
+    }
+
+    #[test]
+    fn what_an_agent_stops_reporting_is_lost_and_what_it_should_not_run_is_killed() {
+        let (mut cluster, ids) = running(2, 1);
+        beat(&mut cluster, 0, &ids, &[], 20);
+        let stray = "container_9_9999_01_000001".to_string();
+        let outcome = beat(&mut cluster, 1, &[ids[1].clone(), stray.clone()], &[], 30);
+        assert_eq!(outcome.ended.len(), 1, "the unreported one is lost");
+        assert_eq!(cluster.apps()[0].lost_containers, 1);
+        assert_eq!(
+            cluster.apps()[0].pending_containers(),
+            1,
+            "and asked for again"
+        );
+        assert_eq!(outcome.orders.kill.len(), 1);
+        assert_eq!(outcome.orders.kill[0].container_id, stray);
+        // Once no longer reported, no more kill orders.
+        let outcome = beat(&mut cluster, 2, &ids[1..], &[], 40);
+        assert!(outcome.orders.kill.is_empty());
+    }
+
+    #[test]
+    fn a_killed_app_orders_its_containers_killed_until_they_are_gone() {
+        let (mut cluster, ids) = running(2, 1);
+        beat(&mut cluster, 0, &ids, &[], 20);
+        let ended = cluster.kill_app(0, "killed by alice", 30);
+        assert_eq!(ended.len(), 2);
+        let outcome = beat(&mut cluster, 1, &ids, &[], 40);
+        assert_eq!(outcome.orders.kill.len(), 2);
+        assert!(
+            outcome
+                .orders
+                .kill
+                .iter()
+                .all(|k| k.exit_status == exit_status::KILLED_BY_APPMASTER)
+        );
+        let killed: Vec<ContainerEnd> = ids.iter().map(|id| end(id, -105, 41)).collect();
+        let outcome = beat(&mut cluster, 2, &[], &killed, 50);
+        assert!(outcome.orders.kill.is_empty());
+        assert!(outcome.ended.is_empty(), "charged when killed, not again");
+        assert_eq!(outcome.orders.acknowledged.len(), 2);
+    }
+
+    #[test]
+    fn a_failure_is_retried_up_to_max_attempts_then_fails_the_app() {
+        let (mut cluster, ids) = running(2, 2);
+        beat(&mut cluster, 0, &ids, &[], 20);
+        beat(&mut cluster, 1, &ids[1..], &[end(&ids[0], 3, 25)], 30);
+        let app = &cluster.apps()[0];
+        assert_eq!((app.failed_containers, app.pending_containers()), (1, 1));
+        assert_eq!(app.asks[0].retries, vec![2]);
+        let placement = Placement {
+            app: 0,
+            ask: 0,
+            node: 0,
+            count: 1,
+        };
+        let retry = cluster.allocate(&[placement], 35).unwrap()[0]
+            .container
+            .clone();
+        assert_eq!(retry.attempt, 2);
+        let running = vec![ids[1].clone(), retry.id.clone()];
+        let outcome = beat(&mut cluster, 2, &running, &[end(&retry.id, 4, 38)], 40);
+        let app = &cluster.apps()[0];
+        assert_eq!(app.state, AppState::Failed);
+        assert_eq!(app.exit_status, Some(4));
+        assert!(
+            app.diagnostics.contains("attempt 2 of 2"),
+            "{}",
+            app.diagnostics
+        );
+        // Its other container is killed with it.
+        assert_eq!(outcome.ended.len(), 2);
+        let outcome = beat(&mut cluster, 3, &ids[1..], &[], 50);
+        assert_eq!(outcome.orders.kill.len(), 1);
+    }
+
+    #[test]
+    fn a_restarted_agent_keeps_what_it_runs() {
+        let (mut cluster, ids) = running(2, 1);
+        beat(&mut cluster, 0, &ids, &[], 20);
+        let (lost, kill) = cluster
+            .register_agent(
+                "a1",
+                Resources::new(8192, 8, 0),
+                "ops",
+                AgentInfo::default(),
+                Some(&ids[..1]),
+                30,
+            )
+            .unwrap();
+        assert_eq!(lost.len(), 1, "the one it no longer runs");
+        assert!(kill.is_empty());
+        assert_eq!(cluster.apps()[0].running_containers, 1);
+        // Without a list, a registration loses everything (not work-preserving).
+        let (lost, _) = cluster
+            .register_agent(
+                "a1",
+                Resources::new(8192, 8, 0),
+                "ops",
+                AgentInfo::default(),
+                None,
+                40,
+            )
+            .unwrap();
+        assert_eq!(lost.len(), 1);
+    }
+}

@@ -1,0 +1,263 @@
+//! Real processes through the real binary: `weft serve`'s local agent and a
+//! standalone `weft agent` run commands, report their exit, kill them
+//! (leaving nothing behind), serve their logs, and survive a kill -9.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{Server, WEFT, weft_within};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// `weft app ARGS --server BASE`.
+fn app(server: &Server, args: &[&str]) -> Output {
+    let (subcommand, rest) = args.split_first().expect("a subcommand");
+    let mut all = vec!["app", subcommand, "--server", &server.base];
+    all.extend_from_slice(rest);
+    weft_within(&all, LIMIT)
+}
+
+/// `weft app run [FLAGS] --wait -- COMMAND`: (exit code, app id, stderr).
+fn run_and_wait(server: &Server, flags: &[&str], command: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["run", "--server", &server.base, "--wait"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(command);
+    let mut all = vec!["app"];
+    all.extend_from_slice(&args);
+    let output = weft_within(&all, LIMIT);
+    let id = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    (
+        output.status.code().unwrap_or(-1),
+        id,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn local_agent_server(dir: &Path) -> Server {
+    Server::start_with_local_agent(
+        &dir.join("data"),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
+            // Not everyone administers the cluster, so rights are checked.
+            "--set",
+            "yarn.admin.acl=admin",
+            "--set",
+            "yarn.scheduler.capacity.root.acl_administer_queue=admin",
+        ],
+        None,
+    )
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie has no more to kill: count it as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+#[test]
+fn the_local_agent_runs_commands_reports_their_exit_and_serves_their_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = local_agent_server(dir.path());
+    let nodes = server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
+        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
+    });
+    let node = &nodes["nodes"]["node"][0];
+    assert!(
+        node["isolation"].as_str().is_some_and(|i| !i.is_empty()),
+        "{node}"
+    );
+
+    // A command that succeeds, its output in its log.
+    let (code, id, stderr) = run_and_wait(
+        &server,
+        &["--env", "GREETING=hello"],
+        &["sh", "-c", "echo $GREETING from $CONTAINER_ID"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let logs = app(&server, &["logs", &id]);
+    let stdout = String::from_utf8_lossy(&logs.stdout);
+    assert!(
+        logs.status.success(),
+        "{}",
+        String::from_utf8_lossy(&logs.stderr)
+    );
+    assert!(stdout.contains("hello from container_"), "{stdout}");
+    let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
+    assert_eq!(report["app"]["finalStatus"], "SUCCEEDED", "{report}");
+
+    // Exit 3 with output on stderr: the app fails with that status and the
+    // stderr tail in its diagnostics; `app run --wait` exits with it.
+    let (code, id, stderr) =
+        run_and_wait(&server, &["--shell"], &["echo oops on stderr >&2; exit 3"]);
+    assert_eq!(code, 3, "{stderr}");
+    let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
+    let app_report = &report["app"];
+    assert_eq!(app_report["state"], "FAILED", "{report}");
+    assert_eq!(app_report["exitStatus"], 3, "{report}");
+    let diagnostics = app_report["diagnostics"].as_str().unwrap_or_default();
+    assert!(diagnostics.contains("oops on stderr"), "{diagnostics}");
+    let errors = app(&server, &["logs", &id, "--stderr"]);
+    assert!(String::from_utf8_lossy(&errors.stdout).contains("oops on stderr"));
+
+    // Retried: the first attempt fails, the second (a marker file exists) succeeds.
+    let marker = dir.path().join("attempted");
+    let script = format!("test -e {0} && exit 0; touch {0}; exit 7", marker.display());
+    let (code, id, stderr) = run_and_wait(&server, &["--shell", "--max-attempts", "2"], &[&script]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
+    assert_eq!(report["app"]["failedContainers"], 1, "{report}");
+
+    // A command that does not exist: the container fails with a
+    // diagnostic; the agent lives on and runs the next one.
+    let (code, id, _) = run_and_wait(&server, &[], &["/no/such/command"]);
+    assert_ne!(code, 0);
+    let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
+    assert_eq!(report["app"]["state"], "FAILED", "{report}");
+    let (code, _, stderr) = run_and_wait(&server, &[], &["true"]);
+    assert_eq!(code, 0, "the agent still runs containers: {stderr}");
+
+    // Another user may not read the logs.
+    let (status, body) = server.get_as(
+        &format!("/ws/v1/cluster/apps/{id}/containers"),
+        Some("mallory"),
+    );
+    assert_eq!(status, 403, "{body}");
+    server.stop();
+}
+
+#[test]
+fn a_killed_app_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = local_agent_server(dir.path());
+    let pids = dir.path().join("pids");
+    std::fs::create_dir(&pids).unwrap();
+    // A child that ignores SIGTERM and a grandchild that escapes into its
+    // own session, also ignoring SIGTERM.
+    let script = format!(
+        "trap '' TERM; setsid sh -c 'trap \"\" TERM; echo $$ > {0}/grandchild; exec sleep 300' & echo $$ > {0}/child; sleep 300",
+        pids.display()
+    );
+    let output = app(&server, &["run", "--shell", "--", &script]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let id = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    let started = Instant::now();
+    while read_pid(&pids.join("grandchild")).is_none() || read_pid(&pids.join("child")).is_none() {
+        assert!(started.elapsed() < LIMIT, "the container never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (child, grandchild) = (
+        read_pid(&pids.join("child")).unwrap(),
+        read_pid(&pids.join("grandchild")).unwrap(),
+    );
+    assert!(alive(child) && alive(grandchild));
+    let killed = app(&server, &["kill", &id]);
+    assert!(
+        killed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&killed.stderr)
+    );
+    let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
+    assert_eq!(report["app"]["state"], "KILLED", "{report}");
+    let nodes = server.get("/ws/v1/cluster/nodes").1;
+    let cgroups = nodes["nodes"]["node"][0]["isolation"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("cgroup");
+    let started = Instant::now();
+    while alive(child) || (cgroups && alive(grandchild)) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "left behind: child {} grandchild {}",
+            alive(child),
+            alive(grandchild)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if !cgroups {
+        // Without cgroups a process that left the group cannot be found.
+        eprintln!("no cgroups here: the escaped grandchild {grandchild} is not tracked");
+        let _ = Command::new("kill")
+            .args(["-KILL", &grandchild.to_string()])
+            .status();
+    }
+    server.stop();
+}
+
+/// A standalone `weft agent` for `server`, on `work` (its work and log dirs).
+fn start_agent(server: &Server, work: &Path) -> Child {
+    Command::new(WEFT)
+        .args(["agent", "--server", &server.base, "--node-id", "agent-1"])
+        .args(["--resources", "2048mb,2vcores"])
+        .arg("--work-dir")
+        .arg(work.join("work"))
+        .arg("--log-dir")
+        .arg(work.join("logs"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("weft agent starts")
+}
+
+#[test]
+fn an_agent_killed_with_9_and_restarted_keeps_its_containers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        &dir.path().join("data"),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
+        ],
+    );
+    let mut agent = start_agent(&server, dir.path());
+    server.wait_for("/ws/v1/cluster/nodes", "the agent", |b| {
+        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
+    });
+    let started_file = dir.path().join("started");
+    let script = format!("echo $$ > {}; sleep 3; echo done", started_file.display());
+    let output = app(&server, &["run", "--shell", "--", &script]);
+    let id = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    let begun = Instant::now();
+    while read_pid(&started_file).is_none() {
+        assert!(begun.elapsed() < LIMIT, "the container never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = read_pid(&started_file).unwrap();
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    assert!(alive(pid), "the container outlives its agent's kill -9");
+    let mut agent = start_agent(&server, dir.path());
+    let app_report = server.wait_for(&format!("/ws/v1/cluster/apps/{id}"), "the app's end", |b| {
+        matches!(
+            b["app"]["state"].as_str(),
+            Some("FINISHED" | "FAILED" | "KILLED")
+        )
+    });
+    assert_eq!(app_report["app"]["state"], "FINISHED", "{app_report}");
+    assert_eq!(app_report["app"]["lostContainers"], 0, "{app_report}");
+    let logs = app(&server, &["logs", &id]);
+    assert!(String::from_utf8_lossy(&logs.stdout).contains("done"));
+    let _ = Command::new("kill")
+        .args(["-INT", &agent.id().to_string()])
+        .status();
+    let _ = agent.wait();
+    server.stop();
+}
