@@ -37,6 +37,8 @@ pub const MAX_ATTEMPTS: u32 = 100;
 /// A container's command: words, and bytes in all.
 pub const MAX_COMMAND_WORDS: usize = 4096;
 pub const MAX_COMMAND_BYTES: usize = 1 << 20;
+/// One word of a command (or a shell line): Linux's MAX_ARG_STRLEN less one.
+pub const MAX_COMMAND_WORD_BYTES: usize = (128 << 10) - 1;
 /// A container's own environment variables, and the bytes of one value.
 pub const MAX_ENV_VARS: usize = 1000;
 pub const MAX_ENV_VALUE_BYTES: usize = 64 << 10;

@@ -261,3 +261,49 @@ fn an_agent_killed_with_9_and_restarted_keeps_its_containers() {
     let _ = agent.wait();
     server.stop();
 }
+
+#[test]
+fn hostile_agent_and_command_fields_are_refused() {
+    let server = Server::start(&[]);
+    let register = |extra: serde_json::Value| {
+        let mut body =
+            serde_json::json!({"node_id": "n1", "memory_mb": 4096, "vcores": 4, "running": []});
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        server.post_json("/ws/v1/cluster/nodes/register", &body)
+    };
+    // Only scheme, host and port: a fragment, path or user would let the
+    // logs proxy reach another URL.
+    for address in [
+        "http://127.0.0.1:1/#",
+        "http://u:p@127.0.0.1:1",
+        "http://h:1/x",
+        "file:///etc",
+    ] {
+        let (status, body) = register(serde_json::json!({"http_address": address}));
+        assert_eq!(status, 400, "{address}: {body}");
+    }
+    let (status, body) = register(serde_json::json!({"logs_secret": "s\r\nX-Injected: 1"}));
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = register(
+        serde_json::json!({"http_address": "http://127.0.0.1:9", "logs_secret": "s3cret"}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server.post_json(
+        "/ws/v1/cluster/nodes/n1/heartbeat",
+        &serde_json::json!({"response_id": 0, "running": [], "ended": [
+            {"container_id": "c1", "exit_status": i32::MIN, "finished_ms": 0}]}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("ended[0].exit_status"), "{body}");
+    // One exec argument over Linux's 128 KiB would fail at every launch.
+    let long = format!("true #{}", "x".repeat(200 << 10));
+    let (status, body) = server.post_json(
+        "/ws/v1/cluster/apps",
+        &serde_json::json!({"project": "p", "asks": [{"count": 1, "memory_mb": 64, "vcores": 1,
+            "command": {"shell": long}}]}),
+    );
+    assert_eq!(status, 400, "{body}");
+    server.stop();
+}

@@ -51,6 +51,12 @@ pub mod exit_status {
     pub const KILLED_BY_RESOURCEMANAGER: i32 = -106;
     /// Could not be launched at all (a refused user, an unwritable dir).
     pub const INVALID: i32 = -1000;
+
+    /// Whether an agent may report `status`: a process's own (0 to 255)
+    /// or one of YARN's ContainerExitStatus values.
+    pub fn is_valid(status: i32) -> bool {
+        (0..=255).contains(&status) || (-109..=-100).contains(&status) || status == INVALID
+    }
 }
 
 /// A container that ended on an agent, reported in every heartbeat until

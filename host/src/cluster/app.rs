@@ -318,6 +318,14 @@ fn check_command(field: &str, command: &ContainerCommand) -> Result<(), OutOfBou
         return Err(refuse("but a command needs at least a program name"));
     }
     at_most(field, words.len(), MAX_COMMAND_WORDS)?;
+    for (i, word) in words.iter().enumerate() {
+        // Linux refuses one exec argument over 128 KiB (MAX_ARG_STRLEN).
+        at_most(
+            format!("{field}[{i}] (bytes)"),
+            word.len(),
+            MAX_COMMAND_WORD_BYTES,
+        )?;
+    }
     let total: usize = words.iter().map(|w| w.len()).sum();
     at_most(format!("{field} (bytes)"), total, MAX_COMMAND_BYTES)?;
     if words.iter().any(|w| w.contains('\0')) {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ResourceManager;
 use super::reservations::ReservationError;
-use crate::agent::protocol::ContainerEnd;
+use crate::agent::protocol::{ContainerEnd, exit_status};
 use crate::cluster::{
     AgentInfo, AgentReport, App, AppState, ClusterError, KillOrder, NodeKind, NodeOrders,
     Resources, SubmitApp,
@@ -204,7 +204,7 @@ impl ResourceManager {
         let agent = AgentInfo {
             isolation: bounded_text("isolation", request.isolation.as_deref())?,
             http_address: check_http_address(request.http_address.as_deref())?,
-            logs_secret: bounded_text("logs_secret", request.logs_secret.as_deref())?,
+            logs_secret: check_secret(request.logs_secret.as_deref())?,
         };
         if let Some(node) = self.cluster.node(&request.node_id) {
             check_owner(caller, node, "register it again")?;
@@ -248,6 +248,13 @@ impl ResourceManager {
             .enumerate()
             .map(|(i, end)| {
                 limits::name(format!("ended[{i}].container_id"), &end.container_id)?;
+                if !exit_status::is_valid(end.exit_status) {
+                    return Err(limits::OutOfBounds {
+                        field: format!("ended[{i}].exit_status"),
+                        value: end.exit_status.to_string(),
+                        rule: "but it must be a process's own status (0 to 255) or one of YARN's ContainerExitStatus values (-100 to -109, -1000)".into(),
+                    });
+                }
                 Ok(ContainerEnd {
                     diagnostics: cut(&end.diagnostics, limits::MAX_DIAGNOSTICS_BYTES),
                     ..end.clone()
@@ -294,6 +301,20 @@ fn bounded_text(field: &str, text: Option<&str>) -> Result<String, limits::OutOf
     Ok(text.to_string())
 }
 
+/// An agent's log secret: at most 256 visible ASCII characters (it goes
+/// into a header).
+fn check_secret(secret: Option<&str>) -> Result<String, limits::OutOfBounds> {
+    let secret = bounded_text("logs_secret", secret)?;
+    if !secret.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(limits::OutOfBounds {
+            field: "logs_secret".into(),
+            value: "the secret".into(),
+            rule: "but it may hold only visible ASCII characters".into(),
+        });
+    }
+    Ok(secret)
+}
+
 /// An agent's log address: `http://host:port` (or https), nothing more —
 /// the server only ever adds its own fixed paths to it.
 fn check_http_address(address: Option<&str>) -> Result<String, limits::OutOfBounds> {
@@ -301,13 +322,18 @@ fn check_http_address(address: Option<&str>) -> Result<String, limits::OutOfBoun
     if address.is_empty() {
         return Ok(address);
     }
-    let valid = ureq::http::Uri::try_from(address.as_str()).is_ok_and(|uri| {
-        matches!(uri.scheme_str(), Some("http" | "https"))
-            && uri.authority().is_some()
-            && uri
-                .path_and_query()
-                .is_none_or(|p| p.as_str() == "/" || p.as_str().is_empty())
-    });
+    // Scheme, host and port only: no user, path, query or fragment, so the
+    // URL the server builds from it can only be the agent's own log route.
+    let authority = address
+        .strip_prefix("http://")
+        .or_else(|| address.strip_prefix("https://"))
+        .unwrap_or_default()
+        .trim_end_matches('/');
+    let valid = !authority.is_empty()
+        && authority
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+        && ureq::http::Uri::try_from(address.as_str()).is_ok();
     if !valid {
         return Err(limits::OutOfBounds {
             field: "http_address".into(),
