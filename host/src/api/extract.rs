@@ -3,6 +3,8 @@
 //! path parameters (400), the authenticated caller, and the client's address.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -172,5 +174,65 @@ pub async fn refuse_oversized(
             ))
         }
         _ => next.run(request).await,
+    }
+}
+
+/// A response to a request whose body the handler left unread says
+/// `Connection: close`: the server cannot keep the connection for another
+/// request without reading the rest of the body first (a chunked body's
+/// end may not even have arrived), so hyper closes it after the answer, and
+/// saying so keeps a client from sending its next request down it.
+pub async fn close_if_body_unread(
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::body::HttpBody;
+    let (parts, body) = request.into_parts();
+    if body.is_end_stream() {
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let read_to_end = Arc::new(AtomicBool::new(false));
+    let body = axum::body::Body::new(ReadToEnd {
+        inner: body,
+        done: read_to_end.clone(),
+    });
+    let mut response = next.run(Request::from_parts(parts, body)).await;
+    if !read_to_end.load(Ordering::Relaxed) {
+        response.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
+    response
+}
+
+/// A request body that records whether it was read to its end.
+struct ReadToEnd {
+    inner: axum::body::Body,
+    done: Arc<AtomicBool>,
+}
+
+impl axum::body::HttpBody for ReadToEnd {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        let polled = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
+        if matches!(polled, std::task::Poll::Ready(None)) {
+            this.done.store(true, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -133,5 +133,6 @@ pub fn router(state: ApiState) -> Router {
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             error::panic_response,
         ))
+        .layer(axum::middleware::from_fn(extract::close_if_body_unread))
         .with_state(state)
 }
