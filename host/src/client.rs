@@ -208,3 +208,16 @@ impl Client {
         Ok(body)
     }
 }
+
+/// `text` as one URL path segment or query value, percent-encoded (ids may
+/// hold ':' and names anything).
+pub fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

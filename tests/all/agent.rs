@@ -202,9 +202,37 @@ fn a_killed_app_leaves_no_process_behind() {
     server.stop();
 }
 
+/// A standalone `weft agent`, stopped when dropped: SIGINT (it kills its
+/// containers), then SIGKILL after 5 s — so a failing test leaves nothing.
+struct Agent(Child);
+
+impl Agent {
+    /// kill -9: the agent dies, its containers live on.
+    fn kill_9(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-INT", &self.0.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline && matches!(self.0.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A standalone `weft agent` for `server`, on `work` (its work and log dirs).
-fn start_agent(server: &Server, work: &Path) -> Child {
-    Command::new(WEFT)
+fn start_agent(server: &Server, work: &Path) -> Agent {
+    let child = Command::new(WEFT)
         .args(["agent", "--server", &server.base, "--node-id", "agent-1"])
         .args(["--resources", "2048mb,2vcores"])
         .arg("--work-dir")
@@ -214,7 +242,8 @@ fn start_agent(server: &Server, work: &Path) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("weft agent starts")
+        .expect("weft agent starts");
+    Agent(child)
 }
 
 #[test]
@@ -241,10 +270,9 @@ fn an_agent_killed_with_9_and_restarted_keeps_its_containers() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let pid = read_pid(&started_file).unwrap();
-    agent.kill().unwrap();
-    agent.wait().unwrap();
+    agent.kill_9();
     assert!(alive(pid), "the container outlives its agent's kill -9");
-    let mut agent = start_agent(&server, dir.path());
+    let agent = start_agent(&server, dir.path());
     let app_report = server.wait_for(&format!("/ws/v1/cluster/apps/{id}"), "the app's end", |b| {
         matches!(
             b["app"]["state"].as_str(),
@@ -255,10 +283,7 @@ fn an_agent_killed_with_9_and_restarted_keeps_its_containers() {
     assert_eq!(app_report["app"]["lostContainers"], 0, "{app_report}");
     let logs = app(&server, &["logs", &id]);
     assert!(String::from_utf8_lossy(&logs.stdout).contains("done"));
-    let _ = Command::new("kill")
-        .args(["-INT", &agent.id().to_string()])
-        .status();
-    let _ = agent.wait();
+    drop(agent);
     server.stop();
 }
 

@@ -412,10 +412,9 @@ impl Executor {
     /// work dir (also after [`Executor::forget`]). Ids that are not plain
     /// names give `None`, so no path can leave the log dir.
     pub fn log_path(&self, app_id: &str, container_id: &str, stream: LogStream) -> Option<PathBuf> {
-        check_id("app id", app_id).ok()?;
-        check_id("container id", container_id).ok()?;
-        let dir = self.settings.layout.container_log_dir(app_id, container_id);
-        dir.is_dir().then(|| dir.join(stream.file_name()))
+        let path =
+            super::logs::log_file(&self.settings.layout.log_dir, app_id, container_id, stream)?;
+        path.parent().is_some_and(Path::is_dir).then_some(path)
     }
 
     /// SIGKILLs every running container (groups and cgroups) and waits up

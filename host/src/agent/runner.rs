@@ -95,7 +95,13 @@ impl<T: ResourceTracker> AgentLoop<T> {
         }
         let beat = Heartbeat {
             finished: Vec::new(),
-            ended: self.unacknowledged.values().cloned().collect(),
+            // The server takes at most this many a heartbeat; the rest follow.
+            ended: self
+                .unacknowledged
+                .values()
+                .take(crate::limits::MAX_FINISHED_PER_HEARTBEAT)
+                .cloned()
+                .collect(),
             running: Some(self.running_ids()),
             response_id: Some(self.response_id),
         };

@@ -79,7 +79,10 @@ impl ResourceTracker for HttpTracker {
     }
 
     fn heartbeat(&mut self, node: &str, beat: &Heartbeat) -> Result<NodeOrders, TrackerError> {
-        let path = format!("/ws/v1/cluster/nodes/{}/heartbeat", encode_path(node));
+        let path = format!(
+            "/ws/v1/cluster/nodes/{}/heartbeat",
+            crate::client::encode(node)
+        );
         self.post(&path, beat)
     }
 }
@@ -126,17 +129,4 @@ impl ResourceTracker for LocalTracker {
         let (node, beat) = (node.to_string(), beat.clone());
         self.call(move |rm, caller| rm.node_heartbeat(caller, &node, &beat))
     }
-}
-
-/// A node id as one path segment (ids may hold ':').
-fn encode_path(segment: &str) -> String {
-    segment
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b':' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

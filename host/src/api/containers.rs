@@ -114,14 +114,18 @@ struct FetchedLog {
 }
 
 fn fetch_log(url: &str, secret: &str) -> Result<FetchedLog, ApiError> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(std::time::Duration::from_secs(10)))
-        // The agent's own route answers; a redirect would make the server
-        // fetch whatever the node's registrant points it at.
-        .max_redirects(0)
-        .build()
-        .into();
+    // One client for every log fetch (it keeps connections to agents).
+    static AGENTS: std::sync::OnceLock<ureq::Agent> = std::sync::OnceLock::new();
+    let agent = AGENTS.get_or_init(|| {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(std::time::Duration::from_secs(10)))
+            // The agent's own route answers; a redirect would make the server
+            // fetch whatever the node's registrant points it at.
+            .max_redirects(0)
+            .build()
+            .into()
+    });
     let mut response = agent
         .get(url)
         .header("authorization", format!("Bearer {secret}"))

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use crate::client::{Client, ServerArgs};
+use crate::client::{Client, ServerArgs, encode};
 
 #[derive(Debug, Subcommand)]
 pub enum AppCommand {
@@ -425,16 +425,4 @@ fn parse_memory(text: &str) -> anyhow::Result<u64> {
         .and_then(|n| n.checked_mul(factor))
         .filter(|n| *n > 0)
         .with_context(|| format!("--memory {text:?}: expected e.g. 512mb or 2gb"))
-}
-
-/// A path segment or query value, percent-encoded.
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b',' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }

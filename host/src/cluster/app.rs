@@ -254,6 +254,9 @@ pub const MAX_CONTAINER_RECORDS: usize = 10_000;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerRecord {
+    /// The container's number in the cluster: records are in its order.
+    #[serde(skip)]
+    pub seq: u64,
     pub id: String,
     pub node: String,
     pub attempt: u32,

@@ -26,6 +26,10 @@ pub struct Container {
     pub duration_ms: u64,
     /// 1 for the first run of its slot, 2 for the run after one failure, …
     pub attempt: u32,
+    /// Its number in the cluster (the id's last part): containers are
+    /// numbered in the order they are created.
+    #[serde(skip)]
+    pub seq: u64,
 }
 
 /// `count` containers of ask `ask` of app `app` (indices into the cluster's
@@ -451,9 +455,10 @@ impl Cluster {
         ask.pending -= 1;
         let (resources, duration_ms) = (ask.resources, ask.simulated_duration_ms());
         let app_seq = placement.app + 1;
+        let seq = self.next_container;
         let id = format!(
-            "container_{}_{app_seq:04}_01_{:06}",
-            self.cluster_timestamp, self.next_container
+            "container_{}_{app_seq:04}_01_{seq:06}",
+            self.cluster_timestamp
         );
         self.next_container += 1;
         app.used += resources;
@@ -467,7 +472,8 @@ impl Cluster {
         node.allocated += resources;
         node.containers.insert(id.clone());
         // A remote node is told to launch it in every heartbeat answer until
-        // it reports the container running (see agent_link.rs).
+        // it reports the container running (see agent_link.rs); a simulated
+        // one ends it after its duration.
         if node.kind == NodeKind::Simulated {
             // Saturating: a bounded time plus a bounded duration cannot
             // overflow (limits.rs), and a saturated end would only mean "never".
@@ -485,6 +491,7 @@ impl Cluster {
             app.containers.pop_front();
         }
         app.containers.push_back(super::ContainerRecord {
+            seq,
             id: id.clone(),
             node: node_id.to_string(),
             attempt,
@@ -502,6 +509,7 @@ impl Cluster {
             start_time_ms: now,
             duration_ms,
             attempt,
+            seq,
         };
         self.containers.insert(id, container.clone());
         Allocation {
@@ -624,7 +632,12 @@ impl Cluster {
         let app = &mut self.apps[index];
         app.used -= container.resources;
         app.running_containers = app.running_containers.saturating_sub(1);
-        if let Some(record) = app.containers.iter_mut().rev().find(|r| r.id == id) {
+        // Records are in creation order: found by number, not by a walk.
+        if let Ok(at) = app
+            .containers
+            .binary_search_by_key(&container.seq, |r| r.seq)
+        {
+            let record = &mut app.containers[at];
             record.finish_time_ms = Some(now);
             record.exit_status = Some(cause.exit_status());
             if let EndCause::Failed { diagnostics, .. } = &cause {

@@ -21,8 +21,15 @@ pub fn parse(spec: &str) -> Result<(u32, Resources), String> {
     if count == 0 {
         return Err(bad("the count must be at least 1"));
     }
+    let resources = parse_resources(rest).map_err(|why| bad(&why))?;
+    Ok((count, resources))
+}
+
+/// `MEMmb,VCORESvcores[,GPUSgpus]`, e.g. `8192mb,8vcores,1gpus` (also what
+/// `weft agent --resources` takes); the reason if not.
+pub fn parse_resources(text: &str) -> Result<Resources, String> {
     let (mut memory, mut vcores, mut gpus) = (None, None, None);
-    for part in rest.split(',') {
+    for part in text.split(',') {
         let part = part.trim().to_ascii_lowercase();
         let digits_end = part
             .find(|c: char| !c.is_ascii_digit())
@@ -30,30 +37,29 @@ pub fn parse(spec: &str) -> Result<(u32, Resources), String> {
         let (number, unit) = part.split_at(digits_end);
         let number: u64 = number
             .parse()
-            .map_err(|_| bad(&format!("{part:?} does not start with a number")))?;
+            .map_err(|_| format!("{part:?} does not start with a number"))?;
         let slot = match unit {
             "mb" => &mut memory,
             "vcores" | "vcore" => &mut vcores,
             "gpus" | "gpu" => &mut gpus,
-            other => return Err(bad(&format!("unknown unit {other:?}"))),
+            other => return Err(format!("unknown unit {other:?}")),
         };
         if slot.replace(number).is_some() {
-            return Err(bad(&format!("{unit} given twice")));
+            return Err(format!("{unit} given twice"));
         }
     }
     let memory = memory
         .filter(|m| *m > 0)
-        .ok_or_else(|| bad("memory (MEMmb) must be given and above 0"))?;
+        .ok_or("memory (MEMmb) must be given and above 0")?;
     let vcores = vcores
         .filter(|v| *v > 0)
-        .ok_or_else(|| bad("vcores (VCORESvcores) must be given and above 0"))?;
-    let too_big = |_| bad("a figure is too large");
-    let resources = Resources::new(
+        .ok_or("vcores (VCORESvcores) must be given and above 0")?;
+    let too_big = |_| "a figure is too large".to_string();
+    Ok(Resources::new(
         memory,
         u32::try_from(vcores).map_err(too_big)?,
         u32::try_from(gpus.unwrap_or(0)).map_err(too_big)?,
-    );
-    Ok((count, resources))
+    ))
 }
 
 #[cfg(test)]
