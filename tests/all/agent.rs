@@ -332,3 +332,69 @@ fn hostile_agent_and_command_fields_are_refused() {
     assert_eq!(status, 400, "{body}");
     server.stop();
 }
+
+#[test]
+fn a_yarn_client_submits_with_new_application_and_a_submission_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = local_agent_server(dir.path());
+    let new_app = |user: &str| {
+        let (status, body) = server.post_json_as(
+            "/ws/v1/cluster/apps/new-application",
+            &serde_json::json!({}),
+            Some(user),
+        );
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body["maximum-resource-capability"]["memory"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+        body["application-id"].as_str().unwrap().to_string()
+    };
+    let context = |id: &str| {
+        serde_json::json!({
+            "application-id": id,
+            "application-name": "distributed-shell",
+            "queue": "default",
+            "am-container-spec": {
+                "local-resources": {"entry": []},
+                "environment": {"entry": [{"key": "WHO", "value": "yarn"}]},
+                "commands": {"command": "echo hello $WHO"}
+            },
+            "unmanaged-AM": false,
+            "max-app-attempts": 1,
+            "resource": {"memory": 128, "vCores": 1},
+            "application-type": "YARN",
+            "keep-containers-across-application-attempts": false
+        })
+    };
+    let id = new_app("alice");
+    // Only the user it was given to submits under it.
+    let (status, body) = server.post_json_as("/ws/v1/cluster/apps", &context(&id), Some("mallory"));
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = server.post_json_as("/ws/v1/cluster/apps", &context(&id), Some("alice"));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["app"]["id"], id.as_str());
+    let (status, body) = server.post_json_as("/ws/v1/cluster/apps", &context(&id), Some("alice"));
+    assert_eq!(status, 409, "submitted once: {body}");
+    let made_up = id.replace("_0001", "_0999");
+    let (status, body) =
+        server.post_json_as("/ws/v1/cluster/apps", &context(&made_up), Some("alice"));
+    assert_eq!(status, 400, "{body}");
+    let report = server.wait_for(&format!("/ws/v1/cluster/apps/{id}"), "the app's end", |b| {
+        matches!(
+            b["app"]["state"].as_str(),
+            Some("FINISHED" | "FAILED" | "KILLED")
+        )
+    });
+    assert_eq!(report["app"]["finalStatus"], "SUCCEEDED", "{report}");
+    assert_eq!(report["app"]["user"], "alice", "{report}");
+    let logs = app(&server, &["logs", &id, "--user", "alice"]);
+    assert!(
+        String::from_utf8_lossy(&logs.stdout).contains("hello yarn"),
+        "{}",
+        String::from_utf8_lossy(&logs.stderr)
+    );
+    server.stop();
+}

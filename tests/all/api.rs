@@ -218,6 +218,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/ws/v1/cluster/nodes/{id}/heartbeat"),
     ("GET", "/ws/v1/cluster/apps"),
     ("POST", "/ws/v1/cluster/apps"),
+    ("POST", "/ws/v1/cluster/apps/new-application"),
     ("GET", "/ws/v1/cluster/apps/{id}"),
     ("GET", "/ws/v1/cluster/apps/{id}/state"),
     ("PUT", "/ws/v1/cluster/apps/{id}/state"),

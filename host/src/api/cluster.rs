@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::extract::{ApiPath, ApiQuery, ClientAddr, JsonBody};
+use super::extract::{ApiPath, ApiQuery, ClientAddr, JsonBody, RawBody, decode_json};
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::cluster::{
@@ -420,7 +420,8 @@ impl From<&App> for AppInfo {
 }
 
 /// Submits an app. 202 once it is accepted into its queue.
-#[utoipa::path(post, path = "/ws/v1/cluster/apps", tag = "apps", request_body = SubmitApp,
+#[utoipa::path(post, path = "/ws/v1/cluster/apps", tag = "apps",
+    request_body = super::yarn_apps::SubmitBody,
     responses((status = 202, body = AppResponse), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 409, body = RemoteException), (status = 413, body = RemoteException)))]
@@ -428,8 +429,14 @@ pub async fn submit_app(
     State(state): State<ApiState>,
     caller: Caller,
     ClientAddr(submitter): ClientAddr,
-    JsonBody(request): JsonBody<SubmitApp>,
+    RawBody(body): RawBody,
 ) -> Result<(StatusCode, Json<AppResponse>), ApiError> {
+    // Weft's own shape, or YARN's ApplicationSubmissionContext.
+    let request: SubmitApp = if super::yarn_apps::is_yarn_shape(&body) {
+        decode_json::<super::yarn_apps::YarnSubmission>(&body)?.into_submission()
+    } else {
+        decode_json(&body)?
+    };
     let app = state
         .rm
         .with(move |rm: &mut ResourceManager| {

@@ -22,19 +22,22 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
         let RawBody(bytes) = RawBody::from_request(request, state).await?;
-        // The path names the field: `asks[0].duration_ms: invalid value …`.
-        let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
-        serde_path_to_error::deserialize(&mut deserializer)
-            .map(JsonBody)
-            .map_err(|e| {
-                let path = e.path().to_string();
-                let inner = e.into_inner();
-                match path.as_str() {
-                    "." | "" => ApiError::bad_request(format!("invalid request body: {inner}")),
-                    _ => ApiError::bad_request(format!("invalid request body: {path}: {inner}")),
-                }
-            })
+        decode_json(&bytes).map(JsonBody)
     }
+}
+
+/// `bytes` as JSON of type `T`; a refusal names the field's path:
+/// `asks[0].duration_ms: invalid value …`.
+pub fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        match path.as_str() {
+            "." | "" => ApiError::bad_request(format!("invalid request body: {inner}")),
+            _ => ApiError::bad_request(format!("invalid request body: {path}: {inner}")),
+        }
+    })
 }
 
 /// A query string of type `T`.

@@ -20,6 +20,7 @@ mod quota;
 mod reservation;
 mod scheduler;
 pub mod server;
+mod yarn_apps;
 
 use std::sync::Arc;
 
@@ -72,6 +73,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(cluster::register_node)))
         .routes(small(routes!(cluster::heartbeat)))
         .routes(small(routes!(cluster::apps, cluster::submit_app)))
+        .routes(small(routes!(yarn_apps::new_application)))
         .routes(small(routes!(cluster::app)))
         .routes(small(routes!(cluster::app_state, cluster::kill_app)))
         .routes(small(routes!(containers::containers)))

@@ -336,6 +336,7 @@ mod tests {
             priority: 0,
             asks: vec![ask],
             reservation_id: None,
+            application_id: None,
         };
         cluster.submit(request, "test", 0).unwrap();
         let placement = Placement {

@@ -146,6 +146,15 @@ pub struct SubmitApp {
     /// 1 to 100 asks.
     #[schema(min_items = 1, max_items = 100)]
     pub asks: Vec<AskSpec>,
+    /// The id POST /ws/v1/cluster/apps/new-application gave the caller;
+    /// without one the app gets the next id.
+    #[serde(
+        default,
+        alias = "application-id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(max_length = 256)]
+    pub application_id: Option<String>,
     /// The reservation it runs in (YARN's `reservation-id`), which must be
     /// in its queue's plan.
     #[serde(default, alias = "reservation-id")]
@@ -163,6 +172,9 @@ impl SubmitApp {
         name("project", &self.project)?;
         if let Some(id) = &self.reservation_id {
             name("reservation_id", id)?;
+        }
+        if let Some(id) = &self.application_id {
+            name("application_id", id)?;
         }
         if self.asks.is_empty() {
             return Err(OutOfBounds {

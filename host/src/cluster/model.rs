@@ -310,6 +310,31 @@ impl Cluster {
             .collect()
     }
 
+    /// YARN's id of app number `number`.
+    fn app_id(&self, number: usize) -> String {
+        format!("application_{}_{:04}", self.cluster_timestamp, number + 1)
+    }
+
+    /// A new app id, for an app submitted later under it (YARN's
+    /// new-application); the caller guards who may use it.
+    pub fn new_app_id(&mut self) -> String {
+        let number = self.apps.reserve();
+        self.app_id(number)
+    }
+
+    /// The number of an id [`Cluster::new_app_id`] gave out and no app has.
+    fn reserved_number(&self, id: &str) -> Option<usize> {
+        let rest = id.strip_prefix("application_")?;
+        let (timestamp, seq) = rest.split_once('_')?;
+        let number = seq.parse::<usize>().ok()?.checked_sub(1)?;
+        (timestamp.parse() == Ok(self.cluster_timestamp)
+            && number < self.apps.next_number()
+            && self.apps.get(number).is_none()
+            && !self.app_index.contains_key(id)
+            && self.app_id(number) == id)
+            .then_some(number)
+    }
+
     /// Accepts an app into its leaf queue. `submitter` is the host it came
     /// from, kept for the log lines of its state changes.
     pub fn submit(
@@ -364,8 +389,17 @@ impl Cluster {
                 maximum: per_user,
             });
         }
-        let seq = self.apps.next_number() + 1;
-        let id = format!("application_{}_{seq:04}", self.cluster_timestamp);
+        let (number, id) = match &request.application_id {
+            Some(id) => {
+                let number = self.reserved_number(id).ok_or_else(|| {
+                    ClusterError::BadSubmission(format!(
+                        "application id {id:?} was not given by new-application of this cluster"
+                    ))
+                })?;
+                (Some(number), id.clone())
+            }
+            None => (None, self.app_id(self.apps.next_number())),
+        };
         let app = App {
             id: id.clone(),
             name: request.name,
@@ -391,7 +425,13 @@ impl Cluster {
             lost_containers: 0,
             reservation_id: request.reservation_id,
         };
-        let number = self.apps.push(app);
+        let number = match number {
+            Some(number) => {
+                self.apps.push_reserved(number, app);
+                number
+            }
+            None => self.apps.push(app),
+        };
         self.app_index.insert(id, number);
         self.active.insert(number);
         Ok(&self.apps[number])
@@ -777,6 +817,7 @@ mod tests {
             priority: 0,
             asks: vec![AskSpec::sized(count, 1024, 1, 0, duration_ms)],
             reservation_id: None,
+            application_id: None,
         };
         let id = cluster.submit(request, "test", 0).unwrap().id.clone();
         cluster.app_index(&id).unwrap()
@@ -1024,6 +1065,7 @@ mod tests {
             priority: 0,
             asks: vec![],
             reservation_id: None,
+            application_id: None,
         };
         assert!(matches!(
             cluster.submit(request.clone(), "test", 0),

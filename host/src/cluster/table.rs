@@ -39,6 +39,20 @@ impl AppTable {
         number
     }
 
+    /// A number for an app submitted later (YARN's new-application): no
+    /// other app will get it.
+    pub(super) fn reserve(&mut self) -> usize {
+        let number = self.next;
+        self.next += 1;
+        number
+    }
+
+    /// Adds an app under a number [`AppTable::reserve`] gave out.
+    pub(super) fn push_reserved(&mut self, number: usize, app: App) {
+        debug_assert!(number < self.next && !self.apps.contains_key(&number));
+        self.apps.insert(number, app);
+    }
+
     /// The number the next app will get (how many were ever submitted).
     pub fn next_number(&self) -> usize {
         self.next

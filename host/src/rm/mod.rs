@@ -7,6 +7,7 @@
 //! Policies are reached through the shared [`PolicyRuntime`]; loading one
 //! happens outside the loop and only its publication is seen here.
 
+pub mod issued;
 pub mod requests;
 pub mod reservations;
 pub mod sim_nodes;
@@ -45,6 +46,8 @@ pub struct ResourceManager {
     pub security: Arc<Security>,
     pub clock: Arc<dyn Clock>,
     pub started_ms: u64,
+    /// App ids new-application handed out and not yet submitted.
+    app_ids: issued::IssuedIds,
     node_expiry_ms: u64,
     /// Reclaim's switch and patience, and who is starved since when.
     reclaim_after_ms: Option<u64>,
@@ -147,6 +150,7 @@ impl ResourceManager {
             security,
             clock,
             started_ms: now,
+            app_ids: Default::default(),
             reclaim_after_ms: settings.scheduler.reclaim_after_ms,
             starvation: Starvation::default(),
             node_expiry_ms: settings.nodes.expiry_interval_ms,

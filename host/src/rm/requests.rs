@@ -180,8 +180,31 @@ impl ResourceManager {
                 "reservation {id} belongs to {owner}; only their apps run in it"
             )));
         }
+        // An id from new-application is the caller's to use, once.
+        if let Some(id) = &request.application_id {
+            match self.app_ids.owner(id) {
+                Some(owner) if owner == caller.user => {}
+                Some(owner) => {
+                    return Err(RequestError::Forbidden(format!(
+                        "application id {id} was given to {owner}; only they may submit under it"
+                    )));
+                }
+                None if self.cluster.app(id).is_some() => {
+                    return Err(RequestError::Conflict(format!(
+                        "application {id} was submitted already"
+                    )));
+                }
+                None => {
+                    return Err(RequestError::BadRequest(format!(
+                        "application id {id} was not given by new-application (or was let go: a user holds at most {} unused ids)",
+                        super::issued::IssuedIds::PER_USER
+                    )));
+                }
+            }
+        }
         let now = self.now();
         let app = self.cluster.submit(request, submitter, now)?.clone();
+        self.app_ids.submitted(&app.id);
         tracing::info!(app = %app.id, queue = %app.queue, user = %app.user, project = %app.project, caller = %caller.user, submitter, "application submitted and accepted");
         Ok(app)
     }
@@ -382,6 +405,27 @@ impl ResourceManager {
             .apps()
             .get(index)
             .map_or(AppState::Killed, |app| app.state))
+    }
+}
+
+impl ResourceManager {
+    /// YARN's new-application: an id for `caller` to submit an app under,
+    /// and the largest container a node here could hold.
+    pub fn new_application(&mut self, caller: &Caller) -> (String, Resources) {
+        let id = self.cluster.new_app_id();
+        self.app_ids.record(id.clone(), &caller.user);
+        let largest = self
+            .cluster
+            .nodes()
+            .map(|n| n.capacity)
+            .fold(Resources::ZERO, |a, b| {
+                Resources::new(
+                    a.memory_mb.max(b.memory_mb),
+                    a.vcores.max(b.vcores),
+                    a.gpus.max(b.gpus),
+                )
+            });
+        (id, largest)
     }
 }
 

@@ -89,58 +89,7 @@ pub struct ReservationService {
     /// others use the runtime's (hot-swappable) sharing slot.
     queue_policies: HashMap<String, Arc<PolicySlot>>,
     /// Who each recently handed-out id was handed to.
-    issued: IssuedIds,
-}
-
-/// The ids new-reservation handed out and not yet submitted, and to whom,
-/// so that another user cannot take an id before the one it was given
-/// submits under it. Each user holds at most [`IssuedIds::PER_USER`]: asking
-/// for more lets go of that user's own oldest, never anyone else's. Ids
-/// from before a restart are not remembered and are taken from anyone.
-#[derive(Debug, Default)]
-struct IssuedIds {
-    to: HashMap<String, String>,
-    by_user: HashMap<String, std::collections::VecDeque<String>>,
-}
-
-impl IssuedIds {
-    const PER_USER: usize = 100;
-
-    fn record(&mut self, id: String, user: &str) {
-        self.to.insert(id.clone(), user.to_string());
-        let held = self.by_user.entry(user.to_string()).or_default();
-        held.push_back(id);
-        while held.len() > Self::PER_USER {
-            if let Some(old) = held.pop_front() {
-                self.to.remove(&old);
-            }
-        }
-    }
-
-    /// Refuses `user` an id handed to someone else.
-    fn check(&self, id: &str, user: &str) -> Result<(), ReservationError> {
-        match self.to.get(id) {
-            Some(owner) if owner != user => Err(ReservationError::IssuedToAnother {
-                id: id.to_string(),
-                owner: owner.clone(),
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    /// A submitted id is no longer held: the reservation's owner guards it
-    /// from then on.
-    fn submitted(&mut self, id: &str) {
-        let Some(user) = self.to.remove(id) else {
-            return;
-        };
-        if let Some(held) = self.by_user.get_mut(&user) {
-            held.retain(|held| held != id);
-            if held.is_empty() {
-                self.by_user.remove(&user);
-            }
-        }
-    }
+    issued: super::issued::IssuedIds,
 }
 
 impl std::fmt::Debug for ReservationService {
@@ -174,7 +123,7 @@ impl ReservationService {
             enabled: settings.reservations.enabled,
             guarantees: guarantees(queues),
             queue_policies: queue_policies(queues, policies)?,
-            issued: IssuedIds::default(),
+            issued: Default::default(),
         };
         let next_sequence = service.store.counter(SEQUENCE)?;
         for (id, queue, record) in service.store.reservations()? {
@@ -290,7 +239,14 @@ impl ReservationService {
         now_ms: u64,
     ) -> Result<Accepted, ReservationError> {
         self.check_enabled()?;
-        self.issued.check(&request.reservation_id, user)?;
+        if let Some(owner) = self.issued.owner(&request.reservation_id)
+            && owner != user
+        {
+            return Err(ReservationError::IssuedToAnother {
+                id: request.reservation_id.clone(),
+                owner: owner.to_string(),
+            });
+        }
         let known = self.find(&request.reservation_id).is_some();
         let own = self.own_policy(&request.queue);
         let sharing: &dyn Sharing = own.as_deref().map_or(sharing, |slot| slot);

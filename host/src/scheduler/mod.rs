@@ -348,6 +348,7 @@ mod tests {
             priority: 0,
             asks: vec![AskSpec::sized(10, 1024, 1, 0, 1000)],
             reservation_id: reservation.map(String::from),
+            application_id: None,
         };
         cluster.submit(request, "test", 0).unwrap();
     }

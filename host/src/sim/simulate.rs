@@ -814,6 +814,7 @@ fn simulate(
                 priority: app.priority,
                 asks: app.asks.clone(),
                 reservation_id,
+                application_id: None,
             };
             rm.check_app_reservation(&request)
                 .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
