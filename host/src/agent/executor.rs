@@ -230,6 +230,17 @@ impl Layout {
     }
 }
 
+/// The names in `dir` (none if it cannot be read).
+fn read_dir_names(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The Unix identity a container runs as.
 struct Identity {
     name: String,
@@ -406,6 +417,53 @@ impl Executor {
                 tracing::warn!(dir = %dir.display(), %error, "cannot remove a container's state");
             }
         }
+    }
+
+    /// Removes the log and working dirs of containers this executor no
+    /// longer tracks (ended and forgotten) whose logs were last written
+    /// more than `retain` ago (YARN's `yarn.nodemanager.log.retain-seconds`).
+    /// Returns how many containers' dirs went.
+    pub fn sweep(&mut self, retain: Duration) -> usize {
+        let layout = &self.settings.layout;
+        let Some(cutoff) = SystemTime::now().checked_sub(retain) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for app in read_dir_names(&layout.log_dir) {
+            let app_dir = layout.log_dir.join(&app);
+            for container in read_dir_names(&app_dir) {
+                if self.containers.contains_key(&container)
+                    || check_id("container id", &container).is_err()
+                    || check_id("app id", &app).is_err()
+                {
+                    continue;
+                }
+                let log_dir = layout.container_log_dir(&app, &container);
+                let last_written = [
+                    log_dir.clone(),
+                    log_dir.join("stdout"),
+                    log_dir.join("stderr"),
+                ]
+                .iter()
+                .filter_map(|path| fs::metadata(path).and_then(|m| m.modified()).ok())
+                .max();
+                if last_written.is_none_or(|at| at > cutoff) {
+                    continue;
+                }
+                for dir in [log_dir, layout.container_work_dir(&app, &container)] {
+                    if let Err(error) = fs::remove_dir_all(&dir)
+                        && error.kind() != io::ErrorKind::NotFound
+                    {
+                        tracing::warn!(dir = %dir.display(), %error, "cannot remove an old container's dir");
+                    }
+                }
+                removed += 1;
+            }
+            // An app's dirs go once they hold no container (fails while not empty).
+            let _ = fs::remove_dir(&app_dir);
+            let _ = fs::remove_dir(layout.work_dir.join("apps").join(&app));
+        }
+        removed
     }
 
     /// A container's stdout or stderr, if the container is or was on this
@@ -1635,6 +1693,45 @@ mod tests {
             again.diagnostics.contains("already ran"),
             "{}",
             again.diagnostics
+        );
+    }
+
+    #[test]
+    fn sweeping_removes_only_old_forgotten_containers_dirs() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        executor.launch(&order("c_old", shell("echo old")));
+        executor.launch(&order("c_kept", shell("echo kept")));
+        let _ = wait_for_ends(&mut executor, &["c_old", "c_kept"], Duration::from_secs(3));
+        executor.forget("c_old");
+        let long_ago = SystemTime::now() - Duration::from_secs(3600);
+        let layout = &executor.settings.layout;
+        for container in ["c_old", "c_kept"] {
+            let dir = layout.container_log_dir("app_1", container);
+            for path in [dir.join("stdout"), dir.join("stderr"), dir.clone()] {
+                fs::File::open(&path)
+                    .unwrap()
+                    .set_modified(long_ago)
+                    .unwrap();
+            }
+        }
+        let (old_logs, old_work) = (
+            layout.container_log_dir("app_1", "c_old"),
+            layout.container_work_dir("app_1", "c_old"),
+        );
+        assert!(old_logs.exists() && old_work.exists());
+        assert_eq!(
+            executor.sweep(Duration::from_secs(7200)),
+            0,
+            "not old enough"
+        );
+        assert_eq!(executor.sweep(Duration::from_secs(60)), 1);
+        assert!(!old_logs.exists() && !old_work.exists());
+        assert!(
+            executor
+                .log_path("app_1", "c_kept", LogStream::Stdout)
+                .is_some(),
+            "a container not forgotten keeps its logs"
         );
     }
 

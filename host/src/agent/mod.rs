@@ -115,6 +115,7 @@ pub async fn serve_logs(listen: SocketAddr, log_dir: PathBuf) -> anyhow::Result<
 /// Runs an agent's loop on a thread of its own until `stop` is set.
 pub fn spawn_loop<T: ResourceTracker + 'static>(
     identity: NodeIdentity,
+    log_retain: std::time::Duration,
     tracker: T,
     executor: Executor,
     stop: Arc<AtomicBool>,
@@ -122,6 +123,8 @@ pub fn spawn_loop<T: ResourceTracker + 'static>(
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("weft-agent".into())
-        .spawn(move || AgentLoop::new(identity, tracker, executor).run(stop, kill_on_stop))
+        .spawn(move || {
+            AgentLoop::new(identity, log_retain, tracker, executor).run(stop, kill_on_stop)
+        })
         .context("cannot start the agent's thread")
 }

@@ -31,9 +31,13 @@ const POLL: Duration = Duration::from_millis(20);
 const MIN_GAP: Duration = Duration::from_millis(20);
 /// How long to wait before trying an unreachable server again.
 const RETRY: Duration = Duration::from_millis(500);
+/// How often old containers' logs and working dirs are looked for.
+const SWEEP: Duration = Duration::from_secs(60);
 
 pub struct AgentLoop<T: ResourceTracker> {
     identity: NodeIdentity,
+    /// How long ended containers' logs are kept.
+    log_retain: Duration,
     tracker: T,
     executor: Executor,
     /// Ends not yet acknowledged, resent in every heartbeat.
@@ -44,9 +48,15 @@ pub struct AgentLoop<T: ResourceTracker> {
 }
 
 impl<T: ResourceTracker> AgentLoop<T> {
-    pub fn new(identity: NodeIdentity, tracker: T, executor: Executor) -> AgentLoop<T> {
+    pub fn new(
+        identity: NodeIdentity,
+        log_retain: Duration,
+        tracker: T,
+        executor: Executor,
+    ) -> AgentLoop<T> {
         AgentLoop {
             identity,
+            log_retain,
             tracker,
             executor,
             unacknowledged: BTreeMap::new(),
@@ -60,7 +70,18 @@ impl<T: ResourceTracker> AgentLoop<T> {
     pub fn run(mut self, stop: Arc<AtomicBool>, kill_on_stop: bool) {
         let mut next_beat = Instant::now();
         let mut last_beat = Instant::now() - self.interval;
+        let mut last_sweep = Instant::now();
         while !stop.load(Ordering::Relaxed) {
+            if last_sweep.elapsed() >= SWEEP {
+                last_sweep = Instant::now();
+                let removed = self.executor.sweep(self.log_retain);
+                if removed > 0 {
+                    tracing::info!(
+                        containers = removed,
+                        "removed the logs and working dirs of containers past yarn.nodemanager.log.retain-seconds"
+                    );
+                }
+            }
             let ended = self.executor.poll();
             let something_ended = !ended.is_empty();
             for end in ended {

@@ -82,6 +82,7 @@ pub fn run(args: AgentArgs) -> anyhow::Result<()> {
     // running for the next agent on the same work dir to take back.
     let thread = agent::spawn_loop(
         identity,
+        settings.agent.log_retain,
         HttpTracker { client },
         executor,
         stop.clone(),

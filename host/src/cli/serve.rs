@@ -252,7 +252,14 @@ fn start_local_agent(
         http_address,
         logs_secret,
     };
-    agent::spawn_loop(identity, tracker, executor, stop, true)
+    agent::spawn_loop(
+        identity,
+        settings.agent.log_retain,
+        tracker,
+        executor,
+        stop,
+        true,
+    )
 }
 
 /// What a listener on a network, rather than loopback, leaves open.

@@ -72,6 +72,7 @@ pub struct NodeSettings {
 pub struct AgentSettings {
     pub kill_grace: Duration,
     pub stderr_tail_bytes: usize,
+    pub log_retain: Duration,
     pub reserved_memory_mb: u64,
     pub run_as: RunAsSetting,
     pub banned_users: Vec<String>,
@@ -214,6 +215,7 @@ impl Settings {
                 read.whole("yarn.nodemanager.sleep-delay-before-sigkill.ms")?,
             ),
             stderr_tail_bytes: read.whole("yarn.nodemanager.container.stderr.tail.bytes")? as usize,
+            log_retain: Duration::from_secs(read.whole("yarn.nodemanager.log.retain-seconds")?),
             reserved_memory_mb: read
                 .whole("yarn.nodemanager.resource.system-reserved-memory-mb")?,
             run_as: match read.text("weft.agent.run-as")?.as_str() {

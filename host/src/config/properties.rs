@@ -168,6 +168,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "bytes of a failed container's stderr its diagnostics carry",
     ),
     (
+        "yarn.nodemanager.log.retain-seconds",
+        ValueType::Whole {
+            min: 0,
+            max: 365 * 24 * 3600,
+        },
+        "10800",
+        "seconds an agent keeps a container's logs and working dir after the container ended (and its end was acknowledged)",
+    ),
+    (
         "yarn.nodemanager.resource.system-reserved-memory-mb",
         ValueType::Whole {
             min: 0,
