@@ -55,7 +55,7 @@ pub async fn new_reservation(
 ) -> Result<Json<NewReservation>, ApiError> {
     let id = state
         .rm
-        .with(move |rm: &mut ResourceManager| rm.reservations.new_reservation(&caller.user))
+        .with(move |rm: &mut ResourceManager| rm.new_reservation(&caller))
         .await??;
     Ok(Json(NewReservation {
         reservation_id: id.to_string(),

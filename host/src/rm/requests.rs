@@ -532,6 +532,14 @@ fn check_owner(
 /// The reservation API's use cases: YARN's submit, update and delete, with
 /// the caller's right to its queue and ownership of what it changes.
 impl ResourceManager {
+    /// YARN's new-reservation: an id held for `caller` until they submit.
+    pub fn new_reservation(
+        &mut self,
+        caller: &Caller,
+    ) -> Result<crate::reservation::ReservationId, ReservationError> {
+        self.reservations.new_reservation(&caller.user)
+    }
+
     /// Submitting a reservation takes the right to submit to its queue.
     pub fn submit_reservation(
         &mut self,

@@ -789,7 +789,7 @@ fn simulate(
             .filter(|r| r.submit_ms <= next)
         {
             by_name.insert(reservation.name.clone(), outcomes.len());
-            let (outcome, times) = submit_reservation(&mut rm, reservation, next, &policies)?;
+            let (outcome, times) = submit_reservation(&mut rm, reservation)?;
             outcomes.push(outcome);
             placed.extend(times);
             next_reservation += 1;
@@ -816,11 +816,10 @@ fn simulate(
                 reservation_id,
                 application_id: None,
             };
-            rm.check_app_reservation(&request)
-                .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
+            // The use case the API runs, as the app's own user.
+            let caller = rm.security.caller(&app.user);
             let submitted = rm
-                .cluster
-                .submit(request, "simulate", next)
+                .submit_app(&caller, request, "simulate")
                 .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
             if let Some(name) = &app.reservation {
                 reserved_apps.push((submitted.id.clone(), name.clone()));
@@ -929,8 +928,6 @@ fn simulate(
 fn submit_reservation(
     rm: &mut ResourceManager,
     reservation: &ScenarioReservation,
-    now: u64,
-    policies: &PolicyRuntime,
 ) -> anyhow::Result<(ReservationOutcome, Option<Placed>)> {
     let definition = reservation
         .definition()
@@ -950,19 +947,17 @@ fn submit_reservation(
         apps_met_deadline: 0,
         last_finish_ms: None,
     };
-    rm.reservations.refresh_capacities(&rm.cluster);
-    let id = rm.reservations.new_reservation(&reservation.user)?;
+    // The use cases the REST API runs (new-reservation, then submit), as
+    // the reservation's user.
+    let caller = rm.security.caller(&reservation.user);
+    let id = rm.new_reservation(&caller)?;
     let request = ReservationSubmissionRequest {
         queue: reservation.queue.clone(),
         reservation_id: id.to_string(),
         reservation_definition: definition,
     };
-    let sharing = policies.slot(PolicyKind::Sharing);
     let mut placed = None;
-    match rm
-        .reservations
-        .submit(sharing, &request, &reservation.user, now)
-    {
+    match rm.submit_reservation(&caller, &request) {
         Ok(accepted) => {
             outcome.admitted = true;
             outcome.reservation_id = Some(accepted.reservation_id.to_string());
