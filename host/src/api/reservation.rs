@@ -18,9 +18,9 @@ use crate::reservation::definition::{
     NewReservation, ReservationDeleteRequest, ReservationListInfo, ReservationSubmissionRequest,
     ReservationUpdateRequest,
 };
+use crate::reservation::service::ReservationError;
 use crate::rm::ResourceManager;
 use crate::rm::requests::ReservationRequestError;
-use crate::rm::reservations::ReservationError;
 use crate::security::Caller;
 
 impl From<ReservationError> for ApiError {

@@ -10,8 +10,10 @@
 
 pub mod agent;
 pub mod definition;
+pub mod follower;
 pub mod plan;
 pub mod rle;
+pub mod service;
 pub mod system;
 #[cfg(test)]
 mod testing;
@@ -21,6 +23,7 @@ pub use definition::{
     Contract, DefinitionError, Interpreter, ReservationDefinition, ReservationId,
     ReservationListInfo,
 };
+pub use follower::ActiveReservation;
 pub use plan::{Plan, PlanConfig, PlanError, Reservation};
 pub use rle::{Amount, RleTimeline};
 pub use system::{Caller, ListQuery, ReservationSystem, SystemConfig, SystemError};

@@ -301,7 +301,7 @@ impl Reservation {
 
 /// A reservation the plan follower should be running now, and how much it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ActiveReservation {
+pub struct Holding {
     pub id: ReservationId,
     pub user: String,
     pub resources: Resources,
@@ -620,12 +620,12 @@ impl Plan {
 
     /// The reservations an occurrence of which spans `at_ms`, with what each
     /// holds then: what the plan follower should be running.
-    pub fn active_at(&self, at_ms: i64) -> Vec<ActiveReservation> {
+    pub fn active_at(&self, at_ms: i64) -> Vec<Holding> {
         self.reservations
             .values()
             .filter_map(|reservation| {
                 let amount = reservation.amount_at(at_ms)?;
-                Some(ActiveReservation {
+                Some(Holding {
                     id: reservation.id,
                     user: reservation.user.clone(),
                     resources: amount.to_resources()?,

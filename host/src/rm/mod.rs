@@ -7,9 +7,7 @@
 //! Policies are reached through the shared [`PolicyRuntime`]; loading one
 //! happens outside the loop and only its publication is seen here.
 
-pub mod issued;
 pub mod requests;
-pub mod reservations;
 pub mod sim_nodes;
 pub mod timers;
 
@@ -30,7 +28,8 @@ use crate::security::Security;
 use crate::sim::Clock;
 use crate::store::Store;
 
-use reservations::{Expiry, ReservationError, ReservationService};
+use crate::reservation::follower;
+use crate::reservation::service::{ReservationError, ReservationService};
 use timers::{Timer, Timers};
 
 /// The owner of simulated nodes: no caller can heartbeat for them.
@@ -47,7 +46,7 @@ pub struct ResourceManager {
     pub clock: Arc<dyn Clock>,
     pub started_ms: u64,
     /// App ids new-application handed out and not yet submitted.
-    app_ids: issued::IssuedIds,
+    app_ids: crate::security::issued::IssuedIds,
     node_expiry_ms: u64,
     /// Reclaim's switch and patience, and who is starved since when.
     reclaim_after_ms: Option<u64>,
@@ -181,35 +180,16 @@ impl ResourceManager {
         }
     }
 
-    /// The plan follower's step before a round: apps of reservations that
-    /// have ended move on in their queue or are killed; returns the
-    /// reservations active at `now`.
+    /// The plan follower's step before a round (`reservation/follower.rs`):
+    /// apps of reservations that have ended move on or are killed (their
+    /// containers charged up to now); returns the reservations active now.
     fn active_reservations(&mut self, now: u64) -> Vec<scheduler::ActiveReservation> {
         if !self.reservations.has_plans() {
             return Vec::new();
         }
-        let mut expired = Vec::new();
-        for index in self.cluster.active_apps() {
-            let app = &self.cluster.apps()[index];
-            let Some(id) = &app.reservation_id else {
-                continue;
-            };
-            let queue = &self.cluster.queues().queues()[app.queue_index].path;
-            match self.reservations.expiry(id, queue, now) {
-                Expiry::Keep => {}
-                decision => expired.push((index, decision)),
-            }
-        }
-        for (index, decision) in expired {
-            match decision {
-                Expiry::Move => self.cluster.leave_reservation(index),
-                _ => {
-                    let ended = self.cluster.kill_app(index, "its reservation ended", now);
-                    self.containers_finished(&ended, now);
-                }
-            }
-        }
-        self.reservations.active(self.cluster.queues(), now)
+        let (active, ended) = follower::follow(self.reservations.system(), &mut self.cluster, now);
+        self.containers_finished(&ended, now);
+        active
     }
 
     /// Whether the reservation a submission names (if any) is in the plan of
@@ -236,7 +216,7 @@ impl ResourceManager {
         if let Some(reason) = app
             .reservation_id
             .as_deref()
-            .and_then(|id| self.reservations.not_started(id, self.now()))
+            .and_then(|id| follower::not_started(self.reservations.system(), id, self.now()))
         {
             diagnosis.reason = reason;
         }

@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::ResourceManager;
-use super::reservations::ReservationError;
 use crate::agent::protocol::{ContainerEnd, exit_status};
 use crate::cluster::{
     AgentInfo, AgentReport, App, AppState, ClusterError, KillOrder, NodeKind, NodeOrders,
@@ -17,6 +16,7 @@ use crate::policy::PolicyKind;
 use crate::reservation::definition::{
     ReservationDeleteRequest, ReservationSubmissionRequest, ReservationUpdateRequest,
 };
+use crate::reservation::service::ReservationError;
 use crate::reservation::system::Accepted;
 use crate::security::Caller;
 
@@ -197,7 +197,7 @@ impl ResourceManager {
                 None => {
                     return Err(RequestError::BadRequest(format!(
                         "application id {id} was not given by new-application (or was let go: a user holds at most {} unused ids)",
-                        super::issued::IssuedIds::PER_USER
+                        crate::security::issued::IssuedIds::PER_USER
                     )));
                 }
             }

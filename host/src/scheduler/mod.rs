@@ -16,11 +16,12 @@ pub mod reclaim;
 
 use std::collections::HashMap;
 
-use crate::cluster::{Allocation, Cluster, ClusterError, Placement, Resources};
+use crate::cluster::{Allocation, Cluster, ClusterError, Placement};
 use crate::policy::{
     Apps, Asks, CallError, Nodes, Placements, PolicySlot, Queues, Snapshot, validate,
 };
 use crate::queues::Ordering;
+pub use crate::reservation::ActiveReservation;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
@@ -28,16 +29,6 @@ pub enum ScheduleError {
     Policy(#[from] CallError),
     #[error(transparent)]
     Cluster(#[from] ClusterError),
-}
-
-/// A reservation that is active now, as the round sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ActiveReservation {
-    /// The reservable leaf, as an index into the queue tree.
-    pub queue_index: usize,
-    pub id: String,
-    /// What the plan gives it at this instant.
-    pub reserved: Resources,
 }
 
 /// A snapshot and how its ask and app indices map back to the cluster.
@@ -312,7 +303,7 @@ pub fn schedule(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{AskSpec, NodeKind, SubmitApp};
+    use crate::cluster::{AskSpec, NodeKind, Resources, SubmitApp};
     use crate::queues::{QueueProperties, QueueTree};
 
     /// 100 GB; root.a 40 %, root.plan 60 % and reservable.

@@ -13,6 +13,7 @@
 
 mod acl;
 mod directory;
+pub mod issued;
 mod projects;
 pub mod tokens;
 

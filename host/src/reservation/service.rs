@@ -1,8 +1,7 @@
 //! The reservation system as the resource manager runs it: YARN's
 //! reservation calls decided by the sharing policy and saved in the store,
-//! plan capacities kept to the queues' guarantees, and the plan follower's
-//! bookkeeping — which reservations are active now, and what happens to the
-//! apps of one that has ended.
+//! and plan capacities kept to the queues' guarantees. The plan follower
+//! (`follower.rs`) reads the system it keeps.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,7 +18,6 @@ use crate::reservation::{
     Caller, ListQuery, PlanConfig, Reservation, ReservationId, ReservationListInfo,
     ReservationSystem, Sharing, SystemConfig, SystemError,
 };
-use crate::scheduler::ActiveReservation;
 use crate::store::{Store, StoreError};
 
 /// The store counter that keeps reservation ids unique across restarts.
@@ -60,17 +58,6 @@ impl ReservationError {
     }
 }
 
-/// What an app of a reservation should do at a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Expiry {
-    /// The reservation is active, or has yet to start: nothing.
-    Keep,
-    /// It ended (or was deleted): the app goes on in its queue.
-    Move,
-    /// It ended, and its queue's reservation-move-on-expiry is false.
-    Kill,
-}
-
 /// A queue configuration's plans and policies, prepared by
 /// [`ReservationService::prepare_queues`].
 pub struct PreparedQueues {
@@ -89,7 +76,7 @@ pub struct ReservationService {
     /// others use the runtime's (hot-swappable) sharing slot.
     queue_policies: HashMap<String, Arc<PolicySlot>>,
     /// Who each recently handed-out id was handed to.
-    issued: super::issued::IssuedIds,
+    issued: crate::security::issued::IssuedIds,
 }
 
 impl std::fmt::Debug for ReservationService {
@@ -145,6 +132,11 @@ impl ReservationService {
 
     /// Whether any queue is reservable (if none, the plan follower has
     /// nothing to do in a round).
+    /// The reservation system, for the plan follower.
+    pub fn system(&self) -> &ReservationSystem {
+        &self.system
+    }
+
     pub fn has_plans(&self) -> bool {
         self.system.plans().next().is_some()
     }
@@ -345,25 +337,6 @@ impl ReservationService {
         }
     }
 
-    /// The reservations active at `now`, for the round's snapshot.
-    pub fn active(&self, queues: &QueueTree, now_ms: u64) -> Vec<ActiveReservation> {
-        let mut active = Vec::new();
-        for plan in self.system.plans() {
-            let Some(queue_index) = queues.queues().iter().position(|q| q.path == plan.queue())
-            else {
-                continue;
-            };
-            for reservation in plan.active_at(now_ms as i64) {
-                active.push(ActiveReservation {
-                    queue_index,
-                    id: reservation.id.to_string(),
-                    reserved: reservation.resources,
-                });
-            }
-        }
-        active
-    }
-
     /// Whether reservation `id` (as an app names it) is in the plan of the
     /// queue at `queue_path`; the reason if not.
     pub fn check_app_reservation(&self, id: &str, queue_path: &str) -> Result<(), String> {
@@ -383,53 +356,6 @@ impl ReservationService {
         self.system
             .reservation(&parsed)
             .map(|(_, reservation)| reservation.user.as_str())
-    }
-
-    /// What an app of reservation `id` in the queue at `queue_path` does now.
-    pub fn expiry(&self, id: &str, queue_path: &str, now_ms: u64) -> Expiry {
-        let on_expiry = || {
-            let moves = self
-                .system
-                .plan(queue_path)
-                .is_none_or(|plan| plan.config().move_on_expiry);
-            if moves { Expiry::Move } else { Expiry::Kill }
-        };
-        let Ok(parsed) = id.parse::<ReservationId>() else {
-            return on_expiry();
-        };
-        match self.system.reservation(&parsed) {
-            None => on_expiry(),
-            Some((_, reservation)) if reservation.is_recurring() => Expiry::Keep,
-            Some((_, reservation)) => match reservation.span() {
-                Some((_, end)) if (now_ms as i64) >= end => on_expiry(),
-                _ => Expiry::Keep,
-            },
-        }
-    }
-
-    /// Why an app of reservation `id` waits, when it is because the
-    /// reservation has not started yet.
-    pub fn not_started(&self, id: &str, now_ms: u64) -> Option<String> {
-        let (queue, reservation) = self.system.reservation(&id.parse().ok()?)?;
-        let now = now_ms as i64;
-        if reservation.amount_at(now).is_some() {
-            return None;
-        }
-        let next = reservation
-            .allocations()
-            .iter()
-            .map(|a| a.start_ms)
-            .filter(|&start| start > now)
-            .min();
-        Some(match (next, reservation.period_ms()) {
-            (Some(start), _) => {
-                format!("waiting for its reservation {id} in {queue}, which starts at {start} ms")
-            }
-            (None, Some(period)) => format!(
-                "waiting for the next occurrence of its reservation {id} in {queue} (every {period} ms)"
-            ),
-            (None, None) => return None,
-        })
     }
 
     fn save(&mut self, id: &ReservationId) -> Result<(), ReservationError> {
