@@ -3,10 +3,10 @@
 //! (leaving nothing behind), serve their logs, and survive a kill -9.
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Server, WEFT, weft_within};
+use crate::support::{Server, Stoppable, WEFT, weft_within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -202,36 +202,8 @@ fn a_killed_app_leaves_no_process_behind() {
     server.stop();
 }
 
-/// A standalone `weft agent`, stopped when dropped: SIGINT (it kills its
-/// containers), then SIGKILL after 5 s — so a failing test leaves nothing.
-struct Agent(Child);
-
-impl Agent {
-    /// kill -9: the agent dies, its containers live on.
-    fn kill_9(&mut self) {
-        self.0.kill().unwrap();
-        self.0.wait().unwrap();
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = Command::new("kill")
-                .args(["-INT", &self.0.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline && matches!(self.0.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// A standalone `weft agent` for `server`, on `work` (its work and log dirs).
-fn start_agent(server: &Server, work: &Path) -> Agent {
+fn start_agent(server: &Server, work: &Path) -> Stoppable {
     let child = Command::new(WEFT)
         .args(["agent", "--server", &server.base, "--node-id", "agent-1"])
         .args(["--resources", "2048mb,2vcores"])
@@ -243,7 +215,7 @@ fn start_agent(server: &Server, work: &Path) -> Agent {
         .stderr(Stdio::null())
         .spawn()
         .expect("weft agent starts");
-    Agent(child)
+    Stoppable(child)
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod admin;
 mod agent;
+mod agent_faults;
 mod api;
 mod bounds;
 mod policy_runtime;

@@ -255,16 +255,51 @@ impl Drop for Server {
     /// SIGINT first, so a local agent kills its containers (a test that
     /// failed leaves no process behind), then SIGKILL after 5 s.
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let pid = self.child.id().to_string();
-            let _ = Command::new("kill").args(["-INT", &pid]).status();
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+        stop_gently(&mut self.child);
+    }
+}
+
+/// Stops `child` as a person would: SIGCONT (a stopped process takes no
+/// SIGINT), SIGINT, and SIGKILL if it has not exited after 5 s.
+pub fn stop_gently(child: &mut Child) {
+    if let Ok(None) = child.try_wait() {
+        let pid = child.id().to_string();
+        let _ = Command::new("kill").args(["-CONT", &pid]).status();
+        let _ = Command::new("kill").args(["-INT", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A process a test started (a `weft agent`), stopped gently when dropped,
+/// so a test that fails leaves nothing running.
+pub struct Stoppable(pub Child);
+
+impl Stoppable {
+    /// Sends `signal` (a name: STOP, CONT, …) to it.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.0.id().to_string();
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{signal} {pid}");
+    }
+
+    /// kill -9: it dies at once, with no chance to clean up.
+    pub fn kill_9(&mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for Stoppable {
+    fn drop(&mut self) {
+        stop_gently(&mut self.0);
     }
 }
 

@@ -127,7 +127,8 @@ pub struct RunningContainer {
 /// Why the executor cannot start.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecutorError {
-    #[error("the {role} {path} is not usable: {source}")]
+    /// The OS's reason is the source (anyhow prints it after the message).
+    #[error("the {role} {path} is not usable")]
     Dir {
         role: &'static str,
         path: PathBuf,
