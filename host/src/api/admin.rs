@@ -40,20 +40,7 @@ pub async fn refresh_queues(
     let leaves: Vec<String> = tree.leaf_names().iter().map(|s| s.to_string()).collect();
     state
         .rm
-        .with(move |rm: &mut ResourceManager| {
-            // The plans are prepared first (they refuse a tree that would lose
-            // a reservation, or a queue policy that does not load), applied
-            // only once the cluster has taken the tree. A queue naming its own
-            // sharing policy is compiled here, on the loop: rare, and a
-            // refresh must see the reservations as they are.
-            let prepared = rm
-                .reservations
-                .prepare_queues(&tree, &rm.policies.clone())
-                .map_err(|e| e.to_string())?;
-            rm.cluster.replace_queues(tree).map_err(|e| e.to_string())?;
-            rm.reservations.apply_queues(prepared);
-            Ok::<_, String>(())
-        })
+        .with(move |rm: &mut ResourceManager| rm.refresh_queues(tree))
         .await?
         .map_err(|e| {
             ApiError::bad_request(format!("queues not refreshed, the current ones stay: {e}"))

@@ -40,7 +40,7 @@ pub struct ClusterInfo {
 async fn cluster_info_of(state: &ApiState) -> Result<Json<ClusterInfoResponse>, ApiError> {
     let (id, started_on) = state
         .rm
-        .with(|rm: &mut ResourceManager| (rm.cluster.cluster_timestamp(), rm.started_ms))
+        .with(|rm: &mut ResourceManager| (rm.cluster().cluster_timestamp(), rm.started_ms()))
         .await?;
     Ok(Json(ClusterInfoResponse {
         cluster_info: ClusterInfo {
@@ -111,7 +111,7 @@ pub async fn cluster_metrics(
     let metrics = state
         .rm
         .with(|rm: &mut ResourceManager| {
-            let c = &rm.cluster;
+            let c = rm.cluster();
             // Active apps by state; ended ones by the cluster's totals, as
             // the table keeps only the most recent.
             let active = |s: AppState| c.active_apps().filter(|&i| c.apps()[i].state == s).count();
@@ -223,7 +223,7 @@ pub async fn nodes(
             if !running {
                 return Vec::new();
             }
-            rm.cluster
+            rm.cluster()
                 .nodes()
                 .map(|n| {
                     let free = n.free();
@@ -523,7 +523,7 @@ pub async fn apps(
         .rm
         .with(move |rm: &mut ResourceManager| {
             filter
-                .select(rm.cluster.apps())
+                .select(rm.cluster().apps())
                 .into_iter()
                 .map(AppInfo::from)
                 .collect()
@@ -547,10 +547,10 @@ pub async fn app(
     let app = state
         .rm
         .with(move |rm: &mut ResourceManager| {
-            let index = rm.cluster.app_index(&wanted)?;
-            let mut info = AppInfo::from(&rm.cluster.apps()[index]);
+            let index = rm.cluster().app_index(&wanted)?;
+            let mut info = AppInfo::from(&rm.cluster().apps()[index]);
             // A pending app says why it waits and where it stands (seed 002 §10.3).
-            let usage = diagnostics::queue_usage(&rm.cluster);
+            let usage = diagnostics::queue_usage(rm.cluster());
             if let Some(diagnosis) = rm.diagnose(index, &usage) {
                 info.diagnostics = Some(diagnosis.reason);
                 info.position_in_queue = Some(diagnosis.position_in_queue);
@@ -580,7 +580,7 @@ pub async fn app_state(
     let wanted = id.clone();
     let found = state
         .rm
-        .with(move |rm: &mut ResourceManager| rm.cluster.app(&wanted).map(|a| a.state))
+        .with(move |rm: &mut ResourceManager| rm.cluster().app(&wanted).map(|a| a.state))
         .await?
         .ok_or_else(|| ApiError::not_found(format!("application {id} not found")))?;
     Ok(Json(AppStateBody {

@@ -25,7 +25,7 @@ pub async fn projects(
 ) -> Result<Json<BTreeMap<String, ProjectQuota>>, ApiError> {
     let projects = state
         .rm
-        .with(|rm: &mut ResourceManager| rm.quota.ledger().projects().clone())
+        .with(|rm: &mut ResourceManager| rm.quota().ledger().projects().clone())
         .await?;
     Ok(Json(projects.into_iter().collect()))
 }
@@ -60,18 +60,16 @@ pub struct Units {
     responses((status = 200, body = Prices), (status = 401, body = RemoteException),
         (status = 503, description = "the pricing policy cannot price now", body = RemoteException)))]
 pub async fn prices(State(state): State<ApiState>) -> Result<Json<Prices>, ApiError> {
+    let policies = state.policies.clone();
     let (settings, multiplicators, unit_prices, pricing) = state
         .rm
-        .with(|rm: &mut ResourceManager| {
-            let settings = *rm.quota.settings();
-            let multiplicators = rm.quota.multiplicators();
-            let unit_prices = rm.quota.unit_prices(rm.policies.slot(PolicyKind::Pricing));
-            let pricing = rm
-                .policies
-                .slot(PolicyKind::Pricing)
-                .active()
-                .map(|v| v.info.name.clone());
-            (settings, multiplicators, unit_prices, pricing)
+        .with(move |rm: &mut ResourceManager| {
+            let pricing = policies.slot(PolicyKind::Pricing);
+            let settings = *rm.quota().settings();
+            let multiplicators = rm.quota().multiplicators();
+            let unit_prices = rm.quota().unit_prices(pricing);
+            let name = pricing.active().map(|v| v.info.name.clone());
+            (settings, multiplicators, unit_prices, name)
         })
         .await?;
     let unit_prices =

@@ -155,7 +155,7 @@ pub async fn list(
     };
     let listed = state
         .rm
-        .with(move |rm: &mut ResourceManager| rm.reservations.list(&query))
+        .with(move |rm: &mut ResourceManager| rm.reservations().list(&query))
         .await??;
     Ok(Json(listed))
 }

@@ -104,7 +104,7 @@ pub struct UserInfo {
 pub async fn scheduler(State(state): State<ApiState>) -> Result<Json<SchedulerResponse>, ApiError> {
     let mut info = state
         .rm
-        .with(|rm: &mut ResourceManager| queue_info(&rm.cluster, 0))
+        .with(|rm: &mut ResourceManager| queue_info(rm.cluster(), 0))
         .await?;
     info.kind = Some("capacityScheduler".into());
     Ok(Json(SchedulerResponse {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::cluster::{Allocation, AppState, Cluster, Container, NodeKind, Resources};
+use crate::cluster::{Allocation, AppState, Cluster, ClusterError, Container, NodeKind, Resources};
 use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
 use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
@@ -37,14 +37,14 @@ pub const SIMULATED_OWNER: &str = "weft (simulated)";
 
 /// The state the loop owns.
 pub struct ResourceManager {
-    pub cluster: Cluster,
-    pub quota: QuotaService,
-    pub reservations: ReservationService,
-    pub policies: Arc<PolicyRuntime>,
+    cluster: Cluster,
+    quota: QuotaService,
+    reservations: ReservationService,
+    policies: Arc<PolicyRuntime>,
     /// Who may do what: checked by every request (see `requests.rs`).
-    pub security: Arc<Security>,
-    pub clock: Arc<dyn Clock>,
-    pub started_ms: u64,
+    security: Arc<Security>,
+    clock: Arc<dyn Clock>,
+    started_ms: u64,
     /// App ids new-application handed out and not yet submitted.
     app_ids: crate::security::issued::IssuedIds,
     node_expiry_ms: u64,
@@ -160,6 +160,29 @@ impl ResourceManager {
         self.clock.now_ms()
     }
 
+    /// What callers read; they change it only through the use cases
+    /// (`requests.rs`) and the timers.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    pub fn quota(&self) -> &QuotaService {
+        &self.quota
+    }
+
+    pub fn reservations(&self) -> &ReservationService {
+        &self.reservations
+    }
+
+    pub fn security(&self) -> &Security {
+        &self.security
+    }
+
+    /// When this resource manager started (ms since the epoch).
+    pub fn started_ms(&self) -> u64 {
+        self.started_ms
+    }
+
     /// Fires one timer.
     pub fn fire(&mut self, timer: Timer) {
         match timer {
@@ -171,13 +194,23 @@ impl ResourceManager {
 
     /// Adds `count` simulated nodes of `capacity`.
     pub fn add_simulated_nodes(&mut self, count: u32, capacity: Resources) {
-        let now = self.now();
         for i in 1..=count {
-            let id = format!("sim-{i:04}:8041");
-            self.cluster
-                .register_node(&id, NodeKind::Simulated, capacity, SIMULATED_OWNER, now)
+            self.add_simulated_node(&format!("sim-{i:04}:8041"), capacity)
                 .expect("capacity checked by the spec parser");
         }
+    }
+
+    /// Adds simulated node `id` of `capacity`: its containers run their
+    /// duration, and no caller may heartbeat for it.
+    pub fn add_simulated_node(
+        &mut self,
+        id: &str,
+        capacity: Resources,
+    ) -> Result<(), ClusterError> {
+        let now = self.now();
+        self.cluster
+            .register_node(id, NodeKind::Simulated, capacity, SIMULATED_OWNER, now)
+            .map(|_| ())
     }
 
     /// The plan follower's step before a round (`reservation/follower.rs`):

@@ -409,6 +409,25 @@ impl ResourceManager {
 }
 
 impl ResourceManager {
+    /// refreshQueues: takes the queue tree `tree` (read again by the caller,
+    /// an administrator). The plans are prepared first (they refuse a tree
+    /// that would lose a reservation, or a queue policy that does not
+    /// load) and applied only once the cluster has taken the tree, so a
+    /// refusal changes nothing. A queue naming its own sharing policy is
+    /// compiled here, on the loop: rare, and a refresh must see the
+    /// reservations as they are.
+    pub fn refresh_queues(&mut self, tree: crate::queues::QueueTree) -> Result<(), String> {
+        let prepared = self
+            .reservations
+            .prepare_queues(&tree, &self.policies.clone())
+            .map_err(|e| e.to_string())?;
+        self.cluster
+            .replace_queues(tree)
+            .map_err(|e| e.to_string())?;
+        self.reservations.apply_queues(prepared);
+        Ok(())
+    }
+
     /// YARN's new-application: an id for `caller` to submit an app under,
     /// and the largest container a node here could hold.
     pub fn new_application(&mut self, caller: &Caller) -> (String, Resources) {

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::clock::{Clock, VirtualClock};
-use crate::cluster::{AskSpec, NodeKind, Resources, SubmitApp};
+use crate::cluster::{AskSpec, Resources, SubmitApp};
 use crate::config::Settings;
 use crate::limits::{
     self, MAX_ASKS_PER_APP, MAX_CONTAINERS_PER_ASK, MAX_DURATION_MS, MAX_GPUS, MAX_MEMORY_MB,
@@ -631,7 +631,9 @@ fn simulate(
             .map(|(k, v)| format!("{k}={v}")),
     );
     assignments.extend_from_slice(overrides);
-    let settings = Settings::load(None, &assignments)?;
+    let mut settings = Settings::load(None, &assignments)?;
+    // The summary reports on every app: keep them all.
+    settings.max_completed_applications = usize::MAX;
     scenario
         .check_work(settings.quota.scheduling_period_ms)
         .map_err(anyhow::Error::msg)?;
@@ -690,21 +692,12 @@ fn simulate(
         ),
         Arc::new(clock.clone()),
     )?;
-    // The summary reports on every app: keep them all.
-    rm.cluster.keep_ended_apps(usize::MAX);
     let mut node_number = 0;
     for group in &scenario.nodes {
         for _ in 0..group.count {
             node_number += 1;
             let capacity = Resources::new(group.memory_mb, group.vcores, group.gpus);
-            rm.cluster
-                .register_node(
-                    &format!("node-{node_number:05}"),
-                    NodeKind::Simulated,
-                    capacity,
-                    crate::rm::SIMULATED_OWNER,
-                    0,
-                )
+            rm.add_simulated_node(&format!("node-{node_number:05}"), capacity)
                 .map_err(|e| anyhow::anyhow!("node group {group:?}: {e}"))?;
         }
     }
@@ -748,11 +741,11 @@ fn simulate(
     let mut steps: u64 = 0;
     loop {
         // Counted by the cluster as apps end: no walk over every app a step.
-        let (_, finished, _) = rm.cluster.app_totals();
+        let (_, finished, _) = rm.cluster().app_totals();
         progress(finished, apps.len());
         let all_done = next_app == apps.len()
             && next_reservation == reservations.len()
-            && rm.cluster.active_apps().next().is_none();
+            && rm.cluster().active_apps().next().is_none();
         if all_done && observe.peek().is_none() {
             break;
         }
@@ -817,7 +810,7 @@ fn simulate(
                 application_id: None,
             };
             // The use case the API runs, as the app's own user.
-            let caller = rm.security.caller(&app.user);
+            let caller = rm.security().caller(&app.user);
             let submitted = rm
                 .submit_app(&caller, request, "simulate")
                 .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
@@ -875,9 +868,9 @@ fn simulate(
     let end = clock.now_ms();
     rm.shutdown();
     summary.end_ms = end;
-    summary.apps_submitted = rm.cluster.apps().len();
+    summary.apps_submitted = rm.cluster().apps().len();
     summary.apps_finished = rm
-        .cluster
+        .cluster()
         .apps()
         .iter()
         .filter(|a| a.state == crate::cluster::AppState::Finished)
@@ -887,7 +880,7 @@ fn simulate(
         let outcome = &mut outcomes[by_name[&name]];
         outcome.apps += 1;
         let finished = rm
-            .cluster
+            .cluster()
             .app(&app_id)
             .filter(|a| a.state == crate::cluster::AppState::Finished)
             .and_then(|a| a.finish_time_ms);
@@ -899,7 +892,7 @@ fn simulate(
     }
     summary.reservations = outcomes;
     summary.credits = rm
-        .quota
+        .quota()
         .ledger()
         .projects()
         .iter()
@@ -949,7 +942,7 @@ fn submit_reservation(
     };
     // The use cases the REST API runs (new-reservation, then submit), as
     // the reservation's user.
-    let caller = rm.security.caller(&reservation.user);
+    let caller = rm.security().caller(&reservation.user);
     let id = rm.new_reservation(&caller)?;
     let request = ReservationSubmissionRequest {
         queue: reservation.queue.clone(),
@@ -1064,13 +1057,13 @@ impl Idle {
         placed: &[Placed],
         end_ms: Option<u64>,
     ) -> anyhow::Result<()> {
-        let running = rm.cluster.containers().next().is_some();
-        let pending = rm.cluster.has_pending();
+        let running = rm.cluster().containers().next().is_some();
+        let pending = rm.cluster().has_pending();
         if running {
             self.since = None;
-            if !pending && !rm.reservations.has_plans() {
+            if !pending && !rm.reservations().has_plans() {
                 let next_end = rm
-                    .cluster
+                    .cluster()
                     .containers()
                     // Saturating: a container of a checked duration ends
                     // long before u64::MAX; this cannot panic regardless.
@@ -1081,11 +1074,11 @@ impl Idle {
             }
             return Ok(());
         }
-        if rm.quota.has_owed() {
+        if rm.quota().has_owed() {
             // A failed flush is retried at the next; keep stepping.
             return Ok(());
         }
-        let seen = (rm.cluster.apps().len(), placed.len());
+        let seen = (rm.cluster().apps().len(), placed.len());
         let since = match self.since {
             Some((since, then)) if then == seen => since,
             _ => now,
@@ -1159,12 +1152,12 @@ fn lcm(a: u64, b: u64) -> Option<u64> {
 /// scheduler says they do.
 fn stuck(rm: &ResourceManager, now: u64) -> anyhow::Error {
     const SHOWN: usize = 10;
-    let usage = diagnostics::queue_usage(&rm.cluster);
+    let usage = diagnostics::queue_usage(rm.cluster());
     let waiting: Vec<String> = rm
-        .cluster
+        .cluster()
         .active_apps()
         .filter_map(|index| {
-            let app = &rm.cluster.apps()[index];
+            let app = &rm.cluster().apps()[index];
             let diagnosis = rm.diagnose(index, &usage)?;
             Some(format!(
                 "{} ({:?}, queue {}, {} containers pending): {}",
@@ -1249,7 +1242,10 @@ impl Every {
 }
 
 fn utilization(rm: &ResourceManager, t_ms: u64) -> UtilizationSample {
-    let (memory, vcores, gpus) = rm.cluster.allocated().fractions_of(&rm.cluster.capacity());
+    let (memory, vcores, gpus) = rm
+        .cluster()
+        .allocated()
+        .fractions_of(&rm.cluster().capacity());
     UtilizationSample {
         t_ms,
         memory,
@@ -1259,7 +1255,7 @@ fn utilization(rm: &ResourceManager, t_ms: u64) -> UtilizationSample {
 }
 
 fn observation(rm: &ResourceManager, t_ms: u64) -> Observation {
-    let cluster = &rm.cluster;
+    let cluster = rm.cluster();
     let tree = cluster.queues().queues();
     let capacity = cluster.capacity();
     let used = diagnostics::queue_usage(cluster);
@@ -1311,7 +1307,7 @@ fn observation(rm: &ResourceManager, t_ms: u64) -> Observation {
 
 fn wait_times(rm: &ResourceManager) -> BTreeMap<String, WaitStats> {
     let mut waits: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for app in rm.cluster.apps() {
+    for app in rm.cluster().apps() {
         if let Some(start) = app.start_time_ms {
             waits
                 .entry(app.queue.clone())
