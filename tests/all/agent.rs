@@ -99,6 +99,13 @@ fn the_local_agent_runs_commands_reports_their_exit_and_serves_their_logs() {
     assert!(stdout.contains("hello from container_"), "{stdout}");
     let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
     assert_eq!(report["app"]["finalStatus"], "SUCCEEDED", "{report}");
+    // Charged (at least the minimum runtime), and the project's total is
+    // the sum of its apps'.
+    let credits = report["app"]["credits"].as_f64().unwrap();
+    assert!(credits > 0.0, "{report}");
+    let (_, projects) = server.get("/ws/v1/quota/projects");
+    let total = projects["default"]["total_used"].as_f64().unwrap();
+    assert!((total - credits).abs() < 1e-6, "{total} vs {credits}");
 
     // Exit 3 with output on stderr: the app fails with that status and the
     // stderr tail in its diagnostics; `app run --wait` exits with it.

@@ -378,6 +378,8 @@ pub struct AppInfo {
     /// The exit status of the container whose failure failed the app.
     #[serde(skip_serializing_if = "Option::is_none")]
     exit_status: Option<i32>,
+    /// Credits charged for its containers so far.
+    credits: f64,
     pending_containers: u64,
     asks: Vec<Ask>,
     /// Why it failed or was killed; why a pending app waits (GET …/apps/{id} only).
@@ -411,6 +413,7 @@ impl From<&App> for AppInfo {
             lost_containers: app.lost_containers,
             failed_containers: app.failed_containers,
             exit_status: app.exit_status,
+            credits: app.credits,
             pending_containers: app.pending_containers(),
             asks: app.asks.clone(),
             diagnostics: (!app.diagnostics.is_empty()).then(|| app.diagnostics.clone()),

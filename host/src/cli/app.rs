@@ -336,12 +336,21 @@ fn logs(
 
 fn print_apps(apps: &[Value]) {
     println!(
-        "{:<32} {:<16} {:<12} {:<12} {:<12} {:<9} {:>7} {:>8} {:>6}",
-        "ID", "NAME", "QUEUE", "USER", "PROJECT", "STATE", "RUNNING", "FINISHED", "FAILED"
+        "{:<32} {:<16} {:<12} {:<12} {:<12} {:<9} {:>7} {:>8} {:>6} {:>10}",
+        "ID",
+        "NAME",
+        "QUEUE",
+        "USER",
+        "PROJECT",
+        "STATE",
+        "RUNNING",
+        "FINISHED",
+        "FAILED",
+        "CREDITS"
     );
     for app in apps {
         println!(
-            "{:<32} {:<16} {:<12} {:<12} {:<12} {:<9} {:>7} {:>8} {:>6}",
+            "{:<32} {:<16} {:<12} {:<12} {:<12} {:<9} {:>7} {:>8} {:>6} {:>10.3}",
             text(&app["id"]),
             text(&app["name"]),
             text(&app["queue"]),
@@ -351,6 +360,7 @@ fn print_apps(apps: &[Value]) {
             text(&app["runningContainers"]),
             text(&app["finishedContainers"]),
             text(&app["failedContainers"]),
+            app["credits"].as_f64().unwrap_or(0.0),
         );
     }
 }
@@ -370,6 +380,7 @@ fn print_status(app: &Value) {
         ("failed", "failedContainers"),
         ("lost", "lostContainers"),
         ("preempted", "preemptedContainers"),
+        ("credits", "credits"),
     ] {
         println!("{label:>13}: {}", text(&app[key]));
     }

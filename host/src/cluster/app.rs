@@ -411,6 +411,9 @@ pub struct App {
     pub diagnostics: String,
     /// The exit status of the container whose failure failed it.
     pub exit_status: Option<i32>,
+    /// Credits charged for its containers so far (at each QUOTA_COMPUTE
+    /// and container end).
+    pub credits: f64,
     /// Its containers, newest last (at most [`MAX_CONTAINER_RECORDS`]):
     /// where each ran and how it ended, for its logs and its page.
     #[serde(skip)]

@@ -310,6 +310,16 @@ impl Cluster {
             .collect()
     }
 
+    /// Adds `credits` to what app `id` has been charged (an app no longer
+    /// kept is not counted).
+    pub fn add_app_credits(&mut self, id: &str, credits: f64) {
+        if let Some(&index) = self.app_index.get(id)
+            && let Some(app) = self.apps.get_mut(index)
+        {
+            app.credits += credits;
+        }
+    }
+
     /// YARN's id of app number `number`.
     fn app_id(&self, number: usize) -> String {
         format!("application_{}_{:04}", self.cluster_timestamp, number + 1)
@@ -421,6 +431,7 @@ impl Cluster {
             diagnostics: String::new(),
             exit_status: None,
             containers: Default::default(),
+            credits: 0.0,
             preempted_containers: 0,
             lost_containers: 0,
             reservation_id: request.reservation_id,

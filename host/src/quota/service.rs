@@ -44,6 +44,8 @@ pub enum QuotaError {
 struct Tracked {
     project: Arc<str>,
     user: Arc<str>,
+    /// Its app, whose credits it adds to.
+    app: Arc<str>,
     resources: Resources,
     started_ms: u64,
     /// When an event of its own last charged it. QUOTA_COMPUTE charges every
@@ -54,12 +56,17 @@ struct Tracked {
 
 impl Tracked {
     fn group(&self) -> Group {
-        (self.project.clone(), self.user.clone(), self.resources)
+        (
+            self.project.clone(),
+            self.user.clone(),
+            self.app.clone(),
+            self.resources,
+        )
     }
 }
 
-/// Running containers of one project, user and size are priced together.
-type Group = (Arc<str>, Arc<str>, Resources);
+/// Running containers of one project, user, app and size are priced together.
+type Group = (Arc<str>, Arc<str>, Arc<str>, Resources);
 
 /// Usage recorded by an event, not yet priced: `containers` containers of
 /// one size, each owing `seconds`.
@@ -67,6 +74,7 @@ type Group = (Arc<str>, Arc<str>, Resources);
 struct Owed {
     project: Arc<str>,
     user: Arc<str>,
+    app: Arc<str>,
     resources: Resources,
     seconds: f64,
     containers: u32,
@@ -94,6 +102,8 @@ pub struct QuotaService {
     multiplicators: PriceMultiplicators,
     ledger: QuotaLedger,
     store: Store,
+    /// Credits charged per app since [`QuotaService::take_app_credits`].
+    app_credits: HashMap<Arc<str>, f64>,
 }
 
 impl std::fmt::Debug for QuotaService {
@@ -130,6 +140,7 @@ impl QuotaService {
             multiplicators,
             ledger,
             store,
+            app_credits: HashMap::new(),
         })
     }
 
@@ -141,6 +152,7 @@ impl QuotaService {
     pub fn start(
         &mut self,
         container: &str,
+        app: &str,
         project: &str,
         user: &str,
         resources: Resources,
@@ -155,6 +167,7 @@ impl QuotaService {
         let tracked = Tracked {
             project: project.into(),
             user: user.into(),
+            app: app.into(),
             resources,
             started_ms: now,
             last_charged_ms: now,
@@ -239,11 +252,12 @@ impl QuotaService {
             self.owed.extend(owe(tracked, now, now));
         }
         let seconds = (now - self.last_compute_ms) as f64 / 1000.0;
-        for ((project, user, resources), containers) in since_last {
+        for ((project, user, app, resources), containers) in since_last {
             if containers > 0 {
                 self.owed.push(Owed {
                     project,
                     user,
+                    app,
                     resources,
                     seconds,
                     containers,
@@ -281,6 +295,7 @@ impl QuotaService {
         type Day = (Arc<str>, Arc<str>, u64);
         let mut sums: HashMap<Day, (u64, f64)> = HashMap::new();
         for (owed, credits) in self.owed.drain(..).zip(&credits) {
+            *self.app_credits.entry(owed.app).or_insert(0.0) += credits;
             let sum = sums
                 .entry((owed.project, owed.user, owed.at_ms / DAY_MS))
                 .or_insert((owed.at_ms, 0.0));
@@ -354,6 +369,12 @@ impl QuotaService {
         self.store.apply(&delta)
     }
 
+    /// The credits charged per app since the last call (for the apps'
+    /// own totals).
+    pub fn take_app_credits(&mut self) -> HashMap<Arc<str>, f64> {
+        std::mem::take(&mut self.app_credits)
+    }
+
     pub fn ledger(&self) -> &QuotaLedger {
         &self.ledger
     }
@@ -376,6 +397,7 @@ fn owe(tracked: &mut Tracked, until: u64, at: u64) -> Option<Owed> {
     (millis > 0).then(|| Owed {
         project: tracked.project.clone(),
         user: tracked.user.clone(),
+        app: tracked.app.clone(),
         resources: tracked.resources,
         seconds: millis as f64 / 1000.0,
         containers: 1,
@@ -420,10 +442,10 @@ mod tests {
         let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
         // Three 1 GB containers of one group, one started between computes,
         // one resized, one finished between computes.
-        quota.start("a", "p", "u", gb, 0).unwrap();
-        quota.start("b", "p", "u", gb, 0).unwrap();
+        quota.start("a", "app", "p", "u", gb, 0).unwrap();
+        quota.start("b", "app", "p", "u", gb, 0).unwrap();
         quota.compute(10_000); // a, b: 10 s each
-        quota.start("c", "p", "u", gb, 14_000).unwrap();
+        quota.start("c", "app", "p", "u", gb, 14_000).unwrap();
         quota
             .update("b", Resources::new(2048, 1, 0), 15_000)
             .unwrap(); // b: 5 s at 1 GB
@@ -441,11 +463,28 @@ mod tests {
     }
 
     #[test]
+    fn each_app_is_told_what_its_containers_were_charged() {
+        let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
+        // Two apps of one project, user and size: grouped apart.
+        quota.start("a1", "app1", "p", "u", gb, 0).unwrap();
+        quota.start("a2", "app1", "p", "u", gb, 0).unwrap();
+        quota.start("b1", "app2", "p", "u", gb, 0).unwrap();
+        quota.compute(10_000);
+        quota.finish("b1", 15_000).unwrap();
+        quota.flush(&PerGbSecond).unwrap();
+        let credits = quota.take_app_credits();
+        assert!((credits[&Arc::from("app1")] - 20.0).abs() < 1e-9);
+        assert!((credits[&Arc::from("app2")] - 15.0).abs() < 1e-9);
+        assert!((used(&quota, "p") - 35.0).abs() < 1e-9);
+        assert!(quota.take_app_credits().is_empty(), "each charge told once");
+    }
+
+    #[test]
     fn a_container_started_at_a_compute_joins_its_group_at_once() {
         let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
-        quota.start("a", "p", "u", gb, 0).unwrap();
+        quota.start("a", "app", "p", "u", gb, 0).unwrap();
         quota.compute(10_000);
-        quota.start("b", "p", "u", gb, 10_000).unwrap();
+        quota.start("b", "app", "p", "u", gb, 10_000).unwrap();
         quota.compute(20_000);
         quota.finish("b", 25_000).unwrap();
         quota.flush(&PerGbSecond).unwrap();

@@ -307,6 +307,7 @@ impl ResourceManager {
             tracing::debug!(container = %c.id, app = %c.app, node = %c.node, "container allocated");
             if let Err(error) = self.quota.start(
                 &c.id,
+                &c.app,
                 &allocation.project,
                 &allocation.user,
                 c.resources,
@@ -391,6 +392,9 @@ impl ResourceManager {
         }
         if let Err(error) = self.quota.flush(self.policies.slot(PolicyKind::Pricing)) {
             tracing::warn!(%error, "charges kept owed until the next flush");
+        }
+        for (app, credits) in self.quota.take_app_credits() {
+            self.cluster.add_app_credits(&app, credits);
         }
     }
 

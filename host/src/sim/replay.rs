@@ -492,7 +492,7 @@ fn apply(
     match event {
         ReplayEvent::Start {
             container,
-            app: _,
+            app,
             project,
             user,
             memory_mb,
@@ -500,6 +500,7 @@ fn apply(
             gpus,
         } => quota.start(
             container,
+            app,
             project,
             user,
             Resources::new(*memory_mb, *vcores, *gpus),
