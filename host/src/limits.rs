@@ -82,6 +82,15 @@ pub fn within<T: PartialOrd + Display>(
     Ok(value)
 }
 
+/// `text` cut to at most `max` bytes, on a character boundary.
+pub fn cut(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
 /// `text` must not be empty (after trimming) nor longer than [`MAX_NAME_BYTES`].
 pub fn name(field: impl Display, text: &str) -> Result<(), OutOfBounds> {
     let rule = if text.trim().is_empty() {

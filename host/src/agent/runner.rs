@@ -151,7 +151,12 @@ impl<T: ResourceTracker> AgentLoop<T> {
             vcores: self.identity.resources.vcores,
             gpus: self.identity.resources.gpus,
             running: Some(running),
-            isolation: Some(self.executor.isolation()),
+            // The server takes at most 256 bytes of it (a reason for
+            // unusable cgroups can name long paths).
+            isolation: Some(crate::limits::cut(
+                &self.executor.isolation(),
+                crate::limits::MAX_NAME_BYTES,
+            )),
             http_address: Some(self.identity.http_address.clone()),
             logs_secret: Some(self.identity.logs_secret.clone()),
         };
@@ -197,5 +202,16 @@ impl<T: ResourceTracker> AgentLoop<T> {
             .into_iter()
             .map(|c| c.container_id)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_long_isolation_message_is_cut_to_what_the_server_takes() {
+        let long = "process groups only: ".to_string() + &"/sys/fs/cgroup/é".repeat(30);
+        let cut = crate::limits::cut(&long, 256);
+        assert!(cut.len() <= 256 && long.starts_with(&cut), "{cut}");
+        assert_eq!(crate::limits::cut("short", 256), "short");
     }
 }

@@ -279,7 +279,7 @@ impl ResourceManager {
                     });
                 }
                 Ok(ContainerEnd {
-                    diagnostics: cut(&end.diagnostics, limits::MAX_DIAGNOSTICS_BYTES),
+                    diagnostics: limits::cut(&end.diagnostics, limits::MAX_DIAGNOSTICS_BYTES),
                     ..end.clone()
                 })
             })
@@ -365,15 +365,6 @@ fn check_http_address(address: Option<&str>) -> Result<String, limits::OutOfBoun
         });
     }
     Ok(address.trim_end_matches('/').to_string())
-}
-
-/// `text` cut to at most `max` bytes, on a character boundary.
-fn cut(text: &str, max: usize) -> String {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
 }
 
 impl ResourceManager {
