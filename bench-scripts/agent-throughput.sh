@@ -19,16 +19,28 @@
 # Both processes are stopped by their PIDs after each run (SIGTERM, then
 # SIGKILL after 10 s); nothing else is touched.
 #
+# Per run it prints the client's rate (N / wall clock; note that --wait polls
+# with a backoff up to 500 ms, so its return lands on a grid), the
+# server-side rate (N / (the app's finishedTime - the client's t0)), the
+# agent's CPU (user, sys) and its reaped children's (the containers' own
+# processes), and the phases: allocation times (GET .../containers), first
+# and last "container launched" in the agent's log, ends, app finished.
+# Then medians and ranges per configuration, and the ratio to Slurm's median.
+# Needs root for Slurm (the peer script installs and runs it) and for the
+# -nocgroup experiment (unshare -m); python3 and curl.
+#
 # Environment (defaults in brackets):
 #   WEFT [target/release/weft]   the binary (build: cargo build --release)
 #   N [1000] RUNS [5]             containers per app, rounds
-#   CONFIGS ["default tuned"]     which Weft configurations, in this order per round
+#   CONFIGS ["default tuned"]     Weft configurations, in this order per round: default,
+#                                 tuned, hb<H>-s<S> (e.g. hb10-s1), each optionally -nocgroup
+#                                 (an experiment: the agent in a mount namespace without cgroups)
 #   TUNED_HB_MS [50]              tuned: yarn.resourcemanager.nodemanagers.heartbeat-interval-ms (default 1000)
 #   TUNED_SCHED_MS [10]           tuned: weft.scheduler.interval-ms (default 100)
 #   RESOURCES [65536mb,1000vcores] the agent's declared node
 #   SLURM [1]                     1: run `EPILOG=1 ../shared/bench/peer-slurm.sh array $N` in each round
 #   SLURM_SCRIPT [../shared/bench/peer-slurm.sh]
-#   C_N [100] C_SLEEP_S [30] C_SAMPLE_S [10]   footprint: containers, their sleep, sampling window
+#   C_N [100] C_SLEEP_S [30] C_SAMPLE_S [20]   footprint: containers, their sleep, sampling window
 #   PORT [18480]                  the server's loopback port
 #   BENCH_DIR [/tmp/weft-agent-bench]  data, work and log dirs, logs, results.tsv
 #   KEEP_LOGS [1]                 0: delete each run's work/log dirs after it (keeps the daemon logs)
@@ -47,7 +59,7 @@ SLURM=${SLURM:-1}
 SLURM_SCRIPT=${SLURM_SCRIPT:-../shared/bench/peer-slurm.sh}
 C_N=${C_N:-100}
 C_SLEEP_S=${C_SLEEP_S:-30}
-C_SAMPLE_S=${C_SAMPLE_S:-10}
+C_SAMPLE_S=${C_SAMPLE_S:-20}
 PORT=${PORT:-18480}
 BENCH_DIR=${BENCH_DIR:-/tmp/weft-agent-bench}
 KEEP_LOGS=${KEEP_LOGS:-1}
@@ -63,21 +75,44 @@ load() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' ','; }
 # CPU seconds (utime+stime) of PID itself, and of its waited-for children.
 cpu_self() { awk -v hz="$HZ" '{sub(/^.*\) /, ""); printf "%.2f", ($12+$13)/hz}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 cpu_children() { awk -v hz="$HZ" '{sub(/^.*\) /, ""); printf "%.2f", ($14+$15)/hz}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# "user sys children" CPU seconds of PID (children: reaped descendants, i.e. the containers' processes).
+cpu_split() { awk -v hz="$HZ" '{sub(/^.*\) /, ""); printf "%.2f %.2f %.2f", $12/hz, $13/hz, ($14+$15)/hz}' "/proc/$1/stat" 2>/dev/null || echo "0 0 0"; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null; }
 api() { curl -sf --max-time 10 "$URL$1"; }
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))" "$1"; }
 
-config_sets() {
-  case "$1" in
-    default) ;;
-    tuned) echo "--set yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=$TUNED_HB_MS --set weft.scheduler.interval-ms=$TUNED_SCHED_MS" ;;
-    *) die "unknown config $1 (default or tuned)" ;;
+# Configurations: default | tuned (TUNED_HB_MS, TUNED_SCHED_MS) | hb<H>-s<S>
+# (heartbeat H ms, scheduling interval S ms); each may end in -nocgroup.
+config_hb_sched() { # prints "HB SCHED"
+  local base=${1%-nocgroup}
+  case "$base" in
+    default) echo "1000 100" ;;
+    tuned) echo "$TUNED_HB_MS $TUNED_SCHED_MS" ;;
+    hb*-s*) local h=${base#hb}; echo "${h%-s*} ${base#*-s}" ;;
+    *) die "unknown config $1 (default, tuned or hb<ms>-s<ms>, optionally -nocgroup)" ;;
   esac
 }
+config_sets() {
+  local hs; hs=$(config_hb_sched "$1")
+  [ "${1%-nocgroup}" = default ] && return 0
+  echo "--set yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=${hs% *} --set weft.scheduler.interval-ms=${hs#* }"
+}
 config_label() {
+  local suffix="" hs; hs=$(config_hb_sched "$1")
+  case "$1" in *-nocgroup) suffix="+no-cgroups" ;; esac
+  echo "${1%-nocgroup}(hb=${hs% *}ms,sched=${hs#* }ms)$suffix"
+}
+# The agent's command: as is, or (NAME-nocgroup, an experiment) in a private
+# mount namespace without the cgroup v1 memory and cpu mounts and the v2
+# mount, so the agent finds no cgroups and runs containers in process groups
+# only. Nothing outside that namespace changes. (The mounts are unmounted
+# rather than made read-only because then the agent's reason for "no
+# cgroups" names the long path it could not create, and the server refuses a
+# registration whose isolation text exceeds 256 bytes.)
+agent_cmd() {
   case "$1" in
-    default) echo "default(hb=1000ms,sched=100ms)" ;;
-    tuned) echo "tuned(hb=${TUNED_HB_MS}ms,sched=${TUNED_SCHED_MS}ms)" ;;
+    *-nocgroup) echo "unshare -m --propagation private sh -c 'for m in /sys/fs/cgroup/memory /sys/fs/cgroup/cpu /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified; do mountpoint -q \$m && umount -l \$m; done; exec \"\$0\" \"\$@\"'" ;;
+    *) echo "" ;;
   esac
 }
 
@@ -102,6 +137,8 @@ trap 'exit 130' INT TERM
 start_stack() {
   local name=$1 sets
   sets=$(config_sets "$name")
+  # Something else answering on the port would be measured instead of ours.
+  if api /ws/v1/cluster/info >/dev/null; then say "ERROR: $URL already answers; set PORT"; exit 1; fi
   RUN_DIR=$(mktemp -d "$BENCH_DIR/run-$name-XXXX")
   mkdir -p "$RUN_DIR/data" "$RUN_DIR/work" "$RUN_DIR/logs"
   # shellcheck disable=SC2086
@@ -109,10 +146,12 @@ start_stack() {
     >"$RUN_DIR/serve.out" 2>"$RUN_DIR/serve.log" &
   SERVE_PID=$!
   for _ in $(seq 1 300); do api /ws/v1/cluster/info >/dev/null && break; [ -d "/proc/$SERVE_PID" ] || break; sleep 0.1; done
-  api /ws/v1/cluster/info >/dev/null || die "weft serve did not answer on $URL: $(tail -5 "$RUN_DIR/serve.log")"
-  "$WEFT" agent --server "$URL" --node-id bench-node --resources "$RESOURCES" \
+  api /ws/v1/cluster/info >/dev/null && [ -d "/proc/$SERVE_PID" ] || die "weft serve did not answer on $URL: $(tail -5 "$RUN_DIR/serve.log")"
+  local prefix; prefix=$(agent_cmd "$name")
+  eval "$prefix" '"$WEFT" agent --server "$URL" --node-id bench-node --resources "$RESOURCES" \
     --work-dir "$RUN_DIR/work" --log-dir "$RUN_DIR/logs" \
-    >"$RUN_DIR/agent.out" 2>"$RUN_DIR/agent.log" &
+    >"$RUN_DIR/agent.out" 2>"$RUN_DIR/agent.log" &'
+
   AGENT_PID=$!
   local nodes=0
   for _ in $(seq 1 100); do
@@ -138,12 +177,13 @@ throughput_run() {
   # first-use costs (policy instance, connection setup, directories).
   run_app --wait -n 1 --memory 64mb --vcores 1 -- /bin/true >/dev/null 2>&1 || die "warm-up app failed: $(tail -3 "$RUN_DIR/agent.log")"
   sleep 1
-  ld0=$(load); a0=$(cpu_self "$AGENT_PID"); r0=$(cpu_self "$SERVE_PID")
+  ld0=$(load); a0=$(cpu_split "$AGENT_PID"); r0=$(cpu_self "$SERVE_PID")
   t0=$(now_ns)
   id=$(run_app --wait -n "$N" --memory 64mb --vcores 1 -- /bin/true 2>"$RUN_DIR/app.err")
   local rc=$?
   t1=$(now_ns)
-  a1=$(cpu_self "$AGENT_PID"); r1=$(cpu_self "$SERVE_PID"); ld1=$(load)
+  sleep 0.3 # the agent reaps and forgets the last containers after the answer
+  a1=$(cpu_split "$AGENT_PID"); r1=$(cpu_self "$SERVE_PID"); ld1=$(load)
   [ "$rc" = 0 ] || say "weft app run exited $rc: $(cat "$RUN_DIR/app.err")"
   api "/ws/v1/cluster/apps/$id" >"$RUN_DIR/app.json"
   api "/ws/v1/cluster/apps/$id/containers" >"$RUN_DIR/containers.json"
@@ -155,12 +195,16 @@ import json, sys, re, datetime as dt
 n, t0, t1 = int(n), int(t0) / 1e9, int(t1) / 1e9
 app = json.load(open(f"{run_dir}/app.json"))["app"]
 cs = json.load(open(f"{run_dir}/containers.json"))["containers"]
-ok = sum(1 for c in cs if c.get("exit_status") == 0)
+# Field names: snake_case in older builds, camelCase in newer ones.
+def field(c, snake, camel): return c.get(camel, c.get(snake))
+cs = [{"start": field(c, "start_time_ms", "startTimeMs"), "finish": field(c, "finish_time_ms", "finishTimeMs"),
+       "exit": field(c, "exit_status", "exitStatus")} for c in cs]
+ok = sum(1 for c in cs if c["exit"] == 0)
 wall = t1 - t0
 srv = app["finishedTime"] / 1000 - t0 if app["finishedTime"] else float("nan")
-alloc = sorted(c["start_time_ms"] / 1000 - t0 for c in cs)
-fin = sorted(c["finish_time_ms"] / 1000 - t0 for c in cs if c.get("finish_time_ms"))
-rounds = len(set(c["start_time_ms"] for c in cs))
+alloc = sorted(c["start"] / 1000 - t0 for c in cs)
+fin = sorted(c["finish"] / 1000 - t0 for c in cs if c["finish"])
+rounds = len(set(c["start"] for c in cs))
 # The agent's log: "container launched" lines (RFC 3339, UTC, microseconds).
 ts = re.compile(r'^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z\s+\w+\s+(.*)$')
 launched = []
@@ -173,9 +217,11 @@ for line in open(f"{run_dir}/agent.log", errors="replace"):
             launched.append(t)
 launched.sort()
 def ms(x): return f"{x * 1000:.0f}"
+au, asys, ach = (float(b) - float(a) for a, b in zip(a0.split(), a1.split()))
+agent_cpu = au + asys
 line = (f"weft[{label}] round={rnd} N={n} state={app['state']} ok={ok}/{len(cs)} "
         f"wall={wall:.3f}s rate={n / wall:.1f}/s server_makespan={srv:.3f}s server_rate={n / srv:.1f}/s "
-        f"agent_cpu={float(a1) - float(a0):.2f}s rm_cpu={float(r1) - float(r0):.2f}s load={ld0}->{ld1}")
+        f"agent_cpu={agent_cpu:.2f}s(user {au:.2f} sys {asys:.2f}) containers_cpu={ach:.2f}s rm_cpu={float(r1) - float(r0):.2f}s load={ld0}->{ld1} isolation={isolation.split(':')[0]}")
 print(line)
 if cs:
     phases = (f"  phases (ms after submit): first alloc {ms(alloc[0])}, last alloc {ms(alloc[-1])} ({rounds} round(s)); "
@@ -190,7 +236,7 @@ with open(results, "a") as f:
         f"{n / srv:.1f}", ok, app["state"], ld0, ld1,
         f"{alloc[0]:.3f}" if cs else "", f"{alloc[-1]:.3f}" if cs else "",
         f"{launched[0]:.3f}" if launched else "", f"{launched[-1]:.3f}" if launched else "",
-        isolation])) + "\n")
+        isolation, f"{agent_cpu:.2f}", f"{ach:.2f}"])) + "\n")
 PY
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$RUN_DIR/work" "$RUN_DIR/logs"
 }
@@ -241,7 +287,7 @@ footprint() {
   local c0 c1 t0 t1 rss
   c0=$(cpu_self "$AGENT_PID"); t0=$(now_ns); sleep "$C_SAMPLE_S"; c1=$(cpu_self "$AGENT_PID"); t1=$(now_ns)
   rss=$(status_kb "$AGENT_PID" VmRSS)
-  local idle_cpu
+  local idle_rss=$rss idle_cpu
   idle_cpu=$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" 'BEGIN{printf "%.2f", (b-a)/((t1-t0)/1e9)*100}')
   echo "agent[$label] idle: VmRSS=${rss} kB CPU=${idle_cpu}% of one core over ${C_SAMPLE_S} s (threads=$(status_kb "$AGENT_PID" Threads))"
   id=$(run_app -n "$C_N" --memory 64mb --vcores 1 -- sleep "$C_SLEEP_S")
@@ -253,8 +299,15 @@ footprint() {
   done
   local tall; tall=$(now_ns)
   [ "$running" = "$C_N" ] || say "only $running of $C_N containers running"
-  local procs; procs=$(find "$RUN_DIR/work/.weft/containers" -maxdepth 1 -mindepth 1 -type d 2>/dev/null | wc -l)
-  # Let the launch burst pass, then sample once a second.
+  # Wait until the agent has launched them all (its log; +1 for the
+  # warm-up), let the burst settle, then sample once a second.
+  local launched=0
+  for _ in $(seq 1 600); do
+    launched=$(grep -c 'container launched' "$RUN_DIR/agent.log")
+    [ "$launched" -ge $((C_N + 1)) ] && break
+    sleep 0.1
+  done
+  local tlaunched; tlaunched=$(now_ns)
   sleep 1
   local rss_max=0 rss_sum=0 samples=0
   c0=$(cpu_self "$AGENT_PID"); t0=$(now_ns)
@@ -267,11 +320,12 @@ footprint() {
   running=$(api "/ws/v1/cluster/apps/$id" | json 'd["app"]["runningContainers"]' 2>/dev/null || echo "?")
   local cpu_pct
   cpu_pct=$(awk -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" 'BEGIN{printf "%.2f", (b-a)/((t1-t0)/1e9)*100}')
-  echo "agent[$label] $C_N x sleep $C_SLEEP_S: all running $(( (tall - tsub) / 1000000 )) ms after submit; still running at the end: $running"
+  echo "agent[$label] $C_N x sleep $C_SLEEP_S: all allocated (RM: runningContainers) $(( (tall - tsub) / 1000000 )) ms after submit, all launched (agent log) $(( (tlaunched - tsub) / 1000000 )) ms; still running at the end of sampling: $running"
   echo "agent[$label] $C_N running: VmRSS mean=$((rss_sum / samples)) kB max=${rss_max} kB VmHWM=$(status_kb "$AGENT_PID" VmHWM) kB threads=$(status_kb "$AGENT_PID" Threads) fds=$(ls "/proc/$AGENT_PID/fd" | wc -l)"
   echo "agent[$label] $C_N running: CPU=${cpu_pct}% of one core ($(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b-a}') s user+sys over $(awk -v t0="$t0" -v t1="$t1" 'BEGIN{printf "%.1f", (t1-t0)/1e9}') s; agent pid $AGENT_PID only, not its containers)"
   echo "agent[$label] isolation: $ISOLATION"
-  printf 'footprint\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$rss" "$idle_cpu" "$((rss_sum / samples))" "$rss_max" "$cpu_pct" >>"$RESULTS"
+  # footprint, label, idle VmRSS kB, idle CPU %, running VmRSS mean kB, max kB, running CPU %
+  printf 'footprint\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$idle_rss" "$idle_cpu" "$((rss_sum / samples))" "$rss_max" "$cpu_pct" >>"$RESULTS"
   stop_stack
   [ "$KEEP_LOGS" = 1 ] || rm -rf "$RUN_DIR/work" "$RUN_DIR/logs"
 }
