@@ -175,7 +175,13 @@ fn a_killed_app_leaves_no_process_behind() {
         read_pid(&pids.join("child")).unwrap(),
         read_pid(&pids.join("grandchild")).unwrap(),
     );
-    assert!(alive(child) && alive(grandchild));
+    assert!(
+        alive(child) && alive(grandchild),
+        "before the kill: child {child} {:?}, grandchild {grandchild} {:?}; app {}",
+        std::fs::read_to_string(format!("/proc/{child}/stat")).ok(),
+        std::fs::read_to_string(format!("/proc/{grandchild}/stat")).ok(),
+        server.get(&format!("/ws/v1/cluster/apps/{id}")).1
+    );
     let killed = app(&server, &["kill", &id]);
     assert!(
         killed.status.success(),
