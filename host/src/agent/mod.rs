@@ -81,7 +81,7 @@ pub fn open_executor(
         run_as,
         kill_grace: settings.kill_grace,
         stderr_tail_bytes: settings.stderr_tail_bytes,
-        cgroup_name: format!("weft-agent-{sanitized}"),
+        cgroup_name: format!("weft-agent-{sanitized}-{}", work_dir_tag(&dirs.work_dir)),
     })
     .with_context(|| {
         format!(
@@ -90,6 +90,20 @@ pub fn open_executor(
             dirs.log_dir.display()
         )
     })
+}
+
+/// A short tag of the work dir for the agent's cgroup name: two agents on
+/// one machine (two local agents of two servers, say) must never share a
+/// cgroup parent, as an agent removes what it finds there that is not its
+/// own; an agent restarted on the same work dir finds its own again.
+fn work_dir_tag(work_dir: &std::path::Path) -> String {
+    use sha2::Digest;
+    // Made first, so the tag is of the same resolved path every time (an
+    // unusable dir is reported by the executor right after).
+    let _ = std::fs::create_dir_all(work_dir);
+    let path = std::fs::canonicalize(work_dir).unwrap_or_else(|_| work_dir.to_path_buf());
+    let digest = sha2::Sha256::digest(path.as_os_str().as_encoded_bytes());
+    hex::encode(&digest[..4])
 }
 
 /// Starts the log server on `listen`; returns its address as the server
