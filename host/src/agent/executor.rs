@@ -3,18 +3,19 @@
 //! DefaultContainerExecutor and ContainerLaunch, with cgroups when the
 //! machine offers them (see [`super::cgroups`]).
 //!
-//! A container is `/bin/sh -c WRAPPER` in a session of its own (pid = pgid
-//! = sid), stdin from /dev/null, stdout and stderr appended to its log
-//! files, in its own cgroup when cgroups are usable. The wrapper runs the
-//! command, then records its exit status in a file atomically, so an agent
-//! that was down when the container ended still learns the status.
+//! A container is its command under a monitor ([`super::monitor`]) in a
+//! session of its own (pid = pgid = sid, the monitor's pid), stdin from
+//! /dev/null, stdout and stderr appended to its log files, in its own
+//! cgroup when cgroups are usable. The monitor waits for the command, then
+//! records its exit status in a file atomically, so an agent that was down
+//! when the container ended still learns the status.
 //!
 //! Files, all per container id:
 //! - `work_dir/.weft/containers/<cid>/`: the agent's private state —
 //!   `order.json` (the launch order), `pid` (pid, /proc start time, start
 //!   wall time), `kill` (a kill was requested, and with which status),
 //!   `end.json` (the end as reported), and `exit/exitcode`, written by the
-//!   wrapper (`exit/` belongs to the container's user, who cannot touch
+//!   monitor (`exit/` belongs to the container's user, who cannot touch
 //!   the rest, so no user can make the agent signal someone else's pid);
 //! - `work_dir/apps/<app>/<cid>/`: the container's working directory;
 //! - `log_dir/<app>/<cid>/{stdout,stderr}`: its output.
@@ -33,23 +34,21 @@
 //! a recycled pid is never mistaken for one) are adopted and watched.
 
 use std::collections::BTreeMap;
-use std::ffi::CString;
+use std::ffi::{CString, OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{Gid, Pid, Uid, User};
 use serde::{Deserialize, Serialize};
 
-use super::cgroups::{Cgroups, ContainerCgroup, join_in_child};
+use super::cgroups::{Cgroups, ContainerCgroup};
+use super::monitor;
 use super::protocol::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
 
 /// `yarn.nodemanager.sleep-delay-before-sigkill.ms`.
@@ -69,18 +68,6 @@ const MAX_ENV_KEY_BYTES: usize = 256;
 const MAX_ENV_VALUE_BYTES: usize = 64 * 1024;
 const MAX_ARGS: usize = 4096;
 const MAX_COMMAND_BYTES: usize = 1024 * 1024;
-
-/// Runs the command (in a subshell, so a builtin such as `exit` cannot end
-/// the wrapper early), then records its status as YARN's
-/// default_container_executor.sh does: temp file + rename, so a reader sees
-/// all of it or nothing. `command -p` finds mv whatever PATH the order set.
-/// Called as `sh -c WRAPPER weft-container <exit dir> <command…>`.
-const WRAPPER: &str = r#"exit_dir=$1
-shift
-( "$@" )
-status=$?
-printf '%s\n' "$status" > "$exit_dir/exitcode.tmp" && command -p mv -f "$exit_dir/exitcode.tmp" "$exit_dir/exitcode"
-exit "$status""#;
 
 /// How the executor is set up (`weft agent`'s flags).
 #[derive(Debug, Clone)]
@@ -174,8 +161,9 @@ struct ContainerProcess {
     /// with a recycled pid.
     start_ticks: u64,
     started_ms: u64,
-    /// `None` when adopted: not our child, so watched through /proc.
-    child: Option<Child>,
+    /// Our child (its monitor was forked by this agent), so reaped with
+    /// waitpid; `false` when adopted, so watched through /proc.
+    ours: bool,
     cgroup: Option<ContainerCgroup>,
     kill: Option<KillState>,
     /// When its main process was first seen gone.
@@ -255,7 +243,7 @@ struct Identity {
 enum Outcome {
     /// An exit code: the exit-code file's, or the wait status's.
     Code(i32),
-    /// Ended by a signal before the wrapper could record anything.
+    /// Ended by a signal before the monitor could record anything.
     Signal(i32),
     /// Not our child and no exit-code file.
     Unknown,
@@ -644,7 +632,7 @@ impl Executor {
             pid: pid.map_or(0, |pid| pid.pid),
             start_ticks: pid.map_or(0, |pid| pid.start_ticks),
             started_ms: pid.map_or(0, |pid| pid.started_ms),
-            child: None,
+            ours: false,
             cgroup,
             kill: None,
             ended_at: None,
@@ -722,7 +710,7 @@ enum Leader {
 
 impl ContainerProcess {
     fn leader(&self) -> Leader {
-        if self.child.is_some() {
+        if self.ours {
             let Ok(pid) = i32::try_from(self.pid) else {
                 return Leader::Ended { pinned: false };
             };
@@ -838,15 +826,16 @@ impl Settings {
         if !ended {
             return None;
         }
-        let outcome = match &mut process.child {
-            Some(_) => None,
-            None => read_exit_code(&self.layout.exit_dir(&process.container_id)).map(Outcome::Code),
+        let outcome = if process.ours {
+            None
+        } else {
+            read_exit_code(&self.layout.exit_dir(&process.container_id)).map(Outcome::Code)
         };
         match &process.kill {
             // The rest of the group gets the whole grace to clean up.
             Some(kill) if !kill.escalated => return None,
             Some(_) => {}
-            None if process.child.is_none()
+            None if !process.ours
                 && outcome.is_none()
                 && now.duration_since(process.ended_at.unwrap_or(now)) < EXIT_CODE_FILE_TIMEOUT =>
             {
@@ -868,23 +857,21 @@ impl Settings {
     /// the group id, then reaps it.
     fn reap(&self, process: &mut ContainerProcess) -> Outcome {
         process.signal_group(Signal::SIGKILL);
-        let status: Option<ExitStatus> = match &mut process.child {
-            Some(child) => child.try_wait().unwrap_or_else(|error| {
+        let status = if process.ours {
+            reap_child(process.pid).unwrap_or_else(|error| {
                 tracing::warn!(container = %process.container_id, %error, "cannot reap a container's process");
                 None
-            }),
-            None => None,
+            })
+        } else {
+            None
         };
         if let Some(code) = read_exit_code(&self.layout.exit_dir(&process.container_id)) {
             return Outcome::Code(code);
         }
         match status {
-            Some(status) => match (status.code(), status.signal()) {
-                (Some(code), _) => Outcome::Code(code),
-                (None, Some(signal)) => Outcome::Signal(signal),
-                (None, None) => Outcome::Unknown,
-            },
-            None => Outcome::Unknown,
+            Some(WaitStatus::Exited(_, code)) => Outcome::Code(code),
+            Some(WaitStatus::Signaled(_, signal, _)) => Outcome::Signal(signal as i32),
+            _ => Outcome::Unknown,
         }
     }
 
@@ -1056,40 +1043,30 @@ impl Settings {
             None => Vec::new(),
         };
 
-        let mut command = Command::new("/bin/sh");
-        command
-            .arg("-c")
-            .arg(WRAPPER)
-            .arg("weft-container")
-            .arg(&exit_dir);
-        match &order.command {
-            ContainerCommand::Argv(argv) => command.args(argv),
-            ContainerCommand::Shell(line) => command.arg("/bin/sh").arg("-c").arg(line),
+        let argv = match &order.command {
+            ContainerCommand::Argv(argv) => argv.clone(),
+            ContainerCommand::Shell(line) => {
+                vec!["/bin/sh".to_owned(), "-c".to_owned(), line.clone()]
+            }
         };
-        command
-            .current_dir(&container_work_dir)
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(stderr)
-            .env_clear();
-        self.set_env(
-            &mut command,
-            order,
-            &identity,
-            &container_work_dir,
-            &container_log_dir,
-        );
-        enter_session_in_child(&mut command, join_files, identity.switch_to);
-
+        let env = self.container_env(order, &identity, &container_work_dir, &container_log_dir);
+        let launch = monitor::Launch {
+            argv: &argv,
+            env,
+            work_dir: &container_work_dir,
+            stdout,
+            stderr,
+            join_files,
+            switch_to: identity.switch_to,
+            exit_dir,
+        };
         let started_ms = now_ms();
-        let child = command.spawn().map_err(|error| {
+        let pid = monitor::spawn(launch).map_err(|error| {
             if let Some(cgroup) = &cgroup {
                 let _ = cgroup.remove();
             }
             format!("cannot start the process: {error}")
         })?;
-        drop(command); // closes the parent's copies of the cgroup.procs files
-        let pid = child.id();
         // Right after spawn the child exists (at worst as a zombie, which
         // nobody but us can reap), so its start time is readable.
         let start_ticks = read_proc_stat(pid).map_or(0, |stat| stat.start_ticks);
@@ -1108,7 +1085,7 @@ impl Settings {
             pid,
             start_ticks,
             started_ms,
-            child: Some(child),
+            ours: true,
             cgroup,
             kill: None,
             ended_at: None,
@@ -1160,64 +1137,41 @@ impl Settings {
 
     /// The container's environment: a few of the agent's variables, then
     /// the order's, then the agent's own (these win), as YARN's sanitizeEnv.
-    fn set_env(
+    fn container_env(
         &self,
-        command: &mut Command,
         order: &LaunchOrder,
         identity: &Identity,
         work_dir: &Path,
         log_dir: &Path,
-    ) {
-        command.env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+    ) -> BTreeMap<OsString, OsString> {
+        let mut env = BTreeMap::new();
+        env.insert(
+            "PATH".into(),
+            std::env::var_os("PATH").unwrap_or_else(|| monitor::DEFAULT_PATH.into()),
         );
         for inherited in ["LANG", "TZ"] {
             if let Some(value) = std::env::var_os(inherited) {
-                command.env(inherited, value);
+                env.insert(inherited.into(), value);
             }
         }
-        command.env("HOME", &identity.home);
-        command.envs(&order.env);
-        command
-            .env("CONTAINER_ID", &order.container_id)
-            .env("APP_ID", &order.app_id)
-            .env("WEFT_USER", &order.user)
-            .env("USER", &identity.name)
-            .env("LOGNAME", &identity.name)
-            .env("PWD", work_dir)
-            .env("LOG_DIRS", log_dir)
-            .env("LOCAL_DIRS", work_dir);
-    }
-}
-
-/// Between fork and exec: a session of its own (pid = pgid = sid, so the
-/// container's group can be signalled as one), its cgroups, then its user.
-/// The cgroups come before dropping root, while the write is still allowed.
-#[allow(unsafe_code)]
-fn enter_session_in_child(
-    command: &mut Command,
-    join_files: Vec<OwnedFd>,
-    switch_to: Option<(Uid, Gid, Vec<Gid>)>,
-) {
-    let in_child = move || -> io::Result<()> {
-        let os_error = |errno: Errno| io::Error::from_raw_os_error(errno as i32);
-        nix::unistd::setsid().map_err(os_error)?;
-        join_in_child(&join_files).map_err(os_error)?;
-        if let Some((uid, gid, groups)) = &switch_to {
-            nix::unistd::setgroups(groups).map_err(os_error)?;
-            nix::unistd::setgid(*gid).map_err(os_error)?;
-            nix::unistd::setuid(*uid).map_err(os_error)?;
+        env.insert("HOME".into(), identity.home.clone().into_os_string());
+        for (key, value) in &order.env {
+            env.insert(key.into(), value.into());
         }
-        Ok(())
-    };
-    // SAFETY: the closure runs in the forked child before exec and only
-    // makes async-signal-safe system calls (setsid, write, setgroups,
-    // setgid, setuid) on data prepared in the parent: it allocates
-    // nothing and takes no locks, and errors are raw OS errors, which do
-    // not allocate either.
-    unsafe {
-        command.pre_exec(in_child);
+        let own: [(&str, &OsStr); 8] = [
+            ("CONTAINER_ID", order.container_id.as_ref()),
+            ("APP_ID", order.app_id.as_ref()),
+            ("WEFT_USER", order.user.as_ref()),
+            ("USER", identity.name.as_ref()),
+            ("LOGNAME", identity.name.as_ref()),
+            ("PWD", work_dir.as_os_str()),
+            ("LOG_DIRS", log_dir.as_os_str()),
+            ("LOCAL_DIRS", work_dir.as_os_str()),
+        ];
+        for (key, value) in own {
+            env.insert(key.into(), value.to_owned());
+        }
+        env
     }
 }
 
@@ -1435,9 +1389,18 @@ fn signal_name(signal: i32) -> String {
     )
 }
 
-/// The status the wrapper wrote, if it did. The file is the container
+/// The status the monitor wrote, if it did. The file is the container
 /// user's, so only a shell status (0..=255) counts: a negative number
 /// must not pass for one of Weft's own statuses.
+/// Reaps our child if it has ended (`None` while it runs).
+fn reap_child(pid: u32) -> nix::Result<Option<WaitStatus>> {
+    let pid = i32::try_from(pid).map_err(|_| Errno::ESRCH)?;
+    match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG))? {
+        WaitStatus::StillAlive => Ok(None),
+        status => Ok(Some(status)),
+    }
+}
+
 fn read_exit_code(exit_dir: &Path) -> Option<i32> {
     let text = fs::read_to_string(exit_dir.join("exitcode")).ok()?;
     let code: u8 = text.trim().parse().ok()?;
@@ -1745,13 +1708,15 @@ mod tests {
             ContainerCommand::Argv(vec!["weft-no-such-command-xyz".to_owned()]),
         ));
         executor.launch(&order("c_fail", shell("echo oops >&2; exit 3")));
+        // An argv is exec'd, never run by a shell: `exit` is no program.
         executor.launch(&order(
-            "c_exit_builtin",
+            "c_exit_argv",
             ContainerCommand::Argv(vec!["exit".to_owned(), "4".to_owned()]),
         ));
+        executor.launch(&order("c_exit_line", shell("exit 4")));
         let ends = wait_for_ends(
             &mut executor,
-            &["c_missing", "c_fail", "c_exit_builtin"],
+            &["c_missing", "c_fail", "c_exit_argv", "c_exit_line"],
             Duration::from_secs(3),
         );
         let missing = &ends["c_missing"];
@@ -1772,8 +1737,14 @@ mod tests {
             failed.diagnostics,
             "exited with status 3; last 5 bytes of stderr:\noops\n"
         );
-        let builtin = &ends["c_exit_builtin"];
-        assert_eq!(builtin.exit_status, 4);
+        let argv = &ends["c_exit_argv"];
+        assert_eq!(argv.exit_status, 127, "{}", argv.diagnostics);
+        assert!(
+            argv.diagnostics.contains("weft: exit: not found"),
+            "{}",
+            argv.diagnostics
+        );
+        assert_eq!(ends["c_exit_line"].exit_status, 4);
     }
 
     #[test]
@@ -1962,7 +1933,7 @@ mod tests {
         first.launch(&order("c_lost", shell("sleep 100")));
         let pid = first.running()[0].pid;
         drop(first);
-        // Killed while "the agent was down": the wrapper leaves no exit code.
+        // Killed while "the agent was down": the monitor leaves no exit code.
         let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
         let _ = nix::sys::wait::waitpid(Pid::from_raw(pid as i32), None);
         let mut second = bench.open();
@@ -2083,7 +2054,7 @@ mod tests {
             std::os::unix::fs::MetadataExt::uid(&fs::metadata(made).expect("made")),
             account.uid.as_raw()
         );
-        // The wrapper, as nobody, could record the exit code.
+        // The monitor, as nobody, could record the exit code.
         assert!(
             executor
                 .settings

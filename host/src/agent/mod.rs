@@ -13,6 +13,7 @@ pub mod cgroups;
 pub mod executor;
 pub mod logs;
 pub mod machine;
+pub mod monitor;
 pub mod protocol;
 pub mod runner;
 pub mod tracker;

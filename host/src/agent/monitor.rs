@@ -1,0 +1,512 @@
+//! Starts a container's process under a monitor: a forked copy of the
+//! agent that enters the container's session, cgroups and user, starts the
+//! command, waits for it and records its exit status atomically (temp file
+//! + rename), so an agent that was down when the container ended still
+//!   learns the status. This is YARN's launch script without a shell: a
+//!   launch costs two processes (monitor and command) instead of a shell,
+//!   a subshell and an `mv`, and the agent never waits for an exec.
+//!
+//! Everything the monitor and the command need is prepared before the
+//! fork ([`Prepared`]): after it, in a copy of a multi-threaded process,
+//! only async-signal-safe system calls on that data are made — no
+//! allocation, no locks, no Rust I/O — until the command's `execve` or the
+//! monitor's `_exit`.
+
+#![allow(unsafe_code)]
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use nix::unistd::{Gid, Uid};
+
+/// What a container's process is started with.
+pub struct Launch<'a> {
+    /// The command; a program name without '/' is looked up in the
+    /// container's PATH, as `execvp` does.
+    pub argv: &'a [String],
+    /// The container's whole environment.
+    pub env: BTreeMap<OsString, OsString>,
+    /// Its working directory.
+    pub work_dir: &'a Path,
+    pub stdout: File,
+    pub stderr: File,
+    /// Its cgroups' `cgroup.procs`, opened by the agent; the monitor joins
+    /// them before starting the command (and before leaving root).
+    pub join_files: Vec<OwnedFd>,
+    /// Who it runs as, when not the agent's user.
+    pub switch_to: Option<(Uid, Gid, Vec<Gid>)>,
+    /// Where the monitor writes `exitcode` (via `exitcode.tmp`).
+    pub exit_dir: PathBuf,
+}
+
+/// The PATH a container gets when neither the agent nor the order has one.
+pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Forks the monitor, which starts the command; returns the monitor's pid,
+/// which is also the container's session and process group id. Returns
+/// once the monitor is in its session, cgroups, user and working dir (or
+/// says which of these failed); how the command fares is learnt from the
+/// monitor's exit and the exit-code file.
+pub fn spawn(launch: Launch<'_>) -> io::Result<u32> {
+    let prepared = Prepared::new(launch)?;
+    let (ready_read, ready_write) = ready_pipe()?;
+    // SAFETY: the child runs only `monitor`, which makes async-signal-safe
+    // system calls on memory prepared above and never returns.
+    let pid = match unsafe { libc::fork() } {
+        -1 => return Err(io::Error::last_os_error()),
+        0 => unsafe { prepared.monitor(ready_write.as_raw_fd()) },
+        pid => pid,
+    };
+    // Closes the agent's copies of the log and cgroup files, and of the
+    // pipe's write end, so the read below ends when the monitor closes its.
+    drop(prepared);
+    drop(ready_write);
+    let mut report = Vec::new();
+    File::from(ready_read).read_to_end(&mut report)?;
+    if report.len() >= 4 {
+        // The monitor failed its set-up and exits at once: reap it.
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, with a valid pointer.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let errno = i32::from_ne_bytes([report[0], report[1], report[2], report[3]]);
+        let what = String::from_utf8_lossy(&report[4..]);
+        return Err(io::Error::other(format!(
+            "the container's monitor {what}: {}",
+            io::Error::from_raw_os_error(errno)
+        )));
+    }
+    u32::try_from(pid).map_err(|_| io::Error::other("fork returned a negative pid"))
+}
+
+/// A close-on-exec pipe: the monitor reports a failed set-up on it, or
+/// closes it when set up.
+fn ready_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the two descriptors, which we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both were just opened and nothing else owns them.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A launch turned into C strings and raw arrays before the fork.
+struct Prepared {
+    /// Paths to try, in order (one if argv[0] has a '/').
+    candidates: Vec<CString>,
+    /// Kept alive for the pointer arrays below.
+    _argv: Vec<CString>,
+    _env: Vec<CString>,
+    argv_ptrs: Vec<*const libc::c_char>,
+    env_ptrs: Vec<*const libc::c_char>,
+    work_dir: CString,
+    exit_tmp: CString,
+    exit_file: CString,
+    /// "weft: PROGRAM: " for the command's own error messages.
+    error_prefix: Vec<u8>,
+    stdin: File,
+    stdout: File,
+    stderr: File,
+    join_files: Vec<OwnedFd>,
+    switch_to: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
+}
+
+impl Prepared {
+    fn new(launch: Launch<'_>) -> io::Result<Prepared> {
+        let c_string = |what: &str, bytes: &[u8]| {
+            CString::new(bytes)
+                .map_err(|_| io::Error::other(format!("the {what} contains a NUL byte")))
+        };
+        let program = launch
+            .argv
+            .first()
+            .ok_or_else(|| io::Error::other("the command is empty"))?;
+        let argv = launch
+            .argv
+            .iter()
+            .map(|arg| c_string("command", arg.as_bytes()))
+            .collect::<io::Result<Vec<_>>>()?;
+        let env = launch
+            .env
+            .iter()
+            .map(|(key, value)| {
+                let pair = [key.as_bytes(), b"=", value.as_bytes()].concat();
+                c_string("environment", &pair)
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let path = launch
+            .env
+            .get(OsStr::new("PATH"))
+            .map_or(OsStr::new(DEFAULT_PATH), OsString::as_os_str);
+        let candidates = program_candidates(program, path)
+            .iter()
+            .map(|candidate| c_string("command", candidate.as_os_str().as_bytes()))
+            .collect::<io::Result<Vec<_>>>()?;
+        let argv_ptrs = null_terminated(&argv);
+        let env_ptrs = null_terminated(&env);
+        Ok(Prepared {
+            candidates,
+            argv_ptrs,
+            env_ptrs,
+            _argv: argv,
+            _env: env,
+            work_dir: c_string("working dir", launch.work_dir.as_os_str().as_bytes())?,
+            exit_tmp: c_string(
+                "exit dir",
+                launch.exit_dir.join("exitcode.tmp").as_os_str().as_bytes(),
+            )?,
+            exit_file: c_string(
+                "exit dir",
+                launch.exit_dir.join("exitcode").as_os_str().as_bytes(),
+            )?,
+            error_prefix: format!("weft: {program}: ").into_bytes(),
+            stdin: File::open("/dev/null")?,
+            stdout: launch.stdout,
+            stderr: launch.stderr,
+            join_files: launch.join_files,
+            switch_to: launch.switch_to.map(|(uid, gid, groups)| {
+                let groups = groups.iter().map(|group| group.as_raw()).collect();
+                (uid.as_raw(), gid.as_raw(), groups)
+            }),
+        })
+    }
+
+    /// The monitor, in the forked child: sets up, tells the agent (by
+    /// closing `ready`), starts the command, waits for it, records its
+    /// exit code and exits with it.
+    ///
+    /// # Safety
+    /// Only in the child of `fork`: it takes over the process and ends it.
+    unsafe fn monitor(&self, ready: libc::c_int) -> ! {
+        unsafe {
+            // Named, so `ps` and `top` tell it from the agent it copies.
+            libc::prctl(libc::PR_SET_NAME, c"weft-monitor".as_ptr(), 0, 0, 0);
+            if let Err(what) = self.set_up() {
+                let errno = *libc::__errno_location();
+                write_all(ready, &errno.to_ne_bytes());
+                write_all(ready, what);
+                libc::_exit(126);
+            }
+            // None of the agent's files (its sockets, its database) may be
+            // held by a process that outlives it; this also closes `ready`.
+            close_from(3);
+            let command = libc::fork();
+            if command == -1 {
+                fail(b"cannot fork its command");
+            }
+            if command == 0 {
+                self.exec_command();
+            }
+            let mut status = 0;
+            while libc::waitpid(command, &mut status, 0) == -1 {
+                if *libc::__errno_location() != libc::EINTR {
+                    fail(b"lost its command");
+                }
+            }
+            // As a shell reports it: the exit code, or 128 + the signal.
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else if libc::WIFSIGNALED(status) {
+                128 + libc::WTERMSIG(status)
+            } else {
+                255
+            };
+            self.record_exit_code(code);
+            libc::_exit(code);
+        }
+    }
+
+    /// The container's stdio, session, cgroups, user and working dir, and
+    /// default signal handling; `Err` says which failed (errno is set).
+    unsafe fn set_up(&self) -> Result<(), &'static [u8]> {
+        unsafe {
+            for (file, target) in [(&self.stdin, 0), (&self.stdout, 1), (&self.stderr, 2)] {
+                if libc::dup2(file.as_raw_fd(), target) == -1 {
+                    return Err(b"cannot set up its stdio");
+                }
+            }
+            // A session and process group of its own (pid = pgid = sid), so
+            // the whole container can be signalled as one.
+            if libc::setsid() == -1 {
+                return Err(b"cannot start a session");
+            }
+            // Before leaving root, while the write is still allowed.
+            for file in &self.join_files {
+                if libc::write(file.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(b"cannot join its cgroup");
+                }
+            }
+            if let Some((uid, gid, groups)) = &self.switch_to
+                && (libc::setgroups(groups.len(), groups.as_ptr()) == -1
+                    || libc::setgid(*gid) == -1
+                    || libc::setuid(*uid) == -1)
+            {
+                return Err(b"cannot switch to its user");
+            }
+            if libc::chdir(self.work_dir.as_ptr()) == -1 {
+                return Err(b"cannot enter its working dir");
+            }
+            // The agent's signal handlers and mask are not the container's.
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            for signal in 1..=64 {
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    libc::signal(signal, libc::SIG_DFL);
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// `execve` of each candidate in turn, as `execvp` does; on failure,
+    /// says why on stderr and ends as a shell would (127 not found, 126
+    /// found but not runnable).
+    unsafe fn exec_command(&self) -> ! {
+        unsafe {
+            let mut found_but_failed = 0;
+            for candidate in &self.candidates {
+                libc::execve(
+                    candidate.as_ptr(),
+                    self.argv_ptrs.as_ptr(),
+                    self.env_ptrs.as_ptr(),
+                );
+                let errno = *libc::__errno_location();
+                if errno != libc::ENOENT && errno != libc::ENOTDIR {
+                    found_but_failed = errno;
+                }
+            }
+            write_all(2, &self.error_prefix);
+            match found_but_failed {
+                0 => {
+                    write_all(2, b"not found\n");
+                    libc::_exit(127)
+                }
+                libc::EACCES => write_all(2, b"permission denied\n"),
+                libc::ENOEXEC => write_all(2, b"not an executable (no #! line?)\n"),
+                errno => {
+                    write_all(2, b"cannot execute, errno ");
+                    write_number(2, errno);
+                    write_all(2, b"\n");
+                }
+            }
+            libc::_exit(126)
+        }
+    }
+
+    /// `exitcode.tmp`, then renamed to `exitcode`: a reader sees all of it
+    /// or nothing.
+    unsafe fn record_exit_code(&self, code: i32) {
+        unsafe {
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
+            let file = libc::open(self.exit_tmp.as_ptr(), flags, 0o600);
+            if file == -1 {
+                return;
+            }
+            write_number(file, code);
+            write_all(file, b"\n");
+            libc::close(file);
+            libc::rename(self.exit_tmp.as_ptr(), self.exit_file.as_ptr());
+        }
+    }
+}
+
+/// The paths `execvp` would try for `program` with this PATH.
+fn program_candidates(program: &str, path: &OsStr) -> Vec<PathBuf> {
+    if program.contains('/') {
+        return vec![PathBuf::from(program)];
+    }
+    path.as_bytes()
+        .split(|byte| *byte == b':')
+        // An empty entry is the working dir, as for execvp.
+        .map(|dir| if dir.is_empty() { b".".as_slice() } else { dir })
+        .map(|dir| Path::new(OsStr::from_bytes(dir)).join(program))
+        .collect()
+}
+
+fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|string| string.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
+/// Says why the monitor cannot go on (on the container's stderr) and ends
+/// it with 126, which the agent reports with that stderr. Only after
+/// set-up, once the agent has been told it is running.
+unsafe fn fail(what: &[u8]) -> ! {
+    unsafe {
+        let errno = *libc::__errno_location();
+        write_all(2, b"weft: the container's monitor ");
+        write_all(2, what);
+        write_all(2, b", errno ");
+        write_number(2, errno);
+        write_all(2, b"\n");
+        libc::_exit(126)
+    }
+}
+
+/// Closes every descriptor from `first` up.
+unsafe fn close_from(first: libc::c_uint) {
+    unsafe {
+        if libc::syscall(libc::SYS_close_range, first, libc::c_uint::MAX, 0) == 0 {
+            return;
+        }
+        // Kernels before 5.9.
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        let highest = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur.min(1 << 20) as libc::c_int
+        } else {
+            4096
+        };
+        for fd in first as libc::c_int..highest {
+            libc::close(fd);
+        }
+    }
+}
+
+unsafe fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if written <= 0 {
+            if written == -1 && unsafe { *libc::__errno_location() } == libc::EINTR {
+                continue;
+            }
+            return;
+        }
+        bytes = &bytes[written as usize..];
+    }
+}
+
+/// Writes a number in decimal without allocating.
+unsafe fn write_number(fd: libc::c_int, number: i32) {
+    let mut digits = [0u8; 12];
+    let mut at = digits.len();
+    let negative = number < 0;
+    let mut rest = number.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if negative {
+        at -= 1;
+        digits[at] = b'-';
+    }
+    unsafe { write_all(fd, &digits[at..]) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_follow_path_as_execvp_does() {
+        assert_eq!(
+            program_candidates("./run.sh", OsStr::new("/usr/bin")),
+            vec![PathBuf::from("./run.sh")]
+        );
+        assert_eq!(
+            program_candidates("true", OsStr::new("/usr/bin::/bin")),
+            vec![
+                PathBuf::from("/usr/bin/true"),
+                PathBuf::from("./true"),
+                PathBuf::from("/bin/true")
+            ]
+        );
+    }
+
+    fn launch<'a>(dir: &Path, argv: &'a [String], work_dir: &'a Path) -> Launch<'a> {
+        Launch {
+            argv,
+            env: BTreeMap::from([("PATH".into(), "/usr/bin:/bin".into())]),
+            work_dir,
+            stdout: File::create(dir.join("out")).unwrap(),
+            stderr: File::create(dir.join("err")).unwrap(),
+            join_files: Vec::new(),
+            switch_to: None,
+            exit_dir: dir.to_owned(),
+        }
+    }
+
+    fn wait(pid: u32) -> i32 {
+        let mut status = 0;
+        assert_eq!(
+            unsafe { libc::waitpid(pid as i32, &mut status, 0) },
+            pid as i32
+        );
+        assert!(libc::WIFEXITED(status));
+        libc::WEXITSTATUS(status)
+    }
+
+    #[test]
+    fn records_the_exit_code_in_its_own_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = ["sh", "-c", "ps -o sid= -p $$; exit 7"].map(String::from);
+        let pid = spawn(launch(dir.path(), &argv, dir.path())).unwrap();
+        assert_eq!(wait(pid), 7);
+        let code = std::fs::read_to_string(dir.path().join("exitcode")).unwrap();
+        assert_eq!(code, "7\n");
+        assert!(!dir.path().join("exitcode.tmp").exists());
+        let session = std::fs::read_to_string(dir.path().join("out")).unwrap();
+        assert_eq!(
+            session.trim(),
+            pid.to_string(),
+            "the monitor leads the session"
+        );
+    }
+
+    #[test]
+    fn a_program_that_cannot_run_ends_126_or_127_saying_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = ["weft-no-such-program".to_owned()];
+        assert_eq!(
+            wait(spawn(launch(dir.path(), &missing, dir.path())).unwrap()),
+            127
+        );
+        let stderr = std::fs::read_to_string(dir.path().join("err")).unwrap();
+        assert_eq!(stderr, "weft: weft-no-such-program: not found\n");
+
+        let dir = tempfile::tempdir().unwrap();
+        let not_executable = dir.path().join("data.txt");
+        std::fs::write(&not_executable, "hello").unwrap();
+        let argv = [not_executable.to_str().unwrap().to_owned()];
+        assert_eq!(
+            wait(spawn(launch(dir.path(), &argv, dir.path())).unwrap()),
+            126
+        );
+        let stderr = std::fs::read_to_string(dir.path().join("err")).unwrap();
+        assert!(stderr.ends_with(": permission denied\n"), "{stderr}");
+    }
+
+    #[test]
+    fn a_failed_set_up_is_an_error_from_spawn() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("gone");
+        let argv = ["/bin/true".to_owned()];
+        let error = spawn(launch(dir.path(), &argv, &gone)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("the container's monitor cannot enter its working dir: No such file"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_nul_byte_is_refused_before_any_fork() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = ["/bin/true".to_owned(), "a\0b".to_owned()];
+        let error = spawn(launch(dir.path(), &argv, dir.path())).unwrap_err();
+        assert!(error.to_string().contains("NUL"), "{error}");
+    }
+}
