@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod policy;
 pub mod queues;
 pub mod quota;
+pub mod refusal;
 pub mod reservation;
 pub mod rm;
 pub mod scheduler;

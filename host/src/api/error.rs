@@ -6,8 +6,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::openapi::{RemoteException, RemoteExceptionBody};
+use crate::refusal::Refusal;
+use crate::reservation::service::ReservationError;
 use crate::rm::CommandError;
-use crate::rm::requests::RequestError;
+use crate::rm::requests::{RequestError, ReservationRequestError};
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -50,6 +52,24 @@ impl ApiError {
     pub fn internal(message: impl ToString) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
+
+    /// A domain error, answered with the status of its kind of refusal.
+    pub fn refused(refusal: Refusal, message: impl ToString) -> ApiError {
+        ApiError::new(status_of(refusal), message)
+    }
+}
+
+/// The one place a kind of refusal becomes an HTTP status, so the domain
+/// (rm/, reservation/, cluster/) never speaks HTTP.
+pub fn status_of(refusal: Refusal) -> StatusCode {
+    match refusal {
+        Refusal::Invalid => StatusCode::BAD_REQUEST,
+        Refusal::NotAllowed => StatusCode::FORBIDDEN,
+        Refusal::Unknown => StatusCode::NOT_FOUND,
+        Refusal::Conflict => StatusCode::CONFLICT,
+        Refusal::Off => StatusCode::SERVICE_UNAVAILABLE,
+        Refusal::Fault => StatusCode::INTERNAL_SERVER_ERROR,
+    }
 }
 
 impl From<CommandError> for ApiError {
@@ -63,9 +83,19 @@ impl From<CommandError> for ApiError {
 
 impl From<RequestError> for ApiError {
     fn from(error: RequestError) -> ApiError {
-        let status =
-            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        ApiError::new(status, error)
+        ApiError::refused(error.kind(), error)
+    }
+}
+
+impl From<ReservationError> for ApiError {
+    fn from(error: ReservationError) -> ApiError {
+        ApiError::refused(error.kind(), error)
+    }
+}
+
+impl From<ReservationRequestError> for ApiError {
+    fn from(error: ReservationRequestError) -> ApiError {
+        ApiError::refused(error.kind(), error)
     }
 }
 
@@ -116,4 +146,102 @@ pub fn panic_response(payload: Box<dyn std::any::Any + Send + 'static>) -> Respo
         })
         .inc();
     ApiError::internal(format!("internal error (logged): {message}")).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reservation::{PlanError, ReservationId, SystemError};
+
+    #[test]
+    fn each_kind_of_refusal_has_one_status() {
+        let cases = [
+            (Refusal::Invalid, 400),
+            (Refusal::NotAllowed, 403),
+            (Refusal::Unknown, 404),
+            (Refusal::Conflict, 409),
+            (Refusal::Off, 503),
+            (Refusal::Fault, 500),
+        ];
+        for (refusal, status) in cases {
+            assert_eq!(status_of(refusal).as_u16(), status, "{refusal:?}");
+        }
+    }
+
+    /// The statuses the REST API has always answered these errors with.
+    #[test]
+    fn domain_errors_keep_their_statuses() {
+        let id = ReservationId {
+            cluster_timestamp: 1_700_000_000_000,
+            sequence: 1,
+        };
+        let system = |error: SystemError| ApiError::from(ReservationError::System(error));
+        let cases = [
+            (ApiError::from(RequestError::BadRequest("x".into())), 400),
+            (ApiError::from(RequestError::Forbidden("x".into())), 403),
+            (ApiError::from(RequestError::NotFound("x".into())), 404),
+            (ApiError::from(RequestError::Conflict("x".into())), 409),
+            (ApiError::from(ReservationError::Disabled), 503),
+            (ApiError::from(ReservationError::Refresh("x".into())), 400),
+            (
+                ApiError::from(ReservationError::IssuedToAnother {
+                    id: id.to_string(),
+                    owner: "bob".into(),
+                }),
+                403,
+            ),
+            (
+                system(SystemError::UnknownQueue {
+                    queue: "root.nope".into(),
+                }),
+                404,
+            ),
+            (system(SystemError::UnknownReservation { id }), 404),
+            (
+                system(SystemError::NotReservable {
+                    queue: "default".into(),
+                }),
+                400,
+            ),
+            (
+                system(SystemError::NotYours {
+                    id,
+                    owner: "bob".into(),
+                    user: "alice".into(),
+                }),
+                403,
+            ),
+            (
+                system(SystemError::TooMany {
+                    queue: "root.a".into(),
+                    user: "alice".into(),
+                    in_queue: 1,
+                    of_user: 1,
+                }),
+                409,
+            ),
+            (
+                system(SystemError::Plan(PlanError::BadConfig {
+                    queue: "root.a".into(),
+                    reason: "x".into(),
+                })),
+                500,
+            ),
+            (
+                ApiError::from(ReservationRequestError::Request(RequestError::Forbidden(
+                    "x".into(),
+                ))),
+                403,
+            ),
+            (
+                ApiError::from(ReservationRequestError::Reservation(
+                    ReservationError::Disabled,
+                )),
+                503,
+            ),
+        ];
+        for (error, status) in cases {
+            assert_eq!(error.status.as_u16(), status, "{}", error.message);
+        }
+    }
 }

@@ -18,28 +18,8 @@ use crate::reservation::definition::{
     NewReservation, ReservationDeleteRequest, ReservationListInfo, ReservationSubmissionRequest,
     ReservationUpdateRequest,
 };
-use crate::reservation::service::ReservationError;
 use crate::rm::ResourceManager;
-use crate::rm::requests::ReservationRequestError;
 use crate::security::Caller;
-
-impl From<ReservationError> for ApiError {
-    fn from(error: ReservationError) -> ApiError {
-        ApiError::new(
-            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            error,
-        )
-    }
-}
-
-impl From<ReservationRequestError> for ApiError {
-    fn from(error: ReservationRequestError) -> ApiError {
-        ApiError::new(
-            StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            error,
-        )
-    }
-}
 
 /// An empty JSON object, as YARN answers update and delete.
 #[derive(Debug, Serialize, ToSchema)]

@@ -10,6 +10,7 @@ use crate::cluster::{Cluster, Resources};
 use crate::config::Settings;
 use crate::policy::{PolicyKind, PolicyRuntime, PolicySlot, PolicySource};
 use crate::queues::QueueTree;
+use crate::refusal::Refusal;
 use crate::reservation::definition::{
     ReservationDeleteRequest, ReservationSubmissionRequest, ReservationUpdateRequest,
 };
@@ -46,14 +47,13 @@ pub enum ReservationError {
 }
 
 impl ReservationError {
-    /// The HTTP status for this error.
-    pub fn status(&self) -> u16 {
+    pub fn kind(&self) -> Refusal {
         match self {
-            ReservationError::Disabled => 503,
-            ReservationError::System(error) => error.status_hint(),
-            ReservationError::Store(_) => 500,
-            ReservationError::Refresh(_) | ReservationError::QueuePolicy { .. } => 400,
-            ReservationError::IssuedToAnother { .. } => 403,
+            ReservationError::Disabled => Refusal::Off,
+            ReservationError::System(error) => error.kind(),
+            ReservationError::Store(_) => Refusal::Fault,
+            ReservationError::Refresh(_) | ReservationError::QueuePolicy { .. } => Refusal::Invalid,
+            ReservationError::IssuedToAnother { .. } => Refusal::NotAllowed,
         }
     }
 }

@@ -16,6 +16,7 @@ use super::definition::{
 };
 use super::plan::{Allocation, Plan, PlanConfig, PlanError, Reservation};
 use crate::policy::CallError;
+use crate::refusal::Refusal;
 
 /// What the system needs besides the plans.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,7 +70,7 @@ impl Accepted {
     }
 }
 
-/// Why a call was refused. [`SystemError::status_hint`] gives the HTTP status.
+/// Why a call was refused; [`SystemError::kind`] says what kind of refusal it is.
 #[derive(Debug, thiserror::Error)]
 pub enum SystemError {
     #[error(transparent)]
@@ -130,19 +131,21 @@ pub enum SystemError {
 }
 
 impl SystemError {
-    /// The HTTP status this error maps onto: 400 for a bad or refused
-    /// request, 403 for someone else's reservation, 404 for a missing queue or
-    /// reservation, 500 when the sharing policy or the host failed.
-    pub fn status_hint(&self) -> u16 {
+    /// A request that is wrong or refused as asked is `Invalid` — a changed
+    /// resubmission too, since the caller must resubmit it unchanged or
+    /// update it; a failure of the sharing policy or of the plan is a `Fault`.
+    pub fn kind(&self) -> Refusal {
         match self {
-            SystemError::UnknownQueue { .. } | SystemError::UnknownReservation { .. } => 404,
-            SystemError::NotYours { .. } => 403,
-            SystemError::TooMany { .. } => 409,
+            SystemError::UnknownQueue { .. } | SystemError::UnknownReservation { .. } => {
+                Refusal::Unknown
+            }
+            SystemError::NotYours { .. } => Refusal::NotAllowed,
+            SystemError::TooMany { .. } => Refusal::Conflict,
             SystemError::Placement {
                 source: AgentError::Policy(_) | AgentError::Plan(_),
                 ..
             }
-            | SystemError::Plan(_) => 500,
+            | SystemError::Plan(_) => Refusal::Fault,
             SystemError::MalformedId(_)
             | SystemError::NotReservable { .. }
             | SystemError::AmbiguousQueue { .. }
@@ -151,7 +154,7 @@ impl SystemError {
             | SystemError::Definition { .. }
             | SystemError::Placement { .. }
             | SystemError::BadListRange { .. }
-            | SystemError::DuplicatePlan { .. } => 400,
+            | SystemError::DuplicatePlan { .. } => Refusal::Invalid,
         }
     }
 }
@@ -168,7 +171,7 @@ pub struct ReservationSystem {
     next_sequence: u64,
     /// Plans by queue path.
     plans: BTreeMap<String, Plan>,
-    /// Queues that exist but are not reservable, to tell 400 from 404.
+    /// Queues that exist but are not reservable, to tell them from unknown ones.
     other_queues: BTreeSet<String>,
     /// Which plan holds each reservation.
     queue_of: HashMap<ReservationId, String>,
@@ -238,7 +241,7 @@ impl ReservationSystem {
     }
 
     /// Names the queues that exist but are not reservable (paths), so that
-    /// submitting to one is a 400 rather than a 404.
+    /// submitting to one is refused as invalid rather than as unknown.
     pub fn with_other_queues(
         mut self,
         queues: impl IntoIterator<Item = impl Into<String>>,
@@ -773,11 +776,11 @@ mod tests {
             matches!(refused, SystemError::TooMany { of_user: 1000, .. }),
             "{refused}"
         );
-        assert_eq!(refused.status_hint(), 409);
+        assert_eq!(refused.kind(), Refusal::Conflict);
         submit(&mut system, "bob", 5_000).unwrap();
     }
 
-    /// Every refused submission, each with its status, and the system unchanged.
+    /// Every refused submission, each with its kind of refusal, and the system unchanged.
     #[test]
     fn every_refused_submission_leaves_the_system_unchanged() {
         let mut system = system();
@@ -802,7 +805,13 @@ mod tests {
             definition
         };
         let fair = NoOverCommit::default();
-        let cases: Vec<(&str, ReservationSubmissionRequest, &dyn Sharing, u16, &str)> = vec![
+        let cases: Vec<(
+            &str,
+            ReservationSubmissionRequest,
+            &dyn Sharing,
+            Refusal,
+            &str,
+        )> = vec![
             (
                 "malformed id",
                 ReservationSubmissionRequest {
@@ -810,28 +819,28 @@ mod tests {
                     ..submission(id, "dedicated", good())
                 },
                 &fair,
-                400,
+                Refusal::Invalid,
                 "is not a reservation id",
             ),
             (
                 "unknown queue",
                 submission(id, "root.nope", good()),
                 &fair,
-                404,
+                Refusal::Unknown,
                 "no queue \"root.nope\"",
             ),
             (
                 "queue not reservable",
                 submission(id, "default", good()),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "not reservable",
             ),
             (
                 "arrival after deadline",
                 submission(id, "dedicated", with(|d| d.arrival = d.deadline + 1)),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "is not before deadline",
             ),
             (
@@ -842,7 +851,7 @@ mod tests {
                     job(-100, -10, Interpreter::All, vec![gb(1, 1, 1)]),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "has passed",
             ),
             (
@@ -853,7 +862,7 @@ mod tests {
                     with(|d| d.reservation_requests.reservation_request[0].duration = 101_000),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "longer than the 100000 ms",
             ),
             (
@@ -868,7 +877,7 @@ mod tests {
                     }),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "memory must be at least 1, got 0",
             ),
             (
@@ -879,7 +888,7 @@ mod tests {
                     with(|d| d.reservation_requests.reservation_request[0].num_containers = 0),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "num-containers must be greater than 0",
             ),
             (
@@ -890,7 +899,7 @@ mod tests {
                     with(|d| d.reservation_requests.reservation_request[0].duration = -5),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "got -5",
             ),
             (
@@ -901,7 +910,7 @@ mod tests {
                     with(|d| d.reservation_requests.reservation_request[0].min_concurrency = 3),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "min-concurrency 3 is outside 1..=2",
             ),
             (
@@ -912,7 +921,7 @@ mod tests {
                     with(|d| d.recurrence_expression = Some("7000000".into())),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "does not divide",
             ),
             (
@@ -923,7 +932,7 @@ mod tests {
                     with(|d| d.reservation_requests.reservation_request.clear()),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "has no reservation-request",
             ),
             (
@@ -938,7 +947,7 @@ mod tests {
                     }),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "gpus must be at least 0, got -1",
             ),
             (
@@ -951,7 +960,7 @@ mod tests {
                     }),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "num-containers 8589934592 is above the most Weft handles",
             ),
             (
@@ -962,7 +971,7 @@ mod tests {
                     job(0, 100, Interpreter::Order, vec![gb(1, 1, 60), gb(1, 1, 50)]),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "110000 ms in all, longer than the 100000 ms",
             ),
             (
@@ -973,7 +982,7 @@ mod tests {
                     with(|d| d.recurrence_expression = Some("weekly".into())),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "\"weekly\" is not a period in ms",
             ),
             (
@@ -984,7 +993,7 @@ mod tests {
                     with(|d| d.recurrence_expression = Some("60000".into())),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "shorter than the 100000 ms",
             ),
             (
@@ -995,7 +1004,7 @@ mod tests {
                     job(0, 100, Interpreter::All, vec![gb(11, 11, 10)]),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "larger than the queue's capacity",
             ),
             (
@@ -1006,35 +1015,35 @@ mod tests {
                     job(0, 50, Interpreter::All, vec![gb(1, 1, 10)]),
                 ),
                 &fair,
-                400,
+                Refusal::Invalid,
                 "no room before the deadline",
             ),
             (
                 "refused by the policy",
                 submission(id, "dedicated", good()),
                 &RefuseAll,
-                400,
+                Refusal::Invalid,
                 "average quota",
             ),
             (
                 "the policy fails",
                 submission(id, "dedicated", good()),
                 &Broken,
-                500,
+                Refusal::Fault,
                 "the sharing policy failed",
             ),
             (
                 "another user's id",
                 submission(busy, "dedicated", good()),
                 &fair,
-                403,
+                Refusal::NotAllowed,
                 "belongs to bob, not alice",
             ),
         ];
-        for (name, request, sharing, status, words) in cases {
+        for (name, request, sharing, kind, words) in cases {
             let before = system.clone();
             let error = system.submit(sharing, &request, "alice", NOW).unwrap_err();
-            assert_eq!(error.status_hint(), status, "{name}: {error}");
+            assert_eq!(error.kind(), kind, "{name}: {error}");
             assert!(
                 error.to_string().contains(words),
                 "{name}: {error:?} lacks {words:?}"
@@ -1098,7 +1107,7 @@ mod tests {
                 NOW,
             )
             .unwrap_err();
-        assert_eq!(error.status_hint(), 400);
+        assert_eq!(error.kind(), Refusal::Invalid);
         assert!(
             error
                 .to_string()
@@ -1236,7 +1245,7 @@ mod tests {
             let error = system
                 .update(sharing, &update(id, definition), &ALICE, NOW)
                 .unwrap_err();
-            assert_eq!(error.status_hint(), 400, "{error}");
+            assert_eq!(error.kind(), Refusal::Invalid, "{error}");
             assert!(
                 error.to_string().contains(words),
                 "{error:?} lacks {words:?}"
@@ -1262,7 +1271,7 @@ mod tests {
             .unwrap();
         let before = system.clone();
         let error = system.delete(&delete(id), &BOB).unwrap_err();
-        assert_eq!(error.status_hint(), 403);
+        assert_eq!(error.kind(), Refusal::NotAllowed);
         assert_eq!(
             error.to_string(),
             "reservation reservation_1700000000000_0001 is not yours: it belongs to alice, not bob"
@@ -1275,7 +1284,7 @@ mod tests {
                 NOW,
             )
             .unwrap_err();
-        assert_eq!(error.status_hint(), 403);
+        assert_eq!(error.kind(), Refusal::NotAllowed);
         assert_eq!(system, before);
         // An admin may update; the reservation stays alice's.
         system
@@ -1299,7 +1308,7 @@ mod tests {
         let error = system
             .delete(&delete(system.clone().new_reservation()), &ALICE)
             .unwrap_err();
-        assert_eq!(error.status_hint(), 404);
+        assert_eq!(error.kind(), Refusal::Unknown);
         assert_eq!(
             error.to_string(),
             "no reservation reservation_1700000000000_0001"
@@ -1312,7 +1321,7 @@ mod tests {
                 &ALICE,
             )
             .unwrap_err();
-        assert_eq!(error.status_hint(), 400);
+        assert_eq!(error.kind(), Refusal::Invalid);
         let error = system
             .update(
                 &NoOverCommit::default(),
@@ -1324,7 +1333,7 @@ mod tests {
                 NOW,
             )
             .unwrap_err();
-        assert_eq!(error.status_hint(), 404);
+        assert_eq!(error.kind(), Refusal::Unknown);
     }
 
     #[test]
@@ -1380,14 +1389,11 @@ mod tests {
                 ..ListQuery::default()
             })
             .unwrap_err();
-        assert_eq!(error.status_hint(), 400);
+        assert_eq!(error.kind(), Refusal::Invalid);
         // No queue given means YARN's "default", which is not reservable here.
         assert_eq!(
-            system
-                .list(&ListQuery::default())
-                .unwrap_err()
-                .status_hint(),
-            400
+            system.list(&ListQuery::default()).unwrap_err().kind(),
+            Refusal::Invalid
         );
     }
 
@@ -1419,7 +1425,7 @@ mod tests {
                 NOW,
             )
             .unwrap_err();
-        assert_eq!(error.status_hint(), 400);
+        assert_eq!(error.kind(), Refusal::Invalid);
         assert!(
             error.to_string().contains("root.a.gold, root.b.gold"),
             "{error}"

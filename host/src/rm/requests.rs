@@ -13,6 +13,7 @@ use crate::cluster::{
 };
 use crate::limits;
 use crate::policy::PolicyKind;
+use crate::refusal::Refusal;
 use crate::reservation::definition::{
     ReservationDeleteRequest, ReservationSubmissionRequest, ReservationUpdateRequest,
 };
@@ -20,7 +21,8 @@ use crate::reservation::service::ReservationError;
 use crate::reservation::system::Accepted;
 use crate::security::Caller;
 
-/// Why a request was refused, by the HTTP status it maps to.
+/// Why a request was refused: one variant per kind of [`Refusal`] the
+/// checks here give, with the message for the caller.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
     #[error("{0}")]
@@ -34,12 +36,12 @@ pub enum RequestError {
 }
 
 impl RequestError {
-    pub fn status(&self) -> u16 {
+    pub fn kind(&self) -> Refusal {
         match self {
-            RequestError::BadRequest(_) => 400,
-            RequestError::Forbidden(_) => 403,
-            RequestError::NotFound(_) => 404,
-            RequestError::Conflict(_) => 409,
+            RequestError::BadRequest(_) => Refusal::Invalid,
+            RequestError::Forbidden(_) => Refusal::NotAllowed,
+            RequestError::NotFound(_) => Refusal::Unknown,
+            RequestError::Conflict(_) => Refusal::Conflict,
         }
     }
 }
@@ -607,7 +609,7 @@ impl ResourceManager {
 }
 
 /// A reservation request refused: by the caller's rights, or by the
-/// reservation system (with its own status).
+/// reservation system (with its own kind of refusal).
 #[derive(Debug, thiserror::Error)]
 pub enum ReservationRequestError {
     #[error(transparent)]
@@ -617,10 +619,10 @@ pub enum ReservationRequestError {
 }
 
 impl ReservationRequestError {
-    pub fn status(&self) -> u16 {
+    pub fn kind(&self) -> Refusal {
         match self {
-            ReservationRequestError::Request(error) => error.status(),
-            ReservationRequestError::Reservation(error) => error.status(),
+            ReservationRequestError::Request(error) => error.kind(),
+            ReservationRequestError::Reservation(error) => error.kind(),
         }
     }
 }
