@@ -1,16 +1,17 @@
 //! Starts a container's process under a monitor: a forked copy of the
 //! agent that enters the container's session, cgroups and user, starts the
-//! command, waits for it and records its exit status atomically (temp file
-//! + rename), so an agent that was down when the container ended still
-//!   learns the status. This is YARN's launch script without a shell: a
-//!   launch costs two processes (monitor and command) instead of a shell,
-//!   a subshell and an `mv`, and the agent never waits for an exec.
+//! command, waits for it and records its exit status atomically (a temp
+//! file renamed), so an agent that was down when the container ended
+//! still learns the status. This is YARN's launch script without a shell:
+//! a launch costs one fork and one `posix_spawn` instead of a shell, a
+//! subshell and an `mv`, and the agent never waits for an exec.
 //!
 //! Everything the monitor and the command need is prepared before the
 //! fork ([`Prepared`]): after it, in a copy of a multi-threaded process,
-//! only async-signal-safe system calls on that data are made — no
-//! allocation, no locks, no Rust I/O — until the command's `execve` or the
-//! monitor's `_exit`.
+//! only async-signal-safe calls on that data are made — no allocation, no
+//! locks, no Rust I/O — until the monitor's `_exit`. (glibc's
+//! `posix_spawn` neither allocates nor locks: it clones onto a stack it
+//! maps itself.)
 
 #![allow(unsafe_code)]
 
@@ -195,13 +196,13 @@ impl Prepared {
             // None of the agent's files (its sockets, its database) may be
             // held by a process that outlives it; this also closes `ready`.
             close_from(3);
-            let command = libc::fork();
-            if command == -1 {
-                fail(b"cannot fork its command");
-            }
-            if command == 0 {
-                self.exec_command();
-            }
+            let command = match self.start_command() {
+                Ok(command) => command,
+                Err(code) => {
+                    self.record_exit_code(code);
+                    libc::_exit(code);
+                }
+            };
             let mut status = 0;
             while libc::waitpid(command, &mut status, 0) == -1 {
                 if *libc::__errno_location() != libc::EINTR {
@@ -264,28 +265,36 @@ impl Prepared {
         }
     }
 
-    /// `execve` of each candidate in turn, as `execvp` does; on failure,
-    /// says why on stderr and ends as a shell would (127 not found, 126
-    /// found but not runnable).
-    unsafe fn exec_command(&self) -> ! {
+    /// `posix_spawn` of each candidate in turn, as `execvp` tries them. It
+    /// shares the monitor's memory with the child until the exec (vfork),
+    /// so the agent's address space is not copied a second time. `Err` is
+    /// the status of a command that cannot start, as a shell gives it (127
+    /// not found, 126 found but not runnable), said why on stderr.
+    unsafe fn start_command(&self) -> Result<libc::pid_t, i32> {
         unsafe {
             let mut found_but_failed = 0;
             for candidate in &self.candidates {
-                libc::execve(
+                let mut pid = 0;
+                let error = libc::posix_spawn(
+                    &mut pid,
                     candidate.as_ptr(),
-                    self.argv_ptrs.as_ptr(),
-                    self.env_ptrs.as_ptr(),
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    self.argv_ptrs.as_ptr().cast(),
+                    self.env_ptrs.as_ptr().cast(),
                 );
-                let errno = *libc::__errno_location();
-                if errno != libc::ENOENT && errno != libc::ENOTDIR {
-                    found_but_failed = errno;
+                if error == 0 {
+                    return Ok(pid);
+                }
+                if error != libc::ENOENT && error != libc::ENOTDIR {
+                    found_but_failed = error;
                 }
             }
             write_all(2, &self.error_prefix);
             match found_but_failed {
                 0 => {
                     write_all(2, b"not found\n");
-                    libc::_exit(127)
+                    return Err(127);
                 }
                 libc::EACCES => write_all(2, b"permission denied\n"),
                 libc::ENOEXEC => write_all(2, b"not an executable (no #! line?)\n"),
@@ -295,7 +304,7 @@ impl Prepared {
                     write_all(2, b"\n");
                 }
             }
-            libc::_exit(126)
+            Err(126)
         }
     }
 
