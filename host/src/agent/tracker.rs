@@ -109,7 +109,7 @@ impl LocalTracker {
             .block_on(self.rm.with(move |rm| f(rm, &caller)))
             .map_err(|e| TrackerError::Unavailable(e.to_string()))?;
         answer.map_err(|e| match e {
-            RequestError::NotFound(m) => TrackerError::UnknownNode(m),
+            RequestError::Unknown(m) => TrackerError::UnknownNode(m),
             other => TrackerError::Refused(other.to_string()),
         })
     }

@@ -177,9 +177,9 @@ mod tests {
         };
         let system = |error: SystemError| ApiError::from(ReservationError::System(error));
         let cases = [
-            (ApiError::from(RequestError::BadRequest("x".into())), 400),
-            (ApiError::from(RequestError::Forbidden("x".into())), 403),
-            (ApiError::from(RequestError::NotFound("x".into())), 404),
+            (ApiError::from(RequestError::Invalid("x".into())), 400),
+            (ApiError::from(RequestError::NotAllowed("x".into())), 403),
+            (ApiError::from(RequestError::Unknown("x".into())), 404),
             (ApiError::from(RequestError::Conflict("x".into())), 409),
             (ApiError::from(ReservationError::Disabled), 503),
             (ApiError::from(ReservationError::Refresh("x".into())), 400),
@@ -228,7 +228,7 @@ mod tests {
                 500,
             ),
             (
-                ApiError::from(ReservationRequestError::Request(RequestError::Forbidden(
+                ApiError::from(ReservationRequestError::Request(RequestError::NotAllowed(
                     "x".into(),
                 ))),
                 403,

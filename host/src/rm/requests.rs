@@ -25,12 +25,16 @@ use crate::security::Caller;
 /// checks here give, with the message for the caller.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RequestError {
+    /// Malformed, out of bounds or impossible as asked.
     #[error("{0}")]
-    BadRequest(String),
+    Invalid(String),
+    /// The caller may not do it.
     #[error("{0}")]
-    Forbidden(String),
+    NotAllowed(String),
+    /// It names something there is none of.
     #[error("{0}")]
-    NotFound(String),
+    Unknown(String),
+    /// It clashes with what is there now.
     #[error("{0}")]
     Conflict(String),
 }
@@ -38,9 +42,9 @@ pub enum RequestError {
 impl RequestError {
     pub fn kind(&self) -> Refusal {
         match self {
-            RequestError::BadRequest(_) => Refusal::Invalid,
-            RequestError::Forbidden(_) => Refusal::NotAllowed,
-            RequestError::NotFound(_) => Refusal::Unknown,
+            RequestError::Invalid(_) => Refusal::Invalid,
+            RequestError::NotAllowed(_) => Refusal::NotAllowed,
+            RequestError::Unknown(_) => Refusal::Unknown,
             RequestError::Conflict(_) => Refusal::Conflict,
         }
     }
@@ -49,18 +53,18 @@ impl RequestError {
 impl From<ClusterError> for RequestError {
     fn from(error: ClusterError) -> RequestError {
         match error {
-            ClusterError::UnknownNode(_) => RequestError::NotFound(error.to_string()),
+            ClusterError::UnknownNode(_) => RequestError::Unknown(error.to_string()),
             ClusterError::QueueFull { .. } | ClusterError::UserFull { .. } => {
                 RequestError::Conflict(error.to_string())
             }
-            other => RequestError::BadRequest(other.to_string()),
+            other => RequestError::Invalid(other.to_string()),
         }
     }
 }
 
 impl From<limits::OutOfBounds> for RequestError {
     fn from(error: limits::OutOfBounds) -> RequestError {
-        RequestError::BadRequest(error.to_string())
+        RequestError::Invalid(error.to_string())
     }
 }
 
@@ -156,21 +160,21 @@ impl ResourceManager {
         if let Some(leaf) = self.cluster.queues().leaf(&request.queue) {
             security
                 .check_submit(caller, self.cluster.queues(), leaf)
-                .map_err(RequestError::Forbidden)?;
+                .map_err(RequestError::NotAllowed)?;
         }
         let user = if caller.user == request.user {
             caller.clone()
         } else {
             security
                 .check_admin(caller, &format!("submit on behalf of {}", request.user))
-                .map_err(RequestError::Forbidden)?;
+                .map_err(RequestError::NotAllowed)?;
             security.caller(&request.user)
         };
         security
             .check_project(&user, &request.project)
-            .map_err(RequestError::Forbidden)?;
+            .map_err(RequestError::NotAllowed)?;
         self.check_app_reservation(&request)
-            .map_err(RequestError::BadRequest)?;
+            .map_err(RequestError::Invalid)?;
         // A reservation's capacity is its owner's: only their apps (or an
         // administrator's submission) run in it.
         if let Some(id) = &request.reservation_id
@@ -178,7 +182,7 @@ impl ResourceManager {
             && owner != user.user
             && !security.is_admin(caller)
         {
-            return Err(RequestError::Forbidden(format!(
+            return Err(RequestError::NotAllowed(format!(
                 "reservation {id} belongs to {owner}; only their apps run in it"
             )));
         }
@@ -187,7 +191,7 @@ impl ResourceManager {
             match self.app_ids.owner(id) {
                 Some(owner) if owner == caller.user => {}
                 Some(owner) => {
-                    return Err(RequestError::Forbidden(format!(
+                    return Err(RequestError::NotAllowed(format!(
                         "application id {id} was given to {owner}; only they may submit under it"
                     )));
                 }
@@ -197,7 +201,7 @@ impl ResourceManager {
                     )));
                 }
                 None => {
-                    return Err(RequestError::BadRequest(format!(
+                    return Err(RequestError::Invalid(format!(
                         "application id {id} was not given by new-application (or was let go: a user holds at most {} unused ids)",
                         crate::security::issued::IssuedIds::PER_USER
                     )));
@@ -222,7 +226,7 @@ impl ResourceManager {
     ) -> Result<Registered, RequestError> {
         self.security
             .check_node(caller, "register a node")
-            .map_err(RequestError::Forbidden)?;
+            .map_err(RequestError::NotAllowed)?;
         limits::name("node_id", &request.node_id)?;
         let running = request.running.as_deref();
         check_ids("running", running.unwrap_or_default())?;
@@ -259,7 +263,7 @@ impl ResourceManager {
     ) -> Result<NodeOrders, RequestError> {
         self.security
             .check_node(caller, "send a node heartbeat")
-            .map_err(RequestError::Forbidden)?;
+            .map_err(RequestError::NotAllowed)?;
         check_ids("finished", &heartbeat.finished)?;
         check_ids("running", heartbeat.running.as_deref().unwrap_or_default())?;
         limits::at_most(
@@ -378,7 +382,7 @@ impl ResourceManager {
         let index = self
             .cluster
             .app_index(id)
-            .ok_or_else(|| RequestError::NotFound(format!("application {id} not found")))?;
+            .ok_or_else(|| RequestError::Unknown(format!("application {id} not found")))?;
         let app = &self.cluster.apps()[index];
         // Killing an app that has ended changes nothing (and its queue may
         // be gone since: only active apps follow a refresh of the queues).
@@ -387,7 +391,7 @@ impl ResourceManager {
         }
         self.security
             .check_kill(caller, &app.user, self.cluster.queues(), app.queue_index)
-            .map_err(RequestError::Forbidden)?;
+            .map_err(RequestError::NotAllowed)?;
         let now = self.now();
         let cause = format!("killed by {}", caller.user);
         let ended = self.cluster.kill_app(index, &cause, now);
@@ -457,7 +461,7 @@ impl ResourceManager {
         let app = self
             .cluster
             .app(id)
-            .ok_or_else(|| RequestError::NotFound(format!("application {id} not found")))?;
+            .ok_or_else(|| RequestError::Unknown(format!("application {id} not found")))?;
         self.security
             .check_app_owner(
                 caller,
@@ -466,7 +470,7 @@ impl ResourceManager {
                 app.queue_index,
                 action,
             )
-            .map_err(RequestError::Forbidden)?;
+            .map_err(RequestError::NotAllowed)?;
         Ok(app)
     }
 
@@ -497,16 +501,16 @@ impl ResourceManager {
             .rev()
             .find(|r| r.id == container)
             .ok_or_else(|| {
-                RequestError::NotFound(format!("application {app} has no container {container}"))
+                RequestError::Unknown(format!("application {app} has no container {container}"))
             })?;
         let node = self.cluster.node(&record.node).ok_or_else(|| {
-            RequestError::NotFound(format!(
+            RequestError::Unknown(format!(
                 "container {container} ran on node {}, which is no longer registered; its logs are there",
                 record.node
             ))
         })?;
         if node.agent.http_address.is_empty() {
-            return Err(RequestError::NotFound(format!(
+            return Err(RequestError::Unknown(format!(
                 "container {container} ran on node {}, which serves no logs (a simulated node or a client without an agent)",
                 record.node
             )));
@@ -533,7 +537,7 @@ fn check_owner(
         )));
     }
     if node.owner != caller.user {
-        return Err(RequestError::Forbidden(format!(
+        return Err(RequestError::NotAllowed(format!(
             "node {} was registered by {}; only they may {action}",
             node.id, node.owner
         )));
@@ -561,7 +565,7 @@ impl ResourceManager {
         if let Some(leaf) = self.cluster.queues().leaf(&request.queue) {
             self.security
                 .check_submit(caller, self.cluster.queues(), leaf)
-                .map_err(RequestError::Forbidden)?;
+                .map_err(RequestError::NotAllowed)?;
         }
         self.reservations.refresh_capacities(&self.cluster);
         let now = self.now();
