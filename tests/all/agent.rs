@@ -273,6 +273,54 @@ fn an_agent_killed_with_9_and_restarted_keeps_its_containers() {
 }
 
 #[test]
+fn a_heartbeat_that_frees_a_slot_carries_the_next_launch() {
+    // One slot (the agent has 2 vcores, each container takes 2), heartbeats
+    // every 3 s: were the next container placed only on a scheduling tick,
+    // the agent would hear of it 3 s after the out-of-turn heartbeat that
+    // reported the end. Placed on that heartbeat (YARN's NODE_UPDATE), it
+    // is in the answer.
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        &dir.path().join("data"),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=3000",
+            "--set",
+            "weft.scheduler.interval-ms=100",
+        ],
+    );
+    let agent = start_agent(&server, dir.path());
+    server.wait_for("/ws/v1/cluster/nodes", "the agent", |b| {
+        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
+    });
+    let (code, id, stderr) = run_and_wait(
+        &server,
+        &["-n", "4", "--vcores", "2", "--memory", "256mb"],
+        &["sleep", "0.3"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let (status, body) = server.get(&format!("/ws/v1/cluster/apps/{id}/containers"));
+    assert_eq!(status, 200, "{body}");
+    let mut finishes: Vec<u64> = body["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["finishTimeMs"].as_u64().expect("every container ended"))
+        .collect();
+    finishes.sort_unstable();
+    assert_eq!(finishes.len(), 4, "{body}");
+    for pair in finishes.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(
+            gap < 1_500,
+            "a container ended {gap} ms after the one before it, which ran 0.3 s: the next launch waited for a regular heartbeat ({body})"
+        );
+    }
+    drop(agent);
+    server.stop();
+}
+
+#[test]
 fn hostile_agent_and_command_fields_are_refused() {
     let server = Server::start(&[]);
     let register = |extra: serde_json::Value| {

@@ -61,6 +61,35 @@ pub struct NodeOrders {
     pub finished_accepted: usize,
 }
 
+/// A heartbeat's report once taken ([`Cluster::take_agent_report`]).
+#[derive(Debug, Clone)]
+pub enum TakenReport {
+    /// The heartbeat before, again (its answer was lost): answered as
+    /// then, nothing changed.
+    Repeat(NodeOrders),
+    /// A new report, taken.
+    New {
+        /// Containers it ended, with when (to be charged).
+        ended: Vec<(Container, u64)>,
+        acknowledged: Vec<String>,
+        accepted: usize,
+        /// It listed what the node runs.
+        says_running: bool,
+        /// It carried a response id.
+        numbered: bool,
+    },
+}
+
+impl TakenReport {
+    /// Containers the report ended, with when.
+    pub fn ended(&self) -> &[(Container, u64)] {
+        match self {
+            TakenReport::Repeat(_) => &[],
+            TakenReport::New { ended, .. } => ended,
+        }
+    }
+}
+
 /// What a heartbeat did: containers that ended (with when, to be charged)
 /// and the answer.
 #[derive(Debug, Clone)]
@@ -141,6 +170,19 @@ impl Cluster {
         report: AgentReport<'_>,
         now: u64,
     ) -> Result<HeartbeatOutcome, ClusterError> {
+        let taken = self.take_agent_report(id, report, now)?;
+        Ok(self.answer_agent(id, taken))
+    }
+
+    /// The first half of [`Cluster::agent_heartbeat`]: the report taken,
+    /// the answer not yet built, so that the resource manager can place
+    /// containers on what the report freed before answering.
+    pub fn take_agent_report(
+        &mut self,
+        id: &str,
+        report: AgentReport<'_>,
+        now: u64,
+    ) -> Result<TakenReport, ClusterError> {
         let node = self
             .nodes
             .get_mut(id)
@@ -160,10 +202,7 @@ impl Cluster {
                     finished_accepted: 0,
                 },
             };
-            return Ok(HeartbeatOutcome {
-                ended: Vec::new(),
-                orders,
-            });
+            return Ok(TakenReport::Repeat(orders));
         }
         let mut ended = Vec::new();
         let mut acknowledged = Vec::new();
@@ -225,17 +264,60 @@ impl Cluster {
                 }
             }
         }
-        let node = &self.nodes[id];
-        let launch = node
-            .containers
-            .iter()
-            .filter(|c| !node.launched.contains(*c))
-            .filter_map(|c| self.launch_order(c))
-            .collect();
-        let node = self.nodes.get_mut(id).expect("looked up above");
+        Ok(TakenReport::New {
+            ended,
+            acknowledged,
+            accepted,
+            says_running: report.running.is_some(),
+            numbered: report.response_id.is_some(),
+        })
+    }
+
+    /// The second half of [`Cluster::agent_heartbeat`]: the answer to a
+    /// taken report, ordering the node to kill what it should not run and
+    /// to launch what is allocated to it. An unknown node (gone since the
+    /// report was taken) gets nothing to do.
+    pub fn answer_agent(&mut self, id: &str, taken: TakenReport) -> HeartbeatOutcome {
+        let (ended, acknowledged, accepted, says_running, numbered) = match taken {
+            TakenReport::Repeat(orders) => {
+                return HeartbeatOutcome {
+                    ended: Vec::new(),
+                    orders,
+                };
+            }
+            TakenReport::New {
+                ended,
+                acknowledged,
+                accepted,
+                says_running,
+                numbered,
+            } => (ended, acknowledged, accepted, says_running, numbered),
+        };
+        let launch = match self.nodes.get(id) {
+            Some(node) => node
+                .containers
+                .iter()
+                .filter(|c| !node.launched.contains(*c))
+                .filter_map(|c| self.launch_order(c))
+                .collect(),
+            None => Vec::new(),
+        };
+        let Some(node) = self.nodes.get_mut(id) else {
+            return HeartbeatOutcome {
+                ended,
+                orders: NodeOrders {
+                    response_id: 0,
+                    action: NodeAction::Resync,
+                    launch: Vec::new(),
+                    kill: Vec::new(),
+                    acknowledged,
+                    finished_accepted: accepted,
+                },
+            };
+        };
         let kill = node.to_kill.iter().map(kill_order).collect();
         // A client that does not say what it runs is told once.
-        if report.running.is_none() {
+        if !says_running {
             node.to_kill.clear();
         }
         node.response_id = node.response_id.saturating_add(1);
@@ -247,10 +329,10 @@ impl Cluster {
             acknowledged,
             finished_accepted: accepted,
         };
-        if report.response_id.is_some() {
+        if numbered {
             node.last_answer = Some(orders.clone());
         }
-        Ok(HeartbeatOutcome { ended, orders })
+        HeartbeatOutcome { ended, orders }
     }
 
     /// The order that launches container `id`: its ask's command (or, for

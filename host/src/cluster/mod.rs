@@ -9,7 +9,9 @@ mod node;
 mod resources;
 mod table;
 
-pub use agent_link::{AgentReport, HeartbeatOutcome, KillOrder, NodeAction, NodeOrders};
+pub use agent_link::{
+    AgentReport, HeartbeatOutcome, KillOrder, NodeAction, NodeOrders, TakenReport,
+};
 pub use app::{
     App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Launch, OTHER_YARN_APP_STATES,
     SIMULATED_COMMAND_MS, SubmitApp,

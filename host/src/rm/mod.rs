@@ -48,6 +48,11 @@ pub struct ResourceManager {
     /// App ids new-application handed out and not yet submitted.
     app_ids: crate::security::issued::IssuedIds,
     node_expiry_ms: u64,
+    /// The scheduling interval: heartbeats that free resources bring a
+    /// round forward at most once per interval.
+    scheduling_interval_ms: u64,
+    /// When a heartbeat last brought a round forward.
+    last_early_round_ms: Option<u64>,
     /// Reclaim's switch and patience, and who is starved since when.
     reclaim_after_ms: Option<u64>,
     starvation: Starvation,
@@ -153,6 +158,8 @@ impl ResourceManager {
             reclaim_after_ms: settings.scheduler.reclaim_after_ms,
             starvation: Starvation::default(),
             node_expiry_ms: settings.nodes.expiry_interval_ms,
+            scheduling_interval_ms: settings.scheduler.interval.as_millis().max(1) as u64,
+            last_early_round_ms: None,
         })
     }
 
@@ -254,6 +261,23 @@ impl ResourceManager {
             diagnosis.reason = reason;
         }
         Some(diagnosis)
+    }
+
+    /// A round now, because an agent's heartbeat freed resources while
+    /// apps wait, as YARN's scheduler allocates on NODE_UPDATE: the
+    /// heartbeat's answer then already carries the next launches, and a
+    /// node's slots turn over as fast as its containers end, not once per
+    /// heartbeat interval. At most once per scheduling interval, so a flood
+    /// of heartbeats can at most double the rounds.
+    pub(crate) fn schedule_on_freed_resources(&mut self, now: u64) {
+        let recently = self
+            .last_early_round_ms
+            .is_some_and(|last| now < last.saturating_add(self.scheduling_interval_ms));
+        if recently || !self.cluster.has_pending() {
+            return;
+        }
+        self.last_early_round_ms = Some(now);
+        self.scheduling_round();
     }
 
     /// A scheduling round: simulated containers that are done end, then the

@@ -302,11 +302,14 @@ impl ResourceManager {
             ended: &ended,
             finished: &heartbeat.finished,
         };
-        let outcome = self.cluster.agent_heartbeat(id, report, now)?;
-        for (container, at) in &outcome.ended {
+        let taken = self.cluster.take_agent_report(id, report, now)?;
+        for (container, at) in taken.ended() {
             self.container_finished(container, *at);
         }
-        Ok(outcome.orders)
+        if !taken.ended().is_empty() {
+            self.schedule_on_freed_resources(now);
+        }
+        Ok(self.cluster.answer_agent(id, taken).orders)
     }
 }
 
