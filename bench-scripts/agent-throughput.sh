@@ -44,6 +44,8 @@
 #   PORT [18480]                  the server's loopback port
 #   BENCH_DIR [/tmp/weft-agent-bench]  data, work and log dirs, logs, results.tsv
 #   KEEP_LOGS [1]                 0: delete each run's work/log dirs after it (keeps the daemon logs)
+#   AGENT_DIR_BASE []             where the agent's work and log dirs go (a fresh dir per run);
+#                                 empty: the run's dir under BENCH_DIR. E.g. /dev/shm for tmpfs
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -63,10 +65,11 @@ C_SAMPLE_S=${C_SAMPLE_S:-20}
 PORT=${PORT:-18480}
 BENCH_DIR=${BENCH_DIR:-/tmp/weft-agent-bench}
 KEEP_LOGS=${KEEP_LOGS:-1}
+AGENT_DIR_BASE=${AGENT_DIR_BASE:-}
 URL=http://127.0.0.1:$PORT
 HZ=$(getconf CLK_TCK)
 RESULTS=$BENCH_DIR/results.tsv
-SERVE_PID="" AGENT_PID="" RUN_DIR=""
+SERVE_PID="" AGENT_PID="" RUN_DIR="" AGENT_DIR=""
 
 say() { echo "agent-bench: $*" >&2; }
 die() { say "ERROR: $*"; stop_stack; exit 1; }
@@ -140,7 +143,8 @@ start_stack() {
   # Something else answering on the port would be measured instead of ours.
   if api /ws/v1/cluster/info >/dev/null; then say "ERROR: $URL already answers; set PORT"; exit 1; fi
   RUN_DIR=$(mktemp -d "$BENCH_DIR/run-$name-XXXX")
-  mkdir -p "$RUN_DIR/data" "$RUN_DIR/work" "$RUN_DIR/logs"
+  if [ -n "$AGENT_DIR_BASE" ]; then AGENT_DIR=$(mktemp -d "$AGENT_DIR_BASE/weft-agent-bench-XXXX"); else AGENT_DIR=$RUN_DIR; fi
+  mkdir -p "$RUN_DIR/data" "$AGENT_DIR/work" "$AGENT_DIR/logs"
   # shellcheck disable=SC2086
   "$WEFT" serve --no-local-agent --data-dir "$RUN_DIR/data" --listen "127.0.0.1:$PORT" $sets \
     >"$RUN_DIR/serve.out" 2>"$RUN_DIR/serve.log" &
@@ -149,7 +153,7 @@ start_stack() {
   api /ws/v1/cluster/info >/dev/null && [ -d "/proc/$SERVE_PID" ] || die "weft serve did not answer on $URL: $(tail -5 "$RUN_DIR/serve.log")"
   local prefix; prefix=$(agent_cmd "$name")
   eval "$prefix" '"$WEFT" agent --server "$URL" --node-id bench-node --resources "$RESOURCES" \
-    --work-dir "$RUN_DIR/work" --log-dir "$RUN_DIR/logs" \
+    --work-dir "$AGENT_DIR/work" --log-dir "$AGENT_DIR/logs" \
     >"$RUN_DIR/agent.out" 2>"$RUN_DIR/agent.log" &'
 
   AGENT_PID=$!
@@ -238,7 +242,8 @@ with open(results, "a") as f:
         f"{launched[0]:.3f}" if launched else "", f"{launched[-1]:.3f}" if launched else "",
         isolation, f"{agent_cpu:.2f}", f"{ach:.2f}"])) + "\n")
 PY
-  [ "$KEEP_LOGS" = 1 ] || rm -rf "$RUN_DIR/work" "$RUN_DIR/logs"
+  [ "$KEEP_LOGS" = 1 ] || rm -rf "$AGENT_DIR/work" "$AGENT_DIR/logs"
+  [ "$AGENT_DIR" = "$RUN_DIR" ] || [ "$KEEP_LOGS" = 1 ] || rmdir "$AGENT_DIR"
 }
 
 slurm_run() {
@@ -327,13 +332,16 @@ footprint() {
   # footprint, label, idle VmRSS kB, idle CPU %, running VmRSS mean kB, max kB, running CPU %
   printf 'footprint\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$idle_rss" "$idle_cpu" "$((rss_sum / samples))" "$rss_max" "$cpu_pct" >>"$RESULTS"
   stop_stack
-  [ "$KEEP_LOGS" = 1 ] || rm -rf "$RUN_DIR/work" "$RUN_DIR/logs"
+  [ "$KEEP_LOGS" = 1 ] || rm -rf "$AGENT_DIR/work" "$AGENT_DIR/logs"
+  [ "$AGENT_DIR" = "$RUN_DIR" ] || [ "$KEEP_LOGS" = 1 ] || rmdir "$AGENT_DIR"
 }
 
 [ -x "$WEFT" ] || die "$WEFT not found: cargo build --release"
 mkdir -p "$BENCH_DIR"
 : >"$RESULTS"
 echo "machine: nproc=$(nproc) mem=$(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) kernel=$(uname -r) load=$(load)"
+agent_fs=${AGENT_DIR_BASE:-$BENCH_DIR}
+echo "agent work/log dirs under $agent_fs: $(findmnt -n -o FSTYPE -T "$agent_fs")$( [ "$(findmnt -n -o FSTYPE -T "$agent_fs")" = ext4 ] && ! ls /proc/fs/jbd2/ 2>/dev/null | grep -q . && echo ' (no journal: each new inode skips those deleted in the last 30 s)')"
 echo "weft: $WEFT ($(stat -c %y "$WEFT" | cut -d. -f1)); agent node: $RESOURCES; N=$N RUNS=$RUNS"
 case "$MODE" in
   throughput | all)
