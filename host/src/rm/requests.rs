@@ -276,7 +276,8 @@ impl ResourceManager {
             .iter()
             .enumerate()
             .map(|(i, end)| {
-                limits::name(format!("ended[{i}].container_id"), &end.container_id)?;
+                // The field's name is written out only if it is refused.
+                limits::name(format_args!("ended[{i}].container_id"), &end.container_id)?;
                 if !exit_status::is_valid(end.exit_status) {
                     return Err(limits::OutOfBounds {
                         field: format!("ended[{i}].exit_status"),
@@ -285,8 +286,10 @@ impl ResourceManager {
                     });
                 }
                 Ok(ContainerEnd {
+                    container_id: end.container_id.clone(),
+                    exit_status: end.exit_status,
                     diagnostics: limits::cut(&end.diagnostics, limits::MAX_DIAGNOSTICS_BYTES),
-                    ..end.clone()
+                    finished_ms: end.finished_ms,
                 })
             })
             .collect::<Result<_, limits::OutOfBounds>>()?;
@@ -313,11 +316,14 @@ impl ResourceManager {
     }
 }
 
-/// Container ids within bounds, at most 100,000 of them.
+/// Container ids within bounds, at most 100,000 of them. Each heartbeat
+/// lists every container its node runs, so an id's field name
+/// (`running[17]`) is written out only for the one refused, not formatted
+/// for every id of every heartbeat.
 fn check_ids(field: &str, ids: &[String]) -> Result<(), limits::OutOfBounds> {
     limits::at_most(field, ids.len(), limits::MAX_FINISHED_PER_HEARTBEAT)?;
     for (i, id) in ids.iter().enumerate() {
-        limits::name(format!("{field}[{i}]"), id)?;
+        limits::name(format_args!("{field}[{i}]"), id)?;
     }
     Ok(())
 }
