@@ -209,10 +209,11 @@ impl Cluster {
         let mut accepted = 0;
         for end in report.ended {
             acknowledged.push(end.container_id.clone());
-            let on_node = self.nodes[id].containers.contains(&end.container_id);
-            if let Some(node) = self.nodes.get_mut(id) {
-                node.to_kill.remove(&end.container_id);
-            }
+            // One look-up of the node per end (its id is a key among
+            // thousands of nodes), not one to read and one to change it.
+            let node = self.nodes.get_mut(id).expect("looked up above");
+            let on_node = node.containers.contains(&end.container_id);
+            node.to_kill.remove(&end.container_id);
             if !on_node {
                 continue;
             }
@@ -249,12 +250,17 @@ impl Cluster {
                 }
             }
             let node = self.nodes.get_mut(id).expect("looked up above");
-            node.launched = node
-                .containers
-                .iter()
-                .filter(|c| running.contains(c))
-                .cloned()
-                .collect();
+            // `launched` becomes what the node holds that the agent runs,
+            // changed in place: only ids reported running for the first
+            // time are copied (rebuilding it copied every id on the node
+            // at every heartbeat).
+            node.launched
+                .retain(|c| running.contains(c) && node.containers.contains(c));
+            for container in &node.containers {
+                if running.contains(container) && !node.launched.contains(container) {
+                    node.launched.insert(container.clone());
+                }
+            }
             node.to_kill.retain(|c, _| running.contains(c));
             for container in running {
                 if !node.containers.contains(container) {
