@@ -61,6 +61,20 @@ pub struct NodeOrders {
     pub finished_accepted: usize,
 }
 
+impl NodeOrders {
+    /// Nothing to do but register again.
+    fn resync(response_id: u64) -> NodeOrders {
+        NodeOrders {
+            response_id,
+            action: NodeAction::Resync,
+            launch: Vec::new(),
+            kill: Vec::new(),
+            acknowledged: Vec::new(),
+            finished_accepted: 0,
+        }
+    }
+}
+
 /// A heartbeat's report once taken ([`Cluster::take_agent_report`]).
 #[derive(Debug, Clone)]
 pub enum TakenReport {
@@ -193,14 +207,7 @@ impl Cluster {
         {
             let orders = match &node.last_answer {
                 Some(last) if number.checked_add(1) == Some(node.response_id) => last.clone(),
-                _ => NodeOrders {
-                    response_id: node.response_id,
-                    action: NodeAction::Resync,
-                    launch: Vec::new(),
-                    kill: Vec::new(),
-                    acknowledged: Vec::new(),
-                    finished_accepted: 0,
-                },
+                _ => NodeOrders::resync(node.response_id),
             };
             return Ok(TakenReport::Repeat(orders));
         }
@@ -312,12 +319,9 @@ impl Cluster {
             return HeartbeatOutcome {
                 ended,
                 orders: NodeOrders {
-                    response_id: 0,
-                    action: NodeAction::Resync,
-                    launch: Vec::new(),
-                    kill: Vec::new(),
                     acknowledged,
                     finished_accepted: accepted,
+                    ..NodeOrders::resync(0)
                 },
             };
         };
