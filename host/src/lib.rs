@@ -11,6 +11,7 @@ pub mod cli;
 pub mod client;
 pub mod cluster;
 pub mod config;
+pub mod ha;
 pub mod limits;
 pub mod metrics;
 pub mod policy;

@@ -66,6 +66,9 @@ pub struct Metrics {
     pub containers_lost: Counter,
     pub event_loop_panics: Family<WhatLabels, Counter>,
     pub requests_refused: Family<WhatLabels, Counter>,
+    pub store_commit_seconds: Histogram,
+    pub store_commit_failures: Counter,
+    pub ha_active: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -120,6 +123,12 @@ impl Metrics {
             containers_lost: Counter::default(),
             event_loop_panics: Family::default(),
             requests_refused: Family::default(),
+            // 50 µs .. ~3 s, doubling.
+            store_commit_seconds: Histogram::new(
+                prometheus_client::metrics::histogram::exponential_buckets(50e-6, 2.0, 17),
+            ),
+            store_commit_failures: Counter::default(),
+            ha_active: Gauge::default(),
         };
         registry.register(
             "policy_calls",
@@ -181,6 +190,21 @@ impl Metrics {
             "requests_refused",
             "Requests refused before any handler ran, by reason (unauthenticated, too large, …)",
             metrics.requests_refused.clone(),
+        );
+        registry.register(
+            "store_commit_seconds",
+            "Time to write one event's changes to the store (one transaction)",
+            metrics.store_commit_seconds.clone(),
+        );
+        registry.register(
+            "store_commit_failures",
+            "Commits the store refused (their writes are kept and tried again)",
+            metrics.store_commit_failures.clone(),
+        );
+        registry.register(
+            "ha_active",
+            "1 while this server is the active resource manager, 0 while it stands by",
+            metrics.ha_active.clone(),
         );
         Metrics {
             registry,

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Server, Stoppable, WEFT, weft_within};
+use crate::support::{Server, Stoppable, WEFT, alive, read_pid, weft_within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -49,24 +49,6 @@ fn local_agent_server(dir: &Path) -> Server {
         ],
         None,
     )
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie has no more to kill: count it as gone.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
-fn read_pid(path: &Path) -> Option<u32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 #[test]
@@ -409,8 +391,19 @@ fn a_yarn_client_submits_with_new_application_and_a_submission_context() {
     let (status, body) = server.post_json_as("/ws/v1/cluster/apps", &context(&id), Some("alice"));
     assert_eq!(status, 202, "{body}");
     assert_eq!(body["app"]["id"], id.as_str());
+    // Submitted again (a client retrying after a lost answer or a
+    // failover): the same app, not a second one, as YARN answers.
     let (status, body) = server.post_json_as("/ws/v1/cluster/apps", &context(&id), Some("alice"));
-    assert_eq!(status, 409, "submitted once: {body}");
+    assert_eq!(status, 202, "resubmitted: {body}");
+    assert_eq!(body["app"]["id"], id.as_str());
+    let (status, body) = server.post_json_as("/ws/v1/cluster/apps", &context(&id), Some("mallory"));
+    assert_eq!(status, 409, "another user's app: {body}");
+    let (_, apps) = server.get("/ws/v1/cluster/apps");
+    assert_eq!(
+        apps["apps"]["app"].as_array().map(Vec::len),
+        Some(1),
+        "submitted once: {apps}"
+    );
     let made_up = id.replace("_0001", "_0999");
     let (status, body) =
         server.post_json_as("/ws/v1/cluster/apps", &context(&made_up), Some("alice"));

@@ -47,7 +47,7 @@ fn in_process() -> &'static InProcess {
                 .unwrap();
         }
         let queues = weft_host::queues::load(None, &settings.queue_properties).unwrap();
-        let quota = QuotaService::open(settings.quota, Store::in_memory()).unwrap();
+        let quota = QuotaService::new(settings.quota);
         let security = Arc::new(Security::default());
         let mut manager = ResourceManager::new(
             &settings,

@@ -1,11 +1,13 @@
 //! Helpers: run the `weft` binary, talk to a running server, find the guests.
 
+use std::io::Write as _;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use weft_host::store::local_postgres::LocalPostgres;
 
 pub const WEFT: &str = env!("CARGO_BIN_EXE_weft");
 pub const FAULTY_PRICING: &str = env!("WEFT_GUEST_FAULTY_PRICING");
@@ -80,12 +82,30 @@ impl Server {
     }
 
     fn launch(data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
+        Server::launch_at("127.0.0.1:0", data_dir, extra, log)
+    }
+
+    /// A server without a local agent listening on `listen` (a restarted
+    /// server must be where its agents look for it), its log appended to
+    /// `log` if given.
+    pub fn start_at(listen: &str, data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
+        let extra: Vec<&str> = extra.iter().copied().chain(["--no-local-agent"]).collect();
+        Server::launch_at(listen, data_dir, &extra, log)
+    }
+
+    fn launch_at(listen: &str, data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
         let stderr = match log {
-            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap(),
+            ),
             None => Stdio::null(),
         };
         let mut child = Command::new(WEFT)
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .args(["serve", "--listen", listen, "--data-dir"])
             .arg(data_dir)
             .args(extra)
             .stdout(Stdio::piped())
@@ -244,6 +264,11 @@ impl Server {
         );
     }
 
+    /// The server's pid (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// SIGKILL: no chance to clean up.
     pub fn kill(mut self) {
         self.child.kill().unwrap();
@@ -314,6 +339,51 @@ fn read(
         status,
         serde_json::from_str(&text).unwrap_or(Value::String(text)),
     )
+}
+
+/// Whether process `pid` runs (a zombie counts as gone).
+pub fn alive(pid: u32) -> bool {
+    // A zombie has no more to kill: count it as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// The pid a container wrote to `path`, once it has.
+pub fn read_pid(path: &Path) -> Option<u32> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// A new database's URL, or `None` where PostgreSQL 15 is missing (and
+/// this is not CI).
+pub fn pg_database() -> Option<String> {
+    if let Err(why) = LocalPostgres::installed() {
+        if std::env::var_os("CI").is_some() {
+            panic!("{why}");
+        }
+        // Straight to stderr: the harness captures eprintln! of a passing
+        // test, and a skip must be seen.
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        let _ = writeln!(std::io::stderr(), "******** skipped {test}: {why} ********");
+        return None;
+    }
+    Some(LocalPostgres::fresh_database().unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// A loopback port free now (for a server restarted at the same address).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Asserts two credit figures agree to a millionth of a credit.

@@ -963,7 +963,7 @@ impl Settings {
             container_id: process.container_id.clone(),
             exit_status,
             diagnostics,
-            finished_ms: now_ms(),
+            finished_ms: ended_at(&self.layout.exit_dir(&process.container_id)),
         }
     }
 
@@ -1399,6 +1399,18 @@ fn reap_child(pid: u32) -> nix::Result<Option<WaitStatus>> {
         WaitStatus::StillAlive => Ok(None),
         status => Ok(Some(status)),
     }
+}
+
+/// When the container's process ended: the time its monitor wrote the exit
+/// code (the agent may learn of it much later: it was stopped, or down),
+/// else now. Never later than now.
+fn ended_at(exit_dir: &Path) -> u64 {
+    let now = now_ms();
+    fs::metadata(exit_dir.join("exitcode"))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(now, |at| (at.as_millis() as u64).min(now))
 }
 
 fn read_exit_code(exit_dir: &Path) -> Option<i32> {

@@ -32,26 +32,60 @@ pub struct ClusterInfo {
     id: u64,
     started_on: u64,
     state: String,
+    /// ACTIVE or STANDBY.
     ha_state: String,
+    /// On a standby, the active server, if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    active_server: Option<String>,
+    /// The active resource manager's epoch (its fencing token; container
+    /// ids carry it); 0 on a standby.
+    epoch: u64,
     resource_manager_version: String,
     weft: bool,
 }
 
 async fn cluster_info_of(state: &ApiState) -> Result<Json<ClusterInfoResponse>, ApiError> {
-    let (id, started_on) = state
+    let active = state
         .rm
-        .with(|rm: &mut ResourceManager| (rm.cluster().cluster_timestamp(), rm.started_ms()))
-        .await?;
+        .with(|rm: &mut ResourceManager| {
+            (
+                rm.cluster().cluster_timestamp(),
+                rm.started_ms(),
+                rm.cluster().epoch(),
+            )
+        })
+        .await;
+    // A standby answers too: load balancers and clients ask it who it is.
+    let (id, started_on, epoch, ha_state) = match active {
+        Ok((id, started_on, epoch)) => (id, started_on, epoch, "ACTIVE"),
+        Err(crate::rm::CommandError::Standby(_)) => (0, 0, 0, "STANDBY"),
+        Err(other) => return Err(other.into()),
+    };
     Ok(Json(ClusterInfoResponse {
         cluster_info: ClusterInfo {
             id,
             started_on,
             state: "STARTED".into(),
-            ha_state: "ACTIVE".into(),
+            ha_state: ha_state.into(),
+            active_server: state.rm.active_elsewhere(),
+            epoch,
             resource_manager_version: env!("CARGO_PKG_VERSION").into(),
             weft: true,
         },
     }))
+}
+
+/// YARN's check for load balancers: 200 on the active server, 405 on a
+/// standby.
+#[utoipa::path(get, path = "/isActive", tag = "cluster",
+    responses((status = 200, description = "this server is active"),
+        (status = 405, description = "this server is a standby")))]
+pub async fn is_active(State(state): State<ApiState>) -> (StatusCode, &'static str) {
+    if state.rm.is_active() {
+        (StatusCode::OK, "Active")
+    } else {
+        (StatusCode::METHOD_NOT_ALLOWED, "Standby")
+    }
 }
 
 /// The cluster's identity and state (YARN clients probe this first).
@@ -281,6 +315,8 @@ pub struct RegisteredNode {
     heartbeat_interval_ms: u64,
     /// Containers the node runs that it should not: kill them.
     kill: Vec<KillOrder>,
+    /// The resource manager's epoch: orders of an older one are ignored.
+    epoch: u64,
 }
 
 /// Registers a node (an agent), or registers it again after a restart:
@@ -307,6 +343,7 @@ pub async fn register_node(
         node_id,
         heartbeat_interval_ms: state.heartbeat_interval_ms,
         kill: registered.kill,
+        epoch: registered.epoch,
     }))
 }
 

@@ -15,6 +15,9 @@ use crate::rm::requests::{RequestError, ReservationRequestError};
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// The RemoteException's name, when the status alone does not say it
+    /// (a standby's 503 is a StandbyException, as Hadoop's).
+    pub exception: Option<&'static str>,
 }
 
 impl ApiError {
@@ -22,6 +25,7 @@ impl ApiError {
         ApiError {
             status,
             message: message.to_string(),
+            exception: None,
         }
     }
 
@@ -75,7 +79,14 @@ pub fn status_of(refusal: Refusal) -> StatusCode {
 impl From<CommandError> for ApiError {
     fn from(error: CommandError) -> ApiError {
         match error {
-            CommandError::ShuttingDown => ApiError::unavailable(error),
+            CommandError::ShuttingDown | CommandError::NotDurable(_) => {
+                ApiError::unavailable(error)
+            }
+            CommandError::Standby(_) => ApiError {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: error.to_string(),
+                exception: Some("StandbyException"),
+            },
             CommandError::Panicked(_) => ApiError::internal(error),
         }
     }
@@ -101,7 +112,7 @@ impl From<ReservationRequestError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let exception = match self.status {
+        let exception = self.exception.unwrap_or(match self.status {
             StatusCode::BAD_REQUEST => "BadRequestException",
             StatusCode::UNAUTHORIZED => "AuthenticationException",
             StatusCode::NOT_FOUND => "NotFoundException",
@@ -110,7 +121,7 @@ impl IntoResponse for ApiError {
             StatusCode::PAYLOAD_TOO_LARGE => "PayloadTooLargeException",
             StatusCode::REQUEST_TIMEOUT => "RequestTimeoutException",
             _ => "WebApplicationException",
-        };
+        });
         if self.status.is_server_error() {
             tracing::error!(status = %self.status, message = %self.message, "request failed");
         }

@@ -66,6 +66,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
     let small = |routes| with_body_limit(routes, MAX_BODY_BYTES);
     OpenApiRouter::with_openapi(openapi::base())
         .routes(small(routes!(cluster::info)))
+        .routes(small(routes!(cluster::is_active)))
         .routes(small(routes!(cluster::cluster_info)))
         .routes(small(routes!(cluster::cluster_metrics)))
         .routes(small(routes!(scheduler::scheduler)))

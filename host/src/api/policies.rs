@@ -97,9 +97,15 @@ pub async fn load(
     })
     .await
     .map_err(|e| ApiError::internal(format!("the load task failed: {e}")))?;
-    loaded.map_err(|e| {
-        ApiError::bad_request(format!("policy not loaded, the active version stays: {e}"))
+    loaded.map_err(|e| match e {
+        LoadError::Store(_) => {
+            ApiError::unavailable(format!("policy not loaded, the active version stays: {e}"))
+        }
+        e => ApiError::bad_request(format!("policy not loaded, the active version stays: {e}")),
     })?;
+    // Answered once the event loop's next commit has saved the slot's
+    // versions: a restart or failover keeps this one in force.
+    state.rm.with(|_| ()).await?;
     Ok(Json(state.policies.slot(kind).status()))
 }
 
@@ -124,5 +130,6 @@ pub async fn rollback(
     slot.rollback("rolled back by the operator")
         .map_err(ApiError::conflict)?;
     tracing::info!(%kind, caller = %caller.user, "policy rolled back by the operator");
+    state.rm.with(|_| ()).await?;
     Ok(Json(slot.status()))
 }

@@ -10,7 +10,6 @@ use super::{SettingsArgs, parse_pair};
 use crate::policy::{PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
 use crate::quota::QuotaService;
 use crate::sim::{VirtualClock, replay};
-use crate::store::Store;
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -60,9 +59,9 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
         .load(PolicyKind::Pricing, &source, &args.params)
         .with_context(|| format!("cannot load the pricing policy {source}"))?;
 
-    let mut quota = QuotaService::open(settings.quota, Store::in_memory())?;
+    let mut quota = QuotaService::new(settings.quota);
     for (project, credits) in &args.initial_credits {
-        quota.set_credits(project, *credits)?;
+        quota.set_credits(project, *credits);
     }
     let report = replay::run(&lines, &mut quota, runtime.slot(PolicyKind::Pricing), clock)
         .context("replay failed")?;

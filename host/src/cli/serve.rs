@@ -11,18 +11,20 @@ use clap::Args;
 use super::SettingsArgs;
 use crate::api::{ApiState, router};
 use crate::config::{Authentication, Settings};
-use crate::policy::{PolicyKind, PolicyRuntime, PolicySource, watch};
+use crate::ha;
+use crate::policy::{PolicyKind, PolicyRuntime, PolicySource, SavedVersion, watch};
 use crate::quota::QuotaService;
 use crate::rm::{self, Intervals, ResourceManager, sim_nodes};
 use crate::security::{Authenticator, Security};
 use crate::sim::{Clock, WallClock};
-use crate::store::Store;
+use crate::store::{Batch, Fence, Store};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
     settings: SettingsArgs,
-    /// Where the ledger and multiplicators are kept.
+    /// Where state is kept (weft.db, unless weft.store.url names
+    /// PostgreSQL), and the local agent's work and log dirs.
     #[arg(long, value_name = "DIR", default_value = "weft-data")]
     data_dir: PathBuf,
     /// Address of the HTTP API.
@@ -42,14 +44,21 @@ pub struct ServeArgs {
     no_local_agent: bool,
 }
 
-/// Builds the policy runtime from settings, its guests reading `clock`, and
-/// loads the start-up policies.
-pub fn policy_runtime(
+/// Puts the policies in force on `runtime`: those the store kept from before
+/// a restart or failover (loaded at runtime, with their standbys), unless
+/// `weft.policy.KIND` changed since the last start or nothing was kept —
+/// then the configured one is loaded (on top of any kept, which stay as
+/// standbys). Every loaded component is kept in `store` from now on.
+pub fn put_policies_in_force(
+    runtime: &PolicyRuntime,
     settings: &Settings,
-    clock: Arc<dyn Clock>,
-) -> anyhow::Result<Arc<PolicyRuntime>> {
-    let runtime = Arc::new(PolicyRuntime::from_settings(settings, clock)?);
+    store: &Store,
+) -> anyhow::Result<()> {
+    use crate::rm::recovery::{configured_policy_setting, policy_setting};
+    runtime.keep_in(store.clone());
+    let stored = store.settings()?;
     let configured = &settings.policies;
+    let mut remembered = Batch::default();
     for (kind, text, key) in [
         (
             PolicyKind::Scheduling,
@@ -67,12 +76,106 @@ pub fn policy_runtime(
             "weft.policy.sharing",
         ),
     ] {
-        let source = PolicySource::parse(text);
-        runtime
-            .load(kind, &source, &[])
-            .with_context(|| format!("cannot load the {kind} policy {source} ({key})"))?;
+        let saved: Vec<SavedVersion> = stored
+            .get(&policy_setting(kind))
+            .and_then(|json| serde_json::from_str(json).ok())
+            .unwrap_or_default();
+        let slot = runtime.slot(kind);
+        let in_force = slot.saved_versions();
+        let restored = if !saved.is_empty() && saved.last() == in_force.last() {
+            // Already in force here (this server was active before).
+            saved.len()
+        } else {
+            match runtime.restore(kind, &saved) {
+                Ok(count) => count,
+                Err(why) => {
+                    tracing::error!(%kind, %why, "the policy in force before the restart cannot be put back; loading the configured one");
+                    0
+                }
+            }
+        };
+        let unchanged = stored.get(&configured_policy_setting(kind)) == Some(text);
+        if restored > 0 && unchanged {
+            let active = slot.status().active;
+            tracing::info!(%kind, versions = restored, active = ?active.map(|a| a.info.source), "the policies in force before the restart are in force again");
+        } else {
+            let source = PolicySource::parse(text);
+            runtime
+                .load(kind, &source, &[])
+                .with_context(|| format!("cannot load the {kind} policy {source} ({key})"))?;
+        }
+        remembered.set_setting(&configured_policy_setting(kind), text);
     }
-    Ok(runtime)
+    store
+        .commit(&remembered)
+        .context("cannot remember the configured policies")?;
+    Ok(())
+}
+
+/// What becoming active needs, kept by the server for each time it does.
+struct Activation {
+    settings: Settings,
+    store: Store,
+    policies: Arc<PolicyRuntime>,
+    security: Arc<Security>,
+    clock: Arc<dyn Clock>,
+    reload_queues: crate::api::QueueReload,
+    sim_nodes: Option<(u32, crate::cluster::Resources)>,
+}
+
+impl Activation {
+    /// Restores the state the store holds under `fence`, puts the policies
+    /// in force and starts the event loop.
+    fn activate(&self, fence: &Fence) -> anyhow::Result<ha::Active> {
+        let settings = &self.settings;
+        let store = &self.store;
+        put_policies_in_force(&self.policies, settings, store)?;
+        let queues = (self.reload_queues)()
+            .map_err(anyhow::Error::msg)
+            .context("the queue configuration is invalid")?;
+        let quota =
+            QuotaService::open(settings.quota, store).context("cannot restore the ledger")?;
+        let mut manager = ResourceManager::new(
+            settings,
+            queues,
+            quota,
+            store.clone(),
+            self.policies.clone(),
+            self.security.clone(),
+            self.clock.clone(),
+        )
+        .context("cannot restore the reservations")?;
+        // Simulated nodes first: containers stored on them come back on them.
+        if let Some((count, capacity)) = self.sim_nodes {
+            manager.add_simulated_nodes(count, capacity);
+            tracing::info!(count, %capacity, "simulated nodes registered");
+        }
+        manager
+            .recover(
+                store.clone(),
+                u64::try_from(fence.epoch).unwrap_or(0),
+                settings.store.scheduling_wait_ms,
+            )
+            .context("cannot recover the state the store holds")?;
+        let intervals = Intervals {
+            scheduling: settings.scheduler.interval,
+            quota_compute: Duration::from_millis(settings.quota.scheduling_period_ms),
+            multiplicator: Duration::from_millis(settings.quota.multiplicator_interval_ms),
+        };
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let (handle, thread) = rm::spawn(manager, intervals, stopped(stop_rx))
+            .context("cannot start the event loop")?;
+        Ok(ha::Active {
+            handle,
+            stop,
+            thread,
+        })
+    }
+}
+
+/// Resolves once `rx` says stop.
+async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
@@ -84,7 +187,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .map(sim_nodes::parse)
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let queues = crate::queues::load(args.queues.as_deref(), &settings.queue_properties)
+    // Checked now, so a bad configuration stops the start, not a failover.
+    crate::queues::load(args.queues.as_deref(), &settings.queue_properties)
         .context("the queue configuration is invalid")?;
     let security =
         Arc::new(Security::from_settings(&settings.security).map_err(anyhow::Error::msg)?);
@@ -92,8 +196,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         Authenticator::from_settings(&settings.security, &args.data_dir)
             .map_err(anyhow::Error::msg)?,
     );
-    // refreshQueues reads the config file, the --set overrides and the
-    // --queues file again, as they are now.
+    // refreshQueues (and each activation) reads the config file, the --set
+    // overrides and the --queues file again, as they are now.
     let reload_queues: crate::api::QueueReload = {
         let (settings_args, queues_file) = (args.settings.clone(), args.queues.clone());
         Arc::new(move || {
@@ -104,11 +208,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     // One clock for the resource manager and the policies' WASI clocks.
     let clock: Arc<dyn Clock> = Arc::new(WallClock);
-    let policies = policy_runtime(&settings, clock.clone())?;
-    let store = Store::open(&args.data_dir)?;
-    let quota = QuotaService::open(settings.quota, store)?;
-    // Reservations have their own connection to the same database.
-    let reservation_store = Store::open(&args.data_dir)?;
+    let store = crate::store::open(settings.store.url.as_deref(), &args.data_dir)
+        .context("cannot open the store")?;
     let listener = std::net::TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
@@ -118,38 +219,75 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         &security,
         settings.http.tls.is_some(),
     );
-
-    let mut manager = ResourceManager::new(
-        &settings,
-        queues,
-        quota,
-        reservation_store,
-        policies.clone(),
-        security.clone(),
+    let scheme = if settings.http.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    // Its URL first: a standby's answers name it, and clients go there.
+    let holder = format!(
+        "{scheme}://{address} pid={}@{}",
+        std::process::id(),
+        crate::agent::machine::host_name()
+    );
+    let sole = settings.store.url.is_none();
+    let election = match &settings.store.url {
+        Some(url) => ha::Election::Lease(ha::lease::Lease::new(
+            Store::postgres(url).context("cannot open the lease's connection")?,
+            settings.store.lease_ms,
+        )),
+        None => ha::Election::Sole(store.clone()),
+    };
+    // Policies are put in force when the server becomes active.
+    let policies = Arc::new(PolicyRuntime::from_settings(&settings, clock.clone())?);
+    let handle = rm::RmHandle::standby(None);
+    let activation = Activation {
+        settings: settings.clone(),
+        store: store.clone(),
+        policies: policies.clone(),
+        security: security.clone(),
         clock,
-    )
-    .context("cannot restore the reservations")?;
-    if let Some((count, capacity)) = sim_nodes {
-        manager.add_simulated_nodes(count, capacity);
-        tracing::info!(count, %capacity, "simulated nodes registered");
-    }
-    let intervals = Intervals {
-        scheduling: settings.scheduler.interval,
-        quota_compute: Duration::from_millis(settings.quota.scheduling_period_ms),
-        multiplicator: Duration::from_millis(settings.quota.multiplicator_interval_ms),
+        reload_queues: reload_queues.clone(),
+        sim_nodes,
+    };
+    let controller = ha::Controller {
+        election,
+        holder,
+        store,
+        handle: handle.clone(),
+        activate: Box::new(move |fence| activation.activate(fence)),
     };
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stop_tx = Arc::new(stop_tx);
-    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|stop| *stop).await;
+    let shutdown = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let controller_thread = {
+        let (shutdown, stop_tx) = (shutdown.clone(), stop_tx.clone());
+        std::thread::Builder::new()
+            .name("weft-ha".into())
+            .spawn(move || {
+                let result = controller.run(shutdown);
+                if let Err(error) = &result {
+                    tracing::error!(error = format!("{error:#}"), "the resource manager stopped");
+                }
+                // Whatever ended the controller ends the server.
+                let _ = stop_tx.send(true);
+                result
+            })?
     };
-    let (handle, loop_thread) = rm::spawn(manager, intervals, stopped(stop_rx.clone()))
-        .context("cannot start the event loop")?;
 
+    // The store's only writer is active before it says it listens: its
+    // first answers are the resource manager's, not a standby's.
+    while sole && !handle.is_active() && !controller_thread.is_finished() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if controller_thread.is_finished() {
+        return controller_thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("the resource manager's thread failed"))?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let stopper = stop_tx.clone();
     let local_agent = sim_nodes.is_none() && !args.no_local_agent;
     let agent_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let agent_thread = if local_agent {
@@ -183,32 +321,27 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             heartbeat_interval_ms: settings.nodes.heartbeat_interval_ms,
             policy_loads: Default::default(),
         };
-        let scheme = if settings.http.tls.is_some() { "https" } else { "http" };
         // stdout gets the one line a user needs; logs go to stderr.
         println!(
             "weft listening on {scheme}://{address}  (try: curl {scheme}://{address}/ws/v1/cluster/metrics)"
         );
         tracing::info!(%address, data_dir = %args.data_dir.display(), "weft serving");
-        crate::api::server::serve(
-            router(state),
-            listener,
-            &settings.http,
-            stopped(stop_rx),
-        )
-        .await
+        crate::api::server::serve(router(state), listener, &settings.http, stopped(stop_rx))
+            .await
     });
-    // The local agent stops first, killing its containers; then the loop
-    // ends (also when the HTTP server failed), charging running containers
-    // up to the stop.
+    // The local agent stops first, killing its containers; then the
+    // resource manager (also when the HTTP server failed), charging running
+    // containers up to the stop and giving its lease up.
     agent_stop.store(true, std::sync::atomic::Ordering::Relaxed);
     if let Some(thread) = agent_thread {
         let _ = thread.join();
     }
-    let _ = stopper.send(true);
-    let looped = loop_thread.join();
+    shutdown.store(true, std::sync::atomic::Ordering::SeqCst);
+    let controlled = controller_thread
+        .join()
+        .map_err(|_| anyhow::anyhow!("the resource manager's thread failed"))?;
     served?;
-    looped.map_err(|_| anyhow::anyhow!("the event loop thread failed"))?;
-    Ok(())
+    controlled
 }
 
 /// Starts the in-process agent (as `nomad agent -dev` does): this machine

@@ -59,12 +59,18 @@ pub struct NodeOrders {
     pub acknowledged: Vec<String>,
     /// How many reported ends were of containers running on the node.
     pub finished_accepted: usize,
+    /// The epoch of the resource manager that answered (the fencing token):
+    /// an agent ignores orders from an epoch older than one it has seen, so
+    /// a former active that lost its lease cannot order it about.
+    #[serde(default)]
+    pub epoch: u64,
 }
 
 impl NodeOrders {
     /// Nothing to do but register again.
-    fn resync(response_id: u64) -> NodeOrders {
+    fn resync(response_id: u64, epoch: u64) -> NodeOrders {
         NodeOrders {
+            epoch,
             response_id,
             action: NodeAction::Resync,
             launch: Vec::new(),
@@ -170,6 +176,7 @@ impl Cluster {
         for container in &lost {
             tracing::warn!(container = %container.id, app = %container.app, node = %id, "container lost: the node's agent registered again without it");
         }
+        super::durable::node_changed(&mut self.changes, id);
         Ok((lost, kill))
     }
 
@@ -207,7 +214,7 @@ impl Cluster {
         {
             let orders = match &node.last_answer {
                 Some(last) if number.checked_add(1) == Some(node.response_id) => last.clone(),
-                _ => NodeOrders::resync(node.response_id),
+                _ => NodeOrders::resync(node.response_id, self.epoch),
             };
             return Ok(TakenReport::Repeat(orders));
         }
@@ -321,7 +328,7 @@ impl Cluster {
                 orders: NodeOrders {
                     acknowledged,
                     finished_accepted: accepted,
-                    ..NodeOrders::resync(0)
+                    ..NodeOrders::resync(0, self.epoch)
                 },
             };
         };
@@ -338,6 +345,7 @@ impl Cluster {
             kill,
             acknowledged,
             finished_accepted: accepted,
+            epoch: self.epoch,
         };
         if numbered {
             node.last_answer = Some(orders.clone());

@@ -12,7 +12,7 @@ use crate::agent::protocol::ContainerCommand;
 use crate::limits::OutOfBounds;
 
 /// YARN's application states, as far as Weft drives them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum AppState {
     /// Accepted into its queue; waiting for its first container.

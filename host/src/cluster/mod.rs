@@ -4,6 +4,7 @@
 
 mod agent_link;
 mod app;
+mod durable;
 mod model;
 mod node;
 mod resources;
@@ -16,6 +17,7 @@ pub use app::{
     App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Launch, OTHER_YARN_APP_STATES,
     SIMULATED_COMMAND_MS, SubmitApp,
 };
+pub use durable::{Changes, RestoreError, Restored, StoredCluster};
 pub use model::{Allocation, Cluster, ClusterError, Container, EndCause, Placement};
 pub use node::{AgentInfo, Node, NodeKind};
 pub use resources::Resources;

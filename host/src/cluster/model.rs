@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
 use serde::Serialize;
 
+use super::durable::{self, Changes};
 use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, Resources, SubmitApp};
 use crate::queues::{QueueState, QueueTree};
@@ -134,24 +135,30 @@ impl EndCause {
 #[derive(Debug)]
 pub struct Cluster {
     /// Identifies this cluster's run in app and container ids, as YARN does.
-    cluster_timestamp: u64,
-    queues: QueueTree,
+    pub(super) cluster_timestamp: u64,
+    pub(super) queues: QueueTree,
     pub(super) nodes: BTreeMap<String, Node>,
     pub(super) apps: AppTable,
-    app_index: HashMap<String, usize>,
+    pub(super) app_index: HashMap<String, usize>,
     /// Apps ever ended, by how (they outlive the table's retention).
-    finished_total: usize,
-    failed_total: usize,
-    killed_total: usize,
+    pub(super) finished_total: usize,
+    pub(super) failed_total: usize,
+    pub(super) killed_total: usize,
     /// Apps not finished, in submission order.
-    active: BTreeSet<usize>,
+    pub(super) active: BTreeSet<usize>,
     pub(super) containers: HashMap<String, Container>,
     /// When containers on simulated nodes end: (end ms, container id).
-    simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
-    next_container: u64,
+    pub(super) simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
+    pub(super) next_container: u64,
     /// Apps a container's last allowed failure fails, with why; the caller
     /// that ended the container ends them (see `fail_apps`).
-    failing: Vec<(usize, String)>,
+    pub(super) failing: Vec<(usize, String)>,
+    /// What changed since the store last took it; `None` until tracking
+    /// is turned on (`durable.rs`), and in simulations.
+    pub(super) changes: Option<Changes>,
+    /// The resource manager's epoch, in container ids (YARN's `_e17_`):
+    /// a restarted or failed-over server never reissues an id.
+    pub(super) epoch: u64,
 }
 
 impl Cluster {
@@ -170,7 +177,19 @@ impl Cluster {
             simulated_ends: BinaryHeap::new(),
             next_container: 1,
             failing: Vec::new(),
+            changes: None,
+            epoch: 0,
         }
+    }
+
+    /// Sets the epoch new container ids carry (0: none, as YARN's ids
+    /// before any restart).
+    pub fn set_epoch(&mut self, epoch: u64) {
+        self.epoch = epoch;
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     pub fn queues(&self) -> &QueueTree {
@@ -213,7 +232,9 @@ impl Cluster {
         }
         for dropped in self.apps.ended(index) {
             self.app_index.remove(&dropped.id);
+            durable::app_dropped(&mut self.changes, &dropped.id);
         }
+        durable::totals_changed(&mut self.changes);
     }
 
     /// refreshQueues: takes a new tree. Refused, changing nothing, if an app
@@ -266,6 +287,7 @@ impl Cluster {
             id.to_string(),
             Node::new(id.to_string(), kind, capacity, owner.to_string(), now),
         );
+        durable::node_changed(&mut self.changes, id);
         Ok(lost)
     }
 
@@ -289,6 +311,7 @@ impl Cluster {
             tracing::warn!(container = %container.id, app = %container.app, node = %id, exit_status = -100, "container lost with its node (ABORTED); its app asks for it again");
         }
         self.nodes.remove(id);
+        durable::node_changed(&mut self.changes, id);
         lost
     }
 
@@ -317,6 +340,7 @@ impl Cluster {
             && let Some(app) = self.apps.get_mut(index)
         {
             app.credits += credits;
+            durable::app_changed(&mut self.changes, id);
         }
     }
 
@@ -443,6 +467,7 @@ impl Cluster {
             }
             None => self.apps.push(app),
         };
+        durable::app_changed(&mut self.changes, &id);
         self.app_index.insert(id, number);
         self.active.insert(number);
         Ok(&self.apps[number])
@@ -507,10 +532,17 @@ impl Cluster {
         let (resources, duration_ms) = (ask.resources, ask.simulated_duration_ms());
         let app_seq = placement.app + 1;
         let seq = self.next_container;
-        let id = format!(
-            "container_{}_{app_seq:04}_01_{seq:06}",
-            self.cluster_timestamp
-        );
+        // YARN's form: the epoch only once there is one.
+        let id = match self.epoch {
+            0 => format!(
+                "container_{}_{app_seq:04}_01_{seq:06}",
+                self.cluster_timestamp
+            ),
+            epoch => format!(
+                "container_e{epoch}_{}_{app_seq:04}_01_{seq:06}",
+                self.cluster_timestamp
+            ),
+        };
         self.next_container += 1;
         app.used += resources;
         app.running_containers += 1;
@@ -538,9 +570,12 @@ impl Cluster {
             self.simulated_ends
                 .push(Reverse((now.saturating_add(duration_ms), id.clone())));
         }
-        if app.containers.len() >= super::app::MAX_CONTAINER_RECORDS {
-            app.containers.pop_front();
+        if app.containers.len() >= super::app::MAX_CONTAINER_RECORDS
+            && let Some(oldest) = app.containers.pop_front()
+        {
+            durable::container_dropped(&mut self.changes, &oldest.id);
         }
+        durable::container_changed(&mut self.changes, &id, &app.id);
         app.containers.push_back(super::ContainerRecord {
             seq,
             id: id.clone(),
@@ -594,7 +629,13 @@ impl Cluster {
 
     /// Ends an active app as `state` (KILLED or FAILED), with the same
     /// effects as [`Cluster::kill_app`].
-    fn end_app(&mut self, index: usize, state: AppState, cause: &str, now: u64) -> Vec<Container> {
+    pub(super) fn end_app(
+        &mut self,
+        index: usize,
+        state: AppState,
+        cause: &str,
+        now: u64,
+    ) -> Vec<Container> {
         let Some(app) = self.apps.get_mut(index) else {
             return Vec::new();
         };
@@ -606,6 +647,7 @@ impl Cluster {
             ask.retries.clear();
         }
         tracing::info!(app = %app.id, from = app.state.as_str(), to = state.as_str(), cause, queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
+        durable::app_changed(&mut self.changes, &app.id);
         app.state = state;
         app.finish_time_ms = Some(now);
         app.diagnostics = cause.to_string();
@@ -640,6 +682,7 @@ impl Cluster {
         if let Some(app) = self.apps.get_mut(index)
             && let Some(reservation) = app.reservation_id.take()
         {
+            durable::app_changed(&mut self.changes, &app.id);
             tracing::info!(app = %app.id, reservation = %reservation, queue = %app.queue, "reservation ended; the app moves to its queue");
         }
     }
@@ -667,6 +710,7 @@ impl Cluster {
         cause: EndCause,
     ) -> Option<Container> {
         let container = self.containers.remove(id)?;
+        durable::container_changed(&mut self.changes, id, &container.app);
         if let Some(node) = self.nodes.get_mut(&container.node) {
             node.allocated -= container.resources;
             node.containers.remove(id);

@@ -53,6 +53,13 @@ impl AppTable {
         self.apps.insert(number, app);
     }
 
+    /// Puts back a stored app under its number (see `durable.rs`); later
+    /// apps get higher numbers.
+    pub(super) fn restore(&mut self, number: usize, app: App) {
+        self.apps.insert(number, app);
+        self.next = self.next.max(number.saturating_add(1));
+    }
+
     /// The number the next app will get (how many were ever submitted).
     pub fn next_number(&self) -> usize {
         self.next

@@ -32,6 +32,7 @@ pub struct Settings {
     pub policies: PolicySettings,
     pub security: SecuritySettings,
     pub http: HttpSettings,
+    pub store: StoreSettings,
     /// `yarn.scheduler.capacity.*` from the config file and `--set`; the
     /// queue tree is built from them (and a `--queues` file) by `queues::load`.
     pub queue_properties: QueueProperties,
@@ -50,6 +51,18 @@ pub struct QuotaSettings {
     /// The units prices are quoted in (one vcore is always one unit).
     pub unit_memory_mb: u64,
     pub unit_gpus: u32,
+}
+
+/// Where state is kept and how a restart or failover resumes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreSettings {
+    /// `weft.store.url`: PostgreSQL; `None`: SQLite in the data directory.
+    pub url: Option<String>,
+    /// No new allocations this long after recovery, unless every known
+    /// node registered again sooner.
+    pub scheduling_wait_ms: u64,
+    /// `weft.ha.lease-ms`: the active server's lease (PostgreSQL only).
+    pub lease_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -252,6 +265,12 @@ impl Settings {
             max_consecutive_failures: read.whole_u32("weft.policy.max-consecutive-failures")?,
             watch_dir: read.path("weft.policy.watch-dir")?,
         };
+        let store = StoreSettings {
+            url: Some(read.text("weft.store.url")?).filter(|url| !url.is_empty()),
+            scheduling_wait_ms: read
+                .whole("yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms")?,
+            lease_ms: read.whole("weft.ha.lease-ms")?,
+        };
         let authentication = match read.text("weft.security.authentication")?.as_str() {
             "token" => Authentication::Token,
             _ => Authentication::Simple,
@@ -308,6 +327,7 @@ impl Settings {
             policies,
             security,
             http,
+            store,
             queue_properties: properties.queue_properties.clone(),
             properties,
         })

@@ -407,6 +407,30 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "",
         "a directory whose NAME.KIND.wasm files are loaded when written (empty: off)",
     ),
+    (
+        "weft.store.url",
+        ValueType::Text,
+        "",
+        "postgres://user@host:port/db to keep state in PostgreSQL (shared by an active and standby servers); empty: SQLite in the data directory",
+    ),
+    (
+        "weft.ha.lease-ms",
+        ValueType::Whole {
+            min: 300,
+            max: DAY_MS,
+        },
+        "6000",
+        "with PostgreSQL: how long the active server's lease lasts; it renews every third of it, standbys poll every third, and a standby takes over at most a lease plus a poll after the active's last renewal",
+    ),
+    (
+        "yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms",
+        ValueType::Whole {
+            min: 0,
+            max: DAY_MS,
+        },
+        "10000",
+        "ms after a restart or failover during which nothing new is allocated, unless every known node is back sooner",
+    ),
 ];
 
 #[derive(Debug, thiserror::Error, PartialEq)]

@@ -37,6 +37,8 @@ pub enum LoadError {
     Configure(String),
     #[error("the policy failed its self-check: {0}")]
     SelfCheck(CallError),
+    #[error("the store did not keep the component, so it is not loaded: {0}")]
+    Store(String),
 }
 
 /// Compiles, checks and configures `bytes` as a policy of `kind`.

@@ -31,7 +31,7 @@ pub use bindings::{
 pub use engine::{CallLimits, PolicyEngine};
 pub use load::{LoadError, inspect, prepare};
 pub use registry::{PolicySource, builtin, builtin_names};
-pub use slot::{HistoryEntry, PolicySlot, STANDBY_KEPT, SlotStatus, VersionState};
+pub use slot::{HistoryEntry, PolicySlot, STANDBY_KEPT, SavedVersion, SlotStatus, VersionState};
 pub use stats::{CallCost, CallStats};
 pub use version::{PolicyVersion, VersionInfo};
 
@@ -138,6 +138,9 @@ pub struct PolicyRuntime {
     max_failures: u32,
     /// Parameters every pricing policy receives before the operator's own.
     pricing_defaults: Vec<(String, String)>,
+    /// Where loaded components are kept by sha256, so the versions in force
+    /// come back after a restart or failover (`serve` sets it).
+    store: std::sync::OnceLock<crate::store::Store>,
 }
 
 impl PolicyRuntime {
@@ -153,7 +156,57 @@ impl PolicyRuntime {
             sharing: PolicySlot::new(PolicyKind::Sharing, max_failures),
             max_failures,
             pricing_defaults,
+            store: std::sync::OnceLock::new(),
         }
+    }
+
+    /// From now on every loaded component's bytes are written to `store`
+    /// before the version is published (a load the store refuses fails).
+    pub fn keep_in(&self, store: crate::store::Store) {
+        let _ = self.store.set(store);
+    }
+
+    /// Publishes again the versions `saved` lists for `kind` (standbys,
+    /// then the active one), from the components the store keeps, with
+    /// the parameters they had. Returns how many.
+    pub fn restore(&self, kind: PolicyKind, saved: &[SavedVersion]) -> Result<usize, String> {
+        let store = self
+            .store
+            .get()
+            .ok_or("no store to restore policies from")?;
+        for version in saved {
+            let bytes = store
+                .policy_blob(&version.sha256)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| {
+                    format!(
+                        "the store has no component with sha256 {} ({} policy {})",
+                        version.sha256, kind, version.source
+                    )
+                })?;
+            let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+            if sha256 != version.sha256 {
+                return Err(format!(
+                    "the stored component {} has sha256 {sha256}: it is damaged",
+                    version.sha256
+                ));
+            }
+            let prepared = prepare(
+                &self.engine,
+                kind,
+                &version.source,
+                &bytes,
+                version.params.clone(),
+            )
+            .map_err(|e| {
+                format!(
+                    "the stored {kind} policy {} no longer loads: {e}",
+                    version.source
+                )
+            })?;
+            self.slot(kind).publish(prepared);
+        }
+        Ok(saved.len())
     }
 
     /// A runtime with the limits, failure budget and pricing parameters of
@@ -212,7 +265,16 @@ impl PolicyRuntime {
             PolicyKind::Scheduling | PolicyKind::Sharing => Vec::new(),
         };
         all_params.extend_from_slice(params);
-        let result = prepare(&self.engine, kind, source, bytes, all_params);
+        let result = prepare(&self.engine, kind, source, bytes, all_params).and_then(|version| {
+            if let Some(store) = self.store.get() {
+                let mut batch = crate::store::Batch::default();
+                batch.put_policy_blob(&version.info.sha256, bytes.to_vec());
+                store
+                    .commit(&batch)
+                    .map_err(|e| LoadError::Store(e.to_string()))?;
+            }
+            Ok(version)
+        });
         events::PolicyEvent::loaded(kind, source, &result).emit();
         let version = result?;
         self.slot(kind).publish(version.clone());

@@ -87,6 +87,19 @@ pub struct PolicySlot {
     active: ArcSwapOption<PolicyVersion>,
     entries: Mutex<Vec<Entry>>,
     stats: Mutex<CallStats>,
+    /// Counts publications and rollbacks: the store saves the slot's
+    /// versions when it moved.
+    generation: std::sync::atomic::AtomicU64,
+}
+
+/// A version the slot can still answer with, as the store keeps it: its
+/// component by sha256 and what it was configured with. In a slot's saved
+/// list the last is the active one, the others its standbys, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SavedVersion {
+    pub source: String,
+    pub sha256: String,
+    pub params: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for PolicySlot {
@@ -105,7 +118,33 @@ impl PolicySlot {
             active: ArcSwapOption::empty(),
             entries: Mutex::new(Vec::new()),
             stats: Mutex::new(CallStats::default()),
+            generation: Default::default(),
         }
+    }
+
+    /// Moves on every publication and rollback.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The versions that can still answer: standbys oldest first, then
+    /// the active one (empty if none is active).
+    pub fn saved_versions(&self) -> Vec<SavedVersion> {
+        let entries = self.entries.lock().unwrap();
+        let saved = |e: &Entry| SavedVersion {
+            source: e.info.source.clone(),
+            sha256: e.info.sha256.clone(),
+            params: e.info.params.clone(),
+        };
+        let Some(active) = entries.iter().find(|e| e.state == VersionState::Active) else {
+            return Vec::new();
+        };
+        entries
+            .iter()
+            .filter(|e| e.state == VersionState::Standby)
+            .chain(std::iter::once(active))
+            .map(saved)
+            .collect()
     }
 
     /// The version answering calls now, if any.
@@ -144,6 +183,8 @@ impl PolicySlot {
             }
         }
         self.active.store(Some(version));
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Takes the active version out and makes the newest earlier good one active.
@@ -189,6 +230,8 @@ impl PolicySlot {
             .clone()
             .expect("a standby keeps its compiled version");
         self.active.store(Some(to.clone()));
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         drop(entries);
         PolicyEvent::RolledBack {
             kind: self.kind,

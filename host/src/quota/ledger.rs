@@ -27,6 +27,12 @@ impl LedgerDelta {
     pub fn is_empty(&self) -> bool {
         self.projects.is_empty() && self.daily.is_empty()
     }
+
+    /// Takes `later`'s rows over these (each row is a new absolute value).
+    pub fn merge(&mut self, later: LedgerDelta) {
+        self.projects.extend(later.projects);
+        self.daily.extend(later.daily);
+    }
 }
 
 /// One charge to apply.

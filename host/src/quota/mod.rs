@@ -7,7 +7,7 @@ mod ledger;
 mod service;
 
 pub use ledger::{Charge, DailyKey, LedgerDelta, ProjectQuota, QuotaLedger, day_of};
-pub use service::{QuotaError, QuotaService, UnitPrices};
+pub use service::{ChargedContainer, QuotaError, QuotaService, UnitPrices};
 
 use crate::policy::{CallError, PolicySlot, PriceMultiplicators, Usage, Utilization, validate};
 

@@ -10,22 +10,30 @@
 //! started or resized since then owe rows of their own.
 //!
 //! Events only record what is owed; [`QuotaService::flush`] prices everything
-//! owed in one policy call and writes it to the ledger and store in one
-//! transaction. If pricing fails, what is owed stays owed for the next flush:
-//! nothing is charged twice, nothing is lost, nothing invalid is written.
+//! owed in one policy call and applies it to the ledger. If pricing fails,
+//! what is owed stays owed for the next flush: nothing is charged twice,
+//! nothing is lost, nothing invalid is written.
+//!
+//! The service writes nothing itself: it records what changed (ledger rows,
+//! multiplicators, owed usage, containers' charged-until times, the last
+//! QUOTA_COMPUTE) and the resource manager writes all of it, with the
+//! cluster's changes, in one transaction after each event
+//! ([`QuotaService::take_changes`]). The stored state is then always one the
+//! service had: after a crash, each container's usage is charged exactly
+//! once, from its stored charged-until time.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Pricing;
-use super::ledger::{Charge, QuotaLedger};
+use super::ledger::{Charge, LedgerDelta, QuotaLedger};
 use crate::cluster::Resources;
 use crate::config::QuotaSettings;
 use crate::metrics::{ProjectLabels, metrics};
 use crate::policy::{CallError, PriceMultiplicators, Usage, Utilization};
-use crate::store::{Store, StoreError};
+use crate::store::{Batch, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QuotaError {
@@ -70,7 +78,7 @@ type Group = (Arc<str>, Arc<str>, Arc<str>, Resources);
 
 /// Usage recorded by an event, not yet priced: `containers` containers of
 /// one size, each owing `seconds`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Owed {
     project: Arc<str>,
     user: Arc<str>,
@@ -101,9 +109,40 @@ pub struct QuotaService {
     owed: Vec<Owed>,
     multiplicators: PriceMultiplicators,
     ledger: QuotaLedger,
-    store: Store,
     /// Credits charged per app since [`QuotaService::take_app_credits`].
     app_credits: HashMap<Arc<str>, f64>,
+    /// What changed since [`QuotaService::take_changes`]; `None`: nothing
+    /// is stored (replay, simulation).
+    changes: Option<QuotaChanges>,
+}
+
+/// What the service changed since the store last took it.
+#[derive(Debug, Default)]
+struct QuotaChanges {
+    ledger: LedgerDelta,
+    multiplicators: bool,
+    owed: bool,
+    last_compute: bool,
+    /// Containers whose own charged-until time moved, or that stopped
+    /// being charged.
+    containers: BTreeSet<String>,
+}
+
+/// The setting under which the last QUOTA_COMPUTE's time is kept.
+const LAST_COMPUTE_SETTING: &str = "quota.last-compute-ms";
+
+/// A running container as the store keeps it for the quota service.
+#[derive(Debug, Clone)]
+pub struct ChargedContainer {
+    pub id: String,
+    pub app: String,
+    pub project: String,
+    pub user: String,
+    pub resources: Resources,
+    pub started_ms: u64,
+    /// Up to when its own events charged it (QUOTA_COMPUTE charges every
+    /// container up to its time, kept apart).
+    pub charged_until_ms: u64,
 }
 
 impl std::fmt::Debug for QuotaService {
@@ -121,27 +160,116 @@ const UNIT_MULTIPLICATORS: PriceMultiplicators = PriceMultiplicators {
 };
 
 impl QuotaService {
-    /// A service over `store`, with the ledger and (under variable pricing)
-    /// the multiplicators it holds restored.
-    pub fn open(settings: QuotaSettings, store: Store) -> Result<QuotaService, StoreError> {
-        let mut ledger = QuotaLedger::new(settings.default_credits);
-        ledger.restore(store.projects()?, store.daily()?);
-        let multiplicators = match store.multiplicators()? {
-            Some((general, gpu)) if settings.variable_price => PriceMultiplicators { general, gpu },
-            _ => UNIT_MULTIPLICATORS,
-        };
-        Ok(QuotaService {
+    /// A service that stores nothing (replay, simulation).
+    pub fn new(settings: QuotaSettings) -> QuotaService {
+        QuotaService {
+            ledger: QuotaLedger::new(settings.default_credits),
             settings,
             running: HashMap::new(),
             groups: HashMap::new(),
             fresh: HashSet::new(),
             last_compute_ms: 0,
             owed: Vec::new(),
-            multiplicators,
-            ledger,
-            store,
+            multiplicators: UNIT_MULTIPLICATORS,
             app_credits: HashMap::new(),
-        })
+            changes: None,
+        }
+    }
+
+    /// A service whose changes are stored, with the ledger, the owed usage,
+    /// the last QUOTA_COMPUTE and (under variable pricing) the
+    /// multiplicators `store` holds restored. Running containers come back
+    /// with the cluster ([`QuotaService::restore_container`]).
+    pub fn open(settings: QuotaSettings, store: &Store) -> Result<QuotaService, StoreError> {
+        let mut service = QuotaService::new(settings);
+        service.ledger.restore(store.projects()?, store.daily()?);
+        if let Some((general, gpu)) = store.multiplicators()?
+            && service.settings.variable_price
+        {
+            service.multiplicators = PriceMultiplicators { general, gpu };
+        }
+        for record in store.owed()? {
+            let owed: Owed = serde_json::from_str(&record).map_err(|e| StoreError::Corrupt {
+                target: store.target().to_string(),
+                what: "an owed_usage row".into(),
+                why: e.to_string(),
+            })?;
+            service.owed.push(owed);
+        }
+        service.last_compute_ms = store
+            .settings()?
+            .get(LAST_COMPUTE_SETTING)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        service.changes = Some(QuotaChanges::default());
+        Ok(service)
+    }
+
+    /// Puts back a running container as stored: charged up to the later of
+    /// its own charged-until time and the last QUOTA_COMPUTE, as before.
+    pub fn restore_container(&mut self, container: ChargedContainer) {
+        if !self.settings.enabled || self.running.contains_key(&container.id) {
+            return;
+        }
+        let tracked = Tracked {
+            project: container.project.into(),
+            user: container.user.into(),
+            app: container.app.into(),
+            resources: container.resources,
+            started_ms: container.started_ms,
+            last_charged_ms: container.charged_until_ms,
+        };
+        *self.groups.entry(tracked.group()).or_insert(0) += 1;
+        if tracked.last_charged_ms > self.last_compute_ms {
+            self.fresh.insert(container.id.clone());
+        }
+        self.running.insert(container.id, tracked);
+    }
+
+    /// Up to when `container`'s own events charged it, if it is charged.
+    pub fn charged_until(&self, container: &str) -> Option<u64> {
+        self.running.get(container).map(|t| t.last_charged_ms)
+    }
+
+    /// Adds what changed since the last call to `batch` (nothing if the
+    /// service stores nothing). Containers' rows must be in `batch` before.
+    pub fn take_changes(&mut self, batch: &mut Batch) {
+        let Some(changes) = self.changes.as_mut().map(std::mem::take) else {
+            return;
+        };
+        batch.ledger(&changes.ledger);
+        if changes.multiplicators {
+            batch.multiplicators(self.multiplicators.general, self.multiplicators.gpu);
+        }
+        if changes.owed {
+            batch.replace_owed(
+                self.owed
+                    .iter()
+                    .map(|o| serde_json::to_string(o).expect("owed usage serializes")),
+            );
+        }
+        if changes.last_compute {
+            batch.set_setting(LAST_COMPUTE_SETTING, &self.last_compute_ms.to_string());
+        }
+        for id in &changes.containers {
+            batch.charged_until(id, self.charged_until(id));
+        }
+    }
+
+    fn changed(&mut self) -> Option<&mut QuotaChanges> {
+        self.changes.as_mut()
+    }
+
+    fn container_changed(&mut self, container: &str) {
+        if let Some(changes) = self.changes.as_mut() {
+            changes.containers.insert(container.to_string());
+        }
+    }
+
+    fn owed_changed(&mut self) {
+        if let Some(changes) = self.changes.as_mut() {
+            changes.owed = true;
+        }
     }
 
     pub fn settings(&self) -> &QuotaSettings {
@@ -175,6 +303,7 @@ impl QuotaService {
         *self.groups.entry(tracked.group()).or_insert(0) += 1;
         self.mark_fresh(container, now);
         self.running.insert(container.into(), tracked);
+        self.container_changed(container);
         Ok(())
     }
 
@@ -220,6 +349,8 @@ impl QuotaService {
         self.owed.extend(owed);
         *self.groups.entry(group).or_insert(0) += 1;
         self.mark_fresh(container, now);
+        self.container_changed(container);
+        self.owed_changed();
         Ok(())
     }
 
@@ -233,6 +364,8 @@ impl QuotaService {
         let mut tracked = self.running.remove(container).expect("found above");
         let end = now.max(tracked.started_ms + self.settings.min_runtime_ms);
         self.owed.extend(owe(&mut tracked, end, now));
+        self.container_changed(container);
+        self.owed_changed();
         Ok(())
     }
 
@@ -244,12 +377,14 @@ impl QuotaService {
             return;
         }
         let mut since_last = self.groups.clone();
-        for container in self.fresh.drain() {
+        let fresh: Vec<String> = self.fresh.drain().collect();
+        for container in fresh {
             let tracked = self.running.get_mut(&container).expect("fresh is running");
             if let Some(count) = since_last.get_mut(&tracked.group()) {
                 *count -= 1;
             }
             self.owed.extend(owe(tracked, now, now));
+            self.container_changed(&container);
         }
         let seconds = (now - self.last_compute_ms) as f64 / 1000.0;
         for ((project, user, app, resources), containers) in since_last {
@@ -266,6 +401,10 @@ impl QuotaService {
             }
         }
         self.last_compute_ms = now;
+        if let Some(changes) = self.changed() {
+            changes.last_compute = true;
+            changes.owed = true;
+        }
     }
 
     /// Prices everything owed in one call and charges it. Returns the credits
@@ -319,9 +458,10 @@ impl QuotaService {
                 })
                 .inc_by(charge.credits);
         }
-        // The in-memory ledger is ahead if this fails; the store catches up
-        // with absolute values at the next flush that touches the same rows.
-        self.store.apply(&delta)?;
+        if let Some(changes) = self.changed() {
+            changes.ledger.merge(delta);
+            changes.owed = true;
+        }
         Ok(credits.iter().sum())
     }
 
@@ -337,8 +477,9 @@ impl QuotaService {
             return Ok(self.multiplicators);
         }
         self.multiplicators = pricing.multiplicators(utilization)?;
-        self.store
-            .save_multiplicators(self.multiplicators.general, self.multiplicators.gpu)?;
+        if let Some(changes) = self.changed() {
+            changes.multiplicators = true;
+        }
         Ok(self.multiplicators)
     }
 
@@ -364,9 +505,11 @@ impl QuotaService {
     }
 
     /// Gives `project` `credits` remaining.
-    pub fn set_credits(&mut self, project: &str, credits: f64) -> Result<(), StoreError> {
+    pub fn set_credits(&mut self, project: &str, credits: f64) {
         let delta = self.ledger.set_credits(project, credits);
-        self.store.apply(&delta)
+        if let Some(changes) = self.changed() {
+            changes.ledger.merge(delta);
+        }
     }
 
     /// The credits charged per app since the last call (for the apps'
@@ -430,7 +573,7 @@ mod tests {
         let mut settings = crate::config::Settings::default().quota;
         settings.min_runtime_ms = 0;
         settings.default_credits = 1_000_000.0;
-        QuotaService::open(settings, Store::in_memory()).unwrap()
+        QuotaService::new(settings)
     }
 
     fn used(quota: &QuotaService, project: &str) -> f64 {

@@ -7,6 +7,7 @@
 //! Policies are reached through the shared [`PolicyRuntime`]; loading one
 //! happens outside the loop and only its publication is seen here.
 
+pub mod recovery;
 pub mod requests;
 pub mod sim_nodes;
 pub mod timers;
@@ -26,7 +27,7 @@ use crate::scheduler;
 use crate::scheduler::reclaim::{self, Starvation};
 use crate::security::Security;
 use crate::sim::Clock;
-use crate::store::Store;
+use crate::store::{Batch, Store, StoreError};
 
 use crate::reservation::follower;
 use crate::reservation::service::{ReservationError, ReservationService};
@@ -56,6 +57,15 @@ pub struct ResourceManager {
     /// Reclaim's switch and patience, and who is starved since when.
     reclaim_after_ms: Option<u64>,
     starvation: Starvation,
+    /// Where every change is written after each event (`commit`); `None`:
+    /// nothing is (simulation, tests of the loop alone).
+    store: Option<Store>,
+    /// Writes a failed commit left: tried again, before the next ones.
+    unsaved: Batch,
+    /// After recovery, allocation waits for the nodes to come back.
+    scheduling_wait: Option<recovery::SchedulingWait>,
+    /// Each policy slot's generation when its versions were last saved.
+    saved_policies: [Option<u64>; 3],
 }
 
 impl std::fmt::Debug for ResourceManager {
@@ -64,12 +74,29 @@ impl std::fmt::Debug for ResourceManager {
     }
 }
 
-type Command = Box<dyn FnOnce(&mut ResourceManager) + Send>;
+/// A command runs on the loop's state and returns its answer, which is
+/// sent once the event's changes are committed (or their commit failed).
+type Command = Box<dyn FnOnce(&mut ResourceManager) -> Reply + Send>;
+type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
 
-/// How the API reaches the loop. Cheap to clone.
+/// How many queued commands one commit may cover (group commit): their
+/// answers wait for it, so it is kept small.
+const MAX_COMMANDS_PER_COMMIT: usize = 64;
+
+/// How the API reaches the loop. Cheap to clone; clones share where they
+/// lead, which changes when the server becomes active or steps down to
+/// standby (`ha/`).
 #[derive(Clone, Debug)]
 pub struct RmHandle {
-    commands: mpsc::Sender<Command>,
+    link: Arc<std::sync::RwLock<Link>>,
+}
+
+#[derive(Clone, Debug)]
+enum Link {
+    /// To the running loop of the active resource manager.
+    Active(mpsc::Sender<Command>),
+    /// A standby: no loop; the active server's name, if known.
+    Standby(Option<String>),
 }
 
 /// Why a command got no answer.
@@ -81,9 +108,71 @@ pub enum CommandError {
     /// loop goes on, and a log line and `weft_event_loop_panics_total` say so.
     #[error("the resource manager failed on this request (an internal error, logged): {0}")]
     Panicked(String),
+    /// Done in memory, but the store refused the commit: it may or may not
+    /// survive a restart (it is written with the next commit that succeeds).
+    #[error("the store did not take this change (it may yet be kept; try again): {0}")]
+    NotDurable(String),
+    /// This server is a standby: another one (named, if known) is active.
+    #[error("{}", standby_message(.0.as_deref()))]
+    Standby(Option<String>),
+}
+
+/// What a standby answers: which server is active, for clients to go to.
+fn standby_message(active: Option<&str>) -> String {
+    match active {
+        Some(active) => format!("this resource manager is STANDBY; the active one is {active}"),
+        None => {
+            "this resource manager is STANDBY; no server is active yet (an election is under way)"
+                .into()
+        }
+    }
 }
 
 impl RmHandle {
+    /// A handle of a standby server (no loop yet).
+    pub fn standby(active: Option<String>) -> RmHandle {
+        RmHandle {
+            link: Arc::new(std::sync::RwLock::new(Link::Standby(active))),
+        }
+    }
+
+    fn link(&self) -> Link {
+        self.link
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn set_link(&self, link: Link) {
+        *self
+            .link
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = link;
+    }
+
+    /// From now on this handle (and its clones) lead to `active`'s loop.
+    pub fn lead_to(&self, active: &RmHandle) {
+        self.set_link(active.link());
+    }
+
+    /// From now on this handle answers as a standby naming `active`.
+    pub fn stand_by(&self, active: Option<String>) {
+        self.set_link(Link::Standby(active));
+    }
+
+    /// Whether it leads to an active resource manager.
+    pub fn is_active(&self) -> bool {
+        matches!(self.link(), Link::Active(_))
+    }
+
+    /// The active server's name, on a standby that knows it.
+    pub fn active_elsewhere(&self) -> Option<String> {
+        match self.link() {
+            Link::Standby(active) => active,
+            Link::Active(_) => None,
+        }
+    }
+
     /// Runs `f` on the loop's state, between two events, and returns its result.
     pub async fn with<T: Send + 'static>(
         &self,
@@ -91,9 +180,19 @@ impl RmHandle {
     ) -> Result<T, CommandError> {
         let (reply, answer) = oneshot::channel();
         let command: Command = Box::new(move |rm| {
-            let _ = reply.send(guarded("command", || f(rm)));
+            let result = guarded("command", || f(rm));
+            Box::new(move |committed: Result<(), String>| {
+                let _ =
+                    reply.send(result.and_then(|value| {
+                        committed.map(|()| value).map_err(CommandError::NotDurable)
+                    }));
+            })
         });
-        self.commands
+        let commands = match self.link() {
+            Link::Active(commands) => commands,
+            Link::Standby(active) => return Err(CommandError::Standby(active)),
+        };
+        commands
             .send(command)
             .await
             .map_err(|_| CommandError::ShuttingDown)?;
@@ -119,6 +218,32 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> T) -> Result<T, CommandError> {
             .inc();
         CommandError::Panicked(message)
     })
+}
+
+/// Why an event's changes are not in the store.
+#[derive(Debug, Clone)]
+enum CommitFailure {
+    /// Another server holds the lease: this one must write nothing more.
+    Fenced(String),
+    Failed(String),
+}
+
+impl std::fmt::Display for CommitFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommitFailure::Fenced(why) | CommitFailure::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// Commits the event's changes (a panic while gathering them is a failure).
+fn commit(rm: &mut ResourceManager) -> Result<(), CommitFailure> {
+    match guarded("commit", || rm.commit()) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) if error.is_fenced() => Err(CommitFailure::Fenced(error.to_string())),
+        Ok(Err(error)) => Err(CommitFailure::Failed(error.to_string())),
+        Err(panicked) => Err(CommitFailure::Failed(panicked.to_string())),
+    }
 }
 
 /// The timers of the loop.
@@ -160,7 +285,62 @@ impl ResourceManager {
             node_expiry_ms: settings.nodes.expiry_interval_ms,
             scheduling_interval_ms: settings.scheduler.interval.as_millis().max(1) as u64,
             last_early_round_ms: None,
+            store: None,
+            unsaved: Batch::default(),
+            scheduling_wait: None,
+            saved_policies: [None; 3],
         })
+    }
+
+    /// Adds each policy slot's versions to the next commit if a load or
+    /// rollback moved them (see [`recovery::policy_setting`]).
+    fn save_policies(&mut self) {
+        for (i, kind) in PolicyKind::ALL.into_iter().enumerate() {
+            let slot = self.policies.slot(kind);
+            let generation = slot.generation();
+            if self.saved_policies[i] == Some(generation) {
+                continue;
+            }
+            self.saved_policies[i] = Some(generation);
+            let saved = slot.saved_versions();
+            if !saved.is_empty() {
+                let json = serde_json::to_string(&saved).expect("saved versions serialize");
+                self.unsaved
+                    .set_setting(&recovery::policy_setting(kind), &json);
+            }
+        }
+    }
+
+    /// Writes every change since the last commit — the cluster's, then the
+    /// quota service's — in one transaction. A failed commit keeps its
+    /// writes and they go first in the next one (each write is the row's
+    /// value as it is, so writing one again is harmless). A fenced commit
+    /// means another server is active: this one must stop.
+    pub fn commit(&mut self) -> Result<(), StoreError> {
+        if self.store.is_none() {
+            return Ok(());
+        }
+        self.save_policies();
+        self.cluster.take_changes(&mut self.unsaved);
+        self.quota.take_changes(&mut self.unsaved);
+        let store = self.store.as_ref().expect("checked above");
+        if self.unsaved.is_empty() {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        let writes = self.unsaved.len();
+        let result = store.commit(&self.unsaved);
+        metrics()
+            .store_commit_seconds
+            .observe(started.elapsed().as_secs_f64());
+        match &result {
+            Ok(()) => self.unsaved = Batch::default(),
+            Err(error) => {
+                metrics().store_commit_failures.inc();
+                tracing::error!(%error, writes, "the store refused a commit; its writes are kept for the next");
+            }
+        }
+        result
     }
 
     pub fn now(&self) -> u64 {
@@ -288,6 +468,9 @@ impl ResourceManager {
         let ended = self.cluster.finish_simulated(now);
         for (container, at) in ended {
             self.container_finished(&container, at);
+        }
+        if self.awaiting_nodes(now) {
+            return;
         }
         let reservations = self.active_reservations(now);
         match scheduler::schedule(
@@ -488,6 +671,7 @@ pub fn spawn(
                     ms(intervals.quota_compute),
                 );
                 tokio::pin!(stop);
+                let mut replies: Vec<Reply> = Vec::new();
                 loop {
                     let next = start + Duration::from_millis(timers.next_due());
                     // Biased: a stop first, then due timers (a flood of
@@ -501,14 +685,34 @@ pub fn spawn(
                             }
                         }
                         command = inbox.recv() => match command {
-                            Some(command) => command(&mut rm),
+                            Some(command) => {
+                                replies.push(command(&mut rm));
+                                // Commands already queued share the commit.
+                                while replies.len() < MAX_COMMANDS_PER_COMMIT
+                                    && let Ok(command) = inbox.try_recv()
+                                {
+                                    replies.push(command(&mut rm));
+                                }
+                            }
                             None => break,
                         },
                     }
                     let _ = guarded("flush", || rm.flush_quota());
+                    let committed = commit(&mut rm);
+                    for reply in replies.drain(..) {
+                        reply(committed.clone().map_err(|e| e.to_string()));
+                    }
+                    if let Err(CommitFailure::Fenced(why)) = committed {
+                        tracing::error!(%why, "another server is active: this one stops writing and stops");
+                        break;
+                    }
                 }
                 let _ = guarded("shutdown", || rm.shutdown());
+                let _ = commit(&mut rm);
             })
         })?;
-    Ok((RmHandle { commands }, thread))
+    let handle = RmHandle {
+        link: Arc::new(std::sync::RwLock::new(Link::Active(commands))),
+    };
+    Ok((handle, thread))
 }

@@ -137,6 +137,8 @@ pub struct Heartbeat {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Registered {
     pub kill: Vec<KillOrder>,
+    /// The answering resource manager's epoch (see `NodeOrders::epoch`).
+    pub epoch: u64,
 }
 
 impl ResourceManager {
@@ -195,9 +197,19 @@ impl ResourceManager {
                         "application id {id} was given to {owner}; only they may submit under it"
                     )));
                 }
+                // Submitted before (its answer lost, or a client retrying
+                // across a restart): the same app again, as YARN answers
+                // "an earlier submitted application".
                 None if self.cluster.app(id).is_some() => {
+                    let app = self.cluster.app(id).expect("checked in the guard");
+                    let same_queue =
+                        self.cluster.queues().leaf(&request.queue) == Some(app.queue_index);
+                    if app.user == user.user && same_queue {
+                        return Ok(app.clone());
+                    }
                     return Err(RequestError::Conflict(format!(
-                        "application {id} was submitted already"
+                        "application {id} was submitted already, by {} to queue {}",
+                        app.user, app.queue
                     )));
                 }
                 None => {
@@ -249,8 +261,12 @@ impl ResourceManager {
             now,
         )?;
         self.containers_lost(&lost, now);
+        self.node_back(&request.node_id);
         tracing::info!(node = %request.node_id, %capacity, owner = %caller.user, lost = lost.len(), kept = running.map_or(0, |r| r.len()), "node registered");
-        Ok(Registered { kill })
+        Ok(Registered {
+            kill,
+            epoch: self.cluster.epoch(),
+        })
     }
 
     /// A heartbeat from the owner of node `id`; what ended is charged up to

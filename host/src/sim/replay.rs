@@ -557,7 +557,6 @@ mod tests {
 
     use super::*;
     use crate::policy::{CallError, PriceMultiplicators, Usage};
-    use crate::store::Store;
 
     /// One credit per GB-second at a general multiplicator of 1 + memory
     /// utilization; counts its multiplicator calls.
@@ -590,7 +589,7 @@ mod tests {
         settings.variable_price = true;
         settings.scheduling_period_ms = compute_ms;
         settings.multiplicator_interval_ms = multiplicator_ms;
-        QuotaService::open(settings, Store::in_memory()).unwrap()
+        QuotaService::new(settings)
     }
 
     fn log(lines: &[String]) -> Vec<ReplayLine> {

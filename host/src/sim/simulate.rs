@@ -679,7 +679,7 @@ fn simulate(
             .map_err(|e| anyhow::anyhow!("cannot load the {kind} policy {source}: {e}"))?;
     }
 
-    let quota = QuotaService::open(settings.quota, Store::in_memory())?;
+    let quota = QuotaService::new(settings.quota);
     let mut rm = ResourceManager::new(
         &settings,
         queues,

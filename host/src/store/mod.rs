@@ -1,283 +1,703 @@
-//! The embedded SQLite store under the data directory: the quota ledger, the
-//! price multiplicators and the reservations, so all survive a restart.
+//! The durable store: one interface over two databases — the embedded SQLite
+//! under the data directory (the default) and PostgreSQL 15
+//! (`weft.store.url = postgres://…`, which two servers can share) — with one
+//! schema history (`migrations.rs`).
 //!
-//! Writes of one quota flush go in one transaction, so the ledger is never
-//! half-applied; WAL mode keeps them cheap.
+//! It holds what a restart must not lose: the ledger, multiplicators and
+//! owed usage, the reservations, apps with their asks, running containers
+//! with their node and charged-until time, nodes, the settings in force
+//! (queues, policies, counters, the cluster's timestamp) and the leader's
+//! lease with its epoch.
+//!
+//! Every write goes through [`Store::commit`]: one transaction that first
+//! checks, under a shared lock of the lease row, that the epoch this server
+//! holds is still the lease's (the fencing token). A server whose epoch is
+//! stale commits nothing.
 
-use std::path::Path;
+pub mod local_postgres;
+pub mod migrations;
+pub mod postgres;
+pub mod sqlite;
 
-use rusqlite::{Connection, params};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use crate::quota::{DailyKey, LedgerDelta, ProjectQuota};
 
-#[derive(Debug, thiserror::Error)]
-#[error("store {path}: {source}")]
-pub struct StoreError {
-    path: String,
-    #[source]
-    source: rusqlite::Error,
+/// A value bound to or read from a statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
 }
 
+impl From<i64> for Value {
+    fn from(value: i64) -> Value {
+        Value::Int(value)
+    }
+}
+
+impl From<u64> for Value {
+    /// Times and counts are far below 2^63; a larger value is kept as the
+    /// largest, never wrapped negative.
+    fn from(value: u64) -> Value {
+        Value::Int(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+}
+
+impl From<f64> for Value {
+    fn from(value: f64) -> Value {
+        Value::Real(value)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(value: &str) -> Value {
+        Value::Text(value.to_string())
+    }
+}
+
+impl From<String> for Value {
+    fn from(value: String) -> Value {
+        Value::Text(value)
+    }
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(value: Option<T>) -> Value {
+        value.map_or(Value::Null, Into::into)
+    }
+}
+
+impl Value {
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// A stored time or count: negative values (never written) read as 0.
+    pub fn as_u64(&self) -> Option<u64> {
+        self.as_i64().map(|v| u64::try_from(v).unwrap_or(0))
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Real(v) => Some(*v),
+            Value::Int(v) => Some(*v as f64),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Text(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn into_text(self) -> Option<String> {
+        match self {
+            Value::Text(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn into_blob(self) -> Option<Vec<u8>> {
+        match self {
+            Value::Blob(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// One row of a query's answer.
+pub type Row = Vec<Value>;
+
+/// One statement of a transaction: SQL with `?1`, `?2`, … placeholders.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    pub sql: &'static str,
+    pub params: Vec<Value>,
+}
+
+/// Which SQL a backend speaks where the two differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// The fencing token a writer holds: the lease's epoch when it was elected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fence {
+    pub epoch: i64,
+    pub holder: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store {target}: {message}")]
+    Database { target: String, message: String },
+    /// Another server holds the lease now: this one must write nothing more.
+    #[error(
+        "store {target}: fenced off: this server's epoch is {mine}, the lease's is {current} (held by {holder:?}); another server is active"
+    )]
+    Fenced {
+        target: String,
+        mine: i64,
+        current: i64,
+        holder: String,
+    },
+    #[error(
+        "store {target}: its schema is version {found}, newer than this weft knows ({known}); run a newer weft"
+    )]
+    TooNew {
+        target: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("store {target}: {what} is unreadable: {why}")]
+    Corrupt {
+        target: String,
+        what: String,
+        why: String,
+    },
+}
+
+impl StoreError {
+    /// Whether this server lost its right to write (it must step down).
+    pub fn is_fenced(&self) -> bool {
+        matches!(self, StoreError::Fenced { .. })
+    }
+}
+
+/// A database the store runs on. Each call is one round of work; a
+/// backend reports its errors with its target (path or URL, never a
+/// password) already in them.
+pub trait Backend: Send {
+    fn dialect(&self) -> Dialect;
+
+    /// Where it is, for messages.
+    fn target(&self) -> &str;
+
+    /// Runs `statements` in one transaction. With `fence`, the transaction
+    /// first reads the lease row under a shared lock and commits nothing
+    /// unless its epoch and holder are `fence`'s; it then records the
+    /// commit in `write_audit` under that epoch.
+    fn commit(&mut self, fence: Option<&Fence>, statements: &[Statement])
+    -> Result<(), StoreError>;
+
+    /// Runs one query outside any write transaction.
+    fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError>;
+
+    /// Brings the schema to the newest migration, one transaction each,
+    /// serialized against other servers migrating the same database.
+    fn migrate(&mut self) -> Result<(), StoreError>;
+}
+
+/// The store: a handle shared by the event loop, the reservation service
+/// and the policy runtime (cheap to clone; calls are serialized).
+#[derive(Clone)]
 pub struct Store {
-    path: String,
-    connection: Connection,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    target: String,
+    backend: Mutex<Box<dyn Backend>>,
+    /// The epoch this server writes under; `None`: unfenced (a store of
+    /// its own: replay, simulation, tests).
+    fence: Mutex<Option<Fence>>,
 }
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.path).finish()
+        f.debug_struct("Store")
+            .field("target", &self.shared.target)
+            .finish()
     }
 }
 
-const SCHEMA: &str = "
-    CREATE TABLE IF NOT EXISTS project_quota (
-        project TEXT PRIMARY KEY,
-        remaining REAL NOT NULL,
-        total_used REAL NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS daily_usage (
-        project TEXT NOT NULL,
-        user TEXT NOT NULL,
-        day TEXT NOT NULL,
-        credits REAL NOT NULL,
-        PRIMARY KEY (project, user, day)
-    );
-    CREATE TABLE IF NOT EXISTS price_multiplicator (
-        resource TEXT PRIMARY KEY,
-        value REAL NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS reservation (
-        id TEXT PRIMARY KEY,
-        queue TEXT NOT NULL,
-        record TEXT NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS counter (
-        name TEXT PRIMARY KEY,
-        value INTEGER NOT NULL
-    );
-";
+/// Where the store is: `weft.store.url` if set, else the data directory.
+pub fn open(url: Option<&str>, data_dir: &std::path::Path) -> Result<Store, StoreError> {
+    match url {
+        Some(url) => Store::postgres(url),
+        None => Store::open(data_dir),
+    }
+}
 
 impl Store {
-    /// Opens (creating if needed) `weft.db` in `data_dir`.
-    pub fn open(data_dir: &Path) -> Result<Store, StoreError> {
-        let path = data_dir.join("weft.db");
-        let display = path.display().to_string();
-        let wrap = |source| StoreError {
-            path: display.clone(),
-            source,
-        };
-        std::fs::create_dir_all(data_dir).map_err(|e| {
-            wrap(rusqlite::Error::InvalidPath(
-                format!("{}: {e}", data_dir.display()).into(),
-            ))
-        })?;
-        let connection = Connection::open(&path).map_err(wrap)?;
-        connection
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(wrap)?;
-        connection
-            .pragma_update(None, "synchronous", "NORMAL")
-            .map_err(wrap)?;
-        Store::with_connection(display.clone(), connection)
+    /// Opens (creating if needed) `weft.db` in `data_dir`, locked against
+    /// any other server using the same directory, and migrates it.
+    pub fn open(data_dir: &std::path::Path) -> Result<Store, StoreError> {
+        Store::with_backend(Box::new(sqlite::SqliteBackend::open(data_dir)?))
+    }
+
+    /// Connects to PostgreSQL at `url` and migrates its schema.
+    pub fn postgres(url: &str) -> Result<Store, StoreError> {
+        Store::with_backend(Box::new(postgres::PostgresBackend::connect(url)?))
     }
 
     /// A store that lives only as long as the process (replay, simulation).
     pub fn in_memory() -> Store {
-        let connection =
-            Connection::open_in_memory().expect("SQLite can always open an in-memory database");
-        Store::with_connection(":memory:".into(), connection)
-            .expect("the schema applies to an empty database")
+        Store::with_backend(Box::new(sqlite::SqliteBackend::in_memory()))
+            .expect("the schema applies to an empty in-memory database")
     }
 
-    fn with_connection(path: String, connection: Connection) -> Result<Store, StoreError> {
-        connection
-            .execute_batch(SCHEMA)
-            .map_err(|source| StoreError {
-                path: path.clone(),
-                source,
-            })?;
-        Ok(Store { path, connection })
+    fn with_backend(mut backend: Box<dyn Backend>) -> Result<Store, StoreError> {
+        backend.migrate()?;
+        Ok(Store {
+            shared: Arc::new(Shared {
+                target: backend.target().to_string(),
+                backend: Mutex::new(backend),
+                fence: Mutex::new(None),
+            }),
+        })
     }
 
-    fn wrap(&self, source: rusqlite::Error) -> StoreError {
-        StoreError {
-            path: self.path.clone(),
-            source,
+    pub fn target(&self) -> &str {
+        &self.shared.target
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.backend().dialect()
+    }
+
+    fn backend(&self) -> std::sync::MutexGuard<'_, Box<dyn Backend>> {
+        // A panic while holding the lock leaves the backend as it was
+        // between calls (each call is one transaction).
+        self.shared
+            .backend
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// From now on every commit is fenced by `fence` (this server became
+    /// active under it); `None` stops fencing.
+    pub fn set_fence(&self, fence: Option<Fence>) {
+        *self
+            .shared
+            .fence
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = fence;
+    }
+
+    pub fn fence(&self) -> Option<Fence> {
+        self.shared
+            .fence
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Takes the lease as the store's only possible writer (SQLite, behind
+    /// its lock file): the epoch counts up once per start, and every commit
+    /// from now on is fenced by it.
+    pub fn take_sole_lease(&self, holder: &str) -> Result<Fence, StoreError> {
+        let statement = Statement {
+            sql: "UPDATE weft_leader SET epoch = epoch + 1, holder = ?1 WHERE id = 1",
+            params: vec![holder.into()],
+        };
+        self.backend().commit(None, &[statement])?;
+        let rows = self.query("SELECT epoch FROM weft_leader WHERE id = 1", &[])?;
+        let epoch = rows
+            .first()
+            .and_then(|row| row.first())
+            .and_then(Value::as_i64)
+            .ok_or_else(|| self.corrupt("the lease row", "missing"))?;
+        let fence = Fence {
+            epoch,
+            holder: holder.to_string(),
+        };
+        self.set_fence(Some(fence.clone()));
+        Ok(fence)
+    }
+
+    /// Writes `batch` in one transaction, fenced (see the module's doc).
+    pub fn commit(&self, batch: &Batch) -> Result<(), StoreError> {
+        if batch.statements.is_empty() {
+            return Ok(());
+        }
+        let fence = self.fence();
+        self.backend().commit(fence.as_ref(), &batch.statements)
+    }
+
+    pub fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
+        self.backend().query(sql, params)
+    }
+
+    fn corrupt(&self, what: impl Into<String>, why: impl std::fmt::Display) -> StoreError {
+        StoreError::Corrupt {
+            target: self.shared.target.clone(),
+            what: what.into(),
+            why: why.to_string(),
         }
     }
 
     /// Applies one flush of charges in one transaction.
-    pub fn apply(&mut self, delta: &LedgerDelta) -> Result<(), StoreError> {
-        let tx = self.connection.transaction().map_err(|e| StoreError {
-            path: self.path.clone(),
-            source: e,
-        })?;
-        // Cached statements: a simulation flushes after every round, and
-        // parsing the SQL each time cost more than running it.
-        let result = (|| {
-            let mut project_row = tx.prepare_cached(
-                "INSERT INTO project_quota (project, remaining, total_used) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(project) DO UPDATE SET remaining = excluded.remaining, total_used = excluded.total_used",
-            )?;
-            for (project, quota) in &delta.projects {
-                project_row.execute(params![project, quota.remaining, quota.total_used])?;
-            }
-            let mut daily_row = tx.prepare_cached(
-                "INSERT INTO daily_usage (project, user, day, credits) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(project, user, day) DO UPDATE SET credits = excluded.credits",
-            )?;
-            for ((project, user, day), credits) in &delta.daily {
-                daily_row.execute(params![project, user, day, credits])?;
-            }
-            Ok(())
-        })();
-        result.and_then(|()| tx.commit()).map_err(|e| self.wrap(e))
+    pub fn apply(&self, delta: &LedgerDelta) -> Result<(), StoreError> {
+        let mut batch = Batch::default();
+        batch.ledger(delta);
+        self.commit(&batch)
     }
 
     /// Saves one reservation (its record as JSON), replacing any under `id`,
     /// and the counter `counter` at `value`, in one transaction.
     pub fn save_reservation(
-        &mut self,
+        &self,
         id: &str,
         queue: &str,
         record: &str,
         (counter, value): (&str, u64),
     ) -> Result<(), StoreError> {
-        let tx = self.connection.transaction().map_err(|e| StoreError {
-            path: self.path.clone(),
-            source: e,
-        })?;
-        let result = tx
-            .execute(
-                "INSERT INTO reservation (id, queue, record) VALUES (?1, ?2, ?3)
-                 ON CONFLICT(id) DO UPDATE SET queue = excluded.queue, record = excluded.record",
-                params![id, queue, record],
-            )
-            .and_then(|_| {
-                tx.execute(
-                    "INSERT INTO counter (name, value) VALUES (?1, ?2)
-                     ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                    params![counter, value as i64],
-                )
-            });
-        result.and_then(|_| tx.commit()).map_err(|e| self.wrap(e))
+        let mut batch = Batch::default();
+        batch.put_reservation(id, queue, record);
+        batch.set_counter(counter, value);
+        self.commit(&batch)
     }
 
     pub fn delete_reservation(&self, id: &str) -> Result<(), StoreError> {
-        self.connection
-            .execute("DELETE FROM reservation WHERE id = ?1", params![id])
-            .map(drop)
-            .map_err(|e| self.wrap(e))
+        let mut batch = Batch::default();
+        batch.delete_reservation(id);
+        self.commit(&batch)
     }
 
     /// Every saved reservation: (id, queue, record), by id.
     pub fn reservations(&self) -> Result<Vec<(String, String, String)>, StoreError> {
-        let mut statement = self
-            .connection
-            .prepare("SELECT id, queue, record FROM reservation ORDER BY id")
-            .map_err(|e| self.wrap(e))?;
-        statement
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))
-            .and_then(Iterator::collect)
-            .map_err(|e| self.wrap(e))
+        self.query("SELECT id, queue, record FROM reservation ORDER BY id", &[])?
+            .into_iter()
+            .map(|row| match <[Value; 3]>::try_from(row) {
+                Ok([Value::Text(id), Value::Text(queue), Value::Text(record)]) => {
+                    Ok((id, queue, record))
+                }
+                _ => Err(self.corrupt("a reservation row", "not three texts")),
+            })
+            .collect()
     }
 
     /// A named counter's value (0 if never set).
     pub fn counter(&self, name: &str) -> Result<u64, StoreError> {
-        self.connection
-            .query_row(
-                "SELECT value FROM counter WHERE name = ?1",
-                params![name],
-                |row| row.get::<_, i64>(0),
-            )
-            .map(|value| value as u64)
-            .or_else(|error| match error {
-                rusqlite::Error::QueryReturnedNoRows => Ok(0),
-                other => Err(self.wrap(other)),
-            })
+        let rows = self.query("SELECT value FROM counter WHERE name = ?1", &[name.into()])?;
+        Ok(rows
+            .first()
+            .and_then(|row| row.first())
+            .and_then(Value::as_u64)
+            .unwrap_or(0))
     }
 
     pub fn set_counter(&self, name: &str, value: u64) -> Result<(), StoreError> {
-        self.connection
-            .execute(
-                "INSERT INTO counter (name, value) VALUES (?1, ?2)
-                 ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-                params![name, value as i64],
-            )
-            .map(drop)
-            .map_err(|e| self.wrap(e))
+        let mut batch = Batch::default();
+        batch.set_counter(name, value);
+        self.commit(&batch)
     }
 
     pub fn projects(&self) -> Result<Vec<(String, ProjectQuota)>, StoreError> {
-        let mut statement = self
-            .connection
-            .prepare("SELECT project, remaining, total_used FROM project_quota ORDER BY project")
-            .map_err(|e| self.wrap(e))?;
-        statement
-            .query_map([], |row| {
-                Ok((
-                    row.get(0)?,
-                    ProjectQuota {
-                        remaining: row.get(1)?,
-                        total_used: row.get(2)?,
-                    },
-                ))
-            })
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.wrap(e))
+        self.query(
+            "SELECT project, remaining, total_used FROM project_quota ORDER BY project",
+            &[],
+        )?
+        .into_iter()
+        .map(|row| match (row.first(), row.get(1), row.get(2)) {
+            (Some(Value::Text(project)), Some(remaining), Some(total_used)) => Ok((
+                project.clone(),
+                ProjectQuota {
+                    remaining: remaining.as_f64().unwrap_or(0.0),
+                    total_used: total_used.as_f64().unwrap_or(0.0),
+                },
+            )),
+            _ => Err(self.corrupt("a project_quota row", "not (text, number, number)")),
+        })
+        .collect()
     }
 
     pub fn daily(&self) -> Result<Vec<(DailyKey, f64)>, StoreError> {
-        let mut statement = self
-            .connection
-            .prepare(
-                "SELECT project, user, day, credits FROM daily_usage ORDER BY project, user, day",
-            )
-            .map_err(|e| self.wrap(e))?;
-        statement
-            .query_map([], |row| {
-                Ok(((row.get(0)?, row.get(1)?, row.get(2)?), row.get(3)?))
-            })
-            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| self.wrap(e))
+        self.query(
+            "SELECT project, \"user\", day, credits FROM daily_usage ORDER BY project, \"user\", day",
+            &[],
+        )?
+        .into_iter()
+        .map(|row| match <[Value; 4]>::try_from(row) {
+            Ok([Value::Text(project), Value::Text(user), Value::Text(day), credits]) => {
+                Ok(((project, user, day), credits.as_f64().unwrap_or(0.0)))
+            }
+            _ => Err(self.corrupt("a daily_usage row", "not (text, text, text, number)")),
+        })
+        .collect()
     }
 
     pub fn save_multiplicators(&self, general: f64, gpu: f64) -> Result<(), StoreError> {
-        for (resource, value) in [("general", general), ("gpu", gpu)] {
-            self.connection
-                .execute(
-                    "INSERT INTO price_multiplicator (resource, value) VALUES (?1, ?2)
-                     ON CONFLICT(resource) DO UPDATE SET value = excluded.value",
-                    params![resource, value],
-                )
-                .map_err(|e| self.wrap(e))?;
-        }
-        Ok(())
+        let mut batch = Batch::default();
+        batch.multiplicators(general, gpu);
+        self.commit(&batch)
     }
 
     /// The multiplicators saved last, if any.
     pub fn multiplicators(&self) -> Result<Option<(f64, f64)>, StoreError> {
-        let get = |resource: &str| {
-            self.connection
-                .query_row(
-                    "SELECT value FROM price_multiplicator WHERE resource = ?1",
-                    [resource],
-                    |row| row.get(0),
-                )
-                .map(Some)
-                .or_else(|e| {
-                    if e == rusqlite::Error::QueryReturnedNoRows {
-                        Ok(None)
-                    } else {
-                        Err(e)
-                    }
-                })
-                .map_err(|e| self.wrap(e))
+        let rows = self.query("SELECT resource, value FROM price_multiplicator", &[])?;
+        let get = |name: &str| {
+            rows.iter()
+                .find(|row| row.first().and_then(Value::as_str) == Some(name))
+                .and_then(|row| row.get(1))
+                .and_then(Value::as_f64)
         };
-        Ok(match (get("general")?, get("gpu")?) {
-            (Some(general), Some(gpu)) => Some((general, gpu)),
-            _ => None,
+        Ok(get("general").zip(get("gpu")))
+    }
+
+    /// Every setting in force, by name.
+    pub fn settings(&self) -> Result<BTreeMap<String, String>, StoreError> {
+        self.query("SELECT name, value FROM setting", &[])?
+            .into_iter()
+            .map(|row| match <[Value; 2]>::try_from(row) {
+                Ok([Value::Text(name), Value::Text(value)]) => Ok((name, value)),
+                _ => Err(self.corrupt("a setting row", "not two texts")),
+            })
+            .collect()
+    }
+
+    /// Every app record, in submission order: (number, record).
+    pub fn apps(&self) -> Result<Vec<(u64, String)>, StoreError> {
+        self.query("SELECT number, record FROM app ORDER BY number", &[])?
+            .into_iter()
+            .map(|row| match <[Value; 2]>::try_from(row) {
+                Ok([number, Value::Text(record)]) if number.as_u64().is_some() => {
+                    Ok((number.as_u64().unwrap_or(0), record))
+                }
+                _ => Err(self.corrupt("an app row", "not (number, text)")),
+            })
+            .collect()
+    }
+
+    /// Every container record, by app then number: (record, running,
+    /// charged until).
+    pub fn containers(&self) -> Result<Vec<StoredContainer>, StoreError> {
+        self.query(
+            "SELECT record, running, charged_until_ms FROM container ORDER BY app, seq",
+            &[],
+        )?
+        .into_iter()
+        .map(|row| match <[Value; 3]>::try_from(row) {
+            Ok([Value::Text(record), running, charged]) => Ok(StoredContainer {
+                record,
+                running: running.as_i64() == Some(1),
+                charged_until_ms: charged.as_u64(),
+            }),
+            _ => Err(self.corrupt("a container row", "not (text, number, number)")),
         })
+        .collect()
+    }
+
+    /// Every node record, by id.
+    pub fn nodes(&self) -> Result<Vec<String>, StoreError> {
+        self.texts("SELECT record FROM node ORDER BY id", "a node row")
+    }
+
+    /// Usage owed and not yet priced, in the order it was owed.
+    pub fn owed(&self) -> Result<Vec<String>, StoreError> {
+        self.texts("SELECT record FROM owed_usage ORDER BY seq", "an owed row")
+    }
+
+    fn texts(&self, sql: &str, what: &str) -> Result<Vec<String>, StoreError> {
+        self.query(sql, &[])?
+            .into_iter()
+            .map(|row| {
+                row.into_iter()
+                    .next()
+                    .and_then(Value::into_text)
+                    .ok_or_else(|| self.corrupt(what, "not a text"))
+            })
+            .collect()
+    }
+
+    /// A policy component's bytes, by their sha256.
+    pub fn policy_blob(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let rows = self.query(
+            "SELECT bytes FROM policy_blob WHERE sha256 = ?1",
+            &[sha256.into()],
+        )?;
+        Ok(rows
+            .into_iter()
+            .next()
+            .and_then(|row| row.into_iter().next())
+            .and_then(Value::into_blob))
+    }
+}
+
+/// A container as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredContainer {
+    pub record: String,
+    pub running: bool,
+    pub charged_until_ms: Option<u64>,
+}
+
+/// The writes of one transaction, built by the event loop and the services
+/// (each method is one table's upsert or delete).
+#[derive(Debug, Default)]
+pub struct Batch {
+    statements: Vec<Statement>,
+}
+
+impl Batch {
+    pub fn is_empty(&self) -> bool {
+        self.statements.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.statements.len()
+    }
+
+    /// Adds `other`'s writes after these.
+    pub fn append(&mut self, other: Batch) {
+        self.statements.extend(other.statements);
+    }
+
+    fn push(&mut self, sql: &'static str, params: Vec<Value>) {
+        self.statements.push(Statement { sql, params });
+    }
+
+    /// The new values of every ledger row one flush changed.
+    pub fn ledger(&mut self, delta: &LedgerDelta) {
+        for (project, quota) in &delta.projects {
+            self.push(
+                "INSERT INTO project_quota (project, remaining, total_used) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (project) DO UPDATE SET remaining = excluded.remaining, total_used = excluded.total_used",
+                vec![
+                    project.as_str().into(),
+                    quota.remaining.into(),
+                    quota.total_used.into(),
+                ],
+            );
+        }
+        for ((project, user, day), credits) in &delta.daily {
+            self.push(
+                "INSERT INTO daily_usage (project, \"user\", day, credits) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (project, \"user\", day) DO UPDATE SET credits = excluded.credits",
+                vec![
+                    project.as_str().into(),
+                    user.as_str().into(),
+                    day.as_str().into(),
+                    (*credits).into(),
+                ],
+            );
+        }
+    }
+
+    pub fn multiplicators(&mut self, general: f64, gpu: f64) {
+        for (resource, value) in [("general", general), ("gpu", gpu)] {
+            self.push(
+                "INSERT INTO price_multiplicator (resource, value) VALUES (?1, ?2)
+                 ON CONFLICT (resource) DO UPDATE SET value = excluded.value",
+                vec![resource.into(), value.into()],
+            );
+        }
+    }
+
+    pub fn put_reservation(&mut self, id: &str, queue: &str, record: &str) {
+        self.push(
+            "INSERT INTO reservation (id, queue, record) VALUES (?1, ?2, ?3)
+             ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, record = excluded.record",
+            vec![id.into(), queue.into(), record.into()],
+        );
+    }
+
+    pub fn delete_reservation(&mut self, id: &str) {
+        self.push("DELETE FROM reservation WHERE id = ?1", vec![id.into()]);
+    }
+
+    pub fn set_counter(&mut self, name: &str, value: u64) {
+        self.push(
+            "INSERT INTO counter (name, value) VALUES (?1, ?2)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            vec![name.into(), value.into()],
+        );
+    }
+
+    pub fn set_setting(&mut self, name: &str, value: &str) {
+        self.push(
+            "INSERT INTO setting (name, value) VALUES (?1, ?2)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            vec![name.into(), value.into()],
+        );
+    }
+
+    pub fn put_app(&mut self, id: &str, number: u64, record: String) {
+        self.push(
+            "INSERT INTO app (id, number, record) VALUES (?1, ?2, ?3)
+             ON CONFLICT (id) DO UPDATE SET number = excluded.number, record = excluded.record",
+            vec![id.into(), number.into(), record.into()],
+        );
+    }
+
+    /// Forgets an app and every container record of it.
+    pub fn delete_app(&mut self, id: &str) {
+        self.push("DELETE FROM container WHERE app = ?1", vec![id.into()]);
+        self.push("DELETE FROM app WHERE id = ?1", vec![id.into()]);
+    }
+
+    /// A container's record; `running` while it runs. Its charged-until
+    /// time is set apart ([`Batch::charged_until`]) and kept here.
+    pub fn put_container(&mut self, id: &str, app: &str, seq: u64, running: bool, record: String) {
+        self.push(
+            "INSERT INTO container (id, app, seq, running, record) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (id) DO UPDATE SET running = excluded.running, record = excluded.record",
+            vec![
+                id.into(),
+                app.into(),
+                seq.into(),
+                Value::Int(i64::from(running)),
+                record.into(),
+            ],
+        );
+    }
+
+    pub fn delete_container(&mut self, id: &str) {
+        self.push("DELETE FROM container WHERE id = ?1", vec![id.into()]);
+    }
+
+    /// Up to when a running container has been charged (`None`: it is no
+    /// longer charged by the quota service).
+    pub fn charged_until(&mut self, id: &str, ms: Option<u64>) {
+        self.push(
+            "UPDATE container SET charged_until_ms = ?2 WHERE id = ?1",
+            vec![id.into(), ms.into()],
+        );
+    }
+
+    pub fn put_node(&mut self, id: &str, record: String) {
+        self.push(
+            "INSERT INTO node (id, record) VALUES (?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET record = excluded.record",
+            vec![id.into(), record.into()],
+        );
+    }
+
+    pub fn delete_node(&mut self, id: &str) {
+        self.push("DELETE FROM node WHERE id = ?1", vec![id.into()]);
+    }
+
+    /// Replaces the usage owed and not yet priced.
+    pub fn replace_owed(&mut self, records: impl IntoIterator<Item = String>) {
+        self.push("DELETE FROM owed_usage", Vec::new());
+        for (seq, record) in records.into_iter().enumerate() {
+            self.push(
+                "INSERT INTO owed_usage (seq, record) VALUES (?1, ?2)",
+                vec![(seq as u64).into(), record.into()],
+            );
+        }
+    }
+
+    /// A policy component's bytes, kept once per sha256.
+    pub fn put_policy_blob(&mut self, sha256: &str, bytes: Vec<u8>) {
+        self.push(
+            "INSERT INTO policy_blob (sha256, bytes) VALUES (?1, ?2)
+             ON CONFLICT (sha256) DO NOTHING",
+            vec![sha256.into(), Value::Blob(bytes)],
+        );
     }
 }
 
@@ -289,7 +709,7 @@ mod tests {
     fn reservations_and_counters_survive_reopening() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let mut store = Store::open(dir.path()).unwrap();
+            let store = Store::open(dir.path()).unwrap();
             assert_eq!(store.counter("reservation").unwrap(), 0);
             let counter = |value| ("reservation", value);
             store

@@ -1,0 +1,554 @@
+//! What of the cluster a restart keeps, and how it comes back: the records
+//! the store holds for apps (with their asks), containers (running ones with
+//! their node, ended ones for their app's history) and agents' nodes; the
+//! changes since the last commit ([`Changes`], noted by every change the
+//! cluster makes once tracking is on); and [`Cluster::restore`], which puts
+//! stored records back through the same bookkeeping as a live cluster.
+//!
+//! Derived figures (an app's used resources and running count, a node's
+//! allocation) are not stored: they are recomputed from the running
+//! containers, so they cannot disagree.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::EndCause;
+use super::node::AgentInfo;
+use super::{
+    App, AppState, Ask, Cluster, Container, ContainerRecord, Launch, Node, NodeKind, Resources,
+};
+use crate::agent::protocol::ContainerCommand;
+use crate::store::Batch;
+
+/// What changed since the store last took the changes: ids to write again
+/// (or delete, if they are gone by then).
+#[derive(Debug, Default)]
+pub struct Changes {
+    apps: BTreeSet<String>,
+    /// Apps let go by the retention: deleted with their containers.
+    dropped_apps: BTreeSet<String>,
+    /// Containers started or ended: (id, app).
+    containers: BTreeMap<String, String>,
+    /// Container records an app let go of (beyond its newest 10,000).
+    dropped_containers: BTreeSet<String>,
+    nodes: BTreeSet<String>,
+    totals: bool,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.apps.is_empty()
+            && self.dropped_apps.is_empty()
+            && self.containers.is_empty()
+            && self.dropped_containers.is_empty()
+            && self.nodes.is_empty()
+            && !self.totals
+    }
+}
+
+/// Notes on `changes` (if tracked) that app `id` changed.
+pub(super) fn app_changed(changes: &mut Option<Changes>, id: &str) {
+    if let Some(changes) = changes {
+        changes.apps.insert(id.to_string());
+    }
+}
+
+pub(super) fn app_dropped(changes: &mut Option<Changes>, id: &str) {
+    if let Some(changes) = changes {
+        changes.apps.remove(id);
+        changes.containers.retain(|_, app| app != id);
+        changes.dropped_apps.insert(id.to_string());
+        changes.totals = true;
+    }
+}
+
+pub(super) fn container_changed(changes: &mut Option<Changes>, id: &str, app: &str) {
+    if let Some(changes) = changes {
+        changes.containers.insert(id.to_string(), app.to_string());
+        changes.apps.insert(app.to_string());
+    }
+}
+
+pub(super) fn container_dropped(changes: &mut Option<Changes>, id: &str) {
+    if let Some(changes) = changes {
+        changes.containers.remove(id);
+        changes.dropped_containers.insert(id.to_string());
+    }
+}
+
+pub(super) fn node_changed(changes: &mut Option<Changes>, id: &str) {
+    if let Some(changes) = changes {
+        changes.nodes.insert(id.to_string());
+    }
+}
+
+pub(super) fn totals_changed(changes: &mut Option<Changes>) {
+    if let Some(changes) = changes {
+        changes.totals = true;
+    }
+}
+
+/// The setting that keeps the apps ever ended, by how (beyond retention).
+const TOTALS_SETTING: &str = "cluster.app-totals";
+
+/// An app as stored: everything but what its containers determine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredApp {
+    pub id: String,
+    pub name: String,
+    pub queue: String,
+    pub submitter: String,
+    pub user: String,
+    pub project: String,
+    pub priority: i32,
+    pub state: AppState,
+    pub submit_time_ms: u64,
+    pub start_time_ms: Option<u64>,
+    pub finish_time_ms: Option<u64>,
+    pub asks: Vec<StoredAsk>,
+    pub finished_containers: u32,
+    pub failed_containers: u32,
+    pub diagnostics: String,
+    pub exit_status: Option<i32>,
+    pub credits: f64,
+    pub preempted_containers: u32,
+    pub lost_containers: u32,
+    pub reservation_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredAsk {
+    pub resources: Resources,
+    pub duration_ms: Option<u64>,
+    pub command: Option<ContainerCommand>,
+    pub env: BTreeMap<String, String>,
+    pub count: u32,
+    pub pending: u32,
+    pub max_attempts: u32,
+    pub retries: Vec<u32>,
+}
+
+/// A container as stored: where it runs (or ran) and, once ended, how.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredContainerRecord {
+    pub id: String,
+    pub app: String,
+    pub ask: usize,
+    pub node: String,
+    pub resources: Resources,
+    pub start_time_ms: u64,
+    pub duration_ms: u64,
+    pub attempt: u32,
+    pub seq: u64,
+    pub finish_time_ms: Option<u64>,
+    pub exit_status: Option<i32>,
+    #[serde(default)]
+    pub diagnostics: String,
+}
+
+/// An agent's node as stored; it comes back waiting for the agent to
+/// register again.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredNode {
+    pub id: String,
+    pub capacity: Resources,
+    pub owner: String,
+    pub isolation: String,
+    pub http_address: String,
+    pub logs_secret: String,
+}
+
+/// What a restore put back, and what it could not.
+#[derive(Debug, Default)]
+pub struct Restored {
+    pub apps: usize,
+    pub running: usize,
+    /// The agents' nodes put back, waiting for their agents.
+    pub nodes: Vec<String>,
+    /// Running containers that ended at once: their node is gone (lost,
+    /// ABORTED, asked for again) or their app's queue is (the app is
+    /// killed). To be charged up to now.
+    pub ended: Vec<Container>,
+}
+
+impl StoredApp {
+    fn of(app: &App) -> StoredApp {
+        StoredApp {
+            id: app.id.clone(),
+            name: app.name.clone(),
+            queue: app.queue.clone(),
+            submitter: app.submitter.clone(),
+            user: app.user.clone(),
+            project: app.project.clone(),
+            priority: app.priority,
+            state: app.state,
+            submit_time_ms: app.submit_time_ms,
+            start_time_ms: app.start_time_ms,
+            finish_time_ms: app.finish_time_ms,
+            asks: app
+                .asks
+                .iter()
+                .map(|ask| StoredAsk {
+                    resources: ask.resources,
+                    duration_ms: ask.duration_ms,
+                    command: ask.launch.command.clone(),
+                    env: ask.launch.env.clone(),
+                    count: ask.count,
+                    pending: ask.pending,
+                    max_attempts: ask.max_attempts,
+                    retries: ask.retries.clone(),
+                })
+                .collect(),
+            finished_containers: app.finished_containers,
+            failed_containers: app.failed_containers,
+            diagnostics: app.diagnostics.clone(),
+            exit_status: app.exit_status,
+            credits: app.credits,
+            preempted_containers: app.preempted_containers,
+            lost_containers: app.lost_containers,
+            reservation_id: app.reservation_id.clone(),
+        }
+    }
+
+    fn into_app(self, queue_index: usize) -> App {
+        App {
+            id: self.id,
+            name: self.name,
+            queue: self.queue,
+            queue_index,
+            submitter: self.submitter,
+            user: self.user,
+            project: self.project,
+            priority: self.priority,
+            state: self.state,
+            submit_time_ms: self.submit_time_ms,
+            start_time_ms: self.start_time_ms,
+            finish_time_ms: self.finish_time_ms,
+            asks: self
+                .asks
+                .into_iter()
+                .map(|ask| Ask {
+                    resources: ask.resources,
+                    duration_ms: ask.duration_ms,
+                    launch: Arc::new(Launch {
+                        command: ask.command,
+                        env: ask.env,
+                    }),
+                    count: ask.count,
+                    pending: ask.pending,
+                    max_attempts: ask.max_attempts,
+                    retries: ask.retries,
+                })
+                .collect(),
+            used: Resources::ZERO,
+            running_containers: 0,
+            finished_containers: self.finished_containers,
+            failed_containers: self.failed_containers,
+            diagnostics: self.diagnostics,
+            exit_status: self.exit_status,
+            credits: self.credits,
+            containers: Default::default(),
+            preempted_containers: self.preempted_containers,
+            lost_containers: self.lost_containers,
+            reservation_id: self.reservation_id,
+        }
+    }
+}
+
+impl StoredContainerRecord {
+    fn running(container: &Container) -> StoredContainerRecord {
+        StoredContainerRecord {
+            id: container.id.clone(),
+            app: container.app.clone(),
+            ask: container.ask,
+            node: container.node.clone(),
+            resources: container.resources,
+            start_time_ms: container.start_time_ms,
+            duration_ms: container.duration_ms,
+            attempt: container.attempt,
+            seq: container.seq,
+            finish_time_ms: None,
+            exit_status: None,
+            diagnostics: String::new(),
+        }
+    }
+
+    fn ended(app: &App, record: &ContainerRecord) -> StoredContainerRecord {
+        StoredContainerRecord {
+            id: record.id.clone(),
+            app: app.id.clone(),
+            ask: 0,
+            node: record.node.clone(),
+            resources: Resources::ZERO,
+            start_time_ms: record.start_time_ms,
+            duration_ms: 0,
+            attempt: record.attempt,
+            seq: record.seq,
+            finish_time_ms: record.finish_time_ms,
+            exit_status: record.exit_status,
+            diagnostics: record.diagnostics.clone(),
+        }
+    }
+
+    fn container(&self) -> Container {
+        Container {
+            id: self.id.clone(),
+            app: self.app.clone(),
+            ask: self.ask,
+            node: self.node.clone(),
+            resources: self.resources,
+            start_time_ms: self.start_time_ms,
+            duration_ms: self.duration_ms,
+            attempt: self.attempt,
+            seq: self.seq,
+        }
+    }
+
+    fn record(&self) -> ContainerRecord {
+        ContainerRecord {
+            seq: self.seq,
+            id: self.id.clone(),
+            node: self.node.clone(),
+            attempt: self.attempt,
+            start_time_ms: self.start_time_ms,
+            finish_time_ms: self.finish_time_ms,
+            exit_status: self.exit_status,
+            diagnostics: self.diagnostics.clone(),
+        }
+    }
+}
+
+fn json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).expect("stored records serialize")
+}
+
+/// Everything the store holds of a cluster, as read back.
+#[derive(Debug, Default)]
+pub struct StoredCluster {
+    /// (number, record), in submission order.
+    pub apps: Vec<(u64, String)>,
+    /// (record, running).
+    pub containers: Vec<(String, bool)>,
+    pub nodes: Vec<String>,
+    /// The totals setting, if stored.
+    pub totals: Option<String>,
+}
+
+/// A stored record that does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("a stored {what} does not parse: {why}")]
+pub struct RestoreError {
+    what: &'static str,
+    why: String,
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(what: &'static str, text: &str) -> Result<T, RestoreError> {
+    serde_json::from_str(text).map_err(|e| RestoreError {
+        what,
+        why: e.to_string(),
+    })
+}
+
+impl Cluster {
+    /// From now on every change is noted for the store.
+    pub fn track_changes(&mut self) {
+        self.changes.get_or_insert_with(Changes::default);
+    }
+
+    /// Adds every change since the last call to `batch`, as the records
+    /// are now (nothing if changes are not tracked).
+    pub fn take_changes(&mut self, batch: &mut Batch) {
+        let Some(changes) = self.changes.as_mut().map(std::mem::take) else {
+            return;
+        };
+        for id in &changes.dropped_apps {
+            batch.delete_app(id);
+        }
+        for id in &changes.apps {
+            if let Some(&number) = self.app_index.get(id) {
+                batch.put_app(id, number as u64, json(&StoredApp::of(&self.apps[number])));
+            }
+        }
+        for id in &changes.dropped_containers {
+            batch.delete_container(id);
+        }
+        for (id, app_id) in &changes.containers {
+            if let Some(container) = self.containers.get(id) {
+                let record = StoredContainerRecord::running(container);
+                batch.put_container(id, app_id, container.seq, true, json(&record));
+            } else if let Some(app) = self.app(app_id)
+                && let Some(record) = app.containers.iter().rev().find(|r| &r.id == id)
+            {
+                let record = StoredContainerRecord::ended(app, record);
+                batch.put_container(id, app_id, record.seq, false, json(&record));
+            }
+        }
+        for id in &changes.nodes {
+            match self.nodes.get(id) {
+                Some(node) if node.kind == NodeKind::Remote => batch.put_node(
+                    id,
+                    json(&StoredNode {
+                        id: id.clone(),
+                        capacity: node.capacity,
+                        owner: node.owner.clone(),
+                        isolation: node.agent.isolation.clone(),
+                        http_address: node.agent.http_address.clone(),
+                        logs_secret: node.agent.logs_secret.clone(),
+                    }),
+                ),
+                _ => batch.delete_node(id),
+            }
+        }
+        if changes.totals {
+            let totals = [self.finished_total, self.failed_total, self.killed_total];
+            batch.set_setting(TOTALS_SETTING, &json(&totals));
+        }
+    }
+
+    /// The name of the setting [`StoredCluster::totals`] is read from.
+    pub fn totals_setting() -> &'static str {
+        TOTALS_SETTING
+    }
+
+    /// Puts back what the store held, at `now`, into a cluster with no apps
+    /// yet (simulated nodes may be registered): agents' nodes wait for
+    /// their agents (the expiry interval counts from `now`), apps keep
+    /// their numbers, running containers hold their nodes' and apps'
+    /// resources again. A running container whose node is gone is lost
+    /// (returned, to be charged). An app whose queue the configuration no
+    /// longer has goes on in it all the same until it ends (it cannot get
+    /// new containers), as YARN keeps it.
+    pub fn restore(&mut self, stored: StoredCluster, now: u64) -> Result<Restored, RestoreError> {
+        let mut restored = Restored::default();
+        for record in &stored.nodes {
+            let node: StoredNode = parse("node", record)?;
+            if self.nodes.contains_key(&node.id) {
+                continue;
+            }
+            let mut live = Node::new(
+                node.id.clone(),
+                NodeKind::Remote,
+                node.capacity,
+                node.owner,
+                now,
+            );
+            live.agent = AgentInfo {
+                isolation: node.isolation,
+                http_address: node.http_address,
+                logs_secret: node.logs_secret,
+            };
+            restored.nodes.push(node.id.clone());
+            self.nodes.insert(node.id, live);
+        }
+        let mut ended_apps = Vec::new();
+        let mut orphans = Vec::new();
+        for (number, record) in &stored.apps {
+            let app: StoredApp = parse("app", record)?;
+            let number = usize::try_from(*number).map_err(|_| RestoreError {
+                what: "app number",
+                why: format!("{number} is out of range"),
+            })?;
+            // A queue no longer configured (YARN-2308): the app is killed
+            // once its containers are back, so they are charged and stopped.
+            let queue_index = match self.queues.leaf(&app.queue) {
+                Some(leaf) => leaf,
+                None => {
+                    if !app.state.has_ended() {
+                        orphans.push((number, app.queue.clone()));
+                    }
+                    self.queues
+                        .queues()
+                        .iter()
+                        .position(|q| q.is_leaf())
+                        .unwrap_or(0)
+                }
+            };
+            let app = app.into_app(queue_index);
+            if app.state.has_ended() {
+                ended_apps.push((app.finish_time_ms.unwrap_or(0), number));
+            } else {
+                self.active.insert(number);
+            }
+            self.app_index.insert(app.id.clone(), number);
+            self.apps.restore(number, app);
+            restored.apps += 1;
+        }
+        let mut records: Vec<StoredContainerRecord> = Vec::with_capacity(stored.containers.len());
+        let mut running = Vec::new();
+        for (record, is_running) in &stored.containers {
+            let record: StoredContainerRecord = parse("container", record)?;
+            self.next_container = self.next_container.max(record.seq.saturating_add(1));
+            if *is_running {
+                running.push(record.id.clone());
+            }
+            records.push(record);
+        }
+        records.sort_by_key(|r| r.seq);
+        let mut missing_node = Vec::new();
+        for record in &records {
+            let Some(&number) = self.app_index.get(&record.app) else {
+                continue;
+            };
+            let app = &mut self.apps[number];
+            app.containers.push_back(record.record());
+            if record.finish_time_ms.is_some() {
+                continue;
+            }
+            let container = record.container();
+            app.used += container.resources;
+            app.running_containers += 1;
+            match self.nodes.get_mut(&container.node) {
+                Some(node) => {
+                    node.allocated += container.resources;
+                    node.containers.insert(container.id.clone());
+                    node.launched.insert(container.id.clone());
+                    if node.kind == NodeKind::Simulated {
+                        let end = container
+                            .start_time_ms
+                            .saturating_add(container.duration_ms);
+                        self.simulated_ends
+                            .push(std::cmp::Reverse((end, container.id.clone())));
+                    }
+                }
+                None => missing_node.push(container.id.clone()),
+            }
+            self.containers.insert(container.id.clone(), container);
+            restored.running += 1;
+        }
+        for number in self.active.iter().copied().collect::<Vec<_>>() {
+            let app = &self.apps[number];
+            if app.containers.len() > super::app::MAX_CONTAINER_RECORDS {
+                let extra = app.containers.len() - super::app::MAX_CONTAINER_RECORDS;
+                self.apps[number].containers.drain(..extra);
+            }
+        }
+        if let Some(totals) = &stored.totals {
+            let [finished, failed, killed]: [usize; 3] = parse("totals", totals)?;
+            self.finished_total = finished;
+            self.failed_total = failed;
+            self.killed_total = killed;
+        }
+        ended_apps.sort();
+        for (_, number) in ended_apps {
+            for dropped in self.apps.ended(number) {
+                self.app_index.remove(&dropped.id);
+                app_dropped(&mut self.changes, &dropped.id);
+            }
+        }
+        for id in missing_node {
+            tracing::warn!(container = %id, "a stored running container's node is gone: lost (ABORTED)");
+            restored
+                .ended
+                .extend(self.end_container(&id, now, EndCause::Lost));
+        }
+        for (number, queue) in orphans {
+            let why = format!("its queue {queue} is no longer configured");
+            restored
+                .ended
+                .extend(self.end_app(number, AppState::Killed, &why, now));
+        }
+        Ok(restored)
+    }
+}

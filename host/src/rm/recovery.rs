@@ -1,0 +1,182 @@
+//! Work-preserving recovery (YARN-556) on the resource manager's side: the
+//! apps, asks, containers and nodes the store holds are put back, the quota
+//! service charges each running container on from its stored charged-until
+//! time, and nothing new is allocated until every known node's agent has
+//! registered again or `work-preserving-recovery.scheduling-wait-ms` has
+//! passed — agents report what they still run (and what ended while the
+//! server was down, with when), which settles each container.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+
+use super::ResourceManager;
+use crate::cluster::{Cluster, Resources, StoredCluster};
+use crate::policy::PolicyKind;
+use crate::quota::ChargedContainer;
+use crate::store::{Store, StoreError};
+
+/// The setting a policy slot's saved versions are kept under.
+pub fn policy_setting(kind: PolicyKind) -> String {
+    format!("policy.{kind}")
+}
+
+/// The setting that keeps what `weft.policy.KIND` said at the last start.
+pub fn configured_policy_setting(kind: PolicyKind) -> String {
+    format!("policy.{kind}.configured")
+}
+
+/// Why recovery failed: the server must not start on half its state.
+#[derive(Debug, thiserror::Error)]
+pub enum RecoveryError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("store {target}: {source}")]
+    Restore {
+        target: String,
+        #[source]
+        source: crate::cluster::RestoreError,
+    },
+}
+
+/// The wait after recovery: until `until_ms`, or until every node in
+/// `awaiting` has registered again.
+#[derive(Debug)]
+pub(super) struct SchedulingWait {
+    until_ms: u64,
+    awaiting: BTreeSet<String>,
+}
+
+/// What recovery put back, for the log.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Recovered {
+    pub apps: usize,
+    pub running_containers: usize,
+    pub nodes: usize,
+    pub ended_at_recovery: usize,
+}
+
+/// The fields of a stored running container the quota service needs.
+#[derive(Deserialize)]
+struct Charged {
+    id: String,
+    app: String,
+    resources: Resources,
+    start_time_ms: u64,
+}
+
+impl ResourceManager {
+    /// Puts back what `store` holds and from then on writes every change
+    /// to it after each event (see `commit`). New container ids carry
+    /// `epoch`. Called once, before the loop starts.
+    pub fn recover(
+        &mut self,
+        store: Store,
+        epoch: u64,
+        scheduling_wait_ms: u64,
+    ) -> Result<Recovered, RecoveryError> {
+        let now = self.now();
+        let restore_error = |source| RecoveryError::Restore {
+            target: store.target().to_string(),
+            source,
+        };
+        let containers = store.containers()?;
+        let charged_until: BTreeMap<String, Option<u64>> = containers
+            .iter()
+            .filter(|c| c.running)
+            .filter_map(|c| {
+                let charged: Charged = serde_json::from_str(&c.record).ok()?;
+                Some((charged.id, c.charged_until_ms))
+            })
+            .collect();
+        let stored = StoredCluster {
+            apps: store.apps()?,
+            containers: containers
+                .iter()
+                .map(|c| (c.record.clone(), c.running))
+                .collect(),
+            nodes: store.nodes()?,
+            totals: store.settings()?.get(Cluster::totals_setting()).cloned(),
+        };
+        self.cluster.set_epoch(epoch);
+        self.cluster.track_changes();
+        let restored = self.cluster.restore(stored, now).map_err(restore_error)?;
+        // Every container that was running is charged again from where it
+        // was: those still running by the quota service, those that ended
+        // at recovery up to now.
+        for stored in containers.iter().filter(|c| c.running) {
+            let Ok(charged) = serde_json::from_str::<Charged>(&stored.record) else {
+                continue;
+            };
+            let Some(app) = self.cluster.app(&charged.app) else {
+                continue;
+            };
+            let charged_until_ms = charged_until
+                .get(&charged.id)
+                .copied()
+                .flatten()
+                // Not charged when stored (quota was off): from now on.
+                .unwrap_or(now);
+            self.quota.restore_container(ChargedContainer {
+                project: app.project.clone(),
+                user: app.user.clone(),
+                id: charged.id,
+                app: charged.app,
+                resources: charged.resources,
+                started_ms: charged.start_time_ms,
+                charged_until_ms,
+            });
+        }
+        self.containers_finished(&restored.ended, now);
+        self.store = Some(store);
+        if !restored.nodes.is_empty() && scheduling_wait_ms > 0 {
+            self.scheduling_wait = Some(SchedulingWait {
+                until_ms: now.saturating_add(scheduling_wait_ms),
+                awaiting: restored.nodes.iter().cloned().collect(),
+            });
+        }
+        let recovered = Recovered {
+            apps: restored.apps,
+            running_containers: restored.running,
+            nodes: restored.nodes.len(),
+            ended_at_recovery: restored.ended.len(),
+        };
+        tracing::info!(
+            epoch,
+            apps = recovered.apps,
+            running_containers = recovered.running_containers,
+            nodes = recovered.nodes,
+            ended_at_recovery = recovered.ended_at_recovery,
+            scheduling_wait_ms = if recovered.nodes > 0 {
+                scheduling_wait_ms
+            } else {
+                0
+            },
+            "recovered the state the store holds"
+        );
+        Ok(recovered)
+    }
+
+    /// Whether allocation still waits after recovery at `now`.
+    pub(super) fn awaiting_nodes(&mut self, now: u64) -> bool {
+        let Some(wait) = &self.scheduling_wait else {
+            return false;
+        };
+        if now < wait.until_ms && !wait.awaiting.is_empty() {
+            return true;
+        }
+        tracing::info!(
+            nodes_not_back = wait.awaiting.len(),
+            "scheduling resumes after recovery"
+        );
+        self.scheduling_wait = None;
+        false
+    }
+
+    /// Node `id`'s agent registered again after recovery.
+    pub(super) fn node_back(&mut self, id: &str) {
+        if let Some(wait) = &mut self.scheduling_wait {
+            wait.awaiting.remove(id);
+        }
+    }
+}
