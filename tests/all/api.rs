@@ -211,6 +211,7 @@ fn near_valid_reservation() -> impl Strategy<Value = Value> {
 const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ws/v1/cluster"),
     ("GET", "/ws/v1/cluster/info"),
+    ("GET", "/isActive"),
     ("GET", "/ws/v1/cluster/metrics"),
     ("GET", "/ws/v1/cluster/scheduler"),
     ("GET", "/ws/v1/cluster/nodes"),

@@ -125,6 +125,16 @@ fn a_standby_takes_over_from_a_killed_active_and_a_paused_one_stands_down() {
     let (status, _) = second.get("/isActive");
     assert_eq!(status, 405);
     let body = json!({"project": "p", "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1}]});
+    // (Once it has read the lease: until then it knows no active one.)
+    second.wait_for(
+        "/ws/v1/cluster/info",
+        "the standby to know the active",
+        |b| {
+            b["clusterInfo"]["activeServer"]
+                .as_str()
+                .is_some_and(|active| active.starts_with(&first.base))
+        },
+    );
     let (status, answer) = second.post_json("/ws/v1/cluster/apps", &body);
     assert_eq!(status, 503, "{answer}");
     assert_eq!(answer["RemoteException"]["exception"], "StandbyException");
@@ -174,6 +184,44 @@ fn a_standby_takes_over_from_a_killed_active_and_a_paused_one_stands_down() {
     assert_one_writer_at_a_time(&url);
     drop(second);
     drop(third);
+}
+
+#[test]
+fn an_active_that_loses_its_database_session_steps_down() {
+    let Some(url) = pg_database() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let database = url.rsplit('/').next().unwrap().to_string();
+    let named = |name: &str| format!("{url}?application_name={name}-{database}");
+    let first = start(&named("first"), dir.path(), "first");
+    wait_state(&first, "ACTIVE", Duration::from_secs(30));
+    let second = start(&named("second"), dir.path(), "second");
+    wait_state(&second, "STANDBY", Duration::from_secs(30));
+    let id = submit(&first);
+    let postgres = weft_host::store::local_postgres::LocalPostgres::shared().unwrap();
+    let terminated = postgres.terminate(&format!("first-{database}")).unwrap();
+    assert!(
+        terminated >= 2,
+        "the store's and the lease's sessions: {terminated}"
+    );
+    // It notices at its next renewal and stands by; one server is active
+    // again within a lease or two, with the app.
+    wait_state(&first, "STANDBY", Duration::from_secs(10));
+    let begun = Instant::now();
+    let active = loop {
+        if ha_state(&second) == "ACTIVE" {
+            break &second;
+        }
+        if ha_state(&first) == "ACTIVE" {
+            break &first;
+        }
+        assert!(
+            begun.elapsed() < Duration::from_secs(30),
+            "nobody took over"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(app_ids(active).contains(&id));
+    assert_one_writer_at_a_time(&url);
 }
 
 fn second_pid(server: &Server) -> u32 {

@@ -37,6 +37,11 @@ impl Lease {
         self.ttl_ms
     }
 
+    /// How many times its lost session was replaced.
+    pub fn reconnects(&self) -> u64 {
+        self.store.reconnects()
+    }
+
     /// Takes the lease for `holder` if nobody holds a valid one: the new
     /// epoch, or `None` if another server holds it.
     pub fn try_acquire(&self, holder: &str) -> Result<Option<Fence>, StoreError> {

@@ -96,11 +96,13 @@ impl Controller {
         let fence = store.take_sole_lease(&self.holder)?;
         let active = (self.activate)(&fence)?;
         self.handle.lead_to(&active.handle);
+        metrics_role(true);
         tracing::info!(epoch = fence.epoch, "active (the store's only writer)");
         while !shutdown.load(Ordering::SeqCst) && !active.thread.is_finished() {
             std::thread::sleep(Duration::from_millis(50));
         }
         let fenced = active.thread.is_finished() && !shutdown.load(Ordering::SeqCst);
+        metrics_role(false);
         active.stop();
         anyhow::ensure!(
             !fenced,
@@ -146,10 +148,14 @@ impl Controller {
             };
             self.handle.lead_to(&active.handle);
             metrics_role(true);
+            let sessions = (self.store.reconnects(), lease.reconnects());
             let renewer = Renewer::start(lease.clone(), fence.clone(), third, trust, acquired_at);
             let why = loop {
                 if shutdown.load(Ordering::SeqCst) {
                     break None;
+                }
+                if (self.store.reconnects(), lease.reconnects()) != sessions {
+                    break Some("a database session was lost");
                 }
                 if active.thread.is_finished() {
                     break Some("the event loop stopped (a newer epoch fenced its writes)");

@@ -198,6 +198,16 @@ pub trait Backend: Send {
     /// Brings the schema to the newest migration, one transaction each,
     /// serialized against other servers migrating the same database.
     fn migrate(&mut self) -> Result<(), StoreError>;
+
+    /// Whether its connection is gone (every call would fail).
+    fn is_closed(&self) -> bool {
+        false
+    }
+
+    /// Connects again, as a new session.
+    fn reconnect(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// The store: a handle shared by the event loop, the reservation service
@@ -213,6 +223,10 @@ struct Shared {
     /// The epoch this server writes under; `None`: unfenced (a store of
     /// its own: replay, simulation, tests).
     fence: Mutex<Option<Fence>>,
+    /// Counts the database sessions opened after the first (a lost one is
+    /// replaced at the next call): an active server that lost its session
+    /// steps down (`ha/`).
+    reconnects: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Store {
@@ -256,6 +270,7 @@ impl Store {
                 target: backend.target().to_string(),
                 backend: Mutex::new(backend),
                 fence: Mutex::new(None),
+                reconnects: Default::default(),
             }),
         })
     }
@@ -275,6 +290,27 @@ impl Store {
             .backend
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The backend, connected again first if its session was lost (a
+    /// failed reconnection is the call's error).
+    fn connected(&self) -> Result<std::sync::MutexGuard<'_, Box<dyn Backend>>, StoreError> {
+        let mut backend = self.backend();
+        if backend.is_closed() {
+            backend.reconnect()?;
+            self.shared
+                .reconnects
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            tracing::warn!(store = %self.shared.target, "the store's database session was lost; connected again");
+        }
+        Ok(backend)
+    }
+
+    /// How many times a lost session was replaced.
+    pub fn reconnects(&self) -> u64 {
+        self.shared
+            .reconnects
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// From now on every commit is fenced by `fence` (this server became
@@ -303,7 +339,7 @@ impl Store {
             sql: "UPDATE weft_leader SET epoch = epoch + 1, holder = ?1 WHERE id = 1",
             params: vec![holder.into()],
         };
-        self.backend().commit(None, &[statement])?;
+        self.connected()?.commit(None, &[statement])?;
         let rows = self.query("SELECT epoch FROM weft_leader WHERE id = 1", &[])?;
         let epoch = rows
             .first()
@@ -324,11 +360,11 @@ impl Store {
             return Ok(());
         }
         let fence = self.fence();
-        self.backend().commit(fence.as_ref(), &batch.statements)
+        self.connected()?.commit(fence.as_ref(), &batch.statements)
     }
 
     pub fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
-        self.backend().query(sql, params)
+        self.connected()?.query(sql, params)
     }
 
     fn corrupt(&self, what: impl Into<String>, why: impl std::fmt::Display) -> StoreError {

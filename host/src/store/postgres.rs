@@ -71,6 +71,8 @@ const SCHEMA_LOCK: i64 = 0x7765_6674_5f73_6368; // "weft_sch"
 pub struct PostgresBackend {
     /// The URL without its password.
     target: String,
+    /// The URL as given (with any password), to connect again; never shown.
+    url: String,
     client: Client,
     /// Why the connection ended, written by its thread when it does.
     closed_because: Arc<Mutex<Option<String>>>,
@@ -137,6 +139,7 @@ impl PostgresBackend {
             .map_err(|e| fail(format!("cannot connect: {e}")))?;
         Ok(PostgresBackend {
             target,
+            url: url.to_string(),
             client,
             closed_because,
             prepared: HashMap::new(),
@@ -454,6 +457,15 @@ fn drive(
 impl Backend for PostgresBackend {
     fn dialect(&self) -> Dialect {
         Dialect::Postgres
+    }
+
+    fn is_closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    fn reconnect(&mut self) -> Result<(), StoreError> {
+        *self = PostgresBackend::connect(&self.url)?;
+        Ok(())
     }
 
     fn target(&self) -> &str {
