@@ -9,7 +9,8 @@ use serde_json::json;
 
 use crate::support::{Server, free_port, pg_database};
 
-const LEASE_MS: u64 = 1500;
+// Long enough that a loaded CI machine does not miss a renewal.
+const LEASE_MS: u64 = 3000;
 
 fn start(url: &str, dir: &std::path::Path, name: &str) -> Server {
     let data = dir.join(name);

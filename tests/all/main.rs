@@ -8,6 +8,7 @@ mod agent_faults;
 mod api;
 mod bounds;
 mod failover;
+mod failover_clients;
 mod policy_runtime;
 mod queues;
 mod replay;

@@ -3,6 +3,15 @@
 //! time reporting what runs and what ended (until acknowledged), and carry
 //! out the answer's kill and launch orders. One thread; nothing in it waits
 //! on a container.
+//!
+//! Fencing (active/standby servers): every answer carries its server's
+//! epoch, which only grows across restarts and failovers. The agent keeps
+//! the highest it has seen; an answer of a lower one (a former active that
+//! lost its lease and does not know it yet) is ignored entirely — nothing
+//! killed, launched or acknowledged — and the agent moves on to the next
+//! server. An answer from a server or epoch other than the one it
+//! registered with is a new active's: the agent registers with it again,
+//! listing what it runs, so its containers are kept.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -45,6 +54,42 @@ pub struct AgentLoop<T: ResourceTracker> {
     registered: bool,
     response_id: u64,
     interval: Duration,
+    /// The highest epoch an answer carried.
+    highest_epoch: u64,
+    /// The server (none in process) and epoch of the last registration.
+    registered_with: Option<(Option<String>, u64)>,
+    /// The last answer of an old epoch warned about (its server, its
+    /// epoch, the highest then), so that each is warned about once.
+    stale_warned: Option<(Option<String>, u64, u64)>,
+}
+
+/// What an answer is to the agent, by who gave it and its epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Of an epoch older than one seen: ignored.
+    Stale,
+    /// From the server and epoch the agent registered with.
+    Registered,
+    /// From another server, or a newer epoch: a new active, to register
+    /// with (for a registration's answer: that registration).
+    New,
+}
+
+/// How an answer of `epoch` from `server` is taken, given the highest epoch
+/// seen and where the agent registered last.
+fn judge(
+    highest: u64,
+    registered_with: Option<&(Option<String>, u64)>,
+    server: &Option<String>,
+    epoch: u64,
+) -> Verdict {
+    if epoch < highest {
+        Verdict::Stale
+    } else if registered_with.is_some_and(|(s, e)| s == server && *e == epoch) {
+        Verdict::Registered
+    } else {
+        Verdict::New
+    }
 }
 
 impl<T: ResourceTracker> AgentLoop<T> {
@@ -63,6 +108,9 @@ impl<T: ResourceTracker> AgentLoop<T> {
             registered: false,
             response_id: 0,
             interval: Duration::from_secs(1),
+            highest_epoch: 0,
+            registered_with: None,
+            stale_warned: None,
         }
     }
 
@@ -96,6 +144,11 @@ impl<T: ResourceTracker> AgentLoop<T> {
                 last_beat = Instant::now();
                 next_beat = match self.exchange() {
                     Ok(()) => Instant::now() + self.interval,
+                    // Warned about once, when it first answered so.
+                    Err(error @ TrackerError::Stale(_)) => {
+                        tracing::debug!(%error, "trying the next server");
+                        Instant::now() + RETRY
+                    }
                     Err(error) => {
                         tracing::warn!(%error, node = %self.identity.node_id, "no answer from the resource manager; trying again");
                         Instant::now() + RETRY
@@ -128,8 +181,32 @@ impl<T: ResourceTracker> AgentLoop<T> {
         };
         match self.tracker.heartbeat(&self.identity.node_id, &beat) {
             Ok(orders) => {
-                self.carry_out(orders);
-                Ok(())
+                let server = self.tracker.server();
+                match judge(
+                    self.highest_epoch,
+                    self.registered_with.as_ref(),
+                    &server,
+                    orders.epoch,
+                ) {
+                    Verdict::Stale => Err(self.stale("heartbeat", server, orders.epoch)),
+                    Verdict::Registered => {
+                        self.carry_out(orders);
+                        Ok(())
+                    }
+                    Verdict::New => {
+                        // Its orders answer a heartbeat numbered for
+                        // another server's answers: not acted on.
+                        tracing::warn!(
+                            server = server.as_deref().unwrap_or("in process"),
+                            epoch = orders.epoch,
+                            registered_epoch = self.registered_with.as_ref().map(|r| r.1),
+                            "a new active resource manager answered; registering with it"
+                        );
+                        self.highest_epoch = orders.epoch;
+                        self.registered = false;
+                        self.register()
+                    }
+                }
             }
             Err(TrackerError::UnknownNode(why)) => {
                 tracing::warn!(%why, "the resource manager does not know this node; registering again");
@@ -161,15 +238,43 @@ impl<T: ResourceTracker> AgentLoop<T> {
             logs_secret: Some(self.identity.logs_secret.clone()),
         };
         let registration = self.tracker.register(&request)?;
+        let server = self.tracker.server();
+        if judge(self.highest_epoch, None, &server, registration.epoch) == Verdict::Stale {
+            return Err(self.stale("registration", server, registration.epoch));
+        }
+        self.highest_epoch = registration.epoch;
+        self.registered_with = Some((server.clone(), registration.epoch));
+        self.stale_warned = None;
         self.interval =
             Duration::from_millis(registration.heartbeat_interval_ms.clamp(10, 3_600_000));
         self.response_id = 0;
         self.registered = true;
-        tracing::info!(node = %self.identity.node_id, resources = %self.identity.resources, isolation = %self.executor.isolation(), "registered with the resource manager");
+        tracing::info!(node = %self.identity.node_id, resources = %self.identity.resources, isolation = %self.executor.isolation(), server = server.as_deref().unwrap_or("in process"), epoch = registration.epoch, "registered with the resource manager");
         for order in registration.kill {
             self.executor.kill(&order.container_id, order.exit_status);
         }
         Ok(())
+    }
+
+    /// An answer of an old epoch from `server`: ignored, warned about
+    /// once, and the next request goes to the next server.
+    fn stale(&mut self, what: &str, server: Option<String>, epoch: u64) -> TrackerError {
+        let seen = (server.clone(), epoch, self.highest_epoch);
+        let server = server.as_deref().unwrap_or("in process");
+        if self.stale_warned.as_ref() != Some(&seen) {
+            tracing::warn!(
+                server,
+                epoch,
+                highest_epoch = self.highest_epoch,
+                "ignoring an answer of an old epoch (a former active resource manager); trying the next server"
+            );
+            self.stale_warned = Some(seen);
+        }
+        self.tracker.pass_over();
+        TrackerError::Stale(format!(
+            "{server} answered the {what} from epoch {epoch}, older than {}: ignored",
+            self.highest_epoch
+        ))
     }
 
     fn carry_out(&mut self, orders: NodeOrders) {
@@ -207,11 +312,310 @@ impl<T: ResourceTracker> AgentLoop<T> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::agent::executor::{
+        DEFAULT_KILL_GRACE, DEFAULT_STDERR_TAIL_BYTES, ExecutorConfig, RunAs,
+    };
+    use crate::agent::protocol::{ContainerCommand, LaunchOrder};
+    use crate::agent::tracker::Registration;
+    use crate::cluster::KillOrder;
+
     #[test]
     fn a_long_isolation_message_is_cut_to_what_the_server_takes() {
         let long = "process groups only: ".to_string() + &"/sys/fs/cgroup/é".repeat(30);
         let cut = crate::limits::cut(&long, 256);
         assert!(cut.len() <= 256 && long.starts_with(&cut), "{cut}");
         assert_eq!(crate::limits::cut("short", 256), "short");
+    }
+
+    /// One scripted answer, and the server that gives it.
+    enum Answer {
+        Registered(&'static str, Registration),
+        Orders(&'static str, NodeOrders),
+    }
+
+    /// A tracker that answers from a script, and writes down what it was
+    /// asked ("register" / "heartbeat") and how often it passed a server over.
+    #[derive(Default)]
+    struct Scripted {
+        answers: VecDeque<Answer>,
+        asked: Vec<&'static str>,
+        server: Option<String>,
+        passed_over: Vec<String>,
+        registrations: Vec<RegisterNode>,
+    }
+
+    impl ResourceTracker for Scripted {
+        fn register(&mut self, request: &RegisterNode) -> Result<Registration, TrackerError> {
+            self.asked.push("register");
+            self.registrations.push(request.clone());
+            match self.answers.pop_front() {
+                Some(Answer::Registered(server, registration)) => {
+                    self.server = Some(server.into());
+                    Ok(registration)
+                }
+                _ => Err(TrackerError::Unavailable("no answer scripted".into())),
+            }
+        }
+
+        fn heartbeat(&mut self, _: &str, _: &Heartbeat) -> Result<NodeOrders, TrackerError> {
+            self.asked.push("heartbeat");
+            match self.answers.pop_front() {
+                Some(Answer::Orders(server, orders)) => {
+                    self.server = Some(server.into());
+                    Ok(orders)
+                }
+                _ => Err(TrackerError::Unavailable("no answer scripted".into())),
+            }
+        }
+
+        fn server(&self) -> Option<String> {
+            self.server.clone()
+        }
+
+        fn pass_over(&mut self) {
+            self.passed_over.extend(self.server.clone());
+        }
+    }
+
+    fn registration(epoch: u64, kill: &[&str]) -> Registration {
+        Registration {
+            heartbeat_interval_ms: 1000,
+            kill: kill
+                .iter()
+                .map(|id| KillOrder {
+                    container_id: id.to_string(),
+                    exit_status: -106,
+                })
+                .collect(),
+            epoch,
+        }
+    }
+
+    /// A launch order for container `id` running `argv`.
+    fn launch(id: &str, argv: &[&str]) -> LaunchOrder {
+        LaunchOrder {
+            container_id: id.into(),
+            app_id: "application_1_0001".into(),
+            user: "alice".into(),
+            command: ContainerCommand::Argv(argv.iter().map(|a| a.to_string()).collect()),
+            env: Default::default(),
+            memory_mb: 64,
+            vcores: 1,
+            gpus: 0,
+        }
+    }
+
+    /// Orders to launch `launch`, kill `kill` and acknowledge `acknowledged`.
+    fn orders(
+        epoch: u64,
+        response_id: u64,
+        launch: Vec<LaunchOrder>,
+        kill: &[&str],
+        acknowledged: &[&str],
+    ) -> NodeOrders {
+        NodeOrders {
+            response_id,
+            action: NodeAction::Normal,
+            launch,
+            kill: kill
+                .iter()
+                .map(|id| KillOrder {
+                    container_id: id.to_string(),
+                    exit_status: -105,
+                })
+                .collect(),
+            acknowledged: acknowledged.iter().map(|id| id.to_string()).collect(),
+            finished_accepted: 0,
+            epoch,
+        }
+    }
+
+    fn end(id: &str) -> ContainerEnd {
+        ContainerEnd {
+            container_id: id.into(),
+            exit_status: 0,
+            diagnostics: String::new(),
+            finished_ms: 1,
+        }
+    }
+
+    /// An agent loop on a fresh work dir with `answers` scripted.
+    fn agent(dir: &tempfile::TempDir, answers: Vec<Answer>) -> AgentLoop<Scripted> {
+        let unique = dir
+            .path()
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .replace(|c: char| !c.is_ascii_alphanumeric(), "");
+        let executor = Executor::open(ExecutorConfig {
+            work_dir: dir.path().join("work"),
+            log_dir: dir.path().join("logs"),
+            run_as: RunAs::Agent,
+            kill_grace: DEFAULT_KILL_GRACE,
+            stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
+            cgroup_name: format!("weft-test-{}-{unique}", std::process::id()),
+        })
+        .expect("open");
+        let identity = NodeIdentity {
+            node_id: "n1".into(),
+            resources: Resources::new(1024, 1, 0),
+            http_address: "http://127.0.0.1:1".into(),
+            logs_secret: "s".into(),
+        };
+        let tracker = Scripted {
+            answers: answers.into(),
+            ..Scripted::default()
+        };
+        AgentLoop::new(identity, Duration::from_secs(60), tracker, executor)
+    }
+
+    #[test]
+    fn answers_are_judged_by_epoch_and_by_who_gave_them() {
+        let a = Some("http://a".to_string());
+        let b = Some("http://b".to_string());
+        let registered = (a.clone(), 5);
+        assert_eq!(judge(5, Some(&registered), &a, 4), Verdict::Stale);
+        assert_eq!(judge(5, Some(&registered), &b, 4), Verdict::Stale);
+        assert_eq!(judge(5, Some(&registered), &a, 5), Verdict::Registered);
+        assert_eq!(judge(5, Some(&registered), &a, 6), Verdict::New);
+        assert_eq!(judge(5, Some(&registered), &b, 5), Verdict::New);
+        assert_eq!(judge(0, None, &a, 0), Verdict::New);
+        // A server that does not say its epoch (0) is taken until one does.
+        assert_eq!(judge(0, Some(&(a.clone(), 0)), &a, 0), Verdict::Registered);
+    }
+
+    #[test]
+    fn a_heartbeat_answer_of_an_older_epoch_is_ignored_entirely() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ended, running, new) = (
+            "container_1_0001_01_000001",
+            "container_1_0001_01_000002",
+            "container_1_0001_01_000003",
+        );
+        let mut agent = agent(
+            &dir,
+            vec![
+                Answer::Registered("http://b", registration(7, &[])),
+                Answer::Orders(
+                    "http://b",
+                    orders(7, 1, vec![launch(running, &["sleep", "10"])], &[], &[]),
+                ),
+                // A former active, paused and resumed, still answering.
+                Answer::Orders(
+                    "http://a",
+                    orders(6, 41, vec![launch(new, &["true"])], &[running], &[ended]),
+                ),
+                Answer::Orders("http://b", orders(7, 2, Vec::new(), &[], &[ended])),
+            ],
+        );
+        agent.exchange().unwrap();
+        agent.exchange().unwrap();
+        let ids = |agent: &AgentLoop<Scripted>| agent.running_ids();
+        assert_eq!(ids(&agent), [running]);
+        agent.unacknowledged.insert(ended.into(), end(ended));
+        let error = agent.exchange().unwrap_err();
+        assert!(matches!(error, TrackerError::Stale(_)), "{error}");
+        std::thread::sleep(DEFAULT_KILL_GRACE + Duration::from_millis(100));
+        agent.executor.poll();
+        assert_eq!(ids(&agent), [running], "nothing killed, nothing launched");
+        assert!(
+            agent.unacknowledged.contains_key(ended),
+            "nothing acknowledged"
+        );
+        assert_eq!(agent.response_id, 1, "its number not taken");
+        assert!(agent.registered, "still registered with b");
+        assert_eq!(agent.tracker.passed_over, vec!["http://a"]);
+        assert_eq!(agent.highest_epoch, 7);
+        // b's answer, of the epoch it registered with, is carried out.
+        agent.exchange().unwrap();
+        assert!(agent.unacknowledged.is_empty());
+        assert_eq!(agent.response_id, 2);
+        assert_eq!(
+            agent.tracker.asked,
+            ["register", "heartbeat", "heartbeat", "heartbeat"]
+        );
+        agent.executor.kill_all_now();
+    }
+
+    #[test]
+    fn a_registration_answer_of_an_older_epoch_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut agent = agent(
+            &dir,
+            vec![
+                Answer::Registered("http://b", registration(7, &[])),
+                Answer::Orders(
+                    "http://b",
+                    NodeOrders {
+                        action: NodeAction::Resync,
+                        ..orders(7, 0, Vec::new(), &[], &[])
+                    },
+                ),
+                Answer::Registered("http://a", registration(3, &["container_1_0001_01_000005"])),
+                Answer::Registered("http://b", registration(7, &[])),
+            ],
+        );
+        agent.exchange().unwrap();
+        agent.exchange().unwrap();
+        assert!(!agent.registered, "told to register again");
+        let error = agent.exchange().unwrap_err();
+        assert!(matches!(error, TrackerError::Stale(_)), "{error}");
+        assert!(!agent.registered);
+        assert_eq!(agent.registered_with, Some((Some("http://b".into()), 7)));
+        assert_eq!(agent.tracker.passed_over, vec!["http://a"]);
+        agent.exchange().unwrap();
+        assert!(agent.registered);
+        agent.executor.kill_all_now();
+    }
+
+    #[test]
+    fn a_newer_epoch_is_a_new_active_to_register_with_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = "container_1_0001_01_000003";
+        let mut agent = agent(
+            &dir,
+            vec![
+                Answer::Registered("http://a", registration(1, &[])),
+                Answer::Orders("http://a", orders(1, 1, Vec::new(), &[], &[])),
+                // a died; b took over with the store (epoch 2).
+                Answer::Orders(
+                    "http://b",
+                    orders(
+                        2,
+                        0,
+                        vec![launch("container_1_0001_01_000004", &["true"])],
+                        &[],
+                        &[],
+                    ),
+                ),
+                Answer::Registered("http://b", registration(2, &[])),
+            ],
+        );
+        agent.exchange().unwrap();
+        agent.exchange().unwrap();
+        assert_eq!(agent.response_id, 1);
+        agent.unacknowledged.insert(kept.into(), end(kept));
+        agent.exchange().unwrap();
+        assert_eq!(
+            agent.tracker.asked,
+            ["register", "heartbeat", "heartbeat", "register"]
+        );
+        assert!(
+            agent.executor.running().is_empty(),
+            "its orders not acted on"
+        );
+        assert_eq!(agent.registered_with, Some((Some("http://b".into()), 2)));
+        assert_eq!((agent.highest_epoch, agent.response_id), (2, 0));
+        let again = &agent.tracker.registrations[1];
+        assert_eq!(
+            again.running.as_deref(),
+            Some(&[kept.to_string()][..]),
+            "registered listing what it has, so the new active keeps it"
+        );
+        assert!(agent.tracker.passed_over.is_empty());
+        agent.executor.kill_all_now();
     }
 }

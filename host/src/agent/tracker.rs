@@ -18,6 +18,10 @@ pub struct Registration {
     pub heartbeat_interval_ms: u64,
     #[serde(default)]
     pub kill: Vec<KillOrder>,
+    /// The answering resource manager's epoch (its fencing token; 0 from
+    /// a server that does not say).
+    #[serde(default)]
+    pub epoch: u64,
 }
 
 /// Why a request to the tracker got no answer to act on.
@@ -29,6 +33,10 @@ pub enum TrackerError {
     /// The server could not be reached or failed; try again later.
     #[error("{0}")]
     Unavailable(String),
+    /// A server answered from an epoch older than one the agent has seen
+    /// (a former active): its answer was ignored; try the next server.
+    #[error("{0}")]
+    Stale(String),
     /// The server refused the request (rights, bounds): retrying the same
     /// will not help.
     #[error("the server refused: {0}")]
@@ -38,9 +46,21 @@ pub enum TrackerError {
 pub trait ResourceTracker: Send {
     fn register(&mut self, request: &RegisterNode) -> Result<Registration, TrackerError>;
     fn heartbeat(&mut self, node: &str, beat: &Heartbeat) -> Result<NodeOrders, TrackerError>;
+
+    /// Which server gave the last answer, when there is a choice of
+    /// servers (none in process).
+    fn server(&self) -> Option<String> {
+        None
+    }
+
+    /// Moves on from the server that gave the last answer (a former
+    /// active's, of an old epoch): the next request goes to the next one.
+    fn pass_over(&mut self) {}
 }
 
-/// Over HTTP, to one server of a list.
+/// Over HTTP, to one server of a list: each request goes to the one that
+/// answered last, and on to the others (each once) while it cannot be
+/// reached or is a standby; the agent's loop tries again on its schedule.
 pub struct HttpTracker {
     pub client: Client,
 }
@@ -54,7 +74,7 @@ impl HttpTracker {
         let body = serde_json::to_value(body).map_err(|e| TrackerError::Refused(e.to_string()))?;
         let response = self
             .client
-            .post_json_raw(path, &body)
+            .post_json_once(path, &body)
             .map_err(|e| TrackerError::Unavailable(format!("{e:#}")))?;
         let status = response.status().as_u16();
         let answer = self.client.answer(path, response);
@@ -84,6 +104,15 @@ impl ResourceTracker for HttpTracker {
             crate::client::encode(node)
         );
         self.post(&path, beat)
+    }
+
+    fn server(&self) -> Option<String> {
+        Some(self.client.current_server().to_string())
+    }
+
+    fn pass_over(&mut self) {
+        let server = self.client.current_server().to_string();
+        self.client.pass_over(&server);
     }
 }
 
@@ -122,6 +151,7 @@ impl ResourceTracker for LocalTracker {
         Ok(Registration {
             heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u64,
             kill: registered.kill,
+            epoch: registered.epoch,
         })
     }
 

@@ -66,6 +66,9 @@ pub async fn load(
         .security
         .check_admin(&caller, &format!("load a {kind} policy"))
         .map_err(ApiError::forbidden)?;
+    // A standby puts policies in force when it becomes active, from the
+    // store: it loads nothing itself.
+    state.rm.check_active()?;
     let RawBody(body) = RawBody::from_request(request, &state).await?;
     tracing::info!(%kind, caller = %caller.user, "policy load requested");
     let mut builtin = None;
@@ -126,6 +129,7 @@ pub async fn rollback(
         .security
         .check_admin(&caller, &format!("roll back the {kind} policy"))
         .map_err(ApiError::forbidden)?;
+    state.rm.check_active()?;
     let slot = state.policies.slot(kind);
     slot.rollback("rolled back by the operator")
         .map_err(ApiError::conflict)?;

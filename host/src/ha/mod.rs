@@ -26,6 +26,12 @@ use crate::rm::RmHandle;
 use crate::store::{Fence, Store};
 use lease::Lease;
 
+/// The fence of a standby: no lease has this epoch, so no write commits.
+static STANDBY_FENCE: Fence = Fence {
+    epoch: -1,
+    holder: String::new(),
+};
+
 /// A running event loop and how to stop it.
 #[derive(Debug)]
 pub struct Active {
@@ -112,6 +118,8 @@ impl Controller {
     }
 
     fn run_elected(&mut self, lease: &Lease, shutdown: &AtomicBool) {
+        // Until elected, nothing this server writes may commit.
+        self.store.set_fence(Some(STANDBY_FENCE.clone()));
         let third = Duration::from_millis((lease.ttl_ms() / 3).max(1));
         let trust = Duration::from_millis(lease.ttl_ms() - lease.ttl_ms() / 6);
         while !shutdown.load(Ordering::SeqCst) {
@@ -170,6 +178,7 @@ impl Controller {
             };
             renewer.stop();
             self.handle.stand_by(None);
+            self.store.set_fence(Some(STANDBY_FENCE.clone()));
             metrics_role(false);
             match why {
                 Some(why) => tracing::error!(%why, epoch = fence.epoch, "stepping down to standby"),

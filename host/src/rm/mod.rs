@@ -165,6 +165,14 @@ impl RmHandle {
         matches!(self.link(), Link::Active(_))
     }
 
+    /// Refuses with [`CommandError::Standby`] on a standby.
+    pub fn check_active(&self) -> Result<(), CommandError> {
+        match self.link() {
+            Link::Active(_) => Ok(()),
+            Link::Standby(active) => Err(CommandError::Standby(active)),
+        }
+    }
+
     /// The active server's name, on a standby that knows it.
     pub fn active_elsewhere(&self) -> Option<String> {
         match self.link() {
