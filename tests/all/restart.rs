@@ -216,3 +216,159 @@ fn now_ms() -> u64 {
         .unwrap()
         .as_millis() as u64
 }
+
+mod crash_anywhere {
+    //! The resource manager in-process on a virtual clock, with its store on
+    //! disk, "killed" (dropped before it commits an event) at every point
+    //! of a run and recovered from the store: each container is charged
+    //! exactly once, whatever the moment of the crash.
+
+    use std::path::Path;
+    use std::sync::{Arc, OnceLock};
+
+    use weft_host::cluster::{AskSpec, Resources, SubmitApp};
+    use weft_host::config::Settings;
+    use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
+    use weft_host::quota::QuotaService;
+    use weft_host::rm::ResourceManager;
+    use weft_host::rm::timers::Timers;
+    use weft_host::security::Security;
+    use weft_host::sim::{Clock, VirtualClock};
+    use weft_host::store::Store;
+
+    fn settings() -> Settings {
+        Settings::load(
+            None,
+            &[
+                "yarn.resourcemanager.quota.min.runtime=0".into(),
+                "yarn.resourcemanager.quota.scheduling.period=700".into(),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// The policies, compiled once for every run of this test.
+    fn policies(clock: Arc<dyn Clock>) -> Arc<PolicyRuntime> {
+        static SHARED: OnceLock<Arc<PolicyRuntime>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| {
+                let runtime = Arc::new(PolicyRuntime::from_settings(&settings(), clock).unwrap());
+                for (kind, name) in [
+                    (PolicyKind::Scheduling, "capacity"),
+                    (PolicyKind::Pricing, "flat-pricing"),
+                    (PolicyKind::Sharing, "capacity-over-time"),
+                ] {
+                    runtime
+                        .load(kind, &PolicySource::Builtin(name.into()), &[])
+                        .unwrap();
+                }
+                runtime
+            })
+            .clone()
+    }
+
+    /// A resource manager on the store in `dir`, recovered from it.
+    fn start(dir: &Path, clock: &VirtualClock) -> ResourceManager {
+        let settings = settings();
+        let store = Store::open(dir).unwrap();
+        let fence = store.take_sole_lease("test").unwrap();
+        let quota = QuotaService::open(settings.quota, &store).unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(clock.clone());
+        let queues = weft_host::queues::load(None, &settings.queue_properties).unwrap();
+        let mut rm = ResourceManager::new(
+            &settings,
+            queues,
+            quota,
+            store.clone(),
+            policies(clock.clone()),
+            Arc::new(Security::default()),
+            clock,
+        )
+        .unwrap();
+        rm.add_simulated_nodes(2, Resources::new(4096, 4, 0));
+        rm.recover(store, fence.epoch as u64, 10_000).unwrap();
+        rm
+    }
+
+    /// Runs 6 apps to their end, crashing before the commit of event
+    /// `crash_at` (if any); the project's credits used, the apps' states
+    /// and how many events the run had.
+    fn run(crash_at: Option<usize>) -> (f64, Vec<String>, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = VirtualClock::starting_at(1_000_000);
+        let mut rm = start(dir.path(), &clock);
+        let caller = Security::default().caller("alice");
+        let mut ids = Vec::new();
+        for (i, duration) in [1500, 2300, 800, 4100, 3000, 1200].into_iter().enumerate() {
+            let request = SubmitApp {
+                name: format!("app-{i}"),
+                queue: "default".into(),
+                user: String::new(),
+                project: "p".into(),
+                priority: 0,
+                asks: vec![AskSpec::sized(3, 1024, 1, 0, duration)],
+                application_id: None,
+                reservation_id: None,
+            };
+            ids.push(rm.submit_app(&caller, request, "test").unwrap().id);
+        }
+        rm.commit().unwrap();
+        let mut timers = Timers::new(1_000_000, 100, 1000, 700);
+        let mut events = 0;
+        for event in 0.. {
+            events = event;
+            let now = timers.next_due();
+            clock.advance_to(now);
+            for timer in timers.fire(now) {
+                rm.fire(timer);
+            }
+            rm.flush_quota();
+            if Some(event) == crash_at {
+                // kill -9: what this event changed is lost.
+                drop(rm);
+                rm = start(dir.path(), &clock);
+                continue;
+            }
+            rm.commit().unwrap();
+            let done = ids.iter().all(|id| {
+                rm.cluster()
+                    .app(id)
+                    .is_some_and(|app| app.state.has_ended())
+            });
+            if done || event > 1000 {
+                break;
+            }
+        }
+        rm.quota_compute();
+        rm.flush_quota();
+        rm.commit().unwrap();
+        let used = rm.quota().ledger().projects()["p"].total_used;
+        let states = ids
+            .iter()
+            .map(|id| rm.cluster().app(id).unwrap().state.as_str().to_string())
+            .collect();
+        (used, states, events)
+    }
+
+    #[test]
+    fn a_crash_before_any_commit_charges_each_container_exactly_once() {
+        let (expected, states, events) = run(None);
+        assert!(states.iter().all(|s| s == "FINISHED"), "{states:?}");
+        // 3 containers per app, each 1 GB and 1 vcore at 1 credit a second.
+        let seconds: f64 = [1.5, 2.3, 0.8, 4.1, 3.0, 1.2].iter().map(|s| s * 3.0).sum();
+        assert!((expected - seconds).abs() < 1e-6, "{expected} vs {seconds}");
+        // Every few events of the run is a point to crash at.
+        assert!(events > 30, "{events} events");
+        for crash_at in (0..events).step_by(2) {
+            let (used, states, _) = run(Some(crash_at));
+            assert!(
+                states.iter().all(|s| s == "FINISHED"),
+                "crash at {crash_at}: {states:?}"
+            );
+            assert!(
+                (used - expected).abs() < 1e-6,
+                "a crash before the commit of event {crash_at}: {used} credits charged, {expected} without a crash"
+            );
+        }
+    }
+}

@@ -224,12 +224,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         "http"
     };
-    // Its URL first: a standby's answers name it, and clients go there.
-    let holder = format!(
-        "{scheme}://{address} pid={}@{}",
-        std::process::id(),
-        crate::agent::machine::host_name()
-    );
+    // Its URL first: a standby's answers name it, and clients go there (a
+    // wildcard listen address is no place to go: the host's name is).
+    let host = crate::agent::machine::host_name();
+    let reachable = if address.ip().is_unspecified() {
+        format!("{host}:{}", address.port())
+    } else {
+        address.to_string()
+    };
+    let holder = format!("{scheme}://{reachable} pid={}@{host}", std::process::id());
     let sole = settings.store.url.is_none();
     let election = match &settings.store.url {
         Some(url) => ha::Election::Lease(ha::lease::Lease::new(

@@ -66,6 +66,9 @@ pub struct ResourceManager {
     scheduling_wait: Option<recovery::SchedulingWait>,
     /// Each policy slot's generation when its versions were last saved.
     saved_policies: [Option<u64>; 3],
+    /// The queue tree changed (refreshQueues, recovery): the next commit
+    /// saves the configuration in force.
+    queues_changed: bool,
 }
 
 impl std::fmt::Debug for ResourceManager {
@@ -297,6 +300,7 @@ impl ResourceManager {
             unsaved: Batch::default(),
             scheduling_wait: None,
             saved_policies: [None; 3],
+            queues_changed: false,
         })
     }
 
@@ -329,6 +333,10 @@ impl ResourceManager {
             return Ok(());
         }
         self.save_policies();
+        if std::mem::take(&mut self.queues_changed) {
+            let json = serde_json::to_string(self.cluster.queues()).expect("queues serialize");
+            self.unsaved.set_setting(recovery::QUEUES_SETTING, &json);
+        }
         self.cluster.take_changes(&mut self.unsaved);
         self.quota.take_changes(&mut self.unsaved);
         let store = self.store.as_ref().expect("checked above");

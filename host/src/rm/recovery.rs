@@ -16,6 +16,10 @@ use crate::policy::PolicyKind;
 use crate::quota::ChargedContainer;
 use crate::store::{Store, StoreError};
 
+/// The setting the queue configuration in force is kept under (the tree,
+/// as GET /ws/v1/cluster/scheduler shows it).
+pub const QUEUES_SETTING: &str = "queues.in-force";
+
 /// The setting a policy slot's saved versions are kept under.
 pub fn policy_setting(kind: PolicyKind) -> String {
     format!("policy.{kind}")
@@ -81,6 +85,7 @@ impl ResourceManager {
             source,
         };
         let containers = store.containers()?;
+        let settings = store.settings()?;
         let charged_until: BTreeMap<String, Option<u64>> = containers
             .iter()
             .filter(|c| c.running)
@@ -96,8 +101,20 @@ impl ResourceManager {
                 .map(|c| (c.record.clone(), c.running))
                 .collect(),
             nodes: store.nodes()?,
-            totals: store.settings()?.get(Cluster::totals_setting()).cloned(),
+            totals: settings.get(Cluster::totals_setting()).cloned(),
         };
+        // Each server reads its own queue files (as YARN's RMs do); one that
+        // differs from the configuration in force before is worth a word.
+        let in_force = serde_json::to_string(self.cluster.queues()).expect("queues serialize");
+        if settings
+            .get(QUEUES_SETTING)
+            .is_some_and(|before| *before != in_force)
+        {
+            tracing::warn!(
+                "the queue configuration differs from the one in force before the restart or failover; this server's (its --queues file and settings) is in force now"
+            );
+        }
+        self.queues_changed = true;
         self.cluster.set_epoch(epoch);
         self.cluster.track_changes();
         let restored = self.cluster.restore(stored, now).map_err(restore_error)?;

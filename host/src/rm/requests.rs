@@ -447,6 +447,7 @@ impl ResourceManager {
             .replace_queues(tree)
             .map_err(|e| e.to_string())?;
         self.reservations.apply_queues(prepared);
+        self.queues_changed = true;
         Ok(())
     }
 
