@@ -552,3 +552,253 @@ impl Cluster {
         Ok(restored)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{AskSpec, Placement, SubmitApp};
+    use crate::queues::{QueueProperties, QueueTree};
+    use crate::store::Store;
+
+    fn tracked_cluster() -> Cluster {
+        let mut cluster = Cluster::new(
+            7,
+            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
+        );
+        cluster.track_changes();
+        cluster.set_epoch(3);
+        cluster
+    }
+
+    fn submit(cluster: &mut Cluster, user: &str, asks: Vec<AskSpec>) -> usize {
+        let request = SubmitApp {
+            name: format!("{user}'s"),
+            queue: "default".into(),
+            user: user.into(),
+            project: "demo".into(),
+            priority: 2,
+            asks,
+            reservation_id: None,
+            application_id: None,
+        };
+        let id = cluster.submit(request, "host-1", 10).unwrap().id.clone();
+        cluster.app_index(&id).unwrap()
+    }
+
+    /// Everything of a cluster a restart must bring back, as comparable text.
+    fn picture(cluster: &Cluster) -> String {
+        let apps: Vec<_> = cluster
+            .apps()
+            .iter()
+            .map(|app| {
+                let asks: Vec<_> = app
+                    .asks
+                    .iter()
+                    .map(|a| (a.retries.clone(), a.launch.clone()))
+                    .collect();
+                (
+                    serde_json::to_value(app).unwrap(),
+                    app.containers.clone(),
+                    asks,
+                )
+            })
+            .collect();
+        let nodes: Vec<_> = cluster
+            .nodes()
+            .map(|n| {
+                (
+                    n.id.clone(),
+                    n.capacity,
+                    n.allocated,
+                    n.containers.clone(),
+                    n.agent.clone(),
+                )
+            })
+            .collect();
+        let mut containers: Vec<_> = cluster.containers().cloned().collect();
+        containers.sort_by_key(|c| c.seq);
+        format!(
+            "{apps:?}\n{nodes:?}\n{containers:?}\n{:?}",
+            cluster.app_totals()
+        )
+    }
+
+    fn stored(store: &Store) -> StoredCluster {
+        StoredCluster {
+            apps: store.apps().unwrap(),
+            containers: store
+                .containers()
+                .unwrap()
+                .into_iter()
+                .map(|c| (c.record, c.running))
+                .collect(),
+            nodes: store.nodes().unwrap(),
+            totals: store.settings().unwrap().get(TOTALS_SETTING).cloned(),
+        }
+    }
+
+    #[test]
+    fn what_the_store_keeps_restores_the_same_cluster() {
+        let mut cluster = tracked_cluster();
+        let store = Store::in_memory();
+        cluster
+            .register_agent(
+                "n1",
+                Resources::new(8192, 8, 1),
+                "agents",
+                AgentInfo {
+                    isolation: "cgroup v1".into(),
+                    http_address: "http://n1:8042".into(),
+                    logs_secret: "s3cret".into(),
+                },
+                Some(&[]),
+                5,
+            )
+            .unwrap();
+        let mut ask = AskSpec::sized(4, 1024, 1, 0, 60_000);
+        ask.max_attempts = 3;
+        ask.command = Some(ContainerCommand::Shell("sleep 60".into()));
+        ask.env.insert("A".into(), "1".into());
+        let running = submit(
+            &mut cluster,
+            "alice",
+            vec![ask, AskSpec::sized(2, 2048, 2, 1, 1000)],
+        );
+        let done = submit(
+            &mut cluster,
+            "bob",
+            vec![AskSpec::sized(1, 512, 1, 0, 1000)],
+        );
+        let _pending = submit(
+            &mut cluster,
+            "carol",
+            vec![AskSpec::sized(100, 1024, 1, 0, 1000)],
+        );
+        let allocated = cluster
+            .allocate(
+                &[
+                    Placement {
+                        app: running,
+                        ask: 0,
+                        node: 0,
+                        count: 3,
+                    },
+                    Placement {
+                        app: running,
+                        ask: 1,
+                        node: 0,
+                        count: 1,
+                    },
+                    Placement {
+                        app: done,
+                        ask: 0,
+                        node: 0,
+                        count: 1,
+                    },
+                ],
+                20,
+            )
+            .unwrap();
+        // One fails (and is asked for again), one succeeds (its app ends).
+        let failed = &allocated[0].container.id;
+        cluster.end_container(
+            failed,
+            30,
+            EndCause::Failed {
+                exit_status: 3,
+                diagnostics: "boom".into(),
+            },
+        );
+        cluster.end_container(&allocated[4].container.id, 31, EndCause::Succeeded);
+        cluster.add_app_credits(&cluster.apps()[running].id.clone(), 12.5);
+        let mut batch = Batch::default();
+        cluster.take_changes(&mut batch);
+        store.commit(&batch).unwrap();
+
+        let mut restored = Cluster::new(
+            7,
+            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
+        );
+        let outcome = restored.restore(stored(&store), 40).unwrap();
+        assert_eq!(outcome.apps, 3);
+        assert_eq!(outcome.running, 3);
+        assert_eq!(outcome.nodes, ["n1"]);
+        assert!(outcome.ended.is_empty());
+        assert_eq!(picture(&restored), picture(&cluster));
+
+        // A later change is written the same way, and a second restore of
+        // the newer store agrees with the cluster again.
+        restored.track_changes();
+        restored.set_epoch(4);
+        let next = restored
+            .allocate(
+                &[Placement {
+                    app: running,
+                    ask: 0,
+                    node: 0,
+                    count: 1,
+                }],
+                50,
+            )
+            .unwrap();
+        assert!(
+            next[0].container.id.starts_with("container_e4_7_"),
+            "{}",
+            next[0].container.id
+        );
+        let mut batch = Batch::default();
+        restored.take_changes(&mut batch);
+        store.commit(&batch).unwrap();
+        let mut again = Cluster::new(
+            9,
+            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
+        );
+        again.restore(stored(&store), 60).unwrap();
+        assert_eq!(picture(&again), picture(&restored));
+    }
+
+    #[test]
+    fn a_running_container_whose_node_is_gone_is_lost_at_restore() {
+        let mut cluster = tracked_cluster();
+        let store = Store::in_memory();
+        cluster
+            .register_node(
+                "sim-1",
+                NodeKind::Simulated,
+                Resources::new(4096, 4, 0),
+                "weft",
+                0,
+            )
+            .unwrap();
+        let app = submit(
+            &mut cluster,
+            "alice",
+            vec![AskSpec::sized(1, 1024, 1, 0, 60_000)],
+        );
+        cluster
+            .allocate(
+                &[Placement {
+                    app,
+                    ask: 0,
+                    node: 0,
+                    count: 1,
+                }],
+                1,
+            )
+            .unwrap();
+        let mut batch = Batch::default();
+        cluster.take_changes(&mut batch);
+        store.commit(&batch).unwrap();
+        // Restarted without that simulated node.
+        let mut restored = Cluster::new(
+            8,
+            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
+        );
+        let outcome = restored.restore(stored(&store), 100).unwrap();
+        assert_eq!(outcome.ended.len(), 1);
+        let app = &restored.apps()[app];
+        assert_eq!(app.lost_containers, 1);
+        assert_eq!(app.pending_containers(), 1, "asked for again");
+        assert_eq!(app.containers[0].exit_status, Some(-100));
+    }
+}
