@@ -29,8 +29,8 @@ pub struct Changes {
     apps: BTreeSet<String>,
     /// Apps let go by the retention: deleted with their containers.
     dropped_apps: BTreeSet<String>,
-    /// Containers started or ended: (id, app).
-    containers: BTreeMap<String, String>,
+    /// Containers started or ended: id → (app, number).
+    containers: BTreeMap<String, (String, u64)>,
     /// Container records an app let go of (beyond its newest 10,000).
     dropped_containers: BTreeSet<String>,
     nodes: BTreeSet<String>,
@@ -58,15 +58,17 @@ pub(super) fn app_changed(changes: &mut Option<Changes>, id: &str) {
 pub(super) fn app_dropped(changes: &mut Option<Changes>, id: &str) {
     if let Some(changes) = changes {
         changes.apps.remove(id);
-        changes.containers.retain(|_, app| app != id);
+        changes.containers.retain(|_, (app, _)| app != id);
         changes.dropped_apps.insert(id.to_string());
         changes.totals = true;
     }
 }
 
-pub(super) fn container_changed(changes: &mut Option<Changes>, id: &str, app: &str) {
+pub(super) fn container_changed(changes: &mut Option<Changes>, id: &str, app: &str, seq: u64) {
     if let Some(changes) = changes {
-        changes.containers.insert(id.to_string(), app.to_string());
+        changes
+            .containers
+            .insert(id.to_string(), (app.to_string(), seq));
         changes.apps.insert(app.to_string());
     }
 }
@@ -374,13 +376,15 @@ impl Cluster {
         for id in &changes.dropped_containers {
             batch.delete_container(id);
         }
-        for (id, app_id) in &changes.containers {
+        for (id, (app_id, seq)) in &changes.containers {
             if let Some(container) = self.containers.get(id) {
                 let record = StoredContainerRecord::running(container);
                 batch.put_container(id, app_id, container.seq, true, json(&record));
             } else if let Some(app) = self.app(app_id)
-                && let Some(record) = app.containers.iter().rev().find(|r| &r.id == id)
+                // Records are in creation order: found by number.
+                && let Ok(at) = app.containers.binary_search_by_key(seq, |r| r.seq)
             {
+                let record = &app.containers[at];
                 let record = StoredContainerRecord::ended(app, record);
                 batch.put_container(id, app_id, record.seq, false, json(&record));
             }

@@ -575,7 +575,7 @@ impl Cluster {
         {
             durable::container_dropped(&mut self.changes, &oldest.id);
         }
-        durable::container_changed(&mut self.changes, &id, &app.id);
+        durable::container_changed(&mut self.changes, &id, &app.id, seq);
         app.containers.push_back(super::ContainerRecord {
             seq,
             id: id.clone(),
@@ -710,7 +710,7 @@ impl Cluster {
         cause: EndCause,
     ) -> Option<Container> {
         let container = self.containers.remove(id)?;
-        durable::container_changed(&mut self.changes, id, &container.app);
+        durable::container_changed(&mut self.changes, id, &container.app, container.seq);
         if let Some(node) = self.nodes.get_mut(&container.node) {
             node.allocated -= container.resources;
             node.containers.remove(id);
