@@ -116,7 +116,8 @@ fn a_standby_takes_over_from_a_killed_active_and_a_paused_one_stands_down() {
     let Some(url) = pg_database() else { return };
     let dir = tempfile::tempdir().unwrap();
     let first = start(&url, dir.path(), "first");
-    wait_state(&first, "ACTIVE", Duration::from_secs(30));
+    // Becoming active compiles the policies: slow on a loaded machine.
+    wait_state(&first, "ACTIVE", Duration::from_secs(120));
     let second = start(&url, dir.path(), "second");
     wait_state(&second, "STANDBY", Duration::from_secs(30));
 
@@ -155,8 +156,11 @@ fn a_standby_takes_over_from_a_killed_active_and_a_paused_one_stands_down() {
     // a poll, with every acknowledged app.
     let killed = Instant::now();
     first.kill();
-    let took = wait_state(&second, "ACTIVE", Duration::from_secs(30));
-    let limit = Duration::from_millis(LEASE_MS + LEASE_MS / 3) + Duration::from_secs(5);
+    let took = wait_state(&second, "ACTIVE", Duration::from_secs(120));
+    // The lease and a poll, then recovery (which compiles the policies;
+    // BENCHMARKS.md has the measured figure, this bound is for a loaded
+    // CI machine).
+    let limit = Duration::from_millis(LEASE_MS + LEASE_MS / 3) + Duration::from_secs(20);
     assert!(
         killed.elapsed() < limit,
         "took over after {:?} (waited {took:?})",
@@ -174,7 +178,7 @@ fn a_standby_takes_over_from_a_killed_active_and_a_paused_one_stands_down() {
     submit(&second);
     let pid = second_pid(&second);
     signal(pid, "STOP");
-    wait_state(&third, "ACTIVE", Duration::from_secs(30));
+    wait_state(&third, "ACTIVE", Duration::from_secs(120));
     let after_takeover = app_ids(&third);
     signal(pid, "CONT");
     // Woken, it must not act as active: it stands by.
@@ -194,7 +198,7 @@ fn an_active_that_loses_its_database_session_steps_down() {
     let database = url.rsplit('/').next().unwrap().to_string();
     let named = |name: &str| format!("{url}?application_name={name}-{database}");
     let first = start(&named("first"), dir.path(), "first");
-    wait_state(&first, "ACTIVE", Duration::from_secs(30));
+    wait_state(&first, "ACTIVE", Duration::from_secs(120));
     let second = start(&named("second"), dir.path(), "second");
     wait_state(&second, "STANDBY", Duration::from_secs(30));
     let id = submit(&first);

@@ -397,7 +397,11 @@ fn a_lost_nodes_containers_are_asked_for_again_and_charged_to_then() {
     let (_, body) = server.get(&format!("/ws/v1/cluster/apps/{app}"));
     let info = &body["app"];
     assert_eq!(info["lostContainers"], 2, "{info}");
-    assert_eq!(info["pendingContainers"], 2, "asked for again: {info}");
+    // Asked for again: pending, or already placed again by a round that
+    // ran since (on a loaded machine a commit can take that long).
+    let asked = info["pendingContainers"].as_u64().unwrap_or(0)
+        + info["runningContainers"].as_u64().unwrap_or(0);
+    assert_eq!(asked, 2, "asked for again: {info}");
     assert_ne!(info["state"], "FINISHED", "{info}");
     let charged = server.get("/ws/v1/quota/projects").1["lost"]["total_used"]
         .as_f64()
