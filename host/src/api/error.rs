@@ -122,7 +122,8 @@ impl IntoResponse for ApiError {
             StatusCode::REQUEST_TIMEOUT => "RequestTimeoutException",
             _ => "WebApplicationException",
         });
-        if self.status.is_server_error() {
+        // A standby's answer is its job, not a failure.
+        if self.status.is_server_error() && exception != "StandbyException" {
             tracing::error!(status = %self.status, message = %self.message, "request failed");
         }
         let body = RemoteException {

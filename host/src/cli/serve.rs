@@ -253,6 +253,21 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         reload_queues: reload_queues.clone(),
         sim_nodes,
     };
+    if !sole {
+        // A standby compiles what it would put in force while it waits.
+        let (policies, store, configured) =
+            (policies.clone(), store.clone(), settings.policies.clone());
+        std::thread::Builder::new()
+            .name("weft-policy-warm".into())
+            .spawn(move || {
+                let sources = [
+                    configured.scheduling.as_str(),
+                    configured.pricing.as_str(),
+                    configured.sharing.as_str(),
+                ];
+                policies.warm(&store, &sources);
+            })?;
+    }
     let controller = ha::Controller {
         election,
         holder,

@@ -142,13 +142,31 @@ impl Controller {
             };
             tracing::info!(epoch = fence.epoch, holder = %self.holder, "elected: taking over as the active resource manager");
             self.store.set_fence(Some(fence.clone()));
-            let active = match (self.activate)(&fence) {
-                Ok(active) => active,
+            // Renewed from now on, also while the state is restored (which
+            // may take longer than the lease).
+            let sessions = (self.store.reconnects(), lease.reconnects());
+            let renewer = Renewer::start(lease.clone(), fence.clone(), third, trust, acquired_at);
+            let activated = (self.activate)(&fence);
+            let lost = renewer.lost.load(Ordering::SeqCst) || renewer.untrusted();
+            let active = match activated {
+                Ok(active) if !lost => active,
+                Ok(active) => {
+                    tracing::error!(
+                        epoch = fence.epoch,
+                        "the lease was lost while becoming active; standing by"
+                    );
+                    renewer.stop();
+                    self.store.set_fence(Some(STANDBY_FENCE.clone()));
+                    active.stop();
+                    continue;
+                }
                 Err(error) => {
                     tracing::error!(
                         error = format!("{error:#}"),
                         "cannot become active; giving the lease up"
                     );
+                    renewer.stop();
+                    self.store.set_fence(Some(STANDBY_FENCE.clone()));
                     let _ = lease.resign(&fence);
                     sleep_unless(shutdown, third);
                     continue;
@@ -156,8 +174,6 @@ impl Controller {
             };
             self.handle.lead_to(&active.handle);
             metrics_role(true);
-            let sessions = (self.store.reconnects(), lease.reconnects());
-            let renewer = Renewer::start(lease.clone(), fence.clone(), third, trust, acquired_at);
             let why = loop {
                 if shutdown.load(Ordering::SeqCst) {
                     break None;

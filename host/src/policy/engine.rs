@@ -74,7 +74,18 @@ pub struct PolicyEngine {
     /// The time guests read: the host's own clock (the wall clock in
     /// `serve`, virtual time in `replay` and `simulate`).
     clock: Arc<dyn Clock>,
+    /// Components compiled lately, by their bytes' sha256, newest last: a
+    /// standby compiles what it will put in force while it waits, so a
+    /// takeover does not wait for the compiler; a load of bytes seen before
+    /// skips it too.
+    compiled: Arc<std::sync::Mutex<Compiled>>,
 }
+
+/// Compiled components by their bytes' sha256, newest last.
+type Compiled = std::collections::VecDeque<([u8; 32], wasmtime::component::Component)>;
+
+/// How many compiled components the engine keeps for reuse.
+const COMPILED_KEPT: usize = 8;
 
 impl std::fmt::Debug for PolicyEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -132,7 +143,34 @@ impl PolicyEngine {
             linker: Arc::new(linker),
             limits,
             clock,
+            compiled: Default::default(),
         })
+    }
+
+    /// `bytes` compiled, or the component compiled from the same bytes
+    /// lately.
+    pub fn compile(&self, bytes: &[u8]) -> wasmtime::Result<wasmtime::component::Component> {
+        use sha2::Digest;
+        let sha256: [u8; 32] = sha2::Sha256::digest(bytes).into();
+        let cached = |compiled: &Compiled| {
+            compiled
+                .iter()
+                .find(|(sha, _)| *sha == sha256)
+                .map(|(_, component)| component.clone())
+        };
+        if let Some(component) = cached(&self.compiled.lock().unwrap()) {
+            return Ok(component);
+        }
+        // Compiled outside the lock: it takes seconds.
+        let component = wasmtime::component::Component::new(&self.engine, bytes)?;
+        let mut compiled = self.compiled.lock().unwrap();
+        if cached(&compiled).is_none() {
+            if compiled.len() >= COMPILED_KEPT {
+                compiled.pop_front();
+            }
+            compiled.push_back((sha256, component.clone()));
+        }
+        Ok(component)
     }
 
     pub fn engine(&self) -> &Engine {

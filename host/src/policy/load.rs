@@ -119,7 +119,9 @@ fn compile(engine: &PolicyEngine, bytes: &[u8]) -> Result<Component, LoadError> 
     if bytes[6..8] == [0, 0] {
         return Err(LoadError::CoreModule);
     }
-    Component::new(engine.engine(), bytes).map_err(|e| LoadError::Compile(format!("{e:#}")))
+    engine
+        .compile(bytes)
+        .map_err(|e| LoadError::Compile(format!("{e:#}")))
 }
 
 fn type_check(

@@ -160,6 +160,35 @@ impl PolicyRuntime {
         }
     }
 
+    /// Compiles what this server would put in force from `store` and the
+    /// configured `sources` (the stored versions of each kind, then the
+    /// configured ones), without loading any: a standby does it while it
+    /// waits, so that taking over does not wait for the compiler. Failures
+    /// are left for the load to report.
+    pub fn warm(&self, store: &crate::store::Store, sources: &[&str]) {
+        let stored = store.settings().unwrap_or_default();
+        let mut blobs = Vec::new();
+        for kind in PolicyKind::ALL {
+            let saved: Vec<SavedVersion> = stored
+                .get(&format!("policy.{kind}"))
+                .and_then(|json| serde_json::from_str(json).ok())
+                .unwrap_or_default();
+            for version in saved.iter().rev() {
+                if let Ok(Some(bytes)) = store.policy_blob(&version.sha256) {
+                    blobs.push(bytes);
+                }
+            }
+        }
+        for source in sources {
+            if let Ok(bytes) = PolicySource::parse(source).read() {
+                blobs.push(bytes);
+            }
+        }
+        for bytes in blobs.iter().take(8) {
+            let _ = self.engine.compile(bytes);
+        }
+    }
+
     /// From now on every loaded component's bytes are written to `store`
     /// before the version is published (a load the store refuses fails).
     pub fn keep_in(&self, store: crate::store::Store) {
