@@ -9,6 +9,7 @@ mod api;
 mod bounds;
 mod failover;
 mod failover_clients;
+mod fault_run;
 mod policy_runtime;
 mod queues;
 mod replay;
