@@ -78,8 +78,8 @@ async fn cluster_info_of(state: &ApiState) -> Result<Json<ClusterInfoResponse>, 
 /// YARN's check for load balancers: 200 on the active server, 405 on a
 /// standby.
 #[utoipa::path(get, path = "/isActive", tag = "cluster",
-    responses((status = 200, description = "this server is active"),
-        (status = 405, description = "this server is a standby")))]
+    responses((status = 200, description = "this server is active", body = String, content_type = "text/plain"),
+        (status = 405, description = "this server is a standby", body = String, content_type = "text/plain")))]
 pub async fn is_active(State(state): State<ApiState>) -> (StatusCode, &'static str) {
     if state.rm.is_active() {
         (StatusCode::OK, "Active")

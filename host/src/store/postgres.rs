@@ -124,6 +124,13 @@ impl PostgresBackend {
             config.tcp_user_timeout(TCP_USER_TIMEOUT);
         }
         config.keepalives(true);
+        // A server paused (or starved) inside a transaction holds the lease
+        // row's shared lock and would keep a standby from taking over: the
+        // database ends such a transaction after 5 s idle. Weft sends each
+        // transaction at once, so a live server never idles that long.
+        if config.get_options().is_none() {
+            config.options("-c idle_in_transaction_session_timeout=5000");
+        }
 
         let closed_because = Arc::new(Mutex::new(None));
         let (ready, connected) = std::sync::mpsc::channel();
