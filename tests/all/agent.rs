@@ -3,10 +3,10 @@
 //! (leaving nothing behind), serve their logs, and survive a kill -9.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::support::{Server, Stoppable, WEFT, alive, read_pid, weft_within};
+use crate::support::{Server, Stoppable, alive, read_pid, weft_within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -197,20 +197,8 @@ fn a_killed_app_leaves_no_process_behind() {
     server.stop();
 }
 
-/// A standalone `weft agent` for `server`, on `work` (its work and log dirs).
 fn start_agent(server: &Server, work: &Path) -> Stoppable {
-    let child = Command::new(WEFT)
-        .args(["agent", "--server", &server.base, "--node-id", "agent-1"])
-        .args(["--resources", "2048mb,2vcores"])
-        .arg("--work-dir")
-        .arg(work.join("work"))
-        .arg("--log-dir")
-        .arg(work.join("logs"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("weft agent starts");
-    Stoppable(child)
+    crate::support::start_agent(&server.base, work, "2048mb,2vcores")
 }
 
 #[test]

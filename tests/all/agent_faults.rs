@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::support::{Server, Stoppable, WEFT, weft, weft_within};
+use crate::support::{Server, Stoppable, WEFT, alive, weft, weft_within};
 
 /// A generous bound for a `weft` command that must finish (not a timing
 /// assertion: a regression fails instead of hanging the suite).
@@ -51,20 +51,6 @@ fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie has no more to kill: count it as gone.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| {
-            !stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
 }
 
 /// `weft app run --server BASE FLAGS -- COMMAND`, to completion.

@@ -3,12 +3,11 @@
 //! running real processes.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Server, Stoppable, WEFT, alive, free_port, read_pid, weft_within};
+use crate::support::{Server, Stoppable, alive, free_port, read_pid, weft_within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -26,18 +25,7 @@ const FAST: &[&str] = &[
 ];
 
 fn start_agent(base: &str, work: &Path) -> Stoppable {
-    let child = Command::new(WEFT)
-        .args(["agent", "--server", base, "--node-id", "agent-1"])
-        .args(["--resources", "4096mb,2vcores"])
-        .arg("--work-dir")
-        .arg(work.join("work"))
-        .arg("--log-dir")
-        .arg(work.join("logs"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("weft agent starts");
-    Stoppable(child)
+    crate::support::start_agent(base, work, "4096mb,2vcores")
 }
 
 /// Runs `weft GROUP COMMAND --server BASE REST…`, which must succeed; its

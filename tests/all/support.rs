@@ -341,6 +341,23 @@ fn read(
     )
 }
 
+/// A standalone `weft agent` (node `agent-1`, offering `resources`) for the
+/// server(s) at `base`, its work and log dirs under `work`.
+pub fn start_agent(base: &str, work: &Path, resources: &str) -> Stoppable {
+    let child = Command::new(WEFT)
+        .args(["agent", "--server", base, "--node-id", "agent-1"])
+        .args(["--resources", resources])
+        .arg("--work-dir")
+        .arg(work.join("work"))
+        .arg("--log-dir")
+        .arg(work.join("logs"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("weft agent starts");
+    Stoppable(child)
+}
+
 /// Whether process `pid` runs (a zombie counts as gone).
 pub fn alive(pid: u32) -> bool {
     // A zombie has no more to kill: count it as gone.
