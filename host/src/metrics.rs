@@ -59,6 +59,9 @@ pub struct Metrics {
     pub policy_rollbacks: Family<OutcomeLabels, Counter>,
     pub policy_loads: Family<OutcomeLabels, Counter>,
     pub policy_call_seconds: Family<KindLabels, Histogram>,
+    pub policy_compile_cache_hits: Counter,
+    pub policy_compile_cache_misses: Counter,
+    pub policy_compile_cache_discarded: Counter,
     pub apps: Family<StateLabels, Gauge>,
     pub containers_running: Gauge,
     pub containers_allocated: Counter,
@@ -116,6 +119,9 @@ impl Metrics {
             policy_rollbacks: Family::default(),
             policy_loads: Family::default(),
             policy_call_seconds,
+            policy_compile_cache_hits: Counter::default(),
+            policy_compile_cache_misses: Counter::default(),
+            policy_compile_cache_discarded: Counter::default(),
             apps: Family::default(),
             containers_running: Gauge::default(),
             containers_allocated: Counter::default(),
@@ -159,6 +165,21 @@ impl Metrics {
             "policy_call_seconds",
             "Latency of policy calls",
             metrics.policy_call_seconds.clone(),
+        );
+        registry.register(
+            "policy_compile_cache_hits",
+            "Policy components read compiled from the disk cache instead of compiled",
+            metrics.policy_compile_cache_hits.clone(),
+        );
+        registry.register(
+            "policy_compile_cache_misses",
+            "Policy components the disk cache did not hold, compiled",
+            metrics.policy_compile_cache_misses.clone(),
+        );
+        registry.register(
+            "policy_compile_cache_discarded",
+            "Disk cache entries found damaged or unusable, deleted and compiled again",
+            metrics.policy_compile_cache_discarded.clone(),
         );
         registry.register("apps", "Applications by state", metrics.apps.clone());
         registry.register(

@@ -6,7 +6,6 @@ use clap::Subcommand;
 
 use super::parse_pair;
 use crate::client::ServerArgs;
-use crate::config::Settings;
 use crate::policy::{PolicyEngine, PolicyKind, PolicySource, inspect};
 use crate::sim::VirtualClock;
 
@@ -40,6 +39,8 @@ pub enum PolicyCommand {
         policy: String,
         #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_pair)]
         params: Vec<(String, String)>,
+        #[command(flatten)]
+        settings: super::SettingsArgs,
     },
     /// Measure what a policy's calls cost, per call and per item.
     Bench(super::bench::BenchArgs),
@@ -100,31 +101,64 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
                 active["number"]
             );
         }
-        PolicyCommand::Check { policy, params } => {
-            let settings = Settings::default();
-            // No host clock here: guests read a clock fixed at the Unix epoch.
-            let engine = PolicyEngine::new(
-                settings.policies.limits,
-                std::sync::Arc::new(VirtualClock::default()),
-            )?;
-            let source = PolicySource::parse(&policy);
-            let bytes = source.read().map_err(anyhow::Error::msg)?;
-            let version = inspect(
-                &engine,
-                &source.to_string(),
-                &bytes,
-                &settings.pricing_params,
-                &params,
-            )
-            .with_context(|| format!("{source} failed the check"))?;
-            let info = &version.info;
-            println!(
-                "{source}: ok — {} policy {} {} (sha256 {}): world, describe, configure and self-check passed",
-                info.kind, info.name, info.version, info.sha256
-            );
-        }
+        PolicyCommand::Check {
+            policy,
+            params,
+            settings,
+        } => check(&policy, &params, &settings)?,
         PolicyCommand::Bench(args) => super::bench::run(args)?,
     }
+    Ok(())
+}
+
+/// `weft policy check`: loads the component as a server would, without
+/// publishing it, and says how long that took and whether it compiled.
+fn check(
+    policy: &str,
+    params: &[(String, String)],
+    settings: &super::SettingsArgs,
+) -> anyhow::Result<()> {
+    // Warnings (a damaged cache entry, the policy's own) reach the author;
+    // RUST_LOG=info shows everything the guest writes as it runs.
+    super::init_tracing("warn");
+    let settings = settings.load()?;
+    // No host clock here: guests read a clock fixed at the Unix epoch.
+    let engine = PolicyEngine::from_settings(
+        &settings.policies,
+        std::sync::Arc::new(VirtualClock::default()),
+    )?;
+    let source = PolicySource::parse(policy);
+    let bytes = source.read().map_err(anyhow::Error::msg)?;
+    let started = std::time::Instant::now();
+    let version = inspect(
+        &engine,
+        &source.to_string(),
+        &bytes,
+        &settings.pricing_params,
+        params,
+    )
+    .with_context(|| format!("{source} failed the check"))?;
+    let elapsed = started.elapsed();
+    let info = &version.info;
+    println!(
+        "{source}: ok — {} policy {} {} (sha256 {}): world, describe, configure and self-check passed",
+        info.kind, info.name, info.version, info.sha256
+    );
+    let counts = engine.compile_counts();
+    let code = if counts.compiled == 0 && counts.disk_hits > 0 {
+        "read compiled from the cache"
+    } else {
+        "compiled"
+    };
+    let cache = match engine.compile_cache_dir() {
+        Some(dir) => format!("compile cache {}", dir.display()),
+        None => "no compile cache".to_string(),
+    };
+    println!(
+        "loaded in {} ms ({code}, {:.1} MB of code; {cache})",
+        elapsed.as_millis(),
+        version.code_bytes() as f64 / f64::from(1 << 20)
+    );
     Ok(())
 }
 

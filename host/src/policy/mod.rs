@@ -7,6 +7,7 @@
 //! good version when a call fails and rolls a failing version back by itself.
 
 mod bindings;
+mod cache;
 mod engine;
 mod events;
 mod load;
@@ -28,11 +29,12 @@ pub use bindings::{
     PriceMultiplicators, Queues, Rejection, SharingResources, Snapshot, Timeline, Usage,
     Utilization,
 };
+pub use cache::{CacheError, CompileCache};
 pub use engine::{CallLimits, PolicyEngine};
 pub use load::{LoadError, inspect, prepare};
 pub use registry::{PolicySource, builtin, builtin_names};
 pub use slot::{HistoryEntry, PolicySlot, STANDBY_KEPT, SavedVersion, SlotStatus, VersionState};
-pub use stats::{CallCost, CallStats};
+pub use stats::{CallCost, CallStats, CompileCounts};
 pub use version::{PolicyVersion, VersionInfo};
 
 /// The kinds of policy, one WIT world each.
@@ -244,7 +246,7 @@ impl PolicyRuntime {
         settings: &crate::config::Settings,
         clock: Arc<dyn crate::sim::Clock>,
     ) -> anyhow::Result<PolicyRuntime> {
-        let engine = PolicyEngine::new(settings.policies.limits, clock)?;
+        let engine = PolicyEngine::from_settings(&settings.policies, clock)?;
         Ok(PolicyRuntime::new(
             engine,
             settings.pricing_params.clone(),

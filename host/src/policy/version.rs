@@ -14,7 +14,7 @@ use super::bindings::{
     PricingPolicyPre, Rejection, SchedulingPolicy, SchedulingPolicyPre, SharingPolicy,
     SharingPolicyPre, Snapshot, Timeline, Usage, Utilization,
 };
-use super::engine::{GuestState, PolicyEngine, call_seed};
+use super::engine::{GuestState, PolicyEngine, call_seed, code_bytes};
 use super::{CallError, PolicyKind};
 
 /// What identifies a loaded version, as shown in the history and the API.
@@ -241,6 +241,16 @@ impl PolicyVersion {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Sharing(s) => s.weft_policy_sharing().call_available(store, admission),
             _ => Err(self.wrong_world()),
+        })
+    }
+
+    /// Bytes of compiled code this version holds (shared with every other
+    /// version of the same component).
+    pub fn code_bytes(&self) -> usize {
+        code_bytes(match &self.prepared {
+            Prepared::Pricing(pre) => pre.instance_pre().component(),
+            Prepared::Scheduling(pre) => pre.instance_pre().component(),
+            Prepared::Sharing(pre) => pre.instance_pre().component(),
         })
     }
 
