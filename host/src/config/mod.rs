@@ -120,6 +120,8 @@ pub struct PolicySettings {
     /// `None`: the command's own place (`serve`: DATA_DIR/compiled; the
     /// others: the user's cache directory).
     pub compile_cache_dir: Option<PathBuf>,
+    /// Most bytes of compiled code one kind's standby versions may hold.
+    pub standby_memory_bytes: u64,
 }
 
 /// Hadoop's `hadoop.security.authentication`, in Weft's two modes.
@@ -271,6 +273,7 @@ impl Settings {
             watch_dir: read.path("weft.policy.watch-dir")?,
             compile_cache_bytes: read.whole("weft.policy.compile-cache-mb")? << 20,
             compile_cache_dir: read.path("weft.policy.compile-cache-dir")?,
+            standby_memory_bytes: read.whole("weft.policy.standby-memory-mb")? << 20,
         };
         let store = StoreSettings {
             url: Some(read.text("weft.store.url")?).filter(|url| !url.is_empty()),

@@ -247,11 +247,17 @@ impl PolicyRuntime {
         clock: Arc<dyn crate::sim::Clock>,
     ) -> anyhow::Result<PolicyRuntime> {
         let engine = PolicyEngine::from_settings(&settings.policies, clock)?;
-        Ok(PolicyRuntime::new(
+        let runtime = PolicyRuntime::new(
             engine,
             settings.pricing_params.clone(),
             settings.policies.max_consecutive_failures,
-        ))
+        );
+        for kind in PolicyKind::ALL {
+            runtime
+                .slot(kind)
+                .limit_standby_memory(settings.policies.standby_memory_bytes);
+        }
+        Ok(runtime)
     }
 
     pub fn engine(&self) -> &PolicyEngine {
