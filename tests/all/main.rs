@@ -10,6 +10,7 @@ mod bounds;
 mod failover;
 mod failover_clients;
 mod fault_run;
+mod guest_output;
 mod policy_cache;
 mod policy_runtime;
 mod queues;

@@ -72,6 +72,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         bail!("--batch must be at least 1");
     }
     // Warnings reach the author; RUST_LOG=info shows what the guest writes.
+    // A failing call's error says what the guest wrote before it failed.
     super::init_tracing("warn");
     let settings = args.settings.load()?;
     // No host clock here: guests read a clock fixed at the Unix epoch.

@@ -6,19 +6,18 @@
 
 use std::convert::Infallible;
 use std::path::Path;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store, StoreContextMut, StoreLimits, StoreLimitsBuilder};
-use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
+use super::CallError;
 use super::bindings;
 use super::cache::CompileCache;
+use super::output::{GuestOutputTail, Stream};
 use super::stats::{CompileCounters, CompileCounts};
 use crate::config::PolicySettings;
 use crate::sim::Clock;
@@ -52,13 +51,21 @@ impl Default for CallLimits {
 
 /// What a policy's store holds: its name for the log, a WASI context that
 /// grants nothing, what the guest reads of time and chance in the current
-/// call, and its memory limits.
+/// call, its memory limits, and what it wrote lately.
 pub struct GuestState {
     pub policy_name: Arc<str>,
     wasi: WasiCtx,
     call: Arc<CallInputs>,
     table: ResourceTable,
     limits: StoreLimits,
+    output: GuestOutputTail,
+}
+
+impl GuestState {
+    /// Keeps a `host::log` message with the guest's recent output.
+    pub(super) fn capture_log(&self, level: impl std::fmt::Debug, message: &str) {
+        self.output.log(level, message);
+    }
 }
 
 impl WasiView for GuestState {
@@ -68,6 +75,15 @@ impl WasiView for GuestState {
             table: &mut self.table,
         }
     }
+}
+
+/// The error of a call on `store` that failed with `error`, telling what the
+/// guest wrote before it failed.
+pub(super) fn call_failed(store: &Store<GuestState>, error: wasmtime::Error) -> CallError {
+    store
+        .data()
+        .output
+        .attach_to(CallError::from_wasmtime(error))
 }
 
 /// The shared engine and linker. Cheap to clone.
@@ -294,15 +310,10 @@ impl PolicyEngine {
     /// [`begin_call`](Self::begin_call) sets before every call.
     pub fn new_store(&self, policy_name: Arc<str>) -> Store<GuestState> {
         let call = Arc::new(CallInputs::default());
+        let output = GuestOutputTail::new(policy_name.clone());
         let wasi = WasiCtx::builder()
-            .stdout(GuestOutput {
-                policy: policy_name.clone(),
-                stream: "stdout",
-            })
-            .stderr(GuestOutput {
-                policy: policy_name.clone(),
-                stream: "stderr",
-            })
+            .stdout(output.stream(Stream::Stdout))
+            .stderr(output.stream(Stream::Stderr))
             .wall_clock(GuestWallClock(call.clone()))
             .monotonic_clock(GuestMonotonicClock(call.clone()))
             .secure_random(GuestRandom(call.clone()))
@@ -323,6 +334,7 @@ impl PolicyEngine {
                 call,
                 table: ResourceTable::new(),
                 limits,
+                output,
             },
         );
         store.limiter(|state| &mut state.limits);
@@ -484,49 +496,6 @@ fn shadow_wasi_imports(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> 
     }
     linker.allow_shadowing(false);
     Ok(())
-}
-
-/// A guest's stdout or stderr, written line by line into tracing.
-#[derive(Clone)]
-struct GuestOutput {
-    policy: Arc<str>,
-    stream: &'static str,
-}
-
-impl IsTerminal for GuestOutput {
-    fn is_terminal(&self) -> bool {
-        false
-    }
-}
-
-impl StdoutStream for GuestOutput {
-    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
-        Box::new(self.clone())
-    }
-}
-
-impl tokio::io::AsyncWrite for GuestOutput {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        for line in String::from_utf8_lossy(buf)
-            .lines()
-            .filter(|line| !line.trim().is_empty())
-        {
-            tracing::info!(target: "weft::policy::guest", policy = &*self.policy, stream = self.stream, "{line}");
-        }
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod cache;
 mod engine;
 mod events;
 mod load;
+mod output;
 mod registry;
 mod slot;
 mod stats;
@@ -106,7 +107,7 @@ impl CallError {
             return match trap {
                 wasmtime::Trap::Interrupt => CallError::Timeout,
                 // The guest's own panic message went to its stderr, in the log.
-                trap => CallError::Trap(format!("wasm trap: {trap}")),
+                trap => CallError::Trap(trap.to_string()),
             };
         }
         // One line: the root cause, without the wasm backtrace.
