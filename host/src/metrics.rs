@@ -68,6 +68,9 @@ pub struct Metrics {
     pub policy_call_seconds: Family<KindLabels, Histogram>,
     pub policy_shadow_calls: Family<OutcomeLabels, Counter>,
     pub policy_shadow_credits: Family<ShadowCreditLabels, Counter<f64, AtomicU64>>,
+    pub policy_compile_cache_hits: Counter,
+    pub policy_compile_cache_misses: Counter,
+    pub policy_compile_cache_discarded: Counter,
     pub apps: Family<StateLabels, Gauge>,
     pub containers_running: Gauge,
     pub containers_allocated: Counter,
@@ -127,6 +130,9 @@ impl Metrics {
             policy_call_seconds,
             policy_shadow_calls: Family::default(),
             policy_shadow_credits: Family::default(),
+            policy_compile_cache_hits: Counter::default(),
+            policy_compile_cache_misses: Counter::default(),
+            policy_compile_cache_discarded: Counter::default(),
             apps: Family::default(),
             containers_running: Gauge::default(),
             containers_allocated: Counter::default(),
@@ -180,6 +186,21 @@ impl Metrics {
             "policy_shadow_credits",
             "Credits charged while a pricing shadow ran, per project, by the active policy and as the shadow would have",
             metrics.policy_shadow_credits.clone(),
+        );
+        registry.register(
+            "policy_compile_cache_hits",
+            "Policy components read compiled from the disk cache instead of compiled",
+            metrics.policy_compile_cache_hits.clone(),
+        );
+        registry.register(
+            "policy_compile_cache_misses",
+            "Policy components the disk cache did not hold, compiled",
+            metrics.policy_compile_cache_misses.clone(),
+        );
+        registry.register(
+            "policy_compile_cache_discarded",
+            "Disk cache entries found damaged or unusable, deleted and compiled again",
+            metrics.policy_compile_cache_discarded.clone(),
         );
         registry.register("apps", "Applications by state", metrics.apps.clone());
         registry.register(

@@ -10,6 +10,8 @@ mod bounds;
 mod failover;
 mod failover_clients;
 mod fault_run;
+mod guest_output;
+mod policy_cache;
 mod policy_runtime;
 // mod policy_test; (waits for the volume-discount guest)
 mod queues;

@@ -2,6 +2,7 @@
 //! optionally against a baseline policy measured in the same run — in the
 //! spirit of `opa bench`. For exact comparisons use the criterion benches.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -19,6 +20,9 @@ use crate::sim::VirtualClock;
 pub struct BenchArgs {
     /// A .wasm component, or builtin:NAME.
     policy: String,
+    /// A parameter for the measured policy (not the baseline).
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = super::parse_pair)]
+    params: Vec<(String, String)>,
     /// Another policy of the same kind to compare against.
     #[arg(long, value_name = "FILE|builtin:NAME")]
     baseline: Option<String>,
@@ -32,6 +36,8 @@ pub struct BenchArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    settings: super::SettingsArgs,
 }
 
 #[derive(Debug, Serialize)]
@@ -65,26 +71,19 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.batch == 0 {
         bail!("--batch must be at least 1");
     }
-    let settings = Settings::default();
+    // Warnings reach the author; RUST_LOG=info shows what the guest writes.
+    // A failing call's error says what the guest wrote before it failed.
+    super::init_tracing("warn");
+    let settings = args.settings.load()?;
     // No host clock here: guests read a clock fixed at the Unix epoch.
-    let engine = PolicyEngine::new(
-        settings.policies.limits,
-        std::sync::Arc::new(VirtualClock::default()),
-    )?;
-    let load = |text: &str| -> anyhow::Result<std::sync::Arc<PolicyVersion>> {
-        let source = PolicySource::parse(text);
-        let bytes = source.read().map_err(anyhow::Error::msg)?;
-        inspect(
-            &engine,
-            &source.to_string(),
-            &bytes,
-            &settings.pricing_params,
-            &[],
-        )
-        .with_context(|| format!("{source} failed its check"))
-    };
-    let policy = load(&args.policy)?;
-    let baseline = args.baseline.as_deref().map(load).transpose()?;
+    let engine =
+        PolicyEngine::from_settings(&settings.policies, Arc::new(VirtualClock::default()))?;
+    let policy = load(&engine, &settings, &args.policy, &args.params)?;
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(|baseline| load(&engine, &settings, baseline, &[]))
+        .transpose()?;
     if let Some(baseline) = &baseline
         && baseline.info.kind != policy.info.kind
     {
@@ -114,6 +113,25 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         print_table(&report);
     }
     Ok(())
+}
+
+/// The policy `text` names, loaded as `weft policy check` would.
+fn load(
+    engine: &PolicyEngine,
+    settings: &Settings,
+    text: &str,
+    params: &[(String, String)],
+) -> anyhow::Result<Arc<PolicyVersion>> {
+    let source = PolicySource::parse(text);
+    let bytes = source.read().map_err(anyhow::Error::msg)?;
+    inspect(
+        engine,
+        &source.to_string(),
+        &bytes,
+        &settings.pricing_params,
+        params,
+    )
+    .with_context(|| format!("{source} failed its check"))
 }
 
 fn measure(version: &PolicyVersion, batch: u32, budget: Duration) -> anyhow::Result<Figures> {

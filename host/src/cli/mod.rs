@@ -1,6 +1,7 @@
 //! The `weft` command line: `serve`, `replay`, `simulate`, `policy …`,
 //! `reservation …`, `admin …`, `config`.
-//! Every failure ends as one clear sentence on stderr and a non-zero exit.
+//! Every failure ends as one clear sentence on stderr and a non-zero exit
+//! (followed, when a policy failed, by the last lines it wrote).
 
 mod agent;
 mod app;

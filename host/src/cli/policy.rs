@@ -6,7 +6,6 @@ use clap::Subcommand;
 
 use super::parse_pair;
 use crate::client::ServerArgs;
-use crate::config::Settings;
 use crate::policy::{PolicyEngine, PolicyKind, PolicySource, contract, inspect};
 use crate::sim::VirtualClock;
 
@@ -56,6 +55,8 @@ pub enum PolicyCommand {
         policy: String,
         #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_pair)]
         params: Vec<(String, String)>,
+        #[command(flatten)]
+        settings: super::SettingsArgs,
     },
     /// Test a component offline against its world's contract: properties
     /// on generated inputs (row independence, determinism, valid
@@ -77,6 +78,8 @@ pub enum PolicyCommand {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        settings: super::SettingsArgs,
     },
     /// Measure what a policy's calls cost, per call and per item.
     Bench(super::bench::BenchArgs),
@@ -194,25 +197,11 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
                 .delete(&format!("/ws/v1/policies/{kind}/shadow"))?;
             println!("{}", serde_json::to_string_pretty(&report)?);
         }
-        PolicyCommand::Check { policy, params } => {
-            let settings = Settings::default();
-            let engine = offline_engine(&settings)?;
-            let source = PolicySource::parse(&policy);
-            let bytes = source.read().map_err(anyhow::Error::msg)?;
-            let version = inspect(
-                &engine,
-                &source.to_string(),
-                &bytes,
-                &settings.pricing_params,
-                &params,
-            )
-            .with_context(|| format!("{source} failed the check"))?;
-            let info = &version.info;
-            println!(
-                "{source}: ok — {} policy {} {} (sha256 {}): world, describe, configure and self-check passed",
-                info.kind, info.name, info.version, info.sha256
-            );
-        }
+        PolicyCommand::Check {
+            policy,
+            params,
+            settings,
+        } => check(&policy, &params, &settings)?,
         PolicyCommand::Test {
             policy,
             cases,
@@ -220,21 +209,74 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
             seed,
             rounds,
             json,
-        } => test(&policy, cases.as_deref(), &params, seed, rounds, json)?,
+            settings,
+        } => test(
+            &policy,
+            cases.as_deref(),
+            &params,
+            seed,
+            rounds,
+            json,
+            &settings,
+        )?,
         PolicyCommand::Bench(args) => super::bench::run(args)?,
     }
     Ok(())
 }
 
-/// An engine for commands that run no server: guests read a clock fixed
-/// at the Unix epoch.
-fn offline_engine(settings: &Settings) -> anyhow::Result<PolicyEngine> {
-    PolicyEngine::new(
-        settings.policies.limits,
+/// `weft policy check`: loads the component as a server would, without
+/// publishing it, and says how long that took and whether it compiled.
+fn check(
+    policy: &str,
+    params: &[(String, String)],
+    settings: &super::SettingsArgs,
+) -> anyhow::Result<()> {
+    // Warnings (a damaged cache entry, the policy's own) reach the author;
+    // RUST_LOG=info shows everything the guest writes as it runs.
+    super::init_tracing("warn");
+    let settings = settings.load()?;
+    // No host clock here: guests read a clock fixed at the Unix epoch.
+    let engine = PolicyEngine::from_settings(
+        &settings.policies,
         std::sync::Arc::new(VirtualClock::default()),
+    )?;
+    let source = PolicySource::parse(policy);
+    let bytes = source.read().map_err(anyhow::Error::msg)?;
+    let started = std::time::Instant::now();
+    let version = inspect(
+        &engine,
+        &source.to_string(),
+        &bytes,
+        &settings.pricing_params,
+        params,
     )
+    .with_context(|| format!("{source} failed the check"))?;
+    let elapsed = started.elapsed();
+    let info = &version.info;
+    println!(
+        "{source}: ok — {} policy {} {} (sha256 {}): world, describe, configure and self-check passed",
+        info.kind, info.name, info.version, info.sha256
+    );
+    let counts = engine.compile_counts();
+    let code = if counts.compiled == 0 && counts.disk_hits > 0 {
+        "read compiled from the cache"
+    } else {
+        "compiled"
+    };
+    let cache = match engine.compile_cache_dir() {
+        Some(dir) => format!("compile cache {}", dir.display()),
+        None => "no compile cache".to_string(),
+    };
+    println!(
+        "loaded in {} ms ({code}, {:.1} MB of code; {cache})",
+        elapsed.as_millis(),
+        version.code_bytes() as f64 / f64::from(1 << 20)
+    );
+    Ok(())
 }
 
+/// `weft policy test`: the contract harness (`policy::contract`), its
+/// report printed as lines or JSON; an error if any check failed.
 fn test(
     policy: &str,
     cases: Option<&std::path::Path>,
@@ -242,7 +284,9 @@ fn test(
     seed: u64,
     rounds: u32,
     json: bool,
+    settings: &super::SettingsArgs,
 ) -> anyhow::Result<()> {
+    super::init_tracing("warn");
     let cases = match cases {
         Some(path) => {
             let text = read_bounded(path, contract::MAX_CASES_BYTES)?;
@@ -252,8 +296,12 @@ fn test(
         }
         None => Vec::new(),
     };
-    let settings = Settings::default();
-    let engine = offline_engine(&settings)?;
+    let settings = settings.load()?;
+    // No host clock here: guests read a clock fixed at the Unix epoch.
+    let engine = PolicyEngine::from_settings(
+        &settings.policies,
+        std::sync::Arc::new(VirtualClock::default()),
+    )?;
     let source = PolicySource::parse(policy);
     let bytes = source.read().map_err(anyhow::Error::msg)?;
     let options = contract::TestOptions {

@@ -120,7 +120,7 @@ fn replay_with(
     // The policy reads the replay's virtual clock, so its answers depend on
     // the log, not on when the replay runs.
     let clock = VirtualClock::starting_at(0);
-    let engine = PolicyEngine::new(settings.policies.limits, Arc::new(clock.clone()))?;
+    let engine = PolicyEngine::from_settings(&settings.policies, Arc::new(clock.clone()))?;
     // No fallback in replay: a failing policy fails the replay.
     let runtime = PolicyRuntime::new(engine, settings.pricing_params.clone(), u32::MAX);
     let source = PolicySource::parse(pricing);

@@ -200,7 +200,12 @@ async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     super::init_tracing("info");
-    let settings = args.settings.load()?;
+    let mut settings = args.settings.load()?;
+    // Compiled policies are kept with the server's state unless told otherwise.
+    settings
+        .policies
+        .compile_cache_dir
+        .get_or_insert_with(|| args.data_dir.join("compiled"));
     let sim_nodes = args
         .sim_nodes
         .as_deref()

@@ -125,6 +125,13 @@ pub struct PolicySettings {
     pub limits: CallLimits,
     pub max_consecutive_failures: u32,
     pub watch_dir: Option<PathBuf>,
+    /// Most bytes of compiled code kept on disk; 0: no disk cache.
+    pub compile_cache_bytes: u64,
+    /// `None`: the command's own place (`serve`: DATA_DIR/compiled; the
+    /// others: the user's cache directory).
+    pub compile_cache_dir: Option<PathBuf>,
+    /// Most bytes of compiled code one kind's standby versions may hold.
+    pub standby_memory_bytes: u64,
 }
 
 /// Hadoop's `hadoop.security.authentication`, in Weft's two modes.
@@ -278,6 +285,9 @@ impl Settings {
             },
             max_consecutive_failures: read.whole_u32("weft.policy.max-consecutive-failures")?,
             watch_dir: read.path("weft.policy.watch-dir")?,
+            compile_cache_bytes: read.whole("weft.policy.compile-cache-mb")? << 20,
+            compile_cache_dir: read.path("weft.policy.compile-cache-dir")?,
+            standby_memory_bytes: read.whole("weft.policy.standby-memory-mb")? << 20,
         };
         let store = StoreSettings {
             url: Some(read.text("weft.store.url")?).filter(|url| !url.is_empty()),

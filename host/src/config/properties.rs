@@ -423,6 +423,30 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "a directory whose NAME.KIND.wasm files are loaded when written (empty: off)",
     ),
     (
+        "weft.policy.compile-cache-mb",
+        ValueType::Whole {
+            min: 0,
+            max: 1 << 20,
+        },
+        "512",
+        "MB of compiled policy code kept on disk so a restart or second load skips the compiler (0: off)",
+    ),
+    (
+        "weft.policy.compile-cache-dir",
+        ValueType::Text,
+        "",
+        "where compiled policy code is kept; empty: DATA_DIR/compiled for serve, $XDG_CACHE_HOME/weft/compiled (or ~/.cache/weft/compiled) for the other commands",
+    ),
+    (
+        "weft.policy.standby-memory-mb",
+        ValueType::Whole {
+            min: 0,
+            max: 1 << 20,
+        },
+        "512",
+        "MB of compiled code the standby versions of one kind may hold; older standbys beyond it are retired",
+    ),
+    (
         "weft.store.url",
         ValueType::Text,
         "",

@@ -62,6 +62,7 @@ use generated::pricing::weft::policy::host::{Host, Level};
 
 impl Host for GuestState {
     fn log(&mut self, level: Level, message: String) {
+        self.capture_log(level, &message);
         let policy = &*self.policy_name;
         match level {
             Level::Trace => tracing::trace!(target: "weft::policy::guest", policy, "{message}"),

@@ -1,21 +1,25 @@
 //! The wasmtime engine every policy runs on: one `Engine` with epoch
 //! interruption, the linker each world is instantiated with, the per-call
-//! limits, and the guest's store state (a WASI context that grants nothing
-//! and whose clocks and randomness are the host's, deterministic per call).
+//! limits, the guest's store state (a WASI context that grants nothing and
+//! whose clocks and randomness are the host's, deterministic per call), and
+//! compilation, reusing code compiled before (in memory, then on disk).
 
 use std::convert::Infallible;
-use std::pin::Pin;
-use std::sync::Arc;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use wasmtime::component::{Linker, ResourceTable};
+use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store, StoreContextMut, StoreLimits, StoreLimitsBuilder};
-use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
+use super::CallError;
 use super::bindings;
+use super::cache::CompileCache;
+use super::output::{GuestOutputTail, Stream};
+use super::stats::{CompileCounters, CompileCounts};
+use crate::config::PolicySettings;
 use crate::sim::Clock;
 
 /// How often the epoch advances. A call's deadline is counted in these ticks,
@@ -47,13 +51,21 @@ impl Default for CallLimits {
 
 /// What a policy's store holds: its name for the log, a WASI context that
 /// grants nothing, what the guest reads of time and chance in the current
-/// call, and its memory limits.
+/// call, its memory limits, and what it wrote lately.
 pub struct GuestState {
     pub policy_name: Arc<str>,
     wasi: WasiCtx,
     call: Arc<CallInputs>,
     table: ResourceTable,
     limits: StoreLimits,
+    output: GuestOutputTail,
+}
+
+impl GuestState {
+    /// Keeps a `host::log` message with the guest's recent output.
+    pub(super) fn capture_log(&self, level: impl std::fmt::Debug, message: &str) {
+        self.output.log(level, message);
+    }
 }
 
 impl WasiView for GuestState {
@@ -63,6 +75,15 @@ impl WasiView for GuestState {
             table: &mut self.table,
         }
     }
+}
+
+/// The error of a call on `store` that failed with `error`, telling what the
+/// guest wrote before it failed.
+pub(super) fn call_failed(store: &Store<GuestState>, error: wasmtime::Error) -> CallError {
+    store
+        .data()
+        .output
+        .attach_to(CallError::from_wasmtime(error))
 }
 
 /// The shared engine and linker. Cheap to clone.
@@ -78,29 +99,71 @@ pub struct PolicyEngine {
     /// standby compiles what it will put in force while it waits, so a
     /// takeover does not wait for the compiler; a load of bytes seen before
     /// skips it too.
-    compiled: Arc<std::sync::Mutex<Compiled>>,
+    compiled: Arc<Mutex<Compiled>>,
+    /// Compiled components on disk, which outlive the process.
+    disk: Option<Arc<CompileCache>>,
+    counters: Arc<CompileCounters>,
 }
 
 /// Compiled components by their bytes' sha256, newest last.
-type Compiled = std::collections::VecDeque<([u8; 32], wasmtime::component::Component)>;
+type Compiled = std::collections::VecDeque<([u8; 32], Component)>;
 
-/// How many compiled components the engine keeps for reuse.
+/// How many compiled components the engine keeps in memory for reuse, and
+/// how many bytes of code at most (the newest is kept whatever its size).
 const COMPILED_KEPT: usize = 8;
+const COMPILED_KEPT_BYTES: usize = 256 << 20;
 
 impl std::fmt::Debug for PolicyEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PolicyEngine")
             .field("limits", &self.limits)
             .field("clock", &self.clock)
+            .field("disk", &self.disk)
             .finish_non_exhaustive()
     }
+}
+
+/// The bytes of compiled code `component` holds in memory.
+pub(super) fn code_bytes(component: &Component) -> usize {
+    let image = component.image_range();
+    image.end.addr().saturating_sub(image.start.addr())
 }
 
 impl PolicyEngine {
     /// Creates the engine, whose guests read `clock`, and starts the thread
     /// that advances its epoch. Where the host has no clock of its own
     /// (`weft policy check`, `bench`), pass a `VirtualClock` that stays at 0.
+    /// It keeps compiled code in memory only.
     pub fn new(limits: CallLimits, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        PolicyEngine::with_compile_cache(limits, clock, None)
+    }
+
+    /// The engine `settings` describe: their call limits, and compiled code
+    /// kept on disk in `compile_cache_dir`, or the user's cache directory
+    /// when that is not set. A cache that cannot be opened is logged and
+    /// left out: it only saves time.
+    pub fn from_settings(settings: &PolicySettings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        let dir = settings
+            .compile_cache_dir
+            .clone()
+            .or_else(CompileCache::user_dir);
+        let cache = match dir {
+            Some(dir) if settings.compile_cache_bytes > 0 => {
+                Some((dir, settings.compile_cache_bytes))
+            }
+            _ => None,
+        };
+        let cache = cache.as_ref().map(|(dir, bytes)| (dir.as_path(), *bytes));
+        PolicyEngine::with_compile_cache(settings.limits, clock, cache)
+    }
+
+    /// As [`new`](Self::new), keeping compiled code also in `cache`: a
+    /// directory and the most bytes it may hold.
+    pub fn with_compile_cache(
+        limits: CallLimits,
+        clock: Arc<dyn Clock>,
+        cache: Option<(&Path, u64)>,
+    ) -> anyhow::Result<Self> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         config.wasm_component_model(true);
@@ -138,39 +201,96 @@ impl PolicyEngine {
                 }
             })?;
 
+        let disk = cache.and_then(|(dir, max_bytes)| {
+            CompileCache::open(dir, max_bytes, &engine)
+                .inspect_err(|error| tracing::warn!(%error, "policies are compiled at every load"))
+                .ok()
+                .map(Arc::new)
+        });
+
         Ok(PolicyEngine {
             engine,
             linker: Arc::new(linker),
             limits,
             clock,
             compiled: Default::default(),
+            disk,
+            counters: Default::default(),
         })
     }
 
-    /// `bytes` compiled, or the component compiled from the same bytes
-    /// lately.
-    pub fn compile(&self, bytes: &[u8]) -> wasmtime::Result<wasmtime::component::Component> {
+    /// `bytes` compiled: the component compiled from the same bytes lately
+    /// if this engine still holds it, else the one the disk cache holds,
+    /// else compiled now (and kept in both).
+    pub fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
         use sha2::Digest;
         let sha256: [u8; 32] = sha2::Sha256::digest(bytes).into();
-        let cached = |compiled: &Compiled| {
-            compiled
-                .iter()
-                .find(|(sha, _)| *sha == sha256)
-                .map(|(_, component)| component.clone())
-        };
-        if let Some(component) = cached(&self.compiled.lock().unwrap()) {
+        if let Some(component) = self.compiled_lately(&sha256) {
+            self.counters.record_memory_hit();
             return Ok(component);
         }
-        // Compiled outside the lock: it takes seconds.
-        let component = wasmtime::component::Component::new(&self.engine, bytes)?;
-        let mut compiled = self.compiled.lock().unwrap();
-        if cached(&compiled).is_none() {
-            if compiled.len() >= COMPILED_KEPT {
-                compiled.pop_front();
+        // Outside the lock: reading takes milliseconds, compiling seconds.
+        let component = match self
+            .disk
+            .as_ref()
+            .and_then(|disk| disk.load(&self.engine, &sha256))
+        {
+            Some(component) => {
+                self.counters.record_disk_hit();
+                component
             }
-            compiled.push_back((sha256, component.clone()));
-        }
+            None => {
+                let started = Instant::now();
+                let component = Component::new(&self.engine, bytes)?;
+                self.counters.record_compiled();
+                tracing::info!(
+                    ms = started.elapsed().as_millis() as u64,
+                    code_bytes = code_bytes(&component),
+                    "policy component compiled"
+                );
+                if let Some(disk) = &self.disk {
+                    disk.store(&sha256, &component);
+                }
+                component
+            }
+        };
+        self.keep_compiled(sha256, &component);
         Ok(component)
+    }
+
+    fn compiled_lately(&self, sha256: &[u8; 32]) -> Option<Component> {
+        let compiled = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
+        compiled
+            .iter()
+            .find(|(sha, _)| sha == sha256)
+            .map(|(_, component)| component.clone())
+    }
+
+    /// Keeps `component` as the newest in memory, letting the oldest go
+    /// beyond [`COMPILED_KEPT`] components or [`COMPILED_KEPT_BYTES`].
+    fn keep_compiled(&self, sha256: [u8; 32], component: &Component) {
+        let mut compiled = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
+        if compiled.iter().any(|(sha, _)| *sha == sha256) {
+            return;
+        }
+        compiled.push_back((sha256, component.clone()));
+        let mut bytes: usize = compiled.iter().map(|(_, c)| code_bytes(c)).sum();
+        while compiled.len() > 1 && (compiled.len() > COMPILED_KEPT || bytes > COMPILED_KEPT_BYTES)
+        {
+            if let Some((_, oldest)) = compiled.pop_front() {
+                bytes = bytes.saturating_sub(code_bytes(&oldest));
+            }
+        }
+    }
+
+    /// How this engine came by the components it compiled so far.
+    pub fn compile_counts(&self) -> CompileCounts {
+        self.counters.read()
+    }
+
+    /// The disk cache of compiled code, if this engine keeps one.
+    pub fn compile_cache_dir(&self) -> Option<&Path> {
+        self.disk.as_deref().map(CompileCache::dir)
     }
 
     pub fn engine(&self) -> &Engine {
@@ -190,15 +310,10 @@ impl PolicyEngine {
     /// [`begin_call`](Self::begin_call) sets before every call.
     pub fn new_store(&self, policy_name: Arc<str>) -> Store<GuestState> {
         let call = Arc::new(CallInputs::default());
+        let output = GuestOutputTail::new(policy_name.clone());
         let wasi = WasiCtx::builder()
-            .stdout(GuestOutput {
-                policy: policy_name.clone(),
-                stream: "stdout",
-            })
-            .stderr(GuestOutput {
-                policy: policy_name.clone(),
-                stream: "stderr",
-            })
+            .stdout(output.stream(Stream::Stdout))
+            .stderr(output.stream(Stream::Stderr))
             .wall_clock(GuestWallClock(call.clone()))
             .monotonic_clock(GuestMonotonicClock(call.clone()))
             .secure_random(GuestRandom(call.clone()))
@@ -219,6 +334,7 @@ impl PolicyEngine {
                 call,
                 table: ResourceTable::new(),
                 limits,
+                output,
             },
         );
         store.limiter(|state| &mut state.limits);
@@ -380,49 +496,6 @@ fn shadow_wasi_imports(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> 
     }
     linker.allow_shadowing(false);
     Ok(())
-}
-
-/// A guest's stdout or stderr, written line by line into tracing.
-#[derive(Clone)]
-struct GuestOutput {
-    policy: Arc<str>,
-    stream: &'static str,
-}
-
-impl IsTerminal for GuestOutput {
-    fn is_terminal(&self) -> bool {
-        false
-    }
-}
-
-impl StdoutStream for GuestOutput {
-    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
-        Box::new(self.clone())
-    }
-}
-
-impl tokio::io::AsyncWrite for GuestOutput {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        for line in String::from_utf8_lossy(buf)
-            .lines()
-            .filter(|line| !line.trim().is_empty())
-        {
-            tracing::info!(target: "weft::policy::guest", policy = &*self.policy, stream = self.stream, "{line}");
-        }
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
 }
 
 #[cfg(test)]

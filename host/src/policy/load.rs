@@ -222,7 +222,7 @@ fn describe(
             .instantiate(&mut store)
             .and_then(|p| p.call_describe(&mut store)),
     };
-    described.map_err(|e| LoadError::SelfCheck(CallError::from_wasmtime(e)))
+    described.map_err(|e| LoadError::SelfCheck(super::engine::call_failed(&store, e)))
 }
 
 /// One call on a small sample input, its output checked as every later

@@ -7,10 +7,12 @@
 //! good version when a call fails and rolls a failing version back by itself.
 
 mod bindings;
+mod cache;
 pub mod contract;
 mod engine;
 mod events;
 mod load;
+mod output;
 mod registry;
 mod shadow;
 mod slot;
@@ -31,6 +33,7 @@ pub use bindings::{
     PriceMultiplicators, Queues, Rejection, SharingResources, Snapshot, Timeline, Usage,
     Utilization,
 };
+pub use cache::{CacheError, CompileCache};
 pub use engine::{CallLimits, PolicyEngine};
 pub use load::{LoadError, WIT_VERSION, inspect, prepare};
 pub use registry::{PolicySource, builtin, builtin_names};
@@ -39,7 +42,7 @@ pub use shadow::{
     SharingComparison,
 };
 pub use slot::{HistoryEntry, PolicySlot, STANDBY_KEPT, SavedVersion, SlotStatus, VersionState};
-pub use stats::{CallCost, CallStats};
+pub use stats::{CallCost, CallStats, CompileCounts};
 pub use typed::{PricingSlot, SchedulingSlot, SharingSlot};
 pub use version::{PolicyVersion, VersionInfo};
 
@@ -112,7 +115,7 @@ impl CallError {
             return match trap {
                 wasmtime::Trap::Interrupt => CallError::Timeout,
                 // The guest's own panic message went to its stderr, in the log.
-                trap => CallError::Trap(format!("wasm trap: {trap}")),
+                trap => CallError::Trap(trap.to_string()),
             };
         }
         // One line: the root cause, without the wasm backtrace.
@@ -264,12 +267,18 @@ impl PolicyRuntime {
         settings: &crate::config::Settings,
         clock: Arc<dyn crate::sim::Clock>,
     ) -> anyhow::Result<PolicyRuntime> {
-        let engine = PolicyEngine::new(settings.policies.limits, clock)?;
-        Ok(PolicyRuntime::new(
+        let engine = PolicyEngine::from_settings(&settings.policies, clock)?;
+        let runtime = PolicyRuntime::new(
             engine,
             settings.pricing_params.clone(),
             settings.policies.max_consecutive_failures,
-        ))
+        );
+        for kind in PolicyKind::ALL {
+            runtime
+                .slot(kind)
+                .limit_standby_memory(settings.policies.standby_memory_bytes);
+        }
+        Ok(runtime)
     }
 
     pub fn engine(&self) -> &PolicyEngine {
@@ -374,6 +383,7 @@ impl PolicyRuntime {
         let result = self.prepare_kept(PolicyKind::Sharing, &configured, &bytes, &[]);
         events::PolicyEvent::loaded(PolicyKind::Sharing, &configured, &result).emit();
         let slot = SharingSlot::new(self.max_failures);
+        slot.limit_standby_memory(self.sharing.standby_memory_limit());
         slot.publish(result?);
         Ok(QueueSharing {
             configured,

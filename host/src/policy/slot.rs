@@ -33,6 +33,11 @@ pub enum VersionState {
 /// a host that hot-swaps all day does not grow without bound.
 pub const STANDBY_KEPT: usize = 5;
 
+/// How many bytes of compiled code a slot's standbys may hold unless told
+/// otherwise (`weft.policy.standby-memory-mb`): a hundred Rust policies, or
+/// fourteen of the 35 MB a Python or JavaScript one compiles to.
+pub const STANDBY_MEMORY_DEFAULT: u64 = 512 << 20;
+
 /// One row of a kind's history, as the API shows it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct HistoryEntry {
@@ -90,6 +95,8 @@ pub struct PolicySlot {
     /// Counts publications and rollbacks: the store saves the slot's
     /// versions when it moved.
     generation: std::sync::atomic::AtomicU64,
+    /// The most bytes of compiled code the standbys may hold together.
+    standby_memory: std::sync::atomic::AtomicU64,
 }
 
 /// A version the slot can still answer with, as the store keeps it: its
@@ -110,6 +117,36 @@ impl std::fmt::Debug for PolicySlot {
     }
 }
 
+/// A standby's code, for the retirement rule: versions of one component
+/// share it.
+#[derive(Debug, Clone, Copy)]
+struct StandbyCode<'a> {
+    sha256: &'a str,
+    bytes: u64,
+}
+
+/// How many of `standbys` (newest first) a slot keeps: the newest ones, at
+/// most [`STANDBY_KEPT`], whose code takes at most `budget` bytes together.
+/// Code is counted once however many versions share it, and code the active
+/// version (`active_sha256`) holds costs nothing: it stays in memory anyway.
+fn standbys_kept(standbys: &[StandbyCode<'_>], active_sha256: &str, budget: u64) -> usize {
+    let mut paid_for = vec![active_sha256];
+    let mut used: u64 = 0;
+    for (kept, standby) in standbys.iter().enumerate() {
+        if kept == STANDBY_KEPT {
+            return kept;
+        }
+        if !paid_for.contains(&standby.sha256) {
+            used = used.saturating_add(standby.bytes);
+            if used > budget {
+                return kept;
+            }
+            paid_for.push(standby.sha256);
+        }
+    }
+    standbys.len()
+}
+
 impl PolicySlot {
     pub fn new(kind: PolicyKind, max_failures: u32) -> PolicySlot {
         PolicySlot {
@@ -119,7 +156,21 @@ impl PolicySlot {
             entries: Mutex::new(Vec::new()),
             stats: Mutex::new(CallStats::default()),
             generation: Default::default(),
+            standby_memory: STANDBY_MEMORY_DEFAULT.into(),
         }
+    }
+
+    /// From the next publication on, standbys beyond `bytes` of compiled
+    /// code are retired, the oldest first.
+    pub fn limit_standby_memory(&self, bytes: u64) {
+        self.standby_memory
+            .store(bytes, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The bytes of compiled code this slot's standbys may hold.
+    pub fn standby_memory_limit(&self) -> u64 {
+        self.standby_memory
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Moves on every publication and rollback.
@@ -170,21 +221,42 @@ impl PolicySlot {
             state: VersionState::Active,
             note: None,
         });
-        // Retire the standbys beyond the newest few: calls already running
-        // on one keep their own reference and finish.
-        let mut standby = 0;
-        for entry in entries.iter_mut().rev() {
-            if entry.state == VersionState::Standby {
-                standby += 1;
-                if standby > STANDBY_KEPT {
-                    entry.state = VersionState::Retired;
-                    entry.version = None;
-                }
-            }
-        }
+        self.retire_standbys(&mut entries, &version);
         self.active.store(Some(version));
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Retires the standbys beyond the newest few, or beyond the code they
+    /// may hold: calls already running on one keep their own reference and
+    /// finish.
+    fn retire_standbys(&self, entries: &mut [Entry], active: &PolicyVersion) {
+        let budget = self
+            .standby_memory
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let standbys: Vec<usize> = (0..entries.len())
+            .rev()
+            .filter(|&i| entries[i].state == VersionState::Standby)
+            .collect();
+        let code: Vec<StandbyCode> = standbys
+            .iter()
+            .map(|&i| StandbyCode {
+                sha256: &entries[i].info.sha256,
+                bytes: entries[i].version.as_ref().map_or(0, |v| v.code_bytes()) as u64,
+            })
+            .collect();
+        let kept = standbys_kept(&code, &active.info.sha256, budget);
+        for &i in &standbys[kept..] {
+            let entry = &mut entries[i];
+            entry.state = VersionState::Retired;
+            entry.version = None;
+            tracing::info!(
+                kind = %self.kind,
+                number = entry.number,
+                policy = %entry.info.name,
+                "standby version retired: a slot keeps at most {STANDBY_KEPT} standbys, within weft.policy.standby-memory-mb of code"
+            );
+        }
     }
 
     /// Takes the active version out and makes the newest earlier good one active.
@@ -333,5 +405,131 @@ impl PolicySlot {
                 .map(Entry::row),
             history: entries.iter().map(Entry::row).collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MB: u64 = 1 << 20;
+
+    fn code(sha256: &str, mb: u64) -> StandbyCode<'_> {
+        StandbyCode {
+            sha256,
+            bytes: mb * MB,
+        }
+    }
+
+    #[test]
+    fn standbys_are_kept_newest_first_within_the_count_and_the_code_budget() {
+        // (standbys newest first, budget in MB, how many are kept)
+        let cases: &[(&str, &[StandbyCode], u64, usize)] = &[
+            ("none", &[], 512, 0),
+            (
+                "small ones up to the count",
+                &[
+                    code("a", 1),
+                    code("b", 1),
+                    code("c", 1),
+                    code("d", 1),
+                    code("e", 1),
+                    code("f", 1),
+                    code("g", 1),
+                ],
+                512,
+                STANDBY_KEPT,
+            ),
+            (
+                "python ones up to the budget",
+                &[code("a", 35), code("b", 35), code("c", 35)],
+                70,
+                2,
+            ),
+            ("exactly the budget", &[code("a", 35), code("b", 35)], 70, 2),
+            (
+                "an older small one behind a big one is not kept",
+                &[code("big", 100), code("small", 1)],
+                50,
+                0,
+            ),
+            (
+                "shared code is counted once",
+                &[code("a", 35), code("a", 35), code("a", 35)],
+                35,
+                3,
+            ),
+            (
+                "the active one's code is free",
+                &[code("active", 35), code("b", 35)],
+                35,
+                2,
+            ),
+            (
+                "no budget keeps only what shares the active code",
+                &[code("active", 35), code("b", 1)],
+                0,
+                1,
+            ),
+        ];
+        for (case, standbys, budget_mb, expected) in cases {
+            assert_eq!(
+                standbys_kept(standbys, "active", budget_mb * MB),
+                *expected,
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_slot_retires_standbys_beyond_its_code_budget_but_never_the_active_one() {
+        let engine = super::super::PolicyEngine::new(
+            super::super::CallLimits::default(),
+            std::sync::Arc::new(crate::sim::VirtualClock::default()),
+        )
+        .unwrap();
+        let load = |name: &str| {
+            super::super::prepare(
+                &engine,
+                PolicyKind::Pricing,
+                &format!("builtin:{name}"),
+                super::super::builtin(name).unwrap(),
+                crate::config::Settings::default().pricing_params,
+            )
+            .unwrap()
+        };
+        let (hops, flat) = (load("hops-pricing"), load("flat-pricing"));
+        assert!(hops.code_bytes() > 0 && flat.code_bytes() > 0);
+        let slot = PolicySlot::new(PolicyKind::Pricing, 3);
+        // Room for one component's code: enough, as the active one's is free.
+        slot.limit_standby_memory(hops.code_bytes().max(flat.code_bytes()) as u64);
+        for version in [&hops, &flat, &hops, &flat] {
+            slot.publish(version.clone());
+        }
+        let states =
+            || -> Vec<VersionState> { slot.status().history.iter().map(|e| e.state).collect() };
+        use VersionState::{Active, Retired, Standby};
+        // flat is active and its code free; hops's fits, counted once.
+        assert_eq!(states(), [Standby, Standby, Standby, Active]);
+
+        // No budget: the newest standby (flat) has code the active one
+        // (hops) does not share, so it goes, and every older one with it.
+        slot.limit_standby_memory(0);
+        slot.publish(hops.clone());
+        assert_eq!(states(), [Retired, Retired, Retired, Retired, Active]);
+        assert_eq!(slot.active().unwrap().info.name, "hops-pricing");
+        assert!(
+            slot.rollback("test").is_err(),
+            "nothing left to roll back to"
+        );
+
+        // Room again: the next publication keeps the one it demotes.
+        slot.limit_standby_memory(STANDBY_MEMORY_DEFAULT);
+        slot.publish(flat.clone());
+        assert_eq!(
+            states(),
+            [Retired, Retired, Retired, Retired, Standby, Active]
+        );
+        assert_eq!(slot.rollback("test").unwrap().info.name, "hops-pricing");
     }
 }

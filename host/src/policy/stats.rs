@@ -1,6 +1,9 @@
-//! What a kind's policy calls have cost: how many, their total time, and a
-//! log-scale histogram for percentiles (each bucket a quarter of a power of
-//! two wide, so a percentile is exact to within about 19 %).
+//! What policies have cost: a kind's calls (how many, their total time, and a
+//! log-scale histogram for percentiles, each bucket a quarter of a power of
+//! two wide, so a percentile is exact to within about 19 %), and an engine's
+//! compilations (how many components it compiled and how many it reused).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
@@ -66,6 +69,48 @@ impl CallStats {
                 self.total_ns as f64 / self.calls as f64
             },
             p99_ns: self.quantile_ns(0.99),
+        }
+    }
+}
+
+/// How an engine came by the components it was asked to compile, counted
+/// as it happens (shared by the engine's clones).
+#[derive(Debug, Default)]
+pub struct CompileCounters {
+    compiled: AtomicU64,
+    memory_hits: AtomicU64,
+    disk_hits: AtomicU64,
+}
+
+/// A reading of [`CompileCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CompileCounts {
+    /// Components the compiler turned into code.
+    pub compiled: u64,
+    /// Components found compiled in the engine's memory.
+    pub memory_hits: u64,
+    /// Components read back from the disk cache.
+    pub disk_hits: u64,
+}
+
+impl CompileCounters {
+    pub fn record_compiled(&self) {
+        self.compiled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn record_memory_hit(&self) {
+        self.memory_hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn record_disk_hit(&self) {
+        self.disk_hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn read(&self) -> CompileCounts {
+        CompileCounts {
+            compiled: self.compiled.load(Ordering::Relaxed),
+            memory_hits: self.memory_hits.load(Ordering::Relaxed),
+            disk_hits: self.disk_hits.load(Ordering::Relaxed),
         }
     }
 }

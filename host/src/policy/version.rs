@@ -14,7 +14,7 @@ use super::bindings::{
     PricingPolicyPre, Rejection, SchedulingPolicy, SchedulingPolicyPre, SharingPolicy,
     SharingPolicyPre, Snapshot, Timeline, Usage, Utilization,
 };
-use super::engine::{GuestState, PolicyEngine, call_seed};
+use super::engine::{GuestState, PolicyEngine, call_failed, call_seed, code_bytes};
 use super::{CallError, PolicyKind};
 
 /// What identifies a loaded version, as shown in the history and the API.
@@ -110,28 +110,28 @@ impl PolicyVersion {
             Prepared::Pricing(pre) => {
                 let bindings = pre
                     .instantiate(&mut store)
-                    .map_err(CallError::from_wasmtime)?;
+                    .map_err(|e| call_failed(&store, e))?;
                 let configured = bindings
                     .call_configure(&mut store, params)
-                    .map_err(CallError::from_wasmtime)?;
+                    .map_err(|e| call_failed(&store, e))?;
                 (Bindings::Pricing(bindings), configured)
             }
             Prepared::Scheduling(pre) => {
                 let bindings = pre
                     .instantiate(&mut store)
-                    .map_err(CallError::from_wasmtime)?;
+                    .map_err(|e| call_failed(&store, e))?;
                 let configured = bindings
                     .call_configure(&mut store, params)
-                    .map_err(CallError::from_wasmtime)?;
+                    .map_err(|e| call_failed(&store, e))?;
                 (Bindings::Scheduling(bindings), configured)
             }
             Prepared::Sharing(pre) => {
                 let bindings = pre
                     .instantiate(&mut store)
-                    .map_err(CallError::from_wasmtime)?;
+                    .map_err(|e| call_failed(&store, e))?;
                 let configured = bindings
                     .call_configure(&mut store, params)
-                    .map_err(CallError::from_wasmtime)?;
+                    .map_err(|e| call_failed(&store, e))?;
                 (Bindings::Sharing(bindings), configured)
             }
         };
@@ -156,8 +156,9 @@ impl PolicyVersion {
         match call(&mut instance.store, &instance.bindings) {
             Ok(result) => Ok(result),
             Err(error) => {
+                let error = call_failed(&instance.store, error);
                 *warm = None;
-                Err(CallError::from_wasmtime(error))
+                Err(error)
             }
         }
     }
@@ -241,6 +242,16 @@ impl PolicyVersion {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Sharing(s) => s.weft_policy_sharing().call_available(store, admission),
             _ => Err(self.wrong_world()),
+        })
+    }
+
+    /// Bytes of compiled code this version holds (shared with every other
+    /// version of the same component).
+    pub fn code_bytes(&self) -> usize {
+        code_bytes(match &self.prepared {
+            Prepared::Pricing(pre) => pre.instance_pre().component(),
+            Prepared::Scheduling(pre) => pre.instance_pre().component(),
+            Prepared::Sharing(pre) => pre.instance_pre().component(),
         })
     }
 
