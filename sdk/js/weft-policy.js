@@ -239,25 +239,37 @@ function integers(values, what) {
   return Array.from(values, (value, i) => integer(value, `${what}[${i}]`));
 }
 
+/** A WIT name as the bindings' field: `free-memory-mb` is `freeMemoryMb`. */
+function camelCase(name) {
+  return name.replace(/-([a-z])/g, (_, letter) => letter.toUpperCase());
+}
+
+// Column kinds for `rows`: 64-bit (or smaller) integers become numbers;
+// anything else (floats, booleans, options) is taken as it comes.
+const INT = "integer";
+const ANY = "value";
+
 /**
- * One object per entry of `columns`, a list of [WIT name, field, values,
- * kind] (kind: "integer" or "value"); with `indexed` each row has its
- * `index`. Refuses columns of different lengths.
+ * One object per entry of `record`'s `columns` (a list of [WIT name, INT or
+ * ANY]), its fields named as the bindings name them (`freeMemoryMb`); with
+ * `indexed` each row has its `index`. Refuses columns of different lengths.
  */
-export function rows(record, columns, { indexed = false } = {}) {
-  const lengths = columns.map(([, , values]) => values.length);
+export function rows(name, record, columns, { indexed = false } = {}) {
+  const fields = columns.map(([column]) => camelCase(column));
+  const sources = fields.map((field) => record[field]);
+  const lengths = sources.map((values) => values.length);
   if (lengths.some((length) => length !== lengths[0])) {
-    const counts = columns.map(([name], i) => `${lengths[i]} ${name}`).join(", ");
-    throw new MalformedInput(`${record}: its columns differ in length (${counts})`);
+    const counts = columns.map(([column], i) => `${lengths[i]} ${column}`).join(", ");
+    throw new MalformedInput(`${name}: its columns differ in length (${counts})`);
   }
-  const lists = columns.map(([name, , values, kind]) =>
-    kind === "integer" ? integers(values, `${record}.${name}`) : Array.from(values),
+  const lists = columns.map(([column, kind], c) =>
+    kind === INT ? integers(sources[c], `${name}.${column}`) : Array.from(sources[c]),
   );
   const count = lengths[0] ?? 0;
   const result = new Array(count);
   for (let i = 0; i < count; i++) {
     const row = indexed ? { index: i } : {};
-    columns.forEach(([, field], c) => {
+    fields.forEach((field, c) => {
       row[field] = lists[c][i];
     });
     result[i] = row;
@@ -276,6 +288,17 @@ function described(error) {
     return error.stack.startsWith(head) ? error.stack : `${head}\n${error.stack}`;
   }
   return String(error);
+}
+
+/** A new `PolicyClass` object configured with `pairs`, as the host configures
+ * one; throws ParamError for a bad value or an unread key that is not one of
+ * `standardKeys`. */
+function configuredWith(PolicyClass, pairs, standardKeys) {
+  const candidate = new PolicyClass();
+  const params = new Params(pairs, String(candidate.name), standardKeys);
+  candidate.configure(params);
+  params.refuseUnknown();
+  return candidate;
 }
 
 /** Points `log` at `weft:policy/host.log`. */
@@ -320,10 +343,7 @@ class Active {
     const name = String(this.policy.name);
     let candidate;
     try {
-      const params = new Params(pairs, name, this.standardKeys);
-      candidate = new this.PolicyClass();
-      candidate.configure(params);
-      params.refuseUnknown();
+      candidate = configuredWith(this.PolicyClass, pairs, this.standardKeys);
     } catch (error) {
       if (error instanceof ParamError) throw error.message;
       log.error(`configure failed:\n${described(error)}`);
@@ -386,12 +406,7 @@ class PricingPolicy {
 
 /** The WIT `usage` record ({seconds, memoryMb, vcores, gpus} columns) as rows. */
 function usageRows(usage) {
-  return rows("usage", [
-    ["seconds", "seconds", usage.seconds, "value"],
-    ["memory-mb", "memoryMb", usage.memoryMb, "integer"],
-    ["vcores", "vcores", usage.vcores, "integer"],
-    ["gpus", "gpus", usage.gpus, "integer"],
-  ]);
+  return rows("usage", usage, [["seconds", ANY], ["memory-mb", INT], ["vcores", INT], ["gpus", INT]]);
 }
 
 /** What `charge` answers: one price per row, in order. A price that is not a
@@ -442,6 +457,8 @@ function pricingComponent(PolicyClass, host) {
 }
 
 export const pricing = Object.freeze({
+  /** A new `PolicyClass` object configured with `pairs` as the host would; throws ParamError. For tests. */
+  configured: (PolicyClass, pairs) => configuredWith(PolicyClass, pairs, PRICING_STANDARD_KEYS),
   STANDARD_KEYS: PRICING_STANDARD_KEYS,
   Policy: PricingPolicy,
   usageRows,
@@ -474,60 +491,57 @@ class SchedulingPolicy {
 
 /** The WIT `snapshot` record as rows: {nowMs, nodes, queues, apps, asks}. */
 function snapshotView(snapshot) {
-  const { nodes, queues, apps, asks } = snapshot;
   const indexed = { indexed: true };
   return {
     nowMs: integer(snapshot.nowMs, "snapshot.now-ms"),
     nodes: rows(
       "nodes",
+      snapshot.nodes,
       [
-        ["free-memory-mb", "freeMemoryMb", nodes.freeMemoryMb, "integer"],
-        ["free-vcores", "freeVcores", nodes.freeVcores, "integer"],
-        ["free-gpus", "freeGpus", nodes.freeGpus, "integer"],
-        ["capacity-memory-mb", "capacityMemoryMb", nodes.capacityMemoryMb, "integer"],
-        ["capacity-vcores", "capacityVcores", nodes.capacityVcores, "integer"],
-        ["capacity-gpus", "capacityGpus", nodes.capacityGpus, "integer"],
+        ["free-memory-mb", INT],
+        ["free-vcores", INT],
+        ["free-gpus", INT],
+        ["capacity-memory-mb", INT],
+        ["capacity-vcores", INT],
+        ["capacity-gpus", INT],
       ],
       indexed,
     ),
     queues: rows(
       "queues",
+      snapshot.queues,
       [
-        ["parent", "parent", queues.parent, "integer"],
-        ["capacity", "capacity", queues.capacity, "value"],
-        ["maximum-capacity", "maximumCapacity", queues.maximumCapacity, "value"],
-        ["minimum-user-limit-percent", "minimumUserLimitPercent", queues.minimumUserLimitPercent, "value"],
+        ["parent", INT],
+        ["capacity", ANY],
+        ["maximum-capacity", ANY],
+        ["minimum-user-limit-percent", ANY],
         // null when a user may take the whole queue, up to its maximum.
-        ["user-limit-factor", "userLimitFactor", queues.userLimitFactor, "value"],
-        ["fair", "fair", queues.fair, "value"],
-        ["used-memory-mb", "usedMemoryMb", queues.usedMemoryMb, "integer"],
-        ["used-vcores", "usedVcores", queues.usedVcores, "integer"],
-        ["used-gpus", "usedGpus", queues.usedGpus, "integer"],
+        ["user-limit-factor", ANY],
+        ["fair", ANY],
+        ["used-memory-mb", INT],
+        ["used-vcores", INT],
+        ["used-gpus", INT],
       ],
       indexed,
     ),
     apps: rows(
       "apps",
+      snapshot.apps,
       [
-        ["queue", "queue", apps.queue, "integer"],
-        ["user", "user", apps.user, "integer"],
-        ["priority", "priority", apps.priority, "integer"],
-        ["submit-time-ms", "submitTimeMs", apps.submitTimeMs, "integer"],
-        ["used-memory-mb", "usedMemoryMb", apps.usedMemoryMb, "integer"],
-        ["used-vcores", "usedVcores", apps.usedVcores, "integer"],
-        ["used-gpus", "usedGpus", apps.usedGpus, "integer"],
+        ["queue", INT],
+        ["user", INT],
+        ["priority", INT],
+        ["submit-time-ms", INT],
+        ["used-memory-mb", INT],
+        ["used-vcores", INT],
+        ["used-gpus", INT],
       ],
       indexed,
     ),
     asks: rows(
       "asks",
-      [
-        ["app", "app", asks.app, "integer"],
-        ["pending", "pending", asks.pending, "integer"],
-        ["memory-mb", "memoryMb", asks.memoryMb, "integer"],
-        ["vcores", "vcores", asks.vcores, "integer"],
-        ["gpus", "gpus", asks.gpus, "integer"],
-      ],
+      snapshot.asks,
+      [["app", INT], ["pending", INT], ["memory-mb", INT], ["vcores", INT], ["gpus", INT]],
       indexed,
     ),
   };
@@ -535,18 +549,8 @@ function snapshotView(snapshot) {
 
 /** The WIT `containers` record as rows. */
 function containersView(running) {
-  return rows(
-    "containers",
-    [
-      ["app", "app", running.app, "integer"],
-      ["node", "node", running.node, "integer"],
-      ["memory-mb", "memoryMb", running.memoryMb, "integer"],
-      ["vcores", "vcores", running.vcores, "integer"],
-      ["gpus", "gpus", running.gpus, "integer"],
-      ["start-time-ms", "startTimeMs", running.startTimeMs, "integer"],
-    ],
-    { indexed: true },
-  );
+  const columns = [["app", INT], ["node", INT], ["memory-mb", INT], ["vcores", INT], ["gpus", INT], ["start-time-ms", INT]];
+  return rows("containers", running, columns, { indexed: true });
 }
 
 /** Placements ({ask, node, count} objects) as the WIT record's columns. */
@@ -586,6 +590,8 @@ function schedulingComponent(PolicyClass, host) {
 }
 
 export const scheduling = Object.freeze({
+  /** A new `PolicyClass` object configured with `pairs` as the host would; throws ParamError. For tests. */
+  configured: (PolicyClass, pairs) => configuredWith(PolicyClass, pairs, []),
   STANDARD_KEYS: Object.freeze([]),
   Policy: SchedulingPolicy,
   snapshotView,
@@ -951,6 +957,8 @@ function sharingComponent(PolicyClass, host) {
 }
 
 export const sharing = Object.freeze({
+  /** A new `PolicyClass` object configured with `pairs` as the host would; throws ParamError. For tests. */
+  configured: (PolicyClass, pairs) => configuredWith(PolicyClass, pairs, []),
   STANDARD_KEYS: Object.freeze([]),
   MAX_AMOUNT,
   MAX_TIME_MS,

@@ -103,12 +103,7 @@ def test_placements_become_columns_of_u32():
 
 
 def columns(timeline):
-    return SimpleNamespace(
-        at_ms=[s.at_ms for s in timeline.steps],
-        memory_mb=[s.amount.memory_mb for s in timeline.steps],
-        vcores=[s.amount.vcores for s in timeline.steps],
-        gpus=[s.amount.gpus for s in timeline.steps],
-    )
+    return SimpleNamespace(**sharing.timeline_columns(timeline))
 
 
 def admission(candidate=Timeline(), plan=Timeline(), from_ms=0, to_ms=100, capacity=(100, 10, 2)):

@@ -10,7 +10,7 @@ import traceback
 from typing import Any, Callable, Sequence, Type
 
 from .log import log
-from .params import ParamError, Params
+from .params import ParamError, configured
 
 
 def use_host_log() -> None:
@@ -79,10 +79,7 @@ class Active:
 
         name = str(self.policy.name)
         try:
-            params = Params(pairs, name, self.standard_keys)
-            candidate = self.policy_class()
-            candidate.configure(params)
-            params.refuse_unknown()
+            candidate = configured(self.policy_class, pairs, self.standard_keys)
         except ParamError as refusal:
             raise Err(str(refusal))
         except Exception as error:

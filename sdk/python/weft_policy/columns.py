@@ -9,15 +9,15 @@ class MalformedInput(ValueError):
     lengths); the message names the record and its columns."""
 
 
-def rows(record: str, columns: Sequence[tuple], row_type: Type, *, indexed: bool = False) -> List[Any]:
-    """``row_type`` per entry of ``columns``, a sequence of (WIT name, list);
-    with ``indexed`` each row starts with its index. Refuses columns of
-    different lengths."""
-    lengths = [len(values) for _, values in columns]
+def rows(name: str, record: Any, columns: Sequence[str], row_type: Type, *, indexed: bool = False) -> List[Any]:
+    """``row_type`` per entry of ``record``'s ``columns`` (WIT names, read as
+    the snake_case attributes the bindings have); with ``indexed`` each row
+    starts with its index. Refuses columns of different lengths."""
+    lists = [getattr(record, column.replace("-", "_")) for column in columns]
+    lengths = [len(values) for values in lists]
     if len(set(lengths)) > 1:
-        counts = ", ".join(f"{length} {name}" for (name, _), length in zip(columns, lengths))
-        raise MalformedInput(f"{record}: its columns differ in length ({counts})")
-    lists = [values for _, values in columns]
+        counts = ", ".join(f"{length} {column}" for column, length in zip(columns, lengths))
+        raise MalformedInput(f"{name}: its columns differ in length ({counts})")
     if indexed:
         return [row_type(i, *values) for i, values in enumerate(zip(*lists))]
     return [row_type(*values) for values in zip(*lists)]

@@ -4,7 +4,7 @@ refused."""
 
 import math
 import re
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import Any, Iterable, Optional, Sequence, Tuple, Type
 
 # Bounds on what the host may hand over, so a hostile list cannot make
 # configure slow or its messages huge.
@@ -133,6 +133,17 @@ class Params:
         known = sorted(self._read - set(self.standard_keys))
         takes = f"it takes {', '.join(known)}" if known else "it takes none of its own"
         raise ParamError(f"{self.policy} has no parameter {key!r} (given {key}={self._values[key]}); {takes}")
+
+
+def configured(policy_class: Type, pairs: Iterable[Tuple[str, str]], standard_keys: Sequence[str]) -> Any:
+    """A new ``policy_class`` object configured with ``pairs``, as the host
+    configures one; raises ParamError for a bad value or an unread key that is
+    not one of ``standard_keys``."""
+    candidate = policy_class()
+    params = Params(pairs, str(candidate.name), standard_keys)
+    candidate.configure(params)
+    params.refuse_unknown()
+    return candidate
 
 
 def _outside(value: float, low: Optional[float], high: Optional[float]) -> bool:

@@ -7,10 +7,11 @@ as the contract requires, and checks each charge is finite and at least 0.
 """
 
 import math
-from typing import Any, List, NamedTuple, Tuple, Type
+from typing import Any, Iterable, List, NamedTuple, Tuple, Type
 
 from . import _component
 from .columns import rows
+from . import params as _params
 from .params import Params
 
 # The quota settings the host always passes first (wit/pricing.wit). A policy
@@ -74,13 +75,7 @@ class Policy:
 
 def usage_rows(usage: Any) -> List[UsageRow]:
     """The WIT ``usage`` record (any object with its four columns) as rows."""
-    columns = (
-        ("seconds", usage.seconds),
-        ("memory-mb", usage.memory_mb),
-        ("vcores", usage.vcores),
-        ("gpus", usage.gpus),
-    )
-    return rows("usage", columns, UsageRow)
+    return rows("usage", usage, ("seconds", "memory-mb", "vcores", "gpus"), UsageRow)
 
 
 def charge(policy: Policy, usage: Any, multiplicators: Multiplicators) -> List[float]:
@@ -106,6 +101,12 @@ def checked_multiplicators(policy: Policy, utilization: Utilization) -> Multipli
         if not math.isfinite(value) or value < 0:
             raise ValueError(f"multiplicator {name} is {value}: it must be finite and at least 0")
     return Multiplicators(general, gpu)
+
+
+def configured(policy_class: Type[Policy], pairs: Iterable[Tuple[str, str]]) -> Policy:
+    """A new ``policy_class`` object configured with ``pairs`` as the host
+    would (this kind's standard keys known); raises ParamError. For tests."""
+    return _params.configured(policy_class, pairs, STANDARD_KEYS)
 
 
 def export(policy_class: Type[Policy]) -> Tuple[Type, Type]:

@@ -10,6 +10,7 @@ from typing import Any, Iterable, List, NamedTuple, Optional, Tuple, Type
 
 from . import _component
 from .columns import rows
+from . import params as _params
 from .params import Params
 
 # Scheduling has no standard parameters: configure gets the operator's only.
@@ -123,78 +124,54 @@ class Policy:
 
 def snapshot_view(snapshot: Any) -> Snapshot:
     """The WIT ``snapshot`` record (any object with its fields) as rows."""
-    nodes, queues, apps, asks = snapshot.nodes, snapshot.queues, snapshot.apps, snapshot.asks
     return Snapshot(
         now_ms=snapshot.now_ms,
         nodes=rows(
             "nodes",
+            snapshot.nodes,
             (
-                ("free-memory-mb", nodes.free_memory_mb),
-                ("free-vcores", nodes.free_vcores),
-                ("free-gpus", nodes.free_gpus),
-                ("capacity-memory-mb", nodes.capacity_memory_mb),
-                ("capacity-vcores", nodes.capacity_vcores),
-                ("capacity-gpus", nodes.capacity_gpus),
+                "free-memory-mb",
+                "free-vcores",
+                "free-gpus",
+                "capacity-memory-mb",
+                "capacity-vcores",
+                "capacity-gpus",
             ),
             Node,
             indexed=True,
         ),
         queues=rows(
             "queues",
+            snapshot.queues,
             (
-                ("parent", queues.parent),
-                ("capacity", queues.capacity),
-                ("maximum-capacity", queues.maximum_capacity),
-                ("minimum-user-limit-percent", queues.minimum_user_limit_percent),
-                ("user-limit-factor", queues.user_limit_factor),
-                ("fair", queues.fair),
-                ("used-memory-mb", queues.used_memory_mb),
-                ("used-vcores", queues.used_vcores),
-                ("used-gpus", queues.used_gpus),
+                "parent",
+                "capacity",
+                "maximum-capacity",
+                "minimum-user-limit-percent",
+                "user-limit-factor",
+                "fair",
+                "used-memory-mb",
+                "used-vcores",
+                "used-gpus",
             ),
             Queue,
             indexed=True,
         ),
         apps=rows(
             "apps",
-            (
-                ("queue", apps.queue),
-                ("user", apps.user),
-                ("priority", apps.priority),
-                ("submit-time-ms", apps.submit_time_ms),
-                ("used-memory-mb", apps.used_memory_mb),
-                ("used-vcores", apps.used_vcores),
-                ("used-gpus", apps.used_gpus),
-            ),
+            snapshot.apps,
+            ("queue", "user", "priority", "submit-time-ms", "used-memory-mb", "used-vcores", "used-gpus"),
             App,
             indexed=True,
         ),
-        asks=rows(
-            "asks",
-            (
-                ("app", asks.app),
-                ("pending", asks.pending),
-                ("memory-mb", asks.memory_mb),
-                ("vcores", asks.vcores),
-                ("gpus", asks.gpus),
-            ),
-            Ask,
-            indexed=True,
-        ),
+        asks=rows("asks", snapshot.asks, ("app", "pending", "memory-mb", "vcores", "gpus"), Ask, indexed=True),
     )
 
 
 def containers_view(running: Any) -> List[Container]:
     """The WIT ``containers`` record as rows."""
-    columns = (
-        ("app", running.app),
-        ("node", running.node),
-        ("memory-mb", running.memory_mb),
-        ("vcores", running.vcores),
-        ("gpus", running.gpus),
-        ("start-time-ms", running.start_time_ms),
-    )
-    return rows("containers", columns, Container, indexed=True)
+    columns = ("app", "node", "memory-mb", "vcores", "gpus", "start-time-ms")
+    return rows("containers", running, columns, Container, indexed=True)
 
 
 def _u32(value: Any, what: str) -> int:
@@ -218,6 +195,12 @@ def placement_columns(placements: Iterable[Placement]) -> Tuple[List[int], List[
 def victims(indices: Iterable[int]) -> List[int]:
     """``preempt``'s answer as a list of u32."""
     return [_u32(index, f"preempted container {i}") for i, index in enumerate(indices)]
+
+
+def configured(policy_class: Type[Policy], pairs: Iterable[Tuple[str, str]]) -> Policy:
+    """A new ``policy_class`` object configured with ``pairs`` as the host
+    would (this kind's standard keys known); raises ParamError. For tests."""
+    return _params.configured(policy_class, pairs, STANDARD_KEYS)
 
 
 def export(policy_class: Type[Policy]) -> Tuple[Type, Type]:

@@ -10,9 +10,10 @@ when it is well formed), for the policy to refuse or answer as it sees fit.
 """
 
 from bisect import bisect_right
-from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
 
 from . import _component
+from . import params as _params
 from .params import Params
 
 STANDARD_KEYS: Tuple[str, ...] = ()
@@ -316,6 +317,25 @@ def checked_window(window: Any) -> int:
     return window
 
 
+def configured(policy_class: Type[Policy], pairs: Iterable[Tuple[str, str]]) -> Policy:
+    """A new ``policy_class`` object configured with ``pairs`` as the host
+    would (this kind's standard keys known); raises ParamError. For tests."""
+    return _params.configured(policy_class, pairs, STANDARD_KEYS)
+
+
+def timeline_columns(timeline: Timeline) -> dict:
+    """A Timeline as the WIT ``timeline`` record's columns, by field name."""
+    if not isinstance(timeline, Timeline):
+        raise TypeError(f"available answered {timeline!r}: it must be a Timeline")
+    steps = timeline.steps
+    return {
+        "at_ms": [step.at_ms for step in steps],
+        "memory_mb": [step.amount.memory_mb for step in steps],
+        "vcores": [step.amount.vcores for step in steps],
+        "gpus": [step.amount.gpus for step in steps],
+    }
+
+
 def export(policy_class: Type[Policy]) -> Tuple[Type, Type]:
     """The ``WitWorld`` and ``Sharing`` classes componentize-py looks for in the
     app module: ``WitWorld, Sharing = sharing.export(MyPolicy)``."""
@@ -347,15 +367,7 @@ def export(policy_class: Type[Policy]) -> Tuple[Type, Type]:
 
     def available(admission: Any) -> Any:
         timeline = active.policy.available(admission_view(admission))
-        if not isinstance(timeline, Timeline):
-            raise TypeError(f"available answered {timeline!r}: it must be a Timeline")
-        steps = timeline.steps
-        return wit.Timeline(
-            at_ms=[step.at_ms for step in steps],
-            memory_mb=[step.amount.memory_mb for step in steps],
-            vcores=[step.amount.vcores for step in steps],
-            gpus=[step.amount.gpus for step in steps],
-        )
+        return wit.Timeline(**timeline_columns(timeline))
 
     guarded_window = _component.guarded("window", window)
     guarded_validate = _component.guarded("validate", validate)

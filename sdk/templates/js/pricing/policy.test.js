@@ -5,15 +5,10 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { FlatPricing } from "./policy.js";
-import { ParamError, Params, pricing } from "./weft-policy.js";
+import { ParamError, pricing } from "./weft-policy.js";
 
-function configured(pairs) {
-  const policy = new FlatPricing();
-  const params = new Params(pairs, policy.name, pricing.STANDARD_KEYS);
-  policy.configure(params);
-  params.refuseUnknown();
-  return policy;
-}
+/** The policy configured with `pairs` as the host would do it. */
+const configured = (pairs) => pricing.configured(FlatPricing, pairs);
 
 const ONE = { general: 1, gpu: 1 };
 const row = (seconds, memoryMb, vcores, gpus) => ({ seconds, memoryMb, vcores, gpus });

@@ -5,15 +5,10 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { Fifo } from "./policy.js";
-import { ParamError, Params, scheduling } from "./weft-policy.js";
+import { ParamError, scheduling } from "./weft-policy.js";
 
-function configured(pairs) {
-  const policy = new Fifo();
-  const params = new Params(pairs, policy.name, scheduling.STANDARD_KEYS);
-  policy.configure(params);
-  params.refuseUnknown();
-  return policy;
-}
+/** The policy configured with `pairs` as the host would do it. */
+const configured = (pairs) => scheduling.configured(Fifo, pairs);
 
 /** A snapshot from [free memory, vcores, gpus] node rows and
  * [app, pending, memory, vcores, gpus] ask rows. */

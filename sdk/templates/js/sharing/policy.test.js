@@ -5,18 +5,13 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { NoOverCommit } from "./policy.js";
-import { ParamError, Params, sharing } from "./weft-policy.js";
+import { ParamError, sharing } from "./weft-policy.js";
 
 const { OverCommit, Timeline, resources } = sharing;
 const HOUR = 3_600_000;
 
-function configured(pairs) {
-  const policy = new NoOverCommit();
-  const params = new Params(pairs, policy.name, sharing.STANDARD_KEYS);
-  policy.configure(params);
-  params.refuseUnknown();
-  return policy;
-}
+/** The policy configured with `pairs` as the host would do it. */
+const configured = (pairs) => sharing.configured(NoOverCommit, pairs);
 
 /** `amount` over [start, end), zero elsewhere. */
 function block(start, end, amount) {

@@ -5,18 +5,15 @@ import math
 
 import pytest
 
-from weft_policy import ParamError, Params
-from weft_policy.pricing import STANDARD_KEYS, Multiplicators, UsageRow, Utilization, charge
+from weft_policy import ParamError, pricing
+from weft_policy.pricing import Multiplicators, UsageRow, Utilization, charge
 
 from policy import FlatPricing
 
 
 def configured(pairs):
-    policy = FlatPricing()
-    params = Params(pairs, policy.name, STANDARD_KEYS)
-    policy.configure(params)
-    params.refuse_unknown()
-    return policy
+    """The policy configured with ``pairs`` as the host would do it."""
+    return pricing.configured(FlatPricing, pairs)
 
 
 ONE = Multiplicators(general=1.0, gpu=1.0)

@@ -5,18 +5,15 @@ import random
 
 import pytest
 
-from weft_policy import ParamError, Params
-from weft_policy.scheduling import STANDARD_KEYS, Ask, Node, Snapshot
+from weft_policy import ParamError, scheduling
+from weft_policy.scheduling import Ask, Node, Snapshot
 
 from policy import Fifo
 
 
 def configured(pairs):
-    policy = Fifo()
-    params = Params(pairs, policy.name, STANDARD_KEYS)
-    policy.configure(params)
-    params.refuse_unknown()
-    return policy
+    """The policy configured with ``pairs`` as the host would do it."""
+    return scheduling.configured(Fifo, pairs)
 
 
 def snapshot(nodes, asks):

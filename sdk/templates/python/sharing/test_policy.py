@@ -5,9 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from weft_policy import ParamError, Params
+from weft_policy import ParamError, sharing
 from weft_policy.sharing import (
-    STANDARD_KEYS,
     OverCommit,
     Resources,
     Step,
@@ -21,11 +20,8 @@ HOUR = 3_600_000
 
 
 def configured(pairs):
-    policy = NoOverCommit()
-    params = Params(pairs, policy.name, STANDARD_KEYS)
-    policy.configure(params)
-    params.refuse_unknown()
-    return policy
+    """The policy configured with ``pairs`` as the host would do it."""
+    return sharing.configured(NoOverCommit, pairs)
 
 
 def block(start, end, amount):
@@ -34,13 +30,8 @@ def block(start, end, amount):
 
 
 def columns(timeline):
-    """A Timeline as the WIT record's columns."""
-    return SimpleNamespace(
-        at_ms=[s.at_ms for s in timeline.steps],
-        memory_mb=[s.amount.memory_mb for s in timeline.steps],
-        vcores=[s.amount.vcores for s in timeline.steps],
-        gpus=[s.amount.gpus for s in timeline.steps],
-    )
+    """A Timeline as the WIT record the host sends."""
+    return SimpleNamespace(**sharing.timeline_columns(timeline))
 
 
 def admission(candidate, plan_committed, from_ms=0, to_ms=24 * HOUR):
