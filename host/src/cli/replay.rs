@@ -63,8 +63,8 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     for (project, credits) in &args.initial_credits {
         quota.set_credits(project, *credits);
     }
-    let report = replay::run(&lines, &mut quota, runtime.slot(PolicyKind::Pricing), clock)
-        .context("replay failed")?;
+    let report =
+        replay::run(&lines, &mut quota, runtime.pricing(), clock).context("replay failed")?;
     println!("{}", serde_json::to_string(&report)?);
     Ok(())
 }

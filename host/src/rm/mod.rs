@@ -491,7 +491,7 @@ impl ResourceManager {
         let reservations = self.active_reservations(now);
         match scheduler::schedule(
             &mut self.cluster,
-            self.policies.slot(PolicyKind::Scheduling),
+            self.policies.scheduling(),
             &reservations,
             now,
         ) {
@@ -507,7 +507,7 @@ impl ResourceManager {
         {
             match reclaim::reclaim(
                 &mut self.cluster,
-                self.policies.slot(PolicyKind::Scheduling),
+                self.policies.scheduling(),
                 &reservations,
                 now,
             ) {
@@ -575,7 +575,7 @@ impl ResourceManager {
         self.containers_lost(&lost, now);
         self.quota.compute(now);
         self.flush_quota();
-        let sharing = self.policies.slot(PolicyKind::Sharing);
+        let sharing = self.policies.sharing();
         if sharing.active().is_some() {
             self.reservations.forget_ended(sharing, now);
         }
@@ -587,7 +587,7 @@ impl ResourceManager {
         let capacity = self.cluster.capacity();
         let demand = self.cluster.allocated() + self.cluster.pending();
         let (memory, vcores, gpus) = demand.fractions_of(&capacity);
-        let pricing = self.policies.slot(PolicyKind::Pricing);
+        let pricing = self.policies.pricing();
         match self.quota.update_multiplicators(
             pricing,
             Utilization {
@@ -613,7 +613,7 @@ impl ResourceManager {
         if !self.quota.has_owed() {
             return;
         }
-        if let Err(error) = self.quota.flush(self.policies.slot(PolicyKind::Pricing)) {
+        if let Err(error) = self.quota.flush(self.policies.pricing()) {
             tracing::warn!(%error, "charges kept owed until the next flush");
         }
         for (app, credits) in self.quota.take_app_credits() {
