@@ -80,6 +80,8 @@ pub enum PolicyCommand {
     },
     /// Measure what a policy's calls cost, per call and per item.
     Bench(super::bench::BenchArgs),
+    /// Start a policy project (Rust, Python or JS): a template, its SDK and the WIT.
+    New(super::policy_new::NewArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -222,6 +224,7 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
             json,
         } => test(&policy, cases.as_deref(), &params, seed, rounds, json)?,
         PolicyCommand::Bench(args) => super::bench::run(args)?,
+        PolicyCommand::New(args) => super::policy_new::run(args)?,
     }
     Ok(())
 }
