@@ -10,6 +10,7 @@ mod bounds;
 mod failover;
 mod failover_clients;
 mod fault_run;
+mod policy_new;
 mod policy_runtime;
 // mod policy_test; (waits for the volume-discount guest)
 mod queues;
