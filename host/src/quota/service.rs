@@ -226,6 +226,12 @@ impl QuotaService {
         self.running.insert(container.id, tracked);
     }
 
+    /// When the last QUOTA_COMPUTE ran: every running container is charged
+    /// up to it, or up to its own [`QuotaService::charged_until`] if later.
+    pub fn last_compute_ms(&self) -> u64 {
+        self.last_compute_ms
+    }
+
     /// Up to when `container`'s own events charged it, if it is charged.
     pub fn charged_until(&self, container: &str) -> Option<u64> {
         self.running.get(container).map(|t| t.last_charged_ms)
