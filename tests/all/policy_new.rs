@@ -1,7 +1,8 @@
 //! `weft policy new`, end to end: one pricing project per language, made in a
 //! clean temporary directory outside the repo, its unit tests run, built with
-//! the command it printed, checked, and hot-loaded into a running server; and
-//! the Python and JavaScript SDKs' own unit tests.
+//! the command it printed, tested against the contract (`weft policy test`),
+//! and hot-loaded into a running server; and the Python and JavaScript SDKs'
+//! own unit tests.
 //!
 //! The tools come from `.ci/run` (componentize-py and pytest from PyPI,
 //! componentize-qjs from the npm registry); a missing tool fails the test
@@ -122,7 +123,8 @@ fn step<'a>(printed: &'a str, label: &str) -> &'a str {
 
 /// Makes a pricing project named `my-pricing` in `language` in a fresh
 /// temporary directory, runs its install (when `install`), unit tests and
-/// build as printed, checks the component and hot-loads it into a server.
+/// build as printed, tests the component against the contract and hot-loads
+/// it into a server.
 fn pricing_project_end_to_end(language: &str, install: bool, build_limit: Duration) {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("my-pricing");
@@ -156,9 +158,13 @@ fn pricing_project_end_to_end(language: &str, install: bool, build_limit: Durati
         String::from_utf8_lossy(&tests.stderr)
     );
     shell_ok(&dir, step(&printed, "build"), build_limit);
-    let check = step(&printed, "check");
-    let checked = shell_ok(&dir, check, Duration::from_secs(300));
-    assert!(checked.contains("my-pricing"), "{check}: {checked}");
+    // The contract as properties, through the host's own checks.
+    let contract = step(&printed, "contract");
+    let tested = shell_ok(&dir, contract, Duration::from_secs(600));
+    assert!(
+        tested.contains("my-pricing") && tested.contains("checks passed"),
+        "{contract}: {tested}"
+    );
 
     let server = Server::start(&[]);
     let load = format!("{} --server {}", step(&printed, "load"), server.base);

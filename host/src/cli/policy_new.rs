@@ -87,7 +87,8 @@ impl ProjectFile {
     }
 }
 
-/// The commands that install a project's tools, test, build and load it.
+/// The commands that install a project's tools, run its unit tests and build
+/// it; `run` adds the contract test and the load, which name the artifact.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Steps {
     pub install: String,
@@ -360,11 +361,11 @@ pub fn run(args: NewArgs) -> anyhow::Result<()> {
         files.len()
     );
     println!();
-    println!("  install: {}", steps.install);
-    println!("  test:    {}", steps.test);
-    println!("  build:   {}", steps.build);
-    println!("  check:   weft policy check {}", steps.artifact);
-    println!("  load:    weft policy load {kind} {}", steps.artifact);
+    println!("  install:  {}", steps.install);
+    println!("  test:     {}", steps.test);
+    println!("  build:    {}", steps.build);
+    println!("  contract: weft policy test {}", steps.artifact);
+    println!("  load:     weft policy load {kind} {}", steps.artifact);
     Ok(())
 }
 
