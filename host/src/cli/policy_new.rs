@@ -24,8 +24,10 @@ static SDK: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../sdk");
 /// The longest policy name accepted.
 pub const MAX_NAME_CHARS: usize = 64;
 
-/// Where the Rust SDK (the repo's `sdk/rust`) goes in a Rust project.
-const RUST_SDK_DIR: &str = "weft-policy";
+/// Where the Rust SDK (the repo's `sdk/rust`) goes in a Rust project: the
+/// same place, so its `wit/` path (two levels up) and the template's
+/// dependency on it hold.
+const RUST_SDK_DIR: &str = "sdk/rust";
 
 /// Folders of build and test output that never belong in a project, should
 /// a developer's checkout have them next to the SDK when `weft` was built.
