@@ -12,6 +12,7 @@ mod failover_clients;
 mod fault_run;
 mod guest_output;
 mod policy_cache;
+mod policy_new;
 mod policy_runtime;
 // mod policy_test; (waits for the volume-discount guest)
 mod queues;

@@ -7,6 +7,7 @@ mod agent;
 mod app;
 mod bench;
 mod policy;
+mod policy_new;
 mod replay;
 mod reservation;
 mod serve;

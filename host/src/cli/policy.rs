@@ -83,6 +83,8 @@ pub enum PolicyCommand {
     },
     /// Measure what a policy's calls cost, per call and per item.
     Bench(super::bench::BenchArgs),
+    /// Start a policy project (Rust, Python or JS): a template, its SDK and the WIT.
+    New(super::policy_new::NewArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -220,6 +222,7 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
             &settings,
         )?,
         PolicyCommand::Bench(args) => super::bench::run(args)?,
+        PolicyCommand::New(args) => super::policy_new::run(args)?,
     }
     Ok(())
 }

@@ -1,0 +1,8 @@
+"""The component's entry point: componentize-py looks here for ``WitWorld`` and
+``Pricing``, which the SDK builds around the policy class."""
+
+from weft_policy import pricing
+
+from policy import FlatPricing
+
+WitWorld, Pricing = pricing.export(FlatPricing)
