@@ -35,6 +35,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a server may take to take a request and to begin its answer
 /// (a paused server accepts connections but never answers).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a policy load may take to answer: the server compiles the
+/// component first, which takes tens of seconds for a Python or JavaScript
+/// one on a busy machine (then it is cached).
+const LOAD_ANSWER_TIMEOUT: Duration = Duration::from_secs(600);
 /// How long an answer's body may take to arrive (a log: 4 MiB at most).
 const BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The first pause between two passes over the servers, doubled each time
@@ -281,6 +285,9 @@ impl Client {
             let request = self
                 .agent
                 .put(url)
+                .config()
+                .timeout_recv_response(Some(LOAD_ANSWER_TIMEOUT))
+                .build()
                 .header("content-type", "application/wasm");
             self.with_user(request).send(body)
         })?;

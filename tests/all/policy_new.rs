@@ -173,35 +173,14 @@ fn pricing_project_end_to_end(language: &str, install: bool, build_limit: Durati
         String::from_utf8_lossy(&loaded.stdout),
         String::from_utf8_lossy(&loaded.stderr),
     );
-    if loaded.status.success() {
-        assert!(stdout.contains("my-pricing"), "{load}: {stdout}");
-    } else {
-        // The client waits 20 s for an answer; compiling a 19 MB Python
-        // component on a loaded 2-core machine can take longer. The load
-        // goes on in the server, which must then show it active; any other
-        // failure fails the test.
-        assert!(
-            stderr.contains("timeout: receive response"),
-            "{load} failed: {stdout}{stderr}"
-        );
-        eprintln!("{language}: `weft policy load` timed out waiting; the server finishes the load");
-    }
-    // Up to 3 minutes for the server to finish compiling: generous, as it
-    // must be on a busy machine, not a timing assertion.
-    let started = std::time::Instant::now();
-    loop {
-        let (status, body) = server.get("/ws/v1/policies/pricing");
-        assert_eq!(status, 200, "{body}");
-        if body["active"]["name"] == "my-pricing" {
-            assert_eq!(body["active"]["version"], "0.1.0", "{body}");
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(180),
-            "my-pricing never became the active pricing policy: {body}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    // The client waits for the server to compile the component (tens of
+    // seconds for a Python one on a busy machine) and answer.
+    assert!(loaded.status.success(), "{load} failed: {stdout}{stderr}");
+    assert!(stdout.contains("my-pricing"), "{load}: {stdout}");
+    let (status, body) = server.get("/ws/v1/policies/pricing");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["active"]["name"], "my-pricing", "{body}");
+    assert_eq!(body["active"]["version"], "0.1.0", "{body}");
 }
 
 #[test]
