@@ -17,7 +17,7 @@ const GB: u64 = 1024;
 /// `per_app` containers of 2 GB and 1 or 2 vcores.
 fn cluster(
     nodes: usize,
-    node: (u64, u32),
+    node: (u64, u64),
     parents: usize,
     leaves: usize,
     apps: usize,
@@ -32,12 +32,12 @@ fn cluster(
         capacity_gpus: vec![0; nodes],
     };
     let mut q = Queues::default();
-    let push = |q: &mut Queues, parent: u32, capacity: f32, fair: bool| {
+    let push = |q: &mut Queues, parent: u32, capacity: f64, fair: bool| {
         q.parent.push(parent);
         q.capacity.push(capacity);
         q.maximum_capacity.push(100.0);
         q.minimum_user_limit_percent.push(100.0);
-        q.user_limit_factor.push(1.0);
+        q.user_limit_factor.push(Some(1.0));
         q.fair.push(fair);
         q.used_memory_mb.push(0);
         q.used_vcores.push(0);
@@ -47,9 +47,9 @@ fn cluster(
     push(&mut q, 0, 100.0, false);
     let mut leaf_ids = Vec::new();
     for p in 0..parents {
-        let parent = push(&mut q, 0, 100.0 / parents as f32, false);
+        let parent = push(&mut q, 0, 100.0 / parents as f64, false);
         for _ in 0..leaves {
-            leaf_ids.push(push(&mut q, parent, 100.0 / leaves as f32, p % 2 == 1));
+            leaf_ids.push(push(&mut q, parent, 100.0 / leaves as f64, p % 2 == 1));
         }
     }
     let (mut a, mut k) = (Apps::default(), Asks::default());
@@ -59,14 +59,14 @@ fn cluster(
             a.queue.push(leaf);
             a.user.push(((i * apps + j) % 1000) as u32);
             a.priority.push((j % 3) as i32);
-            a.submit_time_ms.push(u64::from(app));
+            a.submit_time_ms.push(i64::from(app));
             a.used_memory_mb.push(0);
             a.used_vcores.push(0);
             a.used_gpus.push(0);
             k.app.push(app);
             k.pending.push(per_app);
             k.memory_mb.push(2 * GB);
-            k.vcores.push(1 + app % 2);
+            k.vcores.push(1 + u64::from(app % 2));
             k.gpus.push(0);
         }
     }
@@ -172,12 +172,12 @@ fn preemption(roomy: &Snapshot) {
             running.memory_mb.push(4 * GB);
             running.vcores.push(1);
             running.gpus.push(0);
-            running.start_time_ms.push(i as u64 * 1000 + c);
+            running.start_time_ms.push(i as i64 * 1000 + c as i64);
         }
         // The leaf, its parent and the root hold the containers.
         for q in [leaf, busy.queues.parent[leaf] as usize, 0] {
             busy.queues.used_memory_mb[q] += busy_leaf_gb * GB;
-            busy.queues.used_vcores[q] += (busy_leaf_gb / 4) as u32;
+            busy.queues.used_vcores[q] += busy_leaf_gb / 4;
         }
     }
     let (took, victims) = best(5, || preempt(&busy, &running));

@@ -12,8 +12,8 @@ pub(crate) struct Res(pub [u64; 3]);
 impl Res {
     pub const ZERO: Res = Res([0; 3]);
 
-    pub fn new(memory_mb: u64, vcores: u32, gpus: u32) -> Res {
-        Res([memory_mb, u64::from(vcores), u64::from(gpus)])
+    pub fn new(memory_mb: u64, vcores: u64, gpus: u64) -> Res {
+        Res([memory_mb, vcores, gpus])
     }
 
     /// Whether `self` is at least `other` in every resource.
@@ -129,8 +129,7 @@ impl Cluster {
 
 /// A percentage from the snapshot as a fraction in 0..=1; out of range values
 /// are clamped and NaN reads as `default` percent.
-fn fraction(percent: f32, default: f64) -> f64 {
-    let percent = f64::from(percent);
+fn fraction(percent: f64, default: f64) -> f64 {
     if percent.is_nan() {
         default / 100.0
     } else {
@@ -143,8 +142,7 @@ fn fraction(percent: f32, default: f64) -> f64 {
 /// child its queue's own maximum that way); the parent's maximum caps it
 /// anyway. NaN (which the host never sends) reads as 0, as in drf: a
 /// malformed snapshot can only give a queue less.
-fn maximum_fraction(percent: f32) -> f64 {
-    let percent = f64::from(percent);
+fn maximum_fraction(percent: f64) -> f64 {
     if percent.is_nan() {
         0.0
     } else {
@@ -171,7 +169,8 @@ pub(crate) struct Tree {
     pub maximum: Vec<f64>,
     /// minimum-user-limit-percent as a fraction.
     pub minimum_user_limit: Vec<f64>,
-    /// user-limit-factor (non-negative; NaN reads as 1).
+    /// user-limit-factor (non-negative; NaN reads as 1; infinite when the
+    /// queue has none, so a user may take the whole queue).
     pub user_limit_factor: Vec<f64>,
     pub fair: Vec<bool>,
     pub used: Vec<Res>,
@@ -215,11 +214,10 @@ impl Tree {
         };
         for q in 0..count {
             tree.minimum_user_limit[q] = fraction(queues.minimum_user_limit_percent[q], 100.0);
-            let factor = f64::from(queues.user_limit_factor[q]);
-            tree.user_limit_factor[q] = if factor.is_nan() {
-                1.0
-            } else {
-                factor.max(0.0)
+            tree.user_limit_factor[q] = match queues.user_limit_factor[q] {
+                None => f64::INFINITY,
+                Some(factor) if factor.is_nan() => 1.0,
+                Some(factor) => factor.max(0.0),
             };
             if q == 0 {
                 // The root owns the cluster: 100 % guaranteed, 100 % maximum.
@@ -337,7 +335,14 @@ pub(crate) fn user_limit(
     let current = larger(guarantee, queue_used_with_ask);
     let active = active_users.max(1) as f64;
     let limit = larger(current / active, current * minimum_user_limit);
-    smaller(smaller(limit, guarantee * user_limit_factor), maximum)
+    // No factor (infinite) sets no cap; the product would be NaN for a queue
+    // without a guarantee.
+    let factor_cap = if user_limit_factor.is_finite() {
+        guarantee * user_limit_factor
+    } else {
+        f64::INFINITY
+    };
+    smaller(smaller(limit, factor_cap), maximum)
 }
 
 /// The larger of two shares that are never NaN. A compare-and-select: the
@@ -397,14 +402,14 @@ mod tests {
     }
 
     /// Queues from `(parent, capacity, maximum-capacity)` rows.
-    fn tree(rows: &[(u32, f32, f32)]) -> Tree {
+    fn tree(rows: &[(u32, f64, f64)]) -> Tree {
         let n = rows.len();
         Tree::of(&Queues {
             parent: rows.iter().map(|r| r.0).collect(),
             capacity: rows.iter().map(|r| r.1).collect(),
             maximum_capacity: rows.iter().map(|r| r.2).collect(),
             minimum_user_limit_percent: vec![100.0; n],
-            user_limit_factor: vec![1.0; n],
+            user_limit_factor: vec![Some(1.0); n],
             fair: vec![false; n],
             used_memory_mb: vec![0; n],
             used_vcores: vec![0; n],
@@ -513,6 +518,11 @@ mod tests {
             (0.1, 1.0, 0.25, 10.0, 0.3, 3, 0.1),
             // A queue without a guarantee gives its users nothing.
             (0.0, 0.5, 1.0, 1.0, 0.1, 1, 0.0),
+            // No user-limit-factor: a lone user may take the queue, up to its
+            // maximum, even a queue without a guarantee.
+            (0.12, 0.6, 1.0, f64::INFINITY, 0.3, 1, 0.3),
+            (0.12, 0.2, 1.0, f64::INFINITY, 0.3, 1, 0.2),
+            (0.0, 0.5, 1.0, f64::INFINITY, 0.1, 1, 0.1),
         ];
         for (guarantee, maximum, mulp, factor, used, active, limit) in cases {
             let got = user_limit(guarantee, maximum, mulp, factor, used, active);

@@ -62,11 +62,11 @@ impl Capacity {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Nodes {
     pub free_memory_mb: Vec<u64>,
-    pub free_vcores: Vec<u32>,
-    pub free_gpus: Vec<u32>,
+    pub free_vcores: Vec<u64>,
+    pub free_gpus: Vec<u64>,
     pub capacity_memory_mb: Vec<u64>,
-    pub capacity_vcores: Vec<u32>,
-    pub capacity_gpus: Vec<u32>,
+    pub capacity_vcores: Vec<u64>,
+    pub capacity_gpus: Vec<u64>,
 }
 
 /// The queue tree, as columns like the WIT `queues` record. Queue 0 is the
@@ -75,14 +75,14 @@ pub struct Nodes {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Queues {
     pub parent: Vec<u32>,
-    pub capacity: Vec<f32>,
-    pub maximum_capacity: Vec<f32>,
-    pub minimum_user_limit_percent: Vec<f32>,
-    pub user_limit_factor: Vec<f32>,
+    pub capacity: Vec<f64>,
+    pub maximum_capacity: Vec<f64>,
+    pub minimum_user_limit_percent: Vec<f64>,
+    pub user_limit_factor: Vec<Option<f64>>,
     pub fair: Vec<bool>,
     pub used_memory_mb: Vec<u64>,
-    pub used_vcores: Vec<u32>,
-    pub used_gpus: Vec<u32>,
+    pub used_vcores: Vec<u64>,
+    pub used_gpus: Vec<u64>,
 }
 
 /// Applications, as columns like the WIT `apps` record.
@@ -91,10 +91,10 @@ pub struct Apps {
     pub queue: Vec<u32>,
     pub user: Vec<u32>,
     pub priority: Vec<i32>,
-    pub submit_time_ms: Vec<u64>,
+    pub submit_time_ms: Vec<i64>,
     pub used_memory_mb: Vec<u64>,
-    pub used_vcores: Vec<u32>,
-    pub used_gpus: Vec<u32>,
+    pub used_vcores: Vec<u64>,
+    pub used_gpus: Vec<u64>,
 }
 
 /// Outstanding asks, as columns like the WIT `asks` record: `pending`
@@ -104,8 +104,8 @@ pub struct Asks {
     pub app: Vec<u32>,
     pub pending: Vec<u32>,
     pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u32>,
-    pub gpus: Vec<u32>,
+    pub vcores: Vec<u64>,
+    pub gpus: Vec<u64>,
 }
 
 /// Running containers, as columns like the WIT `containers` record.
@@ -114,15 +114,15 @@ pub struct Containers {
     pub app: Vec<u32>,
     pub node: Vec<u32>,
     pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u32>,
-    pub gpus: Vec<u32>,
-    pub start_time_ms: Vec<u64>,
+    pub vcores: Vec<u64>,
+    pub gpus: Vec<u64>,
+    pub start_time_ms: Vec<i64>,
 }
 
 /// Everything a round sees, like the WIT `snapshot` record.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapshot {
-    pub now_ms: u64,
+    pub now_ms: i64,
     pub nodes: Nodes,
     pub queues: Queues,
     pub apps: Apps,

@@ -113,14 +113,14 @@ impl NoRoom {
 mod tests {
     use super::*;
 
-    fn room(rows: &[(u64, u32, u32)]) -> NodeRoom {
+    fn room(rows: &[(u64, u64, u64)]) -> NodeRoom {
         NodeRoom::new(rows.iter().map(|&(m, v, g)| Res::new(m, v, g)).collect())
     }
 
     #[test]
     fn first_fit_is_the_lowest_node_with_room() {
         // (nodes, size, first fit)
-        type Case = (&'static [(u64, u32, u32)], (u64, u32, u32), Option<usize>);
+        type Case = (&'static [(u64, u64, u64)], (u64, u64, u64), Option<usize>);
         let cases: &[Case] = &[
             (&[(1024, 1, 0), (4096, 4, 0)], (2048, 1, 0), Some(1)),
             (&[(4096, 4, 0), (4096, 4, 0)], (2048, 1, 0), Some(0)),

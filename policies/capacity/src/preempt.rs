@@ -240,7 +240,7 @@ mod tests {
     use crate::testing::*;
 
     /// A running container: `(app, memory MB, vcores, gpus, start time)`.
-    type Running = (u32, u64, u32, u32, u64);
+    type Running = (u32, u64, u64, u64, i64);
 
     fn containers(rows: &[Running]) -> Containers {
         Containers {
@@ -254,7 +254,7 @@ mod tests {
     }
 
     /// `count` containers of 10 GB and 10 vcores for `app`, started at `starts`.
-    const fn tens(app: u32, start: u64) -> Running {
+    const fn tens(app: u32, start: i64) -> Running {
         (app, 10 * GB, 10, 0, start)
     }
 
@@ -549,12 +549,12 @@ mod tests {
                 let children: Vec<usize> = (1..queues.len())
                     .filter(|&q| queues[q].parent as usize == p)
                     .collect();
-                let mut left = 100.0f32;
+                let mut left = 100.0f64;
                 for (i, &q) in children.iter().enumerate() {
                     let share = if i + 1 == children.len() {
                         left
                     } else {
-                        rng.below(left as u64 + 1) as f32
+                        rng.below(left as u64 + 1) as f64
                     };
                     left -= share;
                     queues[q].capacity = share;
@@ -570,9 +570,9 @@ mod tests {
                 let row = (
                     a,
                     (1 + rng.below(8)) * GB,
-                    rng.below(5) as u32,
-                    u32::from(rng.below(5) == 0),
-                    rng.below(20),
+                    rng.below(5),
+                    u64::from(rng.below(5) == 0),
+                    rng.below(20) as i64,
                 );
                 let tree = Tree::of(&snapshot(NODE, &queues, &[], &[]).queues);
                 for q in tree.path(apps[a as usize].queue as usize) {
@@ -588,8 +588,8 @@ mod tests {
                         rng.below(apps.len() as u64) as u32,
                         rng.below(4) as u32,
                         (1 + rng.below(8)) * GB,
-                        rng.below(5) as u32,
-                        u32::from(rng.below(5) == 0),
+                        rng.below(5),
+                        u64::from(rng.below(5) == 0),
                     )
                 })
                 .collect();

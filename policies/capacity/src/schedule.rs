@@ -41,7 +41,7 @@ use crate::{Placements, Snapshot};
 /// How a leaf orders its applications, as a tuple compared lowest first.
 /// FIFO: `(inverted priority, submit time, app)`; fair: `(used share as
 /// ordered bits, submit time, app)`.
-type AppKey = (u64, u64, u32);
+type AppKey = (u64, i64, u32);
 
 /// One scheduling round: see the module documentation and `README.md`.
 ///
@@ -99,7 +99,7 @@ struct Round {
     app_key: Vec<AppKey>,
     app_used: Vec<Res>,
     app_user: Vec<usize>,
-    app_submit: Vec<u64>,
+    app_submit: Vec<i64>,
     /// Per app: its asks are `order[start..end]`.
     app_asks: Vec<(usize, usize)>,
 

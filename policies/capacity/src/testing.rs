@@ -7,10 +7,10 @@ use crate::{Apps, Asks, Nodes, Placements, Queues, Snapshot};
 pub const GB: u64 = 1024;
 
 /// A node: `(free, capacity)`, each `(memory MB, vcores, gpus)`.
-pub type NodeRow = ((u64, u32, u32), (u64, u32, u32));
+pub type NodeRow = ((u64, u64, u64), (u64, u64, u64));
 
 /// `count` nodes of `capacity`, all free.
-pub fn empty_nodes(count: usize, capacity: (u64, u32, u32)) -> Vec<NodeRow> {
+pub fn empty_nodes(count: usize, capacity: (u64, u64, u64)) -> Vec<NodeRow> {
     vec![(capacity, capacity); count]
 }
 
@@ -18,23 +18,23 @@ pub fn empty_nodes(count: usize, capacity: (u64, u32, u32)) -> Vec<NodeRow> {
 #[derive(Debug, Clone, Copy)]
 pub struct Q {
     pub parent: u32,
-    pub capacity: f32,
-    pub maximum: f32,
-    pub mulp: f32,
-    pub ulf: f32,
+    pub capacity: f64,
+    pub maximum: f64,
+    pub mulp: f64,
+    pub ulf: Option<f64>,
     pub fair: bool,
-    pub used: (u64, u32, u32),
+    pub used: (u64, u64, u64),
 }
 
 /// A FIFO queue under `parent` with YARN's defaults: minimum user limit
 /// 100 %, user-limit-factor 1, nothing used.
-pub const fn queue(parent: u32, capacity: f32, maximum: f32) -> Q {
+pub const fn queue(parent: u32, capacity: f64, maximum: f64) -> Q {
     Q {
         parent,
         capacity,
         maximum,
         mulp: 100.0,
-        ulf: 1.0,
+        ulf: Some(1.0),
         fair: false,
         used: (0, 0, 0),
     }
@@ -44,13 +44,16 @@ impl Q {
     pub const fn fair(self) -> Q {
         Q { fair: true, ..self }
     }
-    pub const fn mulp(self, mulp: f32) -> Q {
+    pub const fn mulp(self, mulp: f64) -> Q {
         Q { mulp, ..self }
     }
-    pub const fn ulf(self, ulf: f32) -> Q {
-        Q { ulf, ..self }
+    pub const fn ulf(self, ulf: f64) -> Q {
+        Q {
+            ulf: Some(ulf),
+            ..self
+        }
     }
-    pub const fn used(self, memory_mb: u64, vcores: u32, gpus: u32) -> Q {
+    pub const fn used(self, memory_mb: u64, vcores: u64, gpus: u64) -> Q {
         Q {
             used: (memory_mb, vcores, gpus),
             ..self
@@ -64,8 +67,8 @@ pub struct A {
     pub queue: u32,
     pub user: u32,
     pub priority: i32,
-    pub submit: u64,
-    pub used: (u64, u32, u32),
+    pub submit: i64,
+    pub used: (u64, u64, u64),
 }
 
 /// An app of `user` in `queue`, priority 0, submitted at 0, using nothing.
@@ -83,10 +86,10 @@ impl A {
     pub const fn priority(self, priority: i32) -> A {
         A { priority, ..self }
     }
-    pub const fn at(self, submit: u64) -> A {
+    pub const fn at(self, submit: i64) -> A {
         A { submit, ..self }
     }
-    pub const fn used(self, memory_mb: u64, vcores: u32, gpus: u32) -> A {
+    pub const fn used(self, memory_mb: u64, vcores: u64, gpus: u64) -> A {
         A {
             used: (memory_mb, vcores, gpus),
             ..self
@@ -95,7 +98,7 @@ impl A {
 }
 
 /// An ask: `(app, pending, memory MB, vcores, gpus)`.
-pub type AskRow = (u32, u32, u64, u32, u32);
+pub type AskRow = (u32, u32, u64, u64, u64);
 
 pub fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) -> Snapshot {
     Snapshot {
@@ -160,7 +163,6 @@ pub fn apply(snapshot: &Snapshot, placements: &Placements) -> Snapshot {
         let (ask, node) = (ask as usize, node as usize);
         let added = ask_size(&snapshot.asks, ask).times(u64::from(count));
         let [memory, vcores, gpus] = added.0;
-        let (vcores, gpus) = (vcores as u32, gpus as u32);
         let nodes = &mut next.nodes;
         nodes.free_memory_mb[node] -= memory;
         nodes.free_vcores[node] -= vcores;

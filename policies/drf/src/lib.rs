@@ -64,11 +64,11 @@ impl Drf {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Nodes {
     pub free_memory_mb: Vec<u64>,
-    pub free_vcores: Vec<u32>,
-    pub free_gpus: Vec<u32>,
+    pub free_vcores: Vec<u64>,
+    pub free_gpus: Vec<u64>,
     pub capacity_memory_mb: Vec<u64>,
-    pub capacity_vcores: Vec<u32>,
-    pub capacity_gpus: Vec<u32>,
+    pub capacity_vcores: Vec<u64>,
+    pub capacity_gpus: Vec<u64>,
 }
 
 /// The queue tree, as columns like the WIT `queues` record (entry i is queue
@@ -78,11 +78,11 @@ pub struct Nodes {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Queues {
     pub parent: Vec<u32>,
-    pub capacity: Vec<f32>,
-    pub maximum_capacity: Vec<f32>,
+    pub capacity: Vec<f64>,
+    pub maximum_capacity: Vec<f64>,
     pub used_memory_mb: Vec<u64>,
-    pub used_vcores: Vec<u32>,
-    pub used_gpus: Vec<u32>,
+    pub used_vcores: Vec<u64>,
+    pub used_gpus: Vec<u64>,
 }
 
 /// The applications, as columns like the WIT `apps` record (entry i is app
@@ -91,10 +91,10 @@ pub struct Queues {
 pub struct Apps {
     pub queue: Vec<u32>,
     pub user: Vec<u32>,
-    pub submit_time_ms: Vec<u64>,
+    pub submit_time_ms: Vec<i64>,
     pub used_memory_mb: Vec<u64>,
-    pub used_vcores: Vec<u32>,
-    pub used_gpus: Vec<u32>,
+    pub used_vcores: Vec<u64>,
+    pub used_gpus: Vec<u64>,
 }
 
 /// Outstanding asks, as columns like the WIT `asks` record (entry i is ask
@@ -104,8 +104,8 @@ pub struct Asks {
     pub app: Vec<u32>,
     pub pending: Vec<u32>,
     pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u32>,
-    pub gpus: Vec<u32>,
+    pub vcores: Vec<u64>,
+    pub gpus: Vec<u64>,
 }
 
 /// The result, as columns like the WIT `placements` record: `count`
@@ -148,8 +148,8 @@ impl Placements {
 /// free room, a principal's usage or a limit.
 type Res = [u64; 3];
 
-fn res(memory_mb: u64, vcores: u32, gpus: u32) -> Res {
-    [memory_mb, u64::from(vcores), u64::from(gpus)]
+fn res(memory_mb: u64, vcores: u64, gpus: u64) -> Res {
+    [memory_mb, vcores, gpus]
 }
 
 fn covers(room: Res, size: Res) -> bool {
@@ -223,21 +223,21 @@ type QueueKey = (bool, Share);
 /// A maximum-capacity as a fraction of the parent's guarantee: it may be above
 /// 100 % (the host's plan follower uses that), and the parent's maximum caps
 /// it anyway; NaN counts as 0.
-fn maximum_fraction(percent: f32) -> f64 {
+fn maximum_fraction(percent: f64) -> f64 {
     if percent.is_nan() {
         0.0
     } else {
-        f64::from(percent.clamp(0.0, 1e6)) / 100.0
+        percent.clamp(0.0, 1e6) / 100.0
     }
 }
 
 /// A configured percentage as a fraction; out-of-range values are clamped and
 /// NaN counts as 0, so a malformed snapshot can only give a queue less.
-fn fraction(percent: f32) -> f64 {
+fn fraction(percent: f64) -> f64 {
     if percent.is_nan() {
         0.0
     } else {
-        f64::from(percent.clamp(0.0, 100.0)) / 100.0
+        percent.clamp(0.0, 100.0) / 100.0
     }
 }
 
@@ -610,7 +610,7 @@ pub fn schedule(nodes: &Nodes, queues: &Queues, apps: &Apps, asks: &Asks) -> Pla
 
     // The asks that can take part, grouped by queue and user, each user's in
     // the order they are served: earliest-submitted app first, asks in order.
-    let mut candidates: Vec<(usize, u32, u64, usize, usize)> = (0..ask_count)
+    let mut candidates: Vec<(usize, u32, i64, usize, usize)> = (0..ask_count)
         .filter(|&ask| asks.pending[ask] > 0)
         .filter_map(|ask| {
             let app = asks.app[ask] as usize;

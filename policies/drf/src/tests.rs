@@ -3,7 +3,7 @@ use std::collections::HashMap;
 use super::*;
 
 /// Memory, vcores, GPUs.
-type Row = (u64, u32, u32);
+type Row = (u64, u64, u64);
 
 /// What `schedule` reads.
 type Snapshot = (Nodes, Queues, Apps, Asks);
@@ -17,9 +17,9 @@ struct Case {
     /// Node capacities.
     nodes: &'static [Row],
     /// (parent, capacity %, maximum capacity %); entry 0 is root.
-    queues: &'static [(u32, f32, f32)],
+    queues: &'static [(u32, f64, f64)],
     /// (queue, user, submit time).
-    apps: &'static [(u32, u32, u64)],
+    apps: &'static [(u32, u32, i64)],
     /// (app, usage) before the round.
     used: &'static [(u32, Row)],
     /// (app, pending, size).
@@ -28,10 +28,10 @@ struct Case {
     placed: &'static [u32],
 }
 
-const ONE_QUEUE: &[(u32, f32, f32)] = &[(0, 100.0, 100.0), (0, 100.0, 100.0)];
-const HALVES: &[(u32, f32, f32)] = &[(0, 100.0, 100.0), (0, 50.0, 100.0), (0, 50.0, 100.0)];
+const ONE_QUEUE: &[(u32, f64, f64)] = &[(0, 100.0, 100.0), (0, 100.0, 100.0)];
+const HALVES: &[(u32, f64, f64)] = &[(0, 100.0, 100.0), (0, 50.0, 100.0), (0, 50.0, 100.0)];
 /// root; eng 50 % (max 50 %) with dev and qa at 50 % each (max 100 %); ops 50 %.
-const NESTED: &[(u32, f32, f32)] = &[
+const NESTED: &[(u32, f64, f64)] = &[
     (0, 100.0, 100.0),
     (0, 50.0, 50.0),
     (0, 50.0, 100.0),
@@ -56,7 +56,7 @@ const CASES: &[Case] = &[
         // nothing rather than everything (capacity reads it the same way).
         what: "a NaN maximum-capacity lets the queue grow to nothing",
         nodes: &[(100 * GB, 100, 0)],
-        queues: &[(0, 100.0, 100.0), (0, 50.0, f32::NAN), (0, 50.0, 100.0)],
+        queues: &[(0, 100.0, 100.0), (0, 50.0, f64::NAN), (0, 50.0, 100.0)],
         apps: &[(1, 0, 0), (2, 1, 0)],
         asks: &[(0, 10, (GB, 1, 0)), (1, 10, (GB, 1, 0))],
         placed: &[0, 10],
@@ -609,8 +609,8 @@ fn reference(nodes: &Nodes, queues: &Queues, apps: &Apps, asks: &Asks) -> Placem
     let mut total = [0u64; 3];
     for n in 0..node_count {
         total[0] += nodes.capacity_memory_mb[n];
-        total[1] += u64::from(nodes.capacity_vcores[n]);
-        total[2] += u64::from(nodes.capacity_gpus[n]);
+        total[1] += nodes.capacity_vcores[n];
+        total[2] += nodes.capacity_gpus[n];
     }
     let share = |used: Res| -> f64 {
         (0..3)
@@ -789,8 +789,8 @@ fn never_over_allocates_and_matches_one_container_at_a_time() {
             let scale = rng.pick(&[1, 1, 1, 4]);
             let capacity = (
                 rng.below(9) * GB * scale,
-                (rng.below(9) * scale) as u32,
-                (rng.below(3) * scale) as u32,
+                rng.below(9) * scale,
+                rng.below(3) * scale,
             );
             nodes.capacity_memory_mb.push(capacity.0);
             nodes.capacity_vcores.push(capacity.1);
@@ -826,7 +826,7 @@ fn never_over_allocates_and_matches_one_container_at_a_time() {
         for _ in 0..app_count {
             apps.queue.push(rng.below(queue_count as u64) as u32);
             apps.user.push(rng.below(3) as u32);
-            apps.submit_time_ms.push(rng.below(4));
+            apps.submit_time_ms.push(rng.below(4) as i64);
         }
         apps.used_memory_mb = vec![0; app_count];
         apps.used_vcores = vec![0; app_count];
@@ -846,7 +846,7 @@ fn never_over_allocates_and_matches_one_container_at_a_time() {
                 a = p;
             }
             if well_formed && rng.below(2) == 0 {
-                let used = (rng.below(4) * GB, rng.below(4) as u32, rng.below(2) as u32);
+                let used = (rng.below(4) * GB, rng.below(4), rng.below(2));
                 use_room(&mut nodes, &mut queues, &mut apps, app, used);
             }
         }
@@ -857,8 +857,8 @@ fn never_over_allocates_and_matches_one_container_at_a_time() {
             asks.pending
                 .push((rng.below(9) * rng.pick(&[1, 1, 5])) as u32);
             asks.memory_mb.push(rng.below(5) * 512);
-            asks.vcores.push(rng.below(4) as u32);
-            asks.gpus.push(rng.below(2) as u32);
+            asks.vcores.push(rng.below(4));
+            asks.gpus.push(rng.below(2));
         }
 
         let placements = schedule(&nodes, &queues, &apps, &asks);
@@ -910,7 +910,7 @@ fn large() -> Snapshot {
     nodes.free_vcores = nodes.capacity_vcores.clone();
     nodes.free_gpus = nodes.capacity_gpus.clone();
     // root; eng 60 (dev 50, qa 50); ops 40 (batch 70, adhoc 30 max 50)
-    let tree: &[(u32, f32, f32)] = &[
+    let tree: &[(u32, f64, f64)] = &[
         (0, 100.0, 100.0),
         (0, 60.0, 100.0),
         (0, 40.0, 100.0),
@@ -932,7 +932,7 @@ fn large() -> Snapshot {
     let apps = Apps {
         queue: (0..app_count).map(|a| leaves[a % 4]).collect(),
         user: (0..app_count).map(|a| (a % 200) as u32).collect(),
-        submit_time_ms: (0..app_count as u64).collect(),
+        submit_time_ms: (0..app_count as i64).collect(),
         used_memory_mb: vec![0; app_count],
         used_vcores: vec![0; app_count],
         used_gpus: vec![0; app_count],
@@ -985,7 +985,7 @@ fn host_bench() -> Snapshot {
     let apps = Apps {
         queue: vec![1; asks],
         user: (0..asks as u32).map(|i| i % 10).collect(),
-        submit_time_ms: (0..asks as u64).collect(),
+        submit_time_ms: (0..asks as i64).collect(),
         used_memory_mb: vec![0; asks],
         used_vcores: vec![0; asks],
         used_gpus: vec![0; asks],

@@ -73,8 +73,8 @@ impl Fifo {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Nodes {
     pub free_memory_mb: Vec<u64>,
-    pub free_vcores: Vec<u32>,
-    pub free_gpus: Vec<u32>,
+    pub free_vcores: Vec<u64>,
+    pub free_gpus: Vec<u64>,
 }
 
 /// Outstanding asks, as columns like the WIT `asks` record (entry i is ask
@@ -84,8 +84,8 @@ pub struct Asks {
     pub app: Vec<u32>,
     pub pending: Vec<u32>,
     pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u32>,
-    pub gpus: Vec<u32>,
+    pub vcores: Vec<u64>,
+    pub gpus: Vec<u64>,
 }
 
 /// The result, as columns like the WIT `placements` record: `count`
@@ -120,8 +120,8 @@ impl Placements {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Resources {
     memory_mb: u64,
-    vcores: u32,
-    gpus: u32,
+    vcores: u64,
+    gpus: u64,
 }
 
 impl Resources {
@@ -136,8 +136,8 @@ impl Resources {
         // checked_div is None for a zero size: that resource sets no limit.
         [
             self.memory_mb.checked_div(size.memory_mb),
-            u64::from(self.vcores).checked_div(u64::from(size.vcores)),
-            u64::from(self.gpus).checked_div(u64::from(size.gpus)),
+            self.vcores.checked_div(size.vcores),
+            self.gpus.checked_div(size.gpus),
         ]
         .into_iter()
         .flatten()
@@ -150,8 +150,8 @@ impl Resources {
     fn minus(self, size: Resources, count: u32) -> Resources {
         Resources {
             memory_mb: self.memory_mb - size.memory_mb * u64::from(count),
-            vcores: self.vcores - size.vcores * count,
-            gpus: self.gpus - size.gpus * count,
+            vcores: self.vcores - size.vcores * u64::from(count),
+            gpus: self.gpus - size.gpus * u64::from(count),
         }
     }
 
@@ -344,7 +344,7 @@ mod tests {
     use super::*;
 
     /// Nodes from `(free memory, free vcores, free gpus)` rows.
-    fn nodes(rows: &[(u64, u32, u32)]) -> Nodes {
+    fn nodes(rows: &[(u64, u64, u64)]) -> Nodes {
         Nodes {
             free_memory_mb: rows.iter().map(|r| r.0).collect(),
             free_vcores: rows.iter().map(|r| r.1).collect(),
@@ -353,7 +353,7 @@ mod tests {
     }
 
     /// Asks from `(app, pending, memory, vcores, gpus)` rows.
-    fn asks(rows: &[(u32, u32, u64, u32, u32)]) -> Asks {
+    fn asks(rows: &[(u32, u32, u64, u64, u64)]) -> Asks {
         Asks {
             app: rows.iter().map(|r| r.0).collect(),
             pending: rows.iter().map(|r| r.1).collect(),
@@ -367,8 +367,8 @@ mod tests {
 
     type Case = (
         &'static str,
-        &'static [(u64, u32, u32)],
-        &'static [(u32, u32, u64, u32, u32)],
+        &'static [(u64, u64, u64)],
+        &'static [(u32, u32, u64, u64, u64)],
         NodeOrder,
         &'static [(u32, u32, u32)],
     );
@@ -518,8 +518,8 @@ mod tests {
             assert!(count > 0, "empty placement");
             placed[ask] += count;
             used[node].0 += asks.memory_mb[ask] * count;
-            used[node].1 += u64::from(asks.vcores[ask]) * count;
-            used[node].2 += u64::from(asks.gpus[ask]) * count;
+            used[node].1 += asks.vcores[ask] * count;
+            used[node].2 += asks.gpus[ask] * count;
         }
         for (ask, &count) in placed.iter().enumerate() {
             assert!(
@@ -533,11 +533,11 @@ mod tests {
                 "node {node} memory over-allocated"
             );
             assert!(
-                vcores <= u64::from(nodes.free_vcores[node]),
+                vcores <= nodes.free_vcores[node],
                 "node {node} vcores over-allocated"
             );
             assert!(
-                gpus <= u64::from(nodes.free_gpus[node]),
+                gpus <= nodes.free_gpus[node],
                 "node {node} gpus over-allocated"
             );
         }
@@ -597,13 +597,7 @@ mod tests {
         for round in 0..300 {
             let node_count = rng.below(40) as usize;
             let rows: Vec<_> = (0..node_count)
-                .map(|_| {
-                    (
-                        rng.below(9) * 1024,
-                        rng.below(9) as u32,
-                        rng.below(3) as u32,
-                    )
-                })
+                .map(|_| (rng.below(9) * 1024, rng.below(9), rng.below(3)))
                 .collect();
             let ask_rows: Vec<_> = (0..rng.below(12))
                 .map(|_| {
@@ -613,8 +607,8 @@ mod tests {
                         app,
                         pending,
                         (rng.below(4)) * 512,
-                        rng.below(3) as u32,
-                        rng.below(2) as u32,
+                        rng.below(3),
+                        rng.below(2),
                     )
                 })
                 .collect();
@@ -637,7 +631,7 @@ mod tests {
         // benchmarks; here only checked for validity and full use.
         let node_rows = vec![(65536, 32, 2); 10_000];
         let ask_rows: Vec<_> = (0..10_000)
-            .map(|i| (i, 10, 2048, 1 + i % 2, u32::from(i % 10 == 0)))
+            .map(|i| (i, 10, 2048, 1 + u64::from(i % 2), u64::from(i % 10 == 0)))
             .collect();
         let (nodes, asks) = (nodes(&node_rows), asks(&ask_rows));
         for order in [FirstFit, LastFit] {

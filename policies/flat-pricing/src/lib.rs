@@ -83,11 +83,11 @@ impl FlatPricing {
     }
 
     /// The price of one container for `seconds` of use, in credits.
-    pub fn price(&self, seconds: f64, memory_mb: u64, vcores: u32, gpus: u32) -> f64 {
+    pub fn price(&self, seconds: f64, memory_mb: u64, vcores: u64, gpus: u64) -> f64 {
         // One vcore is one unit: the minimum allocation.
-        let cpu = seconds * self.base_price_general * f64::from(vcores);
+        let cpu = seconds * self.base_price_general * vcores as f64;
         let memory = seconds * self.base_price_general * memory_mb as f64 / self.unit_memory_mb;
-        let gpu = seconds * self.base_price_gpu * f64::from(gpus) / self.unit_gpus;
+        let gpu = seconds * self.base_price_gpu * gpus as f64 / self.unit_gpus;
         // The container pays for its dominant resource.
         cpu.max(memory).max(gpu)
     }

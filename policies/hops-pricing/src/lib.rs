@@ -57,8 +57,8 @@ impl Default for PriceMultiplicators {
 pub struct Usage {
     pub seconds: Vec<f64>,
     pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u32>,
-    pub gpus: Vec<u32>,
+    pub vcores: Vec<u64>,
+    pub gpus: Vec<u64>,
 }
 
 /// The policy's settings, filled in by `configure`.
@@ -159,17 +159,17 @@ impl HopsPricing {
         &self,
         seconds: f64,
         memory_mb: u64,
-        vcores: u32,
-        gpus: u32,
+        vcores: u64,
+        gpus: u64,
         multiplicators: PriceMultiplicators,
     ) -> f64 {
         let seconds = non_negative(seconds);
         let general = seconds * non_negative(multiplicators.general) * self.base_price_general;
         let gpu = seconds * non_negative(multiplicators.gpu) * self.base_price_gpu;
         // One vcore is one unit: the minimum allocation.
-        let cpu_price = saturate(general * f64::from(vcores));
+        let cpu_price = saturate(general * vcores as f64);
         let memory_price = saturate(general * (memory_mb as f64 / self.unit_memory_mb));
-        let gpu_price = saturate(gpu * (f64::from(gpus) / self.unit_gpus));
+        let gpu_price = saturate(gpu * (gpus as f64 / self.unit_gpus));
         larger(larger(cpu_price, memory_price), gpu_price)
     }
 

@@ -32,7 +32,7 @@ const CASES: &[Case] = &[
         // nothing rather than everything (drf reads it the same way).
         what: "a NaN maximum-capacity lets the queue grow to nothing",
         nodes: HUNDRED,
-        queues: &[ROOT, queue(0, 50.0, f32::NAN), queue(0, 50.0, 100.0)],
+        queues: &[ROOT, queue(0, 50.0, f64::NAN), queue(0, 50.0, 100.0)],
         apps: &[app(1, 0), app(2, 1)],
         asks: &[small(0, 10), small(1, 10)],
         per_app: &[0, 10],
@@ -380,7 +380,7 @@ fn placements_fill_the_lowest_nodes_first_and_coalesce() {
 /// marketing 30, with support and marketing using their 100 and 300 GB.
 /// Apps ask for 1 GB containers. Queue indices: 0 root, 1 engineering,
 /// 2 support, 3 marketing, 4 development, 5 qa.
-fn seed_001(development_maximum: f32, apps: &[A], asks: &[AskRow]) -> Snapshot {
+fn seed_001(development_maximum: f64, apps: &[A], asks: &[AskRow]) -> Snapshot {
     let node = (10 * GB, 16, 0);
     let mut nodes = vec![((0, 0, 0), node); 40];
     nodes.extend(empty_nodes(60, node));
@@ -428,7 +428,7 @@ fn queue_gb(snapshot: &Snapshot) -> Vec<u64> {
 }
 
 /// Seed 001's timeline, one scheduling round per event.
-fn seed_001_timeline(development_maximum: f32) -> [(Vec<u64>, Vec<u64>); 3] {
+fn seed_001_timeline(development_maximum: f64) -> [(Vec<u64>, Vec<u64>); 3] {
     const DEVELOPMENT: u32 = 4;
     const QA: u32 = 5;
     // Sid (0) and Hitesh (1) submit big elastic apps to development.
@@ -672,15 +672,11 @@ fn random_snapshot(rng: &mut Lcg, fixed_user_limits: bool) -> Snapshot {
     let node_count = 1 + rng.below(12) as usize;
     let nodes: Vec<NodeRow> = (0..node_count)
         .map(|_| {
-            let capacity = (
-                (2 + rng.below(7)) * GB,
-                2 + rng.below(7) as u32,
-                rng.below(3) as u32,
-            );
+            let capacity = ((2 + rng.below(7)) * GB, 2 + rng.below(7), rng.below(3));
             let free = (
                 capacity.0 - rng.below(3) * GB,
-                capacity.1 - rng.below(2) as u32,
-                capacity.2 - rng.below(capacity.2 as u64 + 1) as u32,
+                capacity.1 - rng.below(2),
+                capacity.2 - rng.below(capacity.2 + 1),
             );
             (free, capacity)
         })
@@ -692,16 +688,16 @@ fn random_snapshot(rng: &mut Lcg, fixed_user_limits: bool) -> Snapshot {
         let mut next = Vec::new();
         for &parent in &frontier {
             let children = rng.below(4) as usize;
-            let mut left = 100.0f32;
+            let mut left = 100.0f64;
             for c in 0..children {
                 let capacity = if c + 1 == children {
                     left
                 } else {
-                    let share = (rng.below(left as u64 + 1)) as f32;
+                    let share = (rng.below(left as u64 + 1)) as f64;
                     left -= share;
                     share
                 };
-                let maximum = (capacity + rng.below(101) as f32).min(100.0);
+                let maximum = (capacity + rng.below(101) as f64).min(100.0);
                 let mut q = queue(parent, capacity, maximum);
                 if rng.below(2) == 0 {
                     q = q.fair();
@@ -724,7 +720,7 @@ fn random_snapshot(rng: &mut Lcg, fixed_user_limits: bool) -> Snapshot {
             let queue = rng.below(queues.len() as u64) as u32;
             app(queue, rng.below(4) as u32)
                 .priority(rng.below(3) as i32)
-                .at(rng.below(4))
+                .at(rng.below(4) as i64)
         })
         .collect();
     let asks: Vec<AskRow> = (0..rng.below(14))
@@ -733,8 +729,8 @@ fn random_snapshot(rng: &mut Lcg, fixed_user_limits: bool) -> Snapshot {
                 rng.below(app_count as u64 + 1) as u32,
                 rng.below(12) as u32,
                 (1 + rng.below(3)) * GB / 2,
-                rng.below(3) as u32,
-                u32::from(rng.below(4) == 0),
+                rng.below(3),
+                u64::from(rng.below(4) == 0),
             )
         })
         .collect();
@@ -811,11 +807,11 @@ pub(crate) fn big_cluster(
     let mut queues = vec![ROOT];
     let mut leaves = Vec::new();
     for p in 0..parents {
-        queues.push(queue(0, 100.0 / parents as f32, 100.0));
+        queues.push(queue(0, 100.0 / parents as f64, 100.0));
         let parent = queues.len() as u32 - 1;
         for _ in 0..leaves_per_parent {
             leaves.push(queues.len() as u32);
-            queues.push(queue(parent, 100.0 / leaves_per_parent as f32, 100.0).ulf(10.0));
+            queues.push(queue(parent, 100.0 / leaves_per_parent as f64, 100.0).ulf(10.0));
         }
         if p % 2 == 1 {
             let last = queues.len() - 1;
@@ -827,8 +823,8 @@ pub(crate) fn big_cluster(
     for (i, &leaf) in leaves.iter().enumerate() {
         for j in 0..apps_per_leaf {
             let a = apps.len() as u32;
-            apps.push(app(leaf, (i * apps_per_leaf + j) as u32 % 97).at(u64::from(a)));
-            let vcores = 1 + (a % 2);
+            apps.push(app(leaf, (i * apps_per_leaf + j) as u32 % 97).at(i64::from(a)));
+            let vcores = 1 + u64::from(a % 2);
             asks.push((a, per_app, 2 * GB, vcores, 0));
         }
     }

@@ -89,8 +89,8 @@ pub struct Readings {
 pub struct Usage {
     pub seconds: Vec<f64>,
     pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u32>,
-    pub gpus: Vec<u32>,
+    pub vcores: Vec<u64>,
+    pub gpus: Vec<u64>,
 }
 
 impl ClockPricing {
@@ -152,9 +152,9 @@ impl ClockPricing {
             .zip(&usage.vcores)
             .zip(&usage.gpus)
             .map(|(((&seconds, &memory_mb), &vcores), &gpus)| {
-                let units = f64::from(vcores)
+                let units = (vcores as f64)
                     .max(memory_mb as f64 / 1024.0)
-                    .max(f64::from(gpus));
+                    .max(gpus as f64);
                 seconds * units + extra
             })
             .collect()

@@ -90,8 +90,8 @@ pub struct FaultyPricing {
 pub struct Usage {
     pub seconds: Vec<f64>,
     pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u32>,
-    pub gpus: Vec<u32>,
+    pub vcores: Vec<u64>,
+    pub gpus: Vec<u64>,
 }
 
 impl FaultyPricing {
@@ -163,9 +163,9 @@ pub fn flat_charges(usage: &Usage) -> Vec<f64> {
         .zip(&usage.gpus)
         .map(|(((&seconds, &memory_mb), &vcores), &gpus)| {
             seconds
-                * f64::from(vcores)
+                * (vcores as f64)
                     .max(memory_mb as f64 / 1024.0)
-                    .max(f64::from(gpus))
+                    .max(gpus as f64)
         })
         .collect()
 }

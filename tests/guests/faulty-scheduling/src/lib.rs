@@ -80,8 +80,8 @@ pub struct FaultyScheduling {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Nodes {
     pub free_memory_mb: Vec<u64>,
-    pub free_vcores: Vec<u32>,
-    pub free_gpus: Vec<u32>,
+    pub free_vcores: Vec<u64>,
+    pub free_gpus: Vec<u64>,
 }
 
 /// Outstanding asks, as columns like the WIT `asks` record.
@@ -90,8 +90,8 @@ pub struct Asks {
     pub app: Vec<u32>,
     pub pending: Vec<u32>,
     pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u32>,
-    pub gpus: Vec<u32>,
+    pub vcores: Vec<u64>,
+    pub gpus: Vec<u64>,
 }
 
 /// The result, as `(ask, node, count)` columns like the WIT `placements` record.
@@ -199,8 +199,8 @@ impl FaultyScheduling {
 #[derive(Debug, Clone, Copy)]
 struct Resources {
     memory_mb: u64,
-    vcores: u32,
-    gpus: u32,
+    vcores: u64,
+    gpus: u64,
 }
 
 impl Resources {
@@ -208,8 +208,8 @@ impl Resources {
     fn fits(self, size: Resources) -> u64 {
         [
             self.memory_mb.checked_div(size.memory_mb),
-            u64::from(self.vcores).checked_div(u64::from(size.vcores)),
-            u64::from(self.gpus).checked_div(u64::from(size.gpus)),
+            self.vcores.checked_div(size.vcores),
+            self.gpus.checked_div(size.gpus),
         ]
         .into_iter()
         .flatten()
@@ -254,8 +254,8 @@ pub fn first_fit(nodes: &Nodes, asks: &Asks) -> Placements {
             let count = room.fits(size).min(u64::from(pending)) as u32;
             if count > 0 {
                 room.memory_mb -= size.memory_mb * u64::from(count);
-                room.vcores -= size.vcores * count;
-                room.gpus -= size.gpus * count;
+                room.vcores -= size.vcores * u64::from(count);
+                room.gpus -= size.gpus * u64::from(count);
                 placements.push(ask, node, count);
                 pending -= count;
             }
