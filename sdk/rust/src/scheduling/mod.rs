@@ -1,14 +1,16 @@
 //! Scheduling policies (`scheduling-policy` world): [`SchedulingPolicy`],
 //! the checked views of a round's [`Snapshot`], the [`Placements`] it
 //! answers with, the helpers the bundled schedulers share ([`FreeNodes`],
-//! [`NoRoom`], [`longest_run`]), and
+//! [`NoRoom`], [`longest_run`]), a [`SnapshotBuilder`] for native tests, and
 //! [`export_scheduling!`](crate::export_scheduling).
 
+mod builder;
 mod free_nodes;
 mod placements;
 mod runs;
 mod snapshot;
 
+pub use builder::SnapshotBuilder;
 pub use free_nodes::{FreeNodes, NoRoom};
 pub use runs::longest_run;
 pub use snapshot::{Apps, Asks, Containers, Nodes, Queues, Snapshot};
