@@ -89,6 +89,7 @@ impl UsageRow {
     /// vcores (one vcore is one unit), its memory in units of
     /// `unit_memory_mb` and its GPUs in units of `unit_gpus`. A container
     /// pays for this many units per second when every unit costs the same.
+    #[inline]
     pub fn dominant_units(&self, unit_memory_mb: f64, unit_gpus: f64) -> f64 {
         (self.vcores as f64)
             .max(self.memory_mb as f64 / unit_memory_mb)
@@ -149,6 +150,7 @@ impl Usage {
     }
 
     /// Row `i`, which must be below [`Usage::len`].
+    #[inline]
     pub fn row(&self, i: usize) -> UsageRow {
         UsageRow {
             seconds: self.0.seconds[i],

@@ -24,6 +24,7 @@ pub const DIMENSIONS: [Dimension; 3] = [Dimension::Memory, Dimension::Vcores, Di
 
 impl Dimension {
     /// Its place in [`Resources::to_array`].
+    #[inline]
     pub fn index(self) -> usize {
         self as usize
     }
@@ -61,6 +62,7 @@ impl Resources {
     pub const ZERO: Resources = Resources::new(0, 0, 0);
 
     /// An amount of each resource.
+    #[inline]
     pub const fn new(memory_mb: u64, vcores: u64, gpus: u64) -> Resources {
         Resources {
             memory_mb,
@@ -70,21 +72,25 @@ impl Resources {
     }
 
     /// `[memory_mb, vcores, gpus]`, in the order of [`DIMENSIONS`].
+    #[inline]
     pub const fn to_array(self) -> [u64; 3] {
         [self.memory_mb, self.vcores, self.gpus]
     }
 
     /// The inverse of [`Resources::to_array`].
+    #[inline]
     pub const fn from_array([memory_mb, vcores, gpus]: [u64; 3]) -> Resources {
         Resources::new(memory_mb, vcores, gpus)
     }
 
     /// `f` applied to each resource.
+    #[inline]
     pub fn map(self, f: impl Fn(u64) -> u64) -> Resources {
         Resources::new(f(self.memory_mb), f(self.vcores), f(self.gpus))
     }
 
     /// `f` applied to each resource of `self` and `other`, pairwise.
+    #[inline]
     pub fn zip_with(self, other: Resources, f: impl Fn(u64, u64) -> u64) -> Resources {
         Resources::new(
             f(self.memory_mb, other.memory_mb),
@@ -94,42 +100,50 @@ impl Resources {
     }
 
     /// Whether `self` is at least `other` in every resource.
+    #[inline]
     pub fn covers(self, other: Resources) -> bool {
         self.memory_mb >= other.memory_mb && self.vcores >= other.vcores && self.gpus >= other.gpus
     }
 
     /// Whether every resource is 0.
+    #[inline]
     pub fn is_zero(self) -> bool {
         self == Resources::ZERO
     }
 
     /// `self + other`, each at most `u64::MAX`.
+    #[inline]
     pub fn plus(self, other: Resources) -> Resources {
         self.zip_with(other, u64::saturating_add)
     }
 
     /// `self − other`, each at least 0.
+    #[inline]
     pub fn minus(self, other: Resources) -> Resources {
         self.zip_with(other, u64::saturating_sub)
     }
 
     /// `self × count`, each at most `u64::MAX`.
+    #[inline]
     pub fn times(self, count: u64) -> Resources {
         self.map(|x| saturating_times(x, count))
     }
 
     /// The larger of each resource.
+    #[inline]
     pub fn max(self, other: Resources) -> Resources {
         self.zip_with(other, u64::max)
     }
 
     /// The smaller of each resource.
+    #[inline]
     pub fn min(self, other: Resources) -> Resources {
         self.zip_with(other, u64::min)
     }
 
     /// How many containers of `size` fit in `self`. A resource the container
     /// does not use sets no bound, so an all-zero size fits `u64::MAX` times.
+    #[inline]
     pub fn fits(self, size: Resources) -> u64 {
         let bound = |have: u64, need: u64| have.checked_div(need).unwrap_or(u64::MAX);
         bound(self.memory_mb, size.memory_mb)
@@ -141,6 +155,7 @@ impl Resources {
 impl Index<Dimension> for Resources {
     type Output = u64;
 
+    #[inline]
     fn index(&self, dimension: Dimension) -> &u64 {
         match dimension {
             Dimension::Memory => &self.memory_mb,
@@ -151,6 +166,7 @@ impl Index<Dimension> for Resources {
 }
 
 impl IndexMut<Dimension> for Resources {
+    #[inline]
     fn index_mut(&mut self, dimension: Dimension) -> &mut u64 {
         match dimension {
             Dimension::Memory => &mut self.memory_mb,
@@ -163,6 +179,7 @@ impl IndexMut<Dimension> for Resources {
 /// `x × count`, at most `u64::MAX`. In WebAssembly `u64::saturating_mul`
 /// is a call to a 128-bit multiply; operands below 2³² (every real size and
 /// count) cannot overflow, so they take one plain multiply.
+#[inline]
 fn saturating_times(x: u64, count: u64) -> u64 {
     if (x | count) >> 32 == 0 {
         x * count
@@ -187,6 +204,7 @@ pub struct Cluster {
 
 impl Cluster {
     /// The cluster whose resources add up to `total`.
+    #[inline]
     pub fn new(total: Resources) -> Cluster {
         let divisor = total
             .to_array()
@@ -195,6 +213,7 @@ impl Cluster {
     }
 
     /// The total.
+    #[inline]
     pub fn total(&self) -> Resources {
         self.total
     }
@@ -203,6 +222,7 @@ impl Cluster {
     /// takes in any resource, ignoring resources the cluster has none of.
     /// Each fraction is a correctly rounded division, so amounts in the same
     /// proportion to the total have exactly the same share.
+    #[inline]
     pub fn share(&self, amount: Resources) -> f64 {
         let [m, v, g] = amount.to_array();
         larger(
@@ -216,6 +236,7 @@ impl Cluster {
     /// resource the cluster has none of, since shares ignore it. So
     /// `limit(f).covers(amount)` exactly when `share(amount) ≤ f`, up to
     /// [`EPSILON`].
+    #[inline]
     pub fn limit(&self, fraction: f64) -> Resources {
         self.total.map(|total| {
             if total == 0 {
@@ -228,6 +249,7 @@ impl Cluster {
 
     /// `floor(fraction × total)` in every resource: how much of the cluster
     /// a share stands for (none of a resource the cluster lacks).
+    #[inline]
     pub fn amount(&self, fraction: f64) -> Resources {
         self.total.map(|total| floor_of(fraction, total))
     }
@@ -235,6 +257,7 @@ impl Cluster {
 
 /// `floor(fraction × total)`, with [`EPSILON`] of slack for rounding in
 /// `fraction`; a negative or NaN fraction counts as 0, and `as` saturates.
+#[inline]
 fn floor_of(fraction: f64, total: u64) -> u64 {
     let exact = fraction.max(0.0) * total as f64;
     (exact + exact * EPSILON).floor() as u64
@@ -242,11 +265,13 @@ fn floor_of(fraction: f64, total: u64) -> u64 {
 
 /// The larger of two shares, which are never NaN. A compare-and-select:
 /// the NaN-aware `f64::max` compiles to an out-of-line call in WebAssembly.
+#[inline]
 pub fn larger(a: f64, b: f64) -> f64 {
     if a > b { a } else { b }
 }
 
 /// The smaller of two shares, which are never NaN; see [`larger`].
+#[inline]
 pub fn smaller(a: f64, b: f64) -> f64 {
     if a < b { a } else { b }
 }

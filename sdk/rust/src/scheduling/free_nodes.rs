@@ -35,21 +35,25 @@ impl FreeNodes {
     }
 
     /// The number of nodes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether there are none.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Node `node`'s room.
+    #[inline]
     pub fn room(&self, node: usize) -> Resources {
         self.room[self.leaves + node]
     }
 
     /// Sets node `node`'s room.
+    #[inline]
     pub fn set(&mut self, node: usize, room: Resources) {
         let mut i = self.leaves + node;
         self.room[i] = room;
@@ -66,13 +70,43 @@ impl FreeNodes {
 
     /// Takes `count` containers of `size` from node `node`'s room (at most
     /// all of it).
+    #[inline]
     pub fn take(&mut self, node: usize, size: Resources, count: u64) {
         self.set(node, self.room(node).minus(size.times(count)));
     }
 
     /// The lowest-indexed node with room for one container of `size`.
     pub fn first_fit(&self, size: Resources) -> Option<usize> {
-        self.first_fit_from(0, size)
+        if self.len == 0 {
+            return None;
+        }
+        // Depth-first from the top, left before right, with an explicit
+        // stack of entries still to try; a subtree that cannot hold `size`
+        // is never entered. (A loop, not recursion: this is the hottest
+        // search of a scheduling round.)
+        let mut stack = [0usize; usize::BITS as usize];
+        let mut top = 0;
+        stack[top] = 1;
+        top += 1;
+        while top > 0 {
+            top -= 1;
+            let mut i = stack[top];
+            while self.room[i].covers(size) {
+                if i >= self.leaves {
+                    let node = i - self.leaves;
+                    // Padding is empty, but an all-zero size still fits it.
+                    if node < self.len {
+                        return Some(node);
+                    }
+                    break;
+                }
+                // Try the left child now, the right one if that fails.
+                stack[top] = 2 * i + 1;
+                top += 1;
+                i *= 2;
+            }
+        }
+        None
     }
 
     /// The lowest-indexed node from `from` on with room for `size`. Starts
@@ -80,6 +114,7 @@ impl FreeNodes {
     /// in a row, and climbs only as far as the next subtree with room; a
     /// caller that knows no node before `from` has room (room only shrinks
     /// during a round) saves the search through them.
+    #[inline]
     pub fn first_fit_from(&self, from: usize, size: Resources) -> Option<usize> {
         if from >= self.len {
             return None;
@@ -105,6 +140,7 @@ impl FreeNodes {
     }
 
     /// The highest-indexed node with room for one container of `size`.
+    #[inline]
     pub fn last_fit(&self, size: Resources) -> Option<usize> {
         self.rightmost(1, size)
     }
@@ -153,6 +189,7 @@ impl NoRoom {
     pub const KEEP: usize = 64;
 
     /// Whether `size` is known to find no node.
+    #[inline]
     pub fn rules_out(&self, size: Resources) -> bool {
         self.smallest.iter().any(|&known| size.covers(known))
     }

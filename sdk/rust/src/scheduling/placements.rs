@@ -9,6 +9,7 @@ impl Placements {
     ///
     /// `ask` and `node` are indices into a checked snapshot's lists, which
     /// hold at most `u32::MAX` entries, so they fit the WIT's `u32`.
+    #[inline]
     pub fn push(&mut self, ask: usize, node: usize, count: u32) {
         let (ask, node) = (ask as u32, node as u32);
         if self.ask.last() == Some(&ask)
@@ -24,11 +25,13 @@ impl Placements {
     }
 
     /// The number of entries.
+    #[inline]
     pub fn len(&self) -> usize {
         self.ask.len()
     }
 
     /// Whether nothing was placed.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.ask.is_empty()
     }

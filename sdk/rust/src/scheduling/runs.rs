@@ -8,6 +8,7 @@
 /// schedulers are: usage only grows and room only shrinks during a round.
 /// Galloping from the low end, then binary search: a run of `k` costs about
 /// `2 log k` tests, and the common short runs only a few.
+#[inline]
 pub fn longest_run(limit: u64, holds: impl Fn(u64) -> bool) -> u64 {
     if limit == 0 {
         return 0;

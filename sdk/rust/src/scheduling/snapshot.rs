@@ -139,6 +139,7 @@ impl Nodes {
     }
 
     /// Node `n`'s free room.
+    #[inline]
     pub fn free(&self, n: usize) -> Resources {
         Resources::new(
             self.0.free_memory_mb[n],
@@ -148,6 +149,7 @@ impl Nodes {
     }
 
     /// Node `n`'s capacity.
+    #[inline]
     pub fn capacity(&self, n: usize) -> Resources {
         Resources::new(
             self.0.capacity_memory_mb[n],
@@ -255,22 +257,26 @@ impl Queues {
     }
 
     /// Queue `q`'s parent (the root's is itself, 0).
+    #[inline]
     pub fn parent(&self, q: usize) -> usize {
         self.record.parent[q] as usize
     }
 
     /// Whether queue `q` has no children.
+    #[inline]
     pub fn is_leaf(&self, q: usize) -> bool {
         self.leaf[q]
     }
 
     /// Queue `q`'s depth below the root (the root's is 0).
+    #[inline]
     pub fn depth(&self, q: usize) -> u32 {
         self.depth[q]
     }
 
     /// Queue `q`'s guarantee as a fraction of the cluster: the product of
     /// `capacity / 100` from the root down.
+    #[inline]
     pub fn absolute_capacity(&self, q: usize) -> f64 {
         self.absolute_capacity[q]
     }
@@ -278,27 +284,32 @@ impl Queues {
     /// The most queue `q` may grow to, as a fraction of the cluster: its
     /// `maximum-capacity` of its parent's guarantee, capped by the parent's
     /// own absolute maximum.
+    #[inline]
     pub fn absolute_maximum(&self, q: usize) -> f64 {
         self.absolute_maximum[q]
     }
 
     /// `minimum-user-limit-percent` of queue `q` as a fraction (0..=1).
+    #[inline]
     pub fn minimum_user_limit(&self, q: usize) -> f64 {
         self.record.minimum_user_limit_percent[q] / 100.0
     }
 
     /// `user-limit-factor` of queue `q`: `None` when a user may take the
     /// whole queue, up to its maximum.
+    #[inline]
     pub fn user_limit_factor(&self, q: usize) -> Option<f64> {
         self.record.user_limit_factor[q]
     }
 
     /// Whether queue `q` orders its apps fairly (else FIFO).
+    #[inline]
     pub fn is_fair(&self, q: usize) -> bool {
         self.record.fair[q]
     }
 
     /// What queue `q` uses (its children's included).
+    #[inline]
     pub fn used(&self, q: usize) -> Resources {
         Resources::new(
             self.record.used_memory_mb[q],
@@ -308,6 +319,7 @@ impl Queues {
     }
 
     /// `q` and its ancestors up to the root, `q` first.
+    #[inline]
     pub fn path(&self, q: usize) -> impl Iterator<Item = usize> + '_ {
         let mut next = Some(q);
         std::iter::from_fn(move || {
@@ -370,16 +382,19 @@ impl Apps {
     }
 
     /// App `a`'s queue, always a leaf.
+    #[inline]
     pub fn queue(&self, a: usize) -> usize {
         self.0.queue[a] as usize
     }
 
     /// App `a`'s user, below [`Apps::len`].
+    #[inline]
     pub fn user(&self, a: usize) -> usize {
         self.0.user[a] as usize
     }
 
     /// What app `a` uses.
+    #[inline]
     pub fn used(&self, a: usize) -> Resources {
         Resources::new(
             self.0.used_memory_mb[a],
@@ -417,11 +432,13 @@ impl Asks {
     }
 
     /// Ask `k`'s app.
+    #[inline]
     pub fn app(&self, k: usize) -> usize {
         self.0.app[k] as usize
     }
 
     /// The size of one container of ask `k`.
+    #[inline]
     pub fn size(&self, k: usize) -> Resources {
         Resources::new(self.0.memory_mb[k], self.0.vcores[k], self.0.gpus[k])
     }
@@ -469,16 +486,19 @@ impl Containers {
     }
 
     /// Container `c`'s app.
+    #[inline]
     pub fn app(&self, c: usize) -> usize {
         self.0.app[c] as usize
     }
 
     /// Container `c`'s node.
+    #[inline]
     pub fn node(&self, c: usize) -> usize {
         self.0.node[c] as usize
     }
 
     /// Container `c`'s size.
+    #[inline]
     pub fn size(&self, c: usize) -> Resources {
         Resources::new(self.0.memory_mb[c], self.0.vcores[c], self.0.gpus[c])
     }
@@ -505,6 +525,18 @@ impl Snapshot {
             apps,
             asks,
         })
+    }
+
+    /// A copy of the record, for a test to change and check again (say,
+    /// the next round after some placements).
+    pub fn to_record(&self) -> wit::Snapshot {
+        wit::Snapshot {
+            now_ms: self.now_ms,
+            nodes: self.nodes.0.clone(),
+            queues: self.queues.record.clone(),
+            apps: self.apps.0.clone(),
+            asks: self.asks.0.clone(),
+        }
     }
 
     /// When the round runs, in ms.

@@ -52,11 +52,13 @@ impl Timeline {
     }
 
     /// The amount from point `i` on.
+    #[inline]
     pub fn amount(&self, i: usize) -> Resources {
         Resources::new(self.memory_mb[i], self.vcores[i], self.gpus[i])
     }
 
     /// The amount held at instant `at_ms` (zero before the first point).
+    #[inline]
     pub fn amount_at(&self, at_ms: i64) -> Resources {
         match self.at_ms.partition_point(|&t| t <= at_ms) {
             0 => Resources::ZERO,

@@ -76,6 +76,7 @@ fn a_well_formed_snapshot_reads_back() {
     assert_eq!(snapshot.queues().user_limit_factor(1), Some(1.0));
     assert_eq!(snapshot.queues().minimum_user_limit(1), 1.0);
     assert!(!snapshot.queues().is_fair(1));
+    assert_eq!(snapshot.to_record(), small());
 }
 
 #[test]
