@@ -59,67 +59,47 @@ mod tests {
         Timeline::from_steps(&[(start, amount), (end, Resources::ZERO)])
     }
 
-    fn admission(candidate: Timeline, plan_committed: Timeline) -> Admission {
-        Admission::new(wit::Admission {
-            settings: wit::PlanSettings {
-                queue: "root.dedicated".into(),
-                capacity: res(102_400, 100, 8),
-                ..wit::PlanSettings::default()
-            },
-            from_ms: 0,
-            to_ms: 24 * HOUR,
-            candidate,
-            plan_committed,
-            ..wit::Admission::default()
-        })
-        .unwrap()
-    }
-
     #[test]
-    fn over_commit_in_each_dimension_at_its_first_instant() {
-        let committed = block(HOUR, 3 * HOUR, res(81_920, 80, 6));
-        // (asked over [2 h, 4 h), the refusal or None)
+    fn only_excess_the_candidate_adds_to_is_refused_at_its_first_instant() {
+        // A queue of 10 GB, 10 vcores, 2 GPUs; the plan holds 8 GB, 3 vcores
+        // and 3 GPUs (one GPU too many already) over [0, 5 h).
+        let plan = block(0, 5 * HOUR, res(8192, 3, 3));
+        // (candidate's start, end, amount; the refusal's dimension and instant)
         let cases = [
-            (res(20_480, 20, 2), None),
-            (
-                res(20_481, 0, 0),
-                Some(
-                    "plan root.dedicated would hold 102401 MB at t=7200000 ms (81920 MB committed + 20481 MB asked); its capacity is 102400 MB (over by 1 MB)",
-                ),
-            ),
-            (
-                res(0, 0, 3),
-                Some(
-                    "plan root.dedicated would hold 9 GPUs at t=7200000 ms (6 GPUs committed + 3 GPUs asked); its capacity is 8 GPUs (over by 1 GPUs)",
-                ),
-            ),
+            (HOUR, 2 * HOUR, res(2048, 7, 0), None),
+            (6 * HOUR, 7 * HOUR, res(10_240, 10, 2), None),
+            (4 * HOUR, 6 * HOUR, res(2049, 0, 0), Some(("MB", 4 * HOUR))),
+            (3 * HOUR, 4 * HOUR, res(0, 8, 0), Some(("vcores", 3 * HOUR))),
+            (2 * HOUR, 3 * HOUR, res(1, 1, 1), Some(("GPUs", 2 * HOUR))),
         ];
-        for (asked, refusal) in cases {
-            let outcome = check_over_commit(&admission(
-                block(2 * HOUR, 4 * HOUR, asked),
-                committed.clone(),
-            ));
+        for (start, end, amount, refusal) in cases {
+            let mut record = wit::Admission {
+                settings: wit::PlanSettings {
+                    queue: "root.q".into(),
+                    capacity: res(10_240, 10, 2),
+                    ..wit::PlanSettings::default()
+                },
+                from_ms: 0,
+                to_ms: 24 * HOUR,
+                candidate: block(start, end, amount),
+                plan_committed: plan.clone(),
+                ..wit::Admission::default()
+            };
+            let outcome = check_over_commit(&Admission::new(record.clone()).unwrap());
             match (outcome, refusal) {
                 (Ok(()), None) => {}
-                (Err(Rejection::OverCommit(message)), Some(expected)) => {
-                    assert_eq!(message, expected)
+                (Err(Rejection::OverCommit(message)), Some((unit, at))) => {
+                    let expected = format!("at t={at} ms");
+                    assert!(
+                        message.contains(unit) && message.contains(&expected),
+                        "{message}"
+                    );
                 }
-                (outcome, expected) => panic!("{asked:?}: {outcome:?}, expected {expected:?}"),
+                (outcome, expected) => panic!("{amount:?}: {outcome:?}, expected {expected:?}"),
             }
+            // Nothing asked refuses nothing.
+            record.candidate = Timeline::default();
+            assert_eq!(check_over_commit(&Admission::new(record).unwrap()), Ok(()));
         }
-    }
-
-    #[test]
-    fn excess_the_candidate_adds_nothing_to_stands() {
-        let committed = block(0, 10 * HOUR, res(0, 0, 10));
-        let memory_only = admission(block(HOUR, 2 * HOUR, res(1024, 1, 0)), committed.clone());
-        assert_eq!(check_over_commit(&memory_only), Ok(()));
-        let one_more_gpu = admission(block(HOUR, 2 * HOUR, res(1024, 1, 1)), committed);
-        assert!(matches!(
-            check_over_commit(&one_more_gpu),
-            Err(Rejection::OverCommit(_))
-        ));
-        let nothing = admission(Timeline::default(), Timeline::default());
-        assert_eq!(check_over_commit(&nothing), Ok(()));
     }
 }
