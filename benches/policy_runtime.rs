@@ -36,9 +36,8 @@ use weft_host::config::Settings;
 use weft_host::metrics::{KindLabels, metrics};
 use weft_host::policy::{
     CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySlot, PolicySource, PolicyVersion,
-    PriceMultiplicators, Usage, Utilization, VersionState, builtin, prepare,
+    PriceMultiplicators, PricingSlot, Usage, Utilization, VersionState, builtin, prepare,
 };
-use weft_host::quota::Pricing;
 use weft_host::sim::VirtualClock;
 
 use summary::{Results, criterion_dir, duration};
@@ -212,7 +211,7 @@ impl Tally {
 /// Calls `charge` through the slot until `stop`, checking every answer
 /// against the two policies' known charges for this input.
 fn call_in_a_loop(
-    slot: &PolicySlot,
+    slot: &PricingSlot,
     usage: &Usage,
     multiplicators: PriceMultiplicators,
     expected: &[Vec<f64>; 2],
@@ -220,7 +219,7 @@ fn call_in_a_loop(
     stop: &AtomicBool,
 ) {
     while !stop.load(Ordering::Relaxed) {
-        match Pricing::charge(slot, usage, multiplicators) {
+        match slot.charge(usage, multiplicators) {
             Ok(charges) => match expected.iter().position(|e| *e == charges) {
                 Some(i) => tally.answered[i].fetch_add(1, Ordering::Relaxed),
                 None => tally.wrong.fetch_add(1, Ordering::Relaxed),
@@ -251,7 +250,7 @@ fn bench_load_under_calls(
     runtime
         .load(PolicyKind::Pricing, &sources[0], &[])
         .expect("loads");
-    let slot = runtime.slot(PolicyKind::Pricing);
+    let slot = runtime.pricing();
 
     let usage = caller_usage(CALLER_BATCH);
     let multiplicators = versions[0]
@@ -372,8 +371,8 @@ fn caller_usage(n: usize) -> Usage {
         memory_mb: (0..n)
             .map(|i| MEMORY_UNIT_MB * (1 + (i % MEMORY_CYCLE) as u64))
             .collect(),
-        vcores: (0..n).map(|i| 1 + (i % VCORES_CYCLE) as u32).collect(),
-        gpus: (0..n).map(|i| u32::from(i % GPU_EVERY == 0)).collect(),
+        vcores: (0..n).map(|i| 1 + (i % VCORES_CYCLE) as u64).collect(),
+        gpus: (0..n).map(|i| u64::from(i % GPU_EVERY == 0)).collect(),
     }
 }
 

@@ -4,8 +4,8 @@
 //! Group `pricing_charge`, for each batch size in [`BATCHES`]:
 //! - `wasm/hops-pricing`: [`PolicyVersion::charge`] on the bundled component
 //!   (lower the usage columns, run the guest, lift the charges);
-//! - `wasm-slot/hops-pricing`: the same through the pricing [`PolicySlot`] as
-//!   the quota service calls it (the [`Pricing`] trait: output validation,
+//! - `wasm-slot/hops-pricing`: the same through the [`PricingSlot`] as
+//!   the quota service calls it (output validation,
 //!   fallback bookkeeping, call metrics);
 //! - `native/hops-pricing`: the `hops-pricing` crate called as plain Rust.
 //!
@@ -26,10 +26,9 @@ use std::time::SystemTime;
 use criterion::{BenchmarkId, Criterion, Throughput};
 use weft_host::config::Settings;
 use weft_host::policy::{
-    CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySlot, PolicySource, PolicyVersion,
-    PriceMultiplicators, Usage, Utilization,
+    CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource, PolicyVersion,
+    PriceMultiplicators, PricingSlot, Usage, Utilization,
 };
-use weft_host::quota::Pricing;
 use weft_host::sim::VirtualClock;
 
 use summary::{Results, criterion_dir, duration};
@@ -79,8 +78,8 @@ fn workload(n: usize) -> Workload {
     let memory_mb: Vec<u64> = (0..n)
         .map(|i| MEMORY_UNIT_MB * (1 + (i % MEMORY_CYCLE) as u64))
         .collect();
-    let vcores: Vec<u32> = (0..n).map(|i| 1 + (i % VCORES_CYCLE) as u32).collect();
-    let gpus: Vec<u32> = (0..n).map(|i| u32::from(i % GPU_EVERY == 0)).collect();
+    let vcores: Vec<u64> = (0..n).map(|i| 1 + (i % VCORES_CYCLE) as u64).collect();
+    let gpus: Vec<u64> = (0..n).map(|i| u64::from(i % GPU_EVERY == 0)).collect();
     Workload {
         native: hops_pricing::Usage {
             seconds: seconds.clone(),
@@ -141,8 +140,8 @@ impl Subjects {
         }
     }
 
-    fn slot(&self) -> &PolicySlot {
-        self.runtime.slot(PolicyKind::Pricing)
+    fn slot(&self) -> &PricingSlot {
+        self.runtime.pricing()
     }
 
     /// The three must agree to the bit before their speed is worth comparing.
@@ -152,8 +151,10 @@ impl Subjects {
             .version
             .charge(&work.wit, self.wit_multiplicators)
             .expect("wasm charge");
-        let slot =
-            Pricing::charge(self.slot(), &work.wit, self.wit_multiplicators).expect("slot charge");
+        let slot = self
+            .slot()
+            .charge(&work.wit, self.wit_multiplicators)
+            .expect("slot charge");
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&wasm), bits(&native), "WASM and native charges differ");
         assert_eq!(bits(&slot), bits(&native), "slot and native charges differ");
@@ -178,7 +179,7 @@ fn bench_charge(c: &mut Criterion, subjects: &Subjects) {
         group.bench_with_input(BenchmarkId::new(WASM_SLOT, n), &work, |b, work| {
             let slot = subjects.slot();
             b.iter(|| {
-                Pricing::charge(slot, black_box(&work.wit), subjects.wit_multiplicators)
+                slot.charge(black_box(&work.wit), subjects.wit_multiplicators)
                     .expect("slot charge")
             })
         });

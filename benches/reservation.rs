@@ -18,9 +18,7 @@ use weft_host::cluster::Resources;
 use weft_host::config::Settings;
 use weft_host::policy::{self, PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::reservation::rle::{Amount, RleTimeline};
-use weft_host::reservation::{
-    Plan, PlanConfig, Reservation, ReservationDefinition, ReservationId, Sharing,
-};
+use weft_host::reservation::{Plan, PlanConfig, Reservation, ReservationDefinition, ReservationId};
 use weft_host::sim::VirtualClock;
 
 const HOUR: i64 = 3_600_000;
@@ -148,7 +146,7 @@ fn reservation(c: &mut Criterion) {
             &[],
         )
         .expect("capacity-over-time loads");
-    let slot = runtime.slot(PolicyKind::Sharing);
+    let slot = runtime.sharing();
     let plan = plan();
     let window_ms = slot.window(&plan.config().to_wit()).expect("window");
     let middle = WEEK / 2;

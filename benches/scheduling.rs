@@ -18,7 +18,7 @@ use weft_host::sim::VirtualClock;
 /// The workload: nodes, parents × leaves per parent, apps per leaf, containers per app.
 const NODES: usize = 10_000;
 const NODE_MEMORY_MB: u64 = 32 * 1024;
-const NODE_VCORES: u32 = 16;
+const NODE_VCORES: u64 = 16;
 const PARENTS: usize = 10;
 const LEAVES_PER_PARENT: usize = 100;
 const APPS_PER_LEAF: usize = 1;
@@ -35,12 +35,12 @@ fn native_snapshot() -> capacity::Snapshot {
         capacity_gpus: vec![0; NODES],
     };
     let mut queues = capacity::Queues::default();
-    let mut add_queue = |parent: u32, capacity: f32| {
+    let mut add_queue = |parent: u32, capacity: f64| {
         queues.parent.push(parent);
         queues.capacity.push(capacity);
         queues.maximum_capacity.push(100.0);
         queues.minimum_user_limit_percent.push(100.0);
-        queues.user_limit_factor.push(1.0);
+        queues.user_limit_factor.push(Some(1.0));
         queues.fair.push(false);
         queues.used_memory_mb.push(0);
         queues.used_vcores.push(0);
@@ -50,9 +50,9 @@ fn native_snapshot() -> capacity::Snapshot {
     add_queue(0, 100.0);
     let mut leaves = Vec::new();
     for _ in 0..PARENTS {
-        let parent = add_queue(0, 100.0 / PARENTS as f32);
+        let parent = add_queue(0, 100.0 / PARENTS as f64);
         for _ in 0..LEAVES_PER_PARENT {
-            leaves.push(add_queue(parent, 100.0 / LEAVES_PER_PARENT as f32));
+            leaves.push(add_queue(parent, 100.0 / LEAVES_PER_PARENT as f64));
         }
     }
     let (mut apps, mut asks) = (capacity::Apps::default(), capacity::Asks::default());
@@ -62,7 +62,7 @@ fn native_snapshot() -> capacity::Snapshot {
             apps.queue.push(leaf);
             apps.user.push(((i * APPS_PER_LEAF + j) % 1000) as u32);
             apps.priority.push(0);
-            apps.submit_time_ms.push(app as u64);
+            apps.submit_time_ms.push(i64::from(app));
             apps.used_memory_mb.push(0);
             apps.used_vcores.push(0);
             apps.used_gpus.push(0);

@@ -251,6 +251,14 @@ impl Client {
         })
     }
 
+    /// DELETEs `path`, a state to reach: sent again as needed.
+    pub fn delete(&self, path: &str) -> anyhow::Result<Value> {
+        let response = self.send(path, Replay::Safe, self.failover_wait, |url| {
+            self.with_user(self.agent.delete(url)).call()
+        })?;
+        self.answer(path, response)
+    }
+
     /// The bytes a GET answers (a log), or the server's message.
     pub fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
         let mut response = self.send(path, Replay::Safe, self.failover_wait, |url| {

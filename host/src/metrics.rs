@@ -51,6 +51,13 @@ pub struct ProjectLabels {
     pub project: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShadowCreditLabels {
+    pub project: String,
+    /// `active` or `shadow`.
+    pub policy: String,
+}
+
 pub struct Metrics {
     registry: Registry,
     pub policy_calls: Family<PolicyLabels, Counter>,
@@ -59,6 +66,8 @@ pub struct Metrics {
     pub policy_rollbacks: Family<OutcomeLabels, Counter>,
     pub policy_loads: Family<OutcomeLabels, Counter>,
     pub policy_call_seconds: Family<KindLabels, Histogram>,
+    pub policy_shadow_calls: Family<OutcomeLabels, Counter>,
+    pub policy_shadow_credits: Family<ShadowCreditLabels, Counter<f64, AtomicU64>>,
     pub apps: Family<StateLabels, Gauge>,
     pub containers_running: Gauge,
     pub containers_allocated: Counter,
@@ -116,6 +125,8 @@ impl Metrics {
             policy_rollbacks: Family::default(),
             policy_loads: Family::default(),
             policy_call_seconds,
+            policy_shadow_calls: Family::default(),
+            policy_shadow_credits: Family::default(),
             apps: Family::default(),
             containers_running: Gauge::default(),
             containers_allocated: Counter::default(),
@@ -159,6 +170,16 @@ impl Metrics {
             "policy_call_seconds",
             "Latency of policy calls",
             metrics.policy_call_seconds.clone(),
+        );
+        registry.register(
+            "policy_shadow_calls",
+            "Live calls a shadow policy answered beside the active one, by outcome (same, differing, failed, dropped)",
+            metrics.policy_shadow_calls.clone(),
+        );
+        registry.register(
+            "policy_shadow_credits",
+            "Credits charged while a pricing shadow ran, per project, by the active policy and as the shadow would have",
+            metrics.policy_shadow_credits.clone(),
         );
         registry.register("apps", "Applications by state", metrics.apps.clone());
         registry.register(

@@ -11,6 +11,7 @@ mod failover;
 mod failover_clients;
 mod fault_run;
 mod policy_runtime;
+// mod policy_test; (waits for the volume-discount guest)
 mod queues;
 mod replay;
 mod reservations;
@@ -19,6 +20,7 @@ mod security;
 mod seed_001;
 mod seed_004;
 mod serve;
+mod shadow;
 mod simulate;
 mod store_postgres;
 mod support;

@@ -11,7 +11,6 @@ use weft_host::policy::{
     PolicySource, STANDBY_KEPT, VersionState, builtin, prepare,
 };
 use weft_host::policy::{PriceMultiplicators, Usage, Utilization};
-use weft_host::quota::Pricing;
 use weft_host::sim::VirtualClock;
 
 use crate::support::{CLOCK_PRICING, FAULTY_PRICING, FAULTY_SCHEDULING};
@@ -228,17 +227,14 @@ fn every_bad_policy_is_refused_and_the_active_version_stays() {
         );
     }
     // The good versions still answer.
-    let charges = runtime
-        .slot(PolicyKind::Pricing)
-        .charge(&usage(), UNIT)
-        .unwrap();
+    let charges = runtime.pricing().charge(&usage(), UNIT).unwrap();
     assert_eq!(charges, vec![20.0, 20.0]);
 }
 
 #[test]
 fn a_failing_version_falls_back_then_rolls_back_by_itself() {
     let runtime = runtime();
-    let slot = runtime.slot(PolicyKind::Pricing);
+    let slot = runtime.pricing();
     let good = slot.charge(&usage(), UNIT).unwrap();
     // The self-check makes one charge call; from the 3rd call on every
     // answer is NaN (invalid output, so the instance is kept and the
@@ -275,7 +271,7 @@ fn a_failing_version_falls_back_then_rolls_back_by_itself() {
 #[test]
 fn a_runaway_call_is_stopped_and_answered_by_the_last_good_version() {
     let runtime = runtime();
-    let slot = runtime.slot(PolicyKind::Pricing);
+    let slot = runtime.pricing();
     runtime
         .load(
             PolicyKind::Pricing,
@@ -304,7 +300,7 @@ fn a_runaway_call_is_stopped_and_answered_by_the_last_good_version() {
 #[test]
 fn rollback_by_the_operator_and_history() {
     let runtime = runtime();
-    let slot = runtime.slot(PolicyKind::Pricing);
+    let slot = runtime.pricing();
     runtime
         .load(
             PolicyKind::Pricing,
@@ -376,7 +372,7 @@ fn hot_swap_during_calls_fails_no_call() {
         std::thread::spawn(move || {
             let (mut ok, mut failed) = (0u64, 0u64);
             while !stop.load(std::sync::atomic::Ordering::Relaxed) || ok == 0 {
-                let slot = runtime.slot(PolicyKind::Pricing);
+                let slot = runtime.pricing();
                 let m = slot.multiplicators(Utilization {
                     memory: 0.9,
                     vcores: 0.1,
@@ -427,14 +423,7 @@ fn the_watched_directory_loads_policies_written_into_it() {
     )
     .unwrap();
     let started = Instant::now();
-    while runtime
-        .slot(PolicyKind::Pricing)
-        .active()
-        .unwrap()
-        .info
-        .name
-        != "flat-pricing"
-    {
+    while runtime.pricing().active().unwrap().info.name != "flat-pricing" {
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the watched policy was never loaded"
@@ -445,12 +434,7 @@ fn the_watched_directory_loads_policies_written_into_it() {
     std::fs::write(dir.path().join("broken.pricing.wasm"), b"not wasm").unwrap();
     std::thread::sleep(Duration::from_millis(1000));
     assert_eq!(
-        runtime
-            .slot(PolicyKind::Pricing)
-            .active()
-            .unwrap()
-            .info
-            .name,
+        runtime.pricing().active().unwrap().info.name,
         "flat-pricing"
     );
 }
@@ -478,7 +462,7 @@ fn a_guest_reads_the_host_clock_as_it_was_when_the_call_began() {
     for read in ["wall", "monotonic"] {
         let clock = VirtualClock::starting_at(90_500);
         let runtime = clock_pricing(&clock, &[("read", read)]).unwrap();
-        let slot = runtime.slot(PolicyKind::Pricing);
+        let slot = runtime.pricing();
         // The charge is the time in seconds.
         assert_eq!(
             slot.charge(&nothing_owed(), UNIT).unwrap(),
@@ -499,7 +483,7 @@ fn a_guests_randomness_is_the_same_for_the_same_calls() {
     for read in ["random", "insecure", "hashed"] {
         let answers = || {
             let runtime = clock_pricing(&VirtualClock::default(), &[("read", read)]).unwrap();
-            let slot = runtime.slot(PolicyKind::Pricing);
+            let slot = runtime.pricing();
             (0..3)
                 .map(|_| slot.charge(&nothing_owed(), UNIT).unwrap()[0])
                 .collect::<Vec<f64>>()

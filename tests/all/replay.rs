@@ -1,22 +1,21 @@
 //! `weft replay` follows HOPS-1385 to the credit: each case is a log whose
-//! charges are worked out by hand from the seed's formulas.
+//! charges are worked out by hand from the seed's formulas. A server's own
+//! event log (`weft.quota.event-log`) replays to its ledger, and
+//! `--baseline` compares two policies on one log.
 
+use std::path::Path;
+use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::{CLOCK_PRICING, assert_credits, weft_within};
+use crate::support::{CLOCK_PRICING, Server, assert_credits, weft_within};
 
 /// Writes `lines` to a temporary log and replays it with `args`. Every
 /// case here finishes in a second or two; the limit only stops a replay
 /// that has started stepping through idle time again from hanging the suite.
 fn replay(lines: &[&str], args: &[&str]) -> (bool, Value, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("events.jsonl");
-    std::fs::write(&path, lines.join("\n")).unwrap();
-    let mut all = vec!["replay", path.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let output = weft_within(&all, Duration::from_secs(300));
+    let output = replay_output(lines, args);
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
     let stderr = String::from_utf8_lossy(&output.stderr).to_string();
     let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
@@ -26,6 +25,21 @@ fn replay(lines: &[&str], args: &[&str]) -> (bool, Value, String) {
         assert!(stdout.is_empty(), "a failed replay printed {stdout:?}");
         (false, json, stderr)
     }
+}
+
+/// Writes `lines` to a temporary log and runs `weft replay LOG ARGS…`.
+fn replay_output(lines: &[&str], args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.jsonl");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    replay_file(&path, args)
+}
+
+/// `weft replay PATH ARGS…`.
+fn replay_file(path: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["replay", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    weft_within(&all, Duration::from_secs(300))
 }
 
 fn start(t: u64, container: &str, user: &str, memory_mb: u64, vcores: u32, gpus: u32) -> String {
@@ -363,5 +377,285 @@ fn a_log_needing_too_many_timer_firings_is_refused_up_front() {
         "yarn.resourcemanager.quota.scheduling.period",
     ] {
         assert!(stderr.contains(says), "{stderr:?} does not say {says}");
+    }
+}
+
+/// The settings both the server and its replays run with: quick timers,
+/// variable pricing that moves (the sim nodes are half used), a short
+/// minimum runtime.
+const QUOTA_SETTINGS: &[&str] = &[
+    "--set",
+    "yarn.resourcemanager.quota.scheduling.period=200",
+    "--set",
+    "yarn.resourcemanager.quota.multiplicator.interval=300",
+    "--set",
+    "yarn.resourcemanager.quota.variable.price.enabled=true",
+    "--set",
+    "yarn.resourcemanager.quota.multiplicator.increment.general=4",
+    "--set",
+    "yarn.resourcemanager.quota.min.runtime=500",
+    "--set",
+    "weft.policy.pricing=builtin:hops-pricing",
+];
+
+/// Counts the log's lines of `event`.
+fn count_events(lines: &[Value], event: &str) -> usize {
+    lines.iter().filter(|l| l["event"] == event).count()
+}
+
+/// A server records its quota events across a clean restart; replaying
+/// the log with the server's pricing policy and settings charges each
+/// project what the server's ledger says. The restart adds a recovery with
+/// the container still running, and no second start for it.
+#[test]
+fn a_servers_event_log_replays_to_its_ledger_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let log = dir.path().join("quota-events.jsonl");
+    let log_setting = format!("weft.quota.event-log={}", log.display());
+    let mut serve_args: Vec<&str> = QUOTA_SETTINGS.to_vec();
+    serve_args.extend([
+        "--set",
+        &log_setting,
+        "--set",
+        "weft.scheduler.interval-ms=50",
+        "--set",
+        "yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms=0",
+        "--sim-nodes",
+        "2x4096mb,4vcores",
+    ]);
+
+    let server = Server::start_in(&data, &serve_args);
+    let wait_finished = |server: &Server, id: &str| {
+        server.wait_for(
+            &format!("/ws/v1/cluster/apps/{id}"),
+            "the app to finish",
+            |body| body["app"]["state"] == "FINISHED",
+        );
+    };
+    let short = server.submit("p1", 2, 700);
+    let long = server.submit("p2", 1, 4_000);
+    wait_finished(&server, &short);
+    server.stop();
+
+    // p2's container runs on across the restart.
+    let server = Server::start_in(&data, &serve_args);
+    let after = server.submit("p3", 3, 600);
+    wait_finished(&server, &after);
+    wait_finished(&server, &long);
+    let (status, ledger) = server.get("/ws/v1/quota/projects");
+    assert_eq!(status, 200, "{ledger}");
+    server.stop();
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(count_events(&lines, "recovery"), 2, "one a start:\n{text}");
+    assert_eq!(count_events(&lines, "start"), 6, "no start twice:\n{text}");
+    assert_eq!(count_events(&lines, "finish"), 6, "{text}");
+    assert!(
+        count_events(&lines, "running") >= 1,
+        "p2's container:\n{text}"
+    );
+    assert!(count_events(&lines, "compute") >= 2, "{text}");
+    assert!(count_events(&lines, "multiplicator-step") >= 2, "{text}");
+
+    let mut replay_args: Vec<&str> = QUOTA_SETTINGS.to_vec();
+    replay_args.extend(["--pricing", "builtin:hops-pricing"]);
+    let output = replay_file(&log, &replay_args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for project in ["p1", "p2", "p3"] {
+        let charged = ledger[project]["total_used"].as_f64().unwrap();
+        assert!(charged > 0.0, "{project}: {ledger}");
+        assert_credits(&report["projects"][project]["total_used"], charged, project);
+        assert_credits(
+            &report["projects"][project]["remaining"],
+            ledger[project]["remaining"].as_f64().unwrap(),
+            project,
+        );
+    }
+    // The price moved with the load (above the 0.2 threshold), so the
+    // replay had to follow the server's multiplicator steps.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["event"] == "multiplicator-step" && l["memory"].as_f64().unwrap() > 0.2),
+        "{text}"
+    );
+}
+
+/// A day of two projects over midnight, charged under `builtin:flat-pricing`
+/// with a GPU base price of 2 (A) and `builtin:hops-pricing` at 3 credits a
+/// general unit (B).
+fn two_day_log() -> Vec<String> {
+    let day = 86_400_000;
+    let start_as = |t: u64, c: &str, project: &str, user: &str, mb: u64, gpus: u32| {
+        format!(
+            r#"{{"t": {t}, "event": "start", "container": "{c}", "app": "a-{c}", "project": "{project}", "user": "{user}", "memory_mb": {mb}, "vcores": 1, "gpus": {gpus}}}"#
+        )
+    };
+    vec![
+        start_as(day - 20_000, "c1", "P", "rizvi", 2048, 0),
+        start_as(day - 10_000, "c2", "Q", "sid", 1024, 1),
+        finish(day + 30_000, "c1"),
+        finish(day + 40_000, "c2"),
+        start_as(2 * day, "c3", "P", "sid", 4096, 0),
+        finish(2 * day + 15_000, "c3"),
+    ]
+}
+
+const A: &[&str] = &[
+    "--baseline",
+    "builtin:flat-pricing",
+    "--baseline-param",
+    "price.base.gpu=2",
+];
+const B: &[&str] = &[
+    "--pricing",
+    "builtin:hops-pricing",
+    "--param",
+    "price.base.general=3",
+];
+
+/// A's or B's ledger alone, per (project, user, day).
+fn daily_credits(lines: &[&str], args: &[&str]) -> Vec<(String, String, String, f64)> {
+    let (ok, report, stderr) = replay(lines, args);
+    assert!(ok, "{stderr}");
+    report["daily"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["project"].as_str().unwrap().to_string(),
+                row["user"].as_str().unwrap().to_string(),
+                row["day"].as_str().unwrap().to_string(),
+                row["credits"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn close(actual: f64, expected: f64, what: &str) {
+    // The table prints six decimals.
+    assert!(
+        (actual - expected).abs() < 2e-6,
+        "{what}: {actual}, expected {expected}"
+    );
+}
+
+#[test]
+fn baseline_compares_two_policies_per_project_user_and_day() {
+    let lines = two_day_log();
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let alone_a = daily_credits(&lines, &["--pricing", A[1], "--param", A[3]]);
+    let alone_b = daily_credits(&lines, B);
+    assert_eq!(alone_a.len(), 4, "{alone_a:?}");
+
+    let args: Vec<&str> = A.iter().chain(B).copied().collect();
+    let output = replay_output(&lines, &args);
+    let table = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .skip(3)
+        .map(|line| line.split_whitespace().collect())
+        .collect();
+    let number = |cell: &str| cell.parse::<f64>().unwrap();
+    let mut checked = 0;
+    for row in &rows {
+        let (a, b, difference) = match row.as_slice() {
+            [_, _, _, a, b, d] | ["TOTAL", a, b, d] => (number(a), number(b), number(d)),
+            _ => panic!("not a row: {row:?}\n{table}"),
+        };
+        close(difference, b - a, &format!("{row:?}"));
+        if let [project, user, day, _, _, _] = row.as_slice()
+            && *user != "*"
+        {
+            let find = |alone: &[(String, String, String, f64)]| {
+                alone
+                    .iter()
+                    .find(|(p, u, d, _)| {
+                        (p, u, d) == (&project.to_string(), &user.to_string(), &day.to_string())
+                    })
+                    .map_or(0.0, |(.., credits)| *credits)
+            };
+            close(a, find(&alone_a), "A's column is A's ledger");
+            close(b, find(&alone_b), "B's column is B's ledger");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 4, "{table}");
+    let total = rows.last().unwrap();
+    assert_eq!(total[0], "TOTAL", "{table}");
+    close(
+        number(total[1]),
+        alone_a.iter().map(|r| r.3).sum(),
+        "A's total",
+    );
+    close(
+        number(total[2]),
+        alone_b.iter().map(|r| r.3).sum(),
+        "B's total",
+    );
+    assert!(number(total[3]) > 0.0, "B charges more: {table}");
+
+    // --json: the same comparison.
+    let mut json_args = args.clone();
+    json_args.push("--json");
+    let (ok, json, stderr) = replay(&lines, &json_args);
+    assert!(ok, "{stderr}");
+    assert_eq!(json["baseline_policy"], "builtin:flat-pricing");
+    assert_eq!(json["pricing_policy"], "builtin:hops-pricing");
+    let daily = json["daily"].as_array().unwrap();
+    assert_eq!(daily.len(), 4, "{json}");
+    for row in daily {
+        let (a, b) = (
+            row["baseline"].as_f64().unwrap(),
+            row["pricing"].as_f64().unwrap(),
+        );
+        assert_eq!(row["difference"].as_f64().unwrap(), b - a, "{row}");
+    }
+    close(
+        json["total"]["difference"].as_f64().unwrap(),
+        number(total[3]),
+        "the JSON's total is the table's",
+    );
+}
+
+#[test]
+fn baseline_refuses_bad_inputs_naming_the_file_or_line() {
+    let args: Vec<&str> = A.iter().chain(B).copied().collect();
+    let missing = replay_file(Path::new("/nonexistent/weft-events.jsonl"), &args);
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains("cannot read the event log /nonexistent/weft-events.jsonl"),
+        "{stderr}"
+    );
+
+    let good = start(0, "c", "u", 1024, 1, 0);
+    let bad = replay_output(&[&good, "{\"t\": 5, \"event\": \"finish\""], &args);
+    assert!(!bad.status.success());
+    assert!(bad.stdout.is_empty(), "a failed replay printed a table");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("line 2: not a valid event"), "{stderr}");
+
+    for alone in [
+        &["--json"][..],
+        &["--baseline-param", "price.base.gpu=2"][..],
+    ] {
+        let output = replay_output(&[&good], alone);
+        assert!(!output.status.success(), "{alone:?} without --baseline");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--baseline"), "{alone:?}: {stderr}");
     }
 }

@@ -75,7 +75,7 @@ impl Seed004 {
             reservation_id: id.to_string(),
             reservation_definition: serde_json::from_value(definition).unwrap(),
         };
-        let sharing = self.runtime.slot(PolicyKind::Sharing);
+        let sharing = self.runtime.sharing();
         self.system.submit(sharing, &request, user, 0).map(drop)
     }
 }

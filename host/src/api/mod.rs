@@ -89,6 +89,15 @@ fn api_routes() -> OpenApiRouter<ApiState> {
             routes!(policies::show, policies::load),
             MAX_POLICY_BODY_BYTES,
         ))
+        .routes(with_body_limit(
+            routes!(
+                policies::show_shadow,
+                policies::load_shadow,
+                policies::stop_shadow
+            ),
+            MAX_POLICY_BODY_BYTES,
+        ))
+        .routes(small(routes!(policies::promote_shadow)))
         .routes(small(routes!(policies::rollback)))
         .routes(small(routes!(admin::refresh_queues)))
         .routes(small(routes!(quota::projects)))

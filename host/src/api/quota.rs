@@ -11,7 +11,6 @@ use utoipa::ToSchema;
 
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::policy::PolicyKind;
 use crate::quota::{ProjectQuota, UnitPrices};
 use crate::rm::ResourceManager;
 
@@ -64,7 +63,7 @@ pub async fn prices(State(state): State<ApiState>) -> Result<Json<Prices>, ApiEr
     let (settings, multiplicators, unit_prices, pricing) = state
         .rm
         .with(move |rm: &mut ResourceManager| {
-            let pricing = policies.slot(PolicyKind::Pricing);
+            let pricing = policies.pricing();
             let settings = *rm.quota().settings();
             let multiplicators = rm.quota().multiplicators();
             let unit_prices = rm.quota().unit_prices(pricing);

@@ -173,8 +173,8 @@ pub fn sample_usage(n: u32) -> Usage {
     Usage {
         seconds: (0..n).map(|i| 1.0 + (i % 10) as f64).collect(),
         memory_mb: (0..n).map(|i| 1024 * (1 + (i % 8) as u64)).collect(),
-        vcores: (0..n).map(|i| 1 + (i % 4) as u32).collect(),
-        gpus: (0..n).map(|i| u32::from(i % 7 == 0)).collect(),
+        vcores: (0..n).map(|i| 1 + (i % 4) as u64).collect(),
+        gpus: (0..n).map(|i| u64::from(i % 7 == 0)).collect(),
     }
 }
 
@@ -250,7 +250,7 @@ pub fn sample_snapshot(n: u32) -> Snapshot {
             capacity: vec![100.0; 2],
             maximum_capacity: vec![100.0; 2],
             minimum_user_limit_percent: vec![100.0; 2],
-            user_limit_factor: vec![1.0; 2],
+            user_limit_factor: vec![Some(1.0); 2],
             fair: vec![false; 2],
             used_memory_mb: vec![0; 2],
             used_vcores: vec![0; 2],
@@ -260,7 +260,7 @@ pub fn sample_snapshot(n: u32) -> Snapshot {
             queue: vec![1; asks],
             user: (0..asks as u32).map(|i| i % 10).collect(),
             priority: vec![0; asks],
-            submit_time_ms: (0..asks as u64).collect(),
+            submit_time_ms: (0..asks as i64).collect(),
             used_memory_mb: vec![0; asks],
             used_vcores: vec![0; asks],
             used_gpus: vec![0; asks],

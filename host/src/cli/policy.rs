@@ -7,7 +7,7 @@ use clap::Subcommand;
 use super::parse_pair;
 use crate::client::ServerArgs;
 use crate::config::Settings;
-use crate::policy::{PolicyEngine, PolicyKind, PolicySource, inspect};
+use crate::policy::{PolicyEngine, PolicyKind, PolicySource, contract, inspect};
 use crate::sim::VirtualClock;
 
 #[derive(Debug, Subcommand)]
@@ -19,15 +19,31 @@ pub enum PolicyCommand {
     },
     /// Load a policy into a running server; the old one stays if it is refused.
     Load {
-        /// scheduling or pricing.
         kind: PolicyKind,
         /// A .wasm component, or builtin:NAME.
         policy: String,
         #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_pair)]
         params: Vec<(String, String)>,
+        /// Run it beside the active policy on the same live calls, compared
+        /// and never applied (see `weft policy shadow show`, `promote`).
+        #[arg(long)]
+        shadow: bool,
+        /// Sharing only: load into this reservable queue's own policy (its
+        /// reservation-policy) instead of the one every other queue uses.
+        #[arg(long, value_name = "QUEUE")]
+        queue: Option<String>,
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Make KIND's shadow the active policy (a normal hot swap).
+    Promote {
+        kind: PolicyKind,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Show or stop a shadow policy.
+    #[command(subcommand)]
+    Shadow(ShadowCommand),
     /// Make the previous good version of KIND active again.
     Rollback {
         kind: PolicyKind,
@@ -41,8 +57,46 @@ pub enum PolicyCommand {
         #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_pair)]
         params: Vec<(String, String)>,
     },
+    /// Test a component offline against its world's contract: properties
+    /// on generated inputs (row independence, determinism, valid
+    /// placements, validate agreeing with available …) and example cases.
+    Test {
+        /// A .wasm component, or builtin:NAME.
+        policy: String,
+        /// Example cases, one JSON object per line (see docs/policy-authors.md).
+        #[arg(long, value_name = "CASES.jsonl")]
+        cases: Option<std::path::PathBuf>,
+        #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_pair)]
+        params: Vec<(String, String)>,
+        /// The seed of the generated inputs: the same seed, the same inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Generated inputs per property (1 to 10,000).
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        rounds: u32,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure what a policy's calls cost, per call and per item.
     Bench(super::bench::BenchArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ShadowCommand {
+    /// What KIND's shadow found: per-project credit differences, placements
+    /// or decisions that differ, failures and latency.
+    Show {
+        kind: PolicyKind,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Stop KIND's shadow; prints its last report.
+    Stop {
+        kind: PolicyKind,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
 }
 
 impl clap::ValueEnum for PolicyKind {
@@ -65,10 +119,15 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
             kind,
             policy,
             params,
+            shadow,
+            queue,
             server,
         } => {
             let client = server.client()?;
             let mut query: Vec<(String, String)> = params;
+            if let Some(queue) = queue {
+                query.insert(0, ("queue".into(), queue));
+            }
             let source = PolicySource::parse(&policy);
             let body = match &source {
                 PolicySource::Builtin(name) => {
@@ -77,8 +136,19 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
                 }
                 PolicySource::File(_) => source.read().map_err(anyhow::Error::msg)?,
             };
-            let path = format!("/ws/v1/policies/{kind}?{}", encode_query(&query));
+            let target = if shadow { "/shadow" } else { "" };
+            let path = format!("/ws/v1/policies/{kind}{target}?{}", encode_query(&query));
             let status = client.put_bytes(&path, &body)?;
+            if shadow {
+                let candidate = &status["shadow"];
+                println!(
+                    "{kind} shadow is {} {} (sha256 {}): it answers beside the active policy, never applied; see `weft policy shadow show {kind}`",
+                    candidate["name"].as_str().unwrap_or("?"),
+                    candidate["version"].as_str().unwrap_or("?"),
+                    candidate["sha256"].as_str().unwrap_or("?")
+                );
+                return Ok(());
+            }
             let active = &status["active"];
             println!(
                 "{kind} policy is now {} {} (version {} in the history, sha256 {})",
@@ -100,13 +170,33 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
                 active["number"]
             );
         }
+        PolicyCommand::Promote { kind, server } => {
+            let status = server
+                .client()?
+                .post(&format!("/ws/v1/policies/{kind}/shadow/promote"))?;
+            let active = &status["active"];
+            println!(
+                "{kind} shadow promoted: {} {} is active (version {} in the history)",
+                active["name"].as_str().unwrap_or("?"),
+                active["version"].as_str().unwrap_or("?"),
+                active["number"]
+            );
+        }
+        PolicyCommand::Shadow(ShadowCommand::Show { kind, server }) => {
+            let report = server
+                .client()?
+                .get(&format!("/ws/v1/policies/{kind}/shadow"))?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
+        PolicyCommand::Shadow(ShadowCommand::Stop { kind, server }) => {
+            let report = server
+                .client()?
+                .delete(&format!("/ws/v1/policies/{kind}/shadow"))?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        }
         PolicyCommand::Check { policy, params } => {
             let settings = Settings::default();
-            // No host clock here: guests read a clock fixed at the Unix epoch.
-            let engine = PolicyEngine::new(
-                settings.policies.limits,
-                std::sync::Arc::new(VirtualClock::default()),
-            )?;
+            let engine = offline_engine(&settings)?;
             let source = PolicySource::parse(&policy);
             let bytes = source.read().map_err(anyhow::Error::msg)?;
             let version = inspect(
@@ -123,9 +213,103 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
                 info.kind, info.name, info.version, info.sha256
             );
         }
+        PolicyCommand::Test {
+            policy,
+            cases,
+            params,
+            seed,
+            rounds,
+            json,
+        } => test(&policy, cases.as_deref(), &params, seed, rounds, json)?,
         PolicyCommand::Bench(args) => super::bench::run(args)?,
     }
     Ok(())
+}
+
+/// An engine for commands that run no server: guests read a clock fixed
+/// at the Unix epoch.
+fn offline_engine(settings: &Settings) -> anyhow::Result<PolicyEngine> {
+    PolicyEngine::new(
+        settings.policies.limits,
+        std::sync::Arc::new(VirtualClock::default()),
+    )
+}
+
+fn test(
+    policy: &str,
+    cases: Option<&std::path::Path>,
+    params: &[(String, String)],
+    seed: u64,
+    rounds: u32,
+    json: bool,
+) -> anyhow::Result<()> {
+    let cases = match cases {
+        Some(path) => {
+            let text = read_bounded(path, contract::MAX_CASES_BYTES)?;
+            contract::parse_cases(&text)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("{} is not a valid case file", path.display()))?
+        }
+        None => Vec::new(),
+    };
+    let settings = Settings::default();
+    let engine = offline_engine(&settings)?;
+    let source = PolicySource::parse(policy);
+    let bytes = source.read().map_err(anyhow::Error::msg)?;
+    let options = contract::TestOptions {
+        seed,
+        rounds: rounds as usize,
+    };
+    let report = contract::test(
+        &engine,
+        &source.to_string(),
+        &bytes,
+        &settings.pricing_params,
+        params,
+        &cases,
+        options,
+    )
+    .with_context(|| format!("{source} does not load"))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let info = &report.policy;
+        println!(
+            "{source}: {} policy {} {} (sha256 {}), seed {seed}",
+            info.kind, info.name, info.version, info.sha256
+        );
+        for check in &report.checks {
+            let mark = if check.passed { "ok  " } else { "FAIL" };
+            println!("  {mark}  {}: {}", check.name, check.detail);
+        }
+    }
+    if report.passed() {
+        if !json {
+            println!("{} checks passed", report.checks.len());
+        }
+        Ok(())
+    } else {
+        anyhow::bail!(
+            "{} of {} checks failed",
+            report.failed(),
+            report.checks.len()
+        )
+    }
+}
+
+/// A file's text, refused if it is larger than `limit` bytes.
+fn read_bounded(path: &std::path::Path, limit: usize) -> anyhow::Result<String> {
+    use std::io::Read;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut text = String::new();
+    file.take(limit as u64 + 1)
+        .read_to_string(&mut text)
+        .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))?;
+    if text.len() > limit {
+        anyhow::bail!("{} is larger than {limit} bytes", path.display());
+    }
+    Ok(text)
 }
 
 fn encode_query(pairs: &[(String, String)]) -> String {

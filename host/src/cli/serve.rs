@@ -13,7 +13,7 @@ use crate::api::{ApiState, router};
 use crate::config::{Authentication, Settings};
 use crate::ha;
 use crate::policy::{PolicyKind, PolicyRuntime, PolicySource, SavedVersion, watch};
-use crate::quota::QuotaService;
+use crate::quota::{EventLog, QuotaService};
 use crate::rm::{self, Intervals, ResourceManager, sim_nodes};
 use crate::security::{Authenticator, Security};
 use crate::sim::{Clock, WallClock};
@@ -121,12 +121,25 @@ struct Activation {
     clock: Arc<dyn Clock>,
     reload_queues: crate::api::QueueReload,
     sim_nodes: Option<(u32, crate::cluster::Resources)>,
+    /// The quota event log opened at start, for the first activation (later
+    /// ones open it again).
+    event_log: Option<EventLog>,
+}
+
+/// Opens the quota event log `weft.quota.event-log` names, if it names one.
+fn open_event_log(settings: &Settings) -> anyhow::Result<Option<EventLog>> {
+    let log = &settings.quota_event_log;
+    Ok(log
+        .path
+        .as_deref()
+        .map(|path| EventLog::open(path, log.max_bytes))
+        .transpose()?)
 }
 
 impl Activation {
     /// Restores the state the store holds under `fence`, puts the policies
     /// in force and starts the event loop.
-    fn activate(&self, fence: &Fence) -> anyhow::Result<ha::Active> {
+    fn activate(&mut self, fence: &Fence) -> anyhow::Result<ha::Active> {
         let settings = &self.settings;
         let store = &self.store;
         put_policies_in_force(&self.policies, settings, store)?;
@@ -149,6 +162,13 @@ impl Activation {
         if let Some((count, capacity)) = self.sim_nodes {
             manager.add_simulated_nodes(count, capacity);
             tracing::info!(count, %capacity, "simulated nodes registered");
+        }
+        let event_log = match self.event_log.take() {
+            Some(log) => Some(log),
+            None => open_event_log(settings)?,
+        };
+        if let Some(log) = event_log {
+            manager.record_quota_events(log);
         }
         manager
             .recover(
@@ -190,6 +210,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Checked now, so a bad configuration stops the start, not a failover.
     crate::queues::load(args.queues.as_deref(), &settings.queue_properties)
         .context("the queue configuration is invalid")?;
+    let event_log = open_event_log(&settings)?;
     let security =
         Arc::new(Security::from_settings(&settings.security).map_err(anyhow::Error::msg)?);
     let authenticator = Arc::new(
@@ -244,7 +265,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Policies are put in force when the server becomes active.
     let policies = Arc::new(PolicyRuntime::from_settings(&settings, clock.clone())?);
     let handle = rm::RmHandle::standby(None);
-    let activation = Activation {
+    let mut activation = Activation {
         settings: settings.clone(),
         store: store.clone(),
         policies: policies.clone(),
@@ -252,6 +273,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         clock,
         reload_queues: reload_queues.clone(),
         sim_nodes,
+        event_log,
     };
     if !sole {
         // A standby compiles what it would put in force while it waits.

@@ -21,6 +21,7 @@ use crate::queues::QueueProperties;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub quota: QuotaSettings,
+    pub quota_event_log: QuotaEventLogSettings,
     /// The standard parameters every pricing policy's `configure` receives.
     pub pricing_params: Vec<(String, String)>,
     pub scheduler: SchedulerSettings,
@@ -51,6 +52,15 @@ pub struct QuotaSettings {
     /// The units prices are quoted in (one vcore is always one unit).
     pub unit_memory_mb: u64,
     pub unit_gpus: u32,
+}
+
+/// `weft.quota.event-log`: where `serve` records its quota events for
+/// `weft replay` (`quota::event_log`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaEventLogSettings {
+    /// `None`: no log (the property is empty).
+    pub path: Option<PathBuf>,
+    pub max_bytes: u64,
 }
 
 /// Where state is kept and how a restart or failover resumes.
@@ -203,6 +213,10 @@ impl Settings {
             unit_memory_mb: read.whole(&q("minimum.charged.mb"))?,
             unit_gpus: read.whole_u32(&q("minimum.charged.gpu"))?,
         };
+        let quota_event_log = QuotaEventLogSettings {
+            path: read.path("weft.quota.event-log")?,
+            max_bytes: read.whole("weft.quota.event-log-max-mb")? << 20,
+        };
         let mut pricing_params = Vec::new();
         for name in PRICING_PARAMETERS {
             let value = read.text(&q(name))?;
@@ -318,6 +332,7 @@ impl Settings {
         read.check_all_read();
         Ok(Settings {
             quota,
+            quota_event_log,
             pricing_params,
             scheduler,
             nodes,
@@ -427,6 +442,13 @@ mod tests {
         assert_eq!(settings.security.authentication, Authentication::Simple);
         assert_eq!(settings.security.admin_acl.as_deref(), Some("*"));
         assert_eq!(settings.http.tls, None);
+        assert_eq!(
+            settings.quota_event_log,
+            QuotaEventLogSettings {
+                path: None,
+                max_bytes: 1 << 30
+            }
+        );
     }
 
     #[test]

@@ -351,6 +351,21 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "credits a project starts with",
     ),
     (
+        "weft.quota.event-log",
+        ValueType::Text,
+        "",
+        "a file every quota event is appended to, one JSON line each, in `weft replay`'s format (docs/replay-events.md); empty: off",
+    ),
+    (
+        "weft.quota.event-log-max-mb",
+        ValueType::Whole {
+            min: 1,
+            max: crate::sim::replay::MAX_LOG_BYTES >> 20,
+        },
+        "1024",
+        "MB the quota event log may grow to (replay reads at most 1024); at the limit no more events are logged, with a warning, until the file is moved away and the server restarted",
+    ),
+    (
         "weft.scheduler.interval-ms",
         ValueType::Whole {
             min: 1,

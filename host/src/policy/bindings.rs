@@ -8,13 +8,21 @@ use super::engine::GuestState;
 
 mod generated {
     pub mod pricing {
-        wasmtime::component::bindgen!({ world: "pricing-policy", path: "../wit" });
+        // Equality and JSON for every WIT type: `weft policy test` reads
+        // example cases and compares answers, shadow mode compares two
+        // versions' answers.
+        wasmtime::component::bindgen!({
+            world: "pricing-policy",
+            path: "../wit",
+            additional_derives: [PartialEq, serde::Serialize, serde::Deserialize],
+        });
     }
     pub mod scheduling {
         // Reuse the shared interfaces so both worlds have one `PolicyInfo`, one `Host`.
         wasmtime::component::bindgen!({
             world: "scheduling-policy",
             path: "../wit",
+            additional_derives: [PartialEq, serde::Serialize, serde::Deserialize],
             with: {
                 "weft:policy/types": super::pricing::weft::policy::types,
                 "weft:policy/host": super::pricing::weft::policy::host,
@@ -25,6 +33,7 @@ mod generated {
         wasmtime::component::bindgen!({
             world: "sharing-policy",
             path: "../wit",
+            additional_derives: [PartialEq, serde::Serialize, serde::Deserialize],
             with: {
                 "weft:policy/types": super::pricing::weft::policy::types,
                 "weft:policy/host": super::pricing::weft::policy::host,
@@ -36,14 +45,16 @@ mod generated {
 pub use generated::pricing::exports::weft::policy::pricing::{
     PriceMultiplicators, Usage, Utilization,
 };
-pub use generated::pricing::weft::policy::types::{PolicyInfo, PolicyKind as WitPolicyKind};
+pub use generated::pricing::weft::policy::types::{
+    PolicyInfo, PolicyKind as WitPolicyKind, Resources as SharingResources,
+};
 pub use generated::pricing::{PricingPolicy, PricingPolicyPre};
 pub use generated::scheduling::exports::weft::policy::scheduling::{
     Apps, Asks, Containers, Nodes, Placements, Queues, Snapshot,
 };
 pub use generated::scheduling::{SchedulingPolicy, SchedulingPolicyPre};
 pub use generated::sharing::exports::weft::policy::sharing::{
-    Admission, PlanSettings, Rejection, Resources as SharingResources, Timeline,
+    Admission, PlanSettings, Rejection, Timeline,
 };
 pub use generated::sharing::{SharingPolicy, SharingPolicyPre};
 

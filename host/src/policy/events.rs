@@ -15,6 +15,9 @@ pub(super) enum PolicyEvent<'a> {
         source: &'a str,
         error: &'a LoadError,
     },
+    ShadowLoaded {
+        version: &'a PolicyVersion,
+    },
     CallSucceeded {
         version: &'a PolicyVersion,
         elapsed: Duration,
@@ -54,6 +57,22 @@ impl<'a> PolicyEvent<'a> {
         }
     }
 
+    /// As [`loaded`](Self::loaded), for a version loaded as a shadow.
+    pub(super) fn shadow_loaded(
+        kind: PolicyKind,
+        source: &'a str,
+        result: &'a Result<Arc<PolicyVersion>, LoadError>,
+    ) -> Self {
+        match result {
+            Ok(version) => PolicyEvent::ShadowLoaded { version },
+            Err(error) => PolicyEvent::LoadRefused {
+                kind,
+                source,
+                error,
+            },
+        }
+    }
+
     pub(super) fn emit(&self) {
         let m = metrics();
         match self {
@@ -62,6 +81,13 @@ impl<'a> PolicyEvent<'a> {
                 tracing::info!(kind = %i.kind, policy = %i.name, version = %i.version, sha256 = %i.sha256, source = %i.source, "policy loaded and published");
                 m.policy_loads
                     .get_or_create(&outcome(i.kind, "published"))
+                    .inc();
+            }
+            PolicyEvent::ShadowLoaded { version } => {
+                let i = &version.info;
+                tracing::info!(kind = %i.kind, policy = %i.name, version = %i.version, sha256 = %i.sha256, source = %i.source, "policy loaded as a shadow beside the active one");
+                m.policy_loads
+                    .get_or_create(&outcome(i.kind, "shadow"))
                     .inc();
             }
             PolicyEvent::LoadRefused {

@@ -28,6 +28,10 @@ pub enum LoadError {
     #[error("the component does not compile: {0}")]
     Compile(String),
     #[error(
+        "the component was built for weft:policy@{built_for}, but this Weft speaks weft:policy@{WIT_VERSION}; rebuild it against this version's WIT (`weft policy new` writes it)"
+    )]
+    IncompatibleWit { built_for: String },
+    #[error(
         "not a {kind} policy (the component does not implement the {kind}-policy world): {detail}"
     )]
     WrongWorld { kind: PolicyKind, detail: String },
@@ -50,6 +54,7 @@ pub fn prepare(
     params: Vec<(String, String)>,
 ) -> Result<Arc<PolicyVersion>, LoadError> {
     let component = compile(engine, bytes)?;
+    check_wit_version(engine, &component)?;
     let prepared = type_check(engine, kind, &component)?;
     let sha256 = Sha256::digest(bytes);
     let mut first = [0u8; 8];
@@ -96,6 +101,7 @@ pub fn inspect(
     params: &[(String, String)],
 ) -> Result<Arc<PolicyVersion>, LoadError> {
     let component = compile(engine, bytes)?;
+    check_wit_version(engine, &component)?;
     let kind = PolicyKind::ALL
         .into_iter()
         .find(|kind| type_check(engine, *kind, &component).is_ok())
@@ -122,6 +128,49 @@ fn compile(engine: &PolicyEngine, bytes: &[u8]) -> Result<Component, LoadError> 
     engine
         .compile(bytes)
         .map_err(|e| LoadError::Compile(format!("{e:#}")))
+}
+
+/// The version of the `weft:policy` WIT package this host implements
+/// (wit/*.wit). Components built for another 0.x minor version (or another
+/// major version) do not link.
+pub const WIT_VERSION: &str = "0.2.0";
+
+/// Refuses a component whose `weft:policy` imports or exports are of a
+/// version this host does not speak, saying which, rather than leaving the
+/// linker's "no import named …" to explain it.
+fn check_wit_version(engine: &PolicyEngine, component: &Component) -> Result<(), LoadError> {
+    let ty = component.component_type();
+    let engine = engine.engine();
+    let names: Vec<&str> = ty
+        .imports(engine)
+        .map(|(name, _)| name)
+        .chain(ty.exports(engine).map(|(name, _)| name))
+        .collect();
+    let versions: std::collections::BTreeSet<&str> = names
+        .iter()
+        .filter_map(|name| name.strip_prefix("weft:policy/")?.split_once('@'))
+        .map(|(_, version)| version)
+        .collect();
+    match versions.iter().find(|v| !compatible(v)) {
+        Some(other) => Err(LoadError::IncompatibleWit {
+            built_for: other.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Semver compatibility as the component model applies it: the same major
+/// version, and for 0.x the same minor.
+fn compatible(version: &str) -> bool {
+    let parts = |v: &str| -> Option<(u64, u64)> {
+        let mut numbers = v.split(['.', '-', '+']).map(str::parse::<u64>);
+        Some((numbers.next()?.ok()?, numbers.next()?.ok()?))
+    };
+    match (parts(version), parts(WIT_VERSION)) {
+        (Some((0, minor)), Some((0, ours))) => minor == ours,
+        (Some((major, _)), Some((ours, _))) => major == ours,
+        _ => false,
+    }
 }
 
 fn type_check(
@@ -264,7 +313,7 @@ pub(crate) fn sample_snapshot() -> Snapshot {
             capacity: vec![100.0],
             maximum_capacity: vec![100.0],
             minimum_user_limit_percent: vec![100.0],
-            user_limit_factor: vec![1.0],
+            user_limit_factor: vec![Some(1.0)],
             fair: vec![false],
             used_memory_mb: vec![2048],
             used_vcores: vec![2],

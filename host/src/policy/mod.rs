@@ -7,12 +7,15 @@
 //! good version when a call fails and rolls a failing version back by itself.
 
 mod bindings;
+pub mod contract;
 mod engine;
 mod events;
 mod load;
 mod registry;
+mod shadow;
 mod slot;
 mod stats;
+mod typed;
 pub mod validate;
 mod version;
 pub mod watch;
@@ -29,10 +32,15 @@ pub use bindings::{
     Utilization,
 };
 pub use engine::{CallLimits, PolicyEngine};
-pub use load::{LoadError, inspect, prepare};
+pub use load::{LoadError, WIT_VERSION, inspect, prepare};
 pub use registry::{PolicySource, builtin, builtin_names};
+pub use shadow::{
+    PricingComparison, ProjectCredits, SchedulingComparison, Shadow, ShadowReport, ShadowSlot,
+    SharingComparison,
+};
 pub use slot::{HistoryEntry, PolicySlot, STANDBY_KEPT, SavedVersion, SlotStatus, VersionState};
 pub use stats::{CallCost, CallStats};
+pub use typed::{PricingSlot, SchedulingSlot, SharingSlot};
 pub use version::{PolicyVersion, VersionInfo};
 
 /// The kinds of policy, one WIT world each.
@@ -132,15 +140,26 @@ impl CallError {
 #[derive(Debug)]
 pub struct PolicyRuntime {
     engine: PolicyEngine,
-    pricing: PolicySlot,
-    scheduling: PolicySlot,
-    sharing: PolicySlot,
+    pricing: PricingSlot,
+    scheduling: SchedulingSlot,
+    sharing: SharingSlot,
     max_failures: u32,
     /// Parameters every pricing policy receives before the operator's own.
     pricing_defaults: Vec<(String, String)>,
     /// Where loaded components are kept by sha256, so the versions in force
     /// come back after a restart or failover (`serve` sets it).
     store: std::sync::OnceLock<crate::store::Store>,
+    /// The reservable queues' own sharing policies (their
+    /// `reservation-policy`), by queue path.
+    queue_sharing: std::sync::Mutex<std::collections::BTreeMap<String, QueueSharing>>,
+}
+
+/// A reservable queue's own sharing policy: its slot, and the source the
+/// queue's `reservation-policy` named when the slot was made.
+#[derive(Debug, Clone)]
+pub struct QueueSharing {
+    pub configured: String,
+    pub slot: Arc<SharingSlot>,
 }
 
 impl PolicyRuntime {
@@ -151,12 +170,13 @@ impl PolicyRuntime {
     ) -> PolicyRuntime {
         PolicyRuntime {
             engine,
-            pricing: PolicySlot::new(PolicyKind::Pricing, max_failures),
-            scheduling: PolicySlot::new(PolicyKind::Scheduling, max_failures),
-            sharing: PolicySlot::new(PolicyKind::Sharing, max_failures),
+            pricing: PricingSlot::new(max_failures),
+            scheduling: SchedulingSlot::new(max_failures),
+            sharing: SharingSlot::new(max_failures),
             max_failures,
             pricing_defaults,
             store: std::sync::OnceLock::new(),
+            queue_sharing: Default::default(),
         }
     }
 
@@ -261,12 +281,25 @@ impl PolicyRuntime {
         self.max_failures
     }
 
+    /// What every kind's slot shares: publication, rollback, history.
     pub fn slot(&self, kind: PolicyKind) -> &PolicySlot {
         match kind {
             PolicyKind::Pricing => &self.pricing,
             PolicyKind::Scheduling => &self.scheduling,
             PolicyKind::Sharing => &self.sharing,
         }
+    }
+
+    pub fn pricing(&self) -> &PricingSlot {
+        &self.pricing
+    }
+
+    pub fn scheduling(&self) -> &SchedulingSlot {
+        &self.scheduling
+    }
+
+    pub fn sharing(&self) -> &SharingSlot {
+        &self.sharing
     }
 
     /// The full load: read, prepare and check the component, then publish it
@@ -289,24 +322,164 @@ impl PolicyRuntime {
         bytes: &[u8],
         params: &[(String, String)],
     ) -> Result<Arc<PolicyVersion>, LoadError> {
+        let result = self.prepare_kept(kind, source, bytes, params);
+        events::PolicyEvent::loaded(kind, source, &result).emit();
+        let version = result?;
+        self.slot(kind).publish(version.clone());
+        Ok(version)
+    }
+
+    /// Prepares `bytes` as a version of `kind` (pricing policies get the
+    /// standard parameters before `params`) and keeps the component in the
+    /// store, if there is one, so it can be put back after a restart.
+    fn prepare_kept(
+        &self,
+        kind: PolicyKind,
+        source: &str,
+        bytes: &[u8],
+        params: &[(String, String)],
+    ) -> Result<Arc<PolicyVersion>, LoadError> {
         let mut all_params = match kind {
             PolicyKind::Pricing => self.pricing_defaults.clone(),
             PolicyKind::Scheduling | PolicyKind::Sharing => Vec::new(),
         };
         all_params.extend_from_slice(params);
-        let result = prepare(&self.engine, kind, source, bytes, all_params).and_then(|version| {
-            if let Some(store) = self.store.get() {
-                let mut batch = crate::store::Batch::default();
-                batch.put_policy_blob(&version.info.sha256, bytes.to_vec());
-                store
-                    .commit(&batch)
-                    .map_err(|e| LoadError::Store(e.to_string()))?;
-            }
-            Ok(version)
-        });
-        events::PolicyEvent::loaded(kind, source, &result).emit();
-        let version = result?;
-        self.slot(kind).publish(version.clone());
+        let version = prepare(&self.engine, kind, source, bytes, all_params)?;
+        if let Some(store) = self.store.get() {
+            let mut batch = crate::store::Batch::default();
+            batch.put_policy_blob(&version.info.sha256, bytes.to_vec());
+            store
+                .commit(&batch)
+                .map_err(|e| LoadError::Store(e.to_string()))?;
+        }
         Ok(version)
+    }
+
+    /// The slot for `queue`'s own sharing policy, `source`: the slot that
+    /// serves it now if the queue's configuration named the same source
+    /// before (keeping its history and any version loaded into it since),
+    /// else a new slot with `source` loaded. Nothing is installed until
+    /// [`set_queue_sharing`](Self::set_queue_sharing).
+    pub fn queue_sharing_slot(
+        &self,
+        queue: &str,
+        source: &PolicySource,
+    ) -> Result<QueueSharing, LoadError> {
+        let configured = source.to_string();
+        let serving = self.queue_sharing.lock().unwrap().get(queue).cloned();
+        if let Some(serving) = serving.filter(|s| s.configured == configured) {
+            return Ok(serving);
+        }
+        let bytes = source.read().map_err(LoadError::Source)?;
+        let result = self.prepare_kept(PolicyKind::Sharing, &configured, &bytes, &[]);
+        events::PolicyEvent::loaded(PolicyKind::Sharing, &configured, &result).emit();
+        let slot = SharingSlot::new(self.max_failures);
+        slot.publish(result?);
+        Ok(QueueSharing {
+            configured,
+            slot: Arc::new(slot),
+        })
+    }
+
+    /// Installs the queues' own sharing policies of a queue configuration;
+    /// those it no longer names are dropped.
+    pub fn set_queue_sharing(&self, queues: std::collections::BTreeMap<String, QueueSharing>) {
+        *self.queue_sharing.lock().unwrap() = queues;
+    }
+
+    /// The own sharing policy of the queue at `path`, if it has one.
+    pub fn queue_sharing(&self, path: &str) -> Option<Arc<SharingSlot>> {
+        let queues = self.queue_sharing.lock().unwrap();
+        queues.get(path).map(|q| q.slot.clone())
+    }
+
+    /// Every queue's own sharing policy: active version and history.
+    pub fn queue_sharing_status(&self) -> Vec<(String, SlotStatus)> {
+        let queues = self.queue_sharing.lock().unwrap();
+        queues
+            .iter()
+            .map(|(path, q)| (path.clone(), q.slot.status()))
+            .collect()
+    }
+
+    /// Loads `bytes` as the active version of the queue `path`'s own
+    /// sharing policy (a hot swap, as for the runtime's own slots).
+    pub fn load_queue_sharing(
+        &self,
+        path: &str,
+        source: &str,
+        bytes: &[u8],
+        params: &[(String, String)],
+    ) -> Result<Arc<PolicyVersion>, LoadError> {
+        let slot = self.queue_sharing(path).ok_or_else(|| {
+            LoadError::Source(format!(
+                "queue {path} has no sharing policy of its own (no reservation-policy); leave the queue out to load the one every other queue uses"
+            ))
+        })?;
+        let result = self.prepare_kept(PolicyKind::Sharing, source, bytes, params);
+        events::PolicyEvent::loaded(PolicyKind::Sharing, source, &result).emit();
+        let version = result?;
+        slot.publish(version.clone());
+        Ok(version)
+    }
+
+    /// The candidate running beside `kind`'s active version, if any.
+    pub fn shadow(&self, kind: PolicyKind) -> &ShadowSlot {
+        match kind {
+            PolicyKind::Pricing => self.pricing.shadow(),
+            PolicyKind::Scheduling => self.scheduling.shadow(),
+            PolicyKind::Sharing => self.sharing.shadow(),
+        }
+    }
+
+    /// Loads `bytes` as a shadow of `kind`: it answers the same live calls
+    /// as the active version, its answers compared and never applied. It
+    /// replaces a shadow already running. A shadow is not kept across a
+    /// restart; what it becomes by [`promote`](Self::promote) is.
+    pub fn load_shadow(
+        &self,
+        kind: PolicyKind,
+        source: &str,
+        bytes: &[u8],
+        params: &[(String, String)],
+    ) -> Result<Arc<PolicyVersion>, LoadError> {
+        if self.slot(kind).active().is_none() {
+            return Err(LoadError::Source(format!(
+                "no {kind} policy is active, so there is nothing to compare a shadow with; load it as the active one"
+            )));
+        }
+        let result = self.prepare_kept(kind, source, bytes, params);
+        events::PolicyEvent::shadow_loaded(kind, source, &result).emit();
+        let version = result?;
+        let shadow = Shadow::start(version.clone())
+            .map_err(|e| LoadError::Source(format!("cannot start the shadow's thread: {e}")))?;
+        self.shadow(kind).set(shadow);
+        Ok(version)
+    }
+
+    /// Makes `kind`'s shadow the active version, through the same atomic
+    /// publication as a load: calls already running finish on the old one,
+    /// the next call is answered by the new one, and the old one stays as
+    /// the fallback. Returns the shadow's last report.
+    pub fn promote(&self, kind: PolicyKind) -> Result<ShadowReport, String> {
+        let shadow = self
+            .shadow(kind)
+            .take()
+            .ok_or_else(|| format!("no {kind} shadow is running"))?;
+        self.slot(kind).publish(shadow.version().clone());
+        let report = shadow.report();
+        tracing::info!(%kind, policy = %report.shadow.name, "shadow policy promoted to active");
+        Ok(report)
+    }
+
+    /// Stops `kind`'s shadow. Returns its last report.
+    pub fn stop_shadow(&self, kind: PolicyKind) -> Result<ShadowReport, String> {
+        let shadow = self
+            .shadow(kind)
+            .take()
+            .ok_or_else(|| format!("no {kind} shadow is running"))?;
+        let report = shadow.report();
+        tracing::info!(%kind, policy = %report.shadow.name, "shadow policy stopped");
+        Ok(report)
     }
 }

@@ -116,8 +116,8 @@ pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), St
         }
         // Node room first: an over-allocation is the graver fault.
         let memory = asks.memory_mb[a].checked_mul(u64::from(c));
-        let vcores = asks.vcores[a].checked_mul(c);
-        let gpus = asks.gpus[a].checked_mul(c);
+        let vcores = asks.vcores[a].checked_mul(u64::from(c));
+        let gpus = asks.gpus[a].checked_mul(u64::from(c));
         match (memory, vcores, gpus) {
             (Some(m), Some(v), Some(g))
                 if m <= free_memory[n] && v <= free_vcores[n] && g <= free_gpus[n] =>

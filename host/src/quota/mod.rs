@@ -1,18 +1,21 @@
 //! Usage quota and variable pricing, per HOPS-1385: the PriceMultiplicatorService
 //! step (`multiplicator`), the QuotaService with its four events (`service`),
 //! and the ledger the charges land in (`ledger`). Prices themselves come from
-//! the pricing policy, reached through the [`Pricing`] trait.
+//! the pricing policy, reached through the [`Pricing`] trait. `event_log`
+//! records the service's events for `weft replay`.
 
+pub mod event_log;
 mod ledger;
 mod service;
 
+pub use event_log::EventLog;
 pub use ledger::{Charge, DailyKey, LedgerDelta, ProjectQuota, QuotaLedger, day_of};
 pub use service::{ChargedContainer, QuotaError, QuotaService, UnitPrices};
 
-use crate::policy::{CallError, PolicySlot, PriceMultiplicators, Usage, Utilization, validate};
+use crate::policy::{CallError, PriceMultiplicators, PricingSlot, Usage, Utilization};
 
 /// What the quota service needs from a pricing policy. The host's
-/// implementation is the pricing [`PolicySlot`] (WASM, with fallback);
+/// implementation is the [`PricingSlot`] (WASM, with fallback, checked);
 /// benchmarks and tests may price natively.
 pub trait Pricing {
     fn multiplicators(&self, utilization: Utilization) -> Result<PriceMultiplicators, CallError>;
@@ -21,15 +24,29 @@ pub trait Pricing {
         usage: &Usage,
         multiplicators: PriceMultiplicators,
     ) -> Result<Vec<f64>, CallError>;
+
+    /// Whether a shadow policy wants to see the charges made (so the
+    /// caller builds [`shadow_charge`](Self::shadow_charge)'s rows only then).
+    fn shadowing(&self) -> bool {
+        false
+    }
+
+    /// Hands a charge made to the shadow: `rows[i]` is usage row i's
+    /// project and how many containers it stands for, `active[i]` its
+    /// charge per container.
+    fn shadow_charge(
+        &self,
+        _usage: Usage,
+        _multiplicators: PriceMultiplicators,
+        _active: Vec<f64>,
+        _rows: Vec<(std::sync::Arc<str>, u32)>,
+    ) {
+    }
 }
 
-impl Pricing for PolicySlot {
+impl Pricing for PricingSlot {
     fn multiplicators(&self, utilization: Utilization) -> Result<PriceMultiplicators, CallError> {
-        self.call(|version| {
-            let multiplicators = version.multiplicators(utilization)?;
-            validate::multiplicators(&multiplicators).map_err(CallError::InvalidOutput)?;
-            Ok(multiplicators)
-        })
+        PricingSlot::multiplicators(self, utilization)
     }
 
     fn charge(
@@ -37,10 +54,20 @@ impl Pricing for PolicySlot {
         usage: &Usage,
         multiplicators: PriceMultiplicators,
     ) -> Result<Vec<f64>, CallError> {
-        self.call(|version| {
-            let charges = version.charge(usage, multiplicators)?;
-            validate::charges(&charges, usage.seconds.len()).map_err(CallError::InvalidOutput)?;
-            Ok(charges)
-        })
+        PricingSlot::charge(self, usage, multiplicators)
+    }
+
+    fn shadowing(&self) -> bool {
+        self.shadow().running()
+    }
+
+    fn shadow_charge(
+        &self,
+        usage: Usage,
+        multiplicators: PriceMultiplicators,
+        active: Vec<f64>,
+        rows: Vec<(std::sync::Arc<str>, u32)>,
+    ) {
+        PricingSlot::shadow_charge(self, usage, multiplicators, active, rows);
     }
 }

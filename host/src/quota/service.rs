@@ -226,6 +226,12 @@ impl QuotaService {
         self.running.insert(container.id, tracked);
     }
 
+    /// When the last QUOTA_COMPUTE ran: every running container is charged
+    /// up to it, or up to its own [`QuotaService::charged_until`] if later.
+    pub fn last_compute_ms(&self) -> u64 {
+        self.last_compute_ms
+    }
+
     /// Up to when `container`'s own events charged it, if it is charged.
     pub fn charged_until(&self, container: &str) -> Option<u64> {
         self.running.get(container).map(|t| t.last_charged_ms)
@@ -416,17 +422,33 @@ impl QuotaService {
         let usage = Usage {
             seconds: self.owed.iter().map(|o| o.seconds).collect(),
             memory_mb: self.owed.iter().map(|o| o.resources.memory_mb).collect(),
-            vcores: self.owed.iter().map(|o| o.resources.vcores).collect(),
-            gpus: self.owed.iter().map(|o| o.resources.gpus).collect(),
+            vcores: self
+                .owed
+                .iter()
+                .map(|o| u64::from(o.resources.vcores))
+                .collect(),
+            gpus: self
+                .owed
+                .iter()
+                .map(|o| u64::from(o.resources.gpus))
+                .collect(),
         };
         // A row's price is for one container; the policy prices each row on
         // its own, so a row standing for n containers costs n times as much.
-        let credits: Vec<f64> = pricing
-            .charge(&usage, self.multiplicators)?
-            .into_iter()
+        let prices = pricing.charge(&usage, self.multiplicators)?;
+        let credits: Vec<f64> = prices
+            .iter()
             .zip(&self.owed)
             .map(|(price, owed)| price * f64::from(owed.containers))
             .collect();
+        if pricing.shadowing() {
+            let rows = self
+                .owed
+                .iter()
+                .map(|owed| (owed.project.clone(), owed.containers))
+                .collect();
+            pricing.shadow_charge(usage, self.multiplicators, prices, rows);
+        }
         // One ledger charge per (project, user, day): a flush prices every
         // running container, and the ledger needs only the sums.
         const DAY_MS: u64 = 86_400_000;
@@ -494,7 +516,7 @@ impl QuotaService {
             seconds: vec![1.0; 3],
             memory_mb: vec![0, self.settings.unit_memory_mb, 0],
             vcores: vec![1, 0, 0],
-            gpus: vec![0, 0, self.settings.unit_gpus],
+            gpus: vec![0, 0, u64::from(self.settings.unit_gpus)],
         };
         let prices = pricing.charge(&usage, self.multiplicators)?;
         Ok(UnitPrices {

@@ -28,9 +28,7 @@ pub use plan::{Plan, PlanConfig, PlanError, Reservation};
 pub use rle::{Amount, RleTimeline};
 pub use system::{Caller, ListQuery, ReservationSystem, SystemConfig, SystemError};
 
-use crate::policy::{
-    Admission, CallError, PlanSettings, PolicySlot, Rejection, Timeline, validate,
-};
+use crate::policy::{Admission, CallError, PlanSettings, Rejection, SharingSlot, Timeline};
 
 /// The sharing policy as the reservation system calls it: the active WASM
 /// version through its slot in the host, a native double in unit tests.
@@ -43,24 +41,16 @@ pub trait Sharing {
     fn available(&self, admission: &Admission) -> Result<Timeline, CallError>;
 }
 
-impl Sharing for PolicySlot {
+impl Sharing for SharingSlot {
     fn window(&self, settings: &PlanSettings) -> Result<i64, CallError> {
-        self.call(|version| {
-            let window = version.window(settings)?;
-            validate::window(window).map_err(CallError::InvalidOutput)?;
-            Ok(window)
-        })
+        SharingSlot::window(self, settings)
     }
 
     fn validate(&self, admission: &Admission) -> Result<Result<(), Rejection>, CallError> {
-        self.call(|version| version.validate(admission))
+        SharingSlot::validate(self, admission)
     }
 
     fn available(&self, admission: &Admission) -> Result<Timeline, CallError> {
-        self.call(|version| {
-            let available = version.available(admission)?;
-            validate::timeline(&available).map_err(CallError::InvalidOutput)?;
-            Ok(available)
-        })
+        SharingSlot::available(self, admission)
     }
 }

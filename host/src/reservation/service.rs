@@ -3,12 +3,12 @@
 //! and plan capacities kept to the queues' guarantees. The plan follower
 //! (`follower.rs`) reads the system it keeps.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::cluster::{Cluster, Resources};
 use crate::config::Settings;
-use crate::policy::{PolicyKind, PolicyRuntime, PolicySlot, PolicySource};
+use crate::policy::{PolicyRuntime, PolicySource, QueueSharing, SharingSlot};
 use crate::queues::QueueTree;
 use crate::refusal::Refusal;
 use crate::reservation::definition::{
@@ -63,7 +63,7 @@ impl ReservationError {
 pub struct PreparedQueues {
     system: ReservationSystem,
     guarantees: HashMap<String, f64>,
-    queue_policies: HashMap<String, Arc<PolicySlot>>,
+    queue_policies: BTreeMap<String, QueueSharing>,
 }
 
 pub struct ReservationService {
@@ -72,9 +72,10 @@ pub struct ReservationService {
     enabled: bool,
     /// Queue path → percent of the cluster it is guaranteed.
     guarantees: HashMap<String, f64>,
-    /// Queue path → the sharing policy its `reservation-policy` names; the
-    /// others use the runtime's (hot-swappable) sharing slot.
-    queue_policies: HashMap<String, Arc<PolicySlot>>,
+    /// Queue path → the sharing policy its `reservation-policy` names (a
+    /// slot of the policy runtime, hot-swappable); the others use the
+    /// runtime's own sharing slot.
+    queue_policies: BTreeMap<String, QueueSharing>,
     /// Who each recently handed-out id was handed to.
     issued: crate::security::issued::IssuedIds,
 }
@@ -112,6 +113,7 @@ impl ReservationService {
             queue_policies: queue_policies(queues, policies)?,
             issued: Default::default(),
         };
+        policies.set_queue_sharing(service.queue_policies.clone());
         let next_sequence = service.store.counter(SEQUENCE)?;
         for (id, queue, record) in service.store.reservations()? {
             let restored = serde_json::from_str::<Reservation>(&record)
@@ -196,20 +198,22 @@ impl ReservationService {
         })
     }
 
-    /// Switches to a prepared queue configuration.
-    pub fn apply_queues(&mut self, prepared: PreparedQueues) {
+    /// Switches to a prepared queue configuration, installing its queues'
+    /// own sharing policies in `policies`.
+    pub fn apply_queues(&mut self, prepared: PreparedQueues, policies: &PolicyRuntime) {
         self.system = prepared.system;
         self.guarantees = prepared.guarantees;
         self.queue_policies = prepared.queue_policies;
+        policies.set_queue_sharing(self.queue_policies.clone());
     }
 
     /// The sharing policy of its own that the queue `queue` names (a path
     /// or a leaf name) has, if its `reservation-policy` names one.
-    fn own_policy(&self, queue: &str) -> Option<Arc<PolicySlot>> {
+    fn own_policy(&self, queue: &str) -> Option<Arc<SharingSlot>> {
         self.queue_policies
             .iter()
             .find(|(path, _)| path.as_str() == queue || path.rsplit('.').next() == Some(queue))
-            .map(|(_, slot)| slot.clone())
+            .map(|(_, own)| own.slot.clone())
     }
 
     /// YARN's new-reservation: a fresh id, never handed out again.
@@ -371,14 +375,14 @@ impl ReservationService {
     }
 }
 
-/// A sharing policy loaded for each reservable queue whose
-/// `reservation-policy` names one: `builtin:NAME`, a file, or YARN's class
-/// names for the two bundled policies.
+/// The own sharing policy of each reservable queue whose
+/// `reservation-policy` names one (`builtin:NAME`, a file, or YARN's class
+/// names for the two bundled policies), as slots of the policy runtime.
 fn queue_policies(
     queues: &QueueTree,
     policies: &PolicyRuntime,
-) -> Result<HashMap<String, Arc<PolicySlot>>, ReservationError> {
-    let mut loaded = HashMap::new();
+) -> Result<BTreeMap<String, QueueSharing>, ReservationError> {
+    let mut loaded = BTreeMap::new();
     for (queue, settings) in queues.reservable() {
         let Some(named) = &settings.policy else {
             continue;
@@ -388,23 +392,14 @@ fn queue_policies(
             Some("NoOverCommitPolicy") => PolicySource::Builtin("no-overcommit".into()),
             _ => PolicySource::parse(named),
         };
-        let refused = |reason: String| ReservationError::QueuePolicy {
-            property: format!("{}{}.reservation-policy", crate::queues::PREFIX, queue.path),
-            source_name: source.to_string(),
-            reason,
-        };
-        let bytes = source.read().map_err(&refused)?;
-        let version = crate::policy::prepare(
-            policies.engine(),
-            PolicyKind::Sharing,
-            &source.to_string(),
-            &bytes,
-            Vec::new(),
-        )
-        .map_err(|e| refused(e.to_string()))?;
-        let slot = PolicySlot::new(PolicyKind::Sharing, policies.max_failures());
-        slot.publish(version);
-        loaded.insert(queue.path.clone(), Arc::new(slot));
+        let own = policies
+            .queue_sharing_slot(&queue.path, &source)
+            .map_err(|e| ReservationError::QueuePolicy {
+                property: format!("{}{}.reservation-policy", crate::queues::PREFIX, queue.path),
+                source_name: source.to_string(),
+                reason: e.to_string(),
+            })?;
+        loaded.insert(queue.path.clone(), own);
     }
     Ok(loaded)
 }

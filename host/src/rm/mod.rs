@@ -22,11 +22,12 @@ use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
 use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
 use crate::queues::QueueTree;
-use crate::quota::QuotaService;
+use crate::quota::{EventLog, QuotaService};
 use crate::scheduler;
 use crate::scheduler::reclaim::{self, Starvation};
 use crate::security::Security;
 use crate::sim::Clock;
+use crate::sim::replay::ReplayEvent;
 use crate::store::{Batch, Store, StoreError};
 
 use crate::reservation::follower;
@@ -69,6 +70,9 @@ pub struct ResourceManager {
     /// The queue tree changed (refreshQueues, recovery): the next commit
     /// saves the configuration in force.
     queues_changed: bool,
+    /// Where the quota service's events are recorded for `weft replay`
+    /// (`weft.quota.event-log`), if anywhere.
+    event_log: Option<EventLog>,
 }
 
 impl std::fmt::Debug for ResourceManager {
@@ -301,7 +305,21 @@ impl ResourceManager {
             scheduling_wait: None,
             saved_policies: [None; 3],
             queues_changed: false,
+            event_log: None,
         })
+    }
+
+    /// Records every quota event from now on in `log` (before `recover`,
+    /// so the log has the recovery).
+    pub fn record_quota_events(&mut self, log: EventLog) {
+        self.event_log = Some(log);
+    }
+
+    /// Records `event`, given to the quota service at `t`, if events are recorded.
+    fn record_quota_event(&mut self, t: u64, event: impl FnOnce() -> ReplayEvent) {
+        if let Some(log) = &mut self.event_log {
+            log.record(t, event());
+        }
     }
 
     /// Adds each policy slot's versions to the next commit if a load or
@@ -323,12 +341,25 @@ impl ResourceManager {
         }
     }
 
+    /// Commits to the store ([`ResourceManager::commit_to_store`]), then
+    /// writes the quota events recorded since: the event log never holds
+    /// what the store may still lose.
+    pub fn commit(&mut self) -> Result<(), StoreError> {
+        let committed = self.commit_to_store();
+        if committed.is_ok()
+            && let Some(log) = &mut self.event_log
+        {
+            log.write_committed();
+        }
+        committed
+    }
+
     /// Writes every change since the last commit — the cluster's, then the
     /// quota service's — in one transaction. A failed commit keeps its
     /// writes and they go first in the next one (each write is the row's
     /// value as it is, so writing one again is harmless). A fenced commit
     /// means another server is active: this one must stop.
-    pub fn commit(&mut self) -> Result<(), StoreError> {
+    fn commit_to_store(&mut self) -> Result<(), StoreError> {
         if self.store.is_none() {
             return Ok(());
         }
@@ -491,7 +522,7 @@ impl ResourceManager {
         let reservations = self.active_reservations(now);
         match scheduler::schedule(
             &mut self.cluster,
-            self.policies.slot(PolicyKind::Scheduling),
+            self.policies.scheduling(),
             &reservations,
             now,
         ) {
@@ -507,7 +538,7 @@ impl ResourceManager {
         {
             match reclaim::reclaim(
                 &mut self.cluster,
-                self.policies.slot(PolicyKind::Scheduling),
+                self.policies.scheduling(),
                 &reservations,
                 now,
             ) {
@@ -528,7 +559,7 @@ impl ResourceManager {
         for allocation in allocations {
             let c = &allocation.container;
             tracing::debug!(container = %c.id, app = %c.app, node = %c.node, "container allocated");
-            if let Err(error) = self.quota.start(
+            match self.quota.start(
                 &c.id,
                 &c.app,
                 &allocation.project,
@@ -536,7 +567,16 @@ impl ResourceManager {
                 c.resources,
                 now,
             ) {
-                tracing::error!(%error, "quota could not start charging a container");
+                Ok(()) => self.record_quota_event(now, || ReplayEvent::Start {
+                    container: c.id.clone(),
+                    app: c.app.clone(),
+                    project: allocation.project.clone(),
+                    user: allocation.user.clone(),
+                    memory_mb: c.resources.memory_mb,
+                    vcores: c.resources.vcores,
+                    gpus: c.resources.gpus,
+                }),
+                Err(error) => tracing::error!(%error, "quota could not start charging a container"),
             }
         }
         metrics()
@@ -559,8 +599,12 @@ impl ResourceManager {
 
     pub fn container_finished(&mut self, container: &Container, at: u64) {
         tracing::debug!(container = %container.id, app = %container.app, "container finished");
-        if let Err(error) = self.quota.finish(&container.id, at) {
-            tracing::error!(%error, "quota could not finish charging a container");
+        match self.quota.finish(&container.id, at) {
+            Ok(()) => self.record_quota_event(at, || ReplayEvent::Finish {
+                container: container.id.clone(),
+                ended_ms: None,
+            }),
+            Err(error) => tracing::error!(%error, "quota could not finish charging a container"),
         }
     }
 
@@ -574,8 +618,9 @@ impl ResourceManager {
             .expire_nodes(now.saturating_sub(self.node_expiry_ms), now);
         self.containers_lost(&lost, now);
         self.quota.compute(now);
+        self.record_quota_event(now, || ReplayEvent::Compute);
         self.flush_quota();
-        let sharing = self.policies.slot(PolicyKind::Sharing);
+        let sharing = self.policies.sharing();
         if sharing.active().is_some() {
             self.reservations.forget_ended(sharing, now);
         }
@@ -587,7 +632,13 @@ impl ResourceManager {
         let capacity = self.cluster.capacity();
         let demand = self.cluster.allocated() + self.cluster.pending();
         let (memory, vcores, gpus) = demand.fractions_of(&capacity);
-        let pricing = self.policies.slot(PolicyKind::Pricing);
+        let now = self.now();
+        self.record_quota_event(now, || ReplayEvent::MultiplicatorStep {
+            memory,
+            vcores,
+            gpus,
+        });
+        let pricing = self.policies.pricing();
         match self.quota.update_multiplicators(
             pricing,
             Utilization {
@@ -613,7 +664,7 @@ impl ResourceManager {
         if !self.quota.has_owed() {
             return;
         }
-        if let Err(error) = self.quota.flush(self.policies.slot(PolicyKind::Pricing)) {
+        if let Err(error) = self.quota.flush(self.policies.pricing()) {
             tracing::warn!(%error, "charges kept owed until the next flush");
         }
         for (app, credits) in self.quota.take_app_credits() {

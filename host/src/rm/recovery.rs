@@ -13,7 +13,8 @@ use serde::Deserialize;
 use super::ResourceManager;
 use crate::cluster::{Cluster, Resources, StoredCluster};
 use crate::policy::PolicyKind;
-use crate::quota::ChargedContainer;
+use crate::quota::{ChargedContainer, event_log};
+use crate::sim::replay::ReplayEvent;
 use crate::store::{Store, StoreError};
 
 /// The setting the queue configuration in force is kept under (the tree,
@@ -120,7 +121,9 @@ impl ResourceManager {
         let restored = self.cluster.restore(stored, now).map_err(restore_error)?;
         // Every container that was running is charged again from where it
         // was: those still running by the quota service, those that ended
-        // at recovery up to now.
+        // at recovery up to now. The event log lists them after a recovery
+        // line, none as a start, so a replay charges each once.
+        self.record_quota_event(now, || ReplayEvent::Recovery);
         for stored in containers.iter().filter(|c| c.running) {
             let Ok(charged) = serde_json::from_str::<Charged>(&stored.record) else {
                 continue;
@@ -134,7 +137,7 @@ impl ResourceManager {
                 .flatten()
                 // Not charged when stored (quota was off): from now on.
                 .unwrap_or(now);
-            self.quota.restore_container(ChargedContainer {
+            let container = ChargedContainer {
                 project: app.project.clone(),
                 user: app.user.clone(),
                 id: charged.id,
@@ -142,7 +145,10 @@ impl ResourceManager {
                 resources: charged.resources,
                 started_ms: charged.start_time_ms,
                 charged_until_ms,
-            });
+            };
+            let last_compute_ms = self.quota.last_compute_ms();
+            self.record_quota_event(now, || event_log::running(&container, last_compute_ms));
+            self.quota.restore_container(container);
         }
         self.containers_finished(&restored.ended, now);
         self.store = Some(store);

@@ -12,7 +12,6 @@ use crate::cluster::{
     Resources, SubmitApp,
 };
 use crate::limits;
-use crate::policy::PolicyKind;
 use crate::refusal::Refusal;
 use crate::reservation::definition::{
     ReservationDeleteRequest, ReservationSubmissionRequest, ReservationUpdateRequest,
@@ -446,7 +445,7 @@ impl ResourceManager {
         self.cluster
             .replace_queues(tree)
             .map_err(|e| e.to_string())?;
-        self.reservations.apply_queues(prepared);
+        self.reservations.apply_queues(prepared, &self.policies);
         self.queues_changed = true;
         Ok(())
     }
@@ -595,7 +594,7 @@ impl ResourceManager {
         }
         self.reservations.refresh_capacities(&self.cluster);
         let now = self.now();
-        let sharing = self.policies.slot(PolicyKind::Sharing);
+        let sharing = self.policies.sharing();
         let accepted = self
             .reservations
             .submit(sharing, request, &caller.user, now)?;
@@ -612,7 +611,7 @@ impl ResourceManager {
         self.reservations.refresh_capacities(&self.cluster);
         let now = self.now();
         let owner = self.reservation_caller(caller);
-        let sharing = self.policies.slot(PolicyKind::Sharing);
+        let sharing = self.policies.sharing();
         let accepted = self.reservations.update(sharing, request, &owner, now)?;
         tracing::info!(reservation = %accepted.reservation_id, user = %caller.user, "reservation updated");
         Ok(accepted)

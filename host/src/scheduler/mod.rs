@@ -18,10 +18,30 @@ use std::collections::HashMap;
 
 use crate::cluster::{Allocation, Cluster, ClusterError, Placement};
 use crate::policy::{
-    Apps, Asks, CallError, Nodes, Placements, PolicySlot, Queues, Snapshot, validate,
+    Apps, Asks, CallError, Containers, Nodes, Placements, Queues, SchedulingSlot, Snapshot,
 };
 use crate::queues::Ordering;
 pub use crate::reservation::ActiveReservation;
+
+/// The scheduling policy as a round calls it: the runtime's
+/// [`SchedulingSlot`] (WASM, with fallback, every answer checked against the
+/// snapshot), or a native double in tests.
+pub trait Scheduling {
+    /// Where pending containers go.
+    fn schedule(&self, snapshot: &Snapshot) -> Result<Placements, CallError>;
+    /// Which of `running` to take back.
+    fn preempt(&self, snapshot: &Snapshot, running: &Containers) -> Result<Vec<u32>, CallError>;
+}
+
+impl Scheduling for SchedulingSlot {
+    fn schedule(&self, snapshot: &Snapshot) -> Result<Placements, CallError> {
+        SchedulingSlot::schedule(self, snapshot)
+    }
+
+    fn preempt(&self, snapshot: &Snapshot, running: &Containers) -> Result<Vec<u32>, CallError> {
+        SchedulingSlot::preempt(self, snapshot, running)
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
@@ -55,22 +75,19 @@ impl Round {
         for node in cluster.nodes() {
             let free = node.free();
             nodes.free_memory_mb.push(free.memory_mb);
-            nodes.free_vcores.push(free.vcores);
-            nodes.free_gpus.push(free.gpus);
+            nodes.free_vcores.push(free.vcores.into());
+            nodes.free_gpus.push(free.gpus.into());
             nodes.capacity_memory_mb.push(node.capacity.memory_mb);
-            nodes.capacity_vcores.push(node.capacity.vcores);
-            nodes.capacity_gpus.push(node.capacity.gpus);
+            nodes.capacity_vcores.push(node.capacity.vcores.into());
+            nodes.capacity_gpus.push(node.capacity.gpus.into());
         }
         let tree = cluster.queues().queues();
         let mut queues = Queues {
             parent: tree.iter().map(|q| q.parent.unwrap_or(0) as u32).collect(),
-            capacity: tree.iter().map(|q| q.capacity as f32).collect(),
-            maximum_capacity: tree.iter().map(|q| q.maximum_capacity as f32).collect(),
-            minimum_user_limit_percent: tree
-                .iter()
-                .map(|q| q.minimum_user_limit_percent as f32)
-                .collect(),
-            user_limit_factor: tree.iter().map(|q| q.user_limit_factor as f32).collect(),
+            capacity: tree.iter().map(|q| q.capacity).collect(),
+            maximum_capacity: tree.iter().map(|q| q.maximum_capacity).collect(),
+            minimum_user_limit_percent: tree.iter().map(|q| q.minimum_user_limit_percent).collect(),
+            user_limit_factor: tree.iter().map(|q| Some(q.user_limit_factor)).collect(),
             fair: tree
                 .iter()
                 .map(|q| q.ordering_policy == Ordering::Fair)
@@ -90,8 +107,8 @@ impl Round {
             let mut queue = plan_queues.queue_of(app).0;
             loop {
                 queues.used_memory_mb[queue] += app.used.memory_mb;
-                queues.used_vcores[queue] += app.used.vcores;
-                queues.used_gpus[queue] += app.used.gpus;
+                queues.used_vcores[queue] += u64::from(app.used.vcores);
+                queues.used_gpus[queue] += u64::from(app.used.gpus);
                 if queue == 0 {
                     break;
                 }
@@ -129,23 +146,23 @@ impl Round {
             apps.user
                 .push(*users.entry(app.user.as_str()).or_insert(next_user));
             apps.priority.push(app.priority);
-            apps.submit_time_ms.push(app.submit_time_ms);
+            apps.submit_time_ms.push(millis(app.submit_time_ms));
             apps.used_memory_mb.push(app.used.memory_mb);
-            apps.used_vcores.push(app.used.vcores);
-            apps.used_gpus.push(app.used.gpus);
+            apps.used_vcores.push(app.used.vcores.into());
+            apps.used_gpus.push(app.used.gpus.into());
             let asks_now = app.asks.iter().enumerate().filter(|_| may_ask);
             for (ask_index, ask) in asks_now.filter(|(_, a)| a.pending > 0) {
                 asks.app.push(snapshot_index);
                 asks.pending.push(ask.pending);
                 asks.memory_mb.push(ask.resources.memory_mb);
-                asks.vcores.push(ask.resources.vcores);
-                asks.gpus.push(ask.resources.gpus);
+                asks.vcores.push(ask.resources.vcores.into());
+                asks.gpus.push(ask.resources.gpus.into());
                 ask_origin.push((app_index, ask_index));
             }
         }
         Round {
             snapshot: Snapshot {
-                now_ms: now,
+                now_ms: millis(now),
                 nodes,
                 queues,
                 apps,
@@ -210,20 +227,21 @@ impl<'a> PlanQueues<'a> {
                 Some((app.queue_index, app.reservation_id.as_deref()?))
             })
             .collect();
-        let push = |queues: &mut Queues, leaf: usize, capacity: f32, maximum: f32, factor: f32| {
-            queues.parent.push(leaf as u32);
-            queues.capacity.push(capacity);
-            queues.maximum_capacity.push(maximum);
-            queues
-                .minimum_user_limit_percent
-                .push(tree[leaf].minimum_user_limit_percent as f32);
-            queues.user_limit_factor.push(factor);
-            queues
-                .fair
-                .push(tree[leaf].ordering_policy == Ordering::Fair);
-            queues.parent.len() - 1
-        };
-        let mut reserved_share: HashMap<usize, f32> = HashMap::new();
+        let push =
+            |queues: &mut Queues, leaf: usize, capacity: f64, maximum: f64, factor: Option<f64>| {
+                queues.parent.push(leaf as u32);
+                queues.capacity.push(capacity);
+                queues.maximum_capacity.push(maximum);
+                queues
+                    .minimum_user_limit_percent
+                    .push(tree[leaf].minimum_user_limit_percent);
+                queues.user_limit_factor.push(factor);
+                queues
+                    .fair
+                    .push(tree[leaf].ordering_policy == Ordering::Fair);
+                queues.parent.len() - 1
+            };
+        let mut reserved_share: HashMap<usize, f64> = HashMap::new();
         for reservation in reservations {
             let leaf = reservation.queue_index;
             let used = in_use.contains(&(leaf, reservation.id.as_str()));
@@ -234,8 +252,8 @@ impl<'a> PlanQueues<'a> {
             // guaranteed and capped: a reservation's apps get what it holds.
             let guaranteed = tree[leaf].absolute_capacity / 100.0;
             let (memory, vcores, gpus) = reservation.reserved.fractions_of(&total);
-            let share = (memory.max(vcores).max(gpus) / guaranteed * 100.0).min(100.0) as f32;
-            let factor = tree[leaf].user_limit_factor as f32;
+            let share = (memory.max(vcores).max(gpus) / guaranteed * 100.0).min(100.0);
+            let factor = Some(tree[leaf].user_limit_factor);
             let queue = push(queues, leaf, share, share, factor);
             plan.reservation_queue
                 .insert((leaf, reservation.id.as_str()), queue);
@@ -250,13 +268,11 @@ impl<'a> PlanQueues<'a> {
             // maximum, as a share of the queue's guarantee), and its users
             // keep the queue's user limit: the limit is a multiple of the
             // guarantee, so the factor grows as the child's share shrinks.
-            let maximum = (100.0 * queue.absolute_maximum_capacity
-                / queue.absolute_capacity.max(f64::MIN_POSITIVE)) as f32;
-            let factor = if share > 0.0 {
-                (queue.user_limit_factor * 100.0 / f64::from(share)) as f32
-            } else {
-                f32::MAX
-            };
+            let maximum = 100.0 * queue.absolute_maximum_capacity
+                / queue.absolute_capacity.max(f64::MIN_POSITIVE);
+            // With no share left, the limit as a multiple of nothing is no
+            // limit at all: the child's users are bounded by its maximum.
+            let factor = (share > 0.0).then(|| queue.user_limit_factor * 100.0 / share);
             let default = push(queues, leaf, share, maximum, factor);
             plan.default_queue.insert(leaf, default);
         }
@@ -280,11 +296,17 @@ impl<'a> PlanQueues<'a> {
     }
 }
 
-/// Asks `policy` where pending containers go, checks its answer, and
-/// allocates. Does nothing (and calls nothing) when nothing is pending.
+/// A host time in ms as the WIT's `s64` milliseconds (saturating: the host
+/// clock stays far below 2^63 ms).
+pub(crate) fn millis(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// Asks `policy` where pending containers go and allocates. Does nothing
+/// (and calls nothing) when nothing is pending.
 pub fn schedule(
     cluster: &mut Cluster,
-    policy: &PolicySlot,
+    policy: &dyn Scheduling,
     reservations: &[ActiveReservation],
     now: u64,
 ) -> Result<Vec<Allocation>, ScheduleError> {
@@ -292,11 +314,7 @@ pub fn schedule(
         return Ok(Vec::new());
     }
     let round = Round::new(cluster, now, reservations);
-    let placements = policy.call(|version| {
-        let placements = version.schedule(&round.snapshot)?;
-        validate::placements(&round.snapshot, &placements).map_err(CallError::InvalidOutput)?;
-        Ok(placements)
-    })?;
+    let placements = policy.schedule(&round.snapshot)?;
     Ok(cluster.allocate(&round.placements(&placements), now)?)
 }
 
@@ -377,8 +395,8 @@ mod tests {
         // of the cluster, 100/60 of the queue's guarantee), and its users
         // keep the queue's user limit (factor 1 of 60 % is 4/3 of 45 %).
         assert!((queues.maximum_capacity[4] - 100.0 / 0.6).abs() < 1e-3);
-        assert!((queues.user_limit_factor[4] - 4.0 / 3.0).abs() < 1e-4);
-        assert_eq!(queues.user_limit_factor[3], 1.0);
+        assert!((queues.user_limit_factor[4].unwrap() - 4.0 / 3.0).abs() < 1e-4);
+        assert_eq!(queues.user_limit_factor[3], Some(1.0));
         assert_eq!(round.snapshot.apps.queue, [3, 4, 4]);
         // carol's reservation has not started: she asks for nothing yet.
         assert_eq!(round.snapshot.asks.app, [0, 1]);

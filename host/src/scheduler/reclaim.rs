@@ -8,9 +8,9 @@
 
 use std::collections::HashMap;
 
-use super::{ActiveReservation, Round, ScheduleError, diagnostics};
+use super::{ActiveReservation, Round, ScheduleError, Scheduling, diagnostics};
 use crate::cluster::{Cluster, Container};
-use crate::policy::{CallError, Containers, PolicySlot, validate};
+use crate::policy::Containers;
 
 /// Since when each starved leaf queue, and each starved reservation, has
 /// been starved.
@@ -85,11 +85,11 @@ impl Starvation {
     }
 }
 
-/// Asks `policy` which containers to take back, checks the answer, and
-/// preempts them. Returns the preempted containers.
+/// Asks `policy` which containers to take back and preempts them. Returns
+/// the preempted containers.
 pub fn reclaim(
     cluster: &mut Cluster,
-    policy: &PolicySlot,
+    policy: &dyn Scheduling,
     reservations: &[ActiveReservation],
     now: u64,
 ) -> Result<Vec<Container>, ScheduleError> {
@@ -120,20 +120,18 @@ pub fn reclaim(
             running.app.push(app);
             running.node.push(node_index as u32);
             running.memory_mb.push(container.resources.memory_mb);
-            running.vcores.push(container.resources.vcores);
-            running.gpus.push(container.resources.gpus);
-            running.start_time_ms.push(container.start_time_ms);
+            running.vcores.push(container.resources.vcores.into());
+            running.gpus.push(container.resources.gpus.into());
+            running
+                .start_time_ms
+                .push(super::millis(container.start_time_ms));
             running_ids.push(container.id.clone());
         }
     }
     if running_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let victims = policy.call(|version| {
-        let victims = version.preempt(&round.snapshot, &running)?;
-        validate::victims(&victims, running_ids.len()).map_err(CallError::InvalidOutput)?;
-        Ok(victims)
-    })?;
+    let victims = policy.preempt(&round.snapshot, &running)?;
     Ok(victims
         .iter()
         .filter_map(|&v| cluster.preempt(&running_ids[v as usize], now))

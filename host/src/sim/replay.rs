@@ -1,21 +1,35 @@
-//! `weft replay`: the what-if-billing tool. A container-event log goes through
-//! the real quota service on a virtual clock with the chosen pricing policy,
-//! and the ledger comes out as JSON.
+//! `weft replay`: the what-if-billing tool. A container-event log (its
+//! format: docs/replay-events.md) goes through the real quota service on a
+//! virtual clock with the chosen pricing policy, and the ledger comes out.
 //!
-//! Timing: QUOTA_COMPUTE fires every scheduling period and the multiplicator
-//! step every multiplicator interval of virtual time (multiples of each,
-//! from 0). Events at time t are applied and charged before the timers due at
-//! t; at equal times the multiplicator step runs before QUOTA_COMPUTE. After
-//! the last event a final QUOTA_COMPUTE charges running containers up to it.
+//! Timers. A log `weft serve` wrote (`weft.quota.event-log`) has *recorded
+//! timers*: its `compute` and `multiplicator-step` lines are the server's
+//! own QUOTA_COMPUTEs and multiplicator steps, each run where its line is,
+//! and replay fires no timer of its own, so it charges what the server
+//! charged. A log with neither (one written by hand) has *periodic timers*:
+//! QUOTA_COMPUTE fires every scheduling period and the multiplicator step
+//! (given the last `utilization` line) every multiplicator interval of
+//! virtual time (multiples of each, from 0). Events at time t are applied
+//! and charged before the periodic timers due at t; at equal times the
+//! multiplicator step runs before QUOTA_COMPUTE. Either way what is owed is
+//! priced after each t's lines, and after the last line a final
+//! QUOTA_COMPUTE charges running containers up to it.
 //!
-//! While no container runs the timers are not fired one by one: replay jumps
-//! to the next event, firing each timer due in between once (see
-//! `Timers::skip_idle`), so idle stretches cost nothing — a log with epoch
-//! timestamps starts at t ≈ 1.7e12 ms. While containers run every firing is
-//! needed, so a log needing more than [`MAX_TIMER_FIRINGS`] is refused before
-//! anything is charged. Every value is checked against `crate::limits`.
+//! Recoveries. A `recovery` line and the `running` lines right after it
+//! are the containers a (re)started server charged on: one the log does not
+//! have running is charged from the line's `charged_until_ms` on, and one
+//! the log has running that they leave out stops being charged where it was
+//! last charged (its finish was lost in a crash).
+//!
+//! While no container runs the periodic timers are not fired one by one:
+//! replay jumps to the next event, firing each timer due in between once
+//! (see `Timers::skip_idle`), so idle stretches cost nothing — a log with
+//! epoch timestamps starts at t ≈ 1.7e12 ms. While containers run every
+//! firing is needed, so a log needing more than [`MAX_TIMER_FIRINGS`] is
+//! refused before anything is charged. Every value is checked against
+//! `crate::limits`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -23,20 +37,22 @@ use super::clock::{Clock, VirtualClock};
 use crate::cluster::Resources;
 use crate::limits::{self, MAX_GPUS, MAX_MEMORY_MB, MAX_TIME_MS, MAX_VCORES, OutOfBounds};
 use crate::policy::Utilization;
-use crate::quota::{Pricing, ProjectQuota, QuotaError, QuotaService};
+use crate::quota::{ChargedContainer, Pricing, ProjectQuota, QuotaError, QuotaService};
 
 /// One line of the log.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplayLine {
-    /// Milliseconds of virtual time.
+    /// Milliseconds of virtual time (since the epoch, in a server's log).
     pub t: u64,
     #[serde(flatten)]
     pub event: ReplayEvent,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "event", rename_all = "lowercase")]
+/// What happened at a line's `t`; docs/replay-events.md has every field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
 pub enum ReplayEvent {
+    /// CONTAINER_START: charged from `t` on.
     Start {
         container: String,
         app: String,
@@ -47,6 +63,7 @@ pub enum ReplayEvent {
         #[serde(default)]
         gpus: u32,
     },
+    /// CONTAINER_UPDATE: the old size is charged up to `t`, this one after.
     Update {
         container: String,
         memory_mb: u64,
@@ -54,14 +71,45 @@ pub enum ReplayEvent {
         #[serde(default)]
         gpus: u32,
     },
+    /// CONTAINER_FINISH: charged up to `ended_ms` if given (a container
+    /// that ended before the server learned of it at `t`), else up to `t`.
     Finish {
         container: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ended_ms: Option<u64>,
     },
+    /// Periodic timers only: the utilization the next multiplicator steps see.
     Utilization {
         memory: f64,
         vcores: f64,
         #[serde(default)]
         gpus: f64,
+    },
+    /// A QUOTA_COMPUTE the server ran.
+    Compute,
+    /// A multiplicator step the server ran, with the utilization it saw.
+    MultiplicatorStep {
+        memory: f64,
+        vcores: f64,
+        #[serde(default)]
+        gpus: f64,
+    },
+    /// The server recovered its state (a start, restart or failover); the
+    /// `running` lines after it at the same `t` are every container it
+    /// charged on.
+    Recovery,
+    /// A container a recovery found running, charged up to `charged_until_ms`.
+    Running {
+        container: String,
+        app: String,
+        project: String,
+        user: String,
+        memory_mb: u64,
+        vcores: u32,
+        #[serde(default)]
+        gpus: u32,
+        started_ms: u64,
+        charged_until_ms: u64,
     },
 }
 
@@ -69,6 +117,9 @@ pub enum ReplayEvent {
 pub enum ReplayError {
     #[error("line {line}: {reason}")]
     Line { line: usize, reason: String },
+    /// Only for lines `parse` did not check.
+    #[error("event {number} of the log: {reason}")]
+    Event { number: usize, reason: String },
     #[error("at t={t} ms: {source}")]
     Quota { t: u64, source: QuotaError },
     #[error(
@@ -91,6 +142,12 @@ pub enum ReplayError {
          replay a shorter log"
     )]
     TooManyRows { rows: u64, compute_every_ms: u64 },
+    #[error(
+        "the log records {firings} timer firings (compute and multiplicator-step lines) that \
+         charge up to {rows} rows; replay allows at most {MAX_TIMER_FIRINGS} firings and \
+         {MAX_CHARGED_ROWS} rows: replay a shorter stretch of the log"
+    )]
+    RecordedTooLarge { firings: u64, rows: u64 },
 }
 
 /// The most rows (a running container at a QUOTA_COMPUTE; containers of
@@ -108,6 +165,11 @@ pub const MAX_CHARGED_ROWS: u64 = 10_000_000;
 /// million firings take 39 s, 56 s with variable pricing on (a policy call
 /// per multiplicator step too), so the maximum is some 7 to 9 minutes.
 pub const MAX_TIMER_FIRINGS: u64 = 10_000_000;
+
+/// The largest log replay reads (it holds the whole log in memory, parsed,
+/// before charging anything): 1 GiB. `weft.quota.event-log-max-mb` is
+/// bounded by it, so every log a server writes can be replayed.
+pub const MAX_LOG_BYTES: u64 = 1 << 30;
 
 /// What replay prints.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -136,47 +198,98 @@ pub struct MultiplicatorsReport {
 pub fn parse(text: &str) -> Result<Vec<ReplayLine>, ReplayError> {
     let mut lines = Vec::new();
     let mut last_t = 0;
+    // The t of the recovery the previous line opened or went on with.
+    let mut recovery_at: Option<u64> = None;
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         if raw.trim().is_empty() {
             continue;
         }
-        let parsed: ReplayLine = serde_json::from_str(raw).map_err(|e| ReplayError::Line {
-            line,
-            reason: format!("not a valid event: {e}"),
-        })?;
-        check_bounds(&parsed).map_err(|e| ReplayError::Line {
-            line,
-            reason: e.to_string(),
-        })?;
+        let refuse = |reason: String| ReplayError::Line { line, reason };
+        let parsed: ReplayLine =
+            serde_json::from_str(raw).map_err(|e| refuse(format!("not a valid event: {e}")))?;
+        check_bounds(&parsed).map_err(|e| refuse(e.to_string()))?;
         if parsed.t < last_t {
-            return Err(ReplayError::Line {
-                line,
-                reason: format!(
-                    "t={} comes before the previous line's t={last_t}; lines must be ordered by t",
-                    parsed.t
-                ),
-            });
+            return Err(refuse(format!(
+                "t={} comes before the previous line's t={last_t}; lines must be ordered by t",
+                parsed.t
+            )));
         }
-        if let ReplayEvent::Utilization {
-            memory,
-            vcores,
-            gpus,
-        } = parsed.event
-            && [memory, vcores, gpus]
-                .iter()
-                .any(|u| !u.is_finite() || *u < 0.0)
+        if let Some(utilization) = utilization_of(&parsed.event)
+            && utilization.iter().any(|u| !u.is_finite() || *u < 0.0)
         {
-            return Err(ReplayError::Line {
-                line,
-                reason: "utilization must be finite and at least 0".into(),
-            });
+            return Err(refuse("utilization must be finite and at least 0".into()));
         }
+        recovery_at = match parsed.event {
+            ReplayEvent::Recovery => Some(parsed.t),
+            ReplayEvent::Running { .. } if recovery_at == Some(parsed.t) => recovery_at,
+            ReplayEvent::Running { .. } => {
+                return Err(refuse(
+                    "a running line must follow a recovery line, or another running line, \
+                     at the same t"
+                        .into(),
+                ));
+            }
+            _ => None,
+        };
         last_t = parsed.t;
         lines.push((line, parsed));
     }
+    check_timer_kinds(&lines)?;
     check_lifecycles(&lines)?;
     Ok(lines.into_iter().map(|(_, parsed)| parsed).collect())
+}
+
+/// The utilization a line gives, if it gives one.
+fn utilization_of(event: &ReplayEvent) -> Option<[f64; 3]> {
+    match event {
+        ReplayEvent::Utilization {
+            memory,
+            vcores,
+            gpus,
+        }
+        | ReplayEvent::MultiplicatorStep {
+            memory,
+            vcores,
+            gpus,
+        } => Some([*memory, *vcores, *gpus]),
+        _ => None,
+    }
+}
+
+/// Whether the log's timers are the server's (see the module's docs).
+fn has_recorded_timers(lines: &[ReplayLine]) -> bool {
+    lines.iter().any(|l| {
+        matches!(
+            l.event,
+            ReplayEvent::Compute | ReplayEvent::MultiplicatorStep { .. }
+        )
+    })
+}
+
+/// A log has periodic or recorded timers, not both: with recorded ones no
+/// periodic multiplicator step would read a `utilization` line.
+fn check_timer_kinds(lines: &[(usize, ReplayLine)]) -> Result<(), ReplayError> {
+    let recorded = lines.iter().find(|(_, l)| {
+        matches!(
+            l.event,
+            ReplayEvent::Compute | ReplayEvent::MultiplicatorStep { .. }
+        )
+    });
+    let periodic = lines
+        .iter()
+        .find(|(_, l)| matches!(l.event, ReplayEvent::Utilization { .. }));
+    match (recorded, periodic) {
+        (Some((recorded, _)), Some((line, _))) => Err(ReplayError::Line {
+            line: *line,
+            reason: format!(
+                "a utilization line cannot be in a log with recorded timers (line {recorded} is \
+                 a compute or multiplicator-step line): give the utilization in \
+                 multiplicator-step lines"
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The line's time, names and resources are within `crate::limits`.
@@ -186,6 +299,12 @@ fn check_bounds(parsed: &ReplayLine) -> Result<(), OutOfBounds> {
         limits::within("memory_mb", memory_mb, 0, MAX_MEMORY_MB)?;
         limits::within("vcores", vcores, 0, MAX_VCORES)?;
         limits::within("gpus", gpus, 0, MAX_GPUS).map(|_| ())
+    };
+    let names = |container: &str, app: &str, project: &str, user: &str| {
+        limits::name("container", container)?;
+        limits::name("app", app)?;
+        limits::name("project", project)?;
+        limits::name("user", user)
     };
     match &parsed.event {
         ReplayEvent::Start {
@@ -197,10 +316,7 @@ fn check_bounds(parsed: &ReplayLine) -> Result<(), OutOfBounds> {
             vcores,
             gpus,
         } => {
-            limits::name("container", container)?;
-            limits::name("app", app)?;
-            limits::name("project", project)?;
-            limits::name("user", user)?;
+            names(container, app, project, user)?;
             resources(*memory_mb, *vcores, *gpus)
         }
         ReplayEvent::Update {
@@ -212,47 +328,161 @@ fn check_bounds(parsed: &ReplayLine) -> Result<(), OutOfBounds> {
             limits::name("container", container)?;
             resources(*memory_mb, *vcores, *gpus)
         }
-        ReplayEvent::Finish { container } => limits::name("container", container),
-        ReplayEvent::Utilization { .. } => Ok(()),
+        ReplayEvent::Finish {
+            container,
+            ended_ms,
+        } => {
+            limits::name("container", container)?;
+            match ended_ms {
+                Some(ended) => limits::within("ended_ms", *ended, 0, parsed.t).map(|_| ()),
+                None => Ok(()),
+            }
+        }
+        ReplayEvent::Running {
+            container,
+            app,
+            project,
+            user,
+            memory_mb,
+            vcores,
+            gpus,
+            started_ms,
+            charged_until_ms,
+        } => {
+            names(container, app, project, user)?;
+            resources(*memory_mb, *vcores, *gpus)?;
+            limits::within("started_ms", *started_ms, 0, MAX_TIME_MS)?;
+            limits::within("charged_until_ms", *charged_until_ms, 0, MAX_TIME_MS).map(|_| ())
+        }
+        ReplayEvent::Utilization { .. }
+        | ReplayEvent::MultiplicatorStep { .. }
+        | ReplayEvent::Compute
+        | ReplayEvent::Recovery => Ok(()),
     }
 }
 
-/// Every update and finish names a started, unfinished container, and no
-/// container starts twice.
+/// Every update and finish names a running container, and no container
+/// starts twice (a recovery may find one running again, though).
 fn check_lifecycles(lines: &[(usize, ReplayLine)]) -> Result<(), ReplayError> {
-    let mut running = std::collections::HashSet::new();
-    let mut finished = std::collections::HashSet::new();
+    let mut lifecycles = Lifecycles::default();
     for (line, parsed) in lines {
-        let problem = match &parsed.event {
-            ReplayEvent::Start { container, .. }
-                if running.contains(container) || finished.contains(container) =>
-            {
-                Some(format!("container {container:?} starts a second time"))
-            }
-            ReplayEvent::Start { container, .. } => {
-                running.insert(container.clone());
-                None
-            }
-            ReplayEvent::Update { container, .. } if !running.contains(container) => Some(format!(
-                "update of container {container:?}, which is not running"
-            )),
-            ReplayEvent::Finish { container } if !running.remove(container) => Some(format!(
-                "finish of container {container:?}, which is not running"
-            )),
-            ReplayEvent::Finish { container } => {
-                finished.insert(container.clone());
-                None
-            }
-            _ => None,
-        };
-        if let Some(reason) = problem {
-            return Err(ReplayError::Line {
+        lifecycles
+            .follow(&parsed.event)
+            .map_err(|reason| ReplayError::Line {
                 line: *line,
                 reason,
-            });
-        }
+            })?;
     }
     Ok(())
+}
+
+/// Which containers the log has running, line by line: the one reading of
+/// starts, finishes and recoveries that parsing, the cost estimates and the
+/// replay itself share.
+#[derive(Debug, Default)]
+struct Lifecycles {
+    running: HashSet<String>,
+    /// Containers that finished (or were left out by a recovery): they
+    /// cannot start again, though a recovery may find them running.
+    ended: HashSet<String>,
+    /// While a recovery's running lines go on: the containers they named.
+    recovering: Option<HashSet<String>>,
+}
+
+/// What following one line means for charging.
+#[derive(Debug, Default, PartialEq)]
+struct Followed {
+    /// Containers a recovery the line ended left out, in order: they stop
+    /// being charged before the line is applied.
+    left_out: Vec<String>,
+    /// A running line naming a container not running before: it is
+    /// charged again from its `charged_until_ms`.
+    resumed: bool,
+}
+
+impl Lifecycles {
+    /// Follows `event`, or says why it cannot happen.
+    fn follow(&mut self, event: &ReplayEvent) -> Result<Followed, String> {
+        let mut followed = Followed::default();
+        if !matches!(event, ReplayEvent::Running { .. }) {
+            followed.left_out = self.end_recovery();
+        }
+        match event {
+            ReplayEvent::Start { container, .. }
+                if self.running.contains(container) || self.ended.contains(container) =>
+            {
+                return Err(format!("container {container:?} starts a second time"));
+            }
+            ReplayEvent::Start { container, .. } => {
+                self.running.insert(container.clone());
+            }
+            ReplayEvent::Update { container, .. } if !self.running.contains(container) => {
+                return Err(format!(
+                    "update of container {container:?}, which is not running"
+                ));
+            }
+            ReplayEvent::Finish { container, .. } if !self.running.remove(container) => {
+                return Err(format!(
+                    "finish of container {container:?}, which is not running"
+                ));
+            }
+            ReplayEvent::Finish { container, .. } => {
+                self.ended.insert(container.clone());
+            }
+            ReplayEvent::Recovery => self.recovering = Some(HashSet::new()),
+            ReplayEvent::Running { container, .. } => {
+                let Some(named) = self.recovering.as_mut() else {
+                    return Err("a running line must follow a recovery line".into());
+                };
+                named.insert(container.clone());
+                self.ended.remove(container);
+                followed.resumed = self.running.insert(container.clone());
+            }
+            ReplayEvent::Update { .. }
+            | ReplayEvent::Utilization { .. }
+            | ReplayEvent::Compute
+            | ReplayEvent::MultiplicatorStep { .. } => {}
+        }
+        Ok(followed)
+    }
+
+    /// Ends a recovery whose running lines are over: the running
+    /// containers they left out, sorted (so replays agree to the bit).
+    fn end_recovery(&mut self) -> Vec<String> {
+        let Some(named) = self.recovering.take() else {
+            return Vec::new();
+        };
+        let mut left_out: Vec<String> = self
+            .running
+            .iter()
+            .filter(|c| !named.contains(*c))
+            .cloned()
+            .collect();
+        left_out.sort();
+        for container in &left_out {
+            self.running.remove(container);
+            self.ended.insert(container.clone());
+        }
+        left_out
+    }
+}
+
+/// How many containers run after each line.
+fn running_counts(lines: &[ReplayLine]) -> Result<Vec<usize>, ReplayError> {
+    let mut lifecycles = Lifecycles::default();
+    lines
+        .iter()
+        .enumerate()
+        .map(|(index, line)| {
+            lifecycles
+                .follow(&line.event)
+                .map(|_| lifecycles.running.len())
+                .map_err(|reason| ReplayError::Event {
+                    number: index + 1,
+                    reason,
+                })
+        })
+        .collect()
 }
 
 /// Runs `lines` through `quota`, priced by `pricing`, on `clock` (at 0, and
@@ -266,8 +496,8 @@ pub fn run(
     replay(lines, quota, pricing, clock, true)
 }
 
-/// [`run`]; `jump_idle` false steps through every timer, as the tests'
-/// reference for what jumping must give.
+/// [`run`]; `jump_idle` false steps through every periodic timer, as the
+/// tests' reference for what jumping must give.
 fn replay(
     lines: &[ReplayLine],
     quota: &mut QuotaService,
@@ -280,65 +510,86 @@ fn replay(
         settings.scheduling_period_ms,
         settings.multiplicator_interval_ms,
     );
-    let (needed, busy_ms) = timers.firings_while_busy(lines);
-    let rows = timers.rows_while_busy(lines);
-    if rows > MAX_CHARGED_ROWS {
-        return Err(ReplayError::TooManyRows {
-            rows,
-            compute_every_ms: timers.compute_every,
-        });
+    let running = running_counts(lines)?;
+    let recorded = has_recorded_timers(lines);
+    if recorded {
+        check_recorded_cost(lines, &running)?;
+    } else {
+        timers.check_cost(lines, &running)?;
     }
-    if needed > MAX_TIMER_FIRINGS {
-        return Err(ReplayError::TooManyFirings {
-            needed,
-            busy_ms,
-            compute_every_ms: timers.compute_every,
-            multiplicator_every_ms: timers.multiplicator_every,
-        });
-    }
-    // Containers the log has started and not finished.
-    let mut running: usize = 0;
+    let mut lifecycles = Lifecycles::default();
     let mut index = 0;
     while index < lines.len() {
         let t = lines[index].t;
-        if jump_idle && running == 0 && !quota.has_owed() {
-            timers.skip_idle(t, quota, pricing)?;
+        let at = |source| ReplayError::Quota { t, source };
+        if !recorded {
+            if jump_idle && lifecycles.running.is_empty() && !quota.has_owed() {
+                timers.skip_idle(t, quota, pricing)?;
+            }
+            timers.fire_before(t, quota, pricing, &clock)?;
         }
-        timers.fire_before(t, quota, pricing, &clock)?;
         clock.advance_to(t);
         while index < lines.len() && lines[index].t == t {
             let event = &lines[index].event;
-            apply(event, t, quota, &mut timers)
-                .map_err(|source| ReplayError::Quota { t, source })?;
-            running = running_after(running, event);
+            let followed = lifecycles
+                .follow(event)
+                .map_err(|reason| ReplayError::Event {
+                    number: index + 1,
+                    reason,
+                })?;
+            stop_charging(&followed.left_out, quota).map_err(at)?;
+            apply(event, t, followed.resumed, quota, pricing, &mut timers).map_err(at)?;
             index += 1;
         }
-        quota
-            .flush(pricing)
-            .map_err(|source| ReplayError::Quota { t, source })?;
+        quota.flush(pricing).map_err(at)?;
     }
     let end = clock.now_ms();
-    // `end` is a checked time (at most MAX_TIME_MS), so + 1 cannot overflow.
-    if jump_idle && running == 0 && !quota.has_owed() {
-        timers.skip_idle(end + 1, quota, pricing)?;
+    let at_end = |source| ReplayError::Quota { t: end, source };
+    stop_charging(&lifecycles.end_recovery(), quota).map_err(at_end)?;
+    if !recorded {
+        // `end` is a checked time (at most MAX_TIME_MS), so + 1 cannot overflow.
+        if jump_idle && lifecycles.running.is_empty() && !quota.has_owed() {
+            timers.skip_idle(end + 1, quota, pricing)?;
+        }
+        timers.fire_before(end + 1, quota, pricing, &clock)?;
     }
-    timers.fire_before(end + 1, quota, pricing, &clock)?;
     quota.compute(end);
-    quota
-        .flush(pricing)
-        .map_err(|source| ReplayError::Quota { t: end, source })?;
+    quota.flush(pricing).map_err(at_end)?;
     Ok(report(quota))
 }
 
-/// How many containers run after `event`, if `running` did before it.
-/// Parsing checked every finish follows its start, so this never goes
-/// below 0; saturating keeps an unchecked log from panicking all the same.
-fn running_after(running: usize, event: &ReplayEvent) -> usize {
-    match event {
-        ReplayEvent::Start { .. } => running.saturating_add(1),
-        ReplayEvent::Finish { .. } => running.saturating_sub(1),
-        _ => running,
+/// With recorded timers every compute and multiplicator-step line is a
+/// firing, idle or not, and each compute charges every running container.
+fn check_recorded_cost(lines: &[ReplayLine], running: &[usize]) -> Result<(), ReplayError> {
+    let (mut firings, mut rows) = (0u64, 0u64);
+    for (line, running) in lines.iter().zip(running) {
+        match line.event {
+            ReplayEvent::Compute => {
+                firings += 1;
+                rows = rows.saturating_add(*running as u64);
+            }
+            ReplayEvent::MultiplicatorStep { .. } => firings += 1,
+            _ => {}
+        }
     }
+    // The final QUOTA_COMPUTE after the last line.
+    rows = rows.saturating_add(running.last().copied().unwrap_or(0) as u64);
+    if firings > MAX_TIMER_FIRINGS || rows > MAX_CHARGED_ROWS {
+        return Err(ReplayError::RecordedTooLarge { firings, rows });
+    }
+    Ok(())
+}
+
+/// Stops charging containers a recovery left out, where each was last
+/// charged: the server did not charge them after it (only the rest of a
+/// minimum runtime not yet reached is charged).
+fn stop_charging(left_out: &[String], quota: &mut QuotaService) -> Result<(), QuotaError> {
+    for container in left_out {
+        if let Some(charged_until) = quota.charged_until(container) {
+            quota.finish(container, charged_until)?;
+        }
+    }
+    Ok(())
 }
 
 /// The two timers, each on the multiples of its period from 0.
@@ -429,14 +680,36 @@ impl Timers {
         Ok(())
     }
 
+    /// Refuses, before anything is charged, a log whose periodic timers
+    /// would fire too often or charge too many rows while containers run
+    /// (`running`: how many run after each line).
+    fn check_cost(&self, lines: &[ReplayLine], running: &[usize]) -> Result<(), ReplayError> {
+        let (needed, busy_ms) = self.firings_while_busy(lines, running);
+        let rows = self.rows_while_busy(lines, running);
+        if rows > MAX_CHARGED_ROWS {
+            return Err(ReplayError::TooManyRows {
+                rows,
+                compute_every_ms: self.compute_every,
+            });
+        }
+        if needed > MAX_TIMER_FIRINGS {
+            return Err(ReplayError::TooManyFirings {
+                needed,
+                busy_ms,
+                compute_every_ms: self.compute_every,
+                multiplicator_every_ms: self.multiplicator_every,
+            });
+        }
+        Ok(())
+    }
+
     /// How many timer firings `lines` need while containers run (the
     /// others are skipped), and for how many ms containers run.
-    fn firings_while_busy(&self, lines: &[ReplayLine]) -> (u64, u64) {
-        let (mut firings, mut busy_ms, mut running) = (0u64, 0u64, 0usize);
-        for (index, line) in lines.iter().enumerate() {
-            running = running_after(running, &line.event);
+    fn firings_while_busy(&self, lines: &[ReplayLine], running: &[usize]) -> (u64, u64) {
+        let (mut firings, mut busy_ms) = (0u64, 0u64);
+        for (index, (line, running)) in lines.iter().zip(running).enumerate() {
             let next = lines.get(index + 1).map(|l| l.t);
-            if running == 0 || next == Some(line.t) {
+            if *running == 0 || next == Some(line.t) {
                 continue;
             }
             // The timers due in [t, until) see these containers; after the
@@ -451,22 +724,19 @@ impl Timers {
         }
         (firings, busy_ms)
     }
-}
 
-impl Timers {
     /// At most how many rows QUOTA_COMPUTE charges over `lines`: each
     /// running container at each compute while it runs.
-    fn rows_while_busy(&self, lines: &[ReplayLine]) -> u64 {
-        let (mut rows, mut running) = (0u64, 0usize);
-        for (index, line) in lines.iter().enumerate() {
-            running = running_after(running, &line.event);
+    fn rows_while_busy(&self, lines: &[ReplayLine], running: &[usize]) -> u64 {
+        let mut rows = 0u64;
+        for (index, (line, running)) in lines.iter().zip(running).enumerate() {
             let next = lines.get(index + 1).map(|l| l.t);
-            if running == 0 || next == Some(line.t) {
+            if *running == 0 || next == Some(line.t) {
                 continue;
             }
             let until = next.unwrap_or(line.t.saturating_add(1));
             let computes = multiples_in(line.t, until, self.compute_every);
-            rows = rows.saturating_add(computes.saturating_mul(running as u64));
+            rows = rows.saturating_add(computes.saturating_mul(*running as u64));
         }
         rows
     }
@@ -483,10 +753,14 @@ fn multiples_in(from: u64, to: u64, period: u64) -> u64 {
     to.div_ceil(period).saturating_sub(from.div_ceil(period))
 }
 
+/// Applies one line at `t`; `resumed`: a running line's container is
+/// charged again (see [`Followed`]).
 fn apply(
     event: &ReplayEvent,
     t: u64,
+    resumed: bool,
     quota: &mut QuotaService,
+    pricing: &dyn Pricing,
     timers: &mut Timers,
 ) -> Result<(), QuotaError> {
     match event {
@@ -512,7 +786,10 @@ fn apply(
             vcores,
             gpus,
         } => quota.update(container, Resources::new(*memory_mb, *vcores, *gpus), t),
-        ReplayEvent::Finish { container } => quota.finish(container, t),
+        ReplayEvent::Finish {
+            container,
+            ended_ms,
+        } => quota.finish(container, ended_ms.unwrap_or(t)),
         ReplayEvent::Utilization {
             memory,
             vcores,
@@ -523,6 +800,49 @@ fn apply(
                 vcores: *vcores,
                 gpus: *gpus,
             };
+            Ok(())
+        }
+        ReplayEvent::Compute => {
+            quota.compute(t);
+            Ok(())
+        }
+        ReplayEvent::MultiplicatorStep {
+            memory,
+            vcores,
+            gpus,
+        } => {
+            let utilization = Utilization {
+                memory: *memory,
+                vcores: *vcores,
+                gpus: *gpus,
+            };
+            quota
+                .update_multiplicators(pricing, utilization)
+                .map(|_| ())
+        }
+        ReplayEvent::Recovery => Ok(()),
+        ReplayEvent::Running {
+            container,
+            app,
+            project,
+            user,
+            memory_mb,
+            vcores,
+            gpus,
+            started_ms,
+            charged_until_ms,
+        } => {
+            if resumed {
+                quota.restore_container(ChargedContainer {
+                    id: container.clone(),
+                    app: app.clone(),
+                    project: project.clone(),
+                    user: user.clone(),
+                    resources: Resources::new(*memory_mb, *vcores, *gpus),
+                    started_ms: *started_ms,
+                    charged_until_ms: *charged_until_ms,
+                });
+            }
             Ok(())
         }
     }
@@ -594,6 +914,10 @@ mod tests {
 
     fn log(lines: &[String]) -> Vec<ReplayLine> {
         parse(&lines.join("\n")).unwrap()
+    }
+
+    fn counts(lines: &[ReplayLine]) -> Vec<usize> {
+        running_counts(lines).unwrap()
     }
 
     fn start(t: u64, container: &str, memory_mb: u64) -> String {
@@ -687,11 +1011,17 @@ mod tests {
         let timers = Timers::new(10_000, 15_000);
         // [0, 100 s): computes at 0, 10, …, 90 s (10), steps at 0, 15, …, 90 s (7).
         let lines = log(&[start(0, "a", 1024), finish(100_000, "a")]);
-        assert_eq!(timers.firings_while_busy(&lines), (17, 100_000));
+        assert_eq!(
+            timers.firings_while_busy(&lines, &counts(&lines)),
+            (17, 100_000)
+        );
         // Still running at the end: the timers due at the last line count
         // too. [5 s, 30 s]: computes at 10, 20, 30 s; steps at 15, 30 s.
         let lines = log(&[start(5_000, "a", 1024), utilization(30_000, 0.5)]);
-        assert_eq!(timers.firings_while_busy(&lines), (3 + 2, 25_001));
+        assert_eq!(
+            timers.firings_while_busy(&lines, &counts(&lines)),
+            (3 + 2, 25_001)
+        );
         // Two busy stretches far apart: the years between cost nothing. Both
         // timers are due at 0; only QUOTA_COMPUTE at 1.7e12 (not a multiple of 15 s).
         let lines = log(&[
@@ -700,7 +1030,10 @@ mod tests {
             start(1_700_000_000_000, "b", 1024),
             finish(1_700_000_000_001, "b"),
         ]);
-        assert_eq!(timers.firings_while_busy(&lines), (2 + 1, 2));
+        assert_eq!(
+            timers.firings_while_busy(&lines, &counts(&lines)),
+            (2 + 1, 2)
+        );
     }
 
     #[test]
@@ -714,7 +1047,7 @@ mod tests {
             finish(40_000, "a"),
             finish(40_000, "b"),
         ]);
-        assert_eq!(timers.rows_while_busy(&lines), 2 + 2 * 2);
+        assert_eq!(timers.rows_while_busy(&lines, &counts(&lines)), 2 + 2 * 2);
     }
 
     #[test]
@@ -762,5 +1095,204 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.starts_with("line 1: "), "{message}");
+    }
+
+    fn compute(t: u64) -> String {
+        format!(r#"{{"t": {t}, "event": "compute"}}"#)
+    }
+
+    fn step(t: u64, memory: f64) -> String {
+        format!(
+            r#"{{"t": {t}, "event": "multiplicator-step", "memory": {memory}, "vcores": 0, "gpus": 0}}"#
+        )
+    }
+
+    fn running(t: u64, container: &str, started_ms: u64, charged_until_ms: u64) -> String {
+        format!(
+            r#"{{"t": {t}, "event": "running", "container": "{container}", "app": "a", "project": "P", "user": "u", "memory_mb": 1024, "vcores": 1, "gpus": 0, "started_ms": {started_ms}, "charged_until_ms": {charged_until_ms}}}"#
+        )
+    }
+
+    fn recovery(t: u64) -> String {
+        format!(r#"{{"t": {t}, "event": "recovery"}}"#)
+    }
+
+    /// Replays `lines` (timers every 10 s, were they periodic) with
+    /// [`Counting`]: P's credits and the multiplicator calls.
+    fn credits(lines: &[String]) -> (f64, u64) {
+        let pricing = Counting::default();
+        let report = run(
+            &log(lines),
+            &mut quota(10_000, 10_000),
+            &pricing,
+            VirtualClock::starting_at(0),
+        )
+        .unwrap();
+        let used = report.projects.get("P").map_or(0.0, |p| p.total_used);
+        (used, pricing.multiplicator_calls.get())
+    }
+
+    fn refusal(lines: &[String]) -> String {
+        parse(&lines.join("\n")).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn recorded_timers_fire_where_their_lines_are_and_nowhere_else() {
+        // One 1 GB container from 1 s to 12 s. Periodic timers would
+        // charge at 0 and 10 s; these lines charge at 3.5 and 7 s, and the
+        // price doubles at 5 s.
+        let lines = [
+            step(0, 0.0),
+            start(1_000, "c", 1024),
+            compute(3_500),
+            step(5_000, 1.0),
+            compute(7_000),
+            finish(12_000, "c"),
+        ];
+        let (used, calls) = credits(&lines);
+        // 2.5 s at 1, then 3.5 s and 5 s at 2.
+        assert!((used - (2.5 + 7.0 + 10.0)).abs() < 1e-9, "{used}");
+        assert_eq!(calls, 2, "only the recorded steps");
+    }
+
+    #[test]
+    fn a_finish_is_charged_up_to_when_the_container_ended() {
+        let ended_late = r#"{"t": 25000, "event": "finish", "container": "c", "ended_ms": 22000}"#;
+        let lines = [
+            start(0, "c", 1024),
+            compute(10_000),
+            compute(20_000),
+            ended_late.to_string(),
+        ];
+        assert!((credits(&lines).0 - 22.0).abs() < 1e-9);
+        // Charged up to a compute after it ended: nothing more.
+        let ended_early = r#"{"t": 25000, "event": "finish", "container": "c", "ended_ms": 15000}"#;
+        let lines = [
+            start(0, "c", 1024),
+            compute(10_000),
+            compute(20_000),
+            ended_early.to_string(),
+        ];
+        assert!((credits(&lines).0 - 20.0).abs() < 1e-9);
+        let after_t = r#"{"t": 25000, "event": "finish", "container": "c", "ended_ms": 25001}"#;
+        let message = refusal(&[start(0, "c", 1024), after_t.to_string()]);
+        assert!(
+            message.contains("line 2: ended_ms is 25001, but must be from 0 to 25000"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_recovery_charges_what_the_server_recovered_and_stops_what_it_left_out() {
+        let lines = [
+            start(0, "a", 1024),
+            start(0, "b", 1024),
+            compute(10_000),
+            // The server restarted: it charges a on, and c, whose start the
+            // log lost; b's finish was lost.
+            recovery(30_000),
+            running(30_000, "a", 0, 10_000),
+            running(30_000, "c", 5_000, 10_000),
+            compute(40_000),
+            finish(40_000, "a"),
+            finish(40_000, "c"),
+        ];
+        // a and b 10 s each up to the first compute, a and c 30 s each
+        // after it; b nothing after it (its 10 s minimum was reached).
+        let (used, _) = credits(&lines);
+        assert!((used - 80.0).abs() < 1e-9, "{used}");
+
+        let mut finished_after = lines.to_vec();
+        finished_after.push(finish(50_000, "b"));
+        let message = refusal(&finished_after);
+        assert!(
+            message.starts_with("line 10: finish of container \"b\", which is not running"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn running_lines_belong_to_a_recovery_at_their_time() {
+        let cases = [
+            vec![start(0, "a", 1024), running(5_000, "a", 0, 0)],
+            vec![recovery(5_000), running(6_000, "a", 0, 0)],
+            vec![recovery(5_000), compute(5_000), running(5_000, "a", 0, 0)],
+        ];
+        for lines in cases {
+            let message = refusal(&lines);
+            assert!(
+                message.contains("must follow a recovery line"),
+                "{lines:?}: {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_utilization_line_is_refused_in_a_log_with_recorded_timers() {
+        let lines = [compute(0), start(0, "c", 1024), utilization(5, 0.5)];
+        let message = refusal(&lines);
+        assert!(
+            message
+                .starts_with("line 3: a utilization line cannot be in a log with recorded timers"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn every_event_reads_back_as_it_was_written() {
+        let events = [
+            ReplayEvent::Start {
+                container: "c".into(),
+                app: "a".into(),
+                project: "P".into(),
+                user: "u".into(),
+                memory_mb: 2048,
+                vcores: 2,
+                gpus: 1,
+            },
+            ReplayEvent::Update {
+                container: "c".into(),
+                memory_mb: 4096,
+                vcores: 1,
+                gpus: 0,
+            },
+            ReplayEvent::MultiplicatorStep {
+                memory: 0.25,
+                vcores: 1.5,
+                gpus: 0.0,
+            },
+            ReplayEvent::Compute,
+            ReplayEvent::Finish {
+                container: "c".into(),
+                ended_ms: Some(7),
+            },
+            ReplayEvent::Recovery,
+            ReplayEvent::Running {
+                container: "c".into(),
+                app: "a".into(),
+                project: "P".into(),
+                user: "u".into(),
+                memory_mb: 1,
+                vcores: 0,
+                gpus: 3,
+                started_ms: 1,
+                charged_until_ms: 9,
+            },
+            ReplayEvent::Finish {
+                container: "c".into(),
+                ended_ms: None,
+            },
+        ];
+        let lines: Vec<ReplayLine> = events
+            .into_iter()
+            .map(|event| ReplayLine { t: 10, event })
+            .collect();
+        let text: Vec<String> = lines
+            .iter()
+            .map(|line| serde_json::to_string(line).unwrap())
+            .collect();
+        assert_eq!(text[3], r#"{"t":10,"event":"compute"}"#);
+        assert_eq!(text[7], r#"{"t":10,"event":"finish","container":"c"}"#);
+        assert_eq!(parse(&text.join("\n")).unwrap(), lines);
     }
 }
