@@ -30,39 +30,59 @@
 //! ppm, in u128: a reservation exactly at a limit is accepted, one 1 MB·ms
 //! over is refused.
 //!
-//! The plan model, the timeline walk and the capacity check are
-//! `no-overcommit`'s `plan.rs`, compiled in here (see its header for why this
-//! is not a cargo dependency). The WebAssembly glue is `component.rs`.
+//! The admission is the `weft-policy` SDK's checked view (a malformed one
+//! traps before the policy runs); the timeline walk, the prefix integrals and
+//! the over-commit rule (shared with `no-overcommit`) are the SDK's. The
+//! WebAssembly glue is the `export_sharing!` line.
 
-#[cfg(target_arch = "wasm32")]
-mod component;
+mod figures;
 
-/// `no-overcommit`'s plan model, timeline walk and capacity check.
-#[path = "../../no-overcommit/src/plan.rs"]
-pub mod plan;
-
-pub use plan::{Admission, Malformed, PlanSettings, Rejection, Resources, Timeline};
-use plan::{Amounts, DIMENSIONS, Dimension, MAX_TIME_MS, TimelineBuilder, Walk, decimal};
+use figures::{decimal, percent};
+use weft_policy::sharing::{
+    Admission, Integrals, PlanSettings, Rejection, Timeline, TimelineBuilder, Walk,
+    check_over_commit,
+};
+use weft_policy::{DIMENSIONS, Dimension, Params, Policy, SharingPolicy};
 
 /// Parts per million in a whole: 100 % is 1,000,000 ppm.
 const MILLION: u128 = 1_000_000;
 
-/// Checks the parameters given at load. This policy takes none: its limits
-/// are the queue's settings, so any key is refused with a message naming it.
-pub fn configure(params: &[(String, String)]) -> Result<(), String> {
-    match params.first() {
-        None => Ok(()),
-        Some((key, value)) => Err(format!(
-            "capacity-over-time has no parameters (given {key}={value}); its limits are the queue's \
-             reservation-window, instantaneous-max-capacity and average-capacity"
-        )),
+/// The policy: it has no settings of its own; its limits are the queue's
+/// `reservation-window`, `instantaneous-max-capacity` and `average-capacity`,
+/// which come with every decision. `configure` asks for no key, so the SDK
+/// refuses any given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CapacityOverTime;
+
+impl Policy for CapacityOverTime {
+    const NAME: &'static str = env!("CARGO_PKG_NAME");
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    fn configure(_params: &Params) -> Result<Self, String> {
+        Ok(CapacityOverTime)
     }
 }
 
+impl SharingPolicy for CapacityOverTime {
+    fn window(&mut self, settings: &PlanSettings) -> i64 {
+        window(settings)
+    }
+
+    fn validate(&mut self, admission: &Admission) -> Result<(), Rejection> {
+        validate(admission)
+    }
+
+    fn available(&mut self, admission: &Admission) -> Timeline {
+        available(admission)
+    }
+}
+
+weft_policy::export_sharing!(CapacityOverTime);
+
 /// How far before and after a reservation the policy looks: the averaging
-/// window (a negative one counts as 0).
+/// window (the SDK checked it is from 0 to 2^61 ms).
 pub fn window(settings: &PlanSettings) -> i64 {
-    settings.reservation_window_ms.clamp(0, MAX_TIME_MS)
+    settings.reservation_window_ms
 }
 
 /// The queue's limits, as exact integers.
@@ -77,64 +97,30 @@ pub struct Quota {
 }
 
 impl Quota {
-    /// Reads the limits; a window below 0 or above 2^61 ms, or a percentage
-    /// that is not a number from 0 to 100, makes the admission malformed.
-    pub fn from_settings(settings: &PlanSettings) -> Result<Quota, Malformed> {
-        let window_ms = settings.reservation_window_ms;
-        if !(0..=MAX_TIME_MS).contains(&window_ms) {
-            return Err(Malformed(format!(
-                "settings: reservation-window is {window_ms} ms; it must be from 0 to 2^61 ms"
-            )));
+    /// Reads the limits of checked settings (percentages from 0 to 100).
+    pub fn of(settings: &PlanSettings) -> Quota {
+        Quota {
+            window_ms: settings.reservation_window_ms,
+            instantaneous_ppm: ppm(settings.instantaneous_max_capacity),
+            average_ppm: ppm(settings.average_capacity),
         }
-        Ok(Quota {
-            window_ms,
-            instantaneous_ppm: ppm(
-                "instantaneous-max-capacity",
-                settings.instantaneous_max_capacity,
-            )?,
-            average_ppm: ppm("average-capacity", settings.average_capacity)?,
-        })
     }
 }
 
-/// A percentage in parts per million: 33.3 → 333,000.
-fn ppm(name: &str, percent: f64) -> Result<u64, Malformed> {
-    if !(0.0..=100.0).contains(&percent) {
-        return Err(Malformed(format!(
-            "settings: {name} is {percent}; it must be a percentage from 0 to 100"
-        )));
-    }
-    // Within 0..=1e6 after the check, so the cast is exact.
-    Ok((percent * 10_000.0).round() as u64)
-}
-
-/// A percentage given in ppm, as written: `50`, `33.3`.
-fn percent(ppm: u64) -> String {
-    decimal(u128::from(ppm), 4)
-}
-
-/// Reads the queue's limits, and checks what `validate` reads of the
-/// admission (see [`Admission::check_for_validate`]).
-pub fn check(admission: &Admission) -> Result<Quota, Malformed> {
-    let quota = Quota::from_settings(&admission.settings)?;
-    admission.check_for_validate(quota.window_ms)?;
-    Ok(quota)
+/// A percentage from 0 to 100 in parts per million: 33.3 → 333,000.
+fn ppm(percent: f64) -> u64 {
+    // Within 0..=1e6 for a checked percentage, so the cast is exact.
+    (percent * 10_000.0).round() as u64
 }
 
 /// Accepts the candidate, or refuses it with the first limit it breaks, in
-/// the order over-commit, instantaneous, average; a malformed admission is
-/// refused as over-commit (see [`Malformed`]).
+/// the order over-commit, instantaneous, average.
 pub fn validate(admission: &Admission) -> Result<(), Rejection> {
-    let quota = check(admission)?;
-    validate_checked(admission, quota)
-}
-
-/// [`validate`] for an admission that passed [`check`].
-pub fn validate_checked(admission: &Admission, quota: Quota) -> Result<(), Rejection> {
     let Some(support) = admission.candidate_support() else {
         return Ok(()); // holds nothing, breaks nothing
     };
-    plan::check_capacity(admission)?;
+    let quota = Quota::of(admission.settings());
+    check_over_commit(admission)?;
     check_instantaneous(admission, quota, support)?;
     check_average(admission, quota, support)
 }
@@ -146,80 +132,32 @@ fn check_instantaneous(
     quota: Quota,
     (start, end): (i64, i64),
 ) -> Result<(), Rejection> {
-    let capacity = admission.settings.capacity.amounts();
-    let limit = capacity.map(|c| u128::from(c) * u128::from(quota.instantaneous_ppm));
-    let lines = [&admission.user_committed, &admission.candidate];
+    let capacity = admission.settings().capacity();
+    let limit = |d: Dimension| u128::from(capacity[d]) * u128::from(quota.instantaneous_ppm);
+    let lines = [admission.user_committed(), admission.candidate()];
     for stretch in Walk::new(lines, start, end) {
         let [committed, asked] = stretch.amounts;
         for dimension in DIMENSIONS {
-            let d = dimension.index();
-            let held = committed[d] + asked[d];
-            if asked[d] > 0 && u128::from(held) * MILLION > limit[d] {
+            // Checked amounts are below 2^40: the sum cannot overflow.
+            let held = committed[dimension] + asked[dimension];
+            if asked[dimension] > 0 && u128::from(held) * MILLION > limit(dimension) {
                 let unit = dimension.unit();
                 return Err(Rejection::InstantaneousQuota(format!(
                     "user {} would hold {held} {unit} at t={} ms ({} {unit} committed + {} {unit} asked); \
                      instantaneous-max-capacity {}% of {} {unit} is {} {unit} (over by {} {unit})",
-                    admission.user,
+                    admission.user(),
                     stretch.from_ms,
-                    committed[d],
-                    asked[d],
+                    committed[dimension],
+                    asked[dimension],
                     percent(quota.instantaneous_ppm),
-                    capacity[d],
-                    decimal(limit[d], 6),
-                    decimal(u128::from(held) * MILLION - limit[d], 6),
+                    capacity[dimension],
+                    decimal(limit(dimension), 6),
+                    decimal(u128::from(held) * MILLION - limit(dimension), 6),
                 )));
             }
         }
     }
     Ok(())
-}
-
-/// A point of the user's holding with the candidate, within the span that
-/// windows overlapping the candidate cover, with the integrals up to it.
-#[derive(Debug, Clone, Copy)]
-struct Step {
-    at_ms: i64,
-    /// The user's holding with the candidate, from here to the next step.
-    held: Amounts,
-    /// The candidate's part of it.
-    asked: Amounts,
-    /// ∫ held from the span's start to here, per dimension (unit·ms).
-    held_before: [u128; 3],
-    /// ∫ asked from the span's start to here.
-    asked_before: [u128; 3],
-}
-
-/// ∫ held and ∫ asked from the span's start to any instant, by a cursor over
-/// the steps: O(1) amortized while instants move forward (or back a little).
-/// Only the dimensions the candidate asks for are integrated; others are 0.
-struct Integral<'a> {
-    steps: &'a [Step],
-    asks: [bool; 3],
-    i: usize,
-}
-
-impl Integral<'_> {
-    fn to(&mut self, x: i64) -> ([u128; 3], [u128; 3]) {
-        let steps = self.steps;
-        if x <= steps[0].at_ms {
-            return ([0; 3], [0; 3]);
-        }
-        while self.i + 1 < steps.len() && steps[self.i + 1].at_ms <= x {
-            self.i += 1;
-        }
-        while steps[self.i].at_ms > x {
-            self.i -= 1;
-        }
-        let step = &steps[self.i];
-        // The last step is the span's end, zero from there: the integral stays.
-        let since = (x - step.at_ms) as u128;
-        let (mut held, mut asked) = ([0; 3], [0; 3]);
-        for d in (0..3).filter(|&d| self.asks[d]) {
-            held[d] = step.held_before[d] + u128::from(step.held[d]) * since;
-            asked[d] = step.asked_before[d] + u128::from(step.asked[d]) * since;
-        }
-        (held, asked)
-    }
 }
 
 /// The window [t, t + W): what the user would hold over it, and how much of
@@ -242,35 +180,26 @@ fn check_average(
     if w == 0 {
         return Ok(()); // an empty window holds nothing
     }
-    // Windows overlapping the candidate lie in [start − W, end + W).
+    // Windows overlapping the candidate lie in [start − W, end + W): the
+    // integrals of the user's holding and of the candidate over that span.
     let (lo, hi) = admission.window_span(support, w);
-    let steps = steps(admission, lo, hi);
-    let capacity = admission.settings.capacity.amounts();
+    let integrals = Integrals::new([admission.user_committed(), admission.candidate()], lo, hi);
+    let times = integrals.times();
+    let capacity = admission.settings().capacity().to_array();
     // held × 10^6 > W × capacity × ppm, for a whole number held, is
     // held > ⌊W × capacity × ppm / 10^6⌋: one division here, none per window.
     let most =
         capacity.map(|c| u128::from(c) * u128::from(quota.average_ppm) * w as u128 / MILLION);
-    let candidate = &admission.candidate;
-    let asks = [&candidate.memory_mb, &candidate.vcores, &candidate.gpus]
-        .map(|column| column.iter().any(|&amount| amount > 0));
 
-    let mut window_start = Integral {
-        steps: &steps,
-        asks,
-        i: 0,
-    };
-    let mut window_end = Integral {
-        steps: &steps,
-        asks,
-        i: 0,
-    };
+    let (mut window_start, mut window_end) = (integrals.cursor(), integrals.cursor());
     let mut window = |t: i64| {
-        let (held_from, asked_from) = window_start.to(t);
-        let (held_to, asked_to) = window_end.to(t + w);
+        let [committed_from, asked_from] = window_start.to(t);
+        let [committed_to, asked_to] = window_end.to(t + w);
+        let asked: [u128; 3] = std::array::from_fn(|d| asked_to[d] - asked_from[d]);
         Window {
             start_ms: t,
-            held: [0, 1, 2].map(|d| held_to[d] - held_from[d]),
-            asked: [0, 1, 2].map(|d| asked_to[d] - asked_from[d]),
+            held: std::array::from_fn(|d| committed_to[d] - committed_from[d] + asked[d]),
+            asked,
         }
     };
     let over = |window: &Window, dimension: Dimension| {
@@ -278,24 +207,20 @@ fn check_average(
         window.asked[d] > 0 && window.held[d] > most[d]
     };
     let refuse = |window: &Window, dimension: Dimension| {
-        Err(average_refusal(
-            admission, quota, window, dimension, capacity,
-        ))
+        Err(average_refusal(admission, quota, window, dimension))
     };
 
-    // The breakpoints of F: every step time s and s − W, merged in order,
+    // The breakpoints of F: every point time s and s − W, merged in order,
     // from start − W to end. Windows starting outside them do not overlap
-    // the candidate; both are breakpoints (start and end are step times),
+    // the candidate; both are breakpoints (start and end are point times),
     // where the overlap is zero, so no stretch that matters is cut.
     let (first, last) = (support.0 - w, support.1);
-    let mut at = steps.partition_point(|step| step.at_ms < first);
-    let mut at_minus_w = steps.partition_point(|step| step.at_ms - w < first);
+    let mut at = times.partition_point(|&s| s < first);
+    let mut at_minus_w = times.partition_point(|&s| s - w < first);
     let mut previous: Option<Window> = None;
     loop {
-        let s = steps.get(at).map_or(i64::MAX, |step| step.at_ms);
-        let s_minus_w = steps
-            .get(at_minus_w)
-            .map_or(i64::MAX, |step| step.at_ms - w);
+        let s = times.get(at).copied().unwrap_or(i64::MAX);
+        let s_minus_w = times.get(at_minus_w).map_or(i64::MAX, |&s| s - w);
         let t = s.min(s_minus_w);
         if t > last {
             break;
@@ -327,69 +252,29 @@ fn check_average(
     Ok(())
 }
 
-/// The user's holding with the candidate over [lo, hi), as steps with their
-/// prefix integrals, closed by a zero step at `hi`.
-fn steps(admission: &Admission, lo: i64, hi: i64) -> Vec<Step> {
-    let lines = [&admission.user_committed, &admission.candidate];
-    let points_within = |line: &Timeline| {
-        let first = line.at_ms.partition_point(|&t| t <= lo);
-        line.at_ms
-            .partition_point(|&t| t < hi)
-            .saturating_sub(first)
-    };
-    // The stretches start at lo and at each point within: one allocation.
-    let mut steps = Vec::with_capacity(2 + points_within(lines[0]) + points_within(lines[1]));
-    let (mut held_before, mut asked_before) = ([0u128; 3], [0u128; 3]);
-    for stretch in Walk::new(lines, lo, hi) {
-        let [committed, asked] = stretch.amounts;
-        let held = [0, 1, 2].map(|d| committed[d] + asked[d]);
-        steps.push(Step {
-            at_ms: stretch.from_ms,
-            held,
-            asked,
-            held_before,
-            asked_before,
-        });
-        let length = (stretch.to_ms - stretch.from_ms) as u128;
-        for d in 0..3 {
-            held_before[d] += u128::from(held[d]) * length;
-            asked_before[d] += u128::from(asked[d]) * length;
-        }
-    }
-    steps.push(Step {
-        at_ms: hi,
-        held: plan::ZERO,
-        asked: plan::ZERO,
-        held_before,
-        asked_before,
-    });
-    steps
-}
-
 fn average_refusal(
     admission: &Admission,
     quota: Quota,
     window: &Window,
     dimension: Dimension,
-    capacity: Amounts,
 ) -> Rejection {
     let d = dimension.index();
+    let capacity = admission.settings().capacity()[dimension];
     let (unit, time_unit) = (dimension.unit(), dimension.time_unit());
     let w = quota.window_ms as u128;
     let held = window.held[d];
     // In millionths of a unit: exact.
-    let average_limit = u128::from(capacity[d]) * u128::from(quota.average_ppm);
+    let average_limit = u128::from(capacity) * u128::from(quota.average_ppm);
     let limit = average_limit * w;
     Rejection::AverageQuota(format!(
         "user {} would hold {held} {time_unit} over the window [{}, {}) ms, an average of {} {unit}; \
-         average-capacity {}% of {} {unit} over {w} ms allows {} {time_unit}, an average of {} {unit} \
+         average-capacity {}% of {capacity} {unit} over {w} ms allows {} {time_unit}, an average of {} {unit} \
          (over by {} {time_unit})",
-        admission.user,
+        admission.user(),
         window.start_ms,
         window.start_ms + quota.window_ms,
         decimal(held * 1000 / w, 3),
         percent(quota.average_ppm),
-        capacity[d],
         decimal(limit, 6),
         decimal(average_limit, 6),
         decimal(held * MILLION - limit, 6),
@@ -402,31 +287,50 @@ fn average_refusal(
 /// capacity⌋ − user-committed), at least 0. The average limit is left to
 /// [`validate`]: how much more a user may hold at one instant depends on how
 /// long they hold it.
-pub fn available(admission: &Admission) -> Result<Timeline, Malformed> {
-    let quota = Quota::from_settings(&admission.settings)?;
-    admission.check()?;
-    let capacity = admission.settings.capacity.amounts();
+pub fn available(admission: &Admission) -> Timeline {
+    let quota = Quota::of(admission.settings());
+    let capacity = admission.settings().capacity();
     // At most the capacity, so it fits back in u64.
     let user_limit =
         capacity.map(|c| (u128::from(c) * u128::from(quota.instantaneous_ppm) / MILLION) as u64);
     let mut free = TimelineBuilder::new();
-    let lines = [&admission.plan_committed, &admission.user_committed];
-    for stretch in Walk::new(lines, admission.from_ms, admission.to_ms) {
+    let lines = [admission.plan_committed(), admission.user_committed()];
+    for stretch in Walk::new(lines, admission.from_ms(), admission.to_ms()) {
         let [plan_held, user_held] = stretch.amounts;
-        let plan_room = plan::saturating_sub(capacity, plan_held);
-        let user_room = plan::saturating_sub(user_limit, user_held);
-        free.push(
-            stretch.from_ms,
-            [0, 1, 2].map(|d| plan_room[d].min(user_room[d])),
-        );
+        let plan_room = capacity.minus(plan_held);
+        let user_room = user_limit.minus(user_held);
+        free.push(stretch.from_ms, plan_room.min(user_room));
     }
-    Ok(free.finish(admission.to_ms))
+    free.finish(admission.to_ms())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use plan::{MAX_TIME_MS, ZERO};
+    use weft_policy::sharing::MAX_TIME_MS;
+    use weft_policy::sharing::wit::{Admission, PlanSettings};
+    use weft_policy::{Malformed, Resources};
+
+    /// `validate` on the admission the host would send, checked by the SDK.
+    fn validate(admission: &Admission) -> Result<(), Rejection> {
+        super::validate(&checked(admission))
+    }
+
+    /// `available` on the admission the host would send, or why the SDK
+    /// refuses it.
+    fn available(admission: &Admission) -> Result<Timeline, Malformed> {
+        let admission = weft_policy::sharing::Admission::new(admission.clone())?;
+        Ok(super::available(&admission))
+    }
+
+    /// `window` on the settings the host would send.
+    fn window(settings: &PlanSettings) -> i64 {
+        super::window(&weft_policy::sharing::PlanSettings::new(settings.clone()).unwrap())
+    }
+
+    fn checked(admission: &Admission) -> weft_policy::sharing::Admission {
+        weft_policy::sharing::Admission::new(admission.clone()).expect("a well-formed admission")
+    }
 
     const HOUR: i64 = 3_600_000;
     const DAY: i64 = 24 * HOUR;
@@ -445,7 +349,7 @@ mod tests {
         let mut total = TimelineBuilder::new();
         for stretch in Walk::new([a, b], -MAX_TIME_MS, MAX_TIME_MS) {
             let [x, y] = stretch.amounts;
-            total.push(stretch.from_ms, [0, 1, 2].map(|d| x[d] + y[d]));
+            total.push(stretch.from_ms, x.plus(y));
         }
         total.finish(MAX_TIME_MS)
     }
@@ -830,8 +734,8 @@ mod tests {
         let settings = small(DAY, 100.0, 20.0);
         let mut daily = Timeline::default();
         for day in 0..7 {
-            daily.push(day * DAY, [1000, 0, 0]);
-            daily.push(day * DAY + 4 * HOUR, ZERO);
+            daily.push(day * DAY, res(1000, 0, 0));
+            daily.push(day * DAY + 4 * HOUR, Resources::ZERO);
         }
         // 100 MB for 8 h between the blocks of day 2: 800 MB·h more, at the limit.
         let fits = ask(
@@ -879,7 +783,7 @@ mod tests {
         (open.from_ms, open.to_ms) = (0, DAY);
         let free = available(&open).unwrap();
         assert_eq!(free.at_ms, [0, DAY]);
-        assert_eq!(free.amounts(0), [51_200, 50, 4]);
+        assert_eq!(free.amount(0).to_array(), [51_200, 50, 4]);
     }
 
     #[test]
@@ -895,7 +799,7 @@ mod tests {
         (admission.from_ms, admission.to_ms) = (0, 4 * HOUR);
         let free = available(&admission).unwrap();
         let points: Vec<_> = (0..free.len())
-            .map(|i| (free.at_ms[i], free.amounts(i)))
+            .map(|i| (free.at_ms[i], free.amount(i).to_array()))
             .collect();
         assert_eq!(
             points,
@@ -919,11 +823,13 @@ mod tests {
             &Timeline::default(),
         );
         (tiny.from_ms, tiny.to_ms) = (0, HOUR);
-        assert_eq!(available(&tiny).unwrap().amounts(0), [333, 3, 0]);
+        assert_eq!(available(&tiny).unwrap().amount(0).to_array(), [333, 3, 0]);
     }
 
     #[test]
-    fn malformed_admissions_and_settings_are_refused_not_trapped() {
+    fn malformed_admissions_and_settings_are_refused_by_the_sdk() {
+        // What used to be refused here as "malformed admission" is now the
+        // SDK's to refuse, before the policy runs (a trap with a message).
         let none = Timeline::default();
         let good = ask(
             &dedicated(),
@@ -943,6 +849,15 @@ mod tests {
         not_a_number.settings.average_capacity = f64::NAN;
         let mut negative_window = good.clone();
         negative_window.settings.reservation_window_ms = -1;
+        // Out of order far from the candidate, where validate would not look.
+        let mut far = good.clone();
+        far.from_ms = -30 * DAY;
+        far.plan_committed = Timeline::from_steps(&[
+            (-10 * DAY, res(1, 0, 0)),
+            (-20 * DAY, res(2, 0, 0)),
+            (0, res(3, 0, 0)),
+            (HOUR, res(0, 0, 0)),
+        ]);
         let cases = [
             (unsorted, "user-committed: at-ms must strictly increase"),
             (mismatched, "plan-committed: its columns differ in length"),
@@ -952,78 +867,33 @@ mod tests {
             ),
             (not_a_number, "settings: average-capacity is NaN"),
             (negative_window, "settings: reservation-window is -1 ms"),
+            (
+                far,
+                "plan-committed: at-ms must strictly increase, but at-ms[0] is -864000000 and at-ms[1] is -1728000000",
+            ),
         ];
         for (admission, words) in cases {
-            match validate(&admission) {
-                Err(Rejection::OverCommit(message)) => {
-                    assert!(
-                        message.starts_with("malformed admission: ") && message.contains(words),
-                        "{message}"
-                    )
-                }
-                other => panic!("{words}: {other:?}"),
-            }
-            assert!(available(&admission).is_err(), "{words}");
+            let message = available(&admission).unwrap_err().to_string();
+            assert!(message.contains(words), "{message}");
         }
         assert_eq!(validate(&good), Ok(()));
     }
 
     #[test]
-    fn validate_checks_what_it_reads() {
-        // The plan is read over the candidate's hour, the user's holding over
-        // the day around it; `available` reads everything.
-        let plan = Timeline::from_steps(&[
-            (-10 * DAY, res(1, 0, 0)),
-            (-20 * DAY, res(2, 0, 0)), // out of order, far from the candidate
-            (0, res(3, 0, 0)),
-            (HOUR, res(0, 0, 0)),
-        ]);
-        let none = Timeline::default();
-        let mut far = ask(
-            &dedicated(),
-            "alice",
-            block(0, HOUR, res(1, 0, 0)),
-            &none,
-            &plan,
-        );
-        far.from_ms = -30 * DAY;
-        assert_eq!(validate(&far), Ok(()));
-        let message = available(&far).unwrap_err().to_string();
-        assert!(message.contains("plan-committed: at-ms must strictly increase, but at-ms[0] is -864000000 and at-ms[1] is -1728000000"), "{message}");
-        // Out of order where the candidate is: refused.
-        let mut near = far.clone();
-        near.plan_committed = Timeline::from_steps(&[
-            (0, res(3, 0, 0)),
-            (HOUR / 2, res(1, 0, 0)),
-            (HOUR / 4, res(0, 0, 0)),
-        ]);
-        let message = refusal(validate(&near));
-        assert!(message.starts_with("malformed admission: plan-committed: at-ms must strictly increase, but at-ms[1] is 1800000"), "{message}");
-        // The user's holding a day before the candidate is read too.
-        let mut user = far.clone();
-        user.user_committed =
-            Timeline::from_steps(&[(-HOUR, res(u64::MAX, 0, 0)), (0, res(0, 0, 0))]);
-        let message = refusal(validate(&user));
-        assert!(
-            message.contains("user-committed: memory-mb[0] is 18446744073709551615"),
-            "{message}"
-        );
-        // Columns of different lengths, anywhere: refused.
-        let mut columns = far.clone();
-        columns.user_committed.gpus.push(0);
-        assert!(
-            refusal(validate(&columns)).contains("user-committed: its columns differ in length")
-        );
-    }
-
-    #[test]
     fn window_and_parameters() {
+        use weft_policy::PolicyKind;
+        use weft_policy::params::configure_with;
         assert_eq!(window(&dedicated()), DAY);
-        assert_eq!(window(&small(-5, 50.0, 50.0)), 0);
-        assert_eq!(configure(&[]), Ok(()));
-        let refusal = configure(&[("average-capacity".into(), "10".into())]).unwrap_err();
+        assert_eq!(window(&small(0, 50.0, 50.0)), 0);
+        assert_eq!(
+            configure_with::<CapacityOverTime>(PolicyKind::Sharing, &[]),
+            Ok(CapacityOverTime)
+        );
+        let refusal =
+            configure_with::<CapacityOverTime>(PolicyKind::Sharing, &[("average-capacity", "10")])
+                .unwrap_err();
         assert!(
-            refusal.contains("no parameters (given average-capacity=10)"),
+            refusal.contains("(given average-capacity=10); capacity-over-time takes no parameters"),
             "{refusal}"
         );
     }
@@ -1050,25 +920,25 @@ mod tests {
                 let last = i + 1 == times.len();
                 let amount = |r: &mut Random| if last { 0 } else { r.below(top + 1) };
                 let amounts = [amount(self), amount(self), amount(self)];
-                timeline.push(at, amounts);
+                timeline.push(at, Resources::from_array(amounts));
             }
             timeline
         }
     }
 
     /// The amount a timeline holds at `t`, zero outside the admission's range.
-    fn held_at(admission: &Admission, timeline: &Timeline, t: i64) -> Amounts {
+    fn held_at(admission: &Admission, timeline: &Timeline, t: i64) -> [u64; 3] {
         if (admission.from_ms..admission.to_ms).contains(&t) {
-            timeline.amounts_at(t)
+            timeline.amount_at(t).to_array()
         } else {
-            ZERO
+            [0; 3]
         }
     }
 
     /// Whether the window [t, t + W) overlaps the candidate in a dimension
     /// and is over the average there, summed millisecond by millisecond.
     fn window_over(admission: &Admission, quota: Quota, t: i64) -> bool {
-        let capacity = admission.settings.capacity.amounts();
+        let capacity = admission.settings.capacity.to_array();
         let (mut held, mut asked) = ([0u128; 3], [0u128; 3]);
         for x in t..t + quota.window_ms {
             let user = held_at(admission, &admission.user_committed, x);
@@ -1090,7 +960,7 @@ mod tests {
     /// 2 average) and the first instant or window start it is broken at.
     fn brute_force(admission: &Admission, quota: Quota) -> Option<(usize, i64)> {
         let (from, to, w) = (admission.from_ms, admission.to_ms, quota.window_ms);
-        let capacity = admission.settings.capacity.amounts();
+        let capacity = admission.settings.capacity.to_array();
         for t in from..to {
             let plan = held_at(admission, &admission.plan_committed, t);
             let asked = held_at(admission, &admission.candidate, t);
@@ -1138,7 +1008,7 @@ mod tests {
             // Sometimes a range wider than the host's, or none at all.
             admission.from_ms -= random.below(3) as i64;
             admission.to_ms += random.below(3) as i64;
-            let quota = check(&admission).expect("well formed");
+            let quota = Quota::of(checked(&admission).settings());
             let expected = brute_force(&admission, quota);
             let outcome = validate(&admission);
             let kind = match &outcome {

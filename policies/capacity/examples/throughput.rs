@@ -7,7 +7,8 @@
 
 use std::time::{Duration, Instant};
 
-use capacity::{Apps, Asks, Containers, Nodes, Queues, Snapshot, preempt, schedule};
+use capacity::{preempt, schedule};
+use weft_policy::scheduling::{Containers, Snapshot, wit};
 
 const GB: u64 = 1024;
 
@@ -22,8 +23,8 @@ fn cluster(
     leaves: usize,
     apps: usize,
     per_app: u32,
-) -> Snapshot {
-    let nodes = Nodes {
+) -> wit::Snapshot {
+    let nodes = wit::Nodes {
         free_memory_mb: vec![node.0; nodes],
         free_vcores: vec![node.1; nodes],
         free_gpus: vec![0; nodes],
@@ -31,8 +32,8 @@ fn cluster(
         capacity_vcores: vec![node.1; nodes],
         capacity_gpus: vec![0; nodes],
     };
-    let mut q = Queues::default();
-    let push = |q: &mut Queues, parent: u32, capacity: f64, fair: bool| {
+    let mut q = wit::Queues::default();
+    let push = |q: &mut wit::Queues, parent: u32, capacity: f64, fair: bool| {
         q.parent.push(parent);
         q.capacity.push(capacity);
         q.maximum_capacity.push(100.0);
@@ -52,7 +53,7 @@ fn cluster(
             leaf_ids.push(push(&mut q, parent, 100.0 / leaves as f64, p % 2 == 1));
         }
     }
-    let (mut a, mut k) = (Apps::default(), Asks::default());
+    let (mut a, mut k) = (wit::Apps::default(), wit::Asks::default());
     for (i, &leaf) in leaf_ids.iter().enumerate() {
         for j in 0..apps {
             let app = a.queue.len() as u32;
@@ -70,13 +71,18 @@ fn cluster(
             k.gpus.push(0);
         }
     }
-    Snapshot {
+    wit::Snapshot {
         now_ms: 0,
         nodes,
         queues: q,
         apps: a,
         asks: k,
     }
+}
+
+/// The checked snapshot of a record built above.
+fn checked(record: wit::Snapshot) -> Snapshot {
+    Snapshot::new(record).expect("a well-formed snapshot")
 }
 
 /// Nanoseconds this thread has run on a CPU (Linux), so that other work on
@@ -125,14 +131,14 @@ fn main() {
     if wanted("roomy") {
         report(
             "roomy: 10,000 nodes, 1,000 leaves, 10,000 apps × 10 containers",
-            &roomy,
+            &checked(roomy.clone()),
         );
     }
     if wanted("big-asks") {
         let big_asks = cluster(10_000, (64 * GB, 32), 10, 100, 1, 100);
         report(
             "big-asks: 10,000 nodes, 1,000 leaves, 1,000 apps × 100 containers",
-            &big_asks,
+            &checked(big_asks),
         );
     }
     if wanted("contended") {
@@ -140,7 +146,7 @@ fn main() {
         let contended = cluster(10_000, (8 * GB, 4), 10, 100, 10, 10);
         report(
             "contended: 10,000 nodes of 8 GB and 4 vcores, 1,000 leaves, 100,000 containers",
-            &contended,
+            &checked(contended),
         );
     }
     if wanted("preempt") {
@@ -151,13 +157,13 @@ fn main() {
 /// Preemption over 160,000 running containers: the first 500 leaves idle and
 /// owed their 200 GB of demand, the other 500 holding the cluster at twice
 /// their guarantee.
-fn preemption(roomy: &Snapshot) {
+fn preemption(roomy: &wit::Snapshot) {
     let mut busy = roomy.clone();
     let queues = busy.queues.parent.len();
     let leaves: Vec<usize> = (1..queues)
         .filter(|&q| !busy.queues.parent[1..].contains(&(q as u32)))
         .collect();
-    let mut running = Containers::default();
+    let mut running = wit::Containers::default();
     let busy_leaf_gb: u64 = 64 * 10_000 / 500;
     for (i, &leaf) in leaves.iter().enumerate().skip(500) {
         let app = busy
@@ -180,6 +186,8 @@ fn preemption(roomy: &Snapshot) {
             busy.queues.used_vcores[q] += busy_leaf_gb / 4;
         }
     }
+    let busy = checked(busy);
+    let running = Containers::new(running, &busy).expect("well-formed containers");
     let (took, victims) = best(5, || preempt(&busy, &running));
     println!(
         "preempt: {} running containers, {} victims, {:.1} ms",

@@ -1,8 +1,11 @@
 //! Reclaiming guarantees (seed 002 §1.5–1.6): capacity lent to queues above
 //! their guarantee is taken back for queues below theirs that want it.
 
-use crate::cluster::{Cluster, EPSILON, Res, Tree, queue_key};
-use crate::{Containers, Snapshot};
+use weft_policy::Resources;
+use weft_policy::resources::EPSILON;
+use weft_policy::scheduling::{Containers, Snapshot};
+
+use crate::cluster::{Tree, queue_key};
 
 /// The containers to preempt, as indices into `running`, youngest first.
 ///
@@ -21,45 +24,30 @@ use crate::{Containers, Snapshot};
 /// Cost: sorting the containers, then per container its path to the root and
 /// a few `log(queues)` searches for the leaf to give it to.
 pub fn preempt(snapshot: &Snapshot, running: &Containers) -> Vec<u32> {
-    let cluster = Cluster::of(&snapshot.nodes);
-    let mut tree = Tree::of(&snapshot.queues);
-    let apps = &snapshot.apps;
-    let app_leaf = |app: u32| {
-        let q = *apps.queue.get(app as usize)? as usize;
-        (q < tree.len() && tree.leaf[q]).then_some(q)
-    };
+    let cluster = snapshot.nodes().cluster();
+    let mut tree = Tree::of(snapshot.queues());
+    // Every app is in a leaf: the SDK checked the snapshot.
+    let apps = snapshot.apps();
 
-    let asks = &snapshot.asks;
-    let ask_count = [
-        asks.app.len(),
-        asks.pending.len(),
-        asks.memory_mb.len(),
-        asks.vcores.len(),
-        asks.gpus.len(),
-    ]
-    .into_iter()
-    .min()
-    .unwrap_or(0);
-    let mut demand = vec![Res::ZERO; tree.len()];
-    for k in 0..ask_count {
-        if let Some(leaf) = app_leaf(asks.app[k]) {
-            let size = Res::new(asks.memory_mb[k], asks.vcores[k], asks.gpus[k]);
-            demand[leaf] = demand[leaf].plus(size.times(u64::from(asks.pending[k])));
-        }
+    let asks = snapshot.asks();
+    let mut demand = vec![Resources::ZERO; tree.len()];
+    for k in 0..asks.len() {
+        let leaf = apps.queue(asks.app(k));
+        demand[leaf] = demand[leaf].plus(asks.size(k).times(u64::from(asks.pending[k])));
     }
 
     // Leaves owed something, most under-served first; `owed[rank]`.
     let mut starved: Vec<usize> = (0..tree.len())
-        .filter(|&q| tree.leaf[q] && !demand[q].is_zero())
-        .filter(|&q| cluster.share(tree.used[q]) + EPSILON < tree.guarantee[q])
+        .filter(|&q| tree.is_leaf(q) && !demand[q].is_zero())
+        .filter(|&q| cluster.share(tree.used[q]) + EPSILON < tree.guarantee(q))
         .collect();
-    let owed_by = |q: usize| demand[q].min(cluster.amount(tree.guarantee[q]).minus(tree.used[q]));
+    let owed_by = |q: usize| demand[q].min(cluster.amount(tree.guarantee(q)).minus(tree.used[q]));
     starved.retain(|&q| !owed_by(q).is_zero());
     if starved.is_empty() {
         return Vec::new();
     }
-    starved.sort_by_key(|&q| queue_key(&cluster, tree.guarantee[q], tree.used[q], q));
-    let mut owed: Vec<Res> = starved.iter().map(|&q| owed_by(q)).collect();
+    starved.sort_by_key(|&q| queue_key(&cluster, tree.guarantee(q), tree.used[q], q));
+    let mut owed: Vec<Resources> = starved.iter().map(|&q| owed_by(q)).collect();
 
     // Per resource, the most under-served leaf still owed some of it, by
     // position in a depth-first order of the tree, so that a subtree is a range.
@@ -67,32 +55,21 @@ pub fn preempt(snapshot: &Snapshot, running: &Containers) -> Vec<u32> {
     let mut wanting: [RankTree; 3] = std::array::from_fn(|_| RankTree::new(tree.len()));
     for (rank, &q) in starved.iter().enumerate() {
         for (i, wants) in wanting.iter_mut().enumerate() {
-            if owed[rank].0[i] > 0 {
+            if owed[rank].to_array()[i] > 0 {
                 wants.set(first[q], rank as u32);
             }
         }
     }
     let mut still_owed = starved.len();
 
-    let count = [
-        running.app.len(),
-        running.node.len(),
-        running.memory_mb.len(),
-        running.vcores.len(),
-        running.gpus.len(),
-        running.start_time_ms.len(),
-    ]
-    .into_iter()
-    .min()
-    .unwrap_or(0);
-    let size = |c: usize| Res::new(running.memory_mb[c], running.vcores[c], running.gpus[c]);
+    let size = |c: usize| running.size(c);
     // Only queues above their guarantee when the call began give anything.
     let above: Vec<bool> = (0..tree.len())
-        .map(|q| cluster.share(tree.used[q]) > tree.guarantee[q] + EPSILON)
+        .map(|q| cluster.share(tree.used[q]) > tree.guarantee(q) + EPSILON)
         .collect();
-    let mut candidates: Vec<(usize, usize)> = (0..count)
+    let mut candidates: Vec<(usize, usize)> = (0..running.len())
         .filter(|&c| !size(c).is_zero())
-        .filter_map(|c| Some((c, app_leaf(running.app[c])?)))
+        .map(|c| (c, apps.queue(running.app(c))))
         .filter(|&(_, leaf)| above[leaf])
         .collect();
     // Youngest first: latest start, ties to the higher index.
@@ -109,7 +86,7 @@ pub fn preempt(snapshot: &Snapshot, running: &Containers) -> Vec<u32> {
         // (so that queue is shared and keeps its usage). The root always
         // shares; its own queue must not fall.
         let keeps =
-            |q: usize| cluster.share(tree.used[q].minus(size)) + EPSILON >= tree.guarantee[q];
+            |q: usize| cluster.share(tree.used[q].minus(size)) + EPSILON >= tree.guarantee(q);
         let Some(bound) = tree.path(leaf).find(|&q| q == 0 || !keeps(q)) else {
             continue;
         };
@@ -117,26 +94,26 @@ pub fn preempt(snapshot: &Snapshot, running: &Containers) -> Vec<u32> {
             continue;
         }
         let rank = (0..3)
-            .filter(|&i| size.0[i] > 0)
+            .filter(|&i| size.to_array()[i] > 0)
             .filter_map(|i| wanting[i].min(first[bound], last[bound]))
             .min();
         let Some(rank) = rank else { continue };
         let rank = rank as usize;
         let to = starved[rank];
         let mut q = leaf;
-        while !tree.is_ancestor_or_self(q, to) {
+        while !tree.queues.is_ancestor_or_self(q, to) {
             tree.used[q] = tree.used[q].minus(size);
-            q = tree.parent[q];
+            q = tree.parent(q);
         }
         let mut q = to;
-        while !tree.is_ancestor_or_self(q, leaf) {
+        while !tree.queues.is_ancestor_or_self(q, leaf) {
             tree.used[q] = tree.used[q].plus(size);
-            q = tree.parent[q];
+            q = tree.parent(q);
         }
         let before = owed[rank];
         owed[rank] = before.minus(size);
         for (i, wants) in wanting.iter_mut().enumerate() {
-            if before.0[i] > 0 && owed[rank].0[i] == 0 {
+            if before.to_array()[i] > 0 && owed[rank].to_array()[i] == 0 {
                 wants.clear(first[to]);
             }
         }
@@ -150,14 +127,12 @@ pub fn preempt(snapshot: &Snapshot, running: &Containers) -> Vec<u32> {
 
 /// Positions of the queues in a depth-first order of the tree, and for each
 /// queue the last position of its subtree: the subtree of `q` is
-/// `first[q]..=last[q]`. Invalid queues get positions nothing asks about.
+/// `first[q]..=last[q]`.
 fn subtree_ranges(tree: &Tree) -> (Vec<usize>, Vec<usize>) {
     let n = tree.len();
     let mut children = vec![Vec::new(); n];
     for q in 1..n {
-        if tree.valid[q] {
-            children[tree.parent[q]].push(q);
-        }
+        children[tree.parent(q)].push(q);
     }
     let (mut first, mut last) = (vec![0; n], vec![0; n]);
     if n == 0 {
@@ -238,19 +213,23 @@ impl RankTree {
 mod tests {
     use super::*;
     use crate::testing::*;
+    use weft_policy::Cluster;
+    use weft_policy::scheduling::wit;
 
     /// A running container: `(app, memory MB, vcores, gpus, start time)`.
     type Running = (u32, u64, u64, u64, i64);
 
-    fn containers(rows: &[Running]) -> Containers {
-        Containers {
+    /// The containers of `rows`, all on node 0, checked against `snapshot`.
+    fn containers(snapshot: &Snapshot, rows: &[Running]) -> Containers {
+        let record = wit::Containers {
             app: rows.iter().map(|r| r.0).collect(),
             node: vec![0; rows.len()],
             memory_mb: rows.iter().map(|r| r.1).collect(),
             vcores: rows.iter().map(|r| r.2).collect(),
             gpus: rows.iter().map(|r| r.3).collect(),
             start_time_ms: rows.iter().map(|r| r.4).collect(),
-        }
+        };
+        Containers::new(record, snapshot).expect("well-formed containers")
     }
 
     /// `count` containers of 10 GB and 10 vcores for `app`, started at `starts`.
@@ -418,22 +397,13 @@ mod tests {
             running: &[tens(0, 9), tens(0, 8), (0, GB, 1, 2, 1)],
             victims: &[0, 2],
         },
-        Case {
-            what: "containers of unknown apps are ignored",
-            nodes: NODE,
-            queues: &A_OVER_B_UNDER,
-            apps: A_AND_B,
-            asks: &[(1, 1, 10 * GB, 10, 0)],
-            running: &[tens(7, 9), tens(0, 1)],
-            victims: &[1],
-        },
     ];
 
     #[test]
     fn victims_match_the_table() {
         for case in CASES {
             let snapshot = snapshot(case.nodes, case.queues, case.apps, case.asks);
-            let victims = preempt(&snapshot, &containers(case.running));
+            let victims = preempt(&snapshot, &containers(&snapshot, case.running));
             assert_eq!(victims, case.victims, "{}", case.what);
         }
     }
@@ -451,62 +421,58 @@ mod tests {
             &[app(1, 0).priority(0), app(1, 1).priority(9)],
             &[(1, 5, 10 * GB, 10, 0)],
         );
-        let running = containers(&[tens(0, 1), tens(0, 2)]);
+        let running = containers(&snapshot, &[tens(0, 1), tens(0, 2)]);
         assert_eq!(preempt(&snapshot, &running), [] as [u32; 0]);
     }
 
     /// The rule read literally: for each container, youngest first, scan
     /// the owed leaves in order and check the queues it leaves one by one.
     fn plain(snapshot: &Snapshot, running: &Containers) -> Vec<u32> {
-        let cluster = Cluster::of(&snapshot.nodes);
-        let mut tree = Tree::of(&snapshot.queues);
-        let (apps, asks) = (&snapshot.apps, &snapshot.asks);
-        let is_leaf = tree.leaf.clone();
-        let leaf_of = |app: u32| {
-            let q = *apps.queue.get(app as usize)? as usize;
-            is_leaf.get(q).copied().unwrap_or(false).then_some(q)
-        };
-        let mut demand = vec![Res::ZERO; tree.len()];
-        for k in 0..asks.app.len() {
-            if let Some(q) = leaf_of(asks.app[k]) {
-                let size = Res::new(asks.memory_mb[k], asks.vcores[k], asks.gpus[k]);
-                demand[q] = demand[q].plus(size.times(u64::from(asks.pending[k])));
-            }
+        let cluster: Cluster = snapshot.nodes().cluster();
+        let mut tree = Tree::of(snapshot.queues());
+        let (apps, asks) = (snapshot.apps(), snapshot.asks());
+        let mut demand = vec![Resources::ZERO; tree.len()];
+        for k in 0..asks.len() {
+            let q = apps.queue(asks.app(k));
+            demand[q] = demand[q].plus(asks.size(k).times(u64::from(asks.pending[k])));
         }
-        let mut owed: Vec<(usize, Res)> = (0..tree.len())
-            .filter(|&q| tree.leaf[q] && cluster.share(tree.used[q]) + EPSILON < tree.guarantee[q])
+        let mut owed: Vec<(usize, Resources)> = (0..tree.len())
+            .filter(|&q| {
+                tree.is_leaf(q) && cluster.share(tree.used[q]) + EPSILON < tree.guarantee(q)
+            })
             .map(|q| {
-                let owed = demand[q].min(cluster.amount(tree.guarantee[q]).minus(tree.used[q]));
+                let owed = demand[q].min(cluster.amount(tree.guarantee(q)).minus(tree.used[q]));
                 (q, owed)
             })
             .filter(|(_, owed)| !owed.is_zero())
             .collect();
-        owed.sort_by_key(|&(q, _)| queue_key(&cluster, tree.guarantee[q], tree.used[q], q));
+        owed.sort_by_key(|&(q, _)| queue_key(&cluster, tree.guarantee(q), tree.used[q], q));
         let mut order: Vec<usize> = (0..running.app.len()).collect();
         order.sort_by_key(|&c| std::cmp::Reverse((running.start_time_ms[c], c)));
         let lost_by = |tree: &Tree, from: usize, to: usize| -> Vec<usize> {
             tree.path(from)
-                .take_while(|&q| !tree.is_ancestor_or_self(q, to))
+                .take_while(|&q| !tree.queues.is_ancestor_or_self(q, to))
                 .collect()
         };
         let above: Vec<bool> = (0..tree.len())
-            .map(|q| cluster.share(tree.used[q]) > tree.guarantee[q] + EPSILON)
+            .map(|q| cluster.share(tree.used[q]) > tree.guarantee(q) + EPSILON)
             .collect();
         let mut victims = Vec::new();
         for c in order {
-            let Some(leaf) = leaf_of(running.app[c]).filter(|&q| above[q]) else {
+            let leaf = apps.queue(running.app(c));
+            if !above[leaf] {
                 continue;
-            };
-            let size = Res::new(running.memory_mb[c], running.vcores[c], running.gpus[c]);
+            }
+            let size = running.size(c);
             if size.is_zero() {
                 continue;
             }
             let keeps = |tree: &Tree, q: usize| {
-                cluster.share(tree.used[q].minus(size)) + EPSILON >= tree.guarantee[q]
+                cluster.share(tree.used[q].minus(size)) + EPSILON >= tree.guarantee(q)
             };
             let Some(i) = owed.iter().position(|&(to, left)| {
                 to != leaf
-                    && (0..3).any(|r| left.0[r] > 0 && size.0[r] > 0)
+                    && (0..3).any(|r| left.to_array()[r] > 0 && size.to_array()[r] > 0)
                     && lost_by(&tree, leaf, to).iter().all(|&q| keeps(&tree, q))
             }) else {
                 continue;
@@ -563,7 +529,10 @@ mod tests {
             let leaves: Vec<u32> = (0..queues.len() as u32)
                 .filter(|&q| !queues.iter().skip(1).any(|c| c.parent == q))
                 .collect();
-            let apps: Vec<A> = leaves.iter().map(|&q| app(q, q)).collect();
+            // One app, and one user, per leaf.
+            let apps: Vec<A> = (0..leaves.len())
+                .map(|i| app(leaves[i], i as u32))
+                .collect();
             let mut rows = Vec::new();
             for _ in 0..rng.below(30) {
                 let a = rng.below(apps.len() as u64) as u32;
@@ -574,7 +543,8 @@ mod tests {
                     u64::from(rng.below(5) == 0),
                     rng.below(20) as i64,
                 );
-                let tree = Tree::of(&snapshot(NODE, &queues, &[], &[]).queues);
+                let empty = snapshot(NODE, &queues, &[], &[]);
+                let tree = Tree::of(empty.queues());
                 for q in tree.path(apps[a as usize].queue as usize) {
                     queues[q].used.0 += row.1;
                     queues[q].used.1 += row.2;
@@ -595,7 +565,7 @@ mod tests {
                 .collect();
             let nodes = [((0, 0, 0), (64 * GB, 48, 2))];
             let snapshot = snapshot(&nodes, &queues, &apps, &asks);
-            let running = containers(&rows);
+            let running = containers(&snapshot, &rows);
             let victims = preempt(&snapshot, &running);
             assert_eq!(
                 victims,
@@ -613,23 +583,21 @@ mod tests {
     #[test]
     fn subtrees_are_ranges_and_ranks_are_found_in_them() {
         // 0 [1 [3, 4 [6]], 2 [5]]
-        let tree = Tree::of(
-            &snapshot(
-                NODE,
-                &[
-                    ROOT,
-                    queue(0, 50.0, 100.0),
-                    queue(0, 50.0, 100.0),
-                    queue(1, 50.0, 100.0),
-                    queue(1, 50.0, 100.0),
-                    queue(2, 100.0, 100.0),
-                    queue(4, 100.0, 100.0),
-                ],
-                &[],
-                &[],
-            )
-            .queues,
+        let snapshot = snapshot(
+            NODE,
+            &[
+                ROOT,
+                queue(0, 50.0, 100.0),
+                queue(0, 50.0, 100.0),
+                queue(1, 50.0, 100.0),
+                queue(1, 50.0, 100.0),
+                queue(2, 100.0, 100.0),
+                queue(4, 100.0, 100.0),
+            ],
+            &[],
+            &[],
         );
+        let tree = Tree::of(snapshot.queues());
         let (first, last) = subtree_ranges(&tree);
         assert_eq!(first, [0, 1, 5, 2, 3, 6, 4]);
         assert_eq!(last, [6, 4, 6, 2, 4, 6, 4]);

@@ -33,10 +33,12 @@
 
 use std::collections::BTreeSet;
 
-use crate::cluster::{Cluster, EPSILON, QueueKey, Res, Tree, ordered, queue_key, user_limit};
-use crate::nodes::{NoRoom, NodeRoom};
+use weft_policy::resources::EPSILON;
+use weft_policy::scheduling::{FreeNodes, NoRoom, Placements, Snapshot, longest_run};
+use weft_policy::{Cluster, Resources};
+
+use crate::cluster::{QueueKey, Tree, ordered, queue_key, user_limit};
 use crate::ranking::Ranking;
-use crate::{Placements, Snapshot};
 
 /// How a leaf orders its applications, as a tuple compared lowest first.
 /// FIFO: `(inverted priority, submit time, app)`; fair: `(used share as
@@ -45,11 +47,8 @@ type AppKey = (u64, i64, u32);
 
 /// One scheduling round: see the module documentation and `README.md`.
 ///
-/// Columns of unequal length are read up to the shortest of their record,
-/// and rows that refer to something missing (an app of an unknown or
-/// non-leaf queue, an ask of an unknown app) are ignored, so a malformed
-/// snapshot yields fewer placements rather than a trap. Every placement fits
-/// the room left by those before it and no ask gets more than it is pending.
+/// Every placement fits the room left by those before it and no ask gets
+/// more than it is pending.
 pub fn schedule(snapshot: &Snapshot) -> Placements {
     let mut round = Round::new(snapshot);
     while let Some(choice) = round.next_choice() {
@@ -78,11 +77,11 @@ enum AppState {
     Done,
 }
 
-struct Round {
+struct Round<'a> {
     cluster: Cluster,
-    tree: Tree,
+    tree: Tree<'a>,
     /// Per queue: the most of each resource within its absolute maximum.
-    ceiling: Vec<Res>,
+    ceiling: Vec<Resources>,
     /// Per queue: its current ordering key.
     key: Vec<QueueKey>,
     /// Per parent: its children that may still take a container, ranked.
@@ -97,7 +96,7 @@ struct Round {
 
     /// Per app.
     app_key: Vec<AppKey>,
-    app_used: Vec<Res>,
+    app_used: Vec<Resources>,
     app_user: Vec<usize>,
     app_submit: Vec<i64>,
     /// Per app: its asks are `order[start..end]`.
@@ -109,13 +108,13 @@ struct Round {
     /// else a later position to look at (path-halving, as in union-find).
     skip: Vec<usize>,
     pending: Vec<u32>,
-    size: Vec<Res>,
+    size: Vec<Resources>,
 
     /// Per (leaf, user): used resources and containers pending.
-    user_used: Vec<Res>,
+    user_used: Vec<Resources>,
     user_pending: Vec<u64>,
 
-    nodes: NodeRoom,
+    nodes: FreeNodes,
     no_room: NoRoom,
     /// The current descent: each queue below the root with its runner-up.
     path: Vec<(usize, Option<QueueKey>)>,
@@ -124,72 +123,32 @@ struct Round {
     placements: Placements,
 }
 
-impl Round {
-    fn new(snapshot: &Snapshot) -> Round {
-        let cluster = Cluster::of(&snapshot.nodes);
-        let tree = Tree::of(&snapshot.queues);
+impl<'a> Round<'a> {
+    fn new(snapshot: &'a Snapshot) -> Round<'a> {
+        let cluster = snapshot.nodes().cluster();
+        let tree = Tree::of(snapshot.queues());
         let queue_count = tree.len();
+        let node_count = snapshot.nodes().len();
+        let free = FreeNodes::new(snapshot.nodes().free_rooms());
 
-        let nodes = &snapshot.nodes;
-        let node_count = [
-            nodes.free_memory_mb.len(),
-            nodes.free_vcores.len(),
-            nodes.free_gpus.len(),
-        ]
-        .into_iter()
-        .min()
-        .unwrap_or(0);
-        let free = (0..node_count)
-            .map(|n| {
-                Res::new(
-                    nodes.free_memory_mb[n],
-                    nodes.free_vcores[n],
-                    nodes.free_gpus[n],
-                )
-            })
-            .collect();
-
-        let apps = &snapshot.apps;
-        let app_count = [
-            apps.queue.len(),
-            apps.user.len(),
-            apps.priority.len(),
-            apps.submit_time_ms.len(),
-            apps.used_memory_mb.len(),
-            apps.used_vcores.len(),
-            apps.used_gpus.len(),
-        ]
-        .into_iter()
-        .min()
-        .unwrap_or(0);
-        // Apps of a valid leaf take part; others are ignored with their asks.
-        let app_in_leaf = |a: usize| {
-            let q = apps.queue[a] as usize;
-            (q < queue_count && tree.leaf[q]).then_some(q)
-        };
-        let app_used: Vec<Res> = (0..app_count)
-            .map(|a| {
-                Res::new(
-                    apps.used_memory_mb[a],
-                    apps.used_vcores[a],
-                    apps.used_gpus[a],
-                )
-            })
-            .collect();
+        // Every app is in a leaf: the SDK checked the snapshot.
+        let apps = snapshot.apps();
+        let app_count = apps.len();
+        let app_used: Vec<Resources> = (0..app_count).map(|a| apps.used(a)).collect();
 
         // One user entry per (leaf, user) with its usage in that leaf:
         // apps sorted by (leaf, user), each run of equals one entry. (A sort,
         // not a hash map: no random seed, the same entries every time.)
         let mut by_user: Vec<(usize, u32, usize)> = (0..app_count)
-            .filter_map(|a| Some((app_in_leaf(a)?, apps.user[a], a)))
+            .map(|a| (apps.queue(a), apps.user[a], a))
             .collect();
         by_user.sort_unstable();
         let mut app_user = vec![usize::MAX; app_count];
-        let mut user_used: Vec<Res> = Vec::new();
+        let mut user_used: Vec<Resources> = Vec::new();
         let mut user_leaf: Vec<usize> = Vec::new();
         for (i, &(leaf, user, a)) in by_user.iter().enumerate() {
             if i == 0 || (by_user[i - 1].0, by_user[i - 1].1) != (leaf, user) {
-                user_used.push(Res::ZERO);
+                user_used.push(Resources::ZERO);
                 user_leaf.push(leaf);
             }
             let u = user_used.len() - 1;
@@ -198,26 +157,10 @@ impl Round {
         }
         let mut user_pending = vec![0u64; user_used.len()];
 
-        let asks = &snapshot.asks;
-        let ask_count = [
-            asks.app.len(),
-            asks.pending.len(),
-            asks.memory_mb.len(),
-            asks.vcores.len(),
-            asks.gpus.len(),
-        ]
-        .into_iter()
-        .min()
-        .unwrap_or(0);
-        let size: Vec<Res> = (0..ask_count)
-            .map(|k| Res::new(asks.memory_mb[k], asks.vcores[k], asks.gpus[k]))
-            .collect();
-        let mut order: Vec<usize> = (0..ask_count)
-            .filter(|&k| {
-                let a = asks.app[k] as usize;
-                asks.pending[k] > 0 && a < app_count && app_in_leaf(a).is_some()
-            })
-            .collect();
+        let asks = snapshot.asks();
+        let ask_count = asks.len();
+        let size: Vec<Resources> = (0..ask_count).map(|k| asks.size(k)).collect();
+        let mut order: Vec<usize> = (0..ask_count).filter(|&k| asks.pending[k] > 0).collect();
         // Stable and linear when asks come grouped by app already.
         order.sort_by_key(|&k| asks.app[k]);
         let mut app_asks = vec![(0, 0); app_count];
@@ -243,10 +186,10 @@ impl Round {
 
         let mut round = Round {
             ceiling: (0..queue_count)
-                .map(|q| cluster.limit(tree.maximum[q]))
+                .map(|q| cluster.limit(tree.maximum(q)))
                 .collect(),
             key: (0..queue_count)
-                .map(|q| queue_key(&cluster, tree.guarantee[q], tree.used[q], q))
+                .map(|q| queue_key(&cluster, tree.guarantee(q), tree.used[q], q))
                 .collect(),
             contenders: Ranking::new(queue_count),
             finished: true,
@@ -255,15 +198,15 @@ impl Round {
             app_key: vec![(0, 0, 0); app_count],
             app_used,
             app_user,
-            app_submit: apps.submit_time_ms[..app_count].to_vec(),
+            app_submit: apps.submit_time_ms.clone(),
             app_asks,
             order,
             skip,
-            pending: asks.pending[..ask_count].to_vec(),
+            pending: asks.pending.clone(),
             size,
             user_used,
             user_pending,
-            nodes: NodeRoom::new(free),
+            nodes: free,
             no_room: NoRoom::default(),
             path: Vec::new(),
             done_apps: Vec::new(),
@@ -279,8 +222,8 @@ impl Round {
             if start == end {
                 continue;
             }
-            let leaf = apps.queue[a] as usize;
-            let key = if round.tree.fair[leaf] {
+            let leaf = apps.queue(a);
+            let key = if round.tree.queues.is_fair(leaf) {
                 round.fair_key(a, round.app_used[a])
             } else {
                 // Higher priority first: invert it into an ascending key.
@@ -293,8 +236,8 @@ impl Round {
         }
         if node_count > 0 {
             for q in (1..queue_count).rev() {
-                if demand[q] && round.tree.valid[q] {
-                    let parent = round.tree.parent[q];
+                if demand[q] {
+                    let parent = round.tree.parent(q);
                     round.contenders.insert(parent, round.key[q]);
                     demand[parent] = true;
                 }
@@ -304,7 +247,7 @@ impl Round {
         round
     }
 
-    fn fair_key(&self, app: usize, used: Res) -> AppKey {
+    fn fair_key(&self, app: usize, used: Resources) -> AppKey {
         (
             ordered(self.cluster.share(used)),
             self.app_submit[app],
@@ -320,7 +263,7 @@ impl Round {
             }
             self.path.clear();
             let mut q = 0;
-            while !self.tree.leaf[q] {
+            while !self.tree.is_leaf(q) {
                 let Some(first) = self.contenders.leader(q) else {
                     self.drop_queue(q);
                     continue 'descend;
@@ -344,7 +287,7 @@ impl Round {
                 self.finished = true;
                 return;
             }
-            let parent = self.tree.parent[q];
+            let parent = self.tree.parent(q);
             self.contenders.remove(parent, q);
             if !self.contenders.is_empty(parent) {
                 return;
@@ -363,7 +306,7 @@ impl Round {
             let app = key.2 as usize;
             match self.app_state(leaf, app) {
                 AppState::Place { position, node } => {
-                    let next_app = if self.tree.fair[leaf] {
+                    let next_app = if self.tree.queues.is_fair(leaf) {
                         iter.next().copied()
                     } else {
                         // FIFO order is fixed: no later app overtakes this one.
@@ -429,7 +372,7 @@ impl Round {
 
     /// Whether one more container of `size` keeps the leaf and every
     /// ancestor within its absolute maximum.
-    fn within_maximum(&self, leaf: usize, size: Res) -> bool {
+    fn within_maximum(&self, leaf: usize, size: Resources) -> bool {
         self.tree
             .path(leaf)
             .all(|q| self.ceiling[q].covers(self.tree.used[q].plus(size)))
@@ -437,7 +380,7 @@ impl Round {
 
     /// How many containers of `size` fit within the absolute maximum of the
     /// leaf and of every ancestor.
-    fn headroom(&self, leaf: usize, size: Res) -> u64 {
+    fn headroom(&self, leaf: usize, size: Resources) -> u64 {
         self.tree
             .path(leaf)
             .map(|q| self.ceiling[q].minus(self.tree.used[q]).fits(size))
@@ -447,13 +390,13 @@ impl Round {
 
     /// Whether the user may have one more container of `size` after `placed`
     /// more of the same in this step: `user used + size ≤ user limit`.
-    fn within_user_limit(&self, leaf: usize, user: usize, size: Res, placed: u64) -> bool {
+    fn within_user_limit(&self, leaf: usize, user: usize, size: Resources, placed: u64) -> bool {
         let with_ask = size.times(placed + 1);
         let limit = user_limit(
-            self.tree.guarantee[leaf],
-            self.tree.maximum[leaf],
-            self.tree.minimum_user_limit[leaf],
-            self.tree.user_limit_factor[leaf],
+            self.tree.guarantee(leaf),
+            self.tree.maximum(leaf),
+            self.tree.queues.minimum_user_limit(leaf),
+            self.tree.user_limit_factor(leaf),
             self.cluster.share(self.tree.used[leaf].plus(with_ask)),
             self.active_users[leaf],
         );
@@ -479,7 +422,7 @@ impl Round {
         for level in 0..self.path.len() {
             let (q, runner_up) = self.path[level];
             if let Some(runner_up) = runner_up {
-                let (guarantee, used) = (self.tree.guarantee[q], self.tree.used[q]);
+                let (guarantee, used) = (self.tree.guarantee(q), self.tree.used[q]);
                 count = longest_run(count, |j| {
                     queue_key(&self.cluster, guarantee, used.plus(size.times(j)), q) < runner_up
                 });
@@ -509,8 +452,8 @@ impl Round {
             if q == 0 {
                 break;
             }
-            let parent = self.tree.parent[q];
-            let key = queue_key(&self.cluster, self.tree.guarantee[q], self.tree.used[q], q);
+            let parent = self.tree.parent(q);
+            let key = queue_key(&self.cluster, self.tree.guarantee(q), self.tree.used[q], q);
             if key != self.key[q] {
                 self.contenders.update(parent, key);
                 self.key[q] = key;
@@ -518,7 +461,7 @@ impl Round {
             q = parent;
         }
         self.app_used[app] = self.app_used[app].plus(added);
-        if self.tree.fair[leaf] {
+        if self.tree.queues.is_fair(leaf) {
             let key = self.fair_key(app, self.app_used[app]);
             if key != self.app_key[app] {
                 self.apps_of[leaf].remove(&self.app_key[app]);
@@ -537,38 +480,6 @@ impl Round {
         }
         self.placements.push(ask, node, count);
     }
-}
-
-/// The number of containers placed in a row while `holds(j)` is true before
-/// the (j+1)-th, at most `limit`: the least `j < limit` where it fails, or
-/// `limit`. `holds(0)` is known true and `holds` is monotone (true, then
-/// false). Galloping from the low end, then binary search: a run of `k`
-/// costs about `2 log k` tests, and the common short runs only a few.
-fn longest_run(limit: u64, holds: impl Fn(u64) -> bool) -> u64 {
-    if limit == 0 {
-        return 0;
-    }
-    // holds(good); bad is limit or a j that fails.
-    let (mut good, mut bad): (u64, u64) = (0, limit);
-    let mut step: u64 = 1;
-    while good.saturating_add(step) < bad {
-        if holds(good + step) {
-            good += step;
-            step = step.saturating_mul(2);
-        } else {
-            bad = good + step;
-            break;
-        }
-    }
-    while bad - good > 1 {
-        let middle = good + (bad - good) / 2;
-        if holds(middle) {
-            good = middle;
-        } else {
-            bad = middle;
-        }
-    }
-    good + 1
 }
 
 #[cfg(test)]

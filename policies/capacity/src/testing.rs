@@ -1,7 +1,7 @@
 //! Builders and checks the tests of every module share.
 
-use crate::cluster::{Cluster, Res, Tree};
-use crate::{Apps, Asks, Nodes, Placements, Queues, Snapshot};
+use weft_policy::Resources;
+use weft_policy::scheduling::{Placements, Snapshot, wit};
 
 /// One gigabyte, the container size of most tests.
 pub const GB: u64 = 1024;
@@ -100,10 +100,16 @@ impl A {
 /// An ask: `(app, pending, memory MB, vcores, gpus)`.
 pub type AskRow = (u32, u32, u64, u64, u64);
 
+/// The checked snapshot of these rows.
 pub fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) -> Snapshot {
-    Snapshot {
+    Snapshot::new(record(nodes, queues, apps, asks)).expect("a well-formed snapshot")
+}
+
+/// The record of these rows, as the host would send it.
+pub fn record(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) -> wit::Snapshot {
+    wit::Snapshot {
         now_ms: 0,
-        nodes: Nodes {
+        nodes: wit::Nodes {
             free_memory_mb: nodes.iter().map(|n| n.0.0).collect(),
             free_vcores: nodes.iter().map(|n| n.0.1).collect(),
             free_gpus: nodes.iter().map(|n| n.0.2).collect(),
@@ -111,7 +117,7 @@ pub fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) ->
             capacity_vcores: nodes.iter().map(|n| n.1.1).collect(),
             capacity_gpus: nodes.iter().map(|n| n.1.2).collect(),
         },
-        queues: Queues {
+        queues: wit::Queues {
             parent: queues.iter().map(|q| q.parent).collect(),
             capacity: queues.iter().map(|q| q.capacity).collect(),
             maximum_capacity: queues.iter().map(|q| q.maximum).collect(),
@@ -122,7 +128,7 @@ pub fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) ->
             used_vcores: queues.iter().map(|q| q.used.1).collect(),
             used_gpus: queues.iter().map(|q| q.used.2).collect(),
         },
-        apps: Apps {
+        apps: wit::Apps {
             queue: apps.iter().map(|a| a.queue).collect(),
             user: apps.iter().map(|a| a.user).collect(),
             priority: apps.iter().map(|a| a.priority).collect(),
@@ -131,7 +137,7 @@ pub fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) ->
             used_vcores: apps.iter().map(|a| a.used.1).collect(),
             used_gpus: apps.iter().map(|a| a.used.2).collect(),
         },
-        asks: Asks {
+        asks: wit::Asks {
             app: asks.iter().map(|a| a.0).collect(),
             pending: asks.iter().map(|a| a.1).collect(),
             memory_mb: asks.iter().map(|a| a.2).collect(),
@@ -141,15 +147,11 @@ pub fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) ->
     }
 }
 
-fn ask_size(asks: &Asks, ask: usize) -> Res {
-    Res::new(asks.memory_mb[ask], asks.vcores[ask], asks.gpus[ask])
-}
-
 /// Containers placed per app.
 pub fn per_app(snapshot: &Snapshot, placements: &Placements) -> Vec<u64> {
-    let mut placed = vec![0u64; snapshot.apps.queue.len()];
+    let mut placed = vec![0u64; snapshot.apps().len()];
     for (ask, _, count) in placements.triples() {
-        placed[snapshot.asks.app[ask as usize] as usize] += u64::from(count);
+        placed[snapshot.asks().app(ask as usize)] += u64::from(count);
     }
     placed
 }
@@ -157,45 +159,43 @@ pub fn per_app(snapshot: &Snapshot, placements: &Placements) -> Vec<u64> {
 /// The snapshot of the next round: the placements allocated (node room,
 /// usage of the queues up the tree and of the apps, pending counts).
 pub fn apply(snapshot: &Snapshot, placements: &Placements) -> Snapshot {
-    let mut next = snapshot.clone();
-    let tree = Tree::of(&snapshot.queues);
+    let mut next = snapshot.to_record();
+    let (apps, asks) = (snapshot.apps(), snapshot.asks());
     for (ask, node, count) in placements.triples() {
         let (ask, node) = (ask as usize, node as usize);
-        let added = ask_size(&snapshot.asks, ask).times(u64::from(count));
-        let [memory, vcores, gpus] = added.0;
+        let [memory, vcores, gpus] = asks.size(ask).times(u64::from(count)).to_array();
         let nodes = &mut next.nodes;
         nodes.free_memory_mb[node] -= memory;
         nodes.free_vcores[node] -= vcores;
         nodes.free_gpus[node] -= gpus;
-        let app = snapshot.asks.app[ask] as usize;
+        let app = asks.app(ask);
         next.apps.used_memory_mb[app] += memory;
         next.apps.used_vcores[app] += vcores;
         next.apps.used_gpus[app] += gpus;
         next.asks.pending[ask] -= count;
-        for q in tree.path(snapshot.apps.queue[app] as usize) {
+        for q in snapshot.queues().path(apps.queue(app)) {
             next.queues.used_memory_mb[q] += memory;
             next.queues.used_vcores[q] += vcores;
             next.queues.used_gpus[q] += gpus;
         }
     }
-    next
+    Snapshot::new(next).expect("the next round is well formed")
 }
 
 /// The host's checks (known nodes and asks, no ask above its pending count,
 /// no node above its free room) and the policy's: no queue whose usage grew
 /// ends above its absolute maximum.
 pub fn assert_valid(snapshot: &Snapshot, placements: &Placements) {
-    let nodes = &snapshot.nodes;
-    let asks = &snapshot.asks;
-    let mut on_node = vec![Res::ZERO; nodes.free_memory_mb.len()];
-    let mut placed = vec![0u64; asks.pending.len()];
+    let (nodes, asks) = (snapshot.nodes(), snapshot.asks());
+    let mut on_node = vec![Resources::ZERO; nodes.len()];
+    let mut placed = vec![0u64; asks.len()];
     for (ask, node, count) in placements.triples() {
         let (ask, node) = (ask as usize, node as usize);
         assert!(count > 0, "empty placement");
-        assert!(ask < asks.pending.len(), "unknown ask {ask}");
+        assert!(ask < asks.len(), "unknown ask {ask}");
         assert!(node < on_node.len(), "unknown node {node}");
         placed[ask] += u64::from(count);
-        on_node[node] = on_node[node].plus(ask_size(asks, ask).times(u64::from(count)));
+        on_node[node] = on_node[node].plus(asks.size(ask).times(u64::from(count)));
     }
     for (ask, &count) in placed.iter().enumerate() {
         assert!(
@@ -205,23 +205,19 @@ pub fn assert_valid(snapshot: &Snapshot, placements: &Placements) {
         );
     }
     for (node, used) in on_node.iter().enumerate() {
-        let free = Res::new(
-            nodes.free_memory_mb[node],
-            nodes.free_vcores[node],
-            nodes.free_gpus[node],
-        );
+        let free = nodes.free(node);
         assert!(free.covers(*used), "node {node}: {used:?} in {free:?}");
     }
-    let before = Tree::of(&snapshot.queues);
-    let after = Tree::of(&apply(snapshot, placements).queues);
-    let cluster = Cluster::of(nodes);
-    for q in 0..before.len() {
-        if after.used[q] != before.used[q] {
+    let queues = snapshot.queues();
+    let after = apply(snapshot, placements);
+    let cluster = nodes.cluster();
+    for q in 0..queues.len() {
+        let (before, now) = (queues.used(q), after.queues().used(q));
+        if now != before {
             assert!(
-                cluster.limit(before.maximum[q]).covers(after.used[q]),
-                "queue {q} grew to {:?}, past its maximum {}",
-                after.used[q],
-                before.maximum[q]
+                cluster.limit(queues.absolute_maximum(q)).covers(now),
+                "queue {q} grew to {now:?}, past its maximum {}",
+                queues.absolute_maximum(q)
             );
         }
     }

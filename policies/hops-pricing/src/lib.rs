@@ -20,46 +20,12 @@
 //! `f64` saturates at `f64::MAX` instead of becoming infinite.
 //!
 //! Everything here is plain Rust that also compiles natively, so it is unit
-//! tested with `cargo test -p hops-pricing` and the host can benchmark it. The
-//! WebAssembly glue is in `component.rs`.
+//! tested with `cargo test -p hops-pricing` and the host can benchmark it.
+//! The WebAssembly glue is the `export_pricing!` line.
 
-#[cfg(target_arch = "wasm32")]
-mod component;
-
-/// Cluster utilization as fractions of capacity (normally 0..=1, may exceed 1).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Utilization {
-    pub memory: f64,
-    pub vcores: f64,
-    pub gpus: f64,
-}
-
-/// Price multiplicators: `general` for CPU and memory, `gpu` for GPUs.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PriceMultiplicators {
-    pub general: f64,
-    pub gpu: f64,
-}
-
-impl Default for PriceMultiplicators {
-    /// An idle cluster: base prices apply unchanged.
-    fn default() -> Self {
-        PriceMultiplicators {
-            general: 1.0,
-            gpu: 1.0,
-        }
-    }
-}
-
-/// Usage to charge, as columns like the WIT record: entry i of every column
-/// is container i.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Usage {
-    pub seconds: Vec<f64>,
-    pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u64>,
-    pub gpus: Vec<u64>,
-}
+use weft_policy::pricing::{Multiplicators, Usage, UsageRow, Utilization};
+use weft_policy::resources::larger;
+use weft_policy::{Params, Policy, PricingPolicy};
 
 /// The policy's settings, filled in by `configure`.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,38 +66,71 @@ impl Default for HopsPricing {
     }
 }
 
-impl HopsPricing {
-    /// Builds the settings from `key=value` parameters, starting from the
-    /// defaults; a later value for a key wins, so operator `--param`s
-    /// override the standard ones the host passes first. An unknown key or a
-    /// bad number is refused with a message naming both: the host shows it
-    /// to the operator and keeps the policy that was running.
-    pub fn from_params(params: &[(String, String)]) -> Result<Self, String> {
-        let mut pricing = HopsPricing::default();
-        for (key, value) in params {
-            // Units divide the allocation, so 0 would make every price infinite.
-            let (field, is_unit) = match key.as_str() {
-                "price.base.general" => (&mut pricing.base_price_general, false),
-                "price.base.gpu" => (&mut pricing.base_price_gpu, false),
-                "multiplicator.threshold.general" => (&mut pricing.threshold_general, false),
-                "multiplicator.threshold.gpu" => (&mut pricing.threshold_gpu, false),
-                "multiplicator.increment.general" => (&mut pricing.increment_general, false),
-                "multiplicator.increment.gpu" => (&mut pricing.increment_gpu, false),
-                "minimum.charged.mb" => (&mut pricing.unit_memory_mb, true),
-                "minimum.charged.gpu" => (&mut pricing.unit_gpus, true),
-                _ => {
-                    return Err(format!(
-                        "hops-pricing has no parameter {key:?} (given {key}={value})"
-                    ));
-                }
-            };
-            *field = parse_number(key, value, is_unit)?;
-        }
-        Ok(pricing)
+impl Policy for HopsPricing {
+    const NAME: &'static str = env!("CARGO_PKG_NAME");
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    /// Reads the eight standard quota keys, each defaulting to HopsYARN's
+    /// value; a later value for a key wins, so operator `--param`s override
+    /// the standard ones the host passes first. Prices, thresholds and
+    /// increments may be 0; units may not, as they divide the allocation.
+    fn configure(params: &Params) -> Result<Self, String> {
+        let defaults = HopsPricing::default();
+        let at_least_0 = |key: &str, default: f64| -> Result<f64, String> {
+            Ok(params.non_negative_f64(key)?.unwrap_or(default))
+        };
+        Ok(HopsPricing {
+            base_price_general: at_least_0("price.base.general", defaults.base_price_general)?,
+            base_price_gpu: at_least_0("price.base.gpu", defaults.base_price_gpu)?,
+            threshold_general: at_least_0(
+                "multiplicator.threshold.general",
+                defaults.threshold_general,
+            )?,
+            threshold_gpu: at_least_0("multiplicator.threshold.gpu", defaults.threshold_gpu)?,
+            increment_general: at_least_0(
+                "multiplicator.increment.general",
+                defaults.increment_general,
+            )?,
+            increment_gpu: at_least_0("multiplicator.increment.gpu", defaults.increment_gpu)?,
+            unit_memory_mb: params
+                .positive_f64("minimum.charged.mb")?
+                .unwrap_or(defaults.unit_memory_mb),
+            unit_gpus: params
+                .positive_f64("minimum.charged.gpu")?
+                .unwrap_or(defaults.unit_gpus),
+        })
+    }
+}
+
+impl PricingPolicy for HopsPricing {
+    /// The PriceMultiplicatorService step: multiplicators for this utilization.
+    fn multiplicators(&mut self, utilization: Utilization) -> Multiplicators {
+        self.multiplicators_for(utilization)
     }
 
-    /// The PriceMultiplicatorService step: multiplicators for this utilization.
-    pub fn multiplicators(&self, utilization: Utilization) -> PriceMultiplicators {
+    /// The price of one container for `row.seconds` of use, in credits: the
+    /// price of its dominant resource.
+    fn price(&self, row: UsageRow, multiplicators: Multiplicators) -> f64 {
+        self.price_of(
+            row.seconds,
+            row.memory_mb,
+            row.vcores,
+            row.gpus,
+            multiplicators,
+        )
+    }
+
+    /// The QuotaService charge step: one charge per container, in order,
+    /// each from its row alone, in one pass over the columns (which
+    /// vectorises; see `larger`).
+    fn charge(&mut self, usage: &Usage, multiplicators: Multiplicators) -> Vec<f64> {
+        self.charge_columns(usage, multiplicators)
+    }
+}
+
+impl HopsPricing {
+    /// [`PricingPolicy::multiplicators`] without the `&mut`.
+    pub fn multiplicators_for(&self, utilization: Utilization) -> Multiplicators {
         // GENERAL follows whichever of CPU and memory is busier.
         let general_usage =
             finite_or_zero(utilization.memory).max(finite_or_zero(utilization.vcores));
@@ -147,21 +146,20 @@ impl HopsPricing {
         );
         // "For non general resources the final multiplicator is the max of the
         // resource specific multiplicator and the general multiplicator."
-        PriceMultiplicators {
+        Multiplicators {
             general,
             gpu: gpu_only.max(general),
         }
     }
 
-    /// The price of one container for `seconds` of use, in credits: the
-    /// price of its dominant resource.
-    pub fn price(
+    /// The price of one container for `seconds` of use, in credits.
+    pub fn price_of(
         &self,
         seconds: f64,
         memory_mb: u64,
         vcores: u64,
         gpus: u64,
-        multiplicators: PriceMultiplicators,
+        multiplicators: Multiplicators,
     ) -> f64 {
         let seconds = non_negative(seconds);
         let general = seconds * non_negative(multiplicators.general) * self.base_price_general;
@@ -173,12 +171,9 @@ impl HopsPricing {
         larger(larger(cpu_price, memory_price), gpu_price)
     }
 
-    /// The QuotaService charge step: one charge per container, in order.
-    ///
-    /// The columns should be the same length; if the host ever sends ragged
-    /// ones, only the containers present in every column are charged, so the
-    /// host sees the wrong count rather than a trap.
-    pub fn charge(&self, usage: &Usage, multiplicators: PriceMultiplicators) -> Vec<f64> {
+    /// [`PricingPolicy::charge`] without the `&mut`: each row priced alone,
+    /// over the columns of the checked usage.
+    pub fn charge_columns(&self, usage: &Usage, multiplicators: Multiplicators) -> Vec<f64> {
         usage
             .seconds
             .iter()
@@ -186,7 +181,7 @@ impl HopsPricing {
             .zip(&usage.vcores)
             .zip(&usage.gpus)
             .map(|(((&seconds, &memory_mb), &vcores), &gpus)| {
-                self.price(seconds, memory_mb, vcores, gpus, multiplicators)
+                self.price_of(seconds, memory_mb, vcores, gpus, multiplicators)
             })
             .collect()
     }
@@ -221,40 +216,26 @@ fn saturate(x: f64) -> f64 {
     }
 }
 
-/// The larger of two prices that are never NaN. A compare-and-select,
-/// because `f64::max` (NaN-aware) compiles to an out-of-line call in
-/// WebAssembly and stops the charge loop vectorising: it made `charge` 7×
-/// slower than native (BENCHMARKS.md).
-fn larger(a: f64, b: f64) -> f64 {
-    if a > b { a } else { b }
-}
-
-fn parse_number(key: &str, value: &str, is_unit: bool) -> Result<f64, String> {
-    match value.trim().parse::<f64>() {
-        Ok(number) if number.is_finite() && (number > 0.0 || (!is_unit && number == 0.0)) => {
-            Ok(number)
-        }
-        _ if is_unit => Err(format!(
-            "hops-pricing: {key} must be a number above 0, not {value:?}"
-        )),
-        _ => Err(format!(
-            "hops-pricing: {key} must be a number at least 0, not {value:?}"
-        )),
-    }
-}
+weft_policy::export_pricing!(HopsPricing);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_policy::PolicyKind;
+    use weft_policy::params::configure_with;
 
     /// Parameters as written in a test table.
     type Pairs = &'static [(&'static str, &'static str)];
 
-    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    /// The multiplicators of an idle cluster.
+    const ONE: Multiplicators = Multiplicators {
+        general: 1.0,
+        gpu: 1.0,
+    };
+
+    /// The policy built from `pairs`, as the host would build it.
+    fn configured(pairs: &[(&str, &str)]) -> Result<HopsPricing, String> {
+        configure_with::<HopsPricing>(PolicyKind::Pricing, pairs)
     }
 
     /// Float arithmetic on 0.2-style fractions is not exact (0.9 − 0.2 is
@@ -282,7 +263,7 @@ mod tests {
             ((-1.0, -1.0, -1.0), (1.0, 1.0)), // nonsense below 0 is idle
         ];
         for ((memory, vcores, gpus), (general, gpu)) in cases {
-            let m = pricing.multiplicators(Utilization {
+            let m = pricing.multiplicators_for(Utilization {
                 memory,
                 vcores,
                 gpus,
@@ -295,12 +276,12 @@ mod tests {
 
     #[test]
     fn thresholds_and_increments_are_parameters() {
-        let pricing = HopsPricing::from_params(&params(&[
+        let pricing = configured(&[
             ("multiplicator.threshold.general", "0.5"),
             ("multiplicator.increment.general", "2"),
             ("multiplicator.threshold.gpu", "0"),
             ("multiplicator.increment.gpu", "10"),
-        ]))
+        ])
         .unwrap();
         // (memory, vcores, gpus) -> (general, gpu)
         let cases = [
@@ -310,7 +291,7 @@ mod tests {
             ((0.0, 0.0, 0.3), (1.0, 4.0)),  // 1 + 0.3 × 10
         ];
         for ((memory, vcores, gpus), (general, gpu)) in cases {
-            let m = pricing.multiplicators(Utilization {
+            let m = pricing.multiplicators_for(Utilization {
                 memory,
                 vcores,
                 gpus,
@@ -323,9 +304,7 @@ mod tests {
 
     #[test]
     fn multiplicators_are_always_finite() {
-        let huge =
-            HopsPricing::from_params(&params(&[("multiplicator.increment.general", "1e308")]))
-                .unwrap();
+        let huge = configured(&[("multiplicator.increment.general", "1e308")]).unwrap();
         let cases = [
             (
                 HopsPricing::default(),
@@ -356,7 +335,7 @@ mod tests {
             ),
         ];
         for (pricing, utilization, general) in cases {
-            let m = pricing.multiplicators(utilization);
+            let m = pricing.multiplicators_for(utilization);
             assert!(
                 m.general.is_finite() && m.gpu.is_finite(),
                 "{utilization:?} -> {m:?}"
@@ -368,7 +347,7 @@ mod tests {
     #[test]
     fn dominant_resource_pays() {
         let pricing = HopsPricing::default();
-        let m = PriceMultiplicators {
+        let m = Multiplicators {
             general: 1.5,
             gpu: 2.0,
         };
@@ -384,7 +363,7 @@ mod tests {
             ((10.0, 0, 0, 0), 0.0),      // nothing allocated, no charge
         ];
         for ((seconds, mb, vcores, gpus), expected) in cases {
-            let price = pricing.price(seconds, mb, vcores, gpus, m);
+            let price = pricing.price_of(seconds, mb, vcores, gpus, m);
             assert_close(
                 price,
                 expected,
@@ -395,7 +374,7 @@ mod tests {
 
     #[test]
     fn parameters_change_prices() {
-        let m = PriceMultiplicators {
+        let m = Multiplicators {
             general: 2.0,
             gpu: 3.0,
         };
@@ -416,9 +395,9 @@ mod tests {
             ),
         ];
         for (pairs, (seconds, mb, vcores, gpus), expected) in cases {
-            let pricing = HopsPricing::from_params(&params(pairs)).unwrap();
+            let pricing = configured(pairs).unwrap();
             assert_close(
-                pricing.price(seconds, mb, vcores, gpus, m),
+                pricing.price_of(seconds, mb, vcores, gpus, m),
                 expected,
                 &format!("{pairs:?}"),
             );
@@ -428,15 +407,11 @@ mod tests {
     #[test]
     fn charge_keeps_container_order() {
         let pricing = HopsPricing::default();
-        let usage = Usage {
-            seconds: vec![1.0, 2.0, 3.0],
-            memory_mb: vec![1024, 0, 3072],
-            vcores: vec![1, 5, 1],
-            gpus: vec![0, 0, 2],
-        };
-        let charges = pricing.charge(
+        let usage =
+            Usage::from_rows(&[(1.0, 1024, 1, 0), (2.0, 0, 5, 0), (3.0, 3072, 1, 2)]).unwrap();
+        let charges = pricing.charge_columns(
             &usage,
-            PriceMultiplicators {
+            Multiplicators {
                 general: 1.3,
                 gpu: 1.7,
             },
@@ -446,26 +421,34 @@ mod tests {
         for (i, (&charge, &want)) in charges.iter().zip(&expected).enumerate() {
             assert_close(charge, want, &format!("container {i}"));
         }
-        assert!(
-            pricing
-                .charge(&Usage::default(), PriceMultiplicators::default())
-                .is_empty()
-        );
+        assert!(pricing.charge_columns(&Usage::default(), ONE).is_empty());
+    }
+
+    #[test]
+    fn a_batch_costs_what_its_rows_cost_alone() {
+        let mut pricing = configured(&[("price.base.gpu", "3")]).unwrap();
+        let usage =
+            Usage::from_rows(&[(1.5, 2048, 1, 0), (7.0, 512, 3, 1), (0.0, 1, 1, 1)]).unwrap();
+        let m = Multiplicators {
+            general: 1.2,
+            gpu: 2.5,
+        };
+        let alone: Vec<f64> = usage.rows().map(|row| pricing.price(row, m)).collect();
+        assert_eq!(pricing.charge(&usage, m), alone);
     }
 
     #[test]
     fn charges_are_always_finite_and_non_negative() {
         let pricing = HopsPricing::default();
-        let one = PriceMultiplicators::default();
         // (seconds, multiplicators, memory, vcores, gpus) -> credits
         let cases = [
-            ((f64::NAN, one, 1024, 1, 0), 0.0),
-            ((-5.0, one, 1024, 1, 0), 0.0),
-            ((f64::INFINITY, one, 1024, 1, 0), 0.0),
+            ((f64::NAN, ONE, 1024, 1, 0), 0.0),
+            ((-5.0, ONE, 1024, 1, 0), 0.0),
+            ((f64::INFINITY, ONE, 1024, 1, 0), 0.0),
             (
                 (
                     10.0,
-                    PriceMultiplicators {
+                    Multiplicators {
                         general: f64::NAN,
                         gpu: -1.0,
                     },
@@ -478,7 +461,7 @@ mod tests {
             (
                 (
                     f64::MAX,
-                    PriceMultiplicators {
+                    Multiplicators {
                         general: 2.0,
                         gpu: 1.0,
                     },
@@ -491,7 +474,7 @@ mod tests {
             (
                 (
                     f64::MAX,
-                    PriceMultiplicators {
+                    Multiplicators {
                         general: 2.0,
                         gpu: 1.0,
                     },
@@ -503,7 +486,7 @@ mod tests {
             ), // ∞ × 0 is not NaN
         ];
         for ((seconds, m, mb, vcores, gpus), expected) in cases {
-            let price = pricing.price(seconds, mb, vcores, gpus, m);
+            let price = pricing.price_of(seconds, mb, vcores, gpus, m);
             assert!(
                 price.is_finite() && price >= 0.0,
                 "{seconds} {m:?} -> {price}"
@@ -544,7 +527,7 @@ mod tests {
             ),
         ];
         for (pairs, words) in cases {
-            let message = HopsPricing::from_params(&params(pairs)).unwrap_err();
+            let message = configured(pairs).unwrap_err();
             for word in words {
                 assert!(
                     message.contains(word),
@@ -556,19 +539,16 @@ mod tests {
 
     #[test]
     fn zero_is_a_valid_price_threshold_and_increment() {
-        let pricing = HopsPricing::from_params(&params(&[
+        let pricing = configured(&[
             ("price.base.general", "0"),
             ("multiplicator.threshold.general", "0"),
             ("multiplicator.increment.gpu", "0"),
-        ]))
+        ])
         .unwrap();
-        assert_eq!(
-            pricing.price(10.0, 4096, 4, 0, PriceMultiplicators::default()),
-            0.0
-        );
+        assert_eq!(pricing.price_of(10.0, 4096, 4, 0, ONE), 0.0);
         assert_eq!(
             pricing
-                .multiplicators(Utilization {
+                .multiplicators_for(Utilization {
                     memory: 0.0,
                     vcores: 0.0,
                     gpus: 1.0

@@ -1,19 +1,17 @@
-//! The WebAssembly glue: WIT types in, the functions of `lib.rs` out, and the
-//! readings of the clocks and random sources each `charge` call takes.
+//! The WebAssembly glue: the readings of the clocks and random sources each
+//! call takes, the policy on top of the arithmetic in `lib.rs`, and its
+//! export.
 
-#![allow(unsafe_code)] // the code wit-bindgen generates, and two WASI imports
+#![allow(unsafe_code)] // two WASI imports
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use weft_policy::PricingPolicy;
+use weft_policy::pricing::{Multiplicators, Usage, UsageRow, Utilization};
+
 use crate::{ClockPricing, Readings};
-
-wit_bindgen::generate!({ world: "pricing-policy", path: "../../../wit" });
-
-use exports::weft::policy::pricing::{Guest as Pricing, PriceMultiplicators, Usage, Utilization};
-use weft::policy::types::PolicyKind;
 
 // std reads the monotonic clock only behind `Instant`, which hides its value,
 // and never uses wasi:random/insecure; these two are imported directly, as
@@ -30,13 +28,6 @@ unsafe extern "C" {
     safe fn insecure_random_u64() -> u64;
 }
 
-/// Settings from the last successful `configure`; defaults until then.
-static SETTINGS: Mutex<Option<ClockPricing>> = Mutex::new(None);
-
-fn settings() -> ClockPricing {
-    SETTINGS.lock().unwrap().clone().unwrap_or_default()
-}
-
 /// Everything this call can read of time and chance.
 fn read() -> Readings {
     Readings {
@@ -51,45 +42,25 @@ fn read() -> Readings {
     }
 }
 
-struct Component;
-
-impl Guest for Component {
-    fn describe() -> PolicyInfo {
-        PolicyInfo {
-            name: "clock-pricing".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            kind: PolicyKind::Pricing,
-        }
-    }
-
-    fn configure(params: Vec<(String, String)>) -> Result<(), String> {
-        let settings = ClockPricing::from_params(&params)?;
-        *SETTINGS.lock().unwrap() = Some(settings);
-        Ok(())
-    }
-}
-
-impl Pricing for Component {
-    fn multiplicators(_utilization: Utilization) -> PriceMultiplicators {
-        PriceMultiplicators {
+impl PricingPolicy for ClockPricing {
+    fn multiplicators(&mut self, _utilization: Utilization) -> Multiplicators {
+        Multiplicators {
             general: 1.0,
             gpu: 1.0,
         }
     }
 
-    fn charge(usage: Usage, _multiplicators: PriceMultiplicators) -> Vec<f64> {
-        let settings = settings();
-        if settings.sleep_ms > 0 {
-            std::thread::sleep(Duration::from_millis(settings.sleep_ms));
+    fn price(&self, row: UsageRow, _multiplicators: Multiplicators) -> f64 {
+        ClockPricing::price(self, &read(), row)
+    }
+
+    /// One reading per call, added to every row.
+    fn charge(&mut self, usage: &Usage, _multiplicators: Multiplicators) -> Vec<f64> {
+        if self.sleep_ms > 0 {
+            std::thread::sleep(Duration::from_millis(self.sleep_ms));
         }
-        let usage = crate::Usage {
-            seconds: usage.seconds,
-            memory_mb: usage.memory_mb,
-            vcores: usage.vcores,
-            gpus: usage.gpus,
-        };
-        settings.charge(&read(), &usage)
+        ClockPricing::charge(self, &read(), usage)
     }
 }
 
-export!(Component);
+weft_policy::export_pricing!(ClockPricing);

@@ -21,10 +21,13 @@
 //! The standard quota keys are accepted and ignored; any other key is
 //! refused. `multiplicators` always returns 1 and 1. The arithmetic is plain
 //! Rust, tested natively with `cargo test -p clock-pricing`; the readings are
-//! taken in `component.rs`.
+//! taken, and the policy exported, in `component.rs` (WebAssembly only).
 
 #[cfg(target_arch = "wasm32")]
 mod component;
+
+use weft_policy::pricing::{Usage, UsageRow};
+use weft_policy::{Params, Policy};
 
 /// Which reading is added to every charge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -49,18 +52,6 @@ impl Read {
     ];
 }
 
-/// The standard quota parameters the host always passes: accepted, unused.
-const STANDARD_KEYS: &[&str] = &[
-    "price.base.general",
-    "price.base.gpu",
-    "multiplicator.threshold.general",
-    "multiplicator.threshold.gpu",
-    "multiplicator.increment.general",
-    "multiplicator.increment.gpu",
-    "minimum.charged.mb",
-    "minimum.charged.gpu",
-];
-
 /// The policy's settings, filled in by `configure`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ClockPricing {
@@ -84,47 +75,20 @@ pub struct Readings {
     pub hashed: u64,
 }
 
-/// Usage to charge, as columns like the WIT record (entry i is container i).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Usage {
-    pub seconds: Vec<f64>,
-    pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u64>,
-    pub gpus: Vec<u64>,
+impl Policy for ClockPricing {
+    const NAME: &'static str = env!("CARGO_PKG_NAME");
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    /// Reads `read` and `sleep-ms`; unknown keys and values are refused.
+    fn configure(params: &Params) -> Result<Self, String> {
+        Ok(ClockPricing {
+            read: params.choice("read", Read::NAMES)?.unwrap_or_default(),
+            sleep_ms: params.u64("sleep-ms")?.unwrap_or(0),
+        })
+    }
 }
 
 impl ClockPricing {
-    /// Builds the settings from `key=value` parameters; unknown keys and
-    /// values are refused with a message naming them.
-    pub fn from_params(params: &[(String, String)]) -> Result<Self, String> {
-        let mut settings = ClockPricing::default();
-        for (key, value) in params {
-            match key.as_str() {
-                "read" => {
-                    settings.read = Read::NAMES
-                        .iter()
-                        .find(|(name, _)| *name == value.trim())
-                        .map(|&(_, read)| read)
-                        .ok_or_else(|| {
-                            format!("clock-pricing: nothing to read called {value:?}")
-                        })?;
-                }
-                "sleep-ms" => {
-                    settings.sleep_ms = value.trim().parse().map_err(|_| {
-                        format!("clock-pricing: sleep-ms must be milliseconds, not {value:?}")
-                    })?;
-                }
-                standard if STANDARD_KEYS.contains(&standard) => {}
-                _ => {
-                    return Err(format!(
-                        "clock-pricing has no parameter {key:?} (given {key}={value})"
-                    ));
-                }
-            }
-        }
-        Ok(settings)
-    }
-
     /// What is added to every charge: the chosen reading, as a number of credits.
     pub fn extra(&self, readings: &Readings) -> f64 {
         let wall = readings.wall_ms as f64 / 1e3;
@@ -142,22 +106,14 @@ impl ClockPricing {
         }
     }
 
-    /// Flat pricing at base price 1, plus [`extra`](Self::extra), per container.
+    /// Flat pricing at base price 1, plus [`extra`](Self::extra), for one row.
+    pub fn price(&self, readings: &Readings, row: UsageRow) -> f64 {
+        row.seconds * row.dominant_units(1024.0, 1.0) + self.extra(readings)
+    }
+
+    /// [`price`](Self::price) of every row, with the same readings.
     pub fn charge(&self, readings: &Readings, usage: &Usage) -> Vec<f64> {
-        let extra = self.extra(readings);
-        usage
-            .seconds
-            .iter()
-            .zip(&usage.memory_mb)
-            .zip(&usage.vcores)
-            .zip(&usage.gpus)
-            .map(|(((&seconds, &memory_mb), &vcores), &gpus)| {
-                let units = (vcores as f64)
-                    .max(memory_mb as f64 / 1024.0)
-                    .max(gpus as f64);
-                seconds * units + extra
-            })
-            .collect()
+        usage.rows().map(|row| self.price(readings, row)).collect()
     }
 }
 
@@ -170,12 +126,8 @@ fn fraction(bits: u64) -> f64 {
 mod tests {
     use super::*;
 
-    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use weft_policy::PolicyKind;
+    use weft_policy::params::configure_with;
 
     #[test]
     fn parameters_choose_the_reading() {
@@ -202,7 +154,10 @@ mod tests {
             (&[("discount", "10")], Err("discount")),
         ];
         for (pairs, expected) in cases {
-            match (ClockPricing::from_params(&params(pairs)), expected) {
+            match (
+                configure_with::<ClockPricing>(PolicyKind::Pricing, pairs),
+                expected,
+            ) {
                 (Ok(got), Ok(want)) => assert_eq!(got, want, "{pairs:?}"),
                 (Err(message), Err(word)) => {
                     assert!(message.contains(word), "{pairs:?}: {message:?}")
@@ -221,12 +176,7 @@ mod tests {
             insecure: 1 << 62,
             hashed: 0,
         };
-        let usage = Usage {
-            seconds: vec![10.0, 0.0],
-            memory_mb: vec![2048, 1024],
-            vcores: vec![1, 1],
-            gpus: vec![0, 0],
-        };
+        let usage = Usage::from_rows(&[(10.0, 2048, 1, 0), (0.0, 1024, 1, 0)]).unwrap();
         // (read, charges)
         let cases = [
             (Read::Wall, vec![20.0 + 90.5, 90.5]),

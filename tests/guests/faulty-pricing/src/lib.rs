@@ -21,11 +21,10 @@
 //!
 //! The behaviour is plain Rust that also compiles natively, so it is unit
 //! tested with `cargo test -p faulty-pricing` (all but `loop` and `alloc`,
-//! which would not end). The WebAssembly glue is in `component.rs` and keeps
-//! the call count.
+//! which would not end). The WebAssembly glue is the `export_pricing!` line.
 
-#[cfg(target_arch = "wasm32")]
-mod component;
+use weft_policy::pricing::{Multiplicators, Usage, UsageRow, Utilization};
+use weft_policy::{Params, Policy, PricingPolicy};
 
 /// What goes wrong once the fault starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -62,75 +61,67 @@ impl Fault {
     ];
 }
 
-/// The standard quota parameters the host always passes: accepted, unused.
-const STANDARD_KEYS: &[&str] = &[
-    "price.base.general",
-    "price.base.gpu",
-    "multiplicator.threshold.general",
-    "multiplicator.threshold.gpu",
-    "multiplicator.increment.general",
-    "multiplicator.increment.gpu",
-    "minimum.charged.mb",
-    "minimum.charged.gpu",
-];
-
 /// The message `fault=refuse` makes `configure` return, for tests to match.
 pub const REFUSAL: &str = "faulty-pricing refuses its parameters: fault=refuse";
 
-/// The policy's settings, filled in by `configure`.
+/// The policy: its settings, and the `charge` calls made since `configure`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FaultyPricing {
     pub fault: Fault,
     /// Successful `charge` calls before the fault starts.
     pub after: u64,
+    /// `charge` calls since `configure` built this value.
+    pub calls: u64,
 }
 
-/// Usage to charge, as columns like the WIT record (entry i is container i).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Usage {
-    pub seconds: Vec<f64>,
-    pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u64>,
-    pub gpus: Vec<u64>,
-}
+impl Policy for FaultyPricing {
+    const NAME: &'static str = env!("CARGO_PKG_NAME");
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-impl FaultyPricing {
-    /// Builds the settings from `key=value` parameters. Unknown keys, fault
-    /// names and counts are refused like a real policy would; `fault=refuse`
-    /// is refused once everything else has parsed.
-    pub fn from_params(params: &[(String, String)]) -> Result<Self, String> {
-        let mut settings = FaultyPricing::default();
-        for (key, value) in params {
-            match key.as_str() {
-                "fault" => {
-                    settings.fault = Fault::NAMES
-                        .iter()
-                        .find(|(name, _)| *name == value.trim())
-                        .map(|&(_, fault)| fault)
-                        .ok_or_else(|| format!("faulty-pricing: no fault called {value:?}"))?;
-                }
-                "after" => {
-                    settings.after = value.trim().parse().map_err(|_| {
-                        format!("faulty-pricing: after must be a count of calls, not {value:?}")
-                    })?;
-                }
-                standard if STANDARD_KEYS.contains(&standard) => {}
-                _ => {
-                    return Err(format!(
-                        "faulty-pricing has no parameter {key:?} (given {key}={value})"
-                    ));
-                }
-            }
-        }
+    /// Reads `fault` and `after`; bad values and unknown keys are refused
+    /// like a real policy would; `fault=refuse` is refused once everything
+    /// else has parsed.
+    fn configure(params: &Params) -> Result<Self, String> {
+        let settings = FaultyPricing {
+            fault: params.choice("fault", Fault::NAMES)?.unwrap_or_default(),
+            after: params.u64("after")?.unwrap_or(0),
+            calls: 0,
+        };
         if settings.fault == Fault::Refuse {
             return Err(REFUSAL.into());
         }
         Ok(settings)
     }
+}
 
+impl PricingPolicy for FaultyPricing {
+    /// The faults are all in `charge`; this stays well-behaved.
+    fn multiplicators(&mut self, _utilization: Utilization) -> Multiplicators {
+        Multiplicators {
+            general: 1.0,
+            gpu: 1.0,
+        }
+    }
+
+    /// A row's flat price, what `charge` gives it while there is no fault.
+    fn price(&self, row: UsageRow, _multiplicators: Multiplicators) -> f64 {
+        flat_price(row)
+    }
+
+    fn charge(&mut self, usage: &Usage, _multiplicators: Multiplicators) -> Vec<f64> {
+        // Counted before the call runs, so the fault starts on call `after + 1`.
+        let calls_before = self.calls;
+        self.calls += 1;
+        self.charge_after(calls_before, usage)
+    }
+}
+
+weft_policy::export_pricing!(FaultyPricing);
+
+impl FaultyPricing {
     /// One `charge` call, `calls_before` calls after the last `configure`.
-    pub fn charge(&self, calls_before: u64, usage: &Usage) -> Vec<f64> {
-        let count = usage.seconds.len();
+    pub fn charge_after(&self, calls_before: u64, usage: &Usage) -> Vec<f64> {
+        let count = usage.len();
         let fault = if calls_before >= self.after {
             self.fault
         } else {
@@ -154,20 +145,13 @@ impl FaultyPricing {
 }
 
 /// Flat pricing at base price 1: `seconds × max(vcores, memory_mb / 1024, gpus)`.
+pub fn flat_price(row: UsageRow) -> f64 {
+    row.seconds * row.dominant_units(1024.0, 1.0)
+}
+
+/// [`flat_price`] of every row.
 pub fn flat_charges(usage: &Usage) -> Vec<f64> {
-    usage
-        .seconds
-        .iter()
-        .zip(&usage.memory_mb)
-        .zip(&usage.vcores)
-        .zip(&usage.gpus)
-        .map(|(((&seconds, &memory_mb), &vcores), &gpus)| {
-            seconds
-                * (vcores as f64)
-                    .max(memory_mb as f64 / 1024.0)
-                    .max(gpus as f64)
-        })
-        .collect()
+    usage.rows().map(flat_price).collect()
 }
 
 /// Never returns. The counter goes through `black_box` so the optimizer
@@ -197,20 +181,11 @@ pub fn hoard() -> ! {
 mod tests {
     use super::*;
 
-    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use weft_policy::PolicyKind;
+    use weft_policy::params::configure_with;
 
     fn usage() -> Usage {
-        Usage {
-            seconds: vec![10.0, 10.0, 2.0],
-            memory_mb: vec![4096, 1024, 0],
-            vcores: vec![1, 8, 0],
-            gpus: vec![0, 0, 3],
-        }
+        Usage::from_rows(&[(10.0, 4096, 1, 0), (10.0, 1024, 8, 0), (2.0, 0, 0, 3)]).unwrap()
     }
 
     /// Parameters as written in a test table.
@@ -226,6 +201,7 @@ mod tests {
                 Ok(FaultyPricing {
                     fault: Fault::Nan,
                     after: 3,
+                    calls: 0,
                 }),
             ),
             (
@@ -236,14 +212,14 @@ mod tests {
                 ],
                 Ok(FaultyPricing {
                     fault: Fault::Trap,
-                    after: 0,
+                    ..FaultyPricing::default()
                 }),
             ),
             (
                 &[("fault", "loop"), ("fault", "alloc")],
                 Ok(FaultyPricing {
                     fault: Fault::Alloc,
-                    after: 0,
+                    ..FaultyPricing::default()
                 }),
             ),
             (&[("fault", "refuse")], Err(REFUSAL)),
@@ -254,7 +230,10 @@ mod tests {
             (&[("discount", "10")], Err("discount")),
         ];
         for (pairs, expected) in cases {
-            match (FaultyPricing::from_params(&params(pairs)), expected) {
+            match (
+                configure_with::<FaultyPricing>(PolicyKind::Pricing, pairs),
+                expected,
+            ) {
                 (Ok(got), Ok(want)) => assert_eq!(got, want, "{pairs:?}"),
                 (Err(message), Err(word)) => {
                     assert!(message.contains(word), "{pairs:?}: {message:?}")
@@ -280,9 +259,13 @@ mod tests {
             (Fault::Alloc, 5, 4, flat.clone()),
         ];
         for (fault, after, calls_before, expected) in cases {
-            let settings = FaultyPricing { fault, after };
+            let settings = FaultyPricing {
+                fault,
+                after,
+                calls: 0,
+            };
             assert_eq!(
-                settings.charge(calls_before, &usage()),
+                settings.charge_after(calls_before, &usage()),
                 expected,
                 "{fault:?} after {after} at {calls_before}"
             );
@@ -293,9 +276,9 @@ mod tests {
     fn nan_charges_every_container_nan() {
         let settings = FaultyPricing {
             fault: Fault::Nan,
-            after: 0,
+            ..FaultyPricing::default()
         };
-        let charges = settings.charge(0, &usage());
+        let charges = settings.charge_after(0, &usage());
         assert_eq!(charges.len(), 3);
         assert!(charges.iter().all(|c| c.is_nan()));
     }
@@ -304,9 +287,9 @@ mod tests {
     fn short_of_nothing_is_nothing() {
         let settings = FaultyPricing {
             fault: Fault::Short,
-            after: 0,
+            ..FaultyPricing::default()
         };
-        assert!(settings.charge(0, &Usage::default()).is_empty());
+        assert!(settings.charge_after(0, &Usage::default()).is_empty());
     }
 
     #[test]
@@ -314,8 +297,29 @@ mod tests {
     fn trap_panics() {
         let settings = FaultyPricing {
             fault: Fault::Trap,
-            after: 0,
+            ..FaultyPricing::default()
         };
-        settings.charge(0, &usage());
+        settings.charge_after(0, &usage());
+    }
+
+    #[test]
+    fn the_fault_starts_after_counted_calls_since_configure() {
+        let mut policy = configure_with::<FaultyPricing>(
+            PolicyKind::Pricing,
+            &[("fault", "negative"), ("after", "2")],
+        )
+        .unwrap();
+        let one = Multiplicators {
+            general: 1.0,
+            gpu: 1.0,
+        };
+        let flat = flat_charges(&usage());
+        assert_eq!(policy.charge(&usage(), one), flat);
+        assert_eq!(policy.charge(&usage(), one), flat);
+        assert_eq!(policy.charge(&usage(), one), vec![-1.0; 3]);
+        assert_eq!(policy.calls, 3);
+        // Each row's charge without a fault is its price.
+        let alone: Vec<f64> = usage().rows().map(|row| policy.price(row, one)).collect();
+        assert_eq!(alone, flat);
     }
 }

@@ -31,11 +31,11 @@
 //!
 //! The behaviour is plain Rust that also compiles natively, so it is unit
 //! tested with `cargo test -p faulty-scheduling` (all but `loop` and `alloc`,
-//! which would not end). The WebAssembly glue is in `component.rs` and keeps
-//! the call count.
+//! which would not end). The WebAssembly glue is the `export_scheduling!`
+//! line.
 
-#[cfg(target_arch = "wasm32")]
-mod component;
+use weft_policy::scheduling::{Placements, Snapshot};
+use weft_policy::{Params, Policy, Resources, SchedulingPolicy};
 
 /// What goes wrong once the fault starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -68,113 +68,69 @@ impl Fault {
     ];
 }
 
-/// The policy's settings, filled in by `configure`.
+/// The policy: its settings, and the `schedule` calls made since `configure`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FaultyScheduling {
     pub fault: Fault,
     /// Successful `schedule` calls before the fault starts.
     pub after: u64,
+    /// `schedule` calls since `configure` built this value.
+    pub calls: u64,
 }
 
-/// The nodes' free room, as columns like the WIT `nodes` record.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Nodes {
-    pub free_memory_mb: Vec<u64>,
-    pub free_vcores: Vec<u64>,
-    pub free_gpus: Vec<u64>,
-}
+impl Policy for FaultyScheduling {
+    const NAME: &'static str = env!("CARGO_PKG_NAME");
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
-/// Outstanding asks, as columns like the WIT `asks` record.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Asks {
-    pub app: Vec<u32>,
-    pub pending: Vec<u32>,
-    pub memory_mb: Vec<u64>,
-    pub vcores: Vec<u64>,
-    pub gpus: Vec<u64>,
-}
-
-/// The result, as `(ask, node, count)` columns like the WIT `placements` record.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Placements {
-    pub ask: Vec<u32>,
-    pub node: Vec<u32>,
-    pub count: Vec<u32>,
-}
-
-impl Placements {
-    fn push(&mut self, ask: usize, node: usize, count: u32) {
-        // Indices come from (or are one past) u32 columns; a list of 2³²
-        // entries cannot cross the component boundary anyway.
-        self.ask.push(ask as u32);
-        self.node.push(node as u32);
-        self.count.push(count);
-    }
-
-    /// The entries as `(ask, node, count)` triples.
-    pub fn triples(&self) -> Vec<(u32, u32, u32)> {
-        self.ask
-            .iter()
-            .zip(&self.node)
-            .zip(&self.count)
-            .map(|((&ask, &node), &count)| (ask, node, count))
-            .collect()
+    /// Reads `fault` and `after`; unknown keys, fault names and counts are
+    /// refused like a real policy would.
+    fn configure(params: &Params) -> Result<Self, String> {
+        Ok(FaultyScheduling {
+            fault: params.choice("fault", Fault::NAMES)?.unwrap_or_default(),
+            after: params.u64("after")?.unwrap_or(0),
+            calls: 0,
+        })
     }
 }
+
+impl SchedulingPolicy for FaultyScheduling {
+    fn schedule(&mut self, snapshot: &Snapshot) -> Placements {
+        // Counted before the call runs, so the fault starts on call `after + 1`.
+        let calls_before = self.calls;
+        self.calls += 1;
+        self.schedule_after(calls_before, snapshot)
+    }
+
+    // `preempt` is left to its default: the faults are all in `schedule`.
+}
+
+weft_policy::export_scheduling!(FaultyScheduling);
 
 impl FaultyScheduling {
-    /// Builds the settings from `key=value` parameters; unknown keys, fault
-    /// names and counts are refused like a real policy would.
-    pub fn from_params(params: &[(String, String)]) -> Result<Self, String> {
-        let mut settings = FaultyScheduling::default();
-        for (key, value) in params {
-            match key.as_str() {
-                "fault" => {
-                    settings.fault = Fault::NAMES
-                        .iter()
-                        .find(|(name, _)| *name == value.trim())
-                        .map(|&(_, fault)| fault)
-                        .ok_or_else(|| format!("faulty-scheduling: no fault called {value:?}"))?;
-                }
-                "after" => {
-                    settings.after = value.trim().parse().map_err(|_| {
-                        format!("faulty-scheduling: after must be a count of calls, not {value:?}")
-                    })?;
-                }
-                _ => {
-                    return Err(format!(
-                        "faulty-scheduling has no parameter {key:?} (given {key}={value})"
-                    ));
-                }
-            }
-        }
-        Ok(settings)
-    }
-
     /// One `schedule` call, `calls_before` calls after the last `configure`.
-    pub fn schedule(&self, calls_before: u64, nodes: &Nodes, asks: &Asks) -> Placements {
+    pub fn schedule_after(&self, calls_before: u64, snapshot: &Snapshot) -> Placements {
         let fault = if calls_before >= self.after {
             self.fault
         } else {
             Fault::None
         };
-        let node_count = nodes.free_memory_mb.len();
-        let ask_count = asks.pending.len();
+        let (nodes, asks) = (snapshot.nodes(), snapshot.asks());
+        let (node_count, ask_count) = (nodes.len(), asks.len());
         let mut placements = Placements::default();
         match fault {
-            Fault::None => placements = first_fit(nodes, asks),
+            Fault::None => placements = first_fit(snapshot),
             Fault::GhostNode if ask_count > 0 => {
-                placements = first_fit(nodes, asks);
+                placements = first_fit(snapshot);
                 placements.push(0, node_count, 1);
             }
             Fault::GhostAsk => {
-                placements = first_fit(nodes, asks);
+                placements = first_fit(snapshot);
                 placements.push(ask_count, 0, 1);
             }
             Fault::OverAllocate if ask_count > 0 => {
                 // Without nodes, node 0 is a ghost too; the count is still at least 1.
                 let room = if node_count > 0 {
-                    room(nodes, 0).fits(size(asks, 0))
+                    nodes.free(0).fits(asks.size(0))
                 } else {
                     0
                 };
@@ -195,69 +151,27 @@ impl FaultyScheduling {
     }
 }
 
-/// One container's size, or a node's free room.
-#[derive(Debug, Clone, Copy)]
-struct Resources {
-    memory_mb: u64,
-    vcores: u64,
-    gpus: u64,
-}
-
-impl Resources {
-    /// How many containers of `size` fit; a resource of size 0 sets no limit.
-    fn fits(self, size: Resources) -> u64 {
-        [
-            self.memory_mb.checked_div(size.memory_mb),
-            self.vcores.checked_div(size.vcores),
-            self.gpus.checked_div(size.gpus),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(u64::MAX)
-    }
-}
-
-fn room(nodes: &Nodes, node: usize) -> Resources {
-    Resources {
-        memory_mb: nodes.free_memory_mb[node],
-        vcores: nodes.free_vcores[node],
-        gpus: nodes.free_gpus[node],
-    }
-}
-
-fn size(asks: &Asks, ask: usize) -> Resources {
-    Resources {
-        memory_mb: asks.memory_mb[ask],
-        vcores: asks.vcores[ask],
-        gpus: asks.gpus[ask],
-    }
-}
-
 /// The well-behaved answer: apps in submission order, each ask first fit,
 /// by a plain scan (a test guest needs to be obviously right, not fast).
-/// The snapshot is trusted to have columns of equal length.
-pub fn first_fit(nodes: &Nodes, asks: &Asks) -> Placements {
-    let mut free: Vec<Resources> = (0..nodes.free_memory_mb.len())
-        .map(|node| room(nodes, node))
-        .collect();
-    let mut queue: Vec<usize> = (0..asks.pending.len()).collect();
-    queue.sort_by_key(|&ask| asks.app[ask]);
+pub fn first_fit(snapshot: &Snapshot) -> Placements {
+    let asks = snapshot.asks();
+    let mut free: Vec<Resources> = snapshot.nodes().free_rooms().collect();
+    let mut queue: Vec<usize> = (0..asks.len()).collect();
+    queue.sort_by_key(|&ask| asks.app(ask));
     let mut placements = Placements::default();
     for ask in queue {
-        let size = size(asks, ask);
+        let size = asks.size(ask);
         let mut pending = asks.pending[ask];
         for (node, room) in free.iter_mut().enumerate() {
             if pending == 0 {
                 break;
             }
-            let count = room.fits(size).min(u64::from(pending)) as u32;
+            let count = room.fits(size).min(u64::from(pending));
             if count > 0 {
-                room.memory_mb -= size.memory_mb * u64::from(count);
-                room.vcores -= size.vcores * u64::from(count);
-                room.gpus -= size.gpus * u64::from(count);
-                placements.push(ask, node, count);
-                pending -= count;
+                *room = room.minus(size.times(count));
+                // At most `pending`, a u32.
+                placements.push(ask, node, count as u32);
+                pending -= count as u32;
             }
         }
     }
@@ -290,34 +204,38 @@ pub fn hoard() -> ! {
 mod tests {
     use super::*;
 
-    fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+    use weft_policy::PolicyKind;
+    use weft_policy::params::configure_with;
+    use weft_policy::scheduling::SnapshotBuilder;
+
+    /// Two nodes of 4 GB, 4 vcores, all free, and two apps in one queue.
+    fn nodes_and_apps() -> SnapshotBuilder {
+        let node = Resources::new(4096, 4, 0);
+        SnapshotBuilder::new()
+            .node(node, node)
+            .node(node, node)
+            .queue(0, 100.0, 100.0)
+            .app(0, 0)
+            .app(0, 1)
     }
 
-    /// Two nodes of 4 GB, 4 vcores; app 1's ask of 6 × 1 GB, then app 0's
+    /// [`nodes_and_apps`] with app 1's ask of `pending` × 1 GB, then app 0's
     /// ask of 1 × 2 GB (served first: it was submitted first).
-    fn cluster() -> (Nodes, Asks) {
-        let nodes = Nodes {
-            free_memory_mb: vec![4096, 4096],
-            free_vcores: vec![4, 4],
-            free_gpus: vec![0, 0],
-        };
-        let asks = Asks {
-            app: vec![1, 0],
-            pending: vec![6, 1],
-            memory_mb: vec![1024, 2048],
-            vcores: vec![1, 1],
-            gpus: vec![0, 0],
-        };
-        (nodes, asks)
+    fn cluster_with(pending: u32) -> Snapshot {
+        nodes_and_apps()
+            .ask(1, pending, Resources::new(1024, 1, 0))
+            .ask(0, 1, Resources::new(2048, 1, 0))
+            .build()
+            .unwrap()
+    }
+
+    fn cluster() -> Snapshot {
+        cluster_with(6)
     }
 
     #[test]
     fn each_fault_breaks_its_rule() {
-        let (nodes, asks) = cluster();
+        let snapshot = cluster();
         let valid = [(1, 0, 1), (0, 0, 2), (0, 1, 4)];
         let with = |extra: (u32, u32, u32)| {
             let mut triples = valid.to_vec();
@@ -338,8 +256,12 @@ mod tests {
             (Fault::Alloc, 1, 0, valid.to_vec()),
         ];
         for (fault, after, calls_before, expected) in cases {
-            let settings = FaultyScheduling { fault, after };
-            let placements = settings.schedule(calls_before, &nodes, &asks);
+            let settings = FaultyScheduling {
+                fault,
+                after,
+                calls: 0,
+            };
+            let placements = settings.schedule_after(calls_before, &snapshot);
             assert_eq!(
                 placements.triples(),
                 expected,
@@ -350,39 +272,47 @@ mod tests {
 
     #[test]
     fn over_allocate_exceeds_room_even_when_little_is_pending() {
-        let (nodes, mut asks) = cluster();
-        asks.pending[0] = 2; // fits on node 0, so the count must be raised to 5
+        let snapshot = cluster_with(2); // fits on node 0, so the count must be raised to 5
         let settings = FaultyScheduling {
             fault: Fault::OverAllocate,
-            after: 0,
+            ..FaultyScheduling::default()
         };
-        assert_eq!(settings.schedule(0, &nodes, &asks).triples(), [(0, 0, 5)]);
+        assert_eq!(settings.schedule_after(0, &snapshot).triples(), [(0, 0, 5)]);
     }
 
     #[test]
     fn faults_naming_ask_0_place_nothing_without_asks() {
-        let (nodes, _) = cluster();
+        let no_asks = nodes_and_apps().build().unwrap();
         for fault in [Fault::GhostNode, Fault::OverAllocate, Fault::OverPending] {
-            let settings = FaultyScheduling { fault, after: 0 };
-            assert!(
-                settings
-                    .schedule(0, &nodes, &Asks::default())
-                    .triples()
-                    .is_empty(),
-                "{fault:?}"
-            );
+            let settings = FaultyScheduling {
+                fault,
+                ..FaultyScheduling::default()
+            };
+            assert!(settings.schedule_after(0, &no_asks).is_empty(), "{fault:?}");
         }
     }
 
     #[test]
     #[should_panic(expected = "fault=trap")]
     fn trap_panics() {
-        let (nodes, asks) = cluster();
         let settings = FaultyScheduling {
             fault: Fault::Trap,
-            after: 0,
+            ..FaultyScheduling::default()
         };
-        settings.schedule(0, &nodes, &asks);
+        settings.schedule_after(0, &cluster());
+    }
+
+    #[test]
+    fn the_fault_starts_after_counted_calls_since_configure() {
+        let mut policy = configure_with::<FaultyScheduling>(
+            PolicyKind::Scheduling,
+            &[("fault", "over-pending"), ("after", "1")],
+        )
+        .unwrap();
+        let snapshot = cluster();
+        assert_eq!(policy.schedule(&snapshot), first_fit(&snapshot));
+        assert_eq!(policy.schedule(&snapshot).triples(), [(0, 0, 7)]);
+        assert_eq!(policy.calls, 2);
     }
 
     #[test]
@@ -396,13 +326,14 @@ mod tests {
                 Ok(FaultyScheduling {
                     fault: Fault::GhostNode,
                     after: 2,
+                    calls: 0,
                 }),
             ),
             (
                 &[("fault", "over-allocate")],
                 Ok(FaultyScheduling {
                     fault: Fault::OverAllocate,
-                    after: 0,
+                    ..FaultyScheduling::default()
                 }),
             ),
             (&[("fault", "refuse")], Err("refuse")),
@@ -410,7 +341,10 @@ mod tests {
             (&[("price.base.general", "1")], Err("price.base.general")),
         ];
         for (pairs, expected) in cases {
-            match (FaultyScheduling::from_params(&params(pairs)), expected) {
+            match (
+                configure_with::<FaultyScheduling>(PolicyKind::Scheduling, pairs),
+                expected,
+            ) {
                 (Ok(got), Ok(want)) => assert_eq!(got, want, "{pairs:?}"),
                 (Err(message), Err(word)) => {
                     assert!(message.contains(word), "{pairs:?}: {message:?}")
