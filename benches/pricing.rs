@@ -70,7 +70,7 @@ const NATIVE: &str = "native/hops-pricing";
 /// One workload in both shapes: the host's WIT record and the policy crate's.
 struct Workload {
     wit: Usage,
-    native: hops_pricing::Usage,
+    native: weft_policy::pricing::Usage,
 }
 
 fn workload(n: usize) -> Workload {
@@ -81,12 +81,13 @@ fn workload(n: usize) -> Workload {
     let vcores: Vec<u64> = (0..n).map(|i| 1 + (i % VCORES_CYCLE) as u64).collect();
     let gpus: Vec<u64> = (0..n).map(|i| u64::from(i % GPU_EVERY == 0)).collect();
     Workload {
-        native: hops_pricing::Usage {
+        native: weft_policy::pricing::Usage::new(weft_policy::pricing::wit::Usage {
             seconds: seconds.clone(),
             memory_mb: memory_mb.clone(),
             vcores: vcores.clone(),
             gpus: gpus.clone(),
-        },
+        })
+        .expect("a well-formed workload"),
         wit: Usage {
             seconds,
             memory_mb,
@@ -102,7 +103,7 @@ struct Subjects {
     version: std::sync::Arc<PolicyVersion>,
     native: hops_pricing::HopsPricing,
     wit_multiplicators: PriceMultiplicators,
-    native_multiplicators: hops_pricing::PriceMultiplicators,
+    native_multiplicators: weft_policy::pricing::Multiplicators,
 }
 
 impl Subjects {
@@ -118,10 +119,14 @@ impl Subjects {
                 &[],
             )
             .expect("the bundled hops-pricing loads");
-        let native = hops_pricing::HopsPricing::from_params(&params).expect("standard parameters");
+        let native = weft_policy::params::configure::<hops_pricing::HopsPricing>(
+            weft_policy::PolicyKind::Pricing,
+            params.clone(),
+        )
+        .expect("standard parameters");
 
         let wit_multiplicators = version.multiplicators(UTILIZATION).expect("multiplicators");
-        let native_multiplicators = native.multiplicators(hops_pricing::Utilization {
+        let native_multiplicators = native.multiplicators_for(weft_policy::pricing::Utilization {
             memory: UTILIZATION.memory,
             vcores: UTILIZATION.vcores,
             gpus: UTILIZATION.gpus,
@@ -146,7 +151,9 @@ impl Subjects {
 
     /// The three must agree to the bit before their speed is worth comparing.
     fn check_agree(&self, work: &Workload) {
-        let native = self.native.charge(&work.native, self.native_multiplicators);
+        let native = self
+            .native
+            .charge_columns(&work.native, self.native_multiplicators);
         let wasm = self
             .version
             .charge(&work.wit, self.wit_multiplicators)
@@ -187,7 +194,7 @@ fn bench_charge(c: &mut Criterion, subjects: &Subjects) {
             b.iter(|| {
                 subjects
                     .native
-                    .charge(black_box(&work.native), subjects.native_multiplicators)
+                    .charge_columns(black_box(&work.native), subjects.native_multiplicators)
             })
         });
     }

@@ -100,19 +100,20 @@ impl Decision {
     }
 }
 
-/// The WIT admission as the native crate's types (moved, not copied).
-fn to_native(admission: policy::Admission) -> capacity_over_time::Admission {
-    let timeline = |t: policy::Timeline| capacity_over_time::Timeline {
+/// The host's WIT admission as the SDK's checked view (moved, not copied).
+fn to_native(admission: policy::Admission) -> weft_policy::sharing::Admission {
+    use weft_policy::sharing::wit;
+    let timeline = |t: policy::Timeline| wit::Timeline {
         at_ms: t.at_ms,
         memory_mb: t.memory_mb,
         vcores: t.vcores,
         gpus: t.gpus,
     };
     let s = admission.settings;
-    capacity_over_time::Admission {
-        settings: capacity_over_time::PlanSettings {
+    let record = wit::Admission {
+        settings: wit::PlanSettings {
             queue: s.queue,
-            capacity: capacity_over_time::Resources {
+            capacity: weft_policy::types::Resources {
                 memory_mb: s.capacity.memory_mb,
                 vcores: s.capacity.vcores,
                 gpus: s.capacity.gpus,
@@ -128,7 +129,8 @@ fn to_native(admission: policy::Admission) -> capacity_over_time::Admission {
         candidate: timeline(admission.candidate),
         user_committed: timeline(admission.user_committed),
         plan_committed: timeline(admission.plan_committed),
-    }
+    };
+    weft_policy::sharing::Admission::new(record).expect("a well-formed admission")
 }
 
 fn percentile(sorted: &[u64], q: f64) -> u64 {

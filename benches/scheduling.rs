@@ -14,6 +14,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use weft_host::config::Settings;
 use weft_host::policy::{self, CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::sim::VirtualClock;
+use weft_policy::scheduling::{Snapshot, wit};
 
 /// The workload: nodes, parents × leaves per parent, apps per leaf, containers per app.
 const NODES: usize = 10_000;
@@ -25,8 +26,10 @@ const APPS_PER_LEAF: usize = 1;
 const CONTAINERS_PER_APP: u32 = 100;
 const CONTAINER_MEMORY_MB: u64 = 2048;
 
-fn native_snapshot() -> capacity::Snapshot {
-    let nodes = capacity::Nodes {
+/// The snapshot as the SDK's WIT record, from which both the native view
+/// and the host's record are made.
+fn snapshot_record() -> wit::Snapshot {
+    let nodes = wit::Nodes {
         free_memory_mb: vec![NODE_MEMORY_MB; NODES],
         free_vcores: vec![NODE_VCORES; NODES],
         free_gpus: vec![0; NODES],
@@ -34,7 +37,7 @@ fn native_snapshot() -> capacity::Snapshot {
         capacity_vcores: vec![NODE_VCORES; NODES],
         capacity_gpus: vec![0; NODES],
     };
-    let mut queues = capacity::Queues::default();
+    let mut queues = wit::Queues::default();
     let mut add_queue = |parent: u32, capacity: f64| {
         queues.parent.push(parent);
         queues.capacity.push(capacity);
@@ -55,7 +58,7 @@ fn native_snapshot() -> capacity::Snapshot {
             leaves.push(add_queue(parent, 100.0 / LEAVES_PER_PARENT as f64));
         }
     }
-    let (mut apps, mut asks) = (capacity::Apps::default(), capacity::Asks::default());
+    let (mut apps, mut asks) = (wit::Apps::default(), wit::Asks::default());
     for (i, &leaf) in leaves.iter().enumerate() {
         for j in 0..APPS_PER_LEAF {
             let app = apps.queue.len() as u32;
@@ -73,7 +76,7 @@ fn native_snapshot() -> capacity::Snapshot {
             asks.gpus.push(0);
         }
     }
-    capacity::Snapshot {
+    wit::Snapshot {
         now_ms: 0,
         nodes,
         queues,
@@ -83,7 +86,7 @@ fn native_snapshot() -> capacity::Snapshot {
 }
 
 /// The same snapshot in the WIT's types.
-fn wit_snapshot(s: &capacity::Snapshot) -> policy::Snapshot {
+fn wit_snapshot(s: &wit::Snapshot) -> policy::Snapshot {
     policy::Snapshot {
         now_ms: s.now_ms,
         nodes: policy::Nodes {
@@ -125,8 +128,9 @@ fn wit_snapshot(s: &capacity::Snapshot) -> policy::Snapshot {
 }
 
 fn scheduling(c: &mut Criterion) {
-    let native = native_snapshot();
-    let wit = wit_snapshot(&native);
+    let record = snapshot_record();
+    let wit = wit_snapshot(&record);
+    let native = Snapshot::new(record).expect("a well-formed snapshot");
     // A round at this size takes tens of ms; give the WASM call room.
     let limits = CallLimits {
         timeout: Duration::from_secs(30),

@@ -21,6 +21,7 @@ fn main() {
 
     for watched in [
         "policies",
+        "sdk",
         "tests/guests",
         "wit",
         "Cargo.toml",

@@ -14,7 +14,7 @@ mod guest_output;
 mod policy_cache;
 mod policy_new;
 mod policy_runtime;
-// mod policy_test; (waits for the volume-discount guest)
+mod policy_test;
 mod queues;
 mod replay;
 mod reservations;
