@@ -73,7 +73,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     // Warnings reach the author; RUST_LOG=info shows what the guest writes.
     // A failing call's error says what the guest wrote before it failed.
-    super::init_tracing("warn");
+    super::init_tracing(super::OFFLINE_TRACING);
     let settings = args.settings.load()?;
     // No host clock here: guests read a clock fixed at the Unix epoch.
     let engine =

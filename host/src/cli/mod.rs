@@ -124,7 +124,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// Logs to stderr, at `info` unless RUST_LOG says otherwise.
+/// What the offline policy tools (check, test, bench) log: warnings, but
+/// not the guest's own lines, which come with a failure's message instead
+/// (RUST_LOG=weft::policy::guest=info shows them as they are written).
+pub const OFFLINE_TRACING: &str = "warn,weft::policy::guest=off";
+
+/// Logs to stderr, at `default` unless RUST_LOG says otherwise.
 pub fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

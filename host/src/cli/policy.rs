@@ -236,7 +236,7 @@ fn check(
 ) -> anyhow::Result<()> {
     // Warnings (a damaged cache entry, the policy's own) reach the author;
     // RUST_LOG=info shows everything the guest writes as it runs.
-    super::init_tracing("warn");
+    super::init_tracing(super::OFFLINE_TRACING);
     let settings = settings.load()?;
     // No host clock here: guests read a clock fixed at the Unix epoch.
     let engine = PolicyEngine::from_settings(
@@ -289,7 +289,7 @@ fn test(
     json: bool,
     settings: &super::SettingsArgs,
 ) -> anyhow::Result<()> {
-    super::init_tracing("warn");
+    super::init_tracing(super::OFFLINE_TRACING);
     let cases = match cases {
         Some(path) => {
             let text = read_bounded(path, contract::MAX_CASES_BYTES)?;
