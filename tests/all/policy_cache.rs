@@ -24,13 +24,11 @@ fn counter(metrics: &str, name: &str) -> u64 {
 
 /// (hits, misses, discarded) of the server's compile cache since it started.
 fn cache_counts(server: &Server) -> (u64, u64, u64) {
-    let (status, body) = server.get("/metrics");
-    assert_eq!(status, 200, "{body}");
-    let text = body.as_str().expect("metrics are text");
+    let text = server.metrics();
     (
-        counter(text, "weft_policy_compile_cache_hits_total"),
-        counter(text, "weft_policy_compile_cache_misses_total"),
-        counter(text, "weft_policy_compile_cache_discarded_total"),
+        counter(&text, "weft_policy_compile_cache_hits_total"),
+        counter(&text, "weft_policy_compile_cache_misses_total"),
+        counter(&text, "weft_policy_compile_cache_discarded_total"),
     )
 }
 

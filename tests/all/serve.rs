@@ -66,12 +66,7 @@ fn a_live_cluster_is_scheduled_charged_and_priced() {
     );
     let (_, apps) = server.get("/ws/v1/cluster/apps");
     assert_eq!(apps["apps"]["app"][0]["finishedContainers"], 8);
-    let metrics = ureq::get(&format!("{}/metrics", server.base))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
+    let metrics = server.metrics();
     for metric in [
         "weft_policy_calls_total",
         "weft_credits_charged_total",

@@ -35,16 +35,21 @@ fn wait_finished(server: &Server, id: &str) {
     );
 }
 
-#[test]
-fn a_pricing_shadow_reports_what_it_would_charge_and_the_ledger_stays_the_active_ones() {
-    let server = Server::start(&[
+/// Two simulated nodes, flat-pricing active, rounds every 20 ms.
+fn start_with_flat_pricing() -> Server {
+    Server::start(&[
         "--sim-nodes",
         "2x8192mb,8vcores",
         "--set",
         "weft.policy.pricing=builtin:flat-pricing",
         "--set",
         "weft.scheduler.interval-ms=20",
-    ]);
+    ])
+}
+
+#[test]
+fn a_pricing_shadow_reports_what_it_would_charge_and_the_ledger_stays_the_active_ones() {
+    let server = start_with_flat_pricing();
     let (status, body) = server.get("/ws/v1/policies/pricing/shadow");
     assert_eq!(status, 404, "no shadow runs yet: {body}");
     // The candidate prices everything twice as high.
@@ -85,12 +90,7 @@ fn a_pricing_shadow_reports_what_it_would_charge_and_the_ledger_stays_the_active
         1,
         "a shadow is not a version of the active slot"
     );
-    let metrics = ureq::get(&format!("{}/metrics", server.base))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
+    let metrics = server.metrics();
     assert!(
         metrics.contains(
             r#"weft_policy_shadow_credits_total{project="shadowed",policy="shadow"} 120"#
@@ -142,12 +142,7 @@ fn a_misbehaving_scheduling_shadow_changes_no_placement_and_is_counted_apart() {
     let (_, status) = server.get("/ws/v1/policies/scheduling");
     assert_eq!(status["active"]["name"], "fifo", "{status}");
     assert_eq!(status["history"].as_array().unwrap().len(), 1, "{status}");
-    let metrics = ureq::get(&format!("{}/metrics", server.base))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
+    let metrics = server.metrics();
     assert!(
         !metrics.contains("weft_policy_failures_total{kind=\"scheduling\""),
         "the shadow's failures were counted as the active's:\n{metrics}"
@@ -157,14 +152,7 @@ fn a_misbehaving_scheduling_shadow_changes_no_placement_and_is_counted_apart() {
 
 #[test]
 fn promoting_a_shadow_swaps_with_no_failed_request() {
-    let server = Server::start(&[
-        "--sim-nodes",
-        "2x8192mb,8vcores",
-        "--set",
-        "weft.policy.pricing=builtin:flat-pricing",
-        "--set",
-        "weft.scheduler.interval-ms=20",
-    ]);
+    let server = start_with_flat_pricing();
     let (status, report) = server.put(
         "/ws/v1/policies/pricing/shadow?builtin=flat-pricing&price.base.general=3",
         b"",

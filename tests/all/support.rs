@@ -198,6 +198,13 @@ impl Server {
         read(path, response)
     }
 
+    /// The Prometheus text at /metrics.
+    pub fn metrics(&self) -> String {
+        let (status, body) = self.get("/metrics");
+        assert_eq!(status, 200, "{body}");
+        body.as_str().expect("metrics are text").to_string()
+    }
+
     /// Submits a one-container app to `queue` as `user`; returns its id.
     pub fn submit_to(&self, queue: &str, user: &str) -> String {
         let (status, body) = self.post_json(

@@ -64,6 +64,10 @@ pub fn run(args: AgentArgs) -> anyhow::Result<()> {
         .build()?;
     let (http_address, logs_secret) =
         runtime.block_on(agent::serve_logs(args.logs_listen, dirs.log_dir.clone()))?;
+    // Listening before the line below, so a stop right after it is clean.
+    let signals = runtime
+        .block_on(async { super::serve::ShutdownSignals::listen() })
+        .context("cannot listen for SIGINT and SIGTERM")?;
     // stdout gets the one line a user needs; logs go to stderr.
     println!(
         "weft agent {node_id} ({resources}, {}) for {}",
@@ -88,7 +92,7 @@ pub fn run(args: AgentArgs) -> anyhow::Result<()> {
         stop.clone(),
         true,
     )?;
-    runtime.block_on(super::serve::shutdown_signal());
+    runtime.block_on(signals.received());
     tracing::info!("stopping: killing this node's containers");
     stop.store(true, Ordering::Relaxed);
     thread

@@ -237,14 +237,7 @@ fn check(
     // Warnings (a damaged cache entry, the policy's own) reach the author;
     // RUST_LOG=info shows everything the guest writes as it runs.
     super::init_tracing(super::OFFLINE_TRACING);
-    let settings = settings.load()?;
-    // No host clock here: guests read a clock fixed at the Unix epoch.
-    let engine = PolicyEngine::from_settings(
-        &settings.policies,
-        std::sync::Arc::new(VirtualClock::default()),
-    )?;
-    let source = PolicySource::parse(policy);
-    let bytes = source.read().map_err(anyhow::Error::msg)?;
+    let (settings, engine, source, bytes) = offline(settings, policy)?;
     let started = std::time::Instant::now();
     let version = inspect(
         &engine,
@@ -299,14 +292,7 @@ fn test(
         }
         None => Vec::new(),
     };
-    let settings = settings.load()?;
-    // No host clock here: guests read a clock fixed at the Unix epoch.
-    let engine = PolicyEngine::from_settings(
-        &settings.policies,
-        std::sync::Arc::new(VirtualClock::default()),
-    )?;
-    let source = PolicySource::parse(policy);
-    let bytes = source.read().map_err(anyhow::Error::msg)?;
+    let (settings, engine, source, bytes) = offline(settings, policy)?;
     let options = contract::TestOptions {
         seed,
         rounds: rounds as usize,
@@ -361,6 +347,23 @@ fn read_bounded(path: &std::path::Path, limit: usize) -> anyhow::Result<String> 
         anyhow::bail!("{} is larger than {limit} bytes", path.display());
     }
     Ok(text)
+}
+
+/// What the offline tools start from: the settings, an engine whose guests
+/// read a clock fixed at the Unix epoch (there is no host clock here), and
+/// the component named.
+fn offline(
+    settings: &super::SettingsArgs,
+    policy: &str,
+) -> anyhow::Result<(crate::config::Settings, PolicyEngine, PolicySource, Vec<u8>)> {
+    let settings = settings.load()?;
+    let engine = PolicyEngine::from_settings(
+        &settings.policies,
+        std::sync::Arc::new(VirtualClock::default()),
+    )?;
+    let source = PolicySource::parse(policy);
+    let bytes = source.read().map_err(anyhow::Error::msg)?;
+    Ok((settings, engine, source, bytes))
 }
 
 fn encode_query(pairs: &[(String, String)]) -> String {

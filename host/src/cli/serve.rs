@@ -351,9 +351,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             watch::watch(policies.clone(), watch_dir)
                 .context("cannot watch the policy directory")?;
         }
+        let signals = ShutdownSignals::listen().context("cannot listen for SIGINT and SIGTERM")?;
         let signalled = stop_tx.clone();
         tokio::spawn(async move {
-            shutdown_signal().await;
+            signals.received().await;
             tracing::info!("stopping: charging running containers, then exiting");
             let _ = signalled.send(true);
         });
@@ -466,18 +467,30 @@ fn warn_about_exposure(
         tracing::info!(tokens_file = %verifier.path().display(), "token authentication");
     }
 }
-pub async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .expect("installing a SIGTERM handler cannot fail");
+/// SIGINT and SIGTERM, listened for from the moment this is made, so a
+/// signal that arrives before anything awaits [`received`](Self::received)
+/// (say, right after `serve` printed where it listens) is a clean stop, not
+/// the default action that kills the process.
+pub struct ShutdownSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    /// Starts listening; call it inside a tokio runtime.
+    pub fn listen() -> std::io::Result<ShutdownSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(ShutdownSignals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Waits for either.
+    pub async fn received(mut self) {
         tokio::select! {
-            _ = interrupt => {},
-            _ = terminate.recv() => {},
+            _ = self.interrupt.recv() => {},
+            _ = self.terminate.recv() => {},
         }
     }
-    #[cfg(not(unix))]
-    let _ = interrupt.await;
 }

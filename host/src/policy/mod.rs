@@ -472,10 +472,7 @@ impl PolicyRuntime {
     /// the next call is answered by the new one, and the old one stays as
     /// the fallback. Returns the shadow's last report.
     pub fn promote(&self, kind: PolicyKind) -> Result<ShadowReport, String> {
-        let shadow = self
-            .shadow(kind)
-            .take()
-            .ok_or_else(|| format!("no {kind} shadow is running"))?;
+        let shadow = self.take_shadow(kind)?;
         self.slot(kind).publish(shadow.version().clone());
         let report = shadow.report();
         tracing::info!(%kind, policy = %report.shadow.name, "shadow policy promoted to active");
@@ -484,12 +481,14 @@ impl PolicyRuntime {
 
     /// Stops `kind`'s shadow. Returns its last report.
     pub fn stop_shadow(&self, kind: PolicyKind) -> Result<ShadowReport, String> {
-        let shadow = self
-            .shadow(kind)
-            .take()
-            .ok_or_else(|| format!("no {kind} shadow is running"))?;
-        let report = shadow.report();
+        let report = self.take_shadow(kind)?.report();
         tracing::info!(%kind, policy = %report.shadow.name, "shadow policy stopped");
         Ok(report)
+    }
+
+    fn take_shadow(&self, kind: PolicyKind) -> Result<Arc<Shadow>, String> {
+        self.shadow(kind)
+            .take()
+            .ok_or_else(|| format!("no {kind} shadow is running"))
     }
 }
