@@ -44,11 +44,16 @@ mod tests {
     #[test]
     fn a_panic_is_described_with_its_message_and_location() {
         // Catch what the hook would log, through a hook of the same shape.
+        // The hook is the process's: only this thread's panic is kept, as
+        // other tests may panic on purpose meanwhile.
         let seen = Arc::new(Mutex::new(String::new()));
         let previous = panic::take_hook();
         let sink = Arc::clone(&seen);
+        let this_test = std::thread::current().id();
         panic::set_hook(Box::new(move |info| {
-            *sink.lock().unwrap() = describe(info);
+            if std::thread::current().id() == this_test {
+                *sink.lock().unwrap() = describe(info);
+            }
         }));
         let outcome = panic::catch_unwind(|| panic!("bad input: {}", 42));
         panic::set_hook(previous);
