@@ -3,8 +3,14 @@
 //!
 //! - `instantiate/{hops-pricing,fifo}`: [`PolicyVersion::instantiate_fresh`]
 //!   on a loaded version: a new store, instantiation of the pre-linked
-//!   component and its `configure` call. Target: under
+//!   component and its `configure` call, on the engine as `serve` makes it
+//!   (instances from wasmtime's pooling allocator). Target: under
 //!   [`INSTANTIATE_TARGET_US`] µs.
+//! - `instantiate_on_demand/…`: the same on an engine without the pool
+//!   (`weft.policy.instance-pool=0`), for comparison in the same run.
+//! - `instantiate_parts/store`: a new store alone (its WASI context, limits
+//!   and output capture); `instantiate_parts/{name}`: a store and the pooled
+//!   instantiation, without `configure`. For attribution.
 //! - `hot_swap/load`: a full [`PolicyRuntime::load`] (read builtin bytes,
 //!   compile, type-check, describe, instantiate, configure, self-check,
 //!   publish), alternating `builtin:hops-pricing` and `builtin:flat-pricing`.
@@ -48,7 +54,7 @@ const INSTANTIATED: [(PolicyKind, &str); 2] = [
     (PolicyKind::Scheduling, "fifo"),
 ];
 /// The target for one fresh instance, in microseconds.
-const INSTANTIATE_TARGET_US: u64 = 50;
+const INSTANTIATE_TARGET_US: u64 = 10;
 
 /// The two pricing policies every swap alternates between.
 const SWAPPED: [&str; 2] = ["hops-pricing", "flat-pricing"];
@@ -112,15 +118,42 @@ fn prepared(engine: &PolicyEngine, name: &str) -> Arc<PolicyVersion> {
 }
 
 fn bench_instantiate(c: &mut Criterion) {
-    let engine = engine();
-    let runtime = runtime(&engine);
-    let mut group = c.benchmark_group("instantiate");
-    for (kind, name) in INSTANTIATED {
-        let version = runtime
-            .load(kind, &source(name), &[])
-            .unwrap_or_else(|e| panic!("{name} does not load: {e}"));
+    let pooled = engine();
+    let mut settings = Settings::default().policies;
+    settings.instance_pool = 0;
+    settings.compile_cache_bytes = 0;
+    let on_demand = PolicyEngine::from_settings(&settings, Arc::new(VirtualClock::default()))
+        .expect("wasmtime engine");
+    for (group, engine) in [
+        ("instantiate", &pooled),
+        ("instantiate_on_demand", &on_demand),
+    ] {
+        let runtime = runtime(engine);
+        let mut group = c.benchmark_group(group);
+        for (kind, name) in INSTANTIATED {
+            let version = runtime
+                .load(kind, &source(name), &[])
+                .unwrap_or_else(|e| panic!("{name} does not load: {e}"));
+            group.bench_function(BenchmarkId::from_parameter(name), |b| {
+                b.iter(|| version.instantiate_fresh().expect("instantiates"))
+            });
+        }
+        group.finish();
+    }
+
+    let mut group = c.benchmark_group("instantiate_parts");
+    group.bench_function("store", |b| b.iter(|| pooled.new_store(Arc::from("bench"))));
+    for (_, name) in INSTANTIATED {
+        let bytes = builtin(name).expect("bundled");
+        let component = pooled.compile(bytes).expect("compiles").component;
+        let pre = pooled.linker().instantiate_pre(&component).expect("links");
         group.bench_function(BenchmarkId::from_parameter(name), |b| {
-            b.iter(|| version.instantiate_fresh().expect("instantiates"))
+            b.iter(|| {
+                let mut store = pooled.new_store(Arc::from("bench"));
+                pooled.begin_call(&mut store, 0);
+                pre.instantiate(&mut store).expect("instantiates");
+                store
+            })
         });
     }
     group.finish();
@@ -386,10 +419,19 @@ fn print_summary(results: &Results) {
             } else {
                 "MISSED"
             };
+            let on_demand = results
+                .median_ns(&["instantiate_on_demand", name])
+                .map(|od| format!(", on demand {} ({:.1}× pooled)", duration(od), od / ns))
+                .unwrap_or_default();
             eprintln!(
-                "  instantiate/{name:<14} {:>10}   target < {INSTANTIATE_TARGET_US} µs: {verdict}",
+                "  instantiate/{name:<14} {:>10}   target < {INSTANTIATE_TARGET_US} µs: {verdict}{on_demand}",
                 duration(ns)
             );
+        }
+    }
+    for id in ["store", "hops-pricing", "fifo"] {
+        if let Some(ns) = results.median_ns(&["instantiate_parts", id]) {
+            eprintln!("  instantiate_parts/{id:<8} {:>10}", duration(ns));
         }
     }
     for id in ["load", "compile", "publish", "load_under_calls"] {

@@ -522,3 +522,59 @@ fn a_guest_that_sleeps_is_stopped_at_once_with_a_clear_error() {
         started.elapsed()
     );
 }
+
+#[test]
+fn a_load_beyond_the_instance_pool_is_refused_naming_the_setting_and_the_active_version_stays() {
+    let mut settings = Settings::default();
+    settings.policies.instance_pool = 2;
+    settings.policies.compile_cache_bytes = 0;
+    let runtime =
+        PolicyRuntime::from_settings(&settings, Arc::new(VirtualClock::default())).unwrap();
+    let load = |name: &str| {
+        runtime.load(
+            PolicyKind::Pricing,
+            &PolicySource::Builtin(name.into()),
+            &[],
+        )
+    };
+    // Each version keeps one warm instance: the active one and a standby.
+    load("hops-pricing").unwrap();
+    load("flat-pricing").unwrap();
+    let before = active_sha(&runtime, PolicyKind::Pricing);
+    let error = load("hops-pricing").unwrap_err();
+    assert!(
+        matches!(error, LoadError::NoInstance(CallError::InstancePoolFull(_))),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("weft.policy.instance-pool"),
+        "{error}"
+    );
+    assert_eq!(active_sha(&runtime, PolicyKind::Pricing), before);
+    assert_eq!(runtime.pricing().charge(&usage(), UNIT).unwrap().len(), 2);
+}
+
+/// Where the address space cannot hold the instance pool (a low `ulimit
+/// -v`), the engine allocates instances on demand, says so, and works.
+#[test]
+fn without_address_space_for_the_pool_instances_are_allocated_on_demand() {
+    // 16 GiB: far below the pool's 1 TiB reservation, enough for the binary
+    // and a few instances on demand (each reserves 4 GiB of its own).
+    let line = format!(
+        "ulimit -v 16777216 && exec '{}' policy check builtin:flat-pricing",
+        crate::support::WEFT
+    );
+    let output = std::process::Command::new("sh")
+        .args(["-c", &line])
+        .env("XDG_CACHE_HOME", env!("CARGO_TARGET_TMPDIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("flat-pricing"), "{stdout}");
+    assert!(
+        stderr.contains("instances are allocated on demand"),
+        "{stderr}"
+    );
+}

@@ -132,6 +132,8 @@ pub struct PolicySettings {
     pub compile_cache_dir: Option<PathBuf>,
     /// Most bytes of compiled code one kind's standby versions may hold.
     pub standby_memory_bytes: u64,
+    /// Policy instances allocated from a pool made at start; 0: on demand.
+    pub instance_pool: u32,
 }
 
 /// Hadoop's `hadoop.security.authentication`, in Weft's two modes.
@@ -288,6 +290,7 @@ impl Settings {
             compile_cache_bytes: read.whole("weft.policy.compile-cache-mb")? << 20,
             compile_cache_dir: read.path("weft.policy.compile-cache-dir")?,
             standby_memory_bytes: read.whole("weft.policy.standby-memory-mb")? << 20,
+            instance_pool: read.whole_u32("weft.policy.instance-pool")?,
         };
         let store = StoreSettings {
             url: Some(read.text("weft.store.url")?).filter(|url| !url.is_empty()),

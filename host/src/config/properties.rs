@@ -447,6 +447,13 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "MB of compiled code the standby versions of one kind may hold; older standbys beyond it are retired",
     ),
     (
+        "weft.policy.instance-pool",
+        // Each pooled instance reserves 4 GiB of address space (not memory).
+        ValueType::Whole { min: 0, max: 4096 },
+        "256",
+        "policy instances allocated from a pool made at start, so instantiating takes microseconds; a load beyond it is refused (0: allocate on demand)",
+    ),
+    (
         "weft.store.url",
         ValueType::Text,
         "",

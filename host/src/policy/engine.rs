@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Config, Engine, Store, StoreContextMut, StoreLimits, StoreLimitsBuilder};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreContextMut,
+    StoreLimits, StoreLimitsBuilder,
+};
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
 use super::CallError;
@@ -28,6 +31,23 @@ const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The most random bytes a guest may ask for in one call to wasi:random.
 const MAX_RANDOM_BYTES: u64 = 64 << 10;
+
+/// How many policy instances live at once by default: each version in a
+/// slot keeps one warm instance (the active one, up to five standbys, a
+/// shadow), so this covers the three kinds and a few dozen queues' own
+/// sharing slots. Each instance's linear memory reserves 4 GiB of address
+/// space (none of it resident until used), so 256 reserve 1 TiB.
+pub const INSTANCE_POOL_DEFAULT: u32 = 256;
+
+/// Core instances a component may bring on average (a Rust policy has one
+/// or two, a Python one about ten): they cost no memory until used, so the
+/// pool allows plenty.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 32;
+
+/// The bytes of a pooled instance's memory (and tables) kept mapped when it
+/// is dropped: reset in place, so the next instance in its slot starts
+/// without page faults. Most policies write less than this.
+const KEEP_RESIDENT_BYTES: usize = 2 << 20;
 
 /// Limits applied to every policy call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +125,15 @@ pub struct PolicyEngine {
     counters: Arc<CompileCounters>,
 }
 
+/// A compiled component and the sha256 of the bytes it was compiled from,
+/// which names its version and seeds its calls (hashed once per load: a
+/// Python policy is 19 MB, about 50 ms of sha256 on these machines).
+#[derive(Clone)]
+pub struct CompiledComponent {
+    pub component: Component,
+    pub sha256: [u8; 32],
+}
+
 /// Compiled components by their bytes' sha256, newest last.
 type Compiled = std::collections::VecDeque<([u8; 32], Component)>;
 
@@ -135,7 +164,7 @@ impl PolicyEngine {
     /// (`weft policy check`, `bench`), pass a `VirtualClock` that stays at 0.
     /// It keeps compiled code in memory only.
     pub fn new(limits: CallLimits, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
-        PolicyEngine::with_compile_cache(limits, clock, None)
+        PolicyEngine::build(limits, clock, None, INSTANCE_POOL_DEFAULT)
     }
 
     /// The engine `settings` describe: their call limits, and compiled code
@@ -154,7 +183,7 @@ impl PolicyEngine {
             _ => None,
         };
         let cache = cache.as_ref().map(|(dir, bytes)| (dir.as_path(), *bytes));
-        PolicyEngine::with_compile_cache(settings.limits, clock, cache)
+        PolicyEngine::build(settings.limits, clock, cache, settings.instance_pool)
     }
 
     /// As [`new`](Self::new), keeping compiled code also in `cache`: a
@@ -163,6 +192,17 @@ impl PolicyEngine {
         limits: CallLimits,
         clock: Arc<dyn Clock>,
         cache: Option<(&Path, u64)>,
+    ) -> anyhow::Result<Self> {
+        PolicyEngine::build(limits, clock, cache, INSTANCE_POOL_DEFAULT)
+    }
+
+    /// The engine, instances allocated from a pool of `instance_pool`
+    /// (0: each on demand).
+    fn build(
+        limits: CallLimits,
+        clock: Arc<dyn Clock>,
+        cache: Option<(&Path, u64)>,
+        instance_pool: u32,
     ) -> anyhow::Result<Self> {
         let mut config = Config::new();
         config.epoch_interruption(true);
@@ -178,8 +218,7 @@ impl PolicyEngine {
             }
             _ => {}
         }
-        let engine = Engine::new(&config)
-            .map_err(|e| anyhow::anyhow!("cannot create the wasmtime engine: {e:#}"))?;
+        let engine = engine_with_pool(config, limits, instance_pool)?;
 
         let mut linker = Linker::new(&engine);
         // WASI is linked so std-built guests instantiate; the context grants
@@ -222,12 +261,12 @@ impl PolicyEngine {
     /// `bytes` compiled: the component compiled from the same bytes lately
     /// if this engine still holds it, else the one the disk cache holds,
     /// else compiled now (and kept in both).
-    pub fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
+    pub fn compile(&self, bytes: &[u8]) -> wasmtime::Result<CompiledComponent> {
         use sha2::Digest;
         let sha256: [u8; 32] = sha2::Sha256::digest(bytes).into();
         if let Some(component) = self.compiled_lately(&sha256) {
             self.counters.record_memory_hit();
-            return Ok(component);
+            return Ok(CompiledComponent { component, sha256 });
         }
         // Outside the lock: reading takes milliseconds, compiling seconds.
         let component = match self
@@ -255,7 +294,7 @@ impl PolicyEngine {
             }
         };
         self.keep_compiled(sha256, &component);
-        Ok(component)
+        Ok(CompiledComponent { component, sha256 })
     }
 
     fn compiled_lately(&self, sha256: &[u8; 32]) -> Option<Component> {
@@ -350,6 +389,49 @@ impl PolicyEngine {
         store.set_epoch_deadline(ticks as u64);
         store.data().call.begin(self.clock.now_ms(), seed);
     }
+}
+
+/// The engine `config` describes, its instances allocated from a pool of
+/// `instance_pool` (0: on demand). Pooled, an instance takes memory and
+/// tables prepared before (a Rust policy instantiates in microseconds, not
+/// tens of them); a host whose address space cannot hold the pool (a low
+/// `ulimit -v`) gets instances on demand instead, with a warning.
+fn engine_with_pool(
+    mut config: Config,
+    limits: CallLimits,
+    instance_pool: u32,
+) -> anyhow::Result<Engine> {
+    let cannot = |e: wasmtime::Error| anyhow::anyhow!("cannot create the wasmtime engine: {e:#}");
+    if instance_pool > 0 {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(instance_pool)
+            .total_core_instances(instance_pool.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
+            .total_memories(instance_pool)
+            .total_tables(instance_pool.saturating_mul(4))
+            // Calls are synchronous: no fiber stacks are taken from the pool.
+            .total_stacks(1)
+            // The store's own limit (`memory-limit-mb`, at most 4096) is
+            // the one a guest meets; the pool's slots are that big.
+            .max_memory_size(limits.memory_bytes)
+            // A reused slot is reset by zeroing the pages the last instance
+            // wrote (found with Linux's PAGEMAP_SCAN where the kernel has
+            // it), up to this much, rather than unmapping them: no page
+            // faults and no TLB shootdowns on the next instantiation.
+            .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
+            .table_keep_resident(KEEP_RESIDENT_BYTES)
+            .pagemap_scan(wasmtime::Enabled::Auto);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        match Engine::new(&config) {
+            Ok(engine) => return Ok(engine),
+            Err(error) => tracing::warn!(
+                error = format!("{error:#}"),
+                instance_pool,
+                "the policy instance pool cannot be reserved; instances are allocated on demand (weft.policy.instance-pool=0 says so without trying)"
+            ),
+        }
+        config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+    }
+    Engine::new(&config).map_err(cannot)
 }
 
 /// The seed of call number `call` of the code whose seed is `code_seed` (the

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use super::bindings::{
@@ -12,7 +11,7 @@ use super::bindings::{
     SchedulingPolicyPre, SharingPolicyPre, SharingResources, Snapshot, Timeline, Usage,
     Utilization, WitPolicyKind,
 };
-use super::engine::{PolicyEngine, call_seed};
+use super::engine::{CompiledComponent, PolicyEngine, call_seed};
 use super::version::{Prepared, VersionInfo, now_ms};
 use super::{CallError, PolicyKind, PolicyVersion, validate};
 
@@ -41,8 +40,21 @@ pub enum LoadError {
     Configure(String),
     #[error("the policy failed its self-check: {0}")]
     SelfCheck(CallError),
+    #[error("the policy {0}")]
+    NoInstance(CallError),
     #[error("the store did not keep the component, so it is not loaded: {0}")]
     Store(String),
+}
+
+impl LoadError {
+    /// A call made while loading failed: the policy's fault, unless no
+    /// instance could be made for it.
+    fn failed(error: CallError) -> LoadError {
+        match error {
+            full @ CallError::InstancePoolFull(_) => LoadError::NoInstance(full),
+            other => LoadError::SelfCheck(other),
+        }
+    }
 }
 
 /// Compiles, checks and configures `bytes` as a policy of `kind`.
@@ -53,10 +65,22 @@ pub fn prepare(
     bytes: &[u8],
     params: Vec<(String, String)>,
 ) -> Result<Arc<PolicyVersion>, LoadError> {
-    let component = compile(engine, bytes)?;
-    check_wit_version(engine, &component)?;
-    let prepared = type_check(engine, kind, &component)?;
-    let sha256 = Sha256::digest(bytes);
+    let compiled = compile(engine, bytes)?;
+    prepare_compiled(engine, kind, source, &compiled, params)
+}
+
+/// Checks and configures `compiled` as a policy of `kind`: [`prepare`] for
+/// a component already compiled (and hashed).
+pub fn prepare_compiled(
+    engine: &PolicyEngine,
+    kind: PolicyKind,
+    source: &str,
+    compiled: &CompiledComponent,
+    params: Vec<(String, String)>,
+) -> Result<Arc<PolicyVersion>, LoadError> {
+    check_wit_version(engine, &compiled.component)?;
+    let prepared = type_check(engine, kind, &compiled.component)?;
+    let sha256 = compiled.sha256;
     let mut first = [0u8; 8];
     first.copy_from_slice(&sha256[..8]);
     let code_seed = u64::from_le_bytes(first);
@@ -84,9 +108,9 @@ pub fn prepare(
     let version =
         PolicyVersion::new(engine, prepared, info, code_seed).map_err(|error| match error {
             CallError::Refused(message) => LoadError::Configure(message),
-            other => LoadError::SelfCheck(other),
+            other => LoadError::failed(other),
         })?;
-    self_check(&version).map_err(LoadError::SelfCheck)?;
+    self_check(&version).map_err(LoadError::failed)?;
     Ok(version)
 }
 
@@ -100,11 +124,11 @@ pub fn inspect(
     pricing_defaults: &[(String, String)],
     params: &[(String, String)],
 ) -> Result<Arc<PolicyVersion>, LoadError> {
-    let component = compile(engine, bytes)?;
-    check_wit_version(engine, &component)?;
+    let compiled = compile(engine, bytes)?;
+    check_wit_version(engine, &compiled.component)?;
     let kind = PolicyKind::ALL
         .into_iter()
-        .find(|kind| type_check(engine, *kind, &component).is_ok())
+        .find(|kind| type_check(engine, *kind, &compiled.component).is_ok())
         .ok_or_else(|| {
             LoadError::Compile("the component implements no Weft policy world (scheduling-policy, pricing-policy or sharing-policy)".into())
         })?;
@@ -113,10 +137,11 @@ pub fn inspect(
         PolicyKind::Scheduling | PolicyKind::Sharing => Vec::new(),
     };
     all.extend_from_slice(params);
-    prepare(engine, kind, source, bytes, all)
+    prepare_compiled(engine, kind, source, &compiled, all)
 }
 
-fn compile(engine: &PolicyEngine, bytes: &[u8]) -> Result<Component, LoadError> {
+/// `bytes` compiled, once they look like a component.
+pub fn compile(engine: &PolicyEngine, bytes: &[u8]) -> Result<CompiledComponent, LoadError> {
     // The preamble is magic (4 bytes) then version and layer: layer 0 is a
     // core module, layer 1 a component.
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
@@ -222,7 +247,7 @@ fn describe(
             .instantiate(&mut store)
             .and_then(|p| p.call_describe(&mut store)),
     };
-    described.map_err(|e| LoadError::SelfCheck(super::engine::call_failed(&store, e)))
+    described.map_err(|e| LoadError::failed(super::engine::call_failed(&store, e)))
 }
 
 /// One call on a small sample input, its output checked as every later

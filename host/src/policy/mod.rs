@@ -34,8 +34,8 @@ pub use bindings::{
     Utilization,
 };
 pub use cache::{CacheError, CompileCache};
-pub use engine::{CallLimits, PolicyEngine};
-pub use load::{LoadError, WIT_VERSION, inspect, prepare};
+pub use engine::{CallLimits, CompiledComponent, PolicyEngine};
+pub use load::{LoadError, WIT_VERSION, compile, inspect, prepare, prepare_compiled};
 pub use registry::{PolicySource, builtin, builtin_names};
 pub use shadow::{
     PricingComparison, ProjectCredits, SchedulingComparison, Shadow, ShadowReport, ShadowSlot,
@@ -107,6 +107,10 @@ pub enum CallError {
     Refused(String),
     #[error("no {0} policy is loaded")]
     NoPolicy(PolicyKind),
+    #[error(
+        "cannot be instantiated: {0}; every instance of the pool is in use (raise weft.policy.instance-pool, or retire versions)"
+    )]
+    InstancePoolFull(String),
 }
 
 impl CallError {
@@ -117,6 +121,9 @@ impl CallError {
                 // The guest's own panic message went to its stderr, in the log.
                 trap => CallError::Trap(trap.to_string()),
             };
+        }
+        if let Some(full) = error.downcast_ref::<wasmtime::PoolConcurrencyLimitError>() {
+            return CallError::InstancePoolFull(full.to_string());
         }
         // One line: the root cause, without the wasm backtrace.
         let text = error.root_cause().to_string().replace('\n', " ");
@@ -135,6 +142,7 @@ impl CallError {
             CallError::InvalidOutput(_) => "invalid-output",
             CallError::Refused(_) => "refused",
             CallError::NoPolicy(_) => "no-policy",
+            CallError::InstancePoolFull(_) => "instance-pool",
         }
     }
 }
@@ -236,26 +244,28 @@ impl PolicyRuntime {
                         version.sha256, kind, version.source
                     )
                 })?;
-            let sha256 = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+            let no_longer_loads = |e: LoadError| {
+                format!(
+                    "the stored {kind} policy {} no longer loads: {e}",
+                    version.source
+                )
+            };
+            let compiled = compile(&self.engine, &bytes).map_err(no_longer_loads)?;
+            let sha256 = hex::encode(compiled.sha256);
             if sha256 != version.sha256 {
                 return Err(format!(
                     "the stored component {} has sha256 {sha256}: it is damaged",
                     version.sha256
                 ));
             }
-            let prepared = prepare(
+            let prepared = prepare_compiled(
                 &self.engine,
                 kind,
                 &version.source,
-                &bytes,
+                &compiled,
                 version.params.clone(),
             )
-            .map_err(|e| {
-                format!(
-                    "the stored {kind} policy {} no longer loads: {e}",
-                    version.source
-                )
-            })?;
+            .map_err(no_longer_loads)?;
             self.slot(kind).publish(prepared);
         }
         Ok(saved.len())
