@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::support::{Server, Stoppable, WEFT, alive, weft, weft_within};
+use crate::support::{Server, Stoppable, alive, weft, weft_command, weft_within};
 
 /// A generous bound for a `weft` command that must finish (not a timing
 /// assertion: a regression fails instead of hanging the suite).
@@ -73,7 +73,7 @@ fn nodes(server: &Server) -> Vec<Value> {
 /// A standalone `weft agent` `node_id` for `server`, its work and log dirs
 /// under `dir`, its log (stderr) in `dir/agent.log`.
 fn start_agent(server: &Server, dir: &Path, node_id: &str) -> Stoppable {
-    let child = Command::new(WEFT)
+    let child = weft_command()
         .args(["agent", "--server", &server.base, "--node-id", node_id])
         .args(["--resources", "2048mb,2vcores"])
         .arg("--work-dir")

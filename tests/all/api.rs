@@ -16,7 +16,6 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 use weft_host::api::{ApiState, openapi_document, router};
 use weft_host::cluster::Resources;
-use weft_host::config::Settings;
 use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::quota::QuotaService;
 use weft_host::rm::{self, Intervals, ResourceManager, RmHandle};
@@ -34,7 +33,7 @@ struct InProcess {
 fn in_process() -> &'static InProcess {
     static SHARED: OnceLock<InProcess> = OnceLock::new();
     SHARED.get_or_init(|| {
-        let settings = Settings::default();
+        let settings = crate::support::default_settings();
         let clock: Arc<dyn Clock> = Arc::new(WallClock);
         let policies = Arc::new(PolicyRuntime::from_settings(&settings, clock.clone()).unwrap());
         for (kind, name) in [

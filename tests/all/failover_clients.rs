@@ -9,12 +9,12 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::support::{Server, Stoppable, WEFT, free_port, weft_within};
+use crate::support::{Server, Stoppable, free_port, weft_command, weft_within};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -142,7 +142,7 @@ fn apps(server: &Server) -> Vec<serde_json::Value> {
 /// `work/agent.log`.
 fn start_agent(servers: &str, node_id: &str, work: &Path) -> Stoppable {
     let log = std::fs::File::create(work.join("agent.log")).unwrap();
-    let child = Command::new(WEFT)
+    let child = weft_command()
         .args(["agent", "--server", servers, "--node-id", node_id])
         .args(["--resources", "2048mb,2vcores"])
         .arg("--work-dir")

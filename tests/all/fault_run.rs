@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 use weft_host::store::Store;
 use weft_host::store::local_postgres::LocalPostgres;
 
-use crate::support::{Server, Stoppable, WEFT, free_port, pg_database};
+use crate::support::{Server, Stoppable, free_port, pg_database, weft_command};
 
 const LEASE_MS: u64 = 1000;
 const DEFAULT_ITERATIONS: u64 = 50;
@@ -321,7 +321,7 @@ impl AgentSlot {
             .append(true)
             .open(&self.log)
             .unwrap();
-        let child = Command::new(WEFT)
+        let child = weft_command()
             .args(["agent", "--server", &self.servers, "--node-id", &self.node])
             .args([
                 "--resources",

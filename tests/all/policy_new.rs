@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use crate::support::{Server, WEFT, weft};
+use crate::support::{Server, WEFT, weft, weft_command};
 
 /// The repo's root, where `sdk/` is.
 fn repo() -> PathBuf {
@@ -21,11 +21,14 @@ fn repo() -> PathBuf {
 
 /// Runs `sh -c LINE` in `dir`, in a process group of its own that is killed
 /// whole (by its id) if it runs past `limit`; `weft` at the start of the line
-/// is the binary under test.
+/// is the binary under test (with the tests' cache of compiled policies).
 fn shell(dir: &Path, line: &str, limit: Duration) -> Output {
     use std::os::unix::process::CommandExt as _;
     let line = match line.strip_prefix("weft ") {
-        Some(rest) => format!("{WEFT} {rest}"),
+        Some(rest) => format!(
+            "XDG_CACHE_HOME='{}' {WEFT} {rest}",
+            env!("CARGO_TARGET_TMPDIR")
+        ),
         None => line.to_string(),
     };
     let child = Command::new("sh")
@@ -221,7 +224,7 @@ fn new_refuses_bad_names_and_used_directories() {
         let mut full = vec!["policy", "new"];
         full.extend_from_slice(args);
         full.extend_from_slice(&["--kind", "pricing", "--lang", "python"]);
-        let out = Command::new(WEFT)
+        let out = weft_command()
             .args(&full)
             .current_dir(root.path())
             .output()

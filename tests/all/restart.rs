@@ -230,6 +230,10 @@ mod crash_anywhere {
             &[
                 "yarn.resourcemanager.quota.min.runtime=0".into(),
                 "yarn.resourcemanager.quota.scheduling.period=700".into(),
+                format!(
+                    "weft.policy.compile-cache-dir={}",
+                    crate::support::compile_cache_dir().display()
+                ),
             ],
         )
         .unwrap()

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use serde_json::json;
 use weft_host::cluster::Resources;
-use weft_host::config::Settings;
 use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::reservation::definition::ReservationSubmissionRequest;
 use weft_host::reservation::{PlanConfig, ReservationSystem, SystemConfig, SystemError};
@@ -25,9 +24,11 @@ struct Seed004 {
 
 impl Seed004 {
     fn new() -> Seed004 {
-        let runtime =
-            PolicyRuntime::from_settings(&Settings::default(), Arc::new(VirtualClock::default()))
-                .unwrap();
+        let runtime = PolicyRuntime::from_settings(
+            &crate::support::default_settings(),
+            Arc::new(VirtualClock::default()),
+        )
+        .unwrap();
         runtime
             .load(
                 PolicyKind::Sharing,

@@ -14,9 +14,34 @@ pub const FAULTY_PRICING: &str = env!("WEFT_GUEST_FAULTY_PRICING");
 pub const FAULTY_SCHEDULING: &str = env!("WEFT_GUEST_FAULTY_SCHEDULING");
 pub const CLOCK_PRICING: &str = env!("WEFT_GUEST_CLOCK_PRICING");
 
+/// Where the tests' offline commands (and in-process runtimes) keep
+/// compiled policies: under the build's target directory, never the
+/// user's own cache, and shared by the suite's runs.
+pub fn compile_cache_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("weft")
+        .join("compiled")
+}
+
+/// Default settings, with compiled policies kept in [`compile_cache_dir`]:
+/// for runtimes the tests build in-process.
+pub fn default_settings() -> weft_host::config::Settings {
+    let mut settings = weft_host::config::Settings::default();
+    settings.policies.compile_cache_dir = Some(compile_cache_dir());
+    settings
+}
+
+/// The `weft` binary as a command whose per-user cache is the tests'
+/// (`XDG_CACHE_HOME`): see [`compile_cache_dir`].
+pub fn weft_command() -> Command {
+    let mut command = Command::new(WEFT);
+    command.env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")));
+    command
+}
+
 /// Runs `weft ARGS` to completion.
 pub fn weft(args: &[&str]) -> Output {
-    Command::new(WEFT)
+    weft_command()
         .args(args)
         .output()
         .expect("the weft binary runs")
@@ -26,7 +51,7 @@ pub fn weft(args: &[&str]) -> Output {
 /// `limit`: for runs that must finish, so a regression fails rather than
 /// hangs the suite. Not a timing assertion: give it a generous limit.
 pub fn weft_within(args: &[&str], limit: Duration) -> Output {
-    let child = Command::new(WEFT)
+    let child = weft_command()
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -104,7 +129,7 @@ impl Server {
             ),
             None => Stdio::null(),
         };
-        let mut child = Command::new(WEFT)
+        let mut child = weft_command()
             .args(["serve", "--listen", listen, "--data-dir"])
             .arg(data_dir)
             .args(extra)
@@ -351,7 +376,7 @@ fn read(
 /// A standalone `weft agent` (node `agent-1`, offering `resources`) for the
 /// server(s) at `base`, its work and log dirs under `work`.
 pub fn start_agent(base: &str, work: &Path, resources: &str) -> Stoppable {
-    let child = Command::new(WEFT)
+    let child = weft_command()
         .args(["agent", "--server", base, "--node-id", "agent-1"])
         .args(["--resources", resources])
         .arg("--work-dir")

@@ -1345,8 +1345,15 @@ mod tests {
     /// and times.
     fn run_both(text: &str) -> (serde_json::Value, serde_json::Value) {
         let scenario = scenario(text);
+        // Compiled policies go to a directory of this run, not the user's cache.
+        let cache = tempfile::tempdir().unwrap();
+        let overrides = [format!(
+            "weft.policy.compile-cache-dir={}",
+            cache.path().display()
+        )];
         let mut summaries = [true, false].map(|jump| {
-            let summary = simulate(&scenario, Path::new("."), &[], &|_, _| {}, jump).unwrap();
+            let summary =
+                simulate(&scenario, Path::new("."), &overrides, &|_, _| {}, jump).unwrap();
             serde_json::to_value(summary).unwrap()
         });
         for summary in &mut summaries {
