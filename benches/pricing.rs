@@ -16,6 +16,8 @@
 //!
 //! Run: `cargo bench -p weft-host --bench pricing -- --warm-up-time 1 --measurement-time 3`
 
+#[path = "pricing_workload.rs"]
+mod pricing_workload;
 #[path = "summary.rs"]
 mod summary;
 
@@ -27,10 +29,11 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use weft_host::config::Settings;
 use weft_host::policy::{
     CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource, PolicyVersion,
-    PriceMultiplicators, PricingSlot, Usage, Utilization,
+    PriceMultiplicators, PricingSlot, Utilization,
 };
 use weft_host::sim::VirtualClock;
 
+use pricing_workload::{Workload, workload};
 use summary::{Results, criterion_dir, duration};
 
 /// Containers per `charge` call.
@@ -44,16 +47,6 @@ const POLICY: &str = "hops-pricing";
 /// Failed calls in a row before the slot rolls a version back (as `weft serve`).
 const MAX_FAILURES: u32 = 3;
 
-/// The mixed workload (the same shape `weft policy bench` uses): container i
-/// runs `1 + i % SECONDS_CYCLE` seconds, holds `MEMORY_UNIT_MB × (1 + i %
-/// MEMORY_CYCLE)` MB and `1 + i % VCORES_CYCLE` vcores, and every
-/// `GPU_EVERY`th container holds one GPU.
-const SECONDS_CYCLE: usize = 10; // 1..=10 s
-const MEMORY_UNIT_MB: u64 = 1024;
-const MEMORY_CYCLE: usize = 8; // 1024..=8192 MB
-const VCORES_CYCLE: usize = 4; // 1..=4 vcores
-const GPU_EVERY: usize = 7;
-
 /// Utilization the multiplicators are computed from (busy enough that both
 /// multiplicators are above 1, so every branch of the price is live).
 const UTILIZATION: Utilization = Utilization {
@@ -66,36 +59,6 @@ const GROUP: &str = "pricing_charge";
 const WASM: &str = "wasm/hops-pricing";
 const WASM_SLOT: &str = "wasm-slot/hops-pricing";
 const NATIVE: &str = "native/hops-pricing";
-
-/// One workload in both shapes: the host's WIT record and the policy crate's.
-struct Workload {
-    wit: Usage,
-    native: weft_policy::pricing::Usage,
-}
-
-fn workload(n: usize) -> Workload {
-    let seconds: Vec<f64> = (0..n).map(|i| 1.0 + (i % SECONDS_CYCLE) as f64).collect();
-    let memory_mb: Vec<u64> = (0..n)
-        .map(|i| MEMORY_UNIT_MB * (1 + (i % MEMORY_CYCLE) as u64))
-        .collect();
-    let vcores: Vec<u64> = (0..n).map(|i| 1 + (i % VCORES_CYCLE) as u64).collect();
-    let gpus: Vec<u64> = (0..n).map(|i| u64::from(i % GPU_EVERY == 0)).collect();
-    Workload {
-        native: weft_policy::pricing::Usage::new(weft_policy::pricing::wit::Usage {
-            seconds: seconds.clone(),
-            memory_mb: memory_mb.clone(),
-            vcores: vcores.clone(),
-            gpus: gpus.clone(),
-        })
-        .expect("a well-formed workload"),
-        wit: Usage {
-            seconds,
-            memory_mb,
-            vcores,
-            gpus,
-        },
-    }
-}
 
 /// The three ways of pricing, set up once with the same parameters.
 struct Subjects {
