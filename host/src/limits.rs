@@ -30,6 +30,9 @@ pub const MAX_DURATION_MS: u64 = 30 * 24 * 3600 * 1000;
 pub const MAX_TIME_MS: u64 = 253_402_300_799_999;
 /// Names and ids: apps, users, projects, queues, nodes, containers.
 pub const MAX_NAME_BYTES: usize = 256;
+/// An app's tags, and one tag's length (YARN's own limits).
+pub const MAX_APP_TAGS: usize = 10;
+pub const MAX_APP_TAG_BYTES: usize = 100;
 /// Containers one heartbeat may report as finished (or as running).
 pub const MAX_FINISHED_PER_HEARTBEAT: usize = 100_000;
 /// How often one container of an ask may run (`max_attempts`).

@@ -133,6 +133,10 @@ fn a_server_killed_with_9_comes_back_with_its_apps_containers_and_policies() {
         assert_eq!(after[field], before[field], "{field}: {after} vs {before}");
     }
     assert_eq!(containers(&server, &long), long_containers);
+    // Its use so far was kept, and grows on (it ran on while the server was down).
+    let used = |report: &Value| report["memorySeconds"].as_u64().unwrap();
+    assert!(used(&before) > 0, "{before}");
+    assert!(used(&after) >= used(&before), "{after} vs {before}");
     let (_, policies) = server.get("/ws/v1/policies");
     assert_eq!(
         policies["pricing"]["active"]["name"], "flat-pricing",
@@ -181,6 +185,18 @@ fn a_server_killed_with_9_comes_back_with_its_apps_containers_and_policies() {
         &charged["app"]["credits"],
         (finish - start) as f64 / 1000.0,
         "the short app",
+    );
+    // Its one 1 GB, 1-vcore container's use is counted to its real end too.
+    let seconds = (finish - start) as f64 / 1000.0;
+    assert_eq!(
+        charged["app"]["vcoreSeconds"].as_u64().unwrap(),
+        seconds.round() as u64,
+        "{charged}"
+    );
+    assert_eq!(
+        charged["app"]["memorySeconds"].as_u64().unwrap(),
+        (1024.0 * seconds).round() as u64,
+        "{charged}"
     );
     // A container allocated after the restart carries the new epoch.
     let new_id = containers(&server, &waiting)[0]["id"]
@@ -301,6 +317,8 @@ mod crash_anywhere {
                 asks: vec![AskSpec::sized(3, 1024, 1, 0, duration)],
                 application_id: None,
                 reservation_id: None,
+                application_type: None,
+                tags: Vec::new(),
             };
             ids.push(rm.submit_app(&caller, request, "test").unwrap().id);
         }

@@ -91,6 +91,19 @@ pub struct YarnSubmission {
     #[serde(default)]
     #[schema(max_length = 256)]
     project: Option<String>,
+    #[serde(rename = "application-type", default)]
+    #[schema(max_length = 256)]
+    application_type: Option<String>,
+    #[serde(rename = "application-tags", default)]
+    application_tags: Option<ApplicationTags>,
+}
+
+/// YARN's `application-tags`: `{"tag": ["a", "b"]}`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+pub struct ApplicationTags {
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    tag: Vec<String>,
 }
 
 fn default_attempts() -> u32 {
@@ -153,6 +166,8 @@ impl YarnSubmission {
             }],
             application_id: Some(self.application_id),
             reservation_id: self.reservation_id,
+            application_type: self.application_type,
+            tags: self.application_tags.map(|t| t.tag).unwrap_or_default(),
         }
     }
 }

@@ -437,6 +437,8 @@ mod tests {
             asks: vec![ask],
             reservation_id: None,
             application_id: None,
+            application_type: None,
+            tags: Vec::new(),
         };
         cluster.submit(request, "test", 0).unwrap();
         let placement = Placement {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::Resources;
+use super::{ResourceSeconds, Resources};
 use crate::agent::protocol::ContainerCommand;
 use crate::limits::OutOfBounds;
 
@@ -159,7 +159,20 @@ pub struct SubmitApp {
     /// in its queue's plan.
     #[serde(default, alias = "reservation-id")]
     pub reservation_id: Option<String>,
+    /// What kind of app it is, as YARN's `applicationType` (MAPREDUCE,
+    /// SPARK…): "YARN" when left out.
+    #[serde(default, alias = "application-type")]
+    #[schema(max_length = 256)]
+    pub application_type: Option<String>,
+    /// Labels to find it by (YARN's application tags, kept lower case): at
+    /// most 10 of at most 100 characters.
+    #[serde(default)]
+    #[schema(max_items = 10)]
+    pub tags: Vec<String>,
 }
+
+/// The application type an app has when its submission names none.
+pub const DEFAULT_APPLICATION_TYPE: &str = "YARN";
 
 impl SubmitApp {
     /// Every field within its documented bound (`limits.rs`); the refusal
@@ -175,6 +188,22 @@ impl SubmitApp {
         }
         if let Some(id) = &self.application_id {
             name("application_id", id)?;
+        }
+        if let Some(kind) = &self.application_type {
+            name("application_type", kind)?;
+        }
+        at_most("tags", self.tags.len(), MAX_APP_TAGS)?;
+        for (i, tag) in self.tags.iter().enumerate() {
+            name(format!("tags[{i}]"), tag)?;
+            if tag.len() > MAX_APP_TAG_BYTES || tag.contains(',') {
+                return Err(OutOfBounds {
+                    field: format!("tags[{i}]"),
+                    value: tag.chars().take(40).collect(),
+                    rule: format!(
+                        "but a tag has at most {MAX_APP_TAG_BYTES} bytes and no comma (filters list tags with commas)"
+                    ),
+                });
+            }
         }
         if self.asks.is_empty() {
             return Err(OutOfBounds {
@@ -425,9 +454,51 @@ pub struct App {
     /// The reservation it runs in while that is active.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reservation_id: Option<String>,
+    /// YARN's applicationType ("YARN" unless the submission said).
+    pub application_type: String,
+    /// YARN's application tags, lower case.
+    pub tags: Vec<String>,
+    /// What its containers held over time, counted up to
+    /// `usage_counted_ms` (see [`App::usage_at`]).
+    pub usage: ResourceSeconds,
+    pub usage_counted_ms: u64,
 }
 
 impl App {
+    /// Counts what its running containers held since the last count, up to
+    /// `now`.
+    fn count_usage(&mut self, now: u64) {
+        if now > self.usage_counted_ms {
+            self.usage = self.usage.plus(self.used, now - self.usage_counted_ms);
+            self.usage_counted_ms = now;
+        }
+    }
+
+    /// A container holding `resources` starts at `now`.
+    pub fn hold(&mut self, resources: Resources, now: u64) {
+        self.count_usage(now);
+        self.used += resources;
+    }
+
+    /// A container holding `resources` ended at `at`, which an agent may
+    /// report after later counts: what was counted past its end is taken
+    /// back.
+    pub fn release(&mut self, resources: Resources, at: u64) {
+        if at >= self.usage_counted_ms {
+            self.count_usage(at);
+        } else {
+            self.usage = self.usage.minus(resources, self.usage_counted_ms - at);
+        }
+        self.used -= resources;
+    }
+
+    /// Its use up to `now`: what was counted, and what its running
+    /// containers held since.
+    pub fn usage_at(&self, now: u64) -> ResourceSeconds {
+        self.usage
+            .plus(self.used, now.saturating_sub(self.usage_counted_ms))
+    }
+
     pub fn pending_containers(&self) -> u64 {
         self.asks.iter().map(|a| u64::from(a.pending)).sum()
     }
@@ -449,8 +520,15 @@ impl App {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AppFilter {
     pub states: Option<Vec<AppState>>,
+    /// YARN's final status (UNDEFINED, SUCCEEDED, FAILED, KILLED).
+    pub final_status: Option<String>,
     pub queue: Option<String>,
     pub user: Option<String>,
+    pub name: Option<String>,
+    /// Application types, lower case: the app's, lowered, is one of them.
+    pub types: Option<Vec<String>>,
+    /// Tags, lower case: the app has at least one of them.
+    pub tags: Option<Vec<String>>,
     pub started: (Option<u64>, Option<u64>),
     pub finished: (Option<u64>, Option<u64>),
     pub limit: usize,
@@ -467,8 +545,21 @@ impl AppFilter {
             begin.is_none_or(|b| time >= b) && end.is_none_or(|e| time <= e)
         };
         self.states.as_ref().is_none_or(|s| s.contains(&app.state))
+            && self
+                .final_status
+                .as_ref()
+                .is_none_or(|f| f == app.state.final_status())
             && self.queue.as_ref().is_none_or(|q| *q == app.queue)
             && self.user.as_ref().is_none_or(|u| *u == app.user)
+            && self.name.as_ref().is_none_or(|n| *n == app.name)
+            && self
+                .types
+                .as_ref()
+                .is_none_or(|t| t.contains(&app.application_type.to_lowercase()))
+            && self
+                .tags
+                .as_ref()
+                .is_none_or(|t| app.tags.iter().any(|tag| t.contains(tag)))
             && within(app.start_time_ms, self.started)
             && within(app.finish_time_ms, self.finished)
     }

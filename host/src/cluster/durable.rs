@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::ResourceSeconds;
 use super::model::EndCause;
 use super::node::AgentInfo;
 use super::{
@@ -118,6 +119,21 @@ pub struct StoredApp {
     pub preempted_containers: u32,
     pub lost_containers: u32,
     pub reservation_id: Option<String>,
+    /// Added after the first stored format: absent in older rows.
+    #[serde(default = "default_application_type")]
+    pub application_type: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub usage: ResourceSeconds,
+    /// Its running containers' use since then is counted at the next
+    /// change, downtime included: they ran on (work-preserving restart).
+    #[serde(default)]
+    pub usage_counted_ms: u64,
+}
+
+fn default_application_type() -> String {
+    super::app::DEFAULT_APPLICATION_TYPE.into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -211,6 +227,10 @@ impl StoredApp {
             preempted_containers: app.preempted_containers,
             lost_containers: app.lost_containers,
             reservation_id: app.reservation_id.clone(),
+            application_type: app.application_type.clone(),
+            tags: app.tags.clone(),
+            usage: app.usage,
+            usage_counted_ms: app.usage_counted_ms,
         }
     }
 
@@ -255,6 +275,12 @@ impl StoredApp {
             preempted_containers: self.preempted_containers,
             lost_containers: self.lost_containers,
             reservation_id: self.reservation_id,
+            application_type: self.application_type,
+            tags: self.tags,
+            usage: self.usage,
+            // Rows from before usage was counted start counting when their
+            // app was submitted.
+            usage_counted_ms: self.usage_counted_ms.max(self.submit_time_ms),
         }
     }
 }
@@ -584,6 +610,8 @@ mod tests {
             asks,
             reservation_id: None,
             application_id: None,
+            application_type: None,
+            tags: Vec::new(),
         };
         let id = cluster.submit(request, "host-1", 10).unwrap().id.clone();
         cluster.app_index(&id).unwrap()

@@ -18,7 +18,9 @@ pub use app::{
     SIMULATED_COMMAND_MS, SubmitApp,
 };
 pub use durable::{Changes, RestoreError, Restored, StoredCluster};
-pub use model::{Allocation, Cluster, ClusterError, Container, EndCause, Placement};
+pub use model::{
+    Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,
+};
 pub use node::{AgentInfo, Node, NodeKind};
-pub use resources::Resources;
+pub use resources::{ResourceSeconds, Resources};
 pub use table::AppTable;

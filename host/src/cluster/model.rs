@@ -159,6 +159,19 @@ pub struct Cluster {
     /// The resource manager's epoch, in container ids (YARN's `_e17_`):
     /// a restarted or failed-over server never reissues an id.
     pub(super) epoch: u64,
+    /// Nodes lost by silence and not registered since, as YARN lists them
+    /// (state LOST): the most recent [`LOST_NODES_KEPT`], in memory only.
+    pub(super) lost_nodes: BTreeMap<String, LostNode>,
+}
+
+/// How many lost nodes the cluster remembers for the nodes listing.
+pub const LOST_NODES_KEPT: usize = 1_000;
+
+/// A node lost by silence: what it was when it went.
+#[derive(Debug, Clone)]
+pub struct LostNode {
+    pub node: Node,
+    pub lost_at_ms: u64,
 }
 
 impl Cluster {
@@ -179,6 +192,7 @@ impl Cluster {
             failing: Vec::new(),
             changes: None,
             epoch: 0,
+            lost_nodes: BTreeMap::new(),
         }
     }
 
@@ -283,6 +297,7 @@ impl Cluster {
             )?;
         }
         let lost = self.lose_node(id, now);
+        self.lost_nodes.remove(id);
         self.nodes.insert(
             id.to_string(),
             Node::new(id.to_string(), kind, capacity, owner.to_string(), now),
@@ -328,9 +343,44 @@ impl Cluster {
             .iter()
             .flat_map(|id| {
                 tracing::warn!(node = %id, "node lost: no heartbeat within the expiry interval");
+                self.remember_lost(id, now);
                 self.lose_node(id, now)
             })
             .collect()
+    }
+
+    /// Keeps what node `id` was as it is lost, forgetting the longest lost
+    /// beyond [`LOST_NODES_KEPT`].
+    fn remember_lost(&mut self, id: &str, now: u64) {
+        let Some(node) = self.nodes.get(id) else {
+            return;
+        };
+        let mut node = node.clone();
+        node.containers.clear();
+        node.allocated = Default::default();
+        self.lost_nodes.insert(
+            id.to_string(),
+            LostNode {
+                node,
+                lost_at_ms: now,
+            },
+        );
+        while self.lost_nodes.len() > LOST_NODES_KEPT {
+            let oldest = self
+                .lost_nodes
+                .iter()
+                .min_by_key(|(_, lost)| lost.lost_at_ms)
+                .map(|(id, _)| id.clone());
+            match oldest {
+                Some(id) => self.lost_nodes.remove(&id),
+                None => break,
+            };
+        }
+    }
+
+    /// Nodes lost by silence and not registered since (the most recent).
+    pub fn lost_nodes(&self) -> impl Iterator<Item = &LostNode> {
+        self.lost_nodes.values()
     }
 
     /// Adds `credits` to what app `id` has been charged (an app no longer
@@ -459,6 +509,12 @@ impl Cluster {
             preempted_containers: 0,
             lost_containers: 0,
             reservation_id: request.reservation_id,
+            application_type: request
+                .application_type
+                .unwrap_or_else(|| super::app::DEFAULT_APPLICATION_TYPE.into()),
+            tags: request.tags.iter().map(|tag| tag.to_lowercase()).collect(),
+            usage: Default::default(),
+            usage_counted_ms: now,
         };
         let number = match number {
             Some(number) => {
@@ -544,7 +600,7 @@ impl Cluster {
             ),
         };
         self.next_container += 1;
-        app.used += resources;
+        app.hold(resources, now);
         app.running_containers += 1;
         if app.state == AppState::Accepted {
             app.state = AppState::Running;
@@ -725,7 +781,7 @@ impl Cluster {
             return Some(container);
         };
         let app = &mut self.apps[index];
-        app.used -= container.resources;
+        app.release(container.resources, now);
         app.running_containers = app.running_containers.saturating_sub(1);
         // Records are in creation order: found by number, not by a walk.
         if let Ok(at) = app
@@ -873,6 +929,8 @@ mod tests {
             asks: vec![AskSpec::sized(count, 1024, 1, 0, duration_ms)],
             reservation_id: None,
             application_id: None,
+            application_type: None,
+            tags: Vec::new(),
         };
         let id = cluster.submit(request, "test", 0).unwrap().id.clone();
         cluster.app_index(&id).unwrap()
@@ -912,6 +970,26 @@ mod tests {
         );
         assert_eq!(cluster.apps()[app].state, AppState::Finished);
         assert_eq!(cluster.allocated(), Resources::ZERO);
+    }
+
+    #[test]
+    fn an_apps_resource_seconds_count_each_container_from_start_to_end() {
+        let mut cluster = test_cluster();
+        let index = submit(&mut cluster, 2, 1000);
+        let app = &mut cluster.apps[index];
+        let small = Resources::new(1024, 1, 0);
+        let large = Resources::new(2048, 2, 1);
+        app.hold(small, 0);
+        app.hold(large, 1_000);
+        // The small one ended at 500, reported only now: what was counted
+        // past its end is taken back.
+        app.release(small, 500);
+        assert_eq!(app.usage_at(2_000).memory_mb_seconds, 512.0 + 2048.0);
+        app.release(large, 3_000);
+        let used = app.usage_at(10_000);
+        assert_eq!(used.memory_mb_seconds, 512.0 + 4096.0);
+        assert_eq!(used.vcore_seconds, 0.5 + 4.0);
+        assert_eq!(used.gpu_seconds, 2.0);
     }
 
     #[test]
@@ -1121,6 +1199,8 @@ mod tests {
             asks: vec![],
             reservation_id: None,
             application_id: None,
+            application_type: None,
+            tags: Vec::new(),
         };
         assert!(matches!(
             cluster.submit(request.clone(), "test", 0),

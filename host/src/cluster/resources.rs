@@ -123,3 +123,39 @@ impl fmt::Display for Resources {
         )
     }
 }
+
+/// Resources held over time, as YARN reports an app's use: MB-seconds,
+/// vcore-seconds and GPU-seconds. Floating point, so no cluster's size or
+/// age can overflow it; YARN's reports round it to whole numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSeconds {
+    pub memory_mb_seconds: f64,
+    pub vcore_seconds: f64,
+    pub gpu_seconds: f64,
+}
+
+impl ResourceSeconds {
+    /// This use plus `resources` held for `ms` milliseconds.
+    pub fn plus(self, resources: Resources, ms: u64) -> ResourceSeconds {
+        self.add(resources, ms as f64 / 1000.0)
+    }
+
+    /// This use less `resources` for `ms` milliseconds (counted in error),
+    /// never below 0.
+    pub fn minus(self, resources: Resources, ms: u64) -> ResourceSeconds {
+        let less = self.add(resources, -(ms as f64) / 1000.0);
+        ResourceSeconds {
+            memory_mb_seconds: less.memory_mb_seconds.max(0.0),
+            vcore_seconds: less.vcore_seconds.max(0.0),
+            gpu_seconds: less.gpu_seconds.max(0.0),
+        }
+    }
+
+    fn add(self, resources: Resources, seconds: f64) -> ResourceSeconds {
+        ResourceSeconds {
+            memory_mb_seconds: self.memory_mb_seconds + resources.memory_mb as f64 * seconds,
+            vcore_seconds: self.vcore_seconds + f64::from(resources.vcores) * seconds,
+            gpu_seconds: self.gpu_seconds + f64::from(resources.gpus) * seconds,
+        }
+    }
+}

@@ -151,12 +151,18 @@ const DEFAULT_MAXIMUM_APPLICATIONS: u64 = 10_000;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueueTree {
     queues: Vec<Queue>,
+    /// The properties it was built from (YARN's scheduler-conf shows them).
+    #[serde(skip)]
+    properties: QueueProperties,
 }
 
 impl QueueTree {
     /// Builds and validates the tree `properties` describe.
     pub fn from_properties(properties: &QueueProperties) -> Result<QueueTree, QueueError> {
-        let mut tree = QueueTree { queues: Vec::new() };
+        let mut tree = QueueTree {
+            queues: Vec::new(),
+            properties: properties.clone(),
+        };
         tree.declare("root", None, properties, 0)?;
         tree.check_every_property_belongs(properties)?;
         let maximum_applications = match properties.get(&format!("{PREFIX}maximum-applications")) {
@@ -480,6 +486,11 @@ impl QueueTree {
     }
 
     /// Every queue; index 0 is root, parents come before their children.
+    /// The `yarn.scheduler.capacity.*` properties it was built from.
+    pub fn properties(&self) -> &QueueProperties {
+        &self.properties
+    }
+
     pub fn queues(&self) -> &[Queue] {
         &self.queues
     }

@@ -358,6 +358,8 @@ mod tests {
             asks: vec![AskSpec::sized(10, 1024, 1, 0, 1000)],
             reservation_id: reservation.map(String::from),
             application_id: None,
+            application_type: None,
+            tags: Vec::new(),
         };
         cluster.submit(request, "test", 0).unwrap();
     }

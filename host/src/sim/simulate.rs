@@ -808,6 +808,8 @@ fn simulate(
                 asks: app.asks.clone(),
                 reservation_id,
                 application_id: None,
+                application_type: None,
+                tags: Vec::new(),
             };
             // The use case the API runs, as the app's own user.
             let caller = rm.security().caller(&app.user);
