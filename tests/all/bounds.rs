@@ -234,6 +234,33 @@ fn app_and_node_listings_filter_and_page_as_yarn() {
     assert_eq!(nodes("?states=running"), (200, Some(4)));
     assert_eq!(nodes("?states=LOST,UNHEALTHY"), (200, Some(0)));
     assert_eq!(nodes("?states=SLEEPING").0, 400);
+    for bad in [
+        "/ws/v1/cluster/apps?finalStatus=MAYBE",
+        "/ws/v1/cluster/apps?deSelects=everything",
+        "/ws/v1/cluster/appstatistics?states=SLEEPING",
+        "/ws/v1/cluster/appstatistics?applicationTypes=spark,mapreduce",
+    ] {
+        let (status, body) = server.get(bad);
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    let (status, body) = server.get("/ws/v1/cluster/nodes/no-such-node");
+    assert_eq!(status, 404, "{body}");
+    for (tags, field) in [
+        (
+            json!(["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]),
+            "tags",
+        ),
+        (json!(["a,b"]), "tags[0]"),
+        (json!(["x".repeat(101)]), "tags[0]"),
+    ] {
+        let (status, body) = server.post_json(
+            "/ws/v1/cluster/apps",
+            &json!({"project": "p", "tags": tags,
+                "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 100}]}),
+        );
+        assert_eq!(status, 400, "{body}");
+        assert!(body.to_string().contains(field), "{field}: {body}");
+    }
     server.stop();
 }
 

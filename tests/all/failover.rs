@@ -126,6 +126,12 @@ fn a_standby_takes_over_from_a_killed_active_and_a_paused_one_stands_down() {
     assert_eq!(status, 200);
     let (status, _) = second.get("/isActive");
     assert_eq!(status, 405);
+    // YARN clients probe /cluster for the active server: 200 here, and
+    // a standby's 503 (not a redirect a client would follow to it).
+    let (status, page) = first.get("/cluster");
+    assert_eq!(status, 200, "{page}");
+    let (status, body) = second.get("/cluster");
+    assert_eq!(status, 503, "{body}");
     let body = json!({"project": "p", "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1}]});
     // (Once it has read the lease: until then it knows no active one.)
     second.wait_for(

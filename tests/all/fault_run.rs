@@ -718,9 +718,10 @@ impl Run {
         let http = Http::new(Duration::from_secs(2));
         loop {
             let (active, _) = self.wait_settled();
-            if let Outcome::Answer(200, body) =
-                http.get(&format!("{}/ws/v1/cluster/nodes", self.slots[active].base))
-            {
+            if let Outcome::Answer(200, body) = http.get(&format!(
+                "{}/ws/v1/cluster/nodes?states=RUNNING",
+                self.slots[active].base
+            )) {
                 let count = body["nodes"]["node"].as_array().map_or(0, Vec::len);
                 if count == AGENTS {
                     return;

@@ -10,7 +10,7 @@ use super::extract::{ApiPath, ApiQuery, ClientAddr, JsonBody, RawBody, decode_js
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::cluster::{
-    App, AppFilter, AppState, Ask, KillOrder, NodeKind, NodeOrders, OTHER_YARN_APP_STATES,
+    App, AppFilter, AppState, Ask, KillOrder, Node, NodeKind, NodeOrders, OTHER_YARN_APP_STATES,
     SubmitApp,
 };
 use crate::limits::{DEFAULT_APPS_PAGE, MAX_APPS_PAGE};
@@ -116,10 +116,18 @@ pub struct ClusterMetrics {
     apps_submitted: usize,
     apps_pending: usize,
     apps_running: usize,
+    /// Apps ended, however they ended (YARN counts finished, failed and
+    /// killed apps here).
     apps_completed: usize,
+    apps_failed: usize,
     apps_killed: usize,
     containers_allocated: usize,
     containers_pending: u64,
+    /// Weft does not reserve containers on nodes: always 0.
+    containers_reserved: usize,
+    #[serde(rename = "reservedMB")]
+    reserved_mb: u64,
+    reserved_virtual_cores: u32,
     #[serde(rename = "totalMB")]
     total_mb: u64,
     #[serde(rename = "allocatedMB")]
@@ -133,7 +141,19 @@ pub struct ClusterMetrics {
     total_gpus: u32,
     #[serde(rename = "allocatedGPUs")]
     allocated_gpus: u32,
+    /// Registered nodes and lost ones remembered (YARN's sum of every state).
     total_nodes: usize,
+    active_nodes: usize,
+    /// Nodes lost by silence and not registered since (the most recent
+    /// 1,000, since this server started).
+    lost_nodes: usize,
+    /// Weft has no node health checks, decommissioning or reboots yet:
+    /// these are 0.
+    unhealthy_nodes: usize,
+    decommissioning_nodes: usize,
+    decommissioned_nodes: usize,
+    rebooted_nodes: usize,
+    shutdown_nodes: usize,
 }
 
 /// YARN's cluster metrics: apps, containers and resources.
@@ -149,16 +169,22 @@ pub async fn cluster_metrics(
             // Active apps by state; ended ones by the cluster's totals, as
             // the table keeps only the most recent.
             let active = |s: AppState| c.active_apps().filter(|&i| c.apps()[i].state == s).count();
-            let (submitted, finished, killed) = c.app_totals();
+            let (submitted, finished, killed_or_failed) = c.app_totals();
+            let failed = c.failed_total();
             let (capacity, allocated) = (c.capacity(), c.allocated());
             let available = capacity.saturating_sub(&allocated);
+            let (active_nodes, lost_nodes) = (c.nodes().count(), c.lost_nodes().count());
             ClusterMetrics {
                 apps_submitted: submitted,
                 apps_pending: active(AppState::Accepted),
                 apps_running: active(AppState::Running),
-                apps_completed: finished,
-                apps_killed: killed,
+                apps_completed: finished.saturating_add(killed_or_failed),
+                apps_failed: failed,
+                apps_killed: killed_or_failed.saturating_sub(failed),
                 containers_allocated: c.containers().count(),
+                containers_reserved: 0,
+                reserved_mb: 0,
+                reserved_virtual_cores: 0,
                 containers_pending: c
                     .active_apps()
                     .map(|i| c.apps()[i].pending_containers())
@@ -171,7 +197,14 @@ pub async fn cluster_metrics(
                 available_virtual_cores: available.vcores,
                 total_gpus: capacity.gpus,
                 allocated_gpus: allocated.gpus,
-                total_nodes: c.nodes().count(),
+                total_nodes: active_nodes.saturating_add(lost_nodes),
+                active_nodes,
+                lost_nodes,
+                unhealthy_nodes: 0,
+                decommissioning_nodes: 0,
+                decommissioned_nodes: 0,
+                rebooted_nodes: 0,
+                shutdown_nodes: 0,
             }
         })
         .await?;
@@ -191,14 +224,31 @@ pub struct NodeList {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
+pub struct NodeResponse {
+    node: NodeInfo,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeInfo {
     id: String,
+    /// Weft has no racks: every node is in YARN's default one.
+    rack: String,
     kind: NodeKind,
+    /// RUNNING, or LOST for a node that stopped heartbeating.
     state: String,
+    /// The host part of the agent's log address, else of the node id.
+    node_host_name: String,
+    /// Where the agent serves container logs ("" for a lost or simulated node).
+    #[serde(rename = "nodeHTTPAddress")]
+    node_http_address: String,
     /// Who registered it.
     owner: String,
     last_health_update: u64,
+    /// Weft runs no node health script: always "".
+    health_report: String,
+    /// This server's version (agents do not report theirs).
+    version: String,
     num_containers: usize,
     #[serde(rename = "usedMemoryMB")]
     used_memory_mb: u64,
@@ -214,13 +264,59 @@ pub struct NodeInfo {
     /// "process groups only: …"); absent for simulated nodes.
     #[serde(skip_serializing_if = "String::is_empty")]
     isolation: String,
-    /// Where the agent serves container logs.
+    /// Where the agent serves container logs (as `nodeHTTPAddress`).
     #[serde(skip_serializing_if = "String::is_empty")]
     http_address: String,
 }
 
-/// YARN's node states; Weft's registered nodes are all RUNNING (a lost
-/// node is removed, its containers asked for again).
+impl NodeInfo {
+    fn new(n: &Node, state: &str) -> NodeInfo {
+        let free = n.free();
+        let running = state == "RUNNING";
+        let address = if running {
+            n.agent.http_address.clone()
+        } else {
+            String::new()
+        };
+        let host = |text: &str| -> String {
+            let authority = text.rsplit("://").next().unwrap_or(text);
+            let authority = authority.split('/').next().unwrap_or(authority);
+            authority
+                .rsplit_once(':')
+                .map_or(authority, |(host, _)| host)
+                .to_string()
+        };
+        let node_host_name = if n.agent.http_address.is_empty() {
+            host(&n.id)
+        } else {
+            host(&n.agent.http_address)
+        };
+        NodeInfo {
+            id: n.id.clone(),
+            rack: "/default-rack".into(),
+            kind: n.kind,
+            state: state.into(),
+            node_host_name,
+            node_http_address: address.clone(),
+            owner: n.owner.clone(),
+            last_health_update: n.last_heartbeat_ms,
+            health_report: String::new(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            num_containers: n.containers.len(),
+            used_memory_mb: n.allocated.memory_mb,
+            avail_memory_mb: if running { free.memory_mb } else { 0 },
+            used_virtual_cores: n.allocated.vcores,
+            available_virtual_cores: if running { free.vcores } else { 0 },
+            used_gpus: n.allocated.gpus,
+            available_gpus: if running { free.gpus } else { 0 },
+            isolation: n.agent.isolation.clone(),
+            http_address: address,
+        }
+    }
+}
+
+/// YARN's node states; Weft's registered nodes are RUNNING, and the ones
+/// lost by silence LOST until they register again.
 const NODE_STATES: &[&str] = &[
     "NEW",
     "RUNNING",
@@ -239,7 +335,8 @@ pub struct NodesQuery {
     states: Option<String>,
 }
 
-/// The registered nodes, allocated against capacity.
+/// The registered nodes, allocated against capacity, and the nodes lost
+/// lately (state LOST).
 #[utoipa::path(get, path = "/ws/v1/cluster/nodes", tag = "cluster", params(NodesQuery),
     responses((status = 200, body = NodesResponse), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException)))]
@@ -248,42 +345,52 @@ pub async fn nodes(
     ApiQuery(query): ApiQuery<NodesQuery>,
 ) -> Result<Json<NodesResponse>, ApiError> {
     let wanted = parse_states(query.states.as_deref(), NODE_STATES, "node")?;
-    let running = wanted
-        .as_ref()
-        .is_none_or(|w| w.iter().any(|s| s == "RUNNING"));
+    let wants = move |state: &str| wanted.as_ref().is_none_or(|w| w.iter().any(|s| s == state));
     let nodes = state
         .rm
         .with(move |rm: &mut ResourceManager| {
-            if !running {
-                return Vec::new();
-            }
-            rm.cluster()
+            let c = rm.cluster();
+            let running = c
                 .nodes()
-                .map(|n| {
-                    let free = n.free();
-                    NodeInfo {
-                        id: n.id.clone(),
-                        kind: n.kind,
-                        state: "RUNNING".into(),
-                        owner: n.owner.clone(),
-                        last_health_update: n.last_heartbeat_ms,
-                        num_containers: n.containers.len(),
-                        used_memory_mb: n.allocated.memory_mb,
-                        avail_memory_mb: free.memory_mb,
-                        used_virtual_cores: n.allocated.vcores,
-                        available_virtual_cores: free.vcores,
-                        used_gpus: n.allocated.gpus,
-                        available_gpus: free.gpus,
-                        isolation: n.agent.isolation.clone(),
-                        http_address: n.agent.http_address.clone(),
-                    }
-                })
-                .collect()
+                .filter(|_| wants("RUNNING"))
+                .map(|n| NodeInfo::new(n, "RUNNING"));
+            let lost = c
+                .lost_nodes()
+                .filter(|_| wants("LOST"))
+                .map(|lost| NodeInfo::new(&lost.node, "LOST"));
+            running.chain(lost).collect()
         })
         .await?;
     Ok(Json(NodesResponse {
         nodes: NodeList { node: nodes },
     }))
+}
+
+/// One node, registered (RUNNING) or lost lately (LOST).
+#[utoipa::path(get, path = "/ws/v1/cluster/nodes/{id}", tag = "cluster",
+    params(("id" = String, Path, description = "The node id")),
+    responses((status = 200, body = NodeResponse), (status = 401, body = RemoteException),
+        (status = 404, body = RemoteException)))]
+pub async fn node(
+    State(state): State<ApiState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<NodeResponse>, ApiError> {
+    let wanted = id.clone();
+    let node = state
+        .rm
+        .with(move |rm: &mut ResourceManager| {
+            let c = rm.cluster();
+            c.node(&wanted)
+                .map(|n| NodeInfo::new(n, "RUNNING"))
+                .or_else(|| {
+                    c.lost_nodes()
+                        .find(|lost| lost.node.id == wanted)
+                        .map(|lost| NodeInfo::new(&lost.node, "LOST"))
+                })
+        })
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("node {id} not found")))?;
+    Ok(Json(NodeResponse { node }))
 }
 
 /// A comma-separated list of state names, each one of `known` (any case).
@@ -425,11 +532,63 @@ pub struct AppInfo {
     /// 1 for the app its queue serves next (GET …/apps/{id} only).
     #[serde(skip_serializing_if = "Option::is_none")]
     position_in_queue: Option<usize>,
+    /// YARN's progress, 0 to 100: the share of its containers that ended
+    /// (100 once the app has ended).
+    progress: f64,
+    /// Milliseconds from its start to its end, or to now (0 before it starts).
+    elapsed_time: u64,
+    application_type: String,
+    /// Its tags, comma-separated (as YARN reports them).
+    application_tags: String,
+    /// YARN's trackingUI: UNASSIGNED before the app starts, History once it
+    /// ended, else ApplicationMaster.
+    #[serde(rename = "trackingUI")]
+    tracking_ui: &'static str,
+    /// The cluster timestamp its id carries.
+    cluster_id: u64,
+    /// MB-seconds and vcore-seconds its containers held (YARN's figures),
+    /// and GPU-seconds, up to now.
+    memory_seconds: u64,
+    vcore_seconds: u64,
+    #[serde(rename = "gpuSeconds")]
+    gpu_seconds: u64,
 }
 
-impl From<&App> for AppInfo {
-    fn from(app: &App) -> AppInfo {
+impl AppInfo {
+    /// `app` as its reports show it at `now`, in a cluster started at
+    /// `cluster_id`.
+    fn new(app: &App, now: u64, cluster_id: u64) -> AppInfo {
+        let ended = app.finish_time_ms.is_some();
+        let containers = u64::from(app.finished_containers)
+            .saturating_add(u64::from(app.running_containers))
+            .saturating_add(app.pending_containers());
+        let progress = if ended {
+            100.0
+        } else if containers == 0 {
+            0.0
+        } else {
+            100.0 * app.finished_containers as f64 / containers as f64
+        };
+        let elapsed_time = match app.start_time_ms {
+            Some(start) => app.finish_time_ms.unwrap_or(now).saturating_sub(start),
+            None => 0,
+        };
+        let usage = app.usage_at(app.finish_time_ms.unwrap_or(now));
+        let whole = |x: f64| x.round() as u64;
         AppInfo {
+            progress,
+            elapsed_time,
+            application_type: app.application_type.clone(),
+            application_tags: app.tags.join(","),
+            tracking_ui: match (app.start_time_ms, ended) {
+                (_, true) => "History",
+                (None, false) => "UNASSIGNED",
+                (Some(_), false) => "ApplicationMaster",
+            },
+            cluster_id,
+            memory_seconds: whole(usage.memory_mb_seconds),
+            vcore_seconds: whole(usage.vcore_seconds),
+            gpu_seconds: whole(usage.gpu_seconds),
             id: app.id.clone(),
             name: app.name.clone(),
             queue: app.queue.clone(),
@@ -481,7 +640,7 @@ pub async fn submit_app(
         .rm
         .with(move |rm: &mut ResourceManager| {
             rm.submit_app(&caller, request, &submitter)
-                .map(|app| AppInfo::from(&app))
+                .map(|app| AppInfo::new(&app, rm.now(), rm.cluster().cluster_timestamp()))
         })
         .await??;
     Ok((StatusCode::ACCEPTED, Json(AppResponse { app })))
@@ -497,8 +656,19 @@ pub struct AppsQuery {
     states: Option<String>,
     /// One state (YARN's older parameter).
     state: Option<String>,
+    /// UNDEFINED (not ended), SUCCEEDED, FAILED or KILLED.
+    final_status: Option<String>,
     queue: Option<String>,
     user: Option<String>,
+    /// The app's name, exactly.
+    name: Option<String>,
+    /// Comma-separated application types (any case), e.g. `MAPREDUCE,YARN`.
+    application_types: Option<String>,
+    /// Comma-separated tags: apps with any of them.
+    application_tags: Option<String>,
+    /// Fields YARN may leave out (resourceRequests, timeouts, …): accepted
+    /// and checked; Weft's reports are small and always whole.
+    de_selects: Option<String>,
     /// At most this many apps, the newest (1 to 1,000; default 1,000).
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<u64>,
@@ -539,15 +709,64 @@ impl AppsQuery {
             }
             Ok((begin, end))
         };
+        let final_status = match self.final_status {
+            None => None,
+            Some(status) => {
+                let upper = status.trim().to_ascii_uppercase();
+                if !FINAL_STATUSES.contains(&upper.as_str()) {
+                    return Err(ApiError::bad_request(format!(
+                        "invalid finalStatus {status:?}; expected one of {}",
+                        FINAL_STATUSES.join(", ")
+                    )));
+                }
+                Some(upper)
+            }
+        };
+        if let Some(fields) = &self.de_selects {
+            for field in comma_list(fields) {
+                if !DE_SELECTS.iter().any(|f| f.eq_ignore_ascii_case(&field)) {
+                    return Err(ApiError::bad_request(format!(
+                        "invalid deSelects field {field:?}; expected some of {}",
+                        DE_SELECTS.join(", ")
+                    )));
+                }
+            }
+        }
+        let lowered =
+            |list: Option<String>| list.map(|l| comma_list(&l).map(|s| s.to_lowercase()).collect());
         Ok(AppFilter {
             states,
+            final_status,
             queue: self.queue,
             user: self.user,
+            name: self.name,
+            types: lowered(self.application_types),
+            tags: lowered(self.application_tags),
             started: window("started", self.started_time_begin, self.started_time_end)?,
             finished: window("finished", self.finished_time_begin, self.finished_time_end)?,
             limit,
         })
     }
+}
+
+/// YARN's final application statuses.
+const FINAL_STATUSES: &[&str] = &["UNDEFINED", "SUCCEEDED", "FAILED", "KILLED"];
+
+/// The fields YARN's `deSelects` may name.
+const DE_SELECTS: &[&str] = &[
+    "resourceRequests",
+    "amNodeLabelExpression",
+    "appNodeLabelExpression",
+    "resourceInfo",
+    "timeouts",
+];
+
+/// The non-empty items of a comma-separated parameter, trimmed.
+fn comma_list(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(String::from)
 }
 
 /// Apps, filtered as YARN filters them; at most `limit` (the newest).
@@ -562,10 +781,11 @@ pub async fn apps(
     let apps = state
         .rm
         .with(move |rm: &mut ResourceManager| {
+            let (now, cluster_id) = (rm.now(), rm.cluster().cluster_timestamp());
             filter
                 .select(rm.cluster().apps())
                 .into_iter()
-                .map(AppInfo::from)
+                .map(|app| AppInfo::new(app, now, cluster_id))
                 .collect()
         })
         .await?;
@@ -588,7 +808,8 @@ pub async fn app(
         .rm
         .with(move |rm: &mut ResourceManager| {
             let index = rm.cluster().app_index(&wanted)?;
-            let mut info = AppInfo::from(&rm.cluster().apps()[index]);
+            let (now, cluster_id) = (rm.now(), rm.cluster().cluster_timestamp());
+            let mut info = AppInfo::new(&rm.cluster().apps()[index], now, cluster_id);
             // A pending app says why it waits and where it stands (seed 002 §10.3).
             let usage = diagnostics::queue_usage(rm.cluster());
             if let Some(diagnosis) = rm.diagnose(index, &usage) {

@@ -1,5 +1,6 @@
 //! The HTTP API, base `/ws/v1`, in YARN's REST style: cluster, nodes
-//! (register and heartbeat), apps, reservations, policies, quota; `/metrics`;
+//! (register and heartbeat), apps, reservations, policies, quota; YARN's
+//! `/cluster` page and read-only resources for its clients; `/metrics`;
 //! and its own OpenAPI 3 document at `/ws/v1/openapi.json`, generated from
 //! the handlers and types below so it cannot drift from them.
 //!
@@ -21,6 +22,7 @@ mod reservation;
 mod scheduler;
 pub mod server;
 mod yarn_apps;
+mod yarn_reads;
 
 use std::sync::Arc;
 
@@ -71,12 +73,26 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(cluster::cluster_metrics)))
         .routes(small(routes!(scheduler::scheduler)))
         .routes(small(routes!(cluster::nodes)))
+        .routes(small(routes!(cluster::node)))
         .routes(small(routes!(cluster::register_node)))
         .routes(small(routes!(cluster::heartbeat)))
         .routes(small(routes!(cluster::apps, cluster::submit_app)))
         .routes(small(routes!(yarn_apps::new_application)))
         .routes(small(routes!(cluster::app)))
         .routes(small(routes!(cluster::app_state, cluster::kill_app)))
+        .routes(small(routes!(yarn_reads::cluster_page)))
+        .routes(small(routes!(yarn_reads::app_statistics)))
+        .routes(small(routes!(yarn_reads::app_attempts)))
+        .routes(small(routes!(yarn_reads::app_attempt)))
+        .routes(small(routes!(yarn_reads::attempt_containers)))
+        .routes(small(routes!(yarn_reads::attempt_container)))
+        .routes(small(routes!(yarn_reads::app_queue)))
+        .routes(small(routes!(yarn_reads::app_priority)))
+        .routes(small(routes!(yarn_reads::app_timeouts)))
+        .routes(small(routes!(yarn_reads::app_timeout)))
+        .routes(small(routes!(yarn_reads::scheduler_conf)))
+        .routes(small(routes!(yarn_reads::scheduler_activities)))
+        .routes(small(routes!(yarn_reads::app_activities)))
         .routes(small(routes!(containers::containers)))
         .routes(small(routes!(containers::log)))
         .routes(small(routes!(reservation::new_reservation)))
