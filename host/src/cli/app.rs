@@ -59,7 +59,8 @@ pub enum AppCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum NodeCommand {
-    /// The registered nodes: capacity, used, isolation.
+    /// The nodes: registered ones (RUNNING) and those lost lately (LOST),
+    /// used and free, isolation.
     List {
         #[command(flatten)]
         server: ServerArgs,
@@ -177,13 +178,14 @@ pub fn run_node(command: NodeCommand) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<28} {:<9} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
-        "NODE", "KIND", "USED MB", "FREE MB", "USED VC", "FREE VC", "CONT."
+        "{:<28} {:<8} {:<9} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
+        "NODE", "STATE", "KIND", "USED MB", "FREE MB", "USED VC", "FREE VC", "CONT."
     );
     for n in &nodes {
         println!(
-            "{:<28} {:<9} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
+            "{:<28} {:<8} {:<9} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
             text(&n["id"]),
+            text(&n["state"]),
             text(&n["kind"]),
             text(&n["usedMemoryMB"]),
             text(&n["availMemoryMB"]),

@@ -8,6 +8,7 @@ mod app;
 mod bench;
 mod policy;
 mod policy_new;
+mod queue;
 mod replay;
 mod reservation;
 mod serve;
@@ -42,6 +43,9 @@ enum Command {
     /// The nodes of a running server.
     #[command(subcommand)]
     Node(app::NodeCommand),
+    /// The queues of a running server.
+    #[command(subcommand)]
+    Queue(queue::QueueCommand),
     /// Feed a container-event log through the quota service on a virtual clock and print the ledger.
     Replay(replay::ReplayArgs),
     /// Run a scenario (nodes, queues, apps) on the virtual clock and summarize it.
@@ -105,6 +109,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Agent(args) => agent::run(args),
         Command::App(command) => app::run(command),
         Command::Node(command) => app::run_node(command),
+        Command::Queue(command) => queue::run(command),
         Command::Replay(args) => replay::run(args),
         Command::Simulate(args) => simulate::run_command(args),
         Command::Policy(command) => policy::run(command),

@@ -1,0 +1,115 @@
+//! `weft queue list`: the queue tree of a running server as a table —
+//! configured, maximum and absolute capacities, what each queue uses (of
+//! its capacity and of the cluster), its apps and what they still ask for
+//! (seed 002 §5.4) — or as JSON for scripts.
+
+use clap::Subcommand;
+use serde_json::Value;
+
+use crate::client::ServerArgs;
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Every queue: capacity, maximum, absolute figures, used, apps, pending.
+    List {
+        #[command(flatten)]
+        server: ServerArgs,
+        /// Print the scheduler's queue tree as JSON (GET /ws/v1/cluster/scheduler).
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(command: QueueCommand) -> anyhow::Result<()> {
+    let QueueCommand::List { server, json } = command;
+    let answer = server.client()?.get("/ws/v1/cluster/scheduler")?;
+    let root = &answer["scheduler"]["schedulerInfo"];
+    if json {
+        println!("{}", serde_json::to_string_pretty(root)?);
+        return Ok(());
+    }
+    print!("{}", table(root));
+    Ok(())
+}
+
+/// The tree under `root` as rows, children indented under their parent.
+fn table(root: &Value) -> String {
+    let mut out = format!(
+        "{:<28} {:>6} {:>6} {:>8} {:>8} {:>7} {:>8} {:>5} {:>10} {:>6} {:>11}\n",
+        "QUEUE",
+        "CAP%",
+        "MAX%",
+        "ABSCAP%",
+        "ABSMAX%",
+        "USED%",
+        "ABSUSED%",
+        "APPS",
+        "USED MB",
+        "USED VC",
+        "PENDING MB"
+    );
+    rows(root, 0, &mut out);
+    out
+}
+
+fn rows(queue: &Value, depth: usize, out: &mut String) {
+    let percent = |field: &str| match queue[field].as_f64() {
+        Some(x) => format!("{x:.1}"),
+        None => "-".into(),
+    };
+    let whole = |value: &Value| value.as_u64().map_or("-".into(), |x| x.to_string());
+    let name = format!(
+        "{}{}",
+        "  ".repeat(depth),
+        queue["queueName"].as_str().unwrap_or("?")
+    );
+    out.push_str(&format!(
+        "{:<28} {:>6} {:>6} {:>8} {:>8} {:>7} {:>8} {:>5} {:>10} {:>6} {:>11}\n",
+        name,
+        percent("capacity"),
+        percent("maxCapacity"),
+        percent("absoluteCapacity"),
+        percent("absoluteMaxCapacity"),
+        percent("usedCapacity"),
+        percent("absoluteUsedCapacity"),
+        whole(&queue["numApplications"]),
+        whole(&queue["resourcesUsed"]["memory"]),
+        whole(&queue["resourcesUsed"]["vCores"]),
+        whole(&queue["pendingResources"]["memory"]),
+    ));
+    for child in queue["queues"]["queue"].as_array().into_iter().flatten() {
+        rows(child, depth + 1, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn children_are_indented_under_their_parent_and_missing_figures_are_dashes() {
+        let root = json!({
+            "queueName": "root", "capacity": 100.0, "maxCapacity": 100.0,
+            "absoluteCapacity": 100.0, "absoluteMaxCapacity": 100.0,
+            "usedCapacity": 12.5, "absoluteUsedCapacity": 12.5, "numApplications": 2,
+            "resourcesUsed": {"memory": 2048, "vCores": 2},
+            "pendingResources": {"memory": 1024, "vCores": 1},
+            "queues": {"queue": [{"queueName": "default", "capacity": 40.0}]}
+        });
+        let text = table(&root);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].starts_with("QUEUE"));
+        assert!(lines[1].starts_with("root "), "{text}");
+        assert!(
+            lines[1].contains("12.5") && lines[1].contains("2048"),
+            "{text}"
+        );
+        assert!(lines[2].starts_with("  default "), "{text}");
+        assert!(
+            lines[2].contains("40.0") && lines[2].contains(" -"),
+            "{text}"
+        );
+    }
+}
