@@ -245,22 +245,49 @@ fn app_and_node_listings_filter_and_page_as_yarn() {
     }
     let (status, body) = server.get("/ws/v1/cluster/nodes/no-such-node");
     assert_eq!(status, 404, "{body}");
-    for (tags, field) in [
+    for (extra, field) in [
         (
-            json!(["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]),
+            json!({"tags": ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"]}),
             "tags",
         ),
-        (json!(["a,b"]), "tags[0]"),
-        (json!(["x".repeat(101)]), "tags[0]"),
+        (json!({"tags": ["a,b"]}), "tags[0]"),
+        (json!({"tags": ["x".repeat(101)]}), "tags[0]"),
+        // 100 bytes as sent, 150 once lower case: kept lower case, so refused.
+        (json!({"tags": ["\u{130}".repeat(50)]}), "tags[0]"),
+        (json!({"tags": ["  "]}), "tags[0]"),
+        (
+            json!({"application_type": "spark,mapreduce"}),
+            "application_type",
+        ),
     ] {
-        let (status, body) = server.post_json(
-            "/ws/v1/cluster/apps",
-            &json!({"project": "p", "tags": tags,
-                "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 100}]}),
-        );
+        let mut submission = json!({"project": "p",
+            "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 100}]});
+        submission
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let (status, body) = server.post_json("/ws/v1/cluster/apps", &submission);
         assert_eq!(status, 400, "{body}");
         assert!(body.to_string().contains(field), "{field}: {body}");
     }
+    // Empty filter items are skipped, as YARN does: no filter at all.
+    let count = |query: &str| {
+        let (status, body) = server.get(&format!("/ws/v1/cluster/apps{query}"));
+        assert_eq!(status, 200, "{query}: {body}");
+        body["apps"]["app"].as_array().unwrap().len()
+    };
+    let all = count("");
+    assert_eq!(count("?applicationTypes="), all);
+    assert_eq!(count("?applicationTags=,,"), all);
+    assert_eq!(
+        count("?states=RUNNING,ACCEPTED,FINISHED,FAILED,KILLED,"),
+        all
+    );
+    // Repeated states count once: the answer is one item, whatever the list.
+    let many = vec!["NEW"; 5_000].join(",");
+    let (status, body) = server.get(&format!("/ws/v1/cluster/appstatistics?states={many}"));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["appStatInfo"]["statItem"].as_array().unwrap().len(), 1);
     server.stop();
 }
 

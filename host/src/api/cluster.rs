@@ -116,8 +116,7 @@ pub struct ClusterMetrics {
     apps_submitted: usize,
     apps_pending: usize,
     apps_running: usize,
-    /// Apps ended, however they ended (YARN counts finished, failed and
-    /// killed apps here).
+    /// Apps that finished (YARN counts failed and killed apps apart).
     apps_completed: usize,
     apps_failed: usize,
     apps_killed: usize,
@@ -178,7 +177,7 @@ pub async fn cluster_metrics(
                 apps_submitted: submitted,
                 apps_pending: active(AppState::Accepted),
                 apps_running: active(AppState::Running),
-                apps_completed: finished.saturating_add(killed_or_failed),
+                apps_completed: finished,
                 apps_failed: failed,
                 apps_killed: killed_or_failed.saturating_sub(failed),
                 containers_allocated: c.containers().count(),
@@ -278,6 +277,12 @@ impl NodeInfo {
         } else {
             String::new()
         };
+        // YARN's nodeHTTPAddress is host:port; clients put the scheme before it.
+        let host_port = address
+            .split_once("://")
+            .map_or(address.as_str(), |(_, rest)| rest)
+            .trim_end_matches('/')
+            .to_string();
         let host = |text: &str| -> String {
             let authority = text.rsplit("://").next().unwrap_or(text);
             let authority = authority.split('/').next().unwrap_or(authority);
@@ -297,7 +302,7 @@ impl NodeInfo {
             kind: n.kind,
             state: state.into(),
             node_host_name,
-            node_http_address: address.clone(),
+            node_http_address: host_port,
             owner: n.owner.clone(),
             last_health_update: n.last_heartbeat_ms,
             health_report: String::new(),
@@ -394,7 +399,9 @@ pub async fn node(
 }
 
 /// A comma-separated list of state names, each one of `known` (any case).
-fn parse_states(
+/// Empty items are skipped, as YARN does, and repeats count once (so the
+/// list is never longer than `known`); no item at all is no filter.
+pub(super) fn parse_states(
     text: Option<&str>,
     known: &[&str],
     what: &str,
@@ -402,17 +409,19 @@ fn parse_states(
     let Some(text) = text else {
         return Ok(None);
     };
-    let mut states = Vec::new();
-    for state in text.split(',').map(|s| s.trim().to_ascii_uppercase()) {
+    let mut states: Vec<String> = Vec::new();
+    for state in comma_list(text).map(|s| s.to_ascii_uppercase()) {
         if !known.contains(&state.as_str()) {
             return Err(ApiError::bad_request(format!(
                 "invalid {what} state {state:?} in states; expected some of {}",
                 known.join(", ")
             )));
         }
-        states.push(state);
+        if !states.contains(&state) {
+            states.push(state);
+        }
     }
-    Ok(Some(states))
+    Ok((!states.is_empty()).then_some(states))
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -732,8 +741,11 @@ impl AppsQuery {
                 }
             }
         }
-        let lowered =
-            |list: Option<String>| list.map(|l| comma_list(&l).map(|s| s.to_lowercase()).collect());
+        // An empty list is no filter (YARN skips empty items).
+        let lowered = |list: Option<String>| {
+            list.map(|l| comma_list(&l).map(|s| s.to_lowercase()).collect::<Vec<_>>())
+                .filter(|items| !items.is_empty())
+        };
         Ok(AppFilter {
             states,
             final_status,
@@ -762,7 +774,7 @@ const DE_SELECTS: &[&str] = &[
 ];
 
 /// The non-empty items of a comma-separated parameter, trimmed.
-fn comma_list(text: &str) -> impl Iterator<Item = String> + '_ {
+pub(super) fn comma_list(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(',')
         .map(str::trim)
         .filter(|item| !item.is_empty())

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::cluster::parse_states;
 use super::extract::{ApiPath, ApiQuery};
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
@@ -109,22 +110,8 @@ pub async fn app_statistics(
     ApiQuery(query): ApiQuery<AppStatisticsQuery>,
 ) -> Result<Json<AppStatisticsResponse>, ApiError> {
     let known = yarn_app_states();
-    let states: Vec<String> = match &query.states {
-        None => known.iter().map(|s| s.to_string()).collect(),
-        Some(text) => {
-            let mut states = Vec::new();
-            for state in text.split(',').map(|s| s.trim().to_ascii_uppercase()) {
-                if !known.contains(&state.as_str()) {
-                    return Err(ApiError::bad_request(format!(
-                        "invalid application state {state:?} in states; expected some of {}",
-                        known.join(", ")
-                    )));
-                }
-                states.push(state);
-            }
-            states
-        }
-    };
+    let states = parse_states(query.states.as_deref(), &known, "application")?
+        .unwrap_or_else(|| known.iter().map(|s| s.to_string()).collect());
     let types: Vec<String> = query
         .application_types
         .iter()
@@ -141,23 +128,24 @@ pub async fn app_statistics(
     let counts = state
         .rm
         .with(move |rm: &mut ResourceManager| {
-            let apps = rm.cluster().apps();
-            let of_kind = |app: &&App| {
-                kind.as_ref()
-                    .is_none_or(|k| app.application_type.to_lowercase() == *k)
-            };
+            // One pass over the apps kept, counting by state.
+            let mut counts = std::collections::HashMap::<&str, usize>::new();
+            for app in rm.cluster().apps().iter() {
+                if kind
+                    .as_ref()
+                    .is_none_or(|k| app.application_type.eq_ignore_ascii_case(k))
+                {
+                    *counts.entry(app.state.as_str()).or_default() += 1;
+                }
+            }
             states
                 .iter()
                 .map(|state| StatItem {
                     state: state.clone(),
                     kind: kind.clone().unwrap_or_else(|| "*".into()),
-                    count: apps
-                        .iter()
-                        .filter(of_kind)
-                        .filter(|app| app.state.as_str() == state)
-                        .count(),
+                    count: counts.get(state.as_str()).copied().unwrap_or(0),
                 })
-                .collect()
+                .collect::<Vec<_>>()
         })
         .await?;
     Ok(Json(AppStatisticsResponse {
@@ -346,7 +334,8 @@ impl AttemptContainer {
                 "RUNNING"
             }
             .into(),
-            container_exit_status: record.exit_status.unwrap_or(0),
+            // YARN's INVALID (-1000) while it runs.
+            container_exit_status: record.exit_status.unwrap_or(-1000),
             diagnostics_info: record.diagnostics.clone(),
         }
     }
@@ -549,7 +538,8 @@ pub struct ConfProperty {
 }
 
 /// The `yarn.scheduler.capacity.*` properties the queue tree in force was
-/// built from (YARN's scheduler-conf; read only here).
+/// built from (YARN's scheduler-conf; read only here), but its ACLs: who
+/// may submit to or administer a queue is not shown to every caller.
 #[utoipa::path(get, path = "/ws/v1/cluster/scheduler-conf", tag = "cluster",
     responses((status = 200, body = SchedulerConf), (status = 401, body = RemoteException)))]
 pub async fn scheduler_conf(
@@ -562,6 +552,12 @@ pub async fn scheduler_conf(
                 .queues()
                 .properties()
                 .iter()
+                .filter(|(name, _)| {
+                    !name
+                        .rsplit('.')
+                        .next()
+                        .is_some_and(|last| last.starts_with("acl_"))
+                })
                 .map(|(name, value)| ConfProperty {
                     name: name.into(),
                     value: value.into(),

@@ -171,6 +171,23 @@ pub struct SubmitApp {
     pub tags: Vec<String>,
 }
 
+/// A tag as it is kept and matched: trimmed, lower case (as YARN keeps it).
+pub fn normal_tag(tag: &str) -> String {
+    tag.trim().to_lowercase()
+}
+
+/// Refuses a comma in `text`: filters list types and tags with commas.
+fn no_comma(field: &str, text: &str) -> Result<(), OutOfBounds> {
+    if text.contains(',') {
+        return Err(OutOfBounds {
+            field: field.into(),
+            value: format!("{:?}", text.chars().take(40).collect::<String>()),
+            rule: "but must not contain a comma (filters list them with commas)".into(),
+        });
+    }
+    Ok(())
+}
+
 /// The application type an app has when its submission names none.
 pub const DEFAULT_APPLICATION_TYPE: &str = "YARN";
 
@@ -190,18 +207,20 @@ impl SubmitApp {
             name("application_id", id)?;
         }
         if let Some(kind) = &self.application_type {
-            name("application_type", kind)?;
+            name("application_type", kind.trim())?;
+            no_comma("application_type", kind)?;
         }
         at_most("tags", self.tags.len(), MAX_APP_TAGS)?;
         for (i, tag) in self.tags.iter().enumerate() {
-            name(format!("tags[{i}]"), tag)?;
-            if tag.len() > MAX_APP_TAG_BYTES || tag.contains(',') {
+            let field = format!("tags[{i}]");
+            let tag = normal_tag(tag);
+            name(&field, &tag)?;
+            no_comma(&field, &tag)?;
+            if tag.len() > MAX_APP_TAG_BYTES {
                 return Err(OutOfBounds {
-                    field: format!("tags[{i}]"),
-                    value: tag.chars().take(40).collect(),
-                    rule: format!(
-                        "but a tag has at most {MAX_APP_TAG_BYTES} bytes and no comma (filters list tags with commas)"
-                    ),
+                    field,
+                    value: format!("{:?}", tag.chars().take(40).collect::<String>()),
+                    rule: format!("but a tag has at most {MAX_APP_TAG_BYTES} bytes (lower case)"),
                 });
             }
         }
@@ -474,20 +493,28 @@ impl App {
         }
     }
 
-    /// A container holding `resources` starts at `now`.
+    /// A container holding `resources` starts at `now`. Each container is
+    /// counted from its start to its end: should the clock have stepped
+    /// back behind the last count, the time between is counted for it now.
     pub fn hold(&mut self, resources: Resources, now: u64) {
-        self.count_usage(now);
+        if now >= self.usage_counted_ms {
+            self.count_usage(now);
+        } else {
+            self.usage = self.usage.plus(resources, self.usage_counted_ms - now);
+        }
         self.used += resources;
     }
 
-    /// A container holding `resources` ended at `at`, which an agent may
-    /// report after later counts: what was counted past its end is taken
-    /// back.
-    pub fn release(&mut self, resources: Resources, at: u64) {
+    /// A container holding `resources` since `start` ended at `at`, which
+    /// an agent may report after later counts: what was counted for it past
+    /// its end is taken back (never more than was counted since its start,
+    /// should the clock have stepped back).
+    pub fn release(&mut self, resources: Resources, start: u64, at: u64) {
         if at >= self.usage_counted_ms {
             self.count_usage(at);
         } else {
-            self.usage = self.usage.minus(resources, self.usage_counted_ms - at);
+            let counted_past_end = self.usage_counted_ms - at.max(start).min(self.usage_counted_ms);
+            self.usage = self.usage.minus(resources, counted_past_end);
         }
         self.used -= resources;
     }

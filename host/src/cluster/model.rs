@@ -509,10 +509,17 @@ impl Cluster {
             preempted_containers: 0,
             lost_containers: 0,
             reservation_id: request.reservation_id,
-            application_type: request
-                .application_type
-                .unwrap_or_else(|| super::app::DEFAULT_APPLICATION_TYPE.into()),
-            tags: request.tags.iter().map(|tag| tag.to_lowercase()).collect(),
+            application_type: request.application_type.as_deref().map_or_else(
+                || super::app::DEFAULT_APPLICATION_TYPE.into(),
+                |kind| kind.trim().to_string(),
+            ),
+            tags: request.tags.iter().fold(Vec::new(), |mut tags, tag| {
+                let tag = super::app::normal_tag(tag);
+                if !tags.contains(&tag) {
+                    tags.push(tag);
+                }
+                tags
+            }),
             usage: Default::default(),
             usage_counted_ms: now,
         };
@@ -781,7 +788,7 @@ impl Cluster {
             return Some(container);
         };
         let app = &mut self.apps[index];
-        app.release(container.resources, now);
+        app.release(container.resources, container.start_time_ms, now);
         app.running_containers = app.running_containers.saturating_sub(1);
         // Records are in creation order: found by number, not by a walk.
         if let Ok(at) = app
@@ -983,13 +990,23 @@ mod tests {
         app.hold(large, 1_000);
         // The small one ended at 500, reported only now: what was counted
         // past its end is taken back.
-        app.release(small, 500);
+        app.release(small, 0, 500);
         assert_eq!(app.usage_at(2_000).memory_mb_seconds, 512.0 + 2048.0);
-        app.release(large, 3_000);
+        app.release(large, 1_000, 3_000);
         let used = app.usage_at(10_000);
         assert_eq!(used.memory_mb_seconds, 512.0 + 4096.0);
         assert_eq!(used.vcore_seconds, 0.5 + 4.0);
         assert_eq!(used.gpu_seconds, 2.0);
+
+        // The clock stepped back: each container still counts from its
+        // start to its end.
+        let before = app.usage_at(10_000).memory_mb_seconds;
+        app.hold(small, 20_000);
+        app.hold(large, 19_000);
+        app.release(large, 19_000, 19_500);
+        app.release(small, 20_000, 21_000);
+        let counted = app.usage_at(30_000).memory_mb_seconds - before;
+        assert_eq!(counted, 2048.0 * 0.5 + 1024.0);
     }
 
     #[test]

@@ -485,12 +485,12 @@ impl QueueTree {
         Ok(())
     }
 
-    /// Every queue; index 0 is root, parents come before their children.
     /// The `yarn.scheduler.capacity.*` properties it was built from.
     pub fn properties(&self) -> &QueueProperties {
         &self.properties
     }
 
+    /// Every queue; index 0 is root, parents come before their children.
     pub fn queues(&self) -> &[Queue] {
         &self.queues
     }
