@@ -743,8 +743,12 @@ impl AppsQuery {
         }
         // An empty list is no filter (YARN skips empty items).
         let lowered = |list: Option<String>| {
-            list.map(|l| comma_list(&l).map(|s| s.to_lowercase()).collect::<Vec<_>>())
-                .filter(|items| !items.is_empty())
+            list.map(|l| {
+                comma_list(&l)
+                    .map(|s| s.to_lowercase())
+                    .collect::<std::collections::BTreeSet<_>>()
+            })
+            .filter(|items| !items.is_empty())
         };
         Ok(AppFilter {
             states,

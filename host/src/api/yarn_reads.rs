@@ -16,7 +16,7 @@ use super::cluster::parse_states;
 use super::extract::{ApiPath, ApiQuery};
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::cluster::{App, AppState, ContainerRecord, OTHER_YARN_APP_STATES};
+use crate::cluster::{App, AppState, Cluster, ContainerRecord, OTHER_YARN_APP_STATES};
 use crate::rm::ResourceManager;
 use crate::security::Caller;
 
@@ -224,22 +224,35 @@ fn attempt_of(app: &App, node_http_address: impl Fn(&str) -> String) -> AppAttem
     }
 }
 
-/// The attempt of app `id`, if the app is kept.
-async fn find_attempt(state: &ApiState, id: String) -> Result<AppAttempt, ApiError> {
+/// What `read` makes of app `id` and its cluster, or 404 if the app is not
+/// kept.
+async fn read_app<T: Send + 'static>(
+    state: &ApiState,
+    id: String,
+    read: impl FnOnce(&Cluster, &App) -> T + Send + 'static,
+) -> Result<T, ApiError> {
     let wanted = id.clone();
     state
         .rm
         .with(move |rm: &mut ResourceManager| {
             let c = rm.cluster();
-            let address = |node: &str| {
-                c.node(node)
-                    .map(|n| n.agent.http_address.clone())
-                    .unwrap_or_default()
-            };
-            c.app(&wanted).map(|app| attempt_of(app, address))
+            c.app(&wanted).map(|app| read(c, app))
         })
         .await?
         .ok_or_else(|| ApiError::not_found(format!("application {id} not found")))
+}
+
+/// The attempt of app `id`, if the app is kept.
+async fn find_attempt(state: &ApiState, id: String) -> Result<AppAttempt, ApiError> {
+    read_app(state, id, |c, app| {
+        let address = |node: &str| {
+            c.node(node)
+                .map(|n| n.agent.http_address.clone())
+                .unwrap_or_default()
+        };
+        attempt_of(app, address)
+    })
+    .await
 }
 
 /// An app's attempts: one, as long as the app.
@@ -416,16 +429,7 @@ pub struct AppPriority {
 
 /// The queue and priority of app `id`.
 async fn queue_and_priority(state: &ApiState, id: String) -> Result<(String, i32), ApiError> {
-    let wanted = id.clone();
-    state
-        .rm
-        .with(move |rm: &mut ResourceManager| {
-            rm.cluster()
-                .app(&wanted)
-                .map(|app| (app.queue.clone(), app.priority))
-        })
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("application {id} not found")))
+    read_app(state, id, |_, app| (app.queue.clone(), app.priority)).await
 }
 
 /// An app's queue.

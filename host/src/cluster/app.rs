@@ -553,9 +553,10 @@ pub struct AppFilter {
     pub user: Option<String>,
     pub name: Option<String>,
     /// Application types, lower case: the app's, lowered, is one of them.
-    pub types: Option<Vec<String>>,
+    /// (Sets: a long list of repeats costs one look-up per app.)
+    pub types: Option<std::collections::BTreeSet<String>>,
     /// Tags, lower case: the app has at least one of them.
-    pub tags: Option<Vec<String>>,
+    pub tags: Option<std::collections::BTreeSet<String>>,
     pub started: (Option<u64>, Option<u64>),
     pub finished: (Option<u64>, Option<u64>),
     pub limit: usize,
