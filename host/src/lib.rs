@@ -5,6 +5,7 @@
 //! Data flow: `api` (HTTP, node heartbeats) → the event loop in `rm` →
 //! `scheduler` / `quota` → `policy` → `store`. See docs/ARCHITECTURE.md.
 
+pub mod accounting;
 pub mod agent;
 pub mod api;
 pub mod cli;

@@ -59,6 +59,21 @@ pub const MAX_POLICY_BODY_BYTES: usize = 64 << 20;
 pub const DEFAULT_APPS_PAGE: usize = 1000;
 pub const MAX_APPS_PAGE: usize = 1000;
 
+/// The most credits one grant may add (a top-up, not a way to overflow).
+pub const MAX_GRANT_CREDITS: f64 = 1e12;
+
+/// Credits a grant adds: a finite number above 0, at most [`MAX_GRANT_CREDITS`].
+pub fn grant_credits(field: impl Display, credits: f64) -> Result<f64, OutOfBounds> {
+    if credits.is_finite() && credits > 0.0 && credits <= MAX_GRANT_CREDITS {
+        return Ok(credits);
+    }
+    Err(OutOfBounds {
+        field: field.to_string(),
+        value: credits.to_string(),
+        rule: format!("but must be a number above 0 and at most {MAX_GRANT_CREDITS:e}"),
+    })
+}
+
 /// A value that was out of bounds: which field, what it was, and the limit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field} is {value}, {rule}")]

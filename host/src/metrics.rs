@@ -75,6 +75,11 @@ pub struct Metrics {
     pub containers_running: Gauge,
     pub containers_allocated: Counter,
     pub credits_charged: Family<ProjectLabels, Counter<f64, AtomicU64>>,
+    pub project_credits_remaining: Family<ProjectLabels, Gauge<f64, AtomicU64>>,
+    pub project_burn_rate: Family<ProjectLabels, Gauge<f64, AtomicU64>>,
+    pub project_budget_low: Family<ProjectLabels, Gauge>,
+    pub project_budget_exhausted: Family<ProjectLabels, Gauge>,
+    pub budget_preemptions: Counter,
     pub containers_lost: Counter,
     pub event_loop_panics: Family<WhatLabels, Counter>,
     pub requests_refused: Family<WhatLabels, Counter>,
@@ -137,6 +142,11 @@ impl Metrics {
             containers_running: Gauge::default(),
             containers_allocated: Counter::default(),
             credits_charged: Family::default(),
+            project_credits_remaining: Family::default(),
+            project_burn_rate: Family::default(),
+            project_budget_low: Family::default(),
+            project_budget_exhausted: Family::default(),
+            budget_preemptions: Counter::default(),
             containers_lost: Counter::default(),
             event_loop_panics: Family::default(),
             requests_refused: Family::default(),
@@ -217,6 +227,31 @@ impl Metrics {
             "credits_charged",
             "Credits charged to projects since start",
             metrics.credits_charged.clone(),
+        );
+        registry.register(
+            "project_credits_remaining",
+            "Credits each project has left (negative: in debt)",
+            metrics.project_credits_remaining.clone(),
+        );
+        registry.register(
+            "project_burn_rate_per_hour",
+            "Credits each project spent per hour over the last hour",
+            metrics.project_burn_rate.clone(),
+        );
+        registry.register(
+            "project_budget_low",
+            "1 while a project has fewer credits left than weft.quota.budget.warn-credits (or none)",
+            metrics.project_budget_low.clone(),
+        );
+        registry.register(
+            "project_budget_exhausted",
+            "1 while a project has no credits left",
+            metrics.project_budget_exhausted.clone(),
+        );
+        registry.register(
+            "budget_preemptions",
+            "Running containers preempted because their project had no credits left (stop-running)",
+            metrics.budget_preemptions.clone(),
         );
         registry.register(
             "containers_lost",

@@ -263,6 +263,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/ws/v1/admin/refresh-queues"),
     ("GET", "/ws/v1/quota/projects"),
     ("GET", "/ws/v1/quota/prices"),
+    ("GET", "/ws/v1/quota/budgets"),
+    ("GET", "/ws/v1/quota/projects/{project}"),
+    ("POST", "/ws/v1/quota/projects/{project}/grant"),
+    ("GET", "/ws/v1/accounting"),
 ];
 
 fn request() -> impl Strategy<Value = Request<Body>> {

@@ -7,6 +7,7 @@ mod agent;
 mod agent_faults;
 mod api;
 mod bounds;
+mod budgets;
 mod cli_tables;
 mod failover;
 mod failover_clients;

@@ -582,8 +582,8 @@ impl AppInfo {
             Some(start) => app.finish_time_ms.unwrap_or(now).saturating_sub(start),
             None => 0,
         };
-        let usage = app.usage_at(app.finish_time_ms.unwrap_or(now));
-        let whole = |x: f64| x.round() as u64;
+        let [memory_seconds, vcore_seconds, gpu_seconds] =
+            app.usage_at(app.finish_time_ms.unwrap_or(now)).whole();
         AppInfo {
             progress,
             elapsed_time,
@@ -595,9 +595,9 @@ impl AppInfo {
                 (Some(_), false) => "ApplicationMaster",
             },
             cluster_id,
-            memory_seconds: whole(usage.memory_mb_seconds),
-            vcore_seconds: whole(usage.vcore_seconds),
-            gpu_seconds: whole(usage.gpu_seconds),
+            memory_seconds,
+            vcore_seconds,
+            gpu_seconds,
             id: app.id.clone(),
             name: app.name.clone(),
             queue: app.queue.clone(),

@@ -9,6 +9,7 @@
 //! 500, not a dead connection. Handlers decode, call the resource manager,
 //! and encode; the use cases and their checks live in `rm/`.
 
+mod accounting;
 mod admin;
 mod auth;
 mod cluster;
@@ -118,6 +119,10 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(admin::refresh_queues)))
         .routes(small(routes!(quota::projects)))
         .routes(small(routes!(quota::prices)))
+        .routes(small(routes!(quota::budgets)))
+        .routes(small(routes!(quota::project)))
+        .routes(small(routes!(quota::grant)))
+        .routes(small(routes!(accounting::records)))
 }
 
 /// The OpenAPI 3 document of the whole /ws/v1 API, as served at

@@ -1,4 +1,5 @@
-//! Quota endpoints: the projects' ledger, live prices, and `/metrics`.
+//! Quota endpoints: the projects' ledger and budgets, grants, live prices,
+//! and `/metrics`.
 
 use std::collections::BTreeMap;
 
@@ -6,13 +7,17 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
+use serde::Deserialize;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::extract::{ApiPath, JsonBody};
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::quota::{ProjectQuota, UnitPrices};
 use crate::rm::ResourceManager;
+use crate::rm::budget::{Budgets, ProjectBudget, ProjectDetail};
+use crate::security::Caller;
 
 /// Every project's credits: `{"PROJECT": {"remaining": …, "total_used": …}}`,
 /// as replay's "projects".
@@ -27,6 +32,68 @@ pub async fn projects(
         .with(|rm: &mut ResourceManager| rm.quota().ledger().projects().clone())
         .await?;
     Ok(Json(projects.into_iter().collect()))
+}
+
+/// Every project's budget: credits left, burn rate, state (ok, low,
+/// exhausted), and the rules in force (`weft.quota.budget.*`).
+#[utoipa::path(get, path = "/ws/v1/quota/budgets", tag = "quota",
+    responses((status = 200, body = Budgets), (status = 401, body = RemoteException)))]
+pub async fn budgets(State(state): State<ApiState>) -> Result<Json<Budgets>, ApiError> {
+    Ok(Json(
+        state
+            .rm
+            .with(|rm: &mut ResourceManager| rm.budgets())
+            .await?,
+    ))
+}
+
+/// One project: its budget, use per day and user (the last 31 days), its
+/// spending over the last hour, and its latest grants.
+#[utoipa::path(get, path = "/ws/v1/quota/projects/{project}", tag = "quota",
+    params(("project" = String, Path, description = "The project")),
+    responses((status = 200, body = ProjectDetail), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 404, body = RemoteException)))]
+pub async fn project(
+    State(state): State<ApiState>,
+    ApiPath(project): ApiPath<String>,
+) -> Result<Json<ProjectDetail>, ApiError> {
+    Ok(Json(
+        state
+            .rm
+            .with(move |rm: &mut ResourceManager| rm.project_detail(&project))
+            .await??,
+    ))
+}
+
+/// What a grant adds.
+#[derive(Debug, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantBody {
+    /// Credits to add: above 0, at most 1e12.
+    #[schema(exclusive_minimum = 0, maximum = 1_000_000_000_000_f64)]
+    pub credits: f64,
+}
+
+/// Adds credits to a project (administrators only): a grant or a top-up.
+/// Its pending containers are placed again from the next round.
+#[utoipa::path(post, path = "/ws/v1/quota/projects/{project}/grant", tag = "quota",
+    params(("project" = String, Path, description = "The project")),
+    request_body = GrantBody,
+    responses((status = 200, body = ProjectBudget), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 413, body = RemoteException)))]
+pub async fn grant(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(project): ApiPath<String>,
+    JsonBody(body): JsonBody<GrantBody>,
+) -> Result<Json<ProjectBudget>, ApiError> {
+    Ok(Json(
+        state
+            .rm
+            .with(move |rm: &mut ResourceManager| rm.grant_credits(&caller, &project, body.credits))
+            .await??,
+    ))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -1,5 +1,5 @@
 //! The `weft` command line: `serve`, `replay`, `simulate`, `policy …`,
-//! `reservation …`, `admin …`, `config`.
+//! `reservation …`, `quota …`, `accounting export`, `admin …`, `config`.
 //! Every failure ends as one clear sentence on stderr and a non-zero exit
 //! (followed, when a policy failed, by the last lines it wrote).
 
@@ -9,6 +9,7 @@ mod bench;
 mod policy;
 mod policy_new;
 mod queue;
+mod quota;
 mod replay;
 mod reservation;
 mod serve;
@@ -46,6 +47,12 @@ enum Command {
     /// The queues of a running server.
     #[command(subcommand)]
     Queue(queue::QueueCommand),
+    /// Projects' credits and budgets on a running server; grants.
+    #[command(subcommand)]
+    Quota(quota::QuotaCommand),
+    /// Ended apps' accounting records on a running server.
+    #[command(subcommand)]
+    Accounting(quota::AccountingCommand),
     /// Feed a container-event log through the quota service on a virtual clock and print the ledger.
     Replay(replay::ReplayArgs),
     /// Run a scenario (nodes, queues, apps) on the virtual clock and summarize it.
@@ -110,6 +117,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::App(command) => app::run(command),
         Command::Node(command) => app::run_node(command),
         Command::Queue(command) => queue::run(command),
+        Command::Quota(command) => quota::run(command),
+        Command::Accounting(command) => quota::run_accounting(command),
         Command::Replay(args) => replay::run(args),
         Command::Simulate(args) => simulate::run_command(args),
         Command::Policy(command) => policy::run(command),

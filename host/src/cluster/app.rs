@@ -470,6 +470,8 @@ pub struct App {
     pub preempted_containers: u32,
     /// Containers lost with their node (and asked for again).
     pub lost_containers: u32,
+    /// Containers allocated to it in all (each attempt counts).
+    pub containers_run: u32,
     /// The reservation it runs in while that is active.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reservation_id: Option<String>,

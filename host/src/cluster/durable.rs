@@ -130,6 +130,9 @@ pub struct StoredApp {
     /// change, downtime included: they ran on (work-preserving restart).
     #[serde(default)]
     pub usage_counted_ms: u64,
+    /// Absent in older rows: then its containers' ends counted (at least).
+    #[serde(default)]
+    pub containers_run: u32,
 }
 
 fn default_application_type() -> String {
@@ -226,6 +229,7 @@ impl StoredApp {
             credits: app.credits,
             preempted_containers: app.preempted_containers,
             lost_containers: app.lost_containers,
+            containers_run: app.containers_run,
             reservation_id: app.reservation_id.clone(),
             application_type: app.application_type.clone(),
             tags: app.tags.clone(),
@@ -274,6 +278,12 @@ impl StoredApp {
             containers: Default::default(),
             preempted_containers: self.preempted_containers,
             lost_containers: self.lost_containers,
+            containers_run: self.containers_run.max(
+                self.finished_containers
+                    .saturating_add(self.failed_containers)
+                    .saturating_add(self.preempted_containers)
+                    .saturating_add(self.lost_containers),
+            ),
             reservation_id: self.reservation_id,
             application_type: self.application_type,
             tags: self.tags,

@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::durable::{self, Changes};
 use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, Resources, SubmitApp};
+use crate::accounting::AccountingRecord;
 use crate::queues::{QueueState, QueueTree};
 
 /// A running container.
@@ -162,6 +163,10 @@ pub struct Cluster {
     /// Nodes lost by silence and not registered since, as YARN lists them
     /// (state LOST): the most recent [`LOST_NODES_KEPT`], in memory only.
     pub(super) lost_nodes: BTreeMap<String, LostNode>,
+    /// The accounting records of apps ended since
+    /// [`Cluster::take_ended_apps`]: made as each ends, before the table
+    /// may let it go.
+    pub(super) ended_apps: Vec<AccountingRecord>,
 }
 
 /// How many lost nodes the cluster remembers for the nodes listing.
@@ -193,6 +198,7 @@ impl Cluster {
             changes: None,
             epoch: 0,
             lost_nodes: BTreeMap::new(),
+            ended_apps: Vec::new(),
         }
     }
 
@@ -238,6 +244,9 @@ impl Cluster {
     /// retention are let go.
     fn app_ended(&mut self, index: usize) {
         self.active.remove(&index);
+        if let Some(app) = self.apps.get(index) {
+            self.ended_apps.push(AccountingRecord::of(app));
+        }
         match self.apps.get(index).map(|a| a.state) {
             Some(AppState::Finished) => self.finished_total += 1,
             Some(AppState::Failed) => self.failed_total += 1,
@@ -249,6 +258,11 @@ impl Cluster {
             durable::app_dropped(&mut self.changes, &dropped.id);
         }
         durable::totals_changed(&mut self.changes);
+    }
+
+    /// The accounting records of the apps ended since the last call.
+    pub fn take_ended_apps(&mut self) -> Vec<AccountingRecord> {
+        std::mem::take(&mut self.ended_apps)
     }
 
     /// refreshQueues: takes a new tree. Refused, changing nothing, if an app
@@ -508,6 +522,7 @@ impl Cluster {
             credits: 0.0,
             preempted_containers: 0,
             lost_containers: 0,
+            containers_run: 0,
             reservation_id: request.reservation_id,
             application_type: request.application_type.as_deref().map_or_else(
                 || super::app::DEFAULT_APPLICATION_TYPE.into(),
@@ -609,6 +624,7 @@ impl Cluster {
         self.next_container += 1;
         app.hold(resources, now);
         app.running_containers += 1;
+        app.containers_run = app.containers_run.saturating_add(1);
         if app.state == AppState::Accepted {
             app.state = AppState::Running;
             app.start_time_ms = Some(now);

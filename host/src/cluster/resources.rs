@@ -151,6 +151,16 @@ impl ResourceSeconds {
         }
     }
 
+    /// As YARN reports it: whole MB-, vcore- and GPU-seconds, rounded.
+    pub fn whole(self) -> [u64; 3] {
+        // `as` saturates: a negative or NaN figure (never counted) is 0.
+        [
+            self.memory_mb_seconds.round() as u64,
+            self.vcore_seconds.round() as u64,
+            self.gpu_seconds.round() as u64,
+        ]
+    }
+
     fn add(self, resources: Resources, seconds: f64) -> ResourceSeconds {
         ResourceSeconds {
             memory_mb_seconds: self.memory_mb_seconds + resources.memory_mb as f64 * seconds,

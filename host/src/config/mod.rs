@@ -37,6 +37,8 @@ pub struct Settings {
     /// `yarn.scheduler.capacity.*` from the config file and `--set`; the
     /// queue tree is built from them (and a `--queues` file) by `queues::load`.
     pub queue_properties: QueueProperties,
+    /// `weft.accounting.enabled`: one record per ended app.
+    pub accounting_enabled: bool,
     properties: Properties,
 }
 
@@ -52,6 +54,37 @@ pub struct QuotaSettings {
     /// The units prices are quoted in (one vcore is always one unit).
     pub unit_memory_mb: u64,
     pub unit_gpus: u32,
+    pub budget: BudgetSettings,
+}
+
+/// What happens to a project whose credits run out (`weft.quota.budget.*`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetSettings {
+    pub enforce: BudgetEnforcement,
+    /// Below this many credits left a project is shown as low.
+    pub warn_credits: f64,
+}
+
+/// `weft.quota.budget.enforce`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BudgetEnforcement {
+    /// A project runs on into debt.
+    Off,
+    /// No new apps; pending containers wait for a grant.
+    RefuseNew,
+    /// As refuse-new, and running containers are preempted.
+    StopRunning,
+}
+
+impl BudgetEnforcement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetEnforcement::Off => "off",
+            BudgetEnforcement::RefuseNew => "refuse-new",
+            BudgetEnforcement::StopRunning => "stop-running",
+        }
+    }
 }
 
 /// `weft.quota.event-log`: where `serve` records its quota events for
@@ -221,6 +254,14 @@ impl Settings {
             default_credits: read.number("weft.quota.default-credits")?,
             unit_memory_mb: read.whole(&q("minimum.charged.mb"))?,
             unit_gpus: read.whole_u32(&q("minimum.charged.gpu"))?,
+            budget: BudgetSettings {
+                enforce: match read.text("weft.quota.budget.enforce")?.as_str() {
+                    "refuse-new" => BudgetEnforcement::RefuseNew,
+                    "stop-running" => BudgetEnforcement::StopRunning,
+                    _ => BudgetEnforcement::Off,
+                },
+                warn_credits: read.number("weft.quota.budget.warn-credits")?,
+            },
         };
         let quota_event_log = QuotaEventLogSettings {
             path: read.path("weft.quota.event-log")?,
@@ -341,6 +382,7 @@ impl Settings {
             max_connections_per_client: read.whole("weft.http.max-connections-per-client")?
                 as usize,
         };
+        let accounting_enabled = read.flag("weft.accounting.enabled")?;
         #[cfg(test)]
         read.check_all_read();
         Ok(Settings {
@@ -357,6 +399,7 @@ impl Settings {
             http,
             store,
             queue_properties: properties.queue_properties.clone(),
+            accounting_enabled,
             properties,
         })
     }

@@ -351,6 +351,24 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "credits a project starts with",
     ),
     (
+        "weft.quota.budget.enforce",
+        ValueType::Choice(&["off", "refuse-new", "stop-running"]),
+        "off",
+        "what a project with no credits left may do: off (run on, into debt); refuse-new (no new apps, its pending containers wait for a grant); stop-running (also its running containers are preempted, charged to their end)",
+    ),
+    (
+        "weft.quota.budget.warn-credits",
+        PRICE,
+        "100",
+        "a project with fewer credits left than this is shown as low (web UI, `weft quota list`, weft_project_budget_low in /metrics)",
+    ),
+    (
+        "weft.accounting.enabled",
+        ValueType::Flag,
+        "true",
+        "keep one accounting record per ended app (GET /ws/v1/accounting, `weft accounting export`); false: none are kept",
+    ),
+    (
         "weft.quota.event-log",
         ValueType::Text,
         "",

@@ -81,6 +81,25 @@ impl QuotaLedger {
         }
     }
 
+    /// Adds `credits` to what `project` has left (an administrator's
+    /// grant); the caller bounds `credits`.
+    pub fn grant(&mut self, project: &str, credits: f64) -> LedgerDelta {
+        let account = self.account(project);
+        account.remaining += credits;
+        let quota = *account;
+        LedgerDelta {
+            projects: BTreeMap::from([(project.to_string(), quota)]),
+            daily: BTreeMap::new(),
+        }
+    }
+
+    /// What `project` has left: the default credits if it was never charged.
+    pub fn remaining(&self, project: &str) -> f64 {
+        self.projects
+            .get(project)
+            .map_or(self.default_credits, |account| account.remaining)
+    }
+
     fn account(&mut self, project: &str) -> &mut ProjectQuota {
         let default = self.default_credits;
         self.projects

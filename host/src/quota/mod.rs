@@ -1,13 +1,16 @@
 //! Usage quota and variable pricing, per HOPS-1385: the PriceMultiplicatorService
 //! step (`multiplicator`), the QuotaService with its four events (`service`),
-//! and the ledger the charges land in (`ledger`). Prices themselves come from
+//! and the ledger the charges land in (`ledger`), and what a project's
+//! credits left allow (`budget`). Prices themselves come from
 //! the pricing policy, reached through the [`Pricing`] trait. `event_log`
 //! records the service's events for `weft replay`.
 
+mod budget;
 pub mod event_log;
 mod ledger;
 mod service;
 
+pub use budget::{BURN_WINDOW_MS, BudgetState, BurnRates};
 pub use event_log::EventLog;
 pub use ledger::{Charge, DailyKey, LedgerDelta, ProjectQuota, QuotaLedger, day_of};
 pub use service::{ChargedContainer, QuotaError, QuotaService, UnitPrices};

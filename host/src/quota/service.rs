@@ -28,6 +28,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::Pricing;
+use super::budget::{BudgetState, BurnRates};
 use super::ledger::{Charge, LedgerDelta, QuotaLedger};
 use crate::cluster::Resources;
 use crate::config::QuotaSettings;
@@ -111,6 +112,8 @@ pub struct QuotaService {
     ledger: QuotaLedger,
     /// Credits charged per app since [`QuotaService::take_app_credits`].
     app_credits: HashMap<Arc<str>, f64>,
+    /// Each project's spending over the last hour.
+    burn: BurnRates,
     /// What changed since [`QuotaService::take_changes`]; `None`: nothing
     /// is stored (replay, simulation).
     changes: Option<QuotaChanges>,
@@ -172,6 +175,7 @@ impl QuotaService {
             owed: Vec::new(),
             multiplicators: UNIT_MULTIPLICATORS,
             app_credits: HashMap::new(),
+            burn: BurnRates::default(),
             changes: None,
         }
     }
@@ -532,6 +536,30 @@ impl QuotaService {
         if let Some(changes) = self.changed() {
             changes.ledger.merge(delta);
         }
+    }
+
+    /// Adds `credits` to `project`'s credits left (an administrator's
+    /// grant, bounded by the caller); returns what it has left now.
+    pub fn grant(&mut self, project: &str, credits: f64) -> f64 {
+        let delta = self.ledger.grant(project, credits);
+        if let Some(changes) = self.changed() {
+            changes.ledger.merge(delta);
+        }
+        self.ledger.remaining(project)
+    }
+
+    /// Where `project`'s credits stand under `weft.quota.budget.*`.
+    pub fn budget_state(&self, project: &str) -> BudgetState {
+        BudgetState::of(self.ledger.remaining(project), &self.settings.budget)
+    }
+
+    /// Records every project's spending at `now`, for its burn rate.
+    pub fn sample_burn(&mut self, now: u64) {
+        self.burn.sample(now, &self.ledger);
+    }
+
+    pub fn burn_rates(&self) -> &BurnRates {
+        &self.burn
     }
 
     /// The credits charged per app since the last call (for the apps'

@@ -7,6 +7,7 @@
 //! Policies are reached through the shared [`PolicyRuntime`]; loading one
 //! happens outside the loop and only its publication is seen here.
 
+pub mod budget;
 pub mod recovery;
 pub mod requests;
 pub mod sim_nodes;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::accounting::Accounting;
 use crate::cluster::{Allocation, AppState, Cluster, ClusterError, Container, NodeKind, Resources};
 use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
@@ -73,6 +75,10 @@ pub struct ResourceManager {
     /// Where the quota service's events are recorded for `weft replay`
     /// (`weft.quota.event-log`), if anywhere.
     event_log: Option<EventLog>,
+    /// Ended apps' records (`weft.accounting.enabled`), kept only with a store.
+    accounting: Accounting,
+    /// The last grant's number, once read from the store.
+    last_grant: Option<u64>,
 }
 
 impl std::fmt::Debug for ResourceManager {
@@ -89,6 +95,11 @@ type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
 /// How many queued commands one commit may cover (group commit): their
 /// answers wait for it, so it is kept small.
 const MAX_COMMANDS_PER_COMMIT: usize = 64;
+
+/// Accounting is switched off (`weft.accounting.enabled = false`).
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("accounting is off (weft.accounting.enabled = false)")]
+pub struct AccountingOff;
 
 /// How the API reaches the loop. Cheap to clone; clones share where they
 /// lead, which changes when the server becomes active or steps down to
@@ -306,6 +317,8 @@ impl ResourceManager {
             saved_policies: [None; 3],
             queues_changed: false,
             event_log: None,
+            accounting: Accounting::new(settings.accounting_enabled),
+            last_grant: None,
         })
     }
 
@@ -370,6 +383,7 @@ impl ResourceManager {
         }
         self.cluster.take_changes(&mut self.unsaved);
         self.quota.take_changes(&mut self.unsaved);
+        self.accounting.take_changes(&mut self.unsaved);
         let store = self.store.as_ref().expect("checked above");
         if self.unsaved.is_empty() {
             return Ok(());
@@ -402,6 +416,16 @@ impl ResourceManager {
 
     pub fn quota(&self) -> &QuotaService {
         &self.quota
+    }
+
+    /// Where accounting records are read from: `Err` when accounting is
+    /// off; `None` when nothing is stored (tests of the loop alone), so
+    /// there are no records.
+    pub fn accounting_store(&self) -> Result<Option<Store>, AccountingOff> {
+        if !self.accounting.is_enabled() {
+            return Err(AccountingOff);
+        }
+        Ok(self.store.clone())
     }
 
     pub fn reservations(&self) -> &ReservationService {
@@ -472,7 +496,7 @@ impl ResourceManager {
     }
 
     /// Why pending app `index` waits (see `scheduler::diagnostics`), or that
-    /// its reservation has not started.
+    /// its project's budget is exhausted, or its reservation has not started.
     pub fn diagnose(
         &self,
         index: usize,
@@ -480,7 +504,9 @@ impl ResourceManager {
     ) -> Option<scheduler::diagnostics::Diagnosis> {
         let mut diagnosis = scheduler::diagnostics::diagnose(&self.cluster, index, usage)?;
         let app = &self.cluster.apps()[index];
-        if let Some(reason) = app
+        if let Some(reason) = self.budget_reason(&app.project) {
+            diagnosis.reason = reason;
+        } else if let Some(reason) = app
             .reservation_id
             .as_deref()
             .and_then(|id| follower::not_started(self.reservations.system(), id, self.now()))
@@ -520,10 +546,12 @@ impl ResourceManager {
             return;
         }
         let reservations = self.active_reservations(now);
+        let held = self.held_projects();
         match scheduler::schedule(
             &mut self.cluster,
             self.policies.scheduling(),
             &reservations,
+            &held,
             now,
         ) {
             Ok(allocations) => self.containers_allocated(&allocations, now),
@@ -534,12 +562,13 @@ impl ResourceManager {
         if let Some(after_ms) = self.reclaim_after_ms
             && self
                 .starvation
-                .update(&self.cluster, &reservations, now, after_ms)
+                .update(&self.cluster, &reservations, &held, now, after_ms)
         {
             match reclaim::reclaim(
                 &mut self.cluster,
                 self.policies.scheduling(),
                 &reservations,
+                &held,
                 now,
             ) {
                 Ok(preempted) if !preempted.is_empty() => {
@@ -620,6 +649,7 @@ impl ResourceManager {
         self.quota.compute(now);
         self.record_quota_event(now, || ReplayEvent::Compute);
         self.flush_quota();
+        self.quota.sample_burn(now);
         let sharing = self.policies.sharing();
         if sharing.active().is_some() {
             self.reservations.forget_ended(sharing, now);
@@ -659,17 +689,45 @@ impl ResourceManager {
         }
     }
 
-    /// Charges everything owed, if anything is.
+    /// Charges everything owed, if anything is; under stop-running, stops
+    /// the work of projects left with no credits (and charges it to its
+    /// end); hands ended apps' records to accounting, final once nothing is
+    /// owed.
     pub fn flush_quota(&mut self) {
+        self.take_ended_apps();
+        if self.charge_owed() && self.stop_exhausted_projects() {
+            self.take_ended_apps();
+            self.charge_owed();
+        }
         if !self.quota.has_owed() {
-            return;
+            self.accounting.nothing_owed();
+        }
+    }
+
+    /// Ended apps' records go to accounting (only a server with a store
+    /// keeps them: a simulation has nowhere to).
+    fn take_ended_apps(&mut self) {
+        let ended = self.cluster.take_ended_apps();
+        if self.store.is_some() {
+            for record in ended {
+                self.accounting.app_ended(record);
+            }
+        }
+    }
+
+    /// Prices what is owed; whether anything was.
+    fn charge_owed(&mut self) -> bool {
+        if !self.quota.has_owed() {
+            return false;
         }
         if let Err(error) = self.quota.flush(self.policies.pricing()) {
             tracing::warn!(%error, "charges kept owed until the next flush");
         }
         for (app, credits) in self.quota.take_app_credits() {
             self.cluster.add_app_credits(&app, credits);
+            self.accounting.charged(&app, credits);
         }
+        true
     }
 
     /// A clean stop: every running container is charged up to now.
@@ -707,6 +765,7 @@ impl ResourceManager {
         }
         m.containers_running
             .set(self.cluster.containers().count() as i64);
+        self.update_budget_gauges();
     }
 }
 

@@ -151,6 +151,8 @@ impl ResourceManager {
             self.quota.restore_container(container);
         }
         self.containers_finished(&restored.ended, now);
+        self.accounting.restore(&store)?;
+        self.last_grant = Some(store.counter(crate::store::GRANT_COUNTER)?);
         self.store = Some(store);
         if !restored.nodes.is_empty() && scheduling_wait_ms > 0 {
             self.scheduling_wait = Some(SchedulingWait {

@@ -219,6 +219,7 @@ impl ResourceManager {
                 }
             }
         }
+        self.check_budget(&request.project)?;
         let now = self.now();
         let app = self.cluster.submit(request, submitter, now)?.clone();
         self.app_ids.submitted(&app.id);

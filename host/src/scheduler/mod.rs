@@ -51,6 +51,11 @@ pub enum ScheduleError {
     Cluster(#[from] ClusterError),
 }
 
+/// Projects whose pending containers are not placed now — their credits
+/// ran out (`weft.quota.budget.enforce`): their apps' asks stay out of the
+/// snapshot, and their waiting is no demand to reclaim for.
+pub type HeldProjects = std::collections::HashSet<String>;
+
 /// A snapshot and how its ask and app indices map back to the cluster.
 #[derive(Debug)]
 pub struct Round {
@@ -62,8 +67,14 @@ pub struct Round {
 
 impl Round {
     /// Snapshots the nodes and every active app; `reservations` are those
-    /// active now (see the module documentation).
-    pub fn new(cluster: &Cluster, now: u64, reservations: &[ActiveReservation]) -> Round {
+    /// active now (see the module documentation); the asks of `held`
+    /// projects' apps are left out.
+    pub fn new(
+        cluster: &Cluster,
+        now: u64,
+        reservations: &[ActiveReservation],
+        held: &HeldProjects,
+    ) -> Round {
         let mut nodes = Nodes {
             free_memory_mb: vec![],
             free_vcores: vec![],
@@ -139,6 +150,7 @@ impl Round {
             // user's and it may hold containers to reclaim.
             let app = &cluster.apps()[app_index];
             let (queue, may_ask) = plan_queues.queue_of(app);
+            let may_ask = may_ask && !held.contains(&app.project);
             let snapshot_index = apps.queue.len() as u32;
             app_positions.insert(app_index, snapshot_index);
             let next_user = users.len() as u32;
@@ -302,18 +314,23 @@ pub(crate) fn millis(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
-/// Asks `policy` where pending containers go and allocates. Does nothing
-/// (and calls nothing) when nothing is pending.
+/// Asks `policy` where pending containers go (but those of `held`
+/// projects) and allocates. Does nothing (and calls nothing) when nothing
+/// is pending.
 pub fn schedule(
     cluster: &mut Cluster,
     policy: &dyn Scheduling,
     reservations: &[ActiveReservation],
+    held: &HeldProjects,
     now: u64,
 ) -> Result<Vec<Allocation>, ScheduleError> {
     if !cluster.has_pending() || cluster.nodes().next().is_none() {
         return Ok(Vec::new());
     }
-    let round = Round::new(cluster, now, reservations);
+    let round = Round::new(cluster, now, reservations, held);
+    if round.snapshot.asks.app.is_empty() {
+        return Ok(Vec::new()); // all that is pending is held
+    }
     let placements = policy.schedule(&round.snapshot)?;
     Ok(cluster.allocate(&round.placements(&placements), now)?)
 }
@@ -385,7 +402,7 @@ mod tests {
                 reserved: Resources::new(30_720, 10, 0),
             },
         ];
-        let round = Round::new(&cluster, 0, &active);
+        let round = Round::new(&cluster, 0, &active, &HeldProjects::new());
         let queues = &round.snapshot.queues;
         let plan = cluster.queues().leaf("plan").unwrap() as u32;
         assert_eq!(queues.parent.len(), 5, "root, a, plan, r1, plan's default");
@@ -408,7 +425,7 @@ mod tests {
     fn without_active_reservations_the_tree_is_unchanged() {
         let mut cluster = cluster();
         submit(&mut cluster, "bob", None);
-        let round = Round::new(&cluster, 0, &[]);
+        let round = Round::new(&cluster, 0, &[], &HeldProjects::new());
         assert_eq!(round.snapshot.queues.parent.len(), 3);
         assert_eq!(round.snapshot.apps.queue, [2]);
     }

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::{ActiveReservation, Round, ScheduleError, Scheduling, diagnostics};
+use super::{ActiveReservation, HeldProjects, Round, ScheduleError, Scheduling, diagnostics};
 use crate::cluster::{Cluster, Container};
 use crate::policy::Containers;
 
@@ -24,20 +24,25 @@ impl Starvation {
     /// Records which leaves are starved at `now` — below their guarantee with
     /// something pending — and which active reservations are — their apps
     /// hold less than the reservation with something pending — and says
-    /// whether one has been for `after_ms`.
+    /// whether one has been for `after_ms`. What `held` projects' apps
+    /// wait for is no demand: they may not be given anything now.
     pub fn update(
         &mut self,
         cluster: &Cluster,
         reservations: &[ActiveReservation],
+        held: &HeldProjects,
         now: u64,
         after_ms: u64,
     ) -> bool {
+        let waiting = |app: &crate::cluster::App| {
+            app.pending_containers() > 0 && !held.contains(&app.project)
+        };
         let mut held: HashMap<&str, (crate::cluster::Resources, bool)> = HashMap::new();
         for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
             if let Some(id) = app.reservation_id.as_deref() {
                 let entry = held.entry(id).or_default();
                 entry.0 += app.used;
-                entry.1 |= app.pending_containers() > 0;
+                entry.1 |= waiting(app);
             }
         }
         let capacity = cluster.capacity();
@@ -60,17 +65,23 @@ impl Starvation {
             .reservations_since
             .values()
             .any(|&since| now.saturating_sub(since) >= after_ms);
-        self.update_queues(cluster, now, after_ms) || reservation_waited
+        self.update_queues(cluster, &waiting, now, after_ms) || reservation_waited
     }
 
-    fn update_queues(&mut self, cluster: &Cluster, now: u64, after_ms: u64) -> bool {
+    fn update_queues(
+        &mut self,
+        cluster: &Cluster,
+        waiting: &dyn Fn(&crate::cluster::App) -> bool,
+        now: u64,
+        after_ms: u64,
+    ) -> bool {
         let tree = cluster.queues().queues();
         let usage = diagnostics::queue_usage(cluster);
         let capacity = cluster.capacity();
         let mut starved: HashMap<usize, u64> = HashMap::new();
         for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
             let queue = app.queue_index;
-            if app.pending_containers() == 0 || starved.contains_key(&queue) {
+            if !waiting(app) || starved.contains_key(&queue) {
                 continue;
             }
             let (m, v, g) = usage[queue].fractions_of(&capacity);
@@ -91,9 +102,10 @@ pub fn reclaim(
     cluster: &mut Cluster,
     policy: &dyn Scheduling,
     reservations: &[ActiveReservation],
+    held: &HeldProjects,
     now: u64,
 ) -> Result<Vec<Container>, ScheduleError> {
-    let round = Round::new(cluster, now, reservations);
+    let round = Round::new(cluster, now, reservations, held);
     let mut running = Containers {
         app: vec![],
         node: vec![],

@@ -100,6 +100,29 @@ pub const MIGRATIONS: &[Migration] = &[
             )
         ",
     },
+    Migration {
+        version: 3,
+        description: "accounting records of ended apps, and credits granted to projects",
+        sql: "
+            CREATE TABLE accounting (
+                app_id TEXT PRIMARY KEY,
+                finished_ms {int} NOT NULL,
+                project TEXT NOT NULL,
+                \"user\" TEXT NOT NULL,
+                is_final {int} NOT NULL,
+                record TEXT NOT NULL
+            );
+            CREATE INDEX accounting_by_time ON accounting (is_final, finished_ms, app_id);
+            CREATE TABLE quota_grant (
+                seq {int} PRIMARY KEY,
+                project TEXT NOT NULL,
+                at_ms {int} NOT NULL,
+                credits {real} NOT NULL,
+                granted_by TEXT NOT NULL
+            );
+            CREATE INDEX quota_grant_by_project ON quota_grant (project, seq)
+        ",
+    },
 ];
 
 /// The newest schema this build knows.

@@ -537,8 +537,74 @@ impl Store {
         self.texts("SELECT record FROM owed_usage ORDER BY seq", "an owed row")
     }
 
+    /// Final accounting records (JSON) in `range`, by finish time then app id.
+    pub fn accounting(&self, range: &AccountingRange) -> Result<Vec<String>, StoreError> {
+        let mut sql = String::from(
+            "SELECT record FROM accounting WHERE is_final = 1 AND finished_ms >= ?1 AND finished_ms < ?2",
+        );
+        let mut params: Vec<Value> = vec![range.from.into(), range.to.into()];
+        // Each condition's `#` is its parameter's number.
+        let mut condition = |sql: &mut String, text: &str, value: Value| {
+            params.push(value);
+            sql.push_str(&text.replace('#', &format!("?{}", params.len())));
+        };
+        if let Some(project) = &range.project {
+            condition(&mut sql, " AND project = #", project.as_str().into());
+        }
+        if let Some(user) = &range.user {
+            condition(&mut sql, " AND \"user\" = #", user.as_str().into());
+        }
+        if let Some((finished, app)) = &range.after {
+            condition(&mut sql, " AND (finished_ms > #", (*finished).into());
+            condition(&mut sql, " OR (finished_ms = #", (*finished).into());
+            condition(&mut sql, " AND app_id > #))", app.as_str().into());
+        }
+        sql.push_str(&format!(
+            " ORDER BY finished_ms, app_id LIMIT {}",
+            range.limit
+        ));
+        self.texts_with(&sql, &params, "an accounting row")
+    }
+
+    /// Accounting records still waiting for charges (JSON).
+    pub fn pending_accounting(&self) -> Result<Vec<String>, StoreError> {
+        self.texts(
+            "SELECT record FROM accounting WHERE is_final = 0 ORDER BY app_id",
+            "an accounting row",
+        )
+    }
+
+    /// `project`'s newest grants, newest first: (ms, credits, granted by).
+    pub fn grants(&self, project: &str, limit: usize) -> Result<Vec<Grant>, StoreError> {
+        self.query(
+            &format!(
+                "SELECT at_ms, credits, granted_by FROM quota_grant WHERE project = ?1 ORDER BY seq DESC LIMIT {limit}"
+            ),
+            &[project.into()],
+        )?
+        .into_iter()
+        .map(|row| match <[Value; 3]>::try_from(row) {
+            Ok([at, credits, Value::Text(by)]) if at.as_u64().is_some() => Ok(Grant {
+                at_ms: at.as_u64().unwrap_or(0),
+                credits: credits.as_f64().unwrap_or(0.0),
+                granted_by: by,
+            }),
+            _ => Err(self.corrupt("a quota_grant row", "not (number, number, text)")),
+        })
+        .collect()
+    }
+
     fn texts(&self, sql: &str, what: &str) -> Result<Vec<String>, StoreError> {
-        self.query(sql, &[])?
+        self.texts_with(sql, &[], what)
+    }
+
+    fn texts_with(
+        &self,
+        sql: &str,
+        params: &[Value],
+        what: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        self.query(sql, params)?
             .into_iter()
             .map(|row| {
                 row.into_iter()
@@ -561,6 +627,29 @@ impl Store {
             .and_then(|row| row.into_iter().next())
             .and_then(Value::into_blob))
     }
+}
+
+/// The counter of grants: the last grant's number.
+pub const GRANT_COUNTER: &str = "quota-grant";
+
+/// Which accounting records to read: finished in `[from, to)`, of a
+/// project, of a user, after a record (finish time, app id), at most `limit`.
+#[derive(Debug, Clone, Default)]
+pub struct AccountingRange {
+    pub from: u64,
+    pub to: u64,
+    pub project: Option<String>,
+    pub user: Option<String>,
+    pub after: Option<(u64, String)>,
+    pub limit: usize,
+}
+
+/// Credits an administrator granted a project.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct Grant {
+    pub at_ms: u64,
+    pub credits: f64,
+    pub granted_by: String,
 }
 
 /// A container as stored.
@@ -725,6 +814,48 @@ impl Batch {
                 vec![(seq as u64).into(), record.into()],
             );
         }
+    }
+
+    /// An app's accounting record, pending or `final`.
+    pub fn put_accounting(
+        &mut self,
+        app_id: &str,
+        finished_ms: u64,
+        project: &str,
+        user: &str,
+        is_final: bool,
+        record: String,
+    ) {
+        self.push(
+            "INSERT INTO accounting (app_id, finished_ms, project, \"user\", is_final, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (app_id) DO UPDATE SET finished_ms = excluded.finished_ms,
+                 project = excluded.project, \"user\" = excluded.\"user\",
+                 is_final = excluded.is_final, record = excluded.record",
+            vec![
+                app_id.into(),
+                finished_ms.into(),
+                project.into(),
+                user.into(),
+                Value::Int(i64::from(is_final)),
+                record.into(),
+            ],
+        );
+    }
+
+    /// Grant number `seq` (and the counter of grants, in the same commit).
+    pub fn put_grant(&mut self, seq: u64, project: &str, at_ms: u64, credits: f64, by: &str) {
+        self.push(
+            "INSERT INTO quota_grant (seq, project, at_ms, credits, granted_by) VALUES (?1, ?2, ?3, ?4, ?5)",
+            vec![
+                seq.into(),
+                project.into(),
+                at_ms.into(),
+                credits.into(),
+                by.into(),
+            ],
+        );
+        self.set_counter(GRANT_COUNTER, seq);
     }
 
     /// A policy component's bytes, kept once per sha256.

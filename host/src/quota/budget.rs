@@ -1,0 +1,163 @@
+//! Budgets: what a project's credits left allow under
+//! `weft.quota.budget.*` (ok, low, exhausted), and how fast it spends them —
+//! its burn rate, from the ledger's totals sampled over the last hour.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::Serialize;
+
+use super::QuotaLedger;
+use crate::config::BudgetSettings;
+
+/// Where a project's credits stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetState {
+    Ok,
+    /// Fewer credits left than `weft.quota.budget.warn-credits`.
+    Low,
+    /// None left (zero or in debt).
+    Exhausted,
+}
+
+impl BudgetState {
+    pub fn of(remaining: f64, settings: &BudgetSettings) -> BudgetState {
+        if remaining <= 0.0 {
+            BudgetState::Exhausted
+        } else if remaining < settings.warn_credits {
+            BudgetState::Low
+        } else {
+            BudgetState::Ok
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetState::Ok => "ok",
+            BudgetState::Low => "low",
+            BudgetState::Exhausted => "exhausted",
+        }
+    }
+}
+
+/// How far back the burn rate looks.
+pub const BURN_WINDOW_MS: u64 = 3_600_000;
+
+/// Samples closer together than this are merged (the newer kept), so a
+/// project keeps at most about 120 for the window however often it is charged.
+const SAMPLE_SPACING_MS: u64 = 30_000;
+
+/// Each project's credits used over the last hour, as (ms, total used)
+/// samples: its burn rate and the chart of it. Kept in memory; after a
+/// restart the rate starts again from the first samples.
+#[derive(Debug, Default)]
+pub struct BurnRates {
+    samples: HashMap<String, VecDeque<(u64, f64)>>,
+}
+
+impl BurnRates {
+    /// Records every project's total used at `now`.
+    pub fn sample(&mut self, now: u64, ledger: &QuotaLedger) {
+        for (project, account) in ledger.projects() {
+            let samples = self.samples.entry(project.clone()).or_default();
+            if samples.back().is_some_and(|&(at, _)| now < at) {
+                continue; // the clock stepped back: keep the samples monotonic
+            }
+            let len = samples.len();
+            if len >= 2 && now - samples[len - 2].0 < SAMPLE_SPACING_MS {
+                samples[len - 1] = (now, account.total_used);
+            } else {
+                samples.push_back((now, account.total_used));
+            }
+            while samples.len() > 2
+                && samples
+                    .front()
+                    .is_some_and(|&(at, _)| at + BURN_WINDOW_MS < now)
+            {
+                samples.pop_front();
+            }
+        }
+    }
+
+    /// Credits per hour `project` spent over the samples of the last hour
+    /// (0 until two samples apart in time).
+    pub fn per_hour(&self, project: &str) -> f64 {
+        let Some(samples) = self.samples.get(project) else {
+            return 0.0;
+        };
+        match (samples.front(), samples.back()) {
+            (Some(&(first_at, first)), Some(&(last_at, last))) if last_at > first_at => {
+                ((last - first) / (last_at - first_at) as f64 * 3_600_000.0).max(0.0)
+            }
+            _ => 0.0,
+        }
+    }
+
+    /// `project`'s samples, oldest first: (ms since the epoch, total used).
+    pub fn history(&self, project: &str) -> Vec<(u64, f64)> {
+        self.samples
+            .get(project)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BudgetEnforcement;
+    use crate::quota::Charge;
+
+    fn charge(ledger: &mut QuotaLedger, credits: f64, at_ms: u64) {
+        ledger.apply(&[Charge {
+            project: "p".into(),
+            user: "u".into(),
+            at_ms,
+            credits,
+        }]);
+    }
+
+    #[test]
+    fn states_follow_the_credits_left() {
+        let settings = BudgetSettings {
+            enforce: BudgetEnforcement::RefuseNew,
+            warn_credits: 100.0,
+        };
+        assert_eq!(BudgetState::of(150.0, &settings), BudgetState::Ok);
+        assert_eq!(BudgetState::of(99.5, &settings), BudgetState::Low);
+        assert_eq!(BudgetState::of(0.0, &settings), BudgetState::Exhausted);
+        assert_eq!(BudgetState::of(-3.0, &settings), BudgetState::Exhausted);
+    }
+
+    #[test]
+    fn the_burn_rate_is_the_last_hours_spending_per_hour() {
+        let (mut ledger, mut burn) = (QuotaLedger::new(0.0), BurnRates::default());
+        // 1 credit a second for two hours, sampled every second.
+        for second in 0..=7200u64 {
+            if second > 0 {
+                charge(&mut ledger, 1.0, second * 1000);
+            }
+            burn.sample(second * 1000, &ledger);
+        }
+        assert!(
+            (burn.per_hour("p") - 3600.0).abs() < 1e-6,
+            "{}",
+            burn.per_hour("p")
+        );
+        let history = burn.history("p");
+        assert!(history.len() <= 125, "{} samples", history.len());
+        assert!(history[0].0 >= 3_600_000 - SAMPLE_SPACING_MS, "{history:?}");
+        assert_eq!(history.last().copied(), Some((7_200_000, 7200.0)));
+        assert_eq!(burn.per_hour("unknown"), 0.0);
+    }
+
+    #[test]
+    fn one_sample_or_a_clock_that_steps_back_gives_no_rate() {
+        let (mut ledger, mut burn) = (QuotaLedger::new(0.0), BurnRates::default());
+        charge(&mut ledger, 5.0, 10_000);
+        burn.sample(10_000, &ledger);
+        assert_eq!(burn.per_hour("p"), 0.0);
+        burn.sample(5_000, &ledger);
+        assert_eq!(burn.history("p"), vec![(10_000, 5.0)]);
+    }
+}

@@ -1,0 +1,320 @@
+//! Budgets enforced by the resource manager (`weft.quota.budget.enforce`):
+//! a project with no credits left starts no new app and its pending
+//! containers wait for a grant (refuse-new); its running containers are
+//! preempted as well, charged to their end (stop-running). Administrators
+//! grant credits; each project's standing — credits left, burn rate,
+//! state, daily use — is read here for the API, the CLI and the web UI.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::ResourceManager;
+use super::requests::RequestError;
+use crate::cluster::Container;
+use crate::config::BudgetEnforcement;
+use crate::metrics::{ProjectLabels, label, metrics};
+use crate::quota::{BudgetState, DailyKey};
+use crate::scheduler::HeldProjects;
+use crate::security::Caller;
+use crate::store::Grant;
+
+/// A project's budget now.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct ProjectBudget {
+    pub project: String,
+    /// Credits left (negative: in debt).
+    pub remaining: f64,
+    pub total_used: f64,
+    /// Credits spent per hour over the last hour (as this server saw it).
+    pub burn_rate_per_hour: f64,
+    /// Hours until none is left at that rate; none when it is not
+    /// spending or has none left.
+    pub hours_left: Option<f64>,
+    pub state: BudgetState,
+}
+
+/// Every project's budget and the rules they are held to.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Budgets {
+    pub enforce: BudgetEnforcement,
+    /// Below this many credits left a project is `low`.
+    pub warn_credits: f64,
+    /// What a project never granted nor charged has.
+    pub default_credits: f64,
+    pub projects: Vec<ProjectBudget>,
+}
+
+/// One project in full: its budget, use per day and user, spending over
+/// the last hour and the latest grants.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ProjectDetail {
+    #[serde(flatten)]
+    pub budget: ProjectBudget,
+    pub enforce: BudgetEnforcement,
+    /// The last 31 days with use, newest first.
+    pub daily: Vec<DailyUse>,
+    /// (ms since the epoch, total used) over the last hour, oldest first.
+    pub history: Vec<UsedAt>,
+    /// The latest 20 grants, newest first.
+    pub grants: Vec<Grant>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct DailyUse {
+    /// YYYY-MM-DD (UTC).
+    pub day: String,
+    pub user: String,
+    pub credits: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct UsedAt {
+    pub at_ms: u64,
+    pub total_used: f64,
+}
+
+/// Days of use a project's detail lists.
+const DAILY_DAYS: usize = 31;
+/// Grants a project's detail lists.
+const GRANTS_SHOWN: usize = 20;
+
+impl ResourceManager {
+    /// The enforcement in force: none while quota is off.
+    fn enforcing(&self) -> BudgetEnforcement {
+        let settings = self.quota.settings();
+        if settings.enabled {
+            settings.budget.enforce
+        } else {
+            BudgetEnforcement::Off
+        }
+    }
+
+    /// The projects of active apps that have no credits left, when budgets
+    /// are enforced: their pending containers are not placed.
+    pub(crate) fn held_projects(&self) -> HeldProjects {
+        let mut held = HeldProjects::new();
+        if self.enforcing() == BudgetEnforcement::Off {
+            return held;
+        }
+        for app in self.cluster.active_apps().map(|i| &self.cluster.apps()[i]) {
+            if !held.contains(&app.project)
+                && self.quota.budget_state(&app.project) == BudgetState::Exhausted
+            {
+                held.insert(app.project.clone());
+            }
+        }
+        held
+    }
+
+    /// Refuses a new app of a project with no credits left (refuse-new
+    /// and stop-running), saying what it has.
+    pub(crate) fn check_budget(&self, project: &str) -> Result<(), RequestError> {
+        let enforce = self.enforcing();
+        if enforce == BudgetEnforcement::Off
+            || self.quota.budget_state(project) != BudgetState::Exhausted
+        {
+            return Ok(());
+        }
+        Err(RequestError::NotAllowed(format!(
+            "project {project:?} has no credits left: balance {:.2} credits (weft.quota.budget.enforce = {}); an administrator can grant more (weft quota grant {project} CREDITS)",
+            self.quota.ledger().remaining(project),
+            enforce.as_str()
+        )))
+    }
+
+    /// Why a pending app of a held project waits, with the figures.
+    pub(crate) fn budget_reason(&self, project: &str) -> Option<String> {
+        if self.enforcing() == BudgetEnforcement::Off
+            || self.quota.budget_state(project) != BudgetState::Exhausted
+        {
+            return None;
+        }
+        let used = self
+            .quota
+            .ledger()
+            .projects()
+            .get(project)
+            .map_or(0.0, |account| account.total_used);
+        Some(format!(
+            "budget exhausted: project {project} has {:.2} credits left ({used:.2} used); its containers wait for a grant (weft quota grant {project} CREDITS)",
+            self.quota.ledger().remaining(project)
+        ))
+    }
+
+    /// stop-running: preempts every running container of a project with
+    /// no credits left (each is charged to its end; its app asks for it
+    /// again, held until a grant). Whether any was.
+    pub(super) fn stop_exhausted_projects(&mut self) -> bool {
+        if self.enforcing() != BudgetEnforcement::StopRunning {
+            return false;
+        }
+        let held = self.held_projects();
+        if held.is_empty() {
+            return false;
+        }
+        let victims: Vec<String> = self
+            .cluster
+            .containers()
+            .filter(|c| {
+                self.cluster
+                    .app(&c.app)
+                    .is_some_and(|app| held.contains(&app.project))
+            })
+            .map(|c| c.id.clone())
+            .collect();
+        if victims.is_empty() {
+            return false;
+        }
+        let now = self.now();
+        let preempted: Vec<Container> = victims
+            .iter()
+            .filter_map(|id| self.cluster.preempt(id, now))
+            .collect();
+        tracing::warn!(projects = ?held, containers = preempted.len(), "budget exhausted: running containers preempted (weft.quota.budget.enforce = stop-running)");
+        metrics().budget_preemptions.inc_by(preempted.len() as u64);
+        self.containers_finished(&preempted, now);
+        true
+    }
+
+    /// An administrator adds `credits` to `project`'s (a top-up); its
+    /// pending containers are placed again at the next round.
+    pub fn grant_credits(
+        &mut self,
+        caller: &Caller,
+        project: &str,
+        credits: f64,
+    ) -> Result<ProjectBudget, RequestError> {
+        self.security
+            .check_admin(caller, &format!("grant credits to project {project:?}"))
+            .map_err(RequestError::NotAllowed)?;
+        crate::limits::name("project", project)?;
+        crate::limits::grant_credits("credits", credits)?;
+        if !self.security.project_exists(project) {
+            return Err(RequestError::Unknown(format!(
+                "project {project:?} is not in the projects file (weft.security.projects-file)"
+            )));
+        }
+        let now = self.now();
+        let remaining = self.quota.grant(project, credits);
+        if let Some(last) = self.last_grant {
+            let seq = last + 1;
+            self.last_grant = Some(seq);
+            self.unsaved
+                .put_grant(seq, project, now, credits, &caller.user);
+        }
+        tracing::info!(project, credits, remaining, by = %caller.user, "credits granted");
+        Ok(self.project_budget(project))
+    }
+
+    /// `project`'s budget now (a project never charged nor granted has the
+    /// default credits).
+    pub fn project_budget(&self, project: &str) -> ProjectBudget {
+        let ledger = self.quota.ledger();
+        let remaining = ledger.remaining(project);
+        let total_used = ledger
+            .projects()
+            .get(project)
+            .map_or(0.0, |account| account.total_used);
+        let burn_rate_per_hour = self.quota.burn_rates().per_hour(project);
+        ProjectBudget {
+            project: project.to_string(),
+            remaining,
+            total_used,
+            burn_rate_per_hour,
+            hours_left: (burn_rate_per_hour > 0.0 && remaining > 0.0)
+                .then(|| remaining / burn_rate_per_hour),
+            state: self.quota.budget_state(project),
+        }
+    }
+
+    /// Every project the ledger knows, by name.
+    pub fn budgets(&self) -> Budgets {
+        let settings = self.quota.settings();
+        Budgets {
+            enforce: settings.budget.enforce,
+            warn_credits: settings.budget.warn_credits,
+            default_credits: settings.default_credits,
+            projects: self
+                .quota
+                .ledger()
+                .projects()
+                .keys()
+                .map(|project| self.project_budget(project))
+                .collect(),
+        }
+    }
+
+    /// `project` in full. Reads its grants from the store (a small query).
+    pub fn project_detail(&self, project: &str) -> Result<ProjectDetail, RequestError> {
+        crate::limits::name("project", project)?;
+        let ledger = self.quota.ledger();
+        if !ledger.projects().contains_key(project) && !self.security.project_exists(project) {
+            return Err(RequestError::Unknown(format!(
+                "no project {project:?}: never charged nor granted, and not in the projects file"
+            )));
+        }
+        let start: DailyKey = (project.to_string(), String::new(), String::new());
+        let mut daily: Vec<DailyUse> = ledger
+            .daily()
+            .range(start..)
+            .take_while(|((p, _, _), _)| p == project)
+            .map(|((_, user, day), credits)| DailyUse {
+                day: day.clone(),
+                user: user.clone(),
+                credits: *credits,
+            })
+            .collect();
+        daily.sort_by(|a, b| b.day.cmp(&a.day).then_with(|| a.user.cmp(&b.user)));
+        let mut days = 0;
+        let mut previous: Option<String> = None;
+        daily.retain(|row| {
+            if previous.as_deref() != Some(row.day.as_str()) {
+                days += 1;
+                previous = Some(row.day.clone());
+            }
+            days <= DAILY_DAYS
+        });
+        let grants = match &self.store {
+            Some(store) => store.grants(project, GRANTS_SHOWN).unwrap_or_else(|error| {
+                tracing::warn!(%error, project, "grants not read from the store");
+                Vec::new()
+            }),
+            None => Vec::new(),
+        };
+        Ok(ProjectDetail {
+            budget: self.project_budget(project),
+            enforce: self.enforcing(),
+            daily,
+            history: self
+                .quota
+                .burn_rates()
+                .history(project)
+                .into_iter()
+                .map(|(at_ms, total_used)| UsedAt { at_ms, total_used })
+                .collect(),
+            grants,
+        })
+    }
+
+    /// Sets each project's budget gauges (before each scrape of /metrics).
+    pub(super) fn update_budget_gauges(&self) {
+        let m = metrics();
+        for budget in self.budgets().projects {
+            let labels = ProjectLabels {
+                project: label(&budget.project),
+            };
+            m.project_credits_remaining
+                .get_or_create(&labels)
+                .set(budget.remaining);
+            m.project_burn_rate
+                .get_or_create(&labels)
+                .set(budget.burn_rate_per_hour);
+            m.project_budget_low
+                .get_or_create(&labels)
+                .set(i64::from(budget.state != BudgetState::Ok));
+            m.project_budget_exhausted
+                .get_or_create(&labels)
+                .set(i64::from(budget.state == BudgetState::Exhausted));
+        }
+    }
+}
