@@ -78,6 +78,7 @@ fn in_process() -> &'static InProcess {
             }),
             heartbeat_interval_ms: 1000,
             policy_loads: Default::default(),
+            live: Default::default(),
         };
         InProcess {
             router: router(state),

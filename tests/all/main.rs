@@ -29,4 +29,5 @@ mod shadow;
 mod simulate;
 mod store_postgres;
 mod support;
+mod web_ui;
 mod yarn_client;

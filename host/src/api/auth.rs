@@ -15,8 +15,10 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    // The API's description is public, as a login page is.
-    if request.uri().path() == openapi::PATH {
+    // The API's description and the web UI's files are public, as a
+    // login page is (the page then asks the API with credentials).
+    let path = request.uri().path();
+    if path == openapi::PATH || super::ui::is_ui_path(path) {
         return next.run(request).await;
     }
     // In a block of its own: the headers are borrowed (and a borrowed

@@ -333,7 +333,7 @@ const NODE_STATES: &[&str] = &[
     "DECOMMISSIONING",
 ];
 
-#[derive(Debug, Deserialize, IntoParams)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct NodesQuery {
     /// Comma-separated YARN node states, e.g. `RUNNING,LOST`.
@@ -657,7 +657,7 @@ pub async fn submit_app(
 
 /// YARN's filters for the app listing. Unknown parameters (such as the
 /// `user.name` Hadoop's clients add) are ignored, as YARN does.
-#[derive(Debug, Deserialize, IntoParams)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct AppsQuery {

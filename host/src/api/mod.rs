@@ -15,6 +15,7 @@ mod auth;
 mod cluster;
 mod containers;
 mod error;
+mod events;
 mod extract;
 mod openapi;
 mod policies;
@@ -22,6 +23,7 @@ mod quota;
 mod reservation;
 mod scheduler;
 pub mod server;
+mod ui;
 mod yarn_apps;
 mod yarn_reads;
 
@@ -55,6 +57,8 @@ pub struct ApiState {
     pub heartbeat_interval_ms: u64,
     /// One policy load at a time: each compiles a component for seconds.
     pub policy_loads: Arc<tokio::sync::Mutex<()>>,
+    /// The web UI's live topics (GET /ws/v1/events).
+    pub live: Arc<events::Live>,
 }
 
 impl std::fmt::Debug for ApiState {
@@ -123,6 +127,8 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(quota::project)))
         .routes(small(routes!(quota::grant)))
         .routes(small(routes!(accounting::records)))
+        .routes(small(routes!(ui::whoami)))
+        .routes(small(routes!(events::events)))
 }
 
 /// The OpenAPI 3 document of the whole /ws/v1 API, as served at
@@ -152,6 +158,8 @@ pub fn router(state: ApiState) -> Router {
     let (api, document) = api_routes().split_for_parts();
     let document = Arc::new(document);
     api.route("/metrics", axum::routing::get(quota::metrics_text))
+        .route("/", axum::routing::get(ui::index))
+        .route("/ui/{*path}", axum::routing::get(ui::asset))
         .route(
             openapi::PATH,
             axum::routing::get(move || openapi::serve(document.clone())),

@@ -366,6 +366,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             reload_queues,
             heartbeat_interval_ms: settings.nodes.heartbeat_interval_ms,
             policy_loads: Default::default(),
+            live: Default::default(),
         };
         // stdout gets the one line a user needs; logs go to stderr.
         println!(

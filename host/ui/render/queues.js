@@ -1,0 +1,76 @@
+// render/queues.js — the queue tree (GET /ws/v1/cluster/scheduler, nested in
+// queues.queue) with YARN's bar per queue: capacity (dashed), used (green),
+// used over capacity (orange), maximum (light); apps, users and pending.
+
+import { el, figuresAt, table, num } from '../dom.js';
+import { count, mb, percent } from '../format.js';
+
+const SRC = '/ws/v1/cluster/scheduler';
+const USERS_SHOWN = 3;
+
+export function renderQueues(body, data) {
+  const rows = [];
+  walk(data.scheduler.schedulerInfo, '/scheduler/schedulerInfo', 0, rows);
+  body.replaceChildren(legend(), table('queues', [
+    'Queue', 'Capacity · used · max (of the cluster)', ['Capacity', 'num'], ['Used', 'num'],
+    ['Used of capacity', 'num'], ['Max', 'num'], ['Apps', 'num'], 'Users (active · pending apps)',
+    ['Pending', 'num'],
+  ], rows));
+}
+
+function walk(queue, base, depth, rows) {
+  rows.push(queueRow(queue, base, depth));
+  (queue.queues?.queue ?? []).forEach((child, i) => walk(child, `${base}/queues/queue/${i}`, depth + 1, rows));
+}
+
+function queueRow(queue, base, depth) {
+  const f = figuresAt(SRC, base, queue);
+  return el('tr', { 'data-key': queue.queuePath, class: queue.state === 'RUNNING' ? null : 'muted' },
+    el('td', { class: 'queue-name', style: { paddingLeft: `${0.5 + depth * 1.2}em` }, title: queue.queuePath },
+      queue.queueName, queue.state === 'RUNNING' ? null : el('span', { class: 'badge' }, queue.state)),
+    el('td', null, queueBar(queue)),
+    num(f('absoluteCapacity', percent)),
+    num(f('absoluteUsedCapacity', percent)),
+    num(f('usedCapacity', percent)),
+    num(f('absoluteMaxCapacity', percent)),
+    num(f('numApplications', count)),
+    el('td', { class: 'users' }, users(queue, base)),
+    num(f(['pendingResources', 'memory'], mb), ' · ', f(['pendingResources', 'vCores'], count), ' vc',
+      queue.pendingResources?.gpus ? [' · ', f(['pendingResources', 'gpus'], count), ' gpu'] : null));
+}
+
+/** Every figure is a share of the cluster, so bars of all queues line up. */
+function queueBar(queue) {
+  const clamp = (x) => Math.max(0, Math.min(100, Number(x) || 0));
+  const capacity = clamp(queue.absoluteCapacity);
+  const used = clamp(queue.absoluteUsedCapacity);
+  const maximum = clamp(queue.absoluteMaxCapacity);
+  const over = Math.max(0, used - capacity);
+  return el('div', {
+    class: 'qbar',
+    title: `capacity ${percent(capacity)}, used ${percent(used)}, maximum ${percent(maximum)} of the cluster`,
+  },
+  el('div', { class: 'qbar-max', style: { width: `${maximum}%` } }),
+  el('div', { class: 'qbar-used', style: { width: `${Math.min(used, capacity)}%` } }),
+  over > 0 ? el('div', { class: 'qbar-over', style: { left: `${capacity}%`, width: `${over}%` } }) : null,
+  el('div', { class: 'qbar-capacity', style: { width: `${capacity}%` } }));
+}
+
+function users(queue, base) {
+  const list = queue.users?.user ?? [];
+  const shown = list.slice(0, USERS_SHOWN).map((user, i) => {
+    const f = figuresAt(SRC, `${base}/users/user/${i}`, user);
+    return el('span', { class: 'user' }, user.username, ' ',
+      f('numActiveApplications', count, { title: 'active apps' }), '·',
+      f('numPendingApplications', count, { title: 'pending apps' }));
+  });
+  if (list.length > USERS_SHOWN) shown.push(el('span', { class: 'more' }, `+${list.length - USERS_SHOWN} more`));
+  return shown;
+}
+
+function legend() {
+  const key = (cls, text) => el('span', { class: 'legend-item' }, el('span', { class: `legend-swatch ${cls}` }), text);
+  return el('div', { class: 'legend' },
+    key('qbar-capacity', 'Capacity'), key('qbar-used', 'Used'),
+    key('qbar-over', 'Used (over capacity)'), key('qbar-max', 'Max capacity'));
+}

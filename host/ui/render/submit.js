@@ -1,0 +1,64 @@
+// render/submit.js — a small form to submit an app (POST /ws/v1/cluster/apps):
+// name, queue, project, priority and one ask — count × memory × vcores ×
+// GPUs, running for a duration (simulated nodes) or a shell command (agents).
+
+import { sendJson, segment } from '../api.js';
+import { el } from '../dom.js';
+import { showError, showNotice } from '../notice.js';
+
+const field = (label, input, wide) => el('label', { class: wide ? 'field field-wide' : 'field' }, el('span', null, label), input);
+const number = (name, value, min, max) =>
+  el('input', { type: 'number', name, value, min, max, step: 1, required: true });
+
+export function renderSubmitForm(container) {
+  const inputs = {
+    name: el('input', { name: 'name', value: 'web-ui-app', required: true, maxlength: 256 }),
+    queue: el('input', { name: 'queue', value: 'default', required: true, maxlength: 256 }),
+    project: el('input', { name: 'project', required: true, maxlength: 256, placeholder: 'charged project' }),
+    priority: number('priority', 0, -1000000, 1000000),
+    count: number('count', 1, 1, 100000),
+    memory: number('memory_mb', 1024, 1, 1073741824),
+    vcores: number('vcores', 1, 1, 4096),
+    gpus: number('gpus', 0, 0, 1024),
+    duration: el('input', { type: 'number', name: 'duration_ms', value: 30000, min: 1, step: 1 }),
+    shell: el('input', { name: 'shell', placeholder: 'e.g. sleep 30' }),
+  };
+  const submit = el('button', { type: 'submit' }, 'Submit app');
+  const form = el('form', { class: 'submit-form', onsubmit: async (event) => {
+    event.preventDefault();
+    const ask = {
+      count: Number(inputs.count.value),
+      memory_mb: Number(inputs.memory.value),
+      vcores: Number(inputs.vcores.value),
+      gpus: Number(inputs.gpus.value),
+    };
+    if (inputs.shell.value.trim()) ask.command = { shell: inputs.shell.value };
+    if (inputs.duration.value) ask.duration_ms = Number(inputs.duration.value);
+    if (!ask.command && !ask.duration_ms) {
+      showNotice('An ask needs a duration or a shell command.', 'error');
+      return;
+    }
+    const body = {
+      name: inputs.name.value,
+      queue: inputs.queue.value,
+      project: inputs.project.value,
+      priority: Number(inputs.priority.value),
+      asks: [ask],
+    };
+    submit.disabled = true;
+    try {
+      const { app } = await sendJson('POST', '/ws/v1/cluster/apps', body);
+      showNotice(`Submitted ${app.id} (${app.state}).`, 'ok');
+      location.hash = `#/app/${segment(app.id)}`;
+    } catch (error) {
+      showError(error, 'submit the app');
+    } finally {
+      submit.disabled = false;
+    }
+  } },
+  field('Name', inputs.name), field('Queue', inputs.queue), field('Project', inputs.project), field('Priority', inputs.priority),
+  field('Containers', inputs.count), field('Memory (MB)', inputs.memory), field('VCores', inputs.vcores), field('GPUs', inputs.gpus),
+  field('Duration (ms)', inputs.duration), field('Shell command (agents)', inputs.shell, 'field-wide'),
+  submit);
+  container.replaceChildren(form);
+}
