@@ -59,15 +59,35 @@ impl BurnRates {
     /// Records every project's total used at `now`.
     pub fn sample(&mut self, now: u64, ledger: &QuotaLedger) {
         for (project, account) in ledger.projects() {
-            let samples = self.samples.entry(project.clone()).or_default();
+            self.sample_one(now, project, account.total_used);
+        }
+    }
+
+    /// Records `projects`' totals at `now` (those a flush just charged).
+    pub fn sample_some<'a>(
+        &mut self,
+        now: u64,
+        ledger: &QuotaLedger,
+        projects: impl IntoIterator<Item = &'a String>,
+    ) {
+        for project in projects {
+            if let Some(account) = ledger.projects().get(project) {
+                self.sample_one(now, project, account.total_used);
+            }
+        }
+    }
+
+    fn sample_one(&mut self, now: u64, project: &str, total_used: f64) {
+        {
+            let samples = self.samples.entry(project.to_string()).or_default();
             if samples.back().is_some_and(|&(at, _)| now < at) {
-                continue; // the clock stepped back: keep the samples monotonic
+                return; // the clock stepped back: keep the samples monotonic
             }
             let len = samples.len();
             if len >= 2 && now - samples[len - 2].0 < SAMPLE_SPACING_MS {
-                samples[len - 1] = (now, account.total_used);
+                samples[len - 1] = (now, total_used);
             } else {
-                samples.push_back((now, account.total_used));
+                samples.push_back((now, total_used));
             }
             while samples.len() > 2
                 && samples

@@ -114,6 +114,8 @@ pub struct QuotaService {
     app_credits: HashMap<Arc<str>, f64>,
     /// Each project's spending over the last hour.
     burn: BurnRates,
+    /// The projects the last flush charged (their burn is sampled then).
+    charged_projects: Vec<String>,
     /// What changed since [`QuotaService::take_changes`]; `None`: nothing
     /// is stored (replay, simulation).
     changes: Option<QuotaChanges>,
@@ -176,6 +178,7 @@ impl QuotaService {
             multiplicators: UNIT_MULTIPLICATORS,
             app_credits: HashMap::new(),
             burn: BurnRates::default(),
+            charged_projects: Vec::new(),
             changes: None,
         }
     }
@@ -476,6 +479,7 @@ impl QuotaService {
             })
             .collect();
         let delta = self.ledger.apply(&charges);
+        self.charged_projects = delta.projects.keys().cloned().collect();
         for charge in &charges {
             metrics()
                 .credits_charged
@@ -556,6 +560,12 @@ impl QuotaService {
     /// Records every project's spending at `now`, for its burn rate.
     pub fn sample_burn(&mut self, now: u64) {
         self.burn.sample(now, &self.ledger);
+    }
+
+    /// Records the spending of the projects the last flush charged, at `now`.
+    pub fn sample_charged_burn(&mut self, now: u64) {
+        let charged = std::mem::take(&mut self.charged_projects);
+        self.burn.sample_some(now, &self.ledger, &charged);
     }
 
     pub fn burn_rates(&self) -> &BurnRates {

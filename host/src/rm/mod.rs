@@ -727,6 +727,8 @@ impl ResourceManager {
             self.cluster.add_app_credits(&app, credits);
             self.accounting.charged(&app, credits);
         }
+        let now = self.now();
+        self.quota.sample_charged_burn(now);
         true
     }
 
