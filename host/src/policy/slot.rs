@@ -57,6 +57,12 @@ pub struct SlotStatus {
     pub kind: PolicyKind,
     pub active: Option<HistoryEntry>,
     pub history: Vec<HistoryEntry>,
+    /// What this kind's successful calls cost since the start (any version).
+    pub stats: CallCost,
+    /// Calls whose version failed, and calls another version answered
+    /// instead (since the start).
+    pub failures: u64,
+    pub fallbacks: u64,
 }
 
 struct Entry {
@@ -92,6 +98,8 @@ pub struct PolicySlot {
     active: ArcSwapOption<PolicyVersion>,
     entries: Mutex<Vec<Entry>>,
     stats: Mutex<CallStats>,
+    failures: std::sync::atomic::AtomicU64,
+    fallbacks: std::sync::atomic::AtomicU64,
     /// Counts publications and rollbacks: the store saves the slot's
     /// versions when it moved.
     generation: std::sync::atomic::AtomicU64,
@@ -155,6 +163,8 @@ impl PolicySlot {
             active: ArcSwapOption::empty(),
             entries: Mutex::new(Vec::new()),
             stats: Mutex::new(CallStats::default()),
+            failures: Default::default(),
+            fallbacks: Default::default(),
             generation: Default::default(),
             standby_memory: STANDBY_MEMORY_DEFAULT.into(),
         }
@@ -339,6 +349,8 @@ impl PolicySlot {
             Err(error) => error,
         };
         let consecutive = active.record_failure();
+        self.failures
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         PolicyEvent::CallFailed {
             version: &active,
             error: &error,
@@ -358,6 +370,8 @@ impl PolicySlot {
         let Some(fallback) = replacement.filter(|f| !Arc::ptr_eq(f, &active)) else {
             return Err(error);
         };
+        self.fallbacks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         PolicyEvent::FellBack {
             kind: self.kind,
             from: &active,
@@ -367,6 +381,8 @@ impl PolicySlot {
         self.timed_call(&fallback, &call)
             .inspect_err(|fallback_error| {
                 let consecutive = fallback.record_failure();
+                self.failures
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 PolicyEvent::CallFailed {
                     version: &fallback,
                     error: fallback_error,
@@ -404,6 +420,9 @@ impl PolicySlot {
                 .find(|e| e.state == VersionState::Active)
                 .map(Entry::row),
             history: entries.iter().map(Entry::row).collect(),
+            stats: self.cost(),
+            failures: self.failures.load(std::sync::atomic::Ordering::Relaxed),
+            fallbacks: self.fallbacks.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }

@@ -17,8 +17,8 @@ pub struct CallStats {
     buckets: Box<[u64; BUCKETS]>,
 }
 
-/// The figures `weft simulate` reports per policy.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// The figures `weft simulate` reports per policy (and GET /ws/v1/policies).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct CallCost {
     pub calls: u64,
     pub total_ns: u64,
