@@ -69,7 +69,11 @@ pub fn grant_credits(field: impl Display, credits: f64) -> Result<f64, OutOfBoun
     }
     Err(OutOfBounds {
         field: field.to_string(),
-        value: credits.to_string(),
+        value: if credits.abs() < 1e15 {
+            credits.to_string()
+        } else {
+            format!("{credits:e}")
+        },
         rule: format!("but must be a number above 0 and at most {MAX_GRANT_CREDITS:e}"),
     })
 }

@@ -257,7 +257,7 @@ fn refuse_new_holds_a_project_at_zero_until_a_grant_and_accounting_matches_the_l
         ("format=xml", "format"),
         ("limit=0", "limit"),
         ("limit=10001", "limit"),
-        ("after=12", "after"),
+        ("after=x", "after"),
         ("projet=p1", "projet"),
     ] {
         let (status, body) = server.get_as(&format!("/ws/v1/accounting?{query}"), admin);

@@ -12,64 +12,37 @@ use crate::store::{AccountingRange, Batch, Store, StoreError};
 pub const MAX_PAGE: usize = 10_000;
 
 /// Which records: finished in `[from, to)` (ms since the epoch), of a
-/// project and a user, after the record a cursor names, at most `limit`.
+/// project and a user, made final after record number `after` (a page's
+/// `next`), at most `limit`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Query {
     pub from: Option<u64>,
     pub to: Option<u64>,
     pub project: Option<String>,
     pub user: Option<String>,
-    pub after: Option<Cursor>,
+    pub after: Option<u64>,
     pub limit: Option<usize>,
 }
 
-/// Where a page ended: the last record's finish time and app id, written
-/// `MS:APP_ID`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor {
-    pub finished_time: u64,
-    pub app_id: String,
-}
-
-impl std::fmt::Display for Cursor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.finished_time, self.app_id)
-    }
-}
-
-impl Cursor {
-    pub fn parse(field: &str, text: &str) -> Result<Cursor, OutOfBounds> {
-        let refuse = || OutOfBounds {
-            field: field.into(),
-            value: format!("{:?}", crate::limits::cut(text, 60)),
-            rule: "but must be a page's `next` cursor, MS:APP_ID".into(),
-        };
-        let (ms, app) = text.split_once(':').ok_or_else(refuse)?;
-        let finished_time = ms.parse().map_err(|_| refuse())?;
-        crate::limits::name(field, app)?;
-        Ok(Cursor {
-            finished_time,
-            app_id: app.to_string(),
-        })
-    }
-}
-
-/// One page of records, oldest finish first.
+/// One page of records, in the order they became final (nearly the order
+/// apps finished: an app whose end an agent reported late, or whose charges
+/// came in late, comes when it is final, so a cursor never misses one).
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Page {
     pub records: Vec<AccountingRecord>,
     /// The cursor of the next page (`after=`), when this one is full.
-    pub next: Option<String>,
+    pub next: Option<u64>,
 }
 
-/// Writes `record`, pending or final, into `batch`.
-pub fn put(batch: &mut Batch, record: &AccountingRecord, is_final: bool) {
+/// Writes `record` into `batch`: pending (`final_seq` none) or final, the
+/// `final_seq`th.
+pub fn put(batch: &mut Batch, record: &AccountingRecord, final_seq: Option<u64>) {
     batch.put_accounting(
         &record.app_id,
         record.finished_time,
         &record.project,
         &record.user,
-        is_final,
+        final_seq,
         serde_json::to_string(record).expect("a record serializes"),
     );
 }
@@ -99,21 +72,14 @@ pub fn query(store: &Store, query: &Query) -> Result<Page, StoreError> {
         to: query.to.unwrap_or(MAX_TIME_MS + 1),
         project: query.project.clone(),
         user: query.user.clone(),
-        after: query
-            .after
-            .as_ref()
-            .map(|c| (c.finished_time, c.app_id.clone())),
+        after: query.after.unwrap_or(0),
         limit,
     };
-    let records = decode(store, store.accounting(&range)?)?;
-    let next = (records.len() == limit).then(|| {
-        let last = records.last().expect("a full page is not empty");
-        Cursor {
-            finished_time: last.finished_time,
-            app_id: last.app_id.clone(),
-        }
-        .to_string()
-    });
+    let rows = store.accounting(&range)?;
+    let next = (rows.len() == limit)
+        .then(|| rows.last().map(|(seq, _)| *seq))
+        .flatten();
+    let records = decode(store, rows.into_iter().map(|(_, record)| record).collect())?;
     Ok(Page { records, next })
 }
 
@@ -203,7 +169,8 @@ fn text(value: &str) -> String {
     } else {
         value.to_string()
     };
-    if value.contains([',', '"', '\n', '\r']) {
+    // `;` too: spreadsheets set to split on it keep a quoted field whole.
+    if value.contains([',', ';', '"', '\n', '\r']) {
         format!("\"{}\"", value.replace('"', "\"\""))
     } else {
         value
@@ -251,15 +218,24 @@ mod tests {
     fn pages_follow_the_cursor_and_filters_hold() {
         let store = Store::in_memory();
         let mut batch = Batch::default();
-        for (i, project) in ["a", "b", "a", "a", "b"].iter().enumerate() {
-            // Two records finish at each time: the app id breaks the tie.
+        // Made final in this order; the third finished first (reported late).
+        for (seq, (id, finished, project)) in [
+            ("app_0", 100, "a"),
+            ("app_1", 100, "b"),
+            ("app_2", 90, "a"),
+            ("app_3", 101, "a"),
+            ("app_4", 102, "b"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
             put(
                 &mut batch,
-                &record(&format!("app_{i}"), 100 + i as u64 / 2, project),
-                true,
+                &record(id, finished, project),
+                Some(seq as u64 + 1),
             );
         }
-        put(&mut batch, &record("pending", 100, "a"), false);
+        put(&mut batch, &record("pending", 100, "a"), None);
         store.commit(&batch).unwrap();
         let ids = |page: &Page| {
             page.records
@@ -277,21 +253,22 @@ mod tests {
             let page = super::query(&store, &query).unwrap();
             seen.extend(ids(&page));
             match page.next {
-                Some(next) => query.after = Some(Cursor::parse("after", &next).unwrap()),
+                Some(next) => query.after = Some(next),
                 None => break,
             }
         }
         assert_eq!(seen, ["app_0", "app_1", "app_2", "app_3", "app_4"]);
+        assert_eq!(store.last_accounting_seq().unwrap(), 5);
 
         let only_a = Query {
             project: Some("a".into()),
-            from: Some(101),
+            from: Some(95),
             to: Some(102),
             ..Query::default()
         };
         assert_eq!(
             ids(&super::query(&store, &only_a).unwrap()),
-            ["app_2", "app_3"]
+            ["app_0", "app_3"]
         );
         let nobody = Query {
             user: Some("bob".into()),
@@ -309,13 +286,5 @@ mod tests {
             let error = parse_time("from", bad).unwrap_err();
             assert_eq!(error.field, "from", "{bad}");
         }
-        assert!(Cursor::parse("after", "12").is_err());
-        assert!(Cursor::parse("after", "x:app").is_err());
-        assert_eq!(
-            Cursor::parse("after", "12:application_1_0001")
-                .unwrap()
-                .to_string(),
-            "12:application_1_0001"
-        );
     }
 }

@@ -9,7 +9,9 @@
 //! same commit; if pricing failed, once a later flush priced what they owe.
 //! Until then it is pending, stored as such (a restart takes it up again)
 //! and not exported, so an export never holds a record whose credits will
-//! still change.
+//! still change. Final records are numbered in the order they became
+//! final, and exports page by that number: a record that comes late (an
+//! end an agent reported late) is never behind a cursor already given.
 
 pub mod export;
 
@@ -89,6 +91,8 @@ pub struct Accounting {
     changed: Vec<String>,
     /// Records final since the last commit.
     finished: Vec<AccountingRecord>,
+    /// The number of the last record made final: exports page by it.
+    last_seq: u64,
 }
 
 impl Accounting {
@@ -107,6 +111,7 @@ impl Accounting {
         for record in export::pending(store)? {
             self.pending.insert(record.app_id.clone(), record);
         }
+        self.last_seq = store.last_accounting_seq()?;
         Ok(())
     }
 
@@ -138,11 +143,12 @@ impl Accounting {
         let changed = std::mem::take(&mut self.changed);
         for id in changed {
             if let Some(record) = self.pending.get(&id) {
-                export::put(batch, record, false);
+                export::put(batch, record, None);
             }
         }
         for record in self.finished.drain(..) {
-            export::put(batch, &record, true);
+            self.last_seq += 1;
+            export::put(batch, &record, Some(self.last_seq));
         }
     }
 

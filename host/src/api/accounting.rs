@@ -11,13 +11,17 @@ use utoipa::IntoParams;
 use super::extract::ApiQuery;
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::accounting::export::{self, Cursor, Page, Query};
+use crate::accounting::export::{self, Page, Query};
 use crate::refusal::Refusal;
 use crate::rm::ResourceManager;
 use crate::security::Caller;
 
 /// The header that carries the next page's cursor in a CSV answer.
 pub const NEXT_HEADER: &str = "x-weft-next";
+
+/// Pages read at once: a read holds the store, which the event loop's
+/// commits wait for, so readers queue here rather than there.
+static READS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 
 /// Which records, and in what form.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -37,7 +41,7 @@ pub struct AccountingQuery {
     #[param(minimum = 1, maximum = 10000)]
     limit: Option<u64>,
     /// The `next` cursor of the page before (in CSV: the X-Weft-Next header).
-    after: Option<String>,
+    after: Option<u64>,
 }
 
 enum Format {
@@ -86,11 +90,7 @@ impl AccountingQuery {
             to: time("to", self.to).map_err(bad)?,
             project: self.project,
             user,
-            after: self
-                .after
-                .map(|a| Cursor::parse("after", &a))
-                .transpose()
-                .map_err(bad)?,
+            after: self.after,
             limit: limit.map(|l| l as usize),
         };
         Ok((query, format))
@@ -99,8 +99,10 @@ impl AccountingQuery {
 
 /// Ended apps' records — user, app, queue, project, memorySeconds,
 /// vcoreSeconds, gpuSeconds, containers run and failed, times, final
-/// status, credits — finished in [from, to), oldest first. A full page
-/// carries the cursor of the next (`next`; in CSV the X-Weft-Next header).
+/// status, credits — finished in [from, to), in the order they became
+/// final (a record that came late is never behind a cursor already given).
+/// A full page carries the cursor of the next (`next`; in CSV the
+/// X-Weft-Next header).
 #[utoipa::path(get, path = "/ws/v1/accounting", tag = "accounting", params(AccountingQuery),
     responses((status = 200, content((Page = "application/json"), (String = "text/csv"))),
         (status = 400, body = RemoteException), (status = 401, body = RemoteException),
@@ -120,10 +122,16 @@ pub async fn records(
         .map_err(|off| ApiError::refused(Refusal::Off, off))?;
     let page = match store {
         // Off the event loop: a page is up to 10,000 rows.
-        Some(store) => tokio::task::spawn_blocking(move || export::query(&store, &query))
-            .await
-            .map_err(|e| ApiError::internal(format!("the accounting read failed: {e}")))?
-            .map_err(|e| ApiError::internal(format!("accounting records unreadable: {e}")))?,
+        Some(store) => {
+            let _turn = READS
+                .acquire()
+                .await
+                .map_err(|e| ApiError::internal(format!("accounting reads closed: {e}")))?;
+            tokio::task::spawn_blocking(move || export::query(&store, &query))
+                .await
+                .map_err(|e| ApiError::internal(format!("the accounting read failed: {e}")))?
+                .map_err(|e| ApiError::internal(format!("accounting records unreadable: {e}")))?
+        }
         None => Page {
             records: Vec::new(),
             next: None,
@@ -141,10 +149,10 @@ fn csv(page: Page) -> Response {
         body.push_str(&export::csv_line(record));
     }
     let mut response = ([(header::CONTENT_TYPE, "text/csv; charset=utf-8")], body).into_response();
-    if let Some(next) = page.next
-        && let Ok(value) = HeaderValue::from_str(&next)
-    {
-        response.headers_mut().insert(NEXT_HEADER, value);
+    if let Some(next) = page.next {
+        response
+            .headers_mut()
+            .insert(NEXT_HEADER, HeaderValue::from(next));
     }
     response
 }

@@ -16,7 +16,7 @@ use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::quota::{ProjectQuota, UnitPrices};
 use crate::rm::ResourceManager;
-use crate::rm::budget::{Budgets, ProjectBudget, ProjectDetail};
+use crate::rm::budget::{Budgets, GRANTS_SHOWN, ProjectBudget, ProjectDetail};
 use crate::security::Caller;
 
 /// Every project's credits: `{"PROJECT": {"remaining": …, "total_used": …}}`,
@@ -57,12 +57,21 @@ pub async fn project(
     State(state): State<ApiState>,
     ApiPath(project): ApiPath<String>,
 ) -> Result<Json<ProjectDetail>, ApiError> {
-    Ok(Json(
-        state
-            .rm
-            .with(move |rm: &mut ResourceManager| rm.project_detail(&project))
-            .await??,
-    ))
+    let wanted = project.clone();
+    let (mut detail, store) = state
+        .rm
+        .with(move |rm: &mut ResourceManager| {
+            rm.project_detail(&wanted).map(|d| (d, rm.store().cloned()))
+        })
+        .await??;
+    if let Some(store) = store {
+        // Off the event loop: a query to the store.
+        detail.grants = tokio::task::spawn_blocking(move || store.grants(&project, GRANTS_SHOWN))
+            .await
+            .map_err(|e| ApiError::internal(format!("the grants read failed: {e}")))?
+            .map_err(|e| ApiError::internal(format!("grants unreadable: {e}")))?;
+    }
+    Ok(Json(detail))
 }
 
 /// What a grant adds.

@@ -215,9 +215,6 @@ pub fn run_accounting(command: AccountingCommand) -> anyhow::Result<()> {
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    if let ExportFormat::Csv = format {
-        out.write_all(export::csv_header().as_bytes())?;
-    }
     let mut base = format!("/ws/v1/accounting?format=json&limit={page_size}");
     for (name, value) in [
         ("from", &from),
@@ -229,14 +226,19 @@ pub fn run_accounting(command: AccountingCommand) -> anyhow::Result<()> {
             base.push_str(&format!("&{name}={}", encode(value)));
         }
     }
-    let mut after: Option<String> = None;
+    let mut after: Option<u64> = None;
     let mut count = 0usize;
     loop {
         let path = match &after {
-            Some(cursor) => format!("{base}&after={}", encode(cursor)),
+            Some(cursor) => format!("{base}&after={cursor}"),
             None => base.clone(),
         };
         let page = client.get(&path)?;
+        // The header once the server answered: a refusal leaves no file
+        // that looks like an empty export.
+        if count == 0 && after.is_none() && matches!(format, ExportFormat::Csv) {
+            out.write_all(export::csv_header().as_bytes())?;
+        }
         let records: Vec<AccountingRecord> = serde_json::from_value(page["records"].clone())
             .context("the server's accounting page is not a list of records")?;
         for record in &records {
@@ -249,8 +251,8 @@ pub fn run_accounting(command: AccountingCommand) -> anyhow::Result<()> {
             }
         }
         count += records.len();
-        match page["next"].as_str() {
-            Some(next) if !records.is_empty() => after = Some(next.to_string()),
+        match page["next"].as_u64() {
+            Some(next) if !records.is_empty() => after = Some(next),
             _ => break,
         }
     }

@@ -15,7 +15,7 @@ pub use event_log::EventLog;
 pub use ledger::{Charge, DailyKey, LedgerDelta, ProjectQuota, QuotaLedger, day_of};
 pub use service::{ChargedContainer, QuotaError, QuotaService, UnitPrices};
 
-use crate::policy::{CallError, PriceMultiplicators, PricingSlot, Usage, Utilization};
+use crate::policy::{CallError, PolicySlot, PriceMultiplicators, PricingSlot, Usage, Utilization};
 
 /// What the quota service needs from a pricing policy. The host's
 /// implementation is the [`PricingSlot`] (WASM, with fallback, checked);
@@ -27,6 +27,12 @@ pub trait Pricing {
         usage: &Usage,
         multiplicators: PriceMultiplicators,
     ) -> Result<Vec<f64>, CallError>;
+
+    /// Moves whenever what the policy answers may have changed (a load or
+    /// rollback), so answers can be kept until then; `None`: never keep.
+    fn generation(&self) -> Option<u64> {
+        None
+    }
 
     /// Whether a shadow policy wants to see the charges made (so the
     /// caller builds [`shadow_charge`](Self::shadow_charge)'s rows only then).
@@ -58,6 +64,10 @@ impl Pricing for PricingSlot {
         multiplicators: PriceMultiplicators,
     ) -> Result<Vec<f64>, CallError> {
         PricingSlot::charge(self, usage, multiplicators)
+    }
+
+    fn generation(&self) -> Option<u64> {
+        Some(PolicySlot::generation(self))
     }
 
     fn shadowing(&self) -> bool {

@@ -90,6 +90,10 @@ struct Owed {
     at_ms: u64,
 }
 
+/// What unit prices depend on: the multiplicators (as bits) and the
+/// pricing policy's generation.
+type PricesKey = (u64, u64, u64);
+
 /// Credits per second for one unit of each resource, at today's multiplicators.
 #[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
 pub struct UnitPrices {
@@ -116,6 +120,9 @@ pub struct QuotaService {
     burn: BurnRates,
     /// The projects the last flush charged (their burn is sampled then).
     charged_projects: Vec<String>,
+    /// The last unit prices asked of the policy, by (multiplicators, the
+    /// policy's generation): asking again would be a policy call per read.
+    unit_prices_cache: std::sync::Mutex<Option<(PricesKey, UnitPrices)>>,
     /// What changed since [`QuotaService::take_changes`]; `None`: nothing
     /// is stored (replay, simulation).
     changes: Option<QuotaChanges>,
@@ -179,6 +186,7 @@ impl QuotaService {
             app_credits: HashMap::new(),
             burn: BurnRates::default(),
             charged_projects: Vec::new(),
+            unit_prices_cache: Default::default(),
             changes: None,
         }
     }
@@ -520,6 +528,19 @@ impl QuotaService {
     /// What one second of one unit of each resource costs now, asked of the
     /// pricing policy itself so the answer is what would be charged.
     pub fn unit_prices(&self, pricing: &dyn Pricing) -> Result<UnitPrices, CallError> {
+        let key = pricing.generation().map(|generation| {
+            let m = self.multiplicators;
+            (m.general.to_bits(), m.gpu.to_bits(), generation)
+        });
+        let mut cache = self
+            .unit_prices_cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let (Some(key), Some((kept, prices))) = (key, cache.as_ref())
+            && key == *kept
+        {
+            return Ok(*prices);
+        }
         let usage = Usage {
             seconds: vec![1.0; 3],
             memory_mb: vec![0, self.settings.unit_memory_mb, 0],
@@ -527,11 +548,13 @@ impl QuotaService {
             gpus: vec![0, 0, u64::from(self.settings.unit_gpus)],
         };
         let prices = pricing.charge(&usage, self.multiplicators)?;
-        Ok(UnitPrices {
+        let prices = UnitPrices {
             vcore: prices[0],
             memory: prices[1],
             gpu: prices[2],
-        })
+        };
+        *cache = key.map(|key| (key, prices));
+        Ok(prices)
     }
 
     /// Gives `project` `credits` remaining.

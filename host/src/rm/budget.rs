@@ -51,7 +51,7 @@ pub struct ProjectDetail {
     #[serde(flatten)]
     pub budget: ProjectBudget,
     pub enforce: BudgetEnforcement,
-    /// The last 31 days with use, newest first.
+    /// The last 31 days with use, newest first (at most 10,000 rows).
     pub daily: Vec<DailyUse>,
     /// (ms since the epoch, total used) over the last hour, oldest first.
     pub history: Vec<UsedAt>,
@@ -76,7 +76,9 @@ pub struct UsedAt {
 /// Days of use a project's detail lists.
 const DAILY_DAYS: usize = 31;
 /// Grants a project's detail lists.
-const GRANTS_SHOWN: usize = 20;
+pub const GRANTS_SHOWN: usize = 20;
+/// The most (day, user) rows a project's detail lists.
+const MAX_DAILY_ROWS: usize = 10_000;
 
 impl ResourceManager {
     /// The enforcement in force: none while quota is off.
@@ -115,7 +117,7 @@ impl ResourceManager {
         {
             return Ok(());
         }
-        Err(RequestError::NotAllowed(format!(
+        Err(RequestError::OverBudget(format!(
             "project {project:?} has no credits left: balance {:.2} credits (weft.quota.budget.enforce = {}); an administrator can grant more (weft quota grant {project} CREDITS)",
             self.quota.ledger().remaining(project),
             enforce.as_str()
@@ -152,16 +154,36 @@ impl ResourceManager {
         if held.is_empty() {
             return false;
         }
-        let victims: Vec<String> = self
-            .cluster
-            .containers()
-            .filter(|c| {
-                self.cluster
-                    .app(&c.app)
-                    .is_some_and(|app| held.contains(&app.project))
-            })
-            .map(|c| c.id.clone())
-            .collect();
+        // Only the held projects' apps that run something, their running
+        // containers found in their own records (a walk over all
+        // containers only for an app whose records lost one).
+        let mut victims: Vec<String> = Vec::new();
+        let mut walk_all = false;
+        for app in self.cluster.active_apps().map(|i| &self.cluster.apps()[i]) {
+            if app.running_containers == 0 || !held.contains(&app.project) {
+                continue;
+            }
+            let before = victims.len();
+            victims.extend(
+                app.containers
+                    .iter()
+                    .filter(|record| record.finish_time_ms.is_none())
+                    .map(|record| record.id.clone()),
+            );
+            walk_all |= victims.len() - before < app.running_containers as usize;
+        }
+        if walk_all {
+            victims = self
+                .cluster
+                .containers()
+                .filter(|c| {
+                    self.cluster
+                        .app(&c.app)
+                        .is_some_and(|app| held.contains(&app.project))
+                })
+                .map(|c| c.id.clone())
+                .collect();
+        }
         if victims.is_empty() {
             return false;
         }
@@ -231,7 +253,7 @@ impl ResourceManager {
     pub fn budgets(&self) -> Budgets {
         let settings = self.quota.settings();
         Budgets {
-            enforce: settings.budget.enforce,
+            enforce: self.enforcing(),
             warn_credits: settings.budget.warn_credits,
             default_credits: settings.default_credits,
             projects: self
@@ -244,7 +266,8 @@ impl ResourceManager {
         }
     }
 
-    /// `project` in full. Reads its grants from the store (a small query).
+    /// `project` in full, but its grants (the store's: `Store::grants`,
+    /// read off the loop by the caller).
     pub fn project_detail(&self, project: &str) -> Result<ProjectDetail, RequestError> {
         crate::limits::name("project", project)?;
         let ledger = self.quota.ledger();
@@ -253,11 +276,20 @@ impl ResourceManager {
                 "no project {project:?}: never charged nor granted, and not in the projects file"
             )));
         }
+        // The last 31 days' rows only (days are UTC dates, so they compare
+        // as text); at most MAX_DAILY_ROWS of them.
+        let since = crate::quota::day_of(
+            self.now()
+                .saturating_sub(DAILY_DAYS as u64 * 86_400_000)
+                .saturating_add(86_400_000),
+        );
         let start: DailyKey = (project.to_string(), String::new(), String::new());
         let mut daily: Vec<DailyUse> = ledger
             .daily()
             .range(start..)
             .take_while(|((p, _, _), _)| p == project)
+            .filter(|((_, _, day), _)| *day >= since)
+            .take(MAX_DAILY_ROWS)
             .map(|((_, user, day), credits)| DailyUse {
                 day: day.clone(),
                 user: user.clone(),
@@ -265,22 +297,6 @@ impl ResourceManager {
             })
             .collect();
         daily.sort_by(|a, b| b.day.cmp(&a.day).then_with(|| a.user.cmp(&b.user)));
-        let mut days = 0;
-        let mut previous: Option<String> = None;
-        daily.retain(|row| {
-            if previous.as_deref() != Some(row.day.as_str()) {
-                days += 1;
-                previous = Some(row.day.clone());
-            }
-            days <= DAILY_DAYS
-        });
-        let grants = match &self.store {
-            Some(store) => store.grants(project, GRANTS_SHOWN).unwrap_or_else(|error| {
-                tracing::warn!(%error, project, "grants not read from the store");
-                Vec::new()
-            }),
-            None => Vec::new(),
-        };
         Ok(ProjectDetail {
             budget: self.project_budget(project),
             enforce: self.enforcing(),
@@ -292,7 +308,8 @@ impl ResourceManager {
                 .into_iter()
                 .map(|(at_ms, total_used)| UsedAt { at_ms, total_used })
                 .collect(),
-            grants,
+            // Read from the store by the caller, off the event loop.
+            grants: Vec::new(),
         })
     }
 

@@ -428,6 +428,11 @@ impl ResourceManager {
         Ok(self.store.clone())
     }
 
+    /// The store, if there is one (reads off the loop use a clone).
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_ref()
+    }
+
     pub fn reservations(&self) -> &ReservationService {
         &self.reservations
     }

@@ -36,13 +36,17 @@ pub enum RequestError {
     /// It clashes with what is there now.
     #[error("{0}")]
     Conflict(String),
+    /// Its project has no credits left (`weft.quota.budget.enforce`): not
+    /// allowed, as things stand.
+    #[error("{0}")]
+    OverBudget(String),
 }
 
 impl RequestError {
     pub fn kind(&self) -> Refusal {
         match self {
             RequestError::Invalid(_) => Refusal::Invalid,
-            RequestError::NotAllowed(_) => Refusal::NotAllowed,
+            RequestError::NotAllowed(_) | RequestError::OverBudget(_) => Refusal::NotAllowed,
             RequestError::Unknown(_) => Refusal::Unknown,
             RequestError::Conflict(_) => Refusal::Conflict,
         }

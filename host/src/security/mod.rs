@@ -226,8 +226,6 @@ impl Security {
         }
     }
 
-    /// With a projects file, an app may be charged only to a project its
-    /// submitter belongs to.
     /// Whether `project` may be charged at all: listed in the projects
     /// file, or any project when there is none.
     pub fn project_exists(&self, project: &str) -> bool {
@@ -236,6 +234,8 @@ impl Security {
             .is_none_or(|projects| projects.lists(project))
     }
 
+    /// With a projects file, an app may be charged only to a project its
+    /// submitter belongs to.
     pub fn check_project(&self, caller: &Caller, project: &str) -> Result<(), String> {
         let Some(projects) = &self.projects else {
             return Ok(());

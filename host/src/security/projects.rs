@@ -62,12 +62,12 @@ impl Projects {
         })
     }
 
-    /// The projects `user` may charge, for the refusal's message.
     /// Whether the file lists `project`.
     pub fn lists(&self, project: &str) -> bool {
         self.members.contains_key(project)
     }
 
+    /// The projects `user` may charge, for the refusal's message.
     pub fn of(&self, user: &str, groups: &BTreeSet<String>) -> Vec<&str> {
         self.members
             .keys()

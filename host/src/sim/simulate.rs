@@ -227,6 +227,16 @@ pub struct Summary {
     /// Each reservation: admitted or refused (why), and how its apps did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reservations: Vec<ReservationOutcome>,
+    /// Apps refused at submission because their project had no credits
+    /// left (`weft.quota.budget.enforce`), and the first refusal.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub apps_refused_over_budget: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_budget_refusal: Option<String>,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -734,6 +744,8 @@ fn simulate(
         credits: BTreeMap::new(),
         policies: BTreeMap::new(),
         reservations: Vec::new(),
+        apps_refused_over_budget: 0,
+        first_budget_refusal: None,
     };
     let mut next_app = 0;
     let mut idle = Idle::default();
@@ -813,9 +825,17 @@ fn simulate(
             };
             // The use case the API runs, as the app's own user.
             let caller = rm.security().caller(&app.user);
-            let submitted = rm
-                .submit_app(&caller, request, "simulate")
-                .map_err(|e| anyhow::anyhow!("app {} of the scenario: {e}", next_app + 1))?;
+            let submitted = match rm.submit_app(&caller, request, "simulate") {
+                Ok(submitted) => submitted,
+                // A project out of credits is an outcome, not a broken scenario.
+                Err(crate::rm::requests::RequestError::OverBudget(why)) => {
+                    summary.apps_refused_over_budget += 1;
+                    summary.first_budget_refusal.get_or_insert(why);
+                    next_app += 1;
+                    continue;
+                }
+                Err(e) => anyhow::bail!("app {} of the scenario: {e}", next_app + 1),
+            };
             if let Some(name) = &app.reservation {
                 reserved_apps.push((submitted.id.clone(), name.clone()));
             }

@@ -110,9 +110,14 @@ pub const MIGRATIONS: &[Migration] = &[
                 project TEXT NOT NULL,
                 \"user\" TEXT NOT NULL,
                 is_final {int} NOT NULL,
+                final_seq {int},
                 record TEXT NOT NULL
             );
-            CREATE INDEX accounting_by_time ON accounting (is_final, finished_ms, app_id);
+            CREATE UNIQUE INDEX accounting_by_seq ON accounting (final_seq);
+            CREATE INDEX accounting_by_project ON accounting (project, final_seq);
+            CREATE INDEX accounting_by_user ON accounting (\"user\", final_seq);
+            CREATE INDEX accounting_by_time ON accounting (finished_ms);
+            CREATE INDEX accounting_pending ON accounting (is_final);
             CREATE TABLE quota_grant (
                 seq {int} PRIMARY KEY,
                 project TEXT NOT NULL,

@@ -537,12 +537,14 @@ impl Store {
         self.texts("SELECT record FROM owed_usage ORDER BY seq", "an owed row")
     }
 
-    /// Final accounting records (JSON) in `range`, by finish time then app id.
-    pub fn accounting(&self, range: &AccountingRange) -> Result<Vec<String>, StoreError> {
+    /// Final accounting records (JSON) in `range`, in the order they
+    /// became final.
+    /// Each as (its number, the record).
+    pub fn accounting(&self, range: &AccountingRange) -> Result<Vec<(u64, String)>, StoreError> {
         let mut sql = String::from(
-            "SELECT record FROM accounting WHERE is_final = 1 AND finished_ms >= ?1 AND finished_ms < ?2",
+            "SELECT final_seq, record FROM accounting WHERE final_seq > ?1 AND finished_ms >= ?2 AND finished_ms < ?3",
         );
-        let mut params: Vec<Value> = vec![range.from.into(), range.to.into()];
+        let mut params: Vec<Value> = vec![range.after.into(), range.from.into(), range.to.into()];
         // Each condition's `#` is its parameter's number.
         let mut condition = |sql: &mut String, text: &str, value: Value| {
             params.push(value);
@@ -554,16 +556,26 @@ impl Store {
         if let Some(user) = &range.user {
             condition(&mut sql, " AND \"user\" = #", user.as_str().into());
         }
-        if let Some((finished, app)) = &range.after {
-            condition(&mut sql, " AND (finished_ms > #", (*finished).into());
-            condition(&mut sql, " OR (finished_ms = #", (*finished).into());
-            condition(&mut sql, " AND app_id > #))", app.as_str().into());
-        }
-        sql.push_str(&format!(
-            " ORDER BY finished_ms, app_id LIMIT {}",
-            range.limit
-        ));
-        self.texts_with(&sql, &params, "an accounting row")
+        sql.push_str(&format!(" ORDER BY final_seq LIMIT {}", range.limit));
+        self.query(&sql, &params)?
+            .into_iter()
+            .map(|row| match <[Value; 2]>::try_from(row) {
+                Ok([seq, Value::Text(record)]) if seq.as_u64().is_some() => {
+                    Ok((seq.as_u64().unwrap_or(0), record))
+                }
+                _ => Err(self.corrupt("an accounting row", "not (number, text)")),
+            })
+            .collect()
+    }
+
+    /// The number of the last accounting record made final (0: none).
+    pub fn last_accounting_seq(&self) -> Result<u64, StoreError> {
+        let rows = self.query("SELECT MAX(final_seq) FROM accounting", &[])?;
+        Ok(rows
+            .first()
+            .and_then(|row| row.first())
+            .and_then(Value::as_u64)
+            .unwrap_or(0))
     }
 
     /// Accounting records still waiting for charges (JSON).
@@ -633,14 +645,14 @@ impl Store {
 pub const GRANT_COUNTER: &str = "quota-grant";
 
 /// Which accounting records to read: finished in `[from, to)`, of a
-/// project, of a user, after a record (finish time, app id), at most `limit`.
+/// project, of a user, made final after number `after`, at most `limit`.
 #[derive(Debug, Clone, Default)]
 pub struct AccountingRange {
     pub from: u64,
     pub to: u64,
     pub project: Option<String>,
     pub user: Option<String>,
-    pub after: Option<(u64, String)>,
+    pub after: u64,
     pub limit: usize,
 }
 
@@ -816,28 +828,31 @@ impl Batch {
         }
     }
 
-    /// An app's accounting record, pending or `final`.
+    /// An app's accounting record: pending (`final_seq` none), or final as
+    /// the `final_seq`th.
     pub fn put_accounting(
         &mut self,
         app_id: &str,
         finished_ms: u64,
         project: &str,
         user: &str,
-        is_final: bool,
+        final_seq: Option<u64>,
         record: String,
     ) {
         self.push(
-            "INSERT INTO accounting (app_id, finished_ms, project, \"user\", is_final, record)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            "INSERT INTO accounting (app_id, finished_ms, project, \"user\", is_final, final_seq, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT (app_id) DO UPDATE SET finished_ms = excluded.finished_ms,
                  project = excluded.project, \"user\" = excluded.\"user\",
-                 is_final = excluded.is_final, record = excluded.record",
+                 is_final = excluded.is_final, final_seq = excluded.final_seq,
+                 record = excluded.record",
             vec![
                 app_id.into(),
                 finished_ms.into(),
                 project.into(),
                 user.into(),
-                Value::Int(i64::from(is_final)),
+                Value::Int(i64::from(final_seq.is_some())),
+                final_seq.into(),
                 record.into(),
             ],
         );
@@ -846,7 +861,9 @@ impl Batch {
     /// Grant number `seq` (and the counter of grants, in the same commit).
     pub fn put_grant(&mut self, seq: u64, project: &str, at_ms: u64, credits: f64, by: &str) {
         self.push(
-            "INSERT INTO quota_grant (seq, project, at_ms, credits, granted_by) VALUES (?1, ?2, ?3, ?4, ?5)",
+            // A failed commit is written again with the next: once.
+            "INSERT INTO quota_grant (seq, project, at_ms, credits, granted_by) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (seq) DO NOTHING",
             vec![
                 seq.into(),
                 project.into(),
