@@ -148,6 +148,19 @@ impl Events {
 #[test]
 fn live_events_carry_each_endpoints_body_and_a_price_change_across_a_hot_swap() {
     let server = Server::start(&["--sim-nodes", "1x8192mb,8vcores"]);
+    // Streams dropped as soon as they open (a reloaded tab) leave the
+    // sampler running for the next.
+    for _ in 0..10 {
+        let address = server.base.trim_start_matches("http://");
+        let mut stream = TcpStream::connect(address).unwrap();
+        write!(
+            stream,
+            "GET /ws/v1/events HTTP/1.0\r\nhost: {address}\r\n\r\n"
+        )
+        .unwrap();
+        drop(stream);
+    }
+    std::thread::sleep(Duration::from_millis(700));
     let mut events = Events::open(&server.base);
     let mut opening = std::collections::BTreeMap::new();
     while opening.len() < 7 {

@@ -15,6 +15,15 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
+    if let Some(refusal) = cross_site_change(&request) {
+        metrics()
+            .requests_refused
+            .get_or_create(&WhatLabels {
+                what: "cross-site".into(),
+            })
+            .inc();
+        return refusal.into_response();
+    }
     // The API's description and the web UI's files are public, as a
     // login page is (the page then asks the API with credentials).
     let path = request.uri().path();
@@ -59,5 +68,75 @@ pub async fn authenticate(
                 .inc();
             refusal.into_response()
         }
+    }
+}
+
+/// A request that would change something, sent by a browser from another
+/// site (a page the user happens to visit posting to this server: in
+/// simple mode that is anyone, administrators included). Browsers say
+/// where a request comes from (`Origin`, `Sec-Fetch-Site`); the CLI,
+/// agents and YARN clients send neither and are unaffected.
+fn cross_site_change(request: &Request) -> Option<ApiError> {
+    use axum::http::Method;
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        return None;
+    }
+    let headers = request.headers();
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if text("sec-fetch-site").is_some_and(|site| site.eq_ignore_ascii_case("cross-site")) {
+        return Some(ApiError::forbidden(
+            "a cross-site request from a browser may not change anything here",
+        ));
+    }
+    let origin = text("origin")?;
+    let host = text("host").unwrap_or_default();
+    // `Origin` is scheme://host[:port]; the request's own Host must match.
+    let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+    if origin_host.eq_ignore_ascii_case(host) {
+        return None;
+    }
+    Some(ApiError::forbidden(format!(
+        "a request from the page at {} may not change anything on {}: cross-site requests are refused",
+        crate::limits::cut(origin, 100),
+        crate::limits::cut(host, 100)
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: &str, headers: &[(&str, &str)]) -> Request {
+        let mut builder = Request::builder().method(method).uri("/ws/v1/cluster/apps");
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(axum::body::Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn browsers_from_other_sites_may_read_but_not_change() {
+        let host = ("host", "127.0.0.1:8088");
+        // The CLI and agents: no Origin.
+        assert!(cross_site_change(&request("POST", &[host])).is_none());
+        // The web UI itself.
+        let own = ("origin", "http://127.0.0.1:8088");
+        assert!(cross_site_change(&request("POST", &[host, own])).is_none());
+        // Another site's page, however it dresses the request.
+        let other = ("origin", "http://localhost:18765");
+        assert!(cross_site_change(&request("POST", &[host, other])).is_some());
+        assert!(cross_site_change(&request("PUT", &[host, ("origin", "null")])).is_some());
+        assert!(
+            cross_site_change(&request(
+                "DELETE",
+                &[host, ("sec-fetch-site", "cross-site")]
+            ))
+            .is_some()
+        );
+        // Reads are left to the browser's own rules (CORS).
+        assert!(cross_site_change(&request("GET", &[host, other])).is_none());
     }
 }

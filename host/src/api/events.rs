@@ -5,9 +5,13 @@
 //! whenever it changed.
 //!
 //! One sampler serves every stream: while at least one is open it builds
-//! each topic's body twice a second and broadcasts only the changed ones,
-//! so a page costs the server nothing per viewer but a send. A policy hot
-//! swap is just another change (the policies and prices topics).
+//! each topic's body twice a second and broadcasts those that changed, so
+//! a page costs the server nothing per viewer but a send. (Running apps'
+//! elapsed time and the policies' call counts change at nearly every
+//! sample, so those topics go out about twice a second.) A policy hot
+//! swap is just another change (the policies and prices topics). A
+//! connection is closed after `weft.http.idle-timeout-ms` without a byte
+//! from the client, streams too: the page opens the next at once.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -137,18 +141,30 @@ pub async fn sample(state: &ApiState) -> Vec<TopicBody> {
 }
 
 /// Samples while any stream is open, then stops (the next stream starts
-/// it again).
+/// it again). The first sample goes out at once.
 async fn run_sampler(state: ApiState) {
     let live = state.live.clone();
+    // Should this task end otherwise (a panic), the next stream starts
+    // another.
+    struct Panicked(Option<Arc<Live>>);
+    impl Drop for Panicked {
+        fn drop(&mut self) {
+            if let Some(live) = &self.0 {
+                live.sampling.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+    let mut panicked = Panicked(Some(live.clone()));
     loop {
-        tokio::time::sleep(SAMPLE_EVERY).await;
         let bodies = sample(&state).await;
         live.publish(bodies);
+        tokio::time::sleep(SAMPLE_EVERY).await;
         if live.sender.receiver_count() == 0 {
             live.sampling.store(false, Ordering::SeqCst);
-            // A stream that opened just now saw the sampler running:
-            // carry on for it.
+            // A stream that opened just now saw this sampler running:
+            // carry on for it (unless it started another).
             if live.sender.receiver_count() == 0 || live.sampling.swap(true, Ordering::SeqCst) {
+                panicked.0 = None;
                 return;
             }
         }
@@ -160,8 +176,10 @@ async fn run_sampler(state: ApiState) {
 /// scheduler: /ws/v1/cluster/scheduler; apps: /ws/v1/cluster/apps; nodes:
 /// /ws/v1/cluster/nodes; prices: /ws/v1/quota/prices; budgets:
 /// /ws/v1/quota/budgets; policies: /ws/v1/policies). Every topic comes
-/// once when the stream opens, then again whenever it changed; a comment
-/// every 15 s keeps an idle stream alive. At most 64 streams at once.
+/// once when the stream opens, then again whenever it changed (a comment
+/// every 15 s when nothing did). At most 64 streams at once; a stream ends
+/// after `weft.http.idle-timeout-ms` (the client sends nothing), and the
+/// page reopens it.
 #[utoipa::path(get, path = "/ws/v1/events", tag = "cluster",
     responses((status = 200, description = "an endless text/event-stream", content_type = "text/event-stream", body = String),
         (status = 401, body = RemoteException),
@@ -175,14 +193,16 @@ pub async fn events(
             "{MAX_STREAMS} event streams are open already; try again later"
         ))
     })?;
+    // Subscribed before the sampler is looked at (a sampler about to stop
+    // sees this stream) and before the latest are read (a change in
+    // between comes twice, harmless; none is missed). Nothing here awaits:
+    // a client gone early leaves nothing half done.
+    let receiver = live.sender.subscribe();
     if !live.sampling.swap(true, Ordering::SeqCst) {
-        // The first stream: the latest bodies may be old or missing.
-        live.publish(sample(&state).await);
+        // The first stream: the sampler's first bodies come at once, and
+        // the latest ones, perhaps old, open the stream meanwhile.
         tokio::spawn(run_sampler(state.clone()));
     }
-    // Subscribed before the latest are read: a change in between comes
-    // twice (harmless), none is missed.
-    let receiver = live.sender.subscribe();
     let opening = stream::iter(live.latest());
     let changes = stream::unfold(
         (receiver, live, permit),

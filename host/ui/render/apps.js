@@ -69,21 +69,30 @@ export function mountApps(body) {
     draw();
   }
 
-  /** Diagnoses follow the latest list, at most one pass per DIAGNOSE_GAP_MS. */
+  /** What the diagnoses depend on: which apps wait, for how many containers,
+   *  and what runs (not running apps' clocks, which tick every update). */
+  const waitingKey = (data) => JSON.stringify((data.apps?.app ?? [])
+    .filter((app) => !ENDED.has(app.state))
+    .map((app) => [app.id, app.pendingContainers, app.runningContainers]));
+  let diagnosedFor = null;
+
+  /** Diagnoses follow the list when what they depend on changed, at most
+   *  one pass per DIAGNOSE_GAP_MS. */
   async function diagnoseLatest() {
-    let seen;
-    do {
-      seen = latest;
+    while (waitingKey(latest) !== diagnosedFor) {
+      diagnosedFor = waitingKey(latest);
       const started = Date.now();
-      await diagnose(seen.apps?.app ?? []);
+      await diagnose(latest.apps?.app ?? []);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, DIAGNOSE_GAP_MS - (Date.now() - started))));
-    } while (seen !== latest);
+    }
   }
 
   return function update(data) {
     latest = data;
     draw();
-    fetching ??= diagnoseLatest().finally(() => { fetching = null; });
+    if (waitingKey(data) !== diagnosedFor) {
+      fetching ??= diagnoseLatest().finally(() => { fetching = null; });
+    }
   };
 }
 

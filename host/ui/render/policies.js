@@ -49,13 +49,15 @@ function policyInfo(key, status) {
   ].filter(Boolean);
 }
 
-/** Calls, fallbacks and latency: shown when the slot reports them. */
+/** Calls, failures, fallbacks and latency of the kind (every version
+ *  since the server started): shown when the slot reports them. */
 function callFigures(f, status) {
   const parts = [];
   if (status.stats) {
-    parts.push('calls ', f(['stats', 'calls'], count), ' · p99 ', f(['stats', 'p99_ns'], nanos),
+    parts.push('since start: calls ', f(['stats', 'calls'], count), ' · p99 ', f(['stats', 'p99_ns'], nanos),
       ' · mean ', f(['stats', 'mean_ns'], nanos));
   }
+  if (status.failures !== undefined) parts.push(parts.length ? ' · ' : '', 'failures ', f('failures', count));
   if (status.fallbacks !== undefined) parts.push(parts.length ? ' · ' : '', 'fallbacks ', f('fallbacks', count));
   return parts.length ? el('p', { class: 'facts-line' }, parts) : null;
 }

@@ -56,7 +56,13 @@ export function mountAppPage(outlet, id) {
       asks(src, app.asks ?? []));
     await loadContainers(src, app.id, containers.body, log);
   }
-  return reloadOn(['apps'], load);
+  // Reloaded when this app's counts or state change, not at each tick of
+  // its elapsed time.
+  return reloadOn(['apps'], load, (_, body) => {
+    const app = body?.apps?.app?.find((a) => a.id === id);
+    return app ? [app.state, app.runningContainers, app.pendingContainers,
+      app.finishedContainers, app.credits] : null;
+  });
 }
 
 function asks(src, list) {

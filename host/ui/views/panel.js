@@ -24,8 +24,9 @@ export function follow(topic, body, draw) {
 }
 
 /** A detail page's own data: load() now and again whenever one of `topics`
- *  changes, never two at once. Returns the function that stops it. */
-export function reloadOn(topics, load) {
+ *  changes (with `key`, whenever what it picks out of the topic changed),
+ *  never two at once. Returns the function that stops it. */
+export function reloadOn(topics, load, key = null) {
   let running = null;
   let again = false;
   const run = () => {
@@ -42,7 +43,18 @@ export function reloadOn(topics, load) {
     });
   };
   run();
-  const stops = topics.map((topic) => subscribe(topic, run, { now: false }));
+  // Only when what `key` picks out of a topic changed (not at every
+  // tick of running apps' clocks).
+  const seen = new Map();
+  const onTopic = (topic) => (body) => {
+    if (key) {
+      const picked = JSON.stringify(key(topic, body) ?? null);
+      if (seen.get(topic) === picked) return;
+      seen.set(topic, picked);
+    }
+    run();
+  };
+  const stops = topics.map((topic) => subscribe(topic, onTopic(topic), { now: false }));
   return () => stops.forEach((stop) => stop());
 }
 
