@@ -7,17 +7,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Server, weft};
-
-fn run(args: &[&str]) -> String {
-    let output = weft(args);
-    assert!(
-        output.status.success(),
-        "weft {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use crate::support::{Server, weft, weft_stdout};
 
 /// An app of `count` 1 GB, 1 vcore containers of `duration_ms` for `project`.
 fn app(project: &str, count: u32, duration_ms: u64) -> Value {
@@ -151,7 +141,7 @@ fn refuse_new_holds_a_project_at_zero_until_a_grant_and_accounting_matches_the_l
         metrics.contains("weft_project_budget_low{project=\"p1\"} 1"),
         "{metrics}"
     );
-    let table = run(&["quota", "list", "--server", &server.base]);
+    let table = weft_stdout(&["quota", "list", "--server", &server.base]);
     let row = table
         .lines()
         .find(|l| l.starts_with("p1 "))
@@ -204,7 +194,7 @@ fn refuse_new_holds_a_project_at_zero_until_a_grant_and_accounting_matches_the_l
     );
 
     // The CLI's export, a page at a time, is the API's CSV; JSON lines too.
-    let exported = run(&[
+    let exported = weft_stdout(&[
         "accounting",
         "export",
         "--project",
@@ -217,7 +207,7 @@ fn refuse_new_holds_a_project_at_zero_until_a_grant_and_accounting_matches_the_l
         "admin",
     ]);
     assert_eq!(exported, csv);
-    let lines = run(&[
+    let lines = weft_stdout(&[
         "accounting",
         "export",
         "--format",
@@ -268,7 +258,7 @@ fn refuse_new_holds_a_project_at_zero_until_a_grant_and_accounting_matches_the_l
     assert!(later["records"].as_array().unwrap().is_empty());
 
     // `quota show`: the balance, the day's use, the grants.
-    let shown = run(&["quota", "show", "p1", "--server", &server.base]);
+    let shown = weft_stdout(&["quota", "show", "p1", "--server", &server.base]);
     assert!(
         shown.contains("1000.00") && shown.contains("3.00") && shown.contains("admin"),
         "{shown}"

@@ -4,17 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::{Server, weft};
-
-fn run(args: &[&str]) -> String {
-    let output = weft(args);
-    assert!(
-        output.status.success(),
-        "weft {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use crate::support::{Server, weft_stdout};
 
 /// The row of the table whose first column is `name`, split into columns.
 fn row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
@@ -42,7 +32,7 @@ fn queue_and_node_tables_show_what_the_api_reports() {
         b["scheduler"]["schedulerInfo"]["resourcesUsed"]["memory"] == 1024
     });
 
-    let table = run(&["queue", "list", "--server", &server.base]);
+    let table = weft_stdout(&["queue", "list", "--server", &server.base]);
     let (_, scheduler) = server.get("/ws/v1/cluster/scheduler");
     let root = &scheduler["scheduler"]["schedulerInfo"];
     let batch = root["queues"]["queue"]
@@ -66,12 +56,18 @@ fn queue_and_node_tables_show_what_the_api_reports() {
         "children are indented: {table}"
     );
 
-    let json: Value =
-        serde_json::from_str(&run(&["queue", "list", "--json", "--server", &server.base])).unwrap();
+    let json: Value = serde_json::from_str(&weft_stdout(&[
+        "queue",
+        "list",
+        "--json",
+        "--server",
+        &server.base,
+    ]))
+    .unwrap();
     assert_eq!(json["queueName"], "root");
     assert_eq!(json["queues"], root["queues"]);
 
-    let table = run(&["node", "list", "--server", &server.base]);
+    let table = weft_stdout(&["node", "list", "--server", &server.base]);
     let columns = row(&table, "sim-0001:8041");
     assert_eq!(columns[1], "RUNNING", "{table}");
     let (_, nodes) = server.get("/ws/v1/cluster/nodes");

@@ -47,6 +47,17 @@ pub fn weft(args: &[&str]) -> Output {
         .expect("the weft binary runs")
 }
 
+/// Runs `weft ARGS`, which must succeed; its standard output.
+pub fn weft_stdout(args: &[&str]) -> String {
+    let output = weft(args);
+    assert!(
+        output.status.success(),
+        "weft {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// Runs `weft ARGS` to completion, or kills it and fails the test after
 /// `limit`: for runs that must finish, so a regression fails rather than
 /// hangs the suite. Not a timing assertion: give it a generous limit.

@@ -108,35 +108,24 @@ async fn body_of(answer: impl IntoResponse) -> String {
 /// Every topic's body now, built by its endpoint's own handler.
 pub async fn sample(state: &ApiState) -> Vec<TopicBody> {
     let s = || axum::extract::State(state.clone());
+    let topic = |topic, json| TopicBody { topic, json };
     vec![
-        TopicBody {
-            topic: "metrics",
-            json: body_of(cluster::cluster_metrics(s()).await).await,
-        },
-        TopicBody {
-            topic: "scheduler",
-            json: body_of(scheduler::scheduler(s()).await).await,
-        },
-        TopicBody {
-            topic: "apps",
-            json: body_of(cluster::apps(s(), ApiQuery(Default::default())).await).await,
-        },
-        TopicBody {
-            topic: "nodes",
-            json: body_of(cluster::nodes(s(), ApiQuery(Default::default())).await).await,
-        },
-        TopicBody {
-            topic: "prices",
-            json: body_of(quota::prices(s()).await).await,
-        },
-        TopicBody {
-            topic: "budgets",
-            json: body_of(quota::budgets(s()).await).await,
-        },
-        TopicBody {
-            topic: "policies",
-            json: body_of(policies::list(s()).await).await,
-        },
+        topic(
+            "metrics",
+            body_of(cluster::cluster_metrics(s()).await).await,
+        ),
+        topic("scheduler", body_of(scheduler::scheduler(s()).await).await),
+        topic(
+            "apps",
+            body_of(cluster::apps(s(), ApiQuery(Default::default())).await).await,
+        ),
+        topic(
+            "nodes",
+            body_of(cluster::nodes(s(), ApiQuery(Default::default())).await).await,
+        ),
+        topic("prices", body_of(quota::prices(s()).await).await),
+        topic("budgets", body_of(quota::budgets(s()).await).await),
+        topic("policies", body_of(policies::list(s()).await).await),
     ]
 }
 
