@@ -51,9 +51,8 @@ pub fn run(command: TokenCommand) -> anyhow::Result<()> {
     match command {
         TokenCommand::Create { user, file } => {
             let path = file.path()?;
-            let mut tokens = TokensFile::read(&path).map_err(anyhow::Error::msg)?;
-            let token = tokens.create(&user).map_err(anyhow::Error::msg)?;
-            tokens.write(&path).map_err(anyhow::Error::msg)?;
+            let token = TokensFile::update(&path, |tokens| tokens.create(&user))
+                .map_err(anyhow::Error::msg)?;
             // The token on stdout, alone, for scripts; what it is on stderr.
             println!("{token}");
             eprintln!(
@@ -63,9 +62,8 @@ pub fn run(command: TokenCommand) -> anyhow::Result<()> {
         }
         TokenCommand::Revoke { user, file } => {
             let path = file.path()?;
-            let mut tokens = TokensFile::read(&path).map_err(anyhow::Error::msg)?;
-            let removed = tokens.revoke(&user);
-            tokens.write(&path).map_err(anyhow::Error::msg)?;
+            let removed = TokensFile::update(&path, |tokens| Ok(tokens.revoke(&user)))
+                .map_err(anyhow::Error::msg)?;
             eprintln!("{removed} token(s) of {user} revoked in {}", path.display());
         }
     }

@@ -469,9 +469,7 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokens.toml");
-        let mut file = TokensFile::default();
-        let token = file.create("alice").unwrap();
-        file.write(&path).unwrap();
+        let token = TokensFile::update(&path, |file| file.create("alice")).unwrap();
         let tokens = Authenticator::Token(TokenVerifier::open(path).unwrap());
         let bearer = format!("Bearer {token}");
         assert_eq!(

@@ -12,6 +12,7 @@
 //! to a typo.
 
 use std::collections::HashMap;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -62,27 +63,68 @@ impl TokensFile {
         toml::from_str(&text).map_err(|e| format!("tokens file {}: {e}", path.display()))
     }
 
-    /// Writes the file whole: a temporary file, then a rename, so a reader
-    /// never sees half of it. Only its owner may read it.
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    /// Reads the file, changes it with `change` and writes it back whole,
+    /// all under an exclusive lock on `PATH.lock`: two `weft token`
+    /// commands at once each see the other's change, so no creation or
+    /// revocation is lost. Nothing is written if `change` fails.
+    pub fn update<T>(
+        path: &Path,
+        change: impl FnOnce(&mut TokensFile) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        // Missing dirs are made private: by default this is the data dir.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let mut lock_name = path.file_name().unwrap_or_default().to_owned();
+        lock_name.push(".lock");
+        let lock_path = path.with_file_name(lock_name);
+        let lock_file = crate::private_files::open(&lock_path).map_err(|e| e.to_string())?;
+        let _lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, errno)| format!("cannot lock {}: {errno}", lock_path.display()))?;
+        let mut file = TokensFile::read(path)?;
+        let answer = change(&mut file)?;
+        file.write(path)?;
+        Ok(answer)
+    }
+
+    /// Writes the file whole: a temporary file of a name no other writer
+    /// uses, then a rename, so a reader never sees half of it. Only its
+    /// owner may read it. Call it under [`TokensFile::update`]'s lock.
+    fn write(&self, path: &Path) -> Result<(), String> {
         let text = toml::to_string(self).map_err(|e| format!("cannot encode tokens: {e}"))?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        }
-        let temporary = path.with_extension("toml.new");
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random)
+            .map_err(|e| format!("the system has no random source: {e}"))?;
+        let mut temporary = path.file_name().unwrap_or_default().to_owned();
+        temporary.push(format!(
+            ".{}.{}.new",
+            std::process::id(),
+            hex::encode(random)
+        ));
+        let temporary = path.with_file_name(temporary);
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
             .open(&temporary)
-            .map_err(|e| format!("cannot write {}: {e}", temporary.display()))?;
-        std::io::Write::write_all(&mut file, text.as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| format!("cannot write {}: {e}", temporary.display()))?;
-        std::fs::rename(&temporary, path)
-            .map_err(|e| format!("cannot replace {}: {e}", path.display()))
+            .and_then(|mut file| {
+                std::io::Write::write_all(&mut file, text.as_bytes())?;
+                file.sync_all()
+            });
+        if let Err(error) = written {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(format!("cannot write {}: {error}", temporary.display()));
+        }
+        std::fs::rename(&temporary, path).map_err(|e| {
+            let _ = std::fs::remove_file(&temporary);
+            format!("cannot replace {}: {e}", path.display())
+        })
     }
 
     /// Adds a new random token for `user` and returns it (the only time it
@@ -126,8 +168,8 @@ pub struct TokenVerifier {
 #[derive(Debug)]
 struct Loaded {
     users: HashMap<String, String>,
-    /// What the file looked like when read: (modified, length).
-    stamp: Option<(SystemTime, u64)>,
+    /// What the file looked like when read.
+    stamp: Option<Stamp>,
     checked: Instant,
 }
 
@@ -184,9 +226,19 @@ fn users_of(file: &TokensFile) -> HashMap<String, String> {
         .collect()
 }
 
-fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+/// What tells one version of the file from another: every write is a new
+/// file renamed into place (a new inode), so two writes within one tick of
+/// the clock, of one length, still differ.
+type Stamp = (u64, u64, SystemTime, u64);
+
+fn stamp(path: &Path) -> Option<Stamp> {
     let metadata = std::fs::metadata(path).ok()?;
-    Some((metadata.modified().ok()?, metadata.len()))
+    Some((
+        metadata.dev(),
+        metadata.ino(),
+        metadata.modified().ok()?,
+        metadata.len(),
+    ))
 }
 
 #[cfg(test)]
@@ -215,9 +267,10 @@ mod tests {
     fn a_file_that_stops_reading_takes_every_token_away() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokens.toml");
-        let mut file = TokensFile::default();
-        let (alice, bob) = (file.create("alice").unwrap(), file.create("bob").unwrap());
-        file.write(&path).unwrap();
+        let (alice, bob) = TokensFile::update(&path, |file| {
+            Ok((file.create("alice")?, file.create("bob")?))
+        })
+        .unwrap();
         let mut verifier = TokenVerifier::open(path.clone()).unwrap();
         verifier.recheck = Duration::ZERO;
         // A revocation with a typo in the same edit must not leave bob in.
@@ -225,7 +278,12 @@ mod tests {
         assert_eq!(verifier.user_of(&bob), None);
         assert_eq!(verifier.user_of(&alice), None);
         // Fixed, it reads again.
-        file.revoke("bob");
+        let mut file = TokensFile::default();
+        file.tokens.push(TokenEntry {
+            user: "alice".into(),
+            sha256: hash(&alice),
+            created: "now".into(),
+        });
         file.write(&path).unwrap();
         assert_eq!(verifier.user_of(&alice).as_deref(), Some("alice"));
         assert_eq!(verifier.user_of(&bob), None);
@@ -240,6 +298,44 @@ mod tests {
         assert_eq!(file.revoke("alice"), 2);
         assert_eq!(file.tokens.len(), 1);
         assert!(file.create("").is_err());
+    }
+
+    #[test]
+    fn concurrent_changes_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data").join("tokens.toml");
+        TokensFile::update(&path, |file| file.create("victim")).unwrap();
+        let writers: Vec<_> = (0..8)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for round in 0..10 {
+                        let user = format!("u{i}-{round}");
+                        TokensFile::update(&path, |file| file.create(&user)).unwrap();
+                        if i == 0 && round == 5 {
+                            TokensFile::update(&path, |file| Ok(file.revoke("victim"))).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let file = TokensFile::read(&path).unwrap();
+        assert_eq!(file.tokens.len(), 80, "every creation is kept");
+        assert!(
+            file.tokens.iter().all(|t| t.user != "victim"),
+            "the revocation is kept"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|name| name.ends_with(".new"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        let mode = std::fs::metadata(path.parent().unwrap()).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o700);
     }
 
     #[test]
