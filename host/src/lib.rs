@@ -16,6 +16,7 @@ pub mod ha;
 pub mod limits;
 pub mod metrics;
 pub mod policy;
+pub mod private_files;
 pub mod queues;
 pub mod quota;
 pub mod refusal;

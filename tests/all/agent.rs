@@ -53,7 +53,7 @@ fn local_agent_server(dir: &Path) -> Server {
 
 #[test]
 fn the_local_agent_runs_commands_reports_their_exit_and_serves_their_logs() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let server = local_agent_server(dir.path());
     let nodes = server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
         b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
@@ -131,7 +131,7 @@ fn the_local_agent_runs_commands_reports_their_exit_and_serves_their_logs() {
 
 #[test]
 fn a_killed_app_leaves_no_process_behind() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let server = local_agent_server(dir.path());
     let pids = dir.path().join("pids");
     std::fs::create_dir(&pids).unwrap();
@@ -203,7 +203,7 @@ fn start_agent(server: &Server, work: &Path) -> Stoppable {
 
 #[test]
 fn an_agent_killed_with_9_and_restarted_keeps_its_containers() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let server = Server::start_in(
         &dir.path().join("data"),
         &[
@@ -249,7 +249,7 @@ fn a_heartbeat_that_frees_a_slot_carries_the_next_launch() {
     // the agent would hear of it 3 s after the out-of-turn heartbeat that
     // reported the end. Placed on that heartbeat (YARN's NODE_UPDATE), it
     // is in the answer.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let server = Server::start_in(
         &dir.path().join("data"),
         &[
@@ -338,7 +338,7 @@ fn hostile_agent_and_command_fields_are_refused() {
 
 #[test]
 fn a_yarn_client_submits_with_new_application_and_a_submission_context() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let server = local_agent_server(dir.path());
     let new_app = |user: &str| {
         let (status, body) = server.post_json_as(

@@ -128,7 +128,7 @@ impl Drop for Launches {
 
 #[test]
 fn a_container_over_its_memory_limit_ends_killed_exceeded_pmem() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let server = Server::start_with_local_agent(
         &dir.path().join("data"),
         &[
@@ -194,7 +194,7 @@ fn a_container_over_its_memory_limit_ends_killed_exceeded_pmem() {
 
 #[test]
 fn an_agent_whose_dirs_cannot_be_used_exits_at_once_naming_them() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let server = Server::start(&[]);
     // Tests run as root, whom permissions do not stop: a path below a
     // regular file can be neither created nor written.
@@ -253,7 +253,7 @@ fn an_agent_whose_dirs_cannot_be_used_exits_at_once_naming_them() {
 
 #[test]
 fn an_agent_paused_past_its_expiry_comes_back_and_its_stale_container_is_killed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let server = Server::start_logging(
         &dir.path().join("data"),
         &[
@@ -559,7 +559,7 @@ fn token(file: &Path, user: &str) -> String {
 
 #[test]
 fn refused_run_as_users_fail_their_apps_invalid_and_submitter_needs_tokens() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     // Containers run as other users: they must reach their dirs below it.
     std::fs::set_permissions(
         dir.path(),

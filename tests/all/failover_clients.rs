@@ -179,7 +179,7 @@ fn a_cli_command_goes_on_past_a_server_that_is_down() {
 
 #[test]
 fn a_standby_in_front_is_passed_over_by_commands_and_by_an_agent() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let server = Server::start(&[
         "--set",
         "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
@@ -260,7 +260,7 @@ fn an_agent_follows_its_server_to_the_next_address_on_its_list() {
     // The server moves: killed with -9 at one address, started again on the
     // same store at the next address the agent lists (a newer epoch). The
     // agent finds it there, registers again, and keeps its container.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let data = dir.path().join("data");
     let fast = [
         "--set",

@@ -657,7 +657,7 @@ struct Run {
 
 impl Run {
     fn start(url: &str, seed: u64) -> Run {
-        let mut dir = tempfile::tempdir().unwrap();
+        let mut dir = crate::support::shared_tempdir();
         if std::env::var_os("WEFT_FAULT_KEEP").is_some() {
             dir.disable_cleanup(true);
             say(&format!("fault run: logs kept in {}", dir.path().display()));

@@ -78,7 +78,7 @@ fn containers(server: &Server, id: &str) -> Vec<Value> {
 
 #[test]
 fn a_server_killed_with_9_comes_back_with_its_apps_containers_and_policies() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::shared_tempdir();
     let data = dir.path().join("data");
     let log = dir.path().join("serve.log");
     let listen = format!("127.0.0.1:{}", free_port());
@@ -302,7 +302,7 @@ mod crash_anywhere {
     /// `crash_at` (if any); the project's credits used, the apps' states
     /// and how many events the run had.
     fn run(crash_at: Option<usize>) -> (f64, Vec<String>, usize) {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::support::shared_tempdir();
         let clock = VirtualClock::starting_at(1_000_000);
         let mut rm = start(dir.path(), &clock);
         let caller = Security::default().caller("alice");

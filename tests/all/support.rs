@@ -23,6 +23,15 @@ pub fn compile_cache_dir() -> std::path::PathBuf {
         .join("compiled")
 }
 
+/// A temporary directory containers see as the test does: beneath the
+/// build's target dir, not /tmp, which each container has a private one
+/// of (agents mount a tmpfs over it in the container's own namespace).
+pub fn shared_tempdir() -> tempfile::TempDir {
+    let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shared");
+    std::fs::create_dir_all(&parent).unwrap();
+    tempfile::tempdir_in(parent).unwrap()
+}
+
 /// Default settings, with compiled policies kept in [`compile_cache_dir`]:
 /// for runtimes the tests build in-process.
 pub fn default_settings() -> weft_host::config::Settings {

@@ -36,20 +36,21 @@
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nix::errno::Errno;
+use nix::fcntl::OFlag;
 use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{Gid, Pid, Uid, User};
 use serde::{Deserialize, Serialize};
 
 use super::cgroups::{Cgroups, ContainerCgroup};
-use super::monitor;
 use super::protocol::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
+use super::{monitor, untrusted};
 
 /// `yarn.nodemanager.sleep-delay-before-sigkill.ms`.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_millis(250);
@@ -97,6 +98,13 @@ pub enum RunAs {
         banned_users: Vec<String>,
         min_user_id: u32,
     },
+    /// One unprivileged user for every container, whoever submitted it
+    /// (the agent must be root): YARN's non-secure `local-user`.
+    LocalUser {
+        user: String,
+        banned_users: Vec<String>,
+        min_user_id: u32,
+    },
 }
 
 pub use super::logs::LogStream;
@@ -140,6 +148,10 @@ struct Settings {
     config: ExecutorConfig,
     layout: Layout,
     cgroups: Result<Cgroups, String>,
+    /// Whether containers get their own /dev/shm and /tmp (see
+    /// [`monitor::PrivateMounts`]): if so, the agent's dirs beneath either
+    /// mount point, to be bound back in each container's view; if not, why.
+    private_mounts: Result<Vec<PathBuf>, String>,
     /// USER and LOGNAME for containers run as the agent's user.
     agent_user: String,
 }
@@ -208,6 +220,19 @@ impl Layout {
     fn private_dir(&self, container_id: &str) -> PathBuf {
         self.private_root.join(container_id)
     }
+    /// Reads the agent's record `name` of a container (see [`read_state`]).
+    fn read_state<T: for<'de> Deserialize<'de>>(
+        &self,
+        container_id: &str,
+        name: &str,
+    ) -> Option<T> {
+        read_state(&self.private_root, &Path::new(container_id).join(name))
+    }
+    /// The exit code file beneath [`Layout::private_root`]: its dir is the
+    /// container's user's, so it is read as a tenant's file.
+    fn exit_code_file(container_id: &str) -> PathBuf {
+        Path::new(container_id).join("exit").join("exitcode")
+    }
     fn exit_dir(&self, container_id: &str) -> PathBuf {
         self.private_dir(container_id).join("exit")
     }
@@ -231,7 +256,7 @@ fn read_dir_names(dir: &Path) -> Vec<String> {
 }
 
 /// The Unix identity a container runs as.
-struct Identity {
+pub struct Identity {
     name: String,
     home: PathBuf,
     /// uid, gid and supplementary groups to switch to; `None`: stay the agent.
@@ -269,10 +294,15 @@ impl Executor {
                 path: private_root.clone(),
                 source,
             })?;
-        if matches!(config.run_as, RunAs::Submitter { .. }) {
+        if config.run_as != RunAs::Agent {
             warn_unless_traversable(&work_dir);
+            warn_unless_traversable(&log_dir);
         }
         let cgroups = Cgroups::detect(&config.cgroup_name);
+        let private_mounts = plan_private_mounts(&[&work_dir, &log_dir]);
+        if let Err(reason) = &private_mounts {
+            tracing::warn!(%reason, "containers share this machine's /dev/shm and /tmp");
+        }
         match &cgroups {
             Ok(cgroups) => tracing::info!(isolation = %cgroups.describe(), "container isolation"),
             Err(reason) => {
@@ -292,6 +322,7 @@ impl Executor {
                     private_root,
                 },
                 cgroups,
+                private_mounts,
                 agent_user,
             },
             containers: BTreeMap::new(),
@@ -304,10 +335,19 @@ impl Executor {
 
     /// What isolation containers get, for people and the node report.
     pub fn isolation(&self) -> String {
-        match &self.settings.cgroups {
+        let processes = match &self.settings.cgroups {
             Ok(cgroups) => cgroups.describe(),
             Err(reason) => format!("process groups only: {reason}"),
+        };
+        match &self.settings.private_mounts {
+            Ok(_) => format!("{processes}; private /dev/shm and /tmp"),
+            Err(reason) => format!("{processes}; /dev/shm and /tmp shared: {reason}"),
         }
+    }
+
+    /// Whether each container gets its own /dev/shm and /tmp.
+    pub fn has_private_mounts(&self) -> bool {
+        self.settings.private_mounts.is_ok()
     }
 
     pub fn has_cgroups(&self) -> bool {
@@ -434,7 +474,8 @@ impl Executor {
                     log_dir.join("stderr"),
                 ]
                 .iter()
-                .filter_map(|path| fs::metadata(path).and_then(|m| m.modified()).ok())
+                // Not followed: a link to a busy file must not keep logs forever.
+                .filter_map(|path| fs::symlink_metadata(path).and_then(|m| m.modified()).ok())
                 .max();
                 if last_written.is_none_or(|at| at > cutoff) {
                     continue;
@@ -460,7 +501,10 @@ impl Executor {
     /// names give `None`, so no path can leave the log dir.
     pub fn log_path(&self, app_id: &str, container_id: &str, stream: LogStream) -> Option<PathBuf> {
         let path =
-            super::logs::log_file(&self.settings.layout.log_dir, app_id, container_id, stream)?;
+            self.settings
+                .layout
+                .log_dir
+                .join(super::logs::log_file(app_id, container_id, stream)?);
         path.parent().is_some_and(Path::is_dir).then_some(path)
     }
 
@@ -588,20 +632,23 @@ impl Executor {
     }
 
     fn recover_one(&mut self, container_id: String) {
-        let dir = self.settings.layout.private_dir(&container_id);
-        if let Some(end) = read_json::<ContainerEnd>(&dir.join("end.json"))
+        let layout = &self.settings.layout;
+        if let Some(end) = layout
+            .read_state::<ContainerEnd>(&container_id, "end.json")
             .filter(|end| end.container_id == container_id)
         {
             self.containers.insert(container_id, Tracked::Ended);
             self.unreported.push(end);
             return;
         }
-        let order = read_json::<LaunchOrder>(&dir.join("order.json")).filter(|order| {
-            order.container_id == container_id && check_id("app id", &order.app_id).is_ok()
-        });
+        let order = layout
+            .read_state::<LaunchOrder>(&container_id, "order.json")
+            .filter(|order| {
+                order.container_id == container_id && check_id("app id", &order.app_id).is_ok()
+            });
         let Some(order) = order else {
             // Whatever it runs cannot be watched without its order: stop it.
-            if let Some(pid) = read_json::<PidRecord>(&dir.join("pid"))
+            if let Some(pid) = layout.read_state::<PidRecord>(&container_id, "pid")
                 && let Ok(pgid) = i32::try_from(pid.pid)
                 && pgid > 1
                 && read_proc_stat(pid.pid).is_some_and(|stat| stat.start_ticks == pid.start_ticks)
@@ -619,8 +666,8 @@ impl Executor {
             });
             return;
         };
-        let kill = read_json::<KillRecord>(&dir.join("kill"));
-        let pid = read_json::<PidRecord>(&dir.join("pid"));
+        let kill = layout.read_state::<KillRecord>(&container_id, "kill");
+        let pid = layout.read_state::<PidRecord>(&container_id, "pid");
         let cgroup = match &self.settings.cgroups {
             Ok(cgroups) => cgroups.existing(&container_id),
             Err(_) => None,
@@ -649,7 +696,7 @@ impl Executor {
                 .insert(container_id, Tracked::Running(Box::new(process)));
             return;
         }
-        let outcome = match read_exit_code(&self.settings.layout.exit_dir(&container_id)) {
+        let outcome = match read_exit_code(&self.settings.layout, &container_id) {
             Some(code) => Outcome::Code(code),
             None => Outcome::Unknown,
         };
@@ -829,7 +876,7 @@ impl Settings {
         let outcome = if process.ours {
             None
         } else {
-            read_exit_code(&self.layout.exit_dir(&process.container_id)).map(Outcome::Code)
+            read_exit_code(&self.layout, &process.container_id).map(Outcome::Code)
         };
         match &process.kill {
             // The rest of the group gets the whole grace to clean up.
@@ -865,7 +912,7 @@ impl Settings {
         } else {
             None
         };
-        if let Some(code) = read_exit_code(&self.layout.exit_dir(&process.container_id)) {
+        if let Some(code) = read_exit_code(&self.layout, &process.container_id) {
             return Outcome::Code(code);
         }
         match status {
@@ -904,11 +951,10 @@ impl Settings {
             self.clean_cgroup(&process.container_id, cgroups_to_remove);
         }
         let stderr_tail = || {
-            let path = self
-                .layout
-                .container_log_dir(&process.app_id, &process.container_id)
+            let stderr = Path::new(&process.app_id)
+                .join(&process.container_id)
                 .join("stderr");
-            describe_stderr_tail(&path, self.config.stderr_tail_bytes)
+            describe_stderr_tail(&self.layout.log_dir, &stderr, self.config.stderr_tail_bytes)
         };
         let (exit_status, diagnostics) = if let Some(kill) = &process.kill {
             let how = if kill.record.immediate {
@@ -963,7 +1009,7 @@ impl Settings {
             container_id: process.container_id.clone(),
             exit_status,
             diagnostics,
-            finished_ms: ended_at(&self.layout.exit_dir(&process.container_id)),
+            finished_ms: ended_at(&self.layout, &process.container_id),
         }
     }
 
@@ -1006,7 +1052,8 @@ impl Settings {
         check_user(&order.user)?;
         check_command(&order.command)?;
         check_env(&order.env)?;
-        let identity = self.identity_for(&order.user)?;
+        let container_work_dir = layout.container_work_dir(&order.app_id, container_id);
+        let identity = self.identity_for(&order.user, &container_work_dir)?;
         write_json_atomically(&private_dir.join("order.json"), order).map_err(|error| {
             format!(
                 "cannot record the launch order in {}: {error}",
@@ -1019,13 +1066,16 @@ impl Settings {
             .as_ref()
             .map(|(uid, gid, _)| (*uid, *gid));
         let exit_dir = layout.exit_dir(container_id);
-        let container_work_dir = layout.container_work_dir(&order.app_id, container_id);
         let container_log_dir = layout.container_log_dir(&order.app_id, container_id);
         make_owned_dir(&exit_dir, 0o700, owner)?;
         make_owned_dir(&container_work_dir, 0o750, owner)?;
-        make_owned_dir(&container_log_dir, 0o750, owner)?;
+        // The logs are made in the dir while it is still the agent's, and
+        // given away by handle: once the dir is the user's, another of
+        // their containers could put a link where a path points.
+        make_owned_dir(&container_log_dir, 0o750, None)?;
         let stdout = open_log(&container_log_dir.join("stdout"), owner)?;
         let stderr = open_log(&container_log_dir.join("stderr"), owner)?;
+        chown(&container_log_dir, owner)?;
 
         let cgroup = match &self.cgroups {
             Ok(cgroups) => Some(
@@ -1050,6 +1100,24 @@ impl Settings {
             }
         };
         let env = self.container_env(order, &identity, &container_work_dir, &container_log_dir);
+        let private_mounts = match &self.private_mounts {
+            Ok(keep) => Some(monitor::PrivateMounts {
+                size_mb: order.memory_mb,
+                keep: keep
+                    .iter()
+                    .map(|dir| {
+                        nix::fcntl::open(
+                            dir.as_path(),
+                            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+                            nix::sys::stat::Mode::empty(),
+                        )
+                        .map(|fd| (fd, dir.clone()))
+                        .map_err(|errno| format!("cannot open {}: {errno}", dir.display()))
+                    })
+                    .collect::<Result<_, _>>()?,
+            }),
+            Err(_) => None,
+        };
         let launch = monitor::Launch {
             argv: &argv,
             env,
@@ -1059,6 +1127,7 @@ impl Settings {
             join_files,
             switch_to: identity.switch_to,
             exit_dir,
+            private_mounts,
         };
         let started_ms = now_ms();
         let pid = monitor::spawn(launch).map_err(|error| {
@@ -1093,7 +1162,8 @@ impl Settings {
     }
 
     /// The user a container of `user` runs as, or why it may not run.
-    fn identity_for(&self, user: &str) -> Result<Identity, String> {
+    /// `work_dir` is the container's, the home of a shared local user.
+    fn identity_for(&self, user: &str, work_dir: &Path) -> Result<Identity, String> {
         match &self.config.run_as {
             RunAs::Agent => Ok(Identity {
                 name: self.agent_user.clone(),
@@ -1104,32 +1174,17 @@ impl Settings {
             RunAs::Submitter {
                 banned_users,
                 min_user_id,
+            } => switch_identity(user, banned_users, *min_user_id),
+            RunAs::LocalUser {
+                user: local,
+                banned_users,
+                min_user_id,
             } => {
-                if banned_users.iter().any(|banned| banned == user) {
-                    return Err(format!(
-                        "user {user} is banned from running containers on this node"
-                    ));
-                }
-                let account = match User::from_name(user) {
-                    Ok(Some(account)) => account,
-                    Ok(None) => return Err(format!("user {user} does not exist on this node")),
-                    Err(error) => return Err(format!("cannot look up user {user}: {error}")),
-                };
-                if account.uid.as_raw() < *min_user_id {
-                    return Err(format!(
-                        "user {user} has uid {}, below this node's minimum {min_user_id}",
-                        account.uid
-                    ));
-                }
-                let name =
-                    CString::new(user).map_err(|_| format!("user {user:?} contains a NUL byte"))?;
-                let groups = nix::unistd::getgrouplist(&name, account.gid).map_err(|error| {
-                    format!("cannot look up the groups of user {user}: {error}")
-                })?;
+                // Its home is shared by every container (often /nonexistent).
+                let identity = switch_identity(local, banned_users, *min_user_id)?;
                 Ok(Identity {
-                    name: account.name,
-                    home: account.dir,
-                    switch_to: Some((account.uid, account.gid, groups)),
+                    home: work_dir.to_owned(),
+                    ..identity
                 })
             }
         }
@@ -1175,6 +1230,39 @@ impl Settings {
     }
 }
 
+/// The account `user` runs as, if container-executor.cfg's rules allow it:
+/// not banned, not below the minimum uid, existing on this node.
+pub fn switch_identity(
+    user: &str,
+    banned_users: &[String],
+    min_user_id: u32,
+) -> Result<Identity, String> {
+    if banned_users.iter().any(|banned| banned == user) {
+        return Err(format!(
+            "user {user} is banned from running containers on this node"
+        ));
+    }
+    let account = match User::from_name(user) {
+        Ok(Some(account)) => account,
+        Ok(None) => return Err(format!("user {user} does not exist on this node")),
+        Err(error) => return Err(format!("cannot look up user {user}: {error}")),
+    };
+    if account.uid.as_raw() < min_user_id {
+        return Err(format!(
+            "user {user} has uid {}, below this node's minimum {min_user_id}",
+            account.uid
+        ));
+    }
+    let name = CString::new(user).map_err(|_| format!("user {user:?} contains a NUL byte"))?;
+    let groups = nix::unistd::getgrouplist(&name, account.gid)
+        .map_err(|error| format!("cannot look up the groups of user {user}: {error}"))?;
+    Ok(Identity {
+        name: account.name,
+        home: account.dir,
+        switch_to: Some((account.uid, account.gid, groups)),
+    })
+}
+
 /// Creates `path` (and parents) and checks it can be written, returning
 /// its absolute form (containers run elsewhere, so relative paths won't do).
 fn prepare_dir(role: &'static str, path: &Path) -> Result<PathBuf, ExecutorError> {
@@ -1194,6 +1282,38 @@ fn prepare_dir(role: &'static str, path: &Path) -> Result<PathBuf, ExecutorError
         .map_err(fail)?;
     fs::remove_file(&probe).map_err(fail)?;
     Ok(path)
+}
+
+/// Whether containers can have their own /dev/shm and /tmp here (root, and
+/// mount namespaces that work: see [`monitor::probe_private_mounts`]); if
+/// so, which of `dirs` lie beneath either and must be bound back into each
+/// container's view.
+fn plan_private_mounts(dirs: &[&Path]) -> Result<Vec<PathBuf>, String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err("mount namespaces need the agent to run as root".into());
+    }
+    monitor::probe_private_mounts()?;
+    let points: Vec<PathBuf> = monitor::PRIVATE_MOUNT_POINTS
+        .iter()
+        .map(|point| fs::canonicalize(point).unwrap_or_else(|_| PathBuf::from(point)))
+        .collect();
+    let mut keep = Vec::new();
+    for dir in dirs {
+        for (point, canonical) in monitor::PRIVATE_MOUNT_POINTS.iter().zip(&points) {
+            // Written under the mount point's own name, which the
+            // container's namespace mounts over.
+            if let Ok(below) = dir.strip_prefix(canonical) {
+                if below.as_os_str().is_empty() {
+                    return Err(format!(
+                        "the agent's dir {} is {point} itself",
+                        dir.display()
+                    ));
+                }
+                keep.push(Path::new(point).join(below));
+            }
+        }
+    }
+    Ok(keep)
 }
 
 /// Containers run as other users write their exit code below the work
@@ -1222,20 +1342,29 @@ fn make_owned_dir(dir: &Path, mode: u32, owner: Option<(Uid, Gid)>) -> Result<()
     }
     match fs::DirBuilder::new().mode(mode).create(dir) {
         Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {}
+        // Only a real directory, never a link to one (chown would follow it).
+        Err(error)
+            if error.kind() == io::ErrorKind::AlreadyExists
+                && fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) => {}
         Err(error) => return Err(fail(error)),
     }
     chown(dir, owner)
 }
 
+/// A new log file (never an existing one, nor through a link), given to
+/// `owner` by its handle.
 fn open_log(path: &Path, owner: Option<(Uid, Gid)>) -> Result<File, String> {
     let file = OpenOptions::new()
         .append(true)
-        .create(true)
+        .create_new(true)
         .mode(0o640)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|error| format!("cannot open {}: {error}", path.display()))?;
-    chown(path, owner)?;
+    if let Some((uid, gid)) = owner {
+        std::os::unix::fs::fchown(&file, Some(uid.as_raw()), Some(gid.as_raw()))
+            .map_err(|error| format!("cannot give {} to uid {uid}: {error}", path.display()))?;
+    }
     Ok(file)
 }
 
@@ -1346,9 +1475,12 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// "; last N bytes of stderr:\n…", or "" when stderr is empty or unreadable.
-fn describe_stderr_tail(path: &Path, max_bytes: usize) -> String {
-    match read_tail(path, max_bytes) {
+/// "; last N bytes of stderr:\n…", or "" when stderr is empty or gone. The
+/// file is the container's: one it replaced with a link, a FIFO or a
+/// device is not read, and the diagnostics say so.
+fn describe_stderr_tail(log_dir: &Path, stderr: &Path, max_bytes: usize) -> String {
+    let max = u64::try_from(max_bytes).unwrap_or(u64::MAX);
+    match untrusted::read_tail(log_dir, stderr, max) {
         Ok(tail) if !tail.is_empty() => {
             format!(
                 "; last {} bytes of stderr:\n{}",
@@ -1356,19 +1488,11 @@ fn describe_stderr_tail(path: &Path, max_bytes: usize) -> String {
                 trim_partial_char(&tail)
             )
         }
+        Err(error) if error.kind() == io::ErrorKind::InvalidInput => {
+            "; its stderr is no longer a regular file: not read".to_owned()
+        }
         _ => String::new(),
     }
-}
-
-fn read_tail(path: &Path, max_bytes: usize) -> io::Result<Vec<u8>> {
-    let mut file = File::open(path)?;
-    let len = file.metadata()?.len();
-    let start = len.saturating_sub(u64::try_from(max_bytes).unwrap_or(u64::MAX));
-    file.seek(SeekFrom::Start(start))?;
-    let mut tail = Vec::new();
-    file.take(u64::try_from(max_bytes).unwrap_or(u64::MAX))
-        .read_to_end(&mut tail)?;
-    Ok(tail)
 }
 
 /// The tail as text, without the broken pieces of a character cut at its
@@ -1389,9 +1513,6 @@ fn signal_name(signal: i32) -> String {
     )
 }
 
-/// The status the monitor wrote, if it did. The file is the container
-/// user's, so only a shell status (0..=255) counts: a negative number
-/// must not pass for one of Weft's own statuses.
 /// Reaps our child if it has ended (`None` while it runs).
 fn reap_child(pid: u32) -> nix::Result<Option<WaitStatus>> {
     let pid = i32::try_from(pid).map_err(|_| Errno::ESRCH)?;
@@ -1404,18 +1525,20 @@ fn reap_child(pid: u32) -> nix::Result<Option<WaitStatus>> {
 /// When the container's process ended: the time its monitor wrote the exit
 /// code (the agent may learn of it much later: it was stopped, or down),
 /// else now. Never later than now.
-fn ended_at(exit_dir: &Path) -> u64 {
+fn ended_at(layout: &Layout, container_id: &str) -> u64 {
     let now = now_ms();
-    fs::metadata(exit_dir.join("exitcode"))
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(now, |at| (at.as_millis() as u64).min(now))
+    untrusted::open_regular(&layout.private_root, &Layout::exit_code_file(container_id))
+        .map_or(now, |file| file.modified_ms.min(now))
 }
 
-fn read_exit_code(exit_dir: &Path) -> Option<i32> {
-    let text = fs::read_to_string(exit_dir.join("exitcode")).ok()?;
-    let code: u8 = text.trim().parse().ok()?;
+/// The status the monitor wrote, if it did. The file is the container
+/// user's, so only a shell status (0..=255) counts: a negative number
+/// must not pass for one of Weft's own statuses. A few bytes are read, of
+/// a regular file only.
+fn read_exit_code(layout: &Layout, container_id: &str) -> Option<i32> {
+    let path = Layout::exit_code_file(container_id);
+    let bytes = untrusted::read_at_most(&layout.private_root, &path, 16).ok()?;
+    let code: u8 = std::str::from_utf8(&bytes).ok()?.trim().parse().ok()?;
     Some(i32::from(code))
 }
 
@@ -1463,8 +1586,16 @@ fn group_has_live_members(pgid: u32) -> bool {
         .any(|stat| stat.process_group == pgid && !matches!(stat.state, 'Z' | 'X'))
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
-    let bytes = match fs::read(path) {
+/// The most an agent's record of a container may hold: an order carries up
+/// to 1 MiB of command and 1,000 variables of up to 64 KiB.
+const MAX_STATE_BYTES: u64 = 80 << 20;
+
+/// One of the agent's records beneath `root`, read as a file a container
+/// could have touched (a container run as the agent's own user can):
+/// not through a link, not from a FIFO, at most [`MAX_STATE_BYTES`].
+fn read_state<T: for<'de> Deserialize<'de>>(root: &Path, relative: &Path) -> Option<T> {
+    let path = root.join(relative);
+    let bytes = match untrusted::read_at_most(root, relative, MAX_STATE_BYTES) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return None,
         Err(error) => {
@@ -2078,6 +2209,80 @@ mod tests {
     }
 
     #[test]
+    fn a_containers_dev_shm_and_tmp_are_its_own_and_go_with_it() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        if !executor.has_private_mounts() {
+            eprintln!(
+                "note: no mount namespaces here ({}); skipped",
+                executor.isolation()
+            );
+            return;
+        }
+        assert!(executor.isolation().contains("private /dev/shm and /tmp"));
+        let name = format!("weft-test-{}", std::process::id());
+        // The work dir is beneath /tmp here (a tempdir): it stays reachable.
+        executor.launch(&order(
+            "c_private",
+            shell(&format!(
+                "echo left > /dev/shm/{name} && echo left > /tmp/{name} && \
+                 test -d \"$PWD\" && test -d \"$LOG_DIRS\" && ls -A /dev/shm | wc -l && \
+                 grep -c ' /tmp tmpfs .*size=131072k' /proc/self/mounts"
+            )),
+        ));
+        let end = wait_for_end(&mut executor, "c_private", Duration::from_secs(10));
+        assert_eq!((end.exit_status, end.diagnostics.as_str()), (0, ""));
+        let stdout = executor
+            .log_path("app_1", "c_private", LogStream::Stdout)
+            .expect("path");
+        // It saw only its own file in /dev/shm, and a tmpfs of its memory
+        // limit (128 MB) on /tmp.
+        assert_eq!(fs::read_to_string(stdout).expect("stdout"), "1\n1\n");
+        for dir in ["/dev/shm", "/tmp"] {
+            assert!(
+                !Path::new(dir).join(&name).exists(),
+                "{dir}/{name} outlived it"
+            );
+        }
+    }
+
+    #[test]
+    fn logs_a_container_replaced_with_links_or_fifos_are_not_read() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        let secret = bench.dir.path().join("secret");
+        fs::write(&secret, "the host's secret").expect("secret");
+        executor.launch(&order(
+            "c_link",
+            shell(&format!(
+                "echo out; rm stderr_link 2>/dev/null; cd \"$LOG_DIRS\" && rm stderr && ln -s {} stderr && exit 3",
+                secret.display()
+            )),
+        ));
+        let end = wait_for_end(&mut executor, "c_link", Duration::from_secs(3));
+        assert_eq!(end.exit_status, 3);
+        assert!(!end.diagnostics.contains("secret"), "{}", end.diagnostics);
+        assert!(
+            end.diagnostics.contains("no longer a regular file"),
+            "{}",
+            end.diagnostics
+        );
+
+        executor.launch(&order(
+            "c_fifo",
+            shell("cd \"$LOG_DIRS\" && rm stderr && mkfifo stderr && exit 4"),
+        ));
+        // Without O_NONBLOCK this would hang the agent: nobody writes.
+        let end = wait_for_end(&mut executor, "c_fifo", Duration::from_secs(3));
+        assert_eq!(end.exit_status, 4);
+        assert!(
+            end.diagnostics.contains("no longer a regular file"),
+            "{}",
+            end.diagnostics
+        );
+    }
+
+    #[test]
     fn without_cgroups_containers_still_run_and_die_as_process_groups() {
         let bench = Bench::new();
         let mut config = bench.config(RunAs::Agent);
@@ -2170,15 +2375,33 @@ mod tests {
         assert_eq!(trim_partial_char("é".as_bytes()), "é");
         assert!(check_id("id", &"a".repeat(257)).is_err());
         assert!(check_id("id", "container_1.2-x").is_ok());
-        let exit_dir = tempfile::tempdir().expect("tempdir");
+        let root = tempfile::tempdir().expect("tempdir");
+        let layout = Layout {
+            work_dir: root.path().to_owned(),
+            log_dir: root.path().to_owned(),
+            private_root: root.path().to_owned(),
+        };
+        fs::create_dir_all(layout.exit_dir("c")).expect("exit dir");
+        let exit_code = layout.exit_dir("c").join("exitcode");
         for (text, code) in [
             ("3\n", Some(3)),
             ("-105\n", None),
             ("256", None),
             ("x", None),
+            ("7".repeat(1 << 20).as_str(), None),
         ] {
-            fs::write(exit_dir.path().join("exitcode"), text).expect("write");
-            assert_eq!(read_exit_code(exit_dir.path()), code, "{text:?}");
+            fs::write(&exit_code, text).expect("write");
+            assert_eq!(read_exit_code(&layout, "c"), code, "{text:?}");
         }
+        // The container's user owns the exit dir: what it put there instead
+        // of a code is not followed, and a FIFO does not block.
+        fs::remove_file(&exit_code).expect("remove");
+        std::os::unix::fs::symlink("/etc/hostname", &exit_code).expect("link");
+        assert_eq!(read_exit_code(&layout, "c"), None);
+        fs::remove_file(&exit_code).expect("remove");
+        nix::unistd::mkfifo(&exit_code, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("fifo");
+        assert_eq!(read_exit_code(&layout, "c"), None);
+        assert!(ended_at(&layout, "c") <= now_ms());
     }
 }

@@ -2,15 +2,24 @@
 //! container's stdout or stderr, whole or a byte range or its tail, to
 //! whoever shows the secret the agent gave the resource manager at
 //! registration. The resource manager proxies it to the app's owner.
+//!
+//! A log is the container's file: opened without following links or
+//! blocking, refused unless regular ([`super::untrusted`]), sent in pieces
+//! with a deadline on each, and only a few read at once.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::untrusted;
 
 /// The most one request returns; a client reads on from where it stopped.
 pub const MAX_LOG_CHUNK: u64 = 4 << 20;
@@ -54,10 +63,10 @@ pub fn is_safe_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
-/// Where a container's log is: `log_dir/<app>/<container>/<stream>`.
-pub fn log_file(log_dir: &Path, app: &str, container: &str, stream: LogStream) -> Option<PathBuf> {
+/// Where a container's log is beneath the log dir: `<app>/<container>/<stream>`.
+pub fn log_file(app: &str, container: &str, stream: LogStream) -> Option<PathBuf> {
     (is_safe_id(app) && is_safe_id(container))
-        .then(|| log_dir.join(app).join(container).join(stream.file_name()))
+        .then(|| Path::new(app).join(container).join(stream.file_name()))
 }
 
 /// A byte range of a log: from `offset`, at most `length` bytes; or its
@@ -74,29 +83,39 @@ pub struct LogRange {
     pub tail: Option<u64>,
 }
 
-/// Reads `range` of the file at `path`: the bytes and the file's size.
-pub fn read_range(path: &Path, range: LogRange) -> std::io::Result<(Vec<u8>, u64)> {
-    let mut file = std::fs::File::open(path)?;
-    let size = file.metadata()?.len();
-    let (start, length) = match range.tail {
-        Some(tail) => {
-            let tail = tail.min(MAX_LOG_CHUNK);
-            (size.saturating_sub(tail), tail)
+impl LogRange {
+    /// Where to start and how much to read, at most [`MAX_LOG_CHUNK`], of
+    /// a file of `size` bytes.
+    fn within(self, size: u64) -> (u64, u64) {
+        match self.tail {
+            Some(tail) => {
+                let tail = tail.min(MAX_LOG_CHUNK);
+                (size.saturating_sub(tail), tail)
+            }
+            None => (
+                self.offset.unwrap_or(0).min(size),
+                self.length.unwrap_or(MAX_LOG_CHUNK).min(MAX_LOG_CHUNK),
+            ),
         }
-        None => (
-            range.offset.unwrap_or(0).min(size),
-            range.length.unwrap_or(MAX_LOG_CHUNK).min(MAX_LOG_CHUNK),
-        ),
-    };
-    file.seek(SeekFrom::Start(start))?;
-    let mut bytes = Vec::new();
-    file.take(length).read_to_end(&mut bytes)?;
-    Ok((bytes, size))
+    }
 }
+
+/// Log reads at once: each holds a thread of the blocking pool (which the
+/// local agent shares with the server) until its file is read, so only a
+/// few may, and the rest wait (up to [`READ_DEADLINE`]).
+const MAX_READS: usize = 8;
+/// How long one piece of a log may take to read, or a request to get its
+/// turn; past it the request ends (a read that hangs keeps its turn, so
+/// hung reads never take more than [`MAX_READS`] threads).
+const READ_DEADLINE: Duration = Duration::from_secs(10);
+/// A log is sent in pieces of this size, each read when the client has
+/// taken the one before.
+const PIECE: u64 = 64 << 10;
 
 struct LogServer {
     log_dir: PathBuf,
     secret: String,
+    reads: Arc<Semaphore>,
 }
 
 /// The log server's routes: GET /logs/{app}/{container}/{stdout|stderr}.
@@ -106,7 +125,11 @@ pub fn router(log_dir: PathBuf, secret: String) -> axum::Router {
             "/logs/{app}/{container}/{stream}",
             axum::routing::get(serve_log),
         )
-        .with_state(Arc::new(LogServer { log_dir, secret }))
+        .with_state(Arc::new(LogServer {
+            log_dir,
+            secret,
+            reads: Arc::new(Semaphore::new(MAX_READS)),
+        }))
 }
 
 async fn serve_log(
@@ -128,26 +151,93 @@ async fn serve_log(
     let Some(stream) = LogStream::parse(&stream) else {
         return (StatusCode::NOT_FOUND, "a log is stdout or stderr").into_response();
     };
-    let Some(path) = log_file(&server.log_dir, &app, &container, stream) else {
+    let Some(relative) = log_file(&app, &container, stream) else {
         return (StatusCode::BAD_REQUEST, "not a container's id").into_response();
     };
-    match tokio::task::spawn_blocking(move || read_range(&path, range)).await {
-        Ok(Ok((bytes, size))) => {
-            let mut response = bytes.into_response();
-            let headers = response.headers_mut();
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
-            headers.insert(LOG_SIZE_HEADER, HeaderValue::from(size));
-            response
+    let Ok(Ok(permit)) =
+        tokio::time::timeout(READ_DEADLINE, server.reads.clone().acquire_owned()).await
+    else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this node is reading other logs; try again",
+        )
+            .into_response();
+    };
+    let log_dir = server.log_dir.clone();
+    let opened = tokio::task::spawn_blocking(move || {
+        let opened = untrusted::open_regular(&log_dir, &relative)?;
+        let (start, length) = range.within(opened.len);
+        let mut file = opened.file;
+        file.seek(SeekFrom::Start(start))?;
+        Ok::<_, io::Error>((file, opened.len, length, permit))
+    });
+    let (file, size, length, permit) = match tokio::time::timeout(READ_DEADLINE, opened).await {
+        Ok(Ok(Ok(opened))) => opened,
+        Ok(Ok(Err(error))) if error.kind() == io::ErrorKind::NotFound => {
+            return (StatusCode::NOT_FOUND, "no such log on this node").into_response();
         }
-        Ok(Err(error)) if error.kind() == std::io::ErrorKind::NotFound => {
-            (StatusCode::NOT_FOUND, "no such log on this node").into_response()
+        // A link, a FIFO, a device: the container put it there.
+        Ok(Ok(Err(error))) if error.kind() == io::ErrorKind::InvalidInput => {
+            return (StatusCode::FORBIDDEN, error.to_string()).into_response();
         }
-        Ok(Err(error)) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
-        Err(error) => (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response(),
-    }
+        Ok(Ok(Err(error))) => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response();
+        }
+        Ok(Err(error)) => {
+            return (StatusCode::INTERNAL_SERVER_ERROR, error.to_string()).into_response();
+        }
+        Err(_) => {
+            return (StatusCode::GATEWAY_TIMEOUT, "the log did not open in time").into_response();
+        }
+    };
+    let body = axum::body::Body::from_stream(pieces(file, length, permit));
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(LOG_SIZE_HEADER, HeaderValue::from(size));
+    response
+}
+
+/// `length` bytes at most of `file` from where it stands, a [`PIECE`] at a
+/// time, each read on the blocking pool within [`READ_DEADLINE`] while
+/// `permit` is held (by the read itself, so a read that hangs keeps it).
+fn pieces(
+    file: File,
+    length: u64,
+    permit: OwnedSemaphorePermit,
+) -> impl futures_util::Stream<Item = io::Result<bytes::Bytes>> {
+    futures_util::stream::unfold(Some((file, length, permit)), |state| async move {
+        let (mut file, left, permit) = state?;
+        if left == 0 {
+            return None;
+        }
+        let read = tokio::task::spawn_blocking(move || {
+            let mut piece = Vec::new();
+            let result = (&mut file).take(left.min(PIECE)).read_to_end(&mut piece);
+            (result.map(|_| piece), file, permit)
+        });
+        match tokio::time::timeout(READ_DEADLINE, read).await {
+            Ok(Ok((Ok(piece), file, permit))) => {
+                if piece.is_empty() {
+                    return None;
+                }
+                let left = left - piece.len() as u64;
+                Some((Ok(bytes::Bytes::from(piece)), Some((file, left, permit))))
+            }
+            Ok(Ok((Err(error), _, _))) => Some((Err(error), None)),
+            Ok(Err(error)) => Some((Err(io::Error::other(error)), None)),
+            Err(_) => Some((
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "a piece of the log did not read in time",
+                )),
+                None,
+            )),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -160,38 +250,32 @@ mod tests {
             assert!(!is_safe_id(bad), "{bad:?}");
         }
         assert!(is_safe_id("container_1_0001_01_000001"));
-        let path = log_file(
-            Path::new("/l"),
-            "application_1_0001",
-            "c.1",
-            LogStream::Stderr,
-        );
-        assert_eq!(path.unwrap(), Path::new("/l/application_1_0001/c.1/stderr"));
+        let path = log_file("application_1_0001", "c.1", LogStream::Stderr);
+        assert_eq!(path.unwrap(), Path::new("application_1_0001/c.1/stderr"));
+        assert_eq!(log_file("..", "c", LogStream::Stdout), None);
     }
 
     #[test]
     fn ranges_and_tails() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("stdout");
-        std::fs::write(&path, b"0123456789").unwrap();
-        let read = |range| read_range(&path, range).unwrap();
-        assert_eq!(read(LogRange::default()), (b"0123456789".to_vec(), 10));
+        let whole = LogRange::default();
+        assert_eq!(whole.within(10), (0, MAX_LOG_CHUNK));
         let tail = LogRange {
             tail: Some(3),
             ..Default::default()
         };
-        assert_eq!(read(tail).0, b"789");
+        assert_eq!(tail.within(10), (7, 3));
+        assert_eq!(tail.within(2), (0, 3));
         let middle = LogRange {
             offset: Some(2),
             length: Some(3),
             tail: None,
         };
-        assert_eq!(read(middle).0, b"234");
+        assert_eq!(middle.within(10), (2, 3));
         let past = LogRange {
             offset: Some(50),
-            length: Some(3),
+            length: Some(u64::MAX),
             tail: None,
         };
-        assert_eq!(read(past).0, b"");
+        assert_eq!(past.within(10), (10, MAX_LOG_CHUNK));
     }
 }

@@ -7,6 +7,7 @@
 //! `tracker.rs`: how the agent reaches the server (HTTP or in-process).
 //! `runner.rs`: the loop. `executor.rs` and `cgroups.rs`: processes,
 //! limits, kills and exit statuses. `logs.rs`: the log server.
+//! `untrusted.rs`: reading files a container can write.
 //! `machine.rs`: what the machine offers.
 
 pub mod cgroups;
@@ -17,6 +18,7 @@ pub mod monitor;
 pub mod protocol;
 pub mod runner;
 pub mod tracker;
+pub mod untrusted;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -37,25 +39,73 @@ pub struct AgentDirs {
     pub log_dir: PathBuf,
 }
 
-/// The executor an agent's settings ask for. Running containers as their
-/// submitters is refused unless callers are authenticated by token (else
-/// anyone could name any user) and the agent runs as root (else it cannot
-/// switch users).
+/// Whose agent this is: `weft serve`'s own (in the server's process, as
+/// the server's user) or a `weft agent` of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    Local,
+    Standalone,
+}
+
+/// The executor an agent's settings ask for, if they are safe (see
+/// [`run_as`]).
 pub fn open_executor(
     node_id: &str,
     dirs: &AgentDirs,
     settings: &AgentSettings,
     authentication: Authentication,
+    kind: AgentKind,
 ) -> anyhow::Result<Executor> {
-    let run_as = match settings.run_as {
-        RunAsSetting::Agent => RunAs::Agent,
+    let run_as = run_as(settings, authentication, kind)?;
+    executor_for(node_id, dirs, settings, run_as)
+}
+
+/// Who containers run as, if the settings are safe:
+///
+/// - `submitter` (each container as its app's user) needs token
+///   authentication (else anyone could name any user) and a root agent (to
+///   switch users);
+/// - `local-user` (every container as one unprivileged user) needs a root
+///   agent;
+/// - `agent` (containers as the agent's own user) is refused in token mode
+///   for the local agent — its user owns the data directory, the tokens
+///   file and the ledger, which a container would then rewrite — and for
+///   any agent running as root.
+pub fn run_as(
+    settings: &AgentSettings,
+    authentication: Authentication,
+    kind: AgentKind,
+) -> anyhow::Result<RunAs> {
+    let root = nix::unistd::geteuid().is_root();
+    Ok(match settings.run_as {
+        RunAsSetting::Agent => {
+            if authentication == Authentication::Token && (kind == AgentKind::Local || root) {
+                let whose = match kind {
+                    AgentKind::Local => {
+                        "the server's own user, who owns the data directory, the tokens file and the ledger"
+                    }
+                    AgentKind::Standalone => "root",
+                };
+                bail!(
+                    "in token mode containers may not run as {whose} (weft.agent.run-as = agent): set weft.agent.run-as = local-user (every container as {local}, yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user) or submitter (each as its submitter), both with the agent running as root{local_hint}",
+                    local = settings.local_user,
+                    local_hint = match kind {
+                        AgentKind::Local =>
+                            ", or start the server with --no-local-agent and run `weft agent` as a user of its own",
+                        AgentKind::Standalone =>
+                            ", or run the agent as an unprivileged user of its own",
+                    }
+                );
+            }
+            RunAs::Agent
+        }
         RunAsSetting::Submitter => {
             if authentication != Authentication::Token {
                 bail!(
                     "weft.agent.run-as = submitter needs weft.security.authentication = token: with simple authentication any caller could run as any user"
                 );
             }
-            if !nix::unistd::geteuid().is_root() {
+            if !root {
                 bail!(
                     "weft.agent.run-as = submitter needs the agent to run as root, to switch to each submitter's user"
                 );
@@ -65,7 +115,40 @@ pub fn open_executor(
                 min_user_id: settings.min_user_id,
             }
         }
-    };
+        RunAsSetting::LocalUser => {
+            if !root {
+                bail!(
+                    "weft.agent.run-as = local-user needs the agent to run as root, to switch to {}",
+                    settings.local_user
+                );
+            }
+            // Checked now, so a misconfigured user stops the start rather
+            // than failing every container.
+            executor::switch_identity(
+                &settings.local_user,
+                &settings.banned_users,
+                settings.min_user_id,
+            )
+            .map_err(|why| {
+                anyhow::anyhow!(
+                    "yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user: {why}"
+                )
+            })?;
+            RunAs::LocalUser {
+                user: settings.local_user.clone(),
+                banned_users: settings.banned_users.clone(),
+                min_user_id: settings.min_user_id,
+            }
+        }
+    })
+}
+
+fn executor_for(
+    node_id: &str,
+    dirs: &AgentDirs,
+    settings: &AgentSettings,
+    run_as: RunAs,
+) -> anyhow::Result<Executor> {
     let sanitized: String = node_id
         .chars()
         .map(|c| {

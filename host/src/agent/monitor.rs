@@ -43,7 +43,25 @@ pub struct Launch<'a> {
     pub switch_to: Option<(Uid, Gid, Vec<Gid>)>,
     /// Where the monitor writes `exitcode` (via `exitcode.tmp`).
     pub exit_dir: PathBuf,
+    /// A private /dev/shm and /tmp, or none (shared with the host).
+    pub private_mounts: Option<PrivateMounts>,
 }
+
+/// A container's own /dev/shm and /tmp: a mount namespace of its own
+/// with a tmpfs on each, sized to its memory limit, gone with its last
+/// process (so nothing it leaves there outlives it). The agent's dirs
+/// beneath either (a work dir in /tmp, say) are bound back in place.
+#[derive(Debug)]
+pub struct PrivateMounts {
+    /// Each tmpfs's size, in MiB.
+    pub size_mb: u64,
+    /// Directories beneath /tmp or /dev/shm to keep where they are, each
+    /// opened (`O_PATH`) before the tmpfs hides it.
+    pub keep: Vec<(OwnedFd, PathBuf)>,
+}
+
+/// The mount points a container gets a tmpfs of its own on.
+pub const PRIVATE_MOUNT_POINTS: [&str; 2] = ["/dev/shm", "/tmp"];
 
 /// The PATH a container gets when neither the agent nor the order has one.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -115,6 +133,178 @@ struct Prepared {
     stderr: File,
     join_files: Vec<OwnedFd>,
     switch_to: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
+    mounts: Option<PreparedMounts>,
+}
+
+/// [`PrivateMounts`] as C strings.
+struct PreparedMounts {
+    /// "size=…m,mode=1777".
+    options: CString,
+    points: Vec<CString>,
+    keep: Vec<KeptDir>,
+}
+
+struct KeptDir {
+    /// A descriptor the agent opened, inherited by the monitor: its number
+    /// is where the monitor puts the dir as its namespace sees it (a bind
+    /// takes its source from the caller's own namespace).
+    reserved: OwnedFd,
+    /// "/proc/self/fd/N" of `reserved`, the bind's source.
+    source: CString,
+    /// The dir and each of its ancestors below the mount point, outermost
+    /// first: made in the tmpfs, the last one the bind's target.
+    path_and_ancestors: Vec<CString>,
+}
+
+impl PreparedMounts {
+    fn new(mounts: PrivateMounts) -> io::Result<PreparedMounts> {
+        let c_string = |path: &Path| {
+            CString::new(path.as_os_str().as_bytes())
+                .map_err(|_| io::Error::other("a mount path contains a NUL byte"))
+        };
+        let mut keep = Vec::new();
+        for (fd, dir) in mounts.keep {
+            let Some(point) = PRIVATE_MOUNT_POINTS
+                .iter()
+                .map(Path::new)
+                .find(|point| dir.starts_with(point) && dir != *point)
+            else {
+                continue;
+            };
+            let mut chain: Vec<&Path> = dir
+                .ancestors()
+                .take_while(|ancestor| *ancestor != point)
+                .collect();
+            chain.reverse();
+            keep.push(KeptDir {
+                source: CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+                    .map_err(|_| io::Error::other("a descriptor path"))?,
+                reserved: fd,
+                path_and_ancestors: chain.into_iter().map(c_string).collect::<io::Result<_>>()?,
+            });
+        }
+        Ok(PreparedMounts {
+            options: CString::new(format!("size={}m,mode=1777", mounts.size_mb.max(1)))
+                .map_err(|_| io::Error::other("tmpfs options"))?,
+            points: PRIVATE_MOUNT_POINTS
+                .iter()
+                .map(|point| c_string(Path::new(point)))
+                .collect::<io::Result<_>>()?,
+            keep,
+        })
+    }
+
+    /// In the monitor, as root: a mount namespace of its own, nothing in it
+    /// propagated to the host's, a tmpfs on each mount point, and the kept
+    /// dirs bound back.
+    unsafe fn enter(&self) -> Result<(), &'static [u8]> {
+        unsafe {
+            if libc::unshare(libc::CLONE_NEWNS) == -1 {
+                return Err(b"cannot enter a mount namespace of its own");
+            }
+            let none = std::ptr::null::<libc::c_char>();
+            if libc::mount(
+                none,
+                c"/".as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) == -1
+            {
+                return Err(b"cannot make its mounts private");
+            }
+            // Opened in the new namespace, before the tmpfs hides them.
+            for kept in &self.keep {
+                let Some(dir) = kept.path_and_ancestors.last() else {
+                    continue;
+                };
+                let fd = libc::open(dir.as_ptr(), libc::O_PATH | libc::O_DIRECTORY);
+                if fd == -1 || libc::dup2(fd, kept.reserved.as_raw_fd()) == -1 {
+                    return Err(b"cannot keep the agent's dirs beneath /tmp");
+                }
+                libc::close(fd);
+            }
+            for point in &self.points {
+                if libc::mount(
+                    c"tmpfs".as_ptr(),
+                    point.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    self.options.as_ptr().cast(),
+                ) == -1
+                {
+                    return Err(b"cannot mount its private /dev/shm and /tmp");
+                }
+            }
+            for kept in &self.keep {
+                for dir in &kept.path_and_ancestors {
+                    if libc::mkdir(dir.as_ptr(), 0o755) == -1
+                        && *libc::__errno_location() != libc::EEXIST
+                    {
+                        return Err(b"cannot keep the agent's dirs beneath /tmp");
+                    }
+                }
+                let Some(target) = kept.path_and_ancestors.last() else {
+                    continue;
+                };
+                if libc::mount(
+                    kept.source.as_ptr(),
+                    target.as_ptr(),
+                    none,
+                    libc::MS_BIND | libc::MS_REC,
+                    std::ptr::null(),
+                ) == -1
+                {
+                    return Err(b"cannot keep the agent's dirs beneath /tmp");
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Whether this process can give containers private mounts: it forks a
+/// child that makes the namespace and a tmpfs as a container's monitor
+/// would, and says why not if it cannot.
+pub fn probe_private_mounts() -> Result<(), String> {
+    for point in PRIVATE_MOUNT_POINTS {
+        if !Path::new(point).is_dir() {
+            return Err(format!("there is no {point} to mount over"));
+        }
+    }
+    let prepared = PreparedMounts::new(PrivateMounts {
+        size_mb: 1,
+        keep: Vec::new(),
+    })
+    .map_err(|error| error.to_string())?;
+    // SAFETY: the child makes system calls on memory prepared above and
+    // ends with _exit.
+    let pid = match unsafe { libc::fork() } {
+        -1 => return Err(format!("cannot fork: {}", io::Error::last_os_error())),
+        0 => unsafe {
+            let code = match prepared.enter() {
+                Ok(()) => 0,
+                Err(_) => (*libc::__errno_location()).clamp(1, 255),
+            };
+            libc::_exit(code)
+        },
+        pid => pid,
+    };
+    let mut status = 0;
+    // SAFETY: waitpid on our own child, with a valid pointer.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } == -1 {
+        if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return Err("lost the probe's child".into());
+        }
+    }
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(errno) => Err(format!(
+            "mount namespaces are not available: {}",
+            io::Error::from_raw_os_error(errno)
+        )),
+        None => Err("the mount namespace probe was killed".into()),
+    }
 }
 
 impl Prepared {
@@ -174,6 +364,7 @@ impl Prepared {
                 let groups = groups.iter().map(|group| group.as_raw()).collect();
                 (uid.as_raw(), gid.as_raw(), groups)
             }),
+            mounts: launch.private_mounts.map(PreparedMounts::new).transpose()?,
         })
     }
 
@@ -242,6 +433,15 @@ impl Prepared {
                     return Err(b"cannot join its cgroup");
                 }
             }
+            // After the cgroup: the tmpfs pages are charged to it.
+            if let Some(mounts) = &self.mounts {
+                mounts.enter()?;
+            }
+            // The monitor holds a copy of the agent's memory (the server's,
+            // for the local agent): no process of the container's user may
+            // read it through ptrace or /proc/PID/mem. (Switching users
+            // clears this too; running as the agent's user does not.)
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
             if let Some((uid, gid, groups)) = &self.switch_to
                 && (libc::setgroups(groups.len(), groups.as_ptr()) == -1
                     || libc::setgid(*gid) == -1
@@ -447,6 +647,7 @@ mod tests {
             join_files: Vec::new(),
             switch_to: None,
             exit_dir: dir.to_owned(),
+            private_mounts: None,
         }
     }
 

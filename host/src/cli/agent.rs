@@ -56,6 +56,7 @@ pub fn run(args: AgentArgs) -> anyhow::Result<()> {
         &dirs,
         &settings.agent,
         settings.security.authentication,
+        agent::AgentKind::Standalone,
     )?;
     let client = args.server.client()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -24,9 +24,15 @@ pub struct ServeArgs {
     #[command(flatten)]
     settings: SettingsArgs,
     /// Where state is kept (weft.db, unless weft.store.url names
-    /// PostgreSQL), and the local agent's work and log dirs.
+    /// PostgreSQL; the tokens file; compiled policies), private to the
+    /// server's user (0700).
     #[arg(long, value_name = "DIR", default_value = "weft-data")]
     data_dir: PathBuf,
+    /// The local agent's work and log dirs (default: beside the data dir,
+    /// its name with -agent, e.g. weft-data-agent): never inside the data
+    /// dir, which containers must not reach.
+    #[arg(long, value_name = "DIR")]
+    agent_dir: Option<PathBuf>,
     /// Address of the HTTP API.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8088")]
     listen: SocketAddr,
@@ -215,6 +221,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Checked now, so a bad configuration stops the start, not a failover.
     crate::queues::load(args.queues.as_deref(), &settings.queue_properties)
         .context("the queue configuration is invalid")?;
+    if sim_nodes.is_none() && !args.no_local_agent {
+        crate::agent::run_as(
+            &settings.agent,
+            settings.security.authentication,
+            crate::agent::AgentKind::Local,
+        )?;
+    }
+    // The ledger, tokens, log secrets, compiled code: only the server's.
+    crate::private_files::dir(&args.data_dir)?;
     let event_log = open_event_log(&settings)?;
     let security =
         Arc::new(Security::from_settings(&settings.security).map_err(anyhow::Error::msg)?);
@@ -334,12 +349,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let local_agent = sim_nodes.is_none() && !args.no_local_agent;
+    let agent_dir = match &args.agent_dir {
+        Some(dir) => dir.clone(),
+        None => beside(&args.data_dir, "-agent")?,
+    };
     let agent_stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let agent_thread = if local_agent {
         Some(start_local_agent(
             &runtime,
             &settings,
             &args.data_dir,
+            &agent_dir,
             handle.clone(),
             agent_stop.clone(),
         )?)
@@ -391,13 +411,27 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     controlled
 }
 
+/// `dir`'s sibling named as it is with `suffix` (weft-data → weft-data-agent).
+fn beside(dir: &std::path::Path, suffix: &str) -> anyhow::Result<PathBuf> {
+    let absolute =
+        std::path::absolute(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let name = absolute
+        .file_name()
+        .map_or_else(|| "weft".into(), |name| name.to_owned());
+    let mut sibling = name;
+    sibling.push(suffix);
+    Ok(absolute.with_file_name(sibling))
+}
+
 /// Starts the in-process agent (as `nomad agent -dev` does): this machine
-/// less its reserve, containers under DATA_DIR/agent, logs served on a
-/// loopback port, talking to the event loop as the user running the server.
+/// less its reserve, containers under `agent_dir` (outside the data dir),
+/// logs served on a loopback port, talking to the event loop as the user
+/// running the server.
 fn start_local_agent(
     runtime: &tokio::runtime::Runtime,
     settings: &Settings,
     data_dir: &std::path::Path,
+    agent_dir: &std::path::Path,
     rm: rm::RmHandle,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
@@ -405,14 +439,25 @@ fn start_local_agent(
     let node_id = format!("{}:local", machine::host_name());
     let resources = machine::resources(settings.agent.reserved_memory_mb)?;
     let dirs = AgentDirs {
-        work_dir: data_dir.join("agent").join("work"),
-        log_dir: data_dir.join("agent").join("logs"),
+        work_dir: agent_dir.join("work"),
+        log_dir: agent_dir.join("logs"),
     };
+    let data_dir = std::path::absolute(data_dir)?;
+    for dir in [&dirs.work_dir, &dirs.log_dir] {
+        if std::path::absolute(dir)?.starts_with(&data_dir) {
+            anyhow::bail!(
+                "--agent-dir {} is inside the data dir {}: containers must not reach the server's state",
+                agent_dir.display(),
+                data_dir.display()
+            );
+        }
+    }
     let executor = agent::open_executor(
         &node_id,
         &dirs,
         &settings.agent,
         settings.security.authentication,
+        agent::AgentKind::Local,
     )?;
     let (http_address, logs_secret) = runtime.block_on(agent::serve_logs(
         SocketAddr::from(([127, 0, 0, 1], 0)),

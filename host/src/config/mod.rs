@@ -131,6 +131,8 @@ pub struct AgentSettings {
     pub log_retain: Duration,
     pub reserved_memory_mb: u64,
     pub run_as: RunAsSetting,
+    /// Who containers run as with `run-as = local-user`.
+    pub local_user: String,
     pub banned_users: Vec<String>,
     pub min_user_id: u32,
 }
@@ -138,8 +140,14 @@ pub struct AgentSettings {
 /// `weft.agent.run-as`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunAsSetting {
+    /// The agent's own user (YARN's DefaultContainerExecutor).
     Agent,
+    /// Each container as its app's user (YARN's LinuxContainerExecutor in
+    /// secure mode).
     Submitter,
+    /// Every container as one unprivileged user, `local_user` (YARN's
+    /// LinuxContainerExecutor in non-secure mode, `nonsecure-mode.local-user`).
+    LocalUser,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -297,8 +305,13 @@ impl Settings {
                 .whole("yarn.nodemanager.resource.system-reserved-memory-mb")?,
             run_as: match read.text("weft.agent.run-as")?.as_str() {
                 "submitter" => RunAsSetting::Submitter,
+                "local-user" => RunAsSetting::LocalUser,
                 _ => RunAsSetting::Agent,
             },
+            local_user: read
+                .text("yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user")?
+                .trim()
+                .to_string(),
             banned_users: read
                 .text("weft.agent.banned-users")?
                 .split(',')

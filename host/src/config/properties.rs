@@ -187,9 +187,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     ),
     (
         "weft.agent.run-as",
-        ValueType::Choice(&["agent", "submitter"]),
+        ValueType::Choice(&["agent", "submitter", "local-user"]),
         "agent",
-        "who containers run as: the agent's own user (YARN's DefaultContainerExecutor), or the submitting user (token authentication and a root agent only)",
+        "who containers run as: the agent's own user (YARN's DefaultContainerExecutor; refused in token mode for the local agent, and for an agent running as root), the submitting user (token authentication and a root agent only), or one unprivileged user for every container (local-user; a root agent only)",
+    ),
+    (
+        "yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user",
+        ValueType::Text,
+        "nobody",
+        "the user every container runs as with weft.agent.run-as = local-user",
     ),
     (
         "weft.agent.banned-users",

@@ -26,15 +26,17 @@ impl SqliteBackend {
             target: target.clone(),
             message,
         };
-        std::fs::create_dir_all(data_dir)
-            .map_err(|e| fail(format!("cannot create {}: {e}", data_dir.display())))?;
+        // The ledger, the agents' log secrets: only this user's (0700 and
+        // 0600, whatever the umask; SQLite gives its -wal and -shm files
+        // the mode of the database file).
+        crate::private_files::dir(data_dir).map_err(|e| fail(e.to_string()))?;
         let lock_path = data_dir.join("weft.db.lock");
-        let lock_file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| fail(format!("cannot open {}: {e}", lock_path.display())))?;
+        let lock_file = crate::private_files::open(&lock_path).map_err(|e| fail(e.to_string()))?;
+        drop(crate::private_files::open(&path).map_err(|e| fail(e.to_string()))?);
+        for journal in ["weft.db-wal", "weft.db-shm", "weft.db-journal"] {
+            crate::private_files::restrict(&data_dir.join(journal))
+                .map_err(|e| fail(e.to_string()))?;
+        }
         let lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusiveNonblock)
             .map_err(|(_, errno)| {
                 fail(format!(

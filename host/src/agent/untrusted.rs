@@ -1,0 +1,213 @@
+//! Reading files a container can write — its logs, its exit code, anything
+//! under the work and log dirs — as the agent (often root) must: opened
+//! relative to a directory handle, one path component at a time, never
+//! following a symbolic link, never blocking on open (a FIFO opens at once
+//! and is then refused), only if it is a regular file, and never read past
+//! a bound. A container that replaces its stderr with `ln -s /etc/shadow`
+//! or `mkfifo` gets an error in its diagnostics, not the file or a hung
+//! agent.
+//!
+//! The directory a path starts from (the agent's work or log dir) is the
+//! operator's and is opened as given; everything below it is the tenant's.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path};
+
+use nix::errno::Errno;
+use nix::fcntl::{OFlag, openat};
+use nix::sys::stat::Mode;
+
+/// A regular file opened safely, with what it was when opened.
+#[derive(Debug)]
+pub struct UntrustedFile {
+    pub file: File,
+    /// Its length when opened.
+    pub len: u64,
+    /// When it was last written, ms since the epoch (0 if before it).
+    pub modified_ms: u64,
+}
+
+/// Opens `relative` beneath the directory `root` for reading: each
+/// directory on the way is entered without following a symbolic link,
+/// and the file itself must be a regular file (not a link, FIFO, socket,
+/// device or directory). `relative` must be plain names (no `..`, no
+/// absolute path). A refusal is an error saying which and why.
+pub fn open_regular(root: &Path, relative: &Path) -> io::Result<UntrustedFile> {
+    let names = plain_names(relative)?;
+    let Some((file_name, dirs)) = names.split_last() else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no file name given",
+        ));
+    };
+    let mut dir = open_root(root)?;
+    for name in dirs {
+        dir = openat(
+            &dir,
+            *name,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|errno| refusal(errno, root, relative, "a directory on its way"))?;
+    }
+    // O_NONBLOCK: opening a FIFO for reading waits for a writer without it.
+    // O_NOCTTY: a terminal device never becomes the agent's.
+    let fd = openat(
+        &dir,
+        *file_name,
+        OFlag::O_RDONLY
+            | OFlag::O_NOFOLLOW
+            | OFlag::O_NONBLOCK
+            | OFlag::O_NOCTTY
+            | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|errno| refusal(errno, root, relative, "it"))?;
+    let file = File::from(fd);
+    let metadata = file.metadata()?;
+    if !metadata.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file (a FIFO, socket, device or directory): not read",
+                root.join(relative).display()
+            ),
+        ));
+    }
+    let modified_ms = metadata.mtime().max(0) as u64 * 1000
+        + u64::try_from(metadata.mtime_nsec()).unwrap_or(0) / 1_000_000;
+    Ok(UntrustedFile {
+        file,
+        len: metadata.len(),
+        modified_ms,
+    })
+}
+
+/// At most `max` bytes of `relative` beneath `root` (see [`open_regular`]),
+/// from its start.
+pub fn read_at_most(root: &Path, relative: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let opened = open_regular(root, relative)?;
+    read_range(opened.file, 0, max)
+}
+
+/// At most the last `max` bytes of `relative` beneath `root`.
+pub fn read_tail(root: &Path, relative: &Path, max: u64) -> io::Result<Vec<u8>> {
+    let opened = open_regular(root, relative)?;
+    read_range(opened.file, opened.len.saturating_sub(max), max)
+}
+
+/// At most `length` bytes of `file` from `start`. The file may grow
+/// meanwhile; nothing beyond `length` is read.
+pub fn read_range(mut file: File, start: u64, length: u64) -> io::Result<Vec<u8>> {
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(length.min(64 << 10)).unwrap_or(0));
+    file.take(length).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The directory a path starts from: the operator's, opened as given.
+fn open_root(root: &Path) -> io::Result<OwnedFd> {
+    openat(
+        nix::fcntl::AT_FDCWD,
+        root,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|errno| {
+        io::Error::new(
+            io::Error::from(errno).kind(),
+            format!("cannot open {}: {errno}", root.display()),
+        )
+    })
+}
+
+/// The names of `relative`, refusing anything but plain names.
+fn plain_names(relative: &Path) -> io::Result<Vec<&OsStr>> {
+    relative
+        .components()
+        .map(|component| match component {
+            Component::Normal(name) if !name.as_bytes().contains(&b'/') => Ok(name),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} is not a relative path of plain names",
+                    relative.display()
+                ),
+            )),
+        })
+        .collect()
+}
+
+/// Why an open below `root` failed, in words: a symbolic link is named as
+/// such (O_NOFOLLOW answers ELOOP, or ENOTDIR for a directory's place).
+fn refusal(errno: Errno, root: &Path, relative: &Path, what: &str) -> io::Error {
+    let path = root.join(relative);
+    match errno {
+        Errno::ELOOP | Errno::ENOTDIR => io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{}: {what} is a symbolic link or not a directory: not followed",
+                path.display()
+            ),
+        ),
+        Errno::ENOENT => io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{} does not exist", path.display()),
+        ),
+        other => io::Error::new(
+            io::Error::from(other).kind(),
+            format!("cannot open {}: {other}", path.display()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regular_files_are_read_within_their_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("c")).unwrap();
+        std::fs::write(dir.path().join("c/stderr"), b"0123456789").unwrap();
+        let rel = Path::new("c/stderr");
+        assert_eq!(read_at_most(dir.path(), rel, 4).unwrap(), b"0123");
+        assert_eq!(read_tail(dir.path(), rel, 3).unwrap(), b"789");
+        assert_eq!(read_tail(dir.path(), rel, 100).unwrap(), b"0123456789");
+        let opened = open_regular(dir.path(), rel).unwrap();
+        assert_eq!(opened.len, 10);
+        assert!(opened.modified_ms > 0);
+    }
+
+    #[test]
+    fn links_fifos_and_escapes_are_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join("c")).unwrap();
+        std::fs::write(root.join("secret"), b"root only").unwrap();
+        std::os::unix::fs::symlink(root.join("secret"), root.join("c/stdout")).unwrap();
+        std::os::unix::fs::symlink(root.join("c"), root.join("linked-dir")).unwrap();
+        nix::unistd::mkfifo(&root.join("c/stderr"), Mode::from_bits_truncate(0o600)).unwrap();
+        std::fs::create_dir(root.join("c/dir")).unwrap();
+
+        let error = open_regular(root, Path::new("c/stdout")).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        let error = open_regular(root, Path::new("linked-dir/stdout")).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        // Would block forever without O_NONBLOCK: no writer ever comes.
+        let error = open_regular(root, Path::new("c/stderr")).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+        let error = open_regular(root, Path::new("c/dir")).unwrap_err();
+        assert!(error.to_string().contains("not a regular file"), "{error}");
+        for escape in ["../secret", "/etc/passwd", "c/../secret", ""] {
+            assert!(open_regular(root, Path::new(escape)).is_err(), "{escape}");
+        }
+        let missing = open_regular(root, Path::new("c/none")).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+    }
+}
