@@ -400,6 +400,7 @@ impl Agent {
                     exit_status,
                     diagnostics: "killed (simulated)".into(),
                     finished_ms: epoch_ms(),
+                    started_ms: None,
                 },
             );
         }
@@ -424,6 +425,7 @@ impl Agent {
                     exit_status: 0,
                     diagnostics: String::new(),
                     finished_ms: epoch_ms(),
+                    started_ms: None,
                 },
             );
         }

@@ -237,6 +237,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ws/v1/cluster/scheduler/app-activities/{id}"),
     ("POST", "/ws/v1/cluster/nodes/register"),
     ("POST", "/ws/v1/cluster/nodes/{id}/heartbeat"),
+    ("POST", "/ws/v1/cluster/nodes/{id}/release"),
     ("GET", "/ws/v1/cluster/apps"),
     ("POST", "/ws/v1/cluster/apps"),
     ("POST", "/ws/v1/cluster/apps/new-application"),

@@ -391,6 +391,13 @@ fn a_lost_nodes_containers_are_asked_for_again_and_charged_to_then() {
     register("nm1");
     let app = server.submit("lost", 2, 60_000);
     let first = allocations("nm1", 2);
+    // It runs them (charged from now on; a container never reported
+    // running would be charged nothing).
+    let (status, body) = server.post_json(
+        "/ws/v1/cluster/nodes/nm1/heartbeat",
+        &json!({"running": first}),
+    );
+    assert_eq!(status, 200, "{body}");
     std::thread::sleep(Duration::from_millis(300));
     // The node restarts: it registers again, and its containers are lost.
     register("nm1");

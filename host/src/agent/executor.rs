@@ -376,6 +376,7 @@ impl Executor {
                     exit_status: exit_status::INVALID,
                     diagnostics,
                     finished_ms: now_ms(),
+                    started_ms: None,
                 };
                 self.record_end(end);
             }
@@ -663,6 +664,7 @@ impl Executor {
                 diagnostics: "its launch record is missing or unreadable after an agent restart"
                     .to_owned(),
                 finished_ms: now_ms(),
+                started_ms: None,
             });
             return;
         };
@@ -1010,6 +1012,8 @@ impl Settings {
             exit_status,
             diagnostics,
             finished_ms: ended_at(&self.layout, &process.container_id),
+            // 0: recovered without the record of its start.
+            started_ms: (process.started_ms > 0).then_some(process.started_ms),
         }
     }
 

@@ -43,6 +43,8 @@ pub mod exit_status {
     pub const ABORTED: i32 = -100;
     /// Taken back by reclaim.
     pub const PREEMPTED: i32 = -102;
+    /// Killed for using more virtual memory than allowed.
+    pub const KILLED_EXCEEDED_VMEM: i32 = -103;
     /// Killed by the kernel for using more memory than it asked for.
     pub const KILLED_EXCEEDED_PMEM: i32 = -104;
     /// Killed on request (its app was killed).
@@ -56,6 +58,18 @@ pub mod exit_status {
     /// or one of YARN's ContainerExitStatus values.
     pub fn is_valid(status: i32) -> bool {
         (0..=255).contains(&status) || (-109..=-100).contains(&status) || status == INVALID
+    }
+
+    /// Whether `status` says the container's own work ended it — its
+    /// process exited, it outgrew its memory, its app was killed or
+    /// failed — rather than the system (a lost or re-registered node,
+    /// preemption, a launch refused, a stale container killed).
+    pub fn ended_by_its_work(status: i32) -> bool {
+        status >= 0
+            || matches!(
+                status,
+                KILLED_EXCEEDED_VMEM | KILLED_EXCEEDED_PMEM | KILLED_BY_APPMASTER
+            )
     }
 }
 
@@ -74,4 +88,9 @@ pub struct ContainerEnd {
     pub diagnostics: String,
     /// When it ended, by the agent's clock (ms since the epoch).
     pub finished_ms: u64,
+    /// When its process started, by the agent's clock; none if it never
+    /// ran (it could not be launched). A container that ended before any
+    /// heartbeat listed it running is charged from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<u64>,
 }

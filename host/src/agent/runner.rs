@@ -439,6 +439,7 @@ mod tests {
             exit_status: 0,
             diagnostics: String::new(),
             finished_ms: 1,
+            started_ms: None,
         }
     }
 

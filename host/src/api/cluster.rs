@@ -15,7 +15,7 @@ use crate::cluster::{
 };
 use crate::limits::{DEFAULT_APPS_PAGE, MAX_APPS_PAGE};
 use crate::rm::ResourceManager;
-use crate::rm::requests::{Heartbeat, RegisterNode};
+use crate::rm::requests::{Heartbeat, NodeReleased, RegisterNode};
 use crate::scheduler::diagnostics;
 use crate::security::Caller;
 
@@ -483,6 +483,28 @@ pub async fn heartbeat(
         .with(move |rm: &mut ResourceManager| rm.node_heartbeat(&caller, &id, &request))
         .await??;
     Ok(Json(orders))
+}
+
+/// Frees a node id for whoever registers it next (administrators only).
+/// A node id belongs to whoever registered it first, also while it is
+/// lost; releasing a registered node loses it now: its containers end
+/// (ABORTED, −100), charged up to its last heartbeat, and are asked for
+/// again.
+#[utoipa::path(post, path = "/ws/v1/cluster/nodes/{id}/release", tag = "nodes",
+    params(("id" = String, Path, description = "The node id")),
+    responses((status = 200, body = NodeReleased), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 409, body = RemoteException)))]
+pub async fn release_node(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<NodeReleased>, ApiError> {
+    let released = state
+        .rm
+        .with(move |rm: &mut ResourceManager| rm.release_node(&caller, &id))
+        .await??;
+    Ok(Json(released))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

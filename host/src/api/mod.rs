@@ -81,6 +81,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(cluster::node)))
         .routes(small(routes!(cluster::register_node)))
         .routes(small(routes!(cluster::heartbeat)))
+        .routes(small(routes!(cluster::release_node)))
         .routes(small(routes!(cluster::apps, cluster::submit_app)))
         .routes(small(routes!(yarn_apps::new_application)))
         .routes(small(routes!(cluster::app)))

@@ -67,6 +67,15 @@ pub enum NodeCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Frees a node id for whoever registers it next (administrators): a
+    /// node id is its first registrant's, also while it is lost. A
+    /// registered node is lost now, its containers asked for again.
+    Release {
+        /// The node id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -167,7 +176,19 @@ pub fn run(command: AppCommand) -> anyhow::Result<()> {
 }
 
 pub fn run_node(command: NodeCommand) -> anyhow::Result<()> {
-    let NodeCommand::List { server, json } = command;
+    let (server, json) = match command {
+        NodeCommand::List { server, json } => (server, json),
+        NodeCommand::Release { id, server } => {
+            let path = format!("/ws/v1/cluster/nodes/{}/release", encode(&id));
+            let answer = server.client()?.post(&path)?;
+            let owner = answer["owner"].as_str().unwrap_or("nobody");
+            eprintln!(
+                "node id {id} released (it was {owner}'s); {} container(s) lost and asked for again",
+                answer["lost_containers"]
+            );
+            return Ok(());
+        }
+    };
     let answer = server.client()?.get("/ws/v1/cluster/nodes")?;
     let nodes = answer["nodes"]["node"]
         .as_array()

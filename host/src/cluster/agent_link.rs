@@ -91,6 +91,9 @@ pub enum TakenReport {
     New {
         /// Containers it ended, with when (to be charged).
         ended: Vec<(Container, u64)>,
+        /// Containers it reported running for the first time: they are
+        /// charged from now ([`Container::launched_ms`]).
+        launched: Vec<String>,
         acknowledged: Vec<String>,
         accepted: usize,
         /// It listed what the node runs.
@@ -108,6 +111,22 @@ impl TakenReport {
             TakenReport::New { ended, .. } => ended,
         }
     }
+
+    /// Containers the report showed running for the first time.
+    pub fn launched(&self) -> &[String] {
+        match self {
+            TakenReport::Repeat(_) => &[],
+            TakenReport::New { launched, .. } => launched,
+        }
+    }
+}
+
+/// What a registration did: containers it lost, and kill orders for what
+/// the agent runs that its node does not hold.
+#[derive(Debug, Clone, Default)]
+pub struct AgentRegistered {
+    pub lost: Vec<Container>,
+    pub kill: Vec<KillOrder>,
 }
 
 /// What a heartbeat did: containers that ended (with when, to be charged)
@@ -124,8 +143,7 @@ impl Cluster {
     /// (ABORTED, asked for again), and what it runs that this node does
     /// not hold is to be killed (returned as orders). Without `running`, or
     /// for a new id, every container the node had is lost (as YARN's
-    /// non-work-preserving resync). Returns the lost containers and the
-    /// kill orders.
+    /// non-work-preserving resync).
     pub fn register_agent(
         &mut self,
         id: &str,
@@ -134,12 +152,14 @@ impl Cluster {
         agent: AgentInfo,
         running: Option<&[String]>,
         now: u64,
-    ) -> Result<(Vec<Container>, Vec<KillOrder>), ClusterError> {
+    ) -> Result<AgentRegistered, ClusterError> {
         let keep = running.is_some()
             && self
                 .nodes
                 .get(id)
                 .is_some_and(|node| node.kind == NodeKind::Remote);
+        self.check_capacity(id, capacity)?;
+        self.claim_node(id, owner)?;
         let running: BTreeSet<&String> = running.unwrap_or_default().iter().collect();
         let mut lost = Vec::new();
         if keep {
@@ -151,12 +171,17 @@ impl Cluster {
                 .filter(|c| !running.contains(c))
                 .cloned()
                 .collect();
+            // Last known to run at the heartbeat before this registration.
+            let seen = node.last_heartbeat_ms;
             for container in &gone {
-                lost.extend(self.end_container(container, now, EndCause::Lost));
+                lost.extend(self.lose_container(container, seen, now));
             }
             let node = self.nodes.get_mut(id).expect("checked above");
             node.capacity = capacity;
             node.last_heartbeat_ms = now;
+            // Kept: the agent runs them, or ran them and has yet to report
+            // their end (it lists those too), so when one that was never
+            // charged started is learnt from its next heartbeat.
             node.launched = node.containers.clone();
         } else {
             lost = self.register_node(id, NodeKind::Remote, capacity, owner, now)?;
@@ -177,7 +202,7 @@ impl Cluster {
             tracing::warn!(container = %container.id, app = %container.app, node = %id, "container lost: the node's agent registered again without it");
         }
         super::durable::node_changed(&mut self.changes, id);
-        Ok((lost, kill))
+        Ok(AgentRegistered { lost, kill })
     }
 
     /// One heartbeat of agent `id`: its ends are taken (charged to the time
@@ -219,6 +244,7 @@ impl Cluster {
             return Ok(TakenReport::Repeat(orders));
         }
         let mut ended = Vec::new();
+        let mut launched = Vec::new();
         let mut acknowledged = Vec::new();
         let mut accepted = 0;
         for end in report.ended {
@@ -231,8 +257,15 @@ impl Cluster {
             if !on_node {
                 continue;
             }
-            let start = self.containers[&end.container_id].start_time_ms;
+            let container = self
+                .containers
+                .get_mut(&end.container_id)
+                .expect("a node's containers are the cluster's");
+            let start = container.start_time_ms;
             let at = end.finished_ms.clamp(start, now.max(start));
+            if container.launched_ms.is_none() {
+                container.launched_ms = launched_at(container, end, at);
+            }
             let cause = EndCause::from_exit(end.exit_status, &end.diagnostics);
             if let Some(container) = self.end_container(&end.container_id, at, cause) {
                 accepted += 1;
@@ -240,9 +273,14 @@ impl Cluster {
             }
         }
         for finished in report.finished {
-            if self.nodes[id].containers.contains(finished)
-                && let Some(container) = self.end_container(finished, now, EndCause::Succeeded)
-            {
+            if !self.nodes[id].containers.contains(finished) {
+                continue;
+            }
+            // The simple protocol says only that it ran, not since when.
+            if let Some(container) = self.containers.get_mut(finished) {
+                container.launched_ms.get_or_insert(container.start_time_ms);
+            }
+            if let Some(container) = self.end_container(finished, now, EndCause::Succeeded) {
                 accepted += 1;
                 ended.push((container, now));
             }
@@ -271,8 +309,24 @@ impl Cluster {
             node.launched
                 .retain(|c| running.contains(c) && node.containers.contains(c));
             for container in &node.containers {
-                if running.contains(container) && !node.launched.contains(container) {
+                if !running.contains(container) {
+                    continue;
+                }
+                if !node.launched.contains(container) {
                     node.launched.insert(container.clone());
+                }
+                // Charged from the first report that it runs.
+                if let Some(first) = self.containers.get_mut(container)
+                    && first.launched_ms.is_none()
+                {
+                    first.launched_ms = Some(now);
+                    launched.push(container.clone());
+                    super::durable::container_changed(
+                        &mut self.changes,
+                        container,
+                        &first.app,
+                        first.seq,
+                    );
                 }
             }
             node.to_kill.retain(|c, _| running.contains(c));
@@ -286,6 +340,7 @@ impl Cluster {
         }
         Ok(TakenReport::New {
             ended,
+            launched,
             acknowledged,
             accepted,
             says_running: report.running.is_some(),
@@ -311,6 +366,7 @@ impl Cluster {
                 accepted,
                 says_running,
                 numbered,
+                ..
             } => (ended, acknowledged, accepted, says_running, numbered),
         };
         let launch = match self.nodes.get(id) {
@@ -396,6 +452,21 @@ impl Cluster {
     }
 }
 
+/// When a container the agent reports ended had started, if it had not
+/// been seen running: the agent's word for its start (within its life on
+/// the server's clock, allocation to `ended`), else its allocation if its
+/// own process ended it (a client that does not say when), else never (it
+/// could not be launched, or was lost or killed before it ran).
+fn launched_at(container: &Container, end: &ContainerEnd, ended: u64) -> Option<u64> {
+    match end.started_ms {
+        Some(started) => Some(started.clamp(container.start_time_ms, ended)),
+        None if end.exit_status >= 0 || end.exit_status == exit_status::KILLED_EXCEEDED_PMEM => {
+            Some(container.start_time_ms)
+        }
+        None => None,
+    }
+}
+
 fn kill_order((container_id, exit_status): (&String, &i32)) -> KillOrder {
     KillOrder {
         container_id: container_id.clone(),
@@ -478,6 +549,7 @@ mod tests {
             exit_status,
             diagnostics: format!("exited with {exit_status}"),
             finished_ms: at,
+            started_ms: None,
         }
     }
 
@@ -586,7 +658,7 @@ mod tests {
     fn a_restarted_agent_keeps_what_it_runs() {
         let (mut cluster, ids) = running(2, 1);
         beat(&mut cluster, 0, &ids, &[], 20);
-        let (lost, kill) = cluster
+        let AgentRegistered { lost, kill, .. } = cluster
             .register_agent(
                 "a1",
                 Resources::new(8192, 8, 0),
@@ -600,7 +672,7 @@ mod tests {
         assert!(kill.is_empty());
         assert_eq!(cluster.apps()[0].running_containers, 1);
         // Without a list, a registration loses everything (not work-preserving).
-        let (lost, _) = cluster
+        let AgentRegistered { lost, .. } = cluster
             .register_agent(
                 "a1",
                 Resources::new(8192, 8, 0),

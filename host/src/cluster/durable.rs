@@ -35,6 +35,8 @@ pub struct Changes {
     /// Container records an app let go of (beyond its newest 10,000).
     dropped_containers: BTreeSet<String>,
     nodes: BTreeSet<String>,
+    /// Node ids whose owner changed (claimed or released).
+    owners: BTreeSet<String>,
     totals: bool,
 }
 
@@ -45,6 +47,7 @@ impl Changes {
             && self.containers.is_empty()
             && self.dropped_containers.is_empty()
             && self.nodes.is_empty()
+            && self.owners.is_empty()
             && !self.totals
     }
 }
@@ -84,6 +87,13 @@ pub(super) fn container_dropped(changes: &mut Option<Changes>, id: &str) {
 pub(super) fn node_changed(changes: &mut Option<Changes>, id: &str) {
     if let Some(changes) = changes {
         changes.nodes.insert(id.to_string());
+    }
+}
+
+/// Notes on `changes` (if tracked) that node id `id` changed hands.
+pub(super) fn owner_changed(changes: &mut Option<Changes>, id: &str) {
+    if let Some(changes) = changes {
+        changes.owners.insert(id.to_string());
     }
 }
 
@@ -167,6 +177,10 @@ pub struct StoredContainerRecord {
     pub exit_status: Option<i32>,
     #[serde(default)]
     pub diagnostics: String,
+    /// When it started to run (see [`Container::launched_ms`]); none in a
+    /// record that does not say (then the quota's charged-until time tells).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launched_ms: Option<u64>,
 }
 
 /// An agent's node as stored; it comes back waiting for the agent to
@@ -310,6 +324,7 @@ impl StoredContainerRecord {
             finish_time_ms: None,
             exit_status: None,
             diagnostics: String::new(),
+            launched_ms: container.launched_ms,
         }
     }
 
@@ -327,6 +342,7 @@ impl StoredContainerRecord {
             finish_time_ms: record.finish_time_ms,
             exit_status: record.exit_status,
             diagnostics: record.diagnostics.clone(),
+            launched_ms: None,
         }
     }
 
@@ -341,6 +357,9 @@ impl StoredContainerRecord {
             duration_ms: self.duration_ms,
             attempt: self.attempt,
             seq: self.seq,
+            launched_ms: self.launched_ms,
+            exit_status: None,
+            ended_ms: None,
         }
     }
 
@@ -370,6 +389,8 @@ pub struct StoredCluster {
     /// (record, running).
     pub containers: Vec<(String, bool)>,
     pub nodes: Vec<String>,
+    /// (node id, owner).
+    pub node_owners: Vec<(String, String)>,
     /// The totals setting, if stored.
     pub totals: Option<String>,
 }
@@ -441,6 +462,12 @@ impl Cluster {
                 _ => batch.delete_node(id),
             }
         }
+        for id in &changes.owners {
+            match self.node_owners.get(id) {
+                Some(owner) => batch.put_node_owner(id, owner),
+                None => batch.delete_node_owner(id),
+            }
+        }
         if changes.totals {
             let totals = [self.finished_total, self.failed_total, self.killed_total];
             batch.set_setting(TOTALS_SETTING, &json(&totals));
@@ -462,10 +489,16 @@ impl Cluster {
     /// new containers), as YARN keeps it.
     pub fn restore(&mut self, stored: StoredCluster, now: u64) -> Result<Restored, RestoreError> {
         let mut restored = Restored::default();
+        self.node_owners.extend(stored.node_owners.iter().cloned());
         for record in &stored.nodes {
             let node: StoredNode = parse("node", record)?;
             if self.nodes.contains_key(&node.id) {
                 continue;
+            }
+            // Stored before owners had a table of their own.
+            if !self.node_owners.contains_key(&node.id) {
+                self.node_owners.insert(node.id.clone(), node.owner.clone());
+                owner_changed(&mut self.changes, &node.id);
             }
             let mut live = Node::new(
                 node.id.clone(),
@@ -675,8 +708,70 @@ mod tests {
                 .map(|c| (c.record, c.running))
                 .collect(),
             nodes: store.nodes().unwrap(),
+            node_owners: store.node_owners().unwrap(),
             totals: store.settings().unwrap().get(TOTALS_SETTING).cloned(),
         }
+    }
+
+    #[test]
+    fn a_node_id_stays_its_owners_when_lost_and_restarted_until_released() {
+        let mut cluster = tracked_cluster();
+        let store = Store::in_memory();
+        cluster
+            .register_agent(
+                "n1",
+                Resources::new(8192, 8, 0),
+                "ops",
+                AgentInfo::default(),
+                Some(&[]),
+                5,
+            )
+            .unwrap();
+        cluster.expire_nodes(100, 100);
+        assert!(cluster.node("n1").is_none(), "lost");
+        assert_eq!(cluster.node_owner("n1"), Some("ops"));
+        let mut batch = Batch::default();
+        cluster.take_changes(&mut batch);
+        store.commit(&batch).unwrap();
+
+        let mut restored = tracked_cluster();
+        restored.restore(stored(&store), 200).unwrap();
+        assert_eq!(
+            restored.node_owner("n1"),
+            Some("ops"),
+            "kept across a restart"
+        );
+        let (owner, lost) = restored.release_node("n1", 210).unwrap();
+        assert_eq!((owner.as_deref(), lost.len()), (Some("ops"), 0));
+        assert_eq!(restored.node_owner("n1"), None);
+        assert!(matches!(
+            restored.release_node("never", 210),
+            Err(crate::cluster::ClusterError::UnknownNode(_))
+        ));
+        let mut batch = Batch::default();
+        restored.take_changes(&mut batch);
+        store.commit(&batch).unwrap();
+        assert!(
+            store.node_owners().unwrap().is_empty(),
+            "released in the store"
+        );
+
+        // Owned ids are bounded: past the bound a new id is refused.
+        for i in 0..crate::limits::MAX_NODES {
+            restored.node_owners.insert(format!("x{i}"), "ops".into());
+        }
+        let refused = restored.register_agent(
+            "one-too-many",
+            Resources::new(1024, 1, 0),
+            "ops",
+            AgentInfo::default(),
+            None,
+            300,
+        );
+        assert!(matches!(
+            refused,
+            Err(crate::cluster::ClusterError::TooManyOwnedNodes(_))
+        ));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use super::durable::{self, Changes};
 use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, Resources, SubmitApp};
 use crate::accounting::AccountingRecord;
+use crate::agent::protocol::exit_status;
 use crate::queues::{QueueState, QueueTree};
 
 /// A running container.
@@ -32,6 +33,29 @@ pub struct Container {
     /// numbered in the order they are created.
     #[serde(skip)]
     pub seq: u64,
+    /// When it started to run, as far as the cluster knows: at once on a
+    /// simulated node; on an agent's, when the agent first reports it
+    /// running (or reports how it ended). Containers are charged from
+    /// then; one that never ran is charged nothing.
+    #[serde(skip)]
+    pub launched_ms: Option<u64>,
+    /// How it ended (YARN's ContainerExitStatus), once it has.
+    #[serde(skip)]
+    pub exit_status: Option<i32>,
+    /// When it ended, once it has: for a lost one, when it was last known
+    /// to run.
+    #[serde(skip)]
+    pub ended_ms: Option<u64>,
+}
+
+impl Container {
+    /// Whether the minimum runtime (`yarn.resourcemanager.quota.min.runtime`)
+    /// is charged for it: only when its own work ended it — its process
+    /// exited, was killed for its memory, or its app was killed or failed
+    /// — never when the system did (lost, preempted, refused at launch).
+    pub fn ended_by_its_work(&self) -> bool {
+        self.exit_status.is_some_and(exit_status::ended_by_its_work)
+    }
 }
 
 /// `count` containers of ask `ask` of app `app` (indices into the cluster's
@@ -81,6 +105,12 @@ pub enum ClusterError {
         active: u64,
         maximum: u64,
     },
+    #[error(
+        "{0} node ids are owned already, the most there may be; an administrator releases unused ones (weft node release ID)"
+    )]
+    TooManyOwnedNodes(usize),
+    #[error("node {0} is a simulated node of this server, which no caller owns")]
+    SimulatedNode(String),
 }
 
 /// Why a running container ended.
@@ -163,6 +193,10 @@ pub struct Cluster {
     /// Nodes lost by silence and not registered since, as YARN lists them
     /// (state LOST): the most recent [`LOST_NODES_KEPT`], in memory only.
     pub(super) lost_nodes: BTreeMap<String, LostNode>,
+    /// Who registered each agent node id first: theirs (and only theirs
+    /// to register or heartbeat for) until an administrator releases it,
+    /// also while the node is lost, and across restarts.
+    pub(super) node_owners: HashMap<String, String>,
     /// The accounting records of apps ended since
     /// [`Cluster::take_ended_apps`]: made as each ends, before the table
     /// may let it go.
@@ -198,8 +232,57 @@ impl Cluster {
             changes: None,
             epoch: 0,
             lost_nodes: BTreeMap::new(),
+            node_owners: HashMap::new(),
             ended_apps: Vec::new(),
         }
+    }
+
+    /// Who owns agent node id `id`, if anyone.
+    pub fn node_owner(&self, id: &str) -> Option<&str> {
+        self.node_owners.get(id).map(String::as_str)
+    }
+
+    /// Makes `owner` the owner of agent node id `id`, if nobody is; a new
+    /// id is refused once [`crate::limits::MAX_NODES`] ids are owned.
+    pub(super) fn claim_node(&mut self, id: &str, owner: &str) -> Result<(), ClusterError> {
+        if self.node_owners.contains_key(id) {
+            return Ok(());
+        }
+        if self.node_owners.len() >= crate::limits::MAX_NODES {
+            return Err(ClusterError::TooManyOwnedNodes(crate::limits::MAX_NODES));
+        }
+        self.node_owners.insert(id.to_string(), owner.to_string());
+        durable::owner_changed(&mut self.changes, id);
+        Ok(())
+    }
+
+    /// Frees agent node id `id` for whoever registers it next (an
+    /// administrator's act): a registered node is lost now (its containers
+    /// ABORTED and asked for again, returned to be charged), a lost one
+    /// forgotten. Returns who owned it.
+    pub fn release_node(
+        &mut self,
+        id: &str,
+        now: u64,
+    ) -> Result<(Option<String>, Vec<Container>), ClusterError> {
+        if self
+            .nodes
+            .get(id)
+            .is_some_and(|node| node.kind == NodeKind::Simulated)
+        {
+            return Err(ClusterError::SimulatedNode(id.into()));
+        }
+        if !self.nodes.contains_key(id)
+            && !self.node_owners.contains_key(id)
+            && !self.lost_nodes.contains_key(id)
+        {
+            return Err(ClusterError::UnknownNode(id.into()));
+        }
+        let owner = self.node_owners.remove(id);
+        durable::owner_changed(&mut self.changes, id);
+        let lost = self.lose_node(id, now);
+        self.lost_nodes.remove(id);
+        Ok((owner, lost))
     }
 
     /// Sets the epoch new container ids carry (0: none, as YARN's ids
@@ -325,16 +408,22 @@ impl Cluster {
         self.nodes.get(id)
     }
 
-    /// Removes a node: its containers are lost (ABORTED, exit status −100),
-    /// end now, and their apps ask for them again.
+    /// Removes a node: its containers are lost (ABORTED, exit status −100)
+    /// and their apps ask for them again. Each ends when it was last known
+    /// to run: its node's last heartbeat (not later than `now`), so a
+    /// silent node's containers are not charged for its silence.
     pub fn lose_node(&mut self, id: &str, now: u64) -> Vec<Container> {
         let Some(node) = self.nodes.get(id) else {
             return Vec::new();
         };
         let ids: Vec<String> = node.containers.iter().cloned().collect();
+        let seen = match node.kind {
+            NodeKind::Remote => node.last_heartbeat_ms.min(now),
+            NodeKind::Simulated => now,
+        };
         let lost: Vec<Container> = ids
             .iter()
-            .filter_map(|c| self.end_container(c, now, EndCause::Lost))
+            .filter_map(|c| self.lose_container(c, seen, now))
             .collect();
         for container in &lost {
             tracing::warn!(container = %container.id, app = %container.app, node = %id, exit_status = -100, "container lost with its node (ABORTED); its app asks for it again");
@@ -631,6 +720,7 @@ impl Cluster {
             tracing::info!(app = %app.id, from = "ACCEPTED", to = "RUNNING", cause = "first container allocated", queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
         }
         let node = self.nodes.get_mut(node_id).expect("checked by the caller");
+        let node_kind = node.kind;
         node.allocated += resources;
         node.containers.insert(id.clone());
         // A remote node is told to launch it in every heartbeat answer until
@@ -675,6 +765,10 @@ impl Cluster {
             duration_ms,
             attempt,
             seq,
+            // A simulated node runs it at once; an agent reports it.
+            launched_ms: (node_kind == NodeKind::Simulated).then_some(now),
+            exit_status: None,
+            ended_ms: None,
         };
         self.containers.insert(id, container.clone());
         Allocation {
@@ -766,6 +860,14 @@ impl Cluster {
         }
     }
 
+    /// Loses a container (ABORTED) last known to run at `seen`: it ends
+    /// then, or at its start if that is later, never after `now`.
+    pub(super) fn lose_container(&mut self, id: &str, seen: u64, now: u64) -> Option<Container> {
+        let container = self.containers.get(id)?;
+        let started = container.launched_ms.unwrap_or(container.start_time_ms);
+        self.end_container(id, seen.max(started).min(now), EndCause::Lost)
+    }
+
     /// Preempts a container: it ends now, and its app asks for it again.
     pub fn preempt(&mut self, id: &str, now: u64) -> Option<Container> {
         self.end_container(id, now, EndCause::Preempted)
@@ -788,7 +890,9 @@ impl Cluster {
         now: u64,
         cause: EndCause,
     ) -> Option<Container> {
-        let container = self.containers.remove(id)?;
+        let mut container = self.containers.remove(id)?;
+        container.exit_status = Some(cause.exit_status());
+        container.ended_ms = Some(now);
         durable::container_changed(&mut self.changes, id, &container.app, container.seq);
         if let Some(node) = self.nodes.get_mut(&container.node) {
             node.allocated -= container.resources;

@@ -121,11 +121,15 @@ impl EventLog {
             t: t.max(self.last_t),
             event,
         };
-        if let ReplayEvent::Finish { ended_ms, .. } = &mut line.event
-            && t < line.t
-            && ended_ms.is_none()
-        {
-            *ended_ms = Some(t);
+        // The clock stepped back: the line keeps its own time aside.
+        match &mut line.event {
+            ReplayEvent::Finish { ended_ms, .. } if t < line.t && ended_ms.is_none() => {
+                *ended_ms = Some(t);
+            }
+            ReplayEvent::Start { started_ms, .. } if t < line.t && started_ms.is_none() => {
+                *started_ms = Some(t);
+            }
+            _ => {}
         }
         let before = self.unwritten.len();
         if let Err(error) = serde_json::to_writer(&mut self.unwritten, &line) {
@@ -235,6 +239,7 @@ mod tests {
             memory_mb: 1024,
             vcores: 1,
             gpus: 0,
+            started_ms: None,
         }
     }
 
@@ -242,6 +247,7 @@ mod tests {
         ReplayEvent::Finish {
             container: container.into(),
             ended_ms: None,
+            exit_status: None,
         }
     }
 
@@ -288,7 +294,8 @@ mod tests {
             lines[1].event,
             ReplayEvent::Finish {
                 container: "c".into(),
-                ended_ms: Some(4_000)
+                ended_ms: Some(4_000),
+                exit_status: None,
             }
         );
     }

@@ -297,7 +297,10 @@ impl QuotaService {
         &self.settings
     }
 
-    /// CONTAINER_START: the container is charged from `now` on.
+    /// CONTAINER_START: the container is charged from `now` on. A start
+    /// before the last QUOTA_COMPUTE (a container the server learnt of
+    /// late) owes the time up to it at once, as that compute would have
+    /// charged it.
     pub fn start(
         &mut self,
         container: &str,
@@ -313,7 +316,7 @@ impl QuotaService {
         if self.running.contains_key(container) {
             return Err(QuotaError::AlreadyStarted(container.into()));
         }
-        let tracked = Tracked {
+        let mut tracked = Tracked {
             project: project.into(),
             user: user.into(),
             app: app.into(),
@@ -321,8 +324,13 @@ impl QuotaService {
             started_ms: now,
             last_charged_ms: now,
         };
+        if now < self.last_compute_ms {
+            let owed = owe(&mut tracked, self.last_compute_ms, self.last_compute_ms);
+            self.owed.extend(owed);
+            self.owed_changed();
+        }
         *self.groups.entry(tracked.group()).or_insert(0) += 1;
-        self.mark_fresh(container, now);
+        self.mark_fresh(container, tracked.last_charged_ms);
         self.running.insert(container.into(), tracked);
         self.container_changed(container);
         Ok(())
@@ -375,15 +383,24 @@ impl QuotaService {
         Ok(())
     }
 
-    /// CONTAINER_FINISH: what is left is owed, at least up to the minimum runtime.
-    pub fn finish(&mut self, container: &str, now: u64) -> Result<(), QuotaError> {
+    /// CONTAINER_FINISH: what is left is owed — with `minimum` (its own
+    /// work ended it), at least up to the minimum runtime; else only up to
+    /// `now` (the system ended it: it pays for no more than it ran).
+    pub fn finish(&mut self, container: &str, now: u64, minimum: bool) -> Result<(), QuotaError> {
         if !self.settings.enabled {
             return Ok(());
         }
         self.leave_group(container)
             .ok_or_else(|| QuotaError::UnknownContainer(container.into()))?;
         let mut tracked = self.running.remove(container).expect("found above");
-        let end = now.max(tracked.started_ms + self.settings.min_runtime_ms);
+        let end = match minimum {
+            true => now.max(
+                tracked
+                    .started_ms
+                    .saturating_add(self.settings.min_runtime_ms),
+            ),
+            false => now,
+        };
         self.owed.extend(owe(&mut tracked, end, now));
         self.container_changed(container);
         self.owed_changed();
@@ -576,6 +593,28 @@ impl QuotaService {
     }
 
     /// Where `project`'s credits stand under `weft.quota.budget.*`.
+    /// What one container of each of `sizes` is charged for the minimum
+    /// runtime at today's multiplicators (one pricing call).
+    pub fn minimum_charges(
+        &self,
+        pricing: &dyn Pricing,
+        sizes: &[Resources],
+    ) -> Result<Vec<f64>, CallError> {
+        let seconds = self.settings.min_runtime_ms as f64 / 1000.0;
+        let usage = Usage {
+            seconds: vec![seconds; sizes.len()],
+            memory_mb: sizes.iter().map(|r| r.memory_mb).collect(),
+            vcores: sizes.iter().map(|r| u64::from(r.vcores)).collect(),
+            gpus: sizes.iter().map(|r| u64::from(r.gpus)).collect(),
+        };
+        pricing.charge(&usage, self.multiplicators)
+    }
+
+    /// The credits `project` has left (negative: in debt).
+    pub fn credits_left(&self, project: &str) -> f64 {
+        self.ledger.remaining(project)
+    }
+
     pub fn budget_state(&self, project: &str) -> BudgetState {
         BudgetState::of(self.ledger.remaining(project), &self.settings.budget)
     }
@@ -635,6 +674,30 @@ fn owe(tracked: &mut Tracked, until: u64, at: u64) -> Option<Owed> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_start_before_the_last_compute_owes_the_time_up_to_it() {
+        let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
+        quota.compute(10_000);
+        quota.start("late", "a", "p", "u", gb, 4_000).unwrap();
+        quota.compute(12_000);
+        quota.finish("late", 13_000, false).unwrap();
+        quota.flush(&PerGbSecond).unwrap();
+        assert!((used(&quota, "p") - 9.0).abs() < 1e-9, "4 s to 13 s");
+    }
+
+    #[test]
+    fn the_minimum_runtime_is_charged_only_when_its_own_work_ended_it() {
+        let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
+        quota.settings.min_runtime_ms = 10_000;
+        quota.start("own", "a", "p", "u", gb, 0).unwrap();
+        quota.start("system", "a", "q", "u", gb, 0).unwrap();
+        quota.finish("own", 1_000, true).unwrap();
+        quota.finish("system", 1_000, false).unwrap();
+        quota.flush(&PerGbSecond).unwrap();
+        assert!((used(&quota, "p") - 10.0).abs() < 1e-9);
+        assert!((used(&quota, "q") - 1.0).abs() < 1e-9);
+    }
+
     /// One credit per GB-second: easy to work out by hand.
     struct PerGbSecond;
 
@@ -676,7 +739,7 @@ mod tests {
             .update("b", Resources::new(2048, 1, 0), 15_000)
             .unwrap(); // b: 5 s at 1 GB
         quota.compute(20_000); // a: 10 s; b: 5 s at 2 GB; c: 6 s
-        quota.finish("a", 25_000).unwrap(); // a: 5 s
+        quota.finish("a", 25_000, true).unwrap(); // a: 5 s
         quota.compute(30_000); // b: 10 s at 2 GB; c: 10 s
         quota.flush(&PerGbSecond).unwrap();
         let expected = 10.0 + 10.0 + 10.0 + 5.0 + 5.0 * 2.0 + 6.0 + 5.0 + 10.0 * 2.0 + 10.0;
@@ -696,7 +759,7 @@ mod tests {
         quota.start("a2", "app1", "p", "u", gb, 0).unwrap();
         quota.start("b1", "app2", "p", "u", gb, 0).unwrap();
         quota.compute(10_000);
-        quota.finish("b1", 15_000).unwrap();
+        quota.finish("b1", 15_000, true).unwrap();
         quota.flush(&PerGbSecond).unwrap();
         let credits = quota.take_app_credits();
         assert!((credits[&Arc::from("app1")] - 20.0).abs() < 1e-9);
@@ -712,7 +775,7 @@ mod tests {
         quota.compute(10_000);
         quota.start("b", "app", "p", "u", gb, 10_000).unwrap();
         quota.compute(20_000);
-        quota.finish("b", 25_000).unwrap();
+        quota.finish("b", 25_000, true).unwrap();
         quota.flush(&PerGbSecond).unwrap();
         // a: 10 + 10; b: 10 + 5.
         assert!(

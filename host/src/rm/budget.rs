@@ -10,7 +10,9 @@ use utoipa::ToSchema;
 
 use super::ResourceManager;
 use super::requests::RequestError;
-use crate::cluster::Container;
+use std::collections::HashMap;
+
+use crate::cluster::{Container, Placement, Resources};
 use crate::config::BudgetEnforcement;
 use crate::metrics::{ProjectLabels, label, metrics};
 use crate::quota::{BudgetState, DailyKey};
@@ -106,6 +108,65 @@ impl ResourceManager {
             }
         }
         held
+    }
+
+    /// The round's placements, trimmed so that no project is given more
+    /// new containers than its credits left pay for at their minimum
+    /// runtime (in the policy's order; the rest wait). Budgets not
+    /// enforced, or no minimum runtime: all of them.
+    pub(crate) fn affordable(
+        quota: &crate::quota::QuotaService,
+        pricing: &dyn crate::quota::Pricing,
+        cluster: &crate::cluster::Cluster,
+        placements: Vec<Placement>,
+    ) -> Vec<Placement> {
+        let size = |p: &Placement| cluster.apps()[p.app].asks[p.ask].resources;
+        let mut sizes: Vec<Resources> = placements.iter().map(size).collect();
+        sizes.sort_by_key(|r| (r.memory_mb, r.vcores, r.gpus));
+        sizes.dedup();
+        let charges = match quota.minimum_charges(pricing, &sizes) {
+            Ok(charges) => charges,
+            Err(error) => {
+                tracing::warn!(%error, "cannot price new containers' minimum runtime; the round's placements stand");
+                return placements;
+            }
+        };
+        let charge_of: HashMap<Resources, f64> = sizes.into_iter().zip(charges).collect();
+        let mut left: HashMap<&str, f64> = HashMap::new();
+        let mut admitted = Vec::with_capacity(placements.len());
+        for mut placement in placements {
+            let project = cluster.apps()[placement.app].project.as_str();
+            let charge = charge_of.get(&size(&placement)).copied().unwrap_or(0.0);
+            // Free (or not a number, which a checked policy never answers).
+            if charge.is_nan() || charge <= 0.0 {
+                admitted.push(placement);
+                continue;
+            }
+            let credits = left
+                .entry(project)
+                .or_insert_with(|| quota.credits_left(project));
+            let affordable = (*credits / charge).floor().clamp(0.0, f64::from(u32::MAX)) as u32;
+            if affordable < placement.count {
+                tracing::debug!(
+                    project,
+                    wanted = placement.count,
+                    affordable,
+                    "fewer containers placed: the project's credits pay for no more"
+                );
+                placement.count = affordable;
+            }
+            *credits -= f64::from(placement.count) * charge;
+            if placement.count > 0 {
+                admitted.push(placement);
+            }
+        }
+        admitted
+    }
+
+    /// Whether a round's placements are trimmed to what projects can pay
+    /// for (see [`ResourceManager::affordable`]).
+    pub(crate) fn budgets_trim_rounds(&self) -> bool {
+        self.enforcing() != BudgetEnforcement::Off && self.quota.settings().min_runtime_ms > 0
     }
 
     /// Refuses a new app of a project with no credits left (refuse-new

@@ -19,7 +19,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::accounting::Accounting;
-use crate::cluster::{Allocation, AppState, Cluster, ClusterError, Container, NodeKind, Resources};
+use crate::cluster::{
+    Allocation, AppState, Cluster, ClusterError, Container, NodeKind, Placement, Resources,
+};
 use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
 use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
@@ -552,11 +554,17 @@ impl ResourceManager {
         }
         let reservations = self.active_reservations(now);
         let held = self.held_projects();
+        let (quota, pricing) = (&self.quota, self.policies.pricing());
+        let mut afford = |cluster: &Cluster, placements: Vec<Placement>| {
+            Self::affordable(quota, pricing, cluster, placements)
+        };
+        let admit: Option<scheduler::Admit<'_>> = self.budgets_trim_rounds().then_some(&mut afford);
         match scheduler::schedule(
             &mut self.cluster,
             self.policies.scheduling(),
             &reservations,
             &held,
+            admit,
             now,
         ) {
             Ok(allocations) => self.containers_allocated(&allocations, now),
@@ -589,28 +597,14 @@ impl ResourceManager {
         }
     }
 
+    /// Containers placed: those that run at once (on simulated nodes) are
+    /// charged from now; an agent's from when it reports them running.
     pub fn containers_allocated(&mut self, allocations: &[Allocation], now: u64) {
         for allocation in allocations {
             let c = &allocation.container;
             tracing::debug!(container = %c.id, app = %c.app, node = %c.node, "container allocated");
-            match self.quota.start(
-                &c.id,
-                &c.app,
-                &allocation.project,
-                &allocation.user,
-                c.resources,
-                now,
-            ) {
-                Ok(()) => self.record_quota_event(now, || ReplayEvent::Start {
-                    container: c.id.clone(),
-                    app: c.app.clone(),
-                    project: allocation.project.clone(),
-                    user: allocation.user.clone(),
-                    memory_mb: c.resources.memory_mb,
-                    vcores: c.resources.vcores,
-                    gpus: c.resources.gpus,
-                }),
-                Err(error) => tracing::error!(%error, "quota could not start charging a container"),
+            if let Some(started) = c.launched_ms {
+                self.start_charging(c, &allocation.project, &allocation.user, started, now);
             }
         }
         metrics()
@@ -618,11 +612,61 @@ impl ResourceManager {
             .inc_by(allocations.len() as u64);
     }
 
-    /// Containers lost with their node: charged up to now (their apps ask
-    /// for them again; see `Cluster::lose_node`).
+    /// Containers an agent reported running for the first time: charged
+    /// from then on (CONTAINER_START).
+    pub(crate) fn containers_launched(&mut self, ids: &[String], now: u64) {
+        for id in ids {
+            // Charged already (restored by a recovery from an older record).
+            if self.quota.charged_until(id).is_some() {
+                continue;
+            }
+            let Some(container) = self.cluster.container(id).cloned() else {
+                continue;
+            };
+            let Some(app) = self.cluster.app(&container.app) else {
+                continue;
+            };
+            let (project, user) = (app.project.clone(), app.user.clone());
+            let started = container.launched_ms.unwrap_or(now);
+            self.start_charging(&container, &project, &user, started, now);
+        }
+    }
+
+    /// CONTAINER_START for `container`, which started at `started`.
+    fn start_charging(
+        &mut self,
+        container: &Container,
+        project: &str,
+        user: &str,
+        started: u64,
+        now: u64,
+    ) {
+        let c = container;
+        match self
+            .quota
+            .start(&c.id, &c.app, project, user, c.resources, started)
+        {
+            Ok(()) => self.record_quota_event(now, || ReplayEvent::Start {
+                container: c.id.clone(),
+                app: c.app.clone(),
+                project: project.to_owned(),
+                user: user.to_owned(),
+                memory_mb: c.resources.memory_mb,
+                vcores: c.resources.vcores,
+                gpus: c.resources.gpus,
+                started_ms: (started != now).then_some(started),
+            }),
+            Err(error) => tracing::error!(%error, "quota could not start charging a container"),
+        }
+    }
+
+    /// Containers lost with their node: charged up to when they were last
+    /// known to run (their apps ask for them again; see `Cluster::lose_node`).
     pub fn containers_lost(&mut self, containers: &[Container], now: u64) {
         metrics().containers_lost.inc_by(containers.len() as u64);
-        self.containers_finished(containers, now);
+        for container in containers {
+            self.container_finished(container, container.ended_ms.unwrap_or(now));
+        }
     }
 
     pub fn containers_finished(&mut self, containers: &[Container], now: u64) {
@@ -631,12 +675,29 @@ impl ResourceManager {
         }
     }
 
+    /// CONTAINER_FINISH: a container that ran is charged up to `at` — at
+    /// least its minimum runtime if its own work ended it; one that never
+    /// ran is charged nothing.
     pub fn container_finished(&mut self, container: &Container, at: u64) {
-        tracing::debug!(container = %container.id, app = %container.app, "container finished");
-        match self.quota.finish(&container.id, at) {
+        tracing::debug!(container = %container.id, app = %container.app, exit_status = ?container.exit_status, "container finished");
+        let Some(started) = container.launched_ms else {
+            return;
+        };
+        // It ran and ended before anything charged it (a short container
+        // whose end came before any heartbeat listed it running).
+        if self.quota.settings().enabled && self.quota.charged_until(&container.id).is_none() {
+            let Some(app) = self.cluster.app(&container.app) else {
+                return;
+            };
+            let (project, user) = (app.project.clone(), app.user.clone());
+            self.start_charging(container, &project, &user, started, at);
+        }
+        let minimum = container.ended_by_its_work();
+        match self.quota.finish(&container.id, at, minimum) {
             Ok(()) => self.record_quota_event(at, || ReplayEvent::Finish {
                 container: container.id.clone(),
                 ended_ms: None,
+                exit_status: container.exit_status,
             }),
             Err(error) => tracing::error!(%error, "quota could not finish charging a container"),
         }

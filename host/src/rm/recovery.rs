@@ -102,6 +102,7 @@ impl ResourceManager {
                 .map(|c| (c.record.clone(), c.running))
                 .collect(),
             nodes: store.nodes()?,
+            node_owners: store.node_owners()?,
             totals: settings.get(Cluster::totals_setting()).cloned(),
         };
         // Each server reads its own queue files (as YARN's RMs do); one that
@@ -131,12 +132,19 @@ impl ResourceManager {
             let Some(app) = self.cluster.app(&charged.app) else {
                 continue;
             };
-            let charged_until_ms = charged_until
-                .get(&charged.id)
-                .copied()
-                .flatten()
-                // Not charged when stored (quota was off): from now on.
-                .unwrap_or(now);
+            let charged_until_ms = match charged_until.get(&charged.id).copied().flatten() {
+                Some(until) => until,
+                // Not charged when stored, yet running: quota was off. From now on.
+                None if self
+                    .cluster
+                    .container(&charged.id)
+                    .is_some_and(|c| c.launched_ms.is_some()) =>
+                {
+                    now
+                }
+                // Allocated, never reported running: charged once it is.
+                None => continue,
+            };
             let container = ChargedContainer {
                 project: app.project.clone(),
                 user: app.user.clone(),
@@ -150,7 +158,18 @@ impl ResourceManager {
             self.record_quota_event(now, || event_log::running(&container, last_compute_ms));
             self.quota.restore_container(container);
         }
-        self.containers_finished(&restored.ended, now);
+        // Ended at recovery (their node or queue is gone): charged up to
+        // where the stored state had them, not for the time the server
+        // was down, which nobody knows they ran.
+        for container in &restored.ended {
+            let known = self
+                .quota
+                .charged_until(&container.id)
+                .map_or(now, |until| {
+                    until.max(self.quota.last_compute_ms()).min(now)
+                });
+            self.container_finished(container, known);
+        }
         self.accounting.restore(&store)?;
         self.last_grant = Some(store.counter(crate::store::GRANT_COUNTER)?);
         self.store = Some(store);

@@ -57,9 +57,10 @@ impl From<ClusterError> for RequestError {
     fn from(error: ClusterError) -> RequestError {
         match error {
             ClusterError::UnknownNode(_) => RequestError::Unknown(error.to_string()),
-            ClusterError::QueueFull { .. } | ClusterError::UserFull { .. } => {
-                RequestError::Conflict(error.to_string())
-            }
+            ClusterError::QueueFull { .. }
+            | ClusterError::UserFull { .. }
+            | ClusterError::TooManyOwnedNodes(_)
+            | ClusterError::SimulatedNode(_) => RequestError::Conflict(error.to_string()),
             other => RequestError::Invalid(other.to_string()),
         }
     }
@@ -254,9 +255,18 @@ impl ResourceManager {
         if let Some(node) = self.cluster.node(&request.node_id) {
             check_owner(caller, node, "register it again")?;
         }
+        // Lost (expired, or before a restart), it is still its owner's.
+        if let Some(owner) = self.cluster.node_owner(&request.node_id)
+            && owner != caller.user
+        {
+            return Err(RequestError::NotAllowed(format!(
+                "node {} belongs to {owner}, who registered it first; only they may register it until an administrator releases it (weft node release)",
+                request.node_id
+            )));
+        }
         let capacity = Resources::new(request.memory_mb, request.vcores, request.gpus);
         let now = self.now();
-        let (lost, kill) = self.cluster.register_agent(
+        let registered = self.cluster.register_agent(
             &request.node_id,
             capacity,
             &caller.user,
@@ -264,12 +274,38 @@ impl ResourceManager {
             running,
             now,
         )?;
+        let (lost, kill) = (registered.lost, registered.kill);
         self.containers_lost(&lost, now);
         self.node_back(&request.node_id);
         tracing::info!(node = %request.node_id, %capacity, owner = %caller.user, lost = lost.len(), kept = running.map_or(0, |r| r.len()), "node registered");
         Ok(Registered {
             kill,
             epoch: self.cluster.epoch(),
+        })
+    }
+
+    /// Frees node id `id` for whoever registers it next (administrators
+    /// only): a registered node is lost now, its containers ABORTED,
+    /// charged up to its last heartbeat and asked for again.
+    pub fn release_node(
+        &mut self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<NodeReleased, RequestError> {
+        self.security
+            .check_admin(caller, "release a node id")
+            .map_err(RequestError::NotAllowed)?;
+        limits::name("node_id", id)?;
+        let now = self.now();
+        let (owner, lost) = self.cluster.release_node(id, now)?;
+        self.containers_lost(&lost, now);
+        // A recovery waits for it no longer.
+        self.node_back(id);
+        tracing::warn!(node = %id, owner = owner.as_deref().unwrap_or(""), lost = lost.len(), by = %caller.user, "node id released");
+        Ok(NodeReleased {
+            node_id: id.to_string(),
+            owner,
+            lost_containers: lost.len(),
         })
     }
 
@@ -310,6 +346,7 @@ impl ResourceManager {
                     exit_status: end.exit_status,
                     diagnostics: limits::cut(&end.diagnostics, limits::MAX_DIAGNOSTICS_BYTES),
                     finished_ms: end.finished_ms,
+                    started_ms: end.started_ms,
                 })
             })
             .collect::<Result<_, limits::OutOfBounds>>()?;
@@ -326,6 +363,7 @@ impl ResourceManager {
             finished: &heartbeat.finished,
         };
         let taken = self.cluster.take_agent_report(id, report, now)?;
+        self.containers_launched(taken.launched(), now);
         for (container, at) in taken.ended() {
             self.container_finished(container, *at);
         }
@@ -551,6 +589,16 @@ impl ResourceManager {
             app_id: found.id.clone(),
         })
     }
+}
+
+/// A node id released: who owned it and how many containers it lost.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct NodeReleased {
+    pub node_id: String,
+    /// Who owned it (none: nobody did any more).
+    pub owner: Option<String>,
+    /// Containers it ran, now lost (ABORTED) and asked for again.
+    pub lost_containers: usize,
 }
 
 /// Only the caller that registered a node acts for it; simulated nodes

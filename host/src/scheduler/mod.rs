@@ -314,14 +314,19 @@ pub(crate) fn millis(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
+/// What may trim a round's placements before they are applied (budgets:
+/// no project is given more than it can pay for). It may only lower counts.
+pub type Admit<'a> = &'a mut dyn FnMut(&Cluster, Vec<Placement>) -> Vec<Placement>;
+
 /// Asks `policy` where pending containers go (but those of `held`
-/// projects) and allocates. Does nothing (and calls nothing) when nothing
-/// is pending.
+/// projects), lets `admit` trim the answer, and allocates. Does nothing
+/// (and calls nothing) when nothing is pending.
 pub fn schedule(
     cluster: &mut Cluster,
     policy: &dyn Scheduling,
     reservations: &[ActiveReservation],
     held: &HeldProjects,
+    admit: Option<Admit<'_>>,
     now: u64,
 ) -> Result<Vec<Allocation>, ScheduleError> {
     if !cluster.has_pending() || cluster.nodes().next().is_none() {
@@ -332,7 +337,21 @@ pub fn schedule(
         return Ok(Vec::new()); // all that is pending is held
     }
     let placements = policy.schedule(&round.snapshot)?;
-    Ok(cluster.allocate(&round.placements(&placements), now)?)
+    let mut placements = round.placements(&placements);
+    if let Some(admit) = admit {
+        let wanted: Vec<(usize, usize, usize, u32)> = placements
+            .iter()
+            .map(|p| (p.app, p.ask, p.node, p.count))
+            .collect();
+        placements = admit(cluster, placements);
+        // Only fewer: never a placement the policy did not make.
+        debug_assert!(placements.iter().all(|p| {
+            wanted
+                .iter()
+                .any(|w| (w.0, w.1, w.2) == (p.app, p.ask, p.node) && p.count <= w.3)
+        }));
+    }
+    Ok(cluster.allocate(&placements, now)?)
 }
 
 #[cfg(test)]

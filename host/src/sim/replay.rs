@@ -62,6 +62,10 @@ pub enum ReplayEvent {
         vcores: u32,
         #[serde(default)]
         gpus: u32,
+        /// When it started, if before `t` (a container whose start the
+        /// server learnt of late): charged from then.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_ms: Option<u64>,
     },
     /// CONTAINER_UPDATE: the old size is charged up to `t`, this one after.
     Update {
@@ -77,6 +81,11 @@ pub enum ReplayEvent {
         container: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ended_ms: Option<u64>,
+        /// How it ended (YARN's ContainerExitStatus): the minimum runtime
+        /// is charged only if its own work ended it (see
+        /// `exit_status::ended_by_its_work`); none (older logs): always.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_status: Option<i32>,
     },
     /// Periodic timers only: the utilization the next multiplicator steps see.
     Utilization {
@@ -315,8 +324,12 @@ fn check_bounds(parsed: &ReplayLine) -> Result<(), OutOfBounds> {
             memory_mb,
             vcores,
             gpus,
+            started_ms,
         } => {
             names(container, app, project, user)?;
+            if let Some(started) = started_ms {
+                limits::within("started_ms", *started, 0, parsed.t)?;
+            }
             resources(*memory_mb, *vcores, *gpus)
         }
         ReplayEvent::Update {
@@ -331,8 +344,18 @@ fn check_bounds(parsed: &ReplayLine) -> Result<(), OutOfBounds> {
         ReplayEvent::Finish {
             container,
             ended_ms,
+            exit_status,
         } => {
             limits::name("container", container)?;
+            if let Some(status) = exit_status
+                && !crate::agent::protocol::exit_status::is_valid(*status)
+            {
+                return Err(OutOfBounds {
+                    field: "exit_status".into(),
+                    value: status.to_string(),
+                    rule: "but it must be a process's own status (0 to 255) or one of YARN's ContainerExitStatus values".into(),
+                });
+            }
             match ended_ms {
                 Some(ended) => limits::within("ended_ms", *ended, 0, parsed.t).map(|_| ()),
                 None => Ok(()),
@@ -586,7 +609,7 @@ fn check_recorded_cost(lines: &[ReplayLine], running: &[usize]) -> Result<(), Re
 fn stop_charging(left_out: &[String], quota: &mut QuotaService) -> Result<(), QuotaError> {
     for container in left_out {
         if let Some(charged_until) = quota.charged_until(container) {
-            quota.finish(container, charged_until)?;
+            quota.finish(container, charged_until, true)?;
         }
     }
     Ok(())
@@ -772,13 +795,14 @@ fn apply(
             memory_mb,
             vcores,
             gpus,
+            started_ms,
         } => quota.start(
             container,
             app,
             project,
             user,
             Resources::new(*memory_mb, *vcores, *gpus),
-            t,
+            started_ms.map_or(t, |started| started.min(t)),
         ),
         ReplayEvent::Update {
             container,
@@ -789,7 +813,12 @@ fn apply(
         ReplayEvent::Finish {
             container,
             ended_ms,
-        } => quota.finish(container, ended_ms.unwrap_or(t)),
+            exit_status,
+        } => quota.finish(
+            container,
+            ended_ms.unwrap_or(t),
+            exit_status.is_none_or(crate::agent::protocol::exit_status::ended_by_its_work),
+        ),
         ReplayEvent::Utilization {
             memory,
             vcores,
@@ -1249,6 +1278,7 @@ mod tests {
                 memory_mb: 2048,
                 vcores: 2,
                 gpus: 1,
+                started_ms: Some(3),
             },
             ReplayEvent::Update {
                 container: "c".into(),
@@ -1265,6 +1295,7 @@ mod tests {
             ReplayEvent::Finish {
                 container: "c".into(),
                 ended_ms: Some(7),
+                exit_status: Some(-102),
             },
             ReplayEvent::Recovery,
             ReplayEvent::Running {
@@ -1281,6 +1312,7 @@ mod tests {
             ReplayEvent::Finish {
                 container: "c".into(),
                 ended_ms: None,
+                exit_status: None,
             },
         ];
         let lines: Vec<ReplayLine> = events

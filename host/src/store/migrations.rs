@@ -128,6 +128,16 @@ pub const MIGRATIONS: &[Migration] = &[
             CREATE INDEX quota_grant_by_project ON quota_grant (project, seq)
         ",
     },
+    Migration {
+        version: 4,
+        description: "who owns each node id, kept after the node is lost until an administrator releases it",
+        sql: "
+            CREATE TABLE node_owner (
+                id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL
+            )
+        ",
+    },
 ];
 
 /// The newest schema this build knows.

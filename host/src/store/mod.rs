@@ -532,6 +532,17 @@ impl Store {
         self.texts("SELECT record FROM node ORDER BY id", "a node row")
     }
 
+    /// Who owns each node id: (id, owner), by id.
+    pub fn node_owners(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.query("SELECT id, owner FROM node_owner ORDER BY id", &[])?
+            .into_iter()
+            .map(|row| match <[Value; 2]>::try_from(row) {
+                Ok([Value::Text(id), Value::Text(owner)]) => Ok((id, owner)),
+                _ => Err(self.corrupt("a node owner row", "not (text, text)")),
+            })
+            .collect()
+    }
+
     /// Usage owed and not yet priced, in the order it was owed.
     pub fn owed(&self) -> Result<Vec<String>, StoreError> {
         self.texts("SELECT record FROM owed_usage ORDER BY seq", "an owed row")
@@ -815,6 +826,18 @@ impl Batch {
 
     pub fn delete_node(&mut self, id: &str) {
         self.push("DELETE FROM node WHERE id = ?1", vec![id.into()]);
+    }
+
+    pub fn put_node_owner(&mut self, id: &str, owner: &str) {
+        self.push(
+            "INSERT INTO node_owner (id, owner) VALUES (?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET owner = excluded.owner",
+            vec![id.into(), owner.into()],
+        );
+    }
+
+    pub fn delete_node_owner(&mut self, id: &str) {
+        self.push("DELETE FROM node_owner WHERE id = ?1", vec![id.into()]);
     }
 
     /// Replaces the usage owed and not yet priced.
