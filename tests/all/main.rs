@@ -13,6 +13,7 @@ mod failover;
 mod failover_clients;
 mod fault_run;
 mod guest_output;
+mod hostile_tenant;
 mod policy_cache;
 mod policy_new;
 mod policy_runtime;

@@ -40,10 +40,19 @@ pub fn default_settings() -> weft_host::config::Settings {
     settings
 }
 
+/// The `weft` binary the tests run: this build's, or the one
+/// `WEFT_TEST_BINARY` names (to run the suite against another build, say a
+/// release binary or the one before a fix).
+pub fn weft_binary() -> std::path::PathBuf {
+    std::env::var_os("WEFT_TEST_BINARY")
+        .filter(|path| !path.is_empty())
+        .map_or_else(|| WEFT.into(), Into::into)
+}
+
 /// The `weft` binary as a command whose per-user cache is the tests'
 /// (`XDG_CACHE_HOME`): see [`compile_cache_dir`].
 pub fn weft_command() -> Command {
-    let mut command = Command::new(WEFT);
+    let mut command = Command::new(weft_binary());
     command.env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")));
     command
 }

@@ -710,6 +710,16 @@ pub struct AppsQuery {
 }
 
 impl AppsQuery {
+    /// The newest `limit` apps, unfiltered.
+    pub fn newest(limit: u64) -> AppsQuery {
+        AppsQuery {
+            limit: Some(limit),
+            ..AppsQuery::default()
+        }
+    }
+}
+
+impl AppsQuery {
     fn filter(self) -> Result<AppFilter, ApiError> {
         let known: Vec<&str> = ["ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED"]
             .into_iter()

@@ -94,10 +94,25 @@ pub async fn log(
     if !query.is_empty() {
         url = format!("{url}?{}", query.join("&"));
     }
-    // The agent's answer is read off the runtime's workers (a blocking client).
-    let fetched = tokio::task::spawn_blocking(move || fetch_log(&url, &location.secret))
+    // The agent's answer is read off the runtime's workers (a blocking
+    // client), a few at once: a slow or hostile agent holds a thread of the
+    // blocking pool (shared with accounting, policy loads, the local
+    // agent's log reads) for up to the client's timeout, never many.
+    let permit = tokio::time::timeout(FETCH_WAIT, LOG_FETCHES.acquire())
         .await
-        .map_err(|e| ApiError::internal(e.to_string()))??;
+        .map_err(|_| {
+            ApiError::unavailable(format!(
+                "{MAX_LOG_FETCHES} logs are being fetched from agents; try again"
+            ))
+        })?
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let fetched = tokio::task::spawn_blocking(move || {
+        let fetched = fetch_log(&url, &location.secret);
+        drop(permit);
+        fetched
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))??;
     let mut response = fetched.bytes.into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -107,6 +122,11 @@ pub async fn log(
     headers.insert(LOG_SIZE_HEADER, HeaderValue::from(fetched.size));
     Ok(response)
 }
+
+/// Log fetches from agents at once, and how long one waits for its turn.
+const MAX_LOG_FETCHES: usize = 16;
+const FETCH_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+static LOG_FETCHES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_LOG_FETCHES);
 
 struct FetchedLog {
     bytes: Vec<u8>,
@@ -148,6 +168,14 @@ fn fetch_log(url: &str, secret: &str) -> Result<FetchedLog, ApiError> {
         200 => Ok(FetchedLog { bytes, size }),
         404 => Err(ApiError::not_found(
             "the node has no such log (not written yet, or removed from it)",
+        )),
+        // The container put something other than its log there.
+        403 => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "the node's agent does not serve this log: {}",
+                String::from_utf8_lossy(&bytes)
+            ),
         )),
         other => Err(bad_gateway(format!(
             "the node's agent answered {other}: {}",

@@ -9,25 +9,33 @@
 //! a page costs the server nothing per viewer but a send. (Running apps'
 //! elapsed time and the policies' call counts change at nearly every
 //! sample, so those topics go out about twice a second.) A policy hot
-//! swap is just another change (the policies and prices topics). A
-//! connection is closed after `weft.http.idle-timeout-ms` without a byte
-//! from the client, streams too: the page opens the next at once.
+//! swap is just another change (the policies and prices topics).
+//!
+//! Bounded, so that streams cost the server nothing it cannot afford: each
+//! event is formatted once and its bytes shared by every stream; a topic
+//! is at most 1 MiB (the apps topic shows fewer apps until it fits, and
+//! the `cut` topic says so); a reader 16 changes behind is dropped rather
+//! than buffered for; a stream's credentials are checked again every two
+//! seconds; and a stream lasts `weft.http.event-stream-lifetime-ms`,
+//! after which the page opens the next.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::response::IntoResponse;
-use axum::response::sse::{Event, KeepAlive, Sse};
-use futures_util::stream::{self, Stream, StreamExt};
-use tokio::sync::{Semaphore, broadcast};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream::{self, Stream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 
 use super::extract::ApiQuery;
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState, cluster, policies, quota, scheduler};
+use crate::security::{Caller, USER_HEADER};
 
 /// How often the sampler builds the topics while a stream is open.
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
@@ -36,12 +44,45 @@ pub const MAX_STREAMS: usize = 64;
 /// How often an idle stream gets a comment, so proxies and the page's
 /// watchdog see it alive.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// How often a stream's credentials are checked again: a revoked token
+/// ends its streams within this.
+pub const RECHECK_EVERY: Duration = Duration::from_secs(2);
+/// The most one topic's event may hold. The apps topic is built with a
+/// smaller `limit` until it fits (the `cut` topic says so); another topic
+/// beyond it is left out of the stream (its endpoint still answers).
+pub const MAX_TOPIC_BYTES: usize = 1 << 20;
+/// Changes a stream may fall behind by: a reader slower than this (one
+/// that stopped reading) is dropped, not buffered; it reconnects.
+const BACKLOG: usize = 16;
 
-/// One topic's body as sent.
+/// One topic's body as sent: the event that carries its JSON, formatted
+/// once and shared by every stream (the JSON is not kept apart: a large
+/// apps topic would be held twice).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicBody {
     pub topic: &'static str,
-    pub json: String,
+    frame: Bytes,
+}
+
+impl TopicBody {
+    pub fn new(topic: &'static str, json: &str) -> TopicBody {
+        let mut frame = String::with_capacity(json.len() + topic.len() + 16);
+        frame.push_str("event: ");
+        frame.push_str(topic);
+        frame.push('\n');
+        // One data line per line of the body (JSON has none but an
+        // error's text might).
+        for line in json.split('\n') {
+            frame.push_str("data: ");
+            frame.push_str(line.trim_end_matches('\r'));
+            frame.push('\n');
+        }
+        frame.push('\n');
+        TopicBody {
+            topic,
+            frame: Bytes::from(frame),
+        }
+    }
 }
 
 /// The live topics shared by every stream of one server.
@@ -51,20 +92,32 @@ pub struct Live {
     latest: std::sync::Mutex<BTreeMap<&'static str, Arc<TopicBody>>>,
     sampling: AtomicBool,
     streams: Arc<Semaphore>,
+    /// How long one stream lasts (`weft.http.event-stream-lifetime-ms`).
+    lifetime: Duration,
 }
 
 impl Default for Live {
     fn default() -> Live {
-        Live {
-            sender: broadcast::channel(64).0,
-            latest: Default::default(),
-            sampling: AtomicBool::new(false),
-            streams: Arc::new(Semaphore::new(MAX_STREAMS)),
-        }
+        Live::new(
+            crate::config::Settings::default()
+                .http
+                .event_stream_lifetime,
+        )
     }
 }
 
 impl Live {
+    /// Streams that last `lifetime` each (then the client opens another).
+    pub fn new(lifetime: Duration) -> Live {
+        Live {
+            sender: broadcast::channel(BACKLOG).0,
+            latest: Default::default(),
+            sampling: AtomicBool::new(false),
+            streams: Arc::new(Semaphore::new(MAX_STREAMS)),
+            lifetime,
+        }
+    }
+
     fn latest(&self) -> Vec<Arc<TopicBody>> {
         self.latest
             .lock()
@@ -105,28 +158,59 @@ async fn body_of(answer: impl IntoResponse) -> String {
     }
 }
 
-/// Every topic's body now, built by its endpoint's own handler.
+/// The apps topic: the body of `/ws/v1/cluster/apps?limit=N` for the
+/// largest N of 1,000, 500, 250, … whose body fits [`MAX_TOPIC_BYTES`];
+/// with that N.
+async fn apps_within_bound(state: &ApiState) -> (String, u64) {
+    let mut limit = crate::limits::DEFAULT_APPS_PAGE as u64;
+    loop {
+        let query = cluster::AppsQuery::newest(limit);
+        let json = body_of(cluster::apps(State(state.clone()), ApiQuery(query)).await).await;
+        if json.len() <= MAX_TOPIC_BYTES || limit == 1 {
+            return (json, limit);
+        }
+        limit /= 2;
+    }
+}
+
+/// Every topic's body now, built by its endpoint's own handler, and the
+/// `cut` topic saying what was cut to stay within [`MAX_TOPIC_BYTES`]:
+/// `{"max_bytes", "apps_limit" (the apps topic's limit, 1,000 if not
+/// cut), "left_out" (topics too large to send)}`.
 pub async fn sample(state: &ApiState) -> Vec<TopicBody> {
     let s = || axum::extract::State(state.clone());
-    let topic = |topic, json| TopicBody { topic, json };
-    vec![
-        topic(
+    let (apps, apps_limit) = apps_within_bound(state).await;
+    let mut topics = vec![
+        (
             "metrics",
             body_of(cluster::cluster_metrics(s()).await).await,
         ),
-        topic("scheduler", body_of(scheduler::scheduler(s()).await).await),
-        topic(
-            "apps",
-            body_of(cluster::apps(s(), ApiQuery(Default::default())).await).await,
-        ),
-        topic(
+        ("scheduler", body_of(scheduler::scheduler(s()).await).await),
+        ("apps", apps),
+        (
             "nodes",
             body_of(cluster::nodes(s(), ApiQuery(Default::default())).await).await,
         ),
-        topic("prices", body_of(quota::prices(s()).await).await),
-        topic("budgets", body_of(quota::budgets(s()).await).await),
-        topic("policies", body_of(policies::list(s()).await).await),
-    ]
+        ("prices", body_of(quota::prices(s()).await).await),
+        ("budgets", body_of(quota::budgets(s()).await).await),
+        ("policies", body_of(policies::list(s()).await).await),
+    ];
+    let left_out: Vec<&str> = topics
+        .iter()
+        .filter(|(_, json)| json.len() > MAX_TOPIC_BYTES)
+        .map(|(topic, _)| *topic)
+        .collect();
+    topics.retain(|(_, json)| json.len() <= MAX_TOPIC_BYTES);
+    let cut = serde_json::json!({
+        "max_bytes": MAX_TOPIC_BYTES,
+        "apps_limit": apps_limit,
+        "left_out": left_out,
+    });
+    topics.push(("cut", cut.to_string()));
+    topics
+        .into_iter()
+        .map(|(topic, json)| TopicBody::new(topic, &json))
+        .collect()
 }
 
 /// Samples while any stream is open, then stops (the next stream starts
@@ -162,20 +246,25 @@ async fn run_sampler(state: ApiState) {
 
 /// The live figures as server-sent events: `event: TOPIC`, `data:` the
 /// body of the topic's GET endpoint (metrics: /ws/v1/cluster/metrics;
-/// scheduler: /ws/v1/cluster/scheduler; apps: /ws/v1/cluster/apps; nodes:
-/// /ws/v1/cluster/nodes; prices: /ws/v1/quota/prices; budgets:
-/// /ws/v1/quota/budgets; policies: /ws/v1/policies). Every topic comes
-/// once when the stream opens, then again whenever it changed (a comment
-/// every 15 s when nothing did). At most 64 streams at once; a stream ends
-/// after `weft.http.idle-timeout-ms` (the client sends nothing), and the
-/// page reopens it.
+/// scheduler: /ws/v1/cluster/scheduler; apps: /ws/v1/cluster/apps, its
+/// newest apps within 1 MiB; nodes: /ws/v1/cluster/nodes; prices:
+/// /ws/v1/quota/prices; budgets: /ws/v1/quota/budgets; policies:
+/// /ws/v1/policies), and `cut` (what was cut to stay within 1 MiB a topic:
+/// `{"max_bytes", "apps_limit", "left_out"}`). Every topic comes once when
+/// the stream opens, then again whenever it changed (a comment every 15 s
+/// when nothing did). At most 64 streams at once. A stream ends — and the
+/// client opens another — after `weft.http.event-stream-lifetime-ms`, when
+/// its reader falls 16 changes behind (it stopped reading), or within 2 s
+/// of its credentials no longer being valid (a revoked token).
 #[utoipa::path(get, path = "/ws/v1/events", tag = "cluster",
-    responses((status = 200, description = "an endless text/event-stream", content_type = "text/event-stream", body = String),
+    responses((status = 200, description = "a text/event-stream, ended after weft.http.event-stream-lifetime-ms", content_type = "text/event-stream", body = String),
         (status = 401, body = RemoteException),
         (status = 503, description = "64 streams are open already", body = RemoteException)))]
 pub async fn events(
     State(state): State<ApiState>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    caller: Caller,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let live = state.live.clone();
     let permit = live.streams.clone().try_acquire_owned().map_err(|_| {
         ApiError::unavailable(format!(
@@ -192,22 +281,106 @@ pub async fn events(
         // the latest ones, perhaps old, open the stream meanwhile.
         tokio::spawn(run_sampler(state.clone()));
     }
-    let opening = stream::iter(live.latest());
-    let changes = stream::unfold(
-        (receiver, live, permit),
-        |(mut receiver, live, permit)| async move {
-            let bodies = match receiver.recv().await {
-                Ok(body) => vec![body],
-                // Too slow a reader missed changes: every topic again.
-                Err(broadcast::error::RecvError::Lagged(_)) => live.latest(),
-                Err(broadcast::error::RecvError::Closed) => return None,
-            };
-            Some((stream::iter(bodies), (receiver, live, permit)))
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    };
+    let stream = LiveStream {
+        opening: live.latest().into(),
+        receiver,
+        credentials: Credentials {
+            user: text(USER_HEADER),
+            authorization: text(header::AUTHORIZATION.as_str()),
+            caller: caller.user,
         },
-    )
-    .flatten();
-    let events = opening
-        .chain(changes)
-        .map(|body| Ok(Event::default().event(body.topic).data(&body.json)));
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+        ends_at: tokio::time::Instant::now() + live.lifetime,
+        recheck: tokio::time::interval_at(
+            tokio::time::Instant::now() + RECHECK_EVERY,
+            RECHECK_EVERY,
+        ),
+        keep_alive: tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE),
+        state,
+        _permit: permit,
+    };
+    let mut response = Body::from_stream(stream.frames()).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    Ok(response)
+}
+
+/// What a stream was opened with, to check again as it goes.
+struct Credentials {
+    user: Option<String>,
+    authorization: Option<String>,
+    /// Who they were.
+    caller: String,
+}
+
+/// One open stream.
+struct LiveStream {
+    /// The latest bodies, sent first.
+    opening: VecDeque<Arc<TopicBody>>,
+    receiver: broadcast::Receiver<Arc<TopicBody>>,
+    credentials: Credentials,
+    ends_at: tokio::time::Instant,
+    recheck: tokio::time::Interval,
+    keep_alive: tokio::time::Interval,
+    state: ApiState,
+    /// Its place among [`MAX_STREAMS`], given back when it ends.
+    _permit: OwnedSemaphorePermit,
+}
+
+impl LiveStream {
+    /// Whether the credentials it was opened with still name its caller
+    /// (a revoked token's do not).
+    fn still_valid(&self) -> bool {
+        let credentials = &self.credentials;
+        self.state
+            .authenticator
+            .authenticate(
+                credentials.user.as_deref(),
+                credentials.authorization.as_deref(),
+            )
+            .is_ok_and(|user| user == credentials.caller)
+    }
+
+    /// The bytes it sends: each event formatted once for every stream
+    /// (shared, not copied), until it ends.
+    fn frames(self) -> impl Stream<Item = Result<Bytes, Infallible>> {
+        stream::unfold(self, |mut live| async move {
+            if let Some(body) = live.opening.pop_front() {
+                return Some((Ok(body.frame.clone()), live));
+            }
+            loop {
+                tokio::select! {
+                    received = live.receiver.recv() => match received {
+                        Ok(body) => return Some((Ok(body.frame.clone()), live)),
+                        // Too slow a reader (one that stopped reading): ended
+                        // rather than buffered for; the page opens another.
+                        Err(broadcast::error::RecvError::Lagged(missed)) => {
+                            tracing::debug!(missed, "an event stream fell behind; ended");
+                            return None;
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    },
+                    _ = live.recheck.tick() => {
+                        if !live.still_valid() {
+                            tracing::info!(user = %live.credentials.caller, "an event stream's credentials are no longer valid; ended");
+                            return None;
+                        }
+                    }
+                    _ = live.keep_alive.tick() => {
+                        return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), live));
+                    }
+                    _ = tokio::time::sleep_until(live.ends_at) => return None,
+                }
+            }
+        })
+    }
 }

@@ -35,6 +35,7 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
 pub use error::ApiError;
+pub use events::Live;
 
 use crate::limits::{MAX_BODY_BYTES, MAX_POLICY_BODY_BYTES};
 use crate::policy::PolicyRuntime;

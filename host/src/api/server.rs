@@ -275,6 +275,21 @@ impl<I: tokio::io::AsyncRead + tokio::io::AsyncWrite> tokio::io::AsyncWrite for 
         self.get_mut().inner.as_mut().poll_write(cx, buf)
     }
 
+    // Vectored, so hyper queues a response's pieces (an event stream's
+    // events, shared by every stream) instead of copying each into a
+    // buffer of the connection's own.
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().inner.as_mut().poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
     fn poll_flush(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
         self.get_mut().inner.as_mut().poll_flush(cx)
     }

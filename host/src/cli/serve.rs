@@ -386,7 +386,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             reload_queues,
             heartbeat_interval_ms: settings.nodes.heartbeat_interval_ms,
             policy_loads: Default::default(),
-            live: Default::default(),
+            live: Arc::new(crate::api::Live::new(
+                settings.http.event_stream_lifetime,
+            )),
         };
         // stdout gets the one line a user needs; logs go to stderr.
         println!(

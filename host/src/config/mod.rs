@@ -210,6 +210,8 @@ pub struct HttpSettings {
     pub max_connections: Option<usize>,
     /// Connections one client address may hold open at once.
     pub max_connections_per_client: usize,
+    /// How long one stream of `GET /ws/v1/events` lasts.
+    pub event_stream_lifetime: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -394,6 +396,9 @@ impl Settings {
             },
             max_connections_per_client: read.whole("weft.http.max-connections-per-client")?
                 as usize,
+            event_stream_lifetime: Duration::from_millis(
+                read.whole("weft.http.event-stream-lifetime-ms")?,
+            ),
         };
         let accounting_enabled = read.flag("weft.accounting.enabled")?;
         #[cfg(test)]

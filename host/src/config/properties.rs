@@ -294,6 +294,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "ms a connection may make no progress (idle, or stalled mid-request) before it is closed",
     ),
     (
+        "weft.http.event-stream-lifetime-ms",
+        ValueType::Whole {
+            min: 1_000,
+            max: 86_400_000,
+        },
+        "600000",
+        "ms one stream of GET /ws/v1/events lasts before the server ends it (the web UI opens the next), so no stream outlives its caller's right to it for long",
+    ),
+    (
         "weft.http.max-connections",
         ValueType::Whole {
             min: 0,

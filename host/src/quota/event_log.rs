@@ -186,7 +186,7 @@ impl EventLog {
 /// The line of a container a recovery found running: charged up to the
 /// later of its own charged-until time and the last QUOTA_COMPUTE
 /// (`last_compute_ms`), as the quota service charges it on.
-pub fn running(container: &ChargedContainer, last_compute_ms: u64) -> ReplayEvent {
+pub fn running(container: &ChargedContainer, charged_until_ms: u64) -> ReplayEvent {
     ReplayEvent::Running {
         container: container.id.clone(),
         app: container.app.clone(),
@@ -196,7 +196,7 @@ pub fn running(container: &ChargedContainer, last_compute_ms: u64) -> ReplayEven
         vcores: container.resources.vcores,
         gpus: container.resources.gpus,
         started_ms: container.started_ms,
-        charged_until_ms: container.charged_until_ms.max(last_compute_ms),
+        charged_until_ms,
     }
 }
 

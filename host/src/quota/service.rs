@@ -220,6 +220,34 @@ impl QuotaService {
         Ok(service)
     }
 
+    /// Charges a container again from its `charged_until_ms`: one a
+    /// recovery left waiting for its agent, which has come back and says
+    /// it runs (it ran while the server was down). The time up to the last
+    /// QUOTA_COMPUTE is owed at once, as those computes would have charged
+    /// it.
+    pub fn resume(&mut self, container: ChargedContainer) {
+        if !self.settings.enabled || self.running.contains_key(&container.id) {
+            return;
+        }
+        let mut tracked = Tracked {
+            project: container.project.into(),
+            user: container.user.into(),
+            app: container.app.into(),
+            resources: container.resources,
+            started_ms: container.started_ms,
+            last_charged_ms: container.charged_until_ms,
+        };
+        if tracked.last_charged_ms < self.last_compute_ms {
+            let owed = owe(&mut tracked, self.last_compute_ms, self.last_compute_ms);
+            self.owed.extend(owed);
+            self.owed_changed();
+        }
+        *self.groups.entry(tracked.group()).or_insert(0) += 1;
+        self.mark_fresh(&container.id, tracked.last_charged_ms);
+        self.container_changed(&container.id);
+        self.running.insert(container.id, tracked);
+    }
+
     /// Puts back a running container as stored: charged up to the later of
     /// its own charged-until time and the last QUOTA_COMPUTE, as before.
     pub fn restore_container(&mut self, container: ChargedContainer) {
@@ -593,19 +621,57 @@ impl QuotaService {
     }
 
     /// Where `project`'s credits stand under `weft.quota.budget.*`.
-    /// What one container of each of `sizes` is charged for the minimum
-    /// runtime at today's multiplicators (one pricing call).
-    pub fn minimum_charges(
+    /// What `projects` will be charged that the ledger does not hold yet:
+    /// their running containers' rest of the minimum runtime (should their
+    /// work end now), per (project, size), and the usage owed and not yet
+    /// priced — as (project, size, seconds) rows.
+    pub fn uncharged(
+        &self,
+        projects: &std::collections::HashSet<&str>,
+    ) -> Vec<(Arc<str>, Resources, f64)> {
+        let minimum = self.settings.min_runtime_ms;
+        let mut unpaid: HashMap<(Arc<str>, Resources), u64> = HashMap::new();
+        for tracked in self.running.values() {
+            if !projects.contains(&*tracked.project) {
+                continue;
+            }
+            let charged_to = tracked.last_charged_ms.max(self.last_compute_ms);
+            let owed_to = tracked.started_ms.saturating_add(minimum);
+            if owed_to > charged_to {
+                *unpaid
+                    .entry((tracked.project.clone(), tracked.resources))
+                    .or_insert(0) += owed_to - charged_to;
+            }
+        }
+        let mut rows: Vec<(Arc<str>, Resources, f64)> = unpaid
+            .into_iter()
+            .map(|((project, resources), ms)| (project, resources, ms as f64 / 1000.0))
+            .collect();
+        // Owed and not yet priced (a container that ended this event).
+        for owed in &self.owed {
+            if projects.contains(&*owed.project) {
+                rows.push((
+                    owed.project.clone(),
+                    owed.resources,
+                    owed.seconds * f64::from(owed.containers),
+                ));
+            }
+        }
+        rows
+    }
+
+    /// Prices `rows` of (size, seconds) at today's multiplicators, in one
+    /// call.
+    pub fn price_rows(
         &self,
         pricing: &dyn Pricing,
-        sizes: &[Resources],
+        rows: &[(Resources, f64)],
     ) -> Result<Vec<f64>, CallError> {
-        let seconds = self.settings.min_runtime_ms as f64 / 1000.0;
         let usage = Usage {
-            seconds: vec![seconds; sizes.len()],
-            memory_mb: sizes.iter().map(|r| r.memory_mb).collect(),
-            vcores: sizes.iter().map(|r| u64::from(r.vcores)).collect(),
-            gpus: sizes.iter().map(|r| u64::from(r.gpus)).collect(),
+            seconds: rows.iter().map(|(_, seconds)| *seconds).collect(),
+            memory_mb: rows.iter().map(|(r, _)| r.memory_mb).collect(),
+            vcores: rows.iter().map(|(r, _)| u64::from(r.vcores)).collect(),
+            gpus: rows.iter().map(|(r, _)| u64::from(r.gpus)).collect(),
         };
         pricing.charge(&usage, self.multiplicators)
     }

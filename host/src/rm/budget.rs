@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use super::ResourceManager;
 use super::requests::RequestError;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::cluster::{Container, Placement, Resources};
 use crate::config::BudgetEnforcement;
@@ -111,28 +111,60 @@ impl ResourceManager {
     }
 
     /// The round's placements, trimmed so that no project is given more
-    /// new containers than its credits left pay for at their minimum
-    /// runtime (in the policy's order; the rest wait). Budgets not
-    /// enforced, or no minimum runtime: all of them.
+    /// new containers than its credits pay for at their minimum runtime,
+    /// after what it has already committed: its running containers' rest
+    /// of their minimum, usage owed and not yet charged, and the minimum
+    /// of those placed but not yet started (in the policy's order; the rest wait). One pricing call.
     pub(crate) fn affordable(
         quota: &crate::quota::QuotaService,
         pricing: &dyn crate::quota::Pricing,
         cluster: &crate::cluster::Cluster,
         placements: Vec<Placement>,
     ) -> Vec<Placement> {
+        let minimum = quota.settings().min_runtime_ms as f64 / 1000.0;
         let size = |p: &Placement| cluster.apps()[p.app].asks[p.ask].resources;
+        let projects: HashSet<&str> = placements
+            .iter()
+            .map(|p| cluster.apps()[p.app].project.as_str())
+            .collect();
+        // Rows to price: each size new containers come in, for the minimum
+        // runtime; then what each project has committed already.
         let mut sizes: Vec<Resources> = placements.iter().map(size).collect();
         sizes.sort_by_key(|r| (r.memory_mb, r.vcores, r.gpus));
         sizes.dedup();
-        let charges = match quota.minimum_charges(pricing, &sizes) {
+        let mut rows: Vec<(Resources, f64)> = sizes.iter().map(|r| (*r, minimum)).collect();
+        let mut committed_rows: Vec<&str> = Vec::new();
+        for (project, resources, seconds) in quota.uncharged(&projects) {
+            let project = projects.get(&*project).copied().unwrap_or_default();
+            committed_rows.push(project);
+            rows.push((resources, seconds));
+        }
+        for container in cluster.containers().filter(|c| c.launched_ms.is_none()) {
+            let project = cluster.app(&container.app).map(|a| a.project.as_str());
+            if let Some(project) = project.and_then(|p| projects.get(p).copied()) {
+                committed_rows.push(project);
+                rows.push((container.resources, minimum));
+            }
+        }
+        let charges = match quota.price_rows(pricing, &rows) {
             Ok(charges) => charges,
             Err(error) => {
                 tracing::warn!(%error, "cannot price new containers' minimum runtime; the round's placements stand");
                 return placements;
             }
         };
-        let charge_of: HashMap<Resources, f64> = sizes.into_iter().zip(charges).collect();
-        let mut left: HashMap<&str, f64> = HashMap::new();
+        let (new, committed) = charges.split_at(sizes.len());
+        let charge_of: HashMap<Resources, f64> =
+            sizes.into_iter().zip(new.iter().copied()).collect();
+        let mut left: HashMap<&str, f64> = projects
+            .iter()
+            .map(|project| (*project, quota.credits_left(project)))
+            .collect();
+        for (project, charge) in committed_rows.iter().zip(committed) {
+            if let Some(credits) = left.get_mut(project) {
+                *credits -= charge;
+            }
+        }
         let mut admitted = Vec::with_capacity(placements.len());
         for mut placement in placements {
             let project = cluster.apps()[placement.app].project.as_str();
@@ -142,9 +174,7 @@ impl ResourceManager {
                 admitted.push(placement);
                 continue;
             }
-            let credits = left
-                .entry(project)
-                .or_insert_with(|| quota.credits_left(project));
+            let credits = left.entry(project).or_insert(0.0);
             let affordable = (*credits / charge).floor().clamp(0.0, f64::from(u32::MAX)) as u32;
             if affordable < placement.count {
                 tracing::debug!(

@@ -13,6 +13,7 @@ pub mod requests;
 pub mod sim_nodes;
 pub mod timers;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
 use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
 use crate::queues::QueueTree;
-use crate::quota::{EventLog, QuotaService};
+use crate::quota::{ChargedContainer, EventLog, QuotaService};
 use crate::scheduler;
 use crate::scheduler::reclaim::{self, Starvation};
 use crate::security::Security;
@@ -69,6 +70,10 @@ pub struct ResourceManager {
     unsaved: Batch,
     /// After recovery, allocation waits for the nodes to come back.
     scheduling_wait: Option<recovery::SchedulingWait>,
+    /// Containers a recovery found on agents' nodes, charged again only
+    /// once their agent comes back saying it runs them: one it no longer
+    /// has is charged nothing for the time the server was down.
+    awaiting_agents: HashMap<String, ChargedContainer>,
     /// Each policy slot's generation when its versions were last saved.
     saved_policies: [Option<u64>; 3],
     /// The queue tree changed (refreshQueues, recovery): the next commit
@@ -316,6 +321,7 @@ impl ResourceManager {
             store: None,
             unsaved: Batch::default(),
             scheduling_wait: None,
+            awaiting_agents: HashMap::new(),
             saved_policies: [None; 3],
             queues_changed: false,
             event_log: None,
@@ -680,6 +686,11 @@ impl ResourceManager {
     /// ran is charged nothing.
     pub fn container_finished(&mut self, container: &Container, at: u64) {
         tracing::debug!(container = %container.id, app = %container.app, exit_status = ?container.exit_status, "container finished");
+        // A recovery's, whose agent never said it ran on: charged up to
+        // where the store had it, no more.
+        if self.awaiting_agents.remove(&container.id).is_some() {
+            return;
+        }
         let Some(started) = container.launched_ms else {
             return;
         };

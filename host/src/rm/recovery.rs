@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 
 use super::ResourceManager;
-use crate::cluster::{Cluster, Resources, StoredCluster};
+use crate::cluster::{Cluster, NodeKind, Resources, StoredCluster};
 use crate::policy::PolicyKind;
 use crate::quota::{ChargedContainer, event_log};
 use crate::sim::replay::ReplayEvent;
@@ -121,9 +121,12 @@ impl ResourceManager {
         self.cluster.track_changes();
         let restored = self.cluster.restore(stored, now).map_err(restore_error)?;
         // Every container that was running is charged again from where it
-        // was: those still running by the quota service, those that ended
-        // at recovery up to now. The event log lists them after a recovery
-        // line, none as a start, so a replay charges each once.
+        // was: those on simulated nodes at once, those on agents' nodes once
+        // their agent comes back saying it still runs them (it may not: the
+        // time the server was down is charged only for what ran). The event
+        // log lists the first after a recovery line, none as a start, and
+        // each of the others in a running line when its agent is back, so
+        // a replay charges each once.
         self.record_quota_event(now, || ReplayEvent::Recovery);
         for stored in containers.iter().filter(|c| c.running) {
             let Ok(charged) = serde_json::from_str::<Charged>(&stored.record) else {
@@ -145,17 +148,28 @@ impl ResourceManager {
                 // Allocated, never reported running: charged once it is.
                 None => continue,
             };
+            let restored = self.cluster.container(&charged.id);
+            let on_agent = restored
+                .and_then(|c| self.cluster.node(&c.node))
+                .is_some_and(|node| node.kind == NodeKind::Remote);
             let container = ChargedContainer {
                 project: app.project.clone(),
                 user: app.user.clone(),
+                started_ms: restored
+                    .and_then(|c| c.launched_ms)
+                    .unwrap_or(charged.start_time_ms),
                 id: charged.id,
                 app: charged.app,
                 resources: charged.resources,
-                started_ms: charged.start_time_ms,
                 charged_until_ms,
             };
-            let last_compute_ms = self.quota.last_compute_ms();
-            self.record_quota_event(now, || event_log::running(&container, last_compute_ms));
+            if on_agent && self.quota.settings().enabled {
+                self.awaiting_agents.insert(container.id.clone(), container);
+                continue;
+            }
+            // Charged up to the later of its own time and the last compute.
+            let charged_until = charged_until_ms.max(self.quota.last_compute_ms());
+            self.record_quota_event(now, || event_log::running(&container, charged_until));
             self.quota.restore_container(container);
         }
         // Ended at recovery (their node or queue is gone): charged up to
@@ -218,6 +232,33 @@ impl ResourceManager {
     }
 
     /// Node `id`'s agent registered again after recovery.
+    /// Node `id`'s agent registered again after a recovery: the containers
+    /// it kept (it runs them, or ran them and has yet to report their end)
+    /// are charged again from where the store had them — they ran while
+    /// the server was down.
+    pub(super) fn agent_is_back(&mut self, id: &str, now: u64) {
+        if self.awaiting_agents.is_empty() {
+            return;
+        }
+        let kept: Vec<String> = match self.cluster.node(id) {
+            Some(node) => node
+                .containers
+                .iter()
+                .filter(|c| self.awaiting_agents.contains_key(*c))
+                .cloned()
+                .collect(),
+            None => return,
+        };
+        for id in kept {
+            let Some(container) = self.awaiting_agents.remove(&id) else {
+                continue;
+            };
+            let charged_until = container.charged_until_ms;
+            self.record_quota_event(now, || event_log::running(&container, charged_until));
+            self.quota.resume(container);
+        }
+    }
+
     pub(super) fn node_back(&mut self, id: &str) {
         if let Some(wait) = &mut self.scheduling_wait {
             wait.awaiting.remove(id);

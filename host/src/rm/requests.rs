@@ -276,6 +276,7 @@ impl ResourceManager {
         )?;
         let (lost, kill) = (registered.lost, registered.kill);
         self.containers_lost(&lost, now);
+        self.agent_is_back(&request.node_id, now);
         self.node_back(&request.node_id);
         tracing::info!(node = %request.node_id, %capacity, owner = %caller.user, lost = lost.len(), kept = running.map_or(0, |r| r.len()), "node registered");
         Ok(Registered {

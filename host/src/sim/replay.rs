@@ -207,8 +207,6 @@ pub struct MultiplicatorsReport {
 pub fn parse(text: &str) -> Result<Vec<ReplayLine>, ReplayError> {
     let mut lines = Vec::new();
     let mut last_t = 0;
-    // The t of the recovery the previous line opened or went on with.
-    let mut recovery_at: Option<u64> = None;
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;
         if raw.trim().is_empty() {
@@ -229,18 +227,6 @@ pub fn parse(text: &str) -> Result<Vec<ReplayLine>, ReplayError> {
         {
             return Err(refuse("utilization must be finite and at least 0".into()));
         }
-        recovery_at = match parsed.event {
-            ReplayEvent::Recovery => Some(parsed.t),
-            ReplayEvent::Running { .. } if recovery_at == Some(parsed.t) => recovery_at,
-            ReplayEvent::Running { .. } => {
-                return Err(refuse(
-                    "a running line must follow a recovery line, or another running line, \
-                     at the same t"
-                        .into(),
-                ));
-            }
-            _ => None,
-        };
         last_t = parsed.t;
         lines.push((line, parsed));
     }
@@ -390,7 +376,7 @@ fn check_lifecycles(lines: &[(usize, ReplayLine)]) -> Result<(), ReplayError> {
     let mut lifecycles = Lifecycles::default();
     for (line, parsed) in lines {
         lifecycles
-            .follow(&parsed.event)
+            .follow(parsed.t, &parsed.event)
             .map_err(|reason| ReplayError::Line {
                 line: *line,
                 reason,
@@ -408,8 +394,12 @@ struct Lifecycles {
     /// Containers that finished (or were left out by a recovery): they
     /// cannot start again, though a recovery may find them running.
     ended: HashSet<String>,
+    /// Containers a recovery left out: a later running line may say their
+    /// agent came back and they ran on.
+    left_out: HashSet<String>,
     /// While a recovery's running lines go on: the containers they named.
-    recovering: Option<HashSet<String>>,
+    /// (its t, the containers its running lines named).
+    recovering: Option<(u64, HashSet<String>)>,
 }
 
 /// What following one line means for charging.
@@ -421,13 +411,19 @@ struct Followed {
     /// A running line naming a container not running before: it is
     /// charged again from its `charged_until_ms`.
     resumed: bool,
+    /// It is a running line after its recovery: the time from its
+    /// `charged_until_ms` up to the last QUOTA_COMPUTE is owed at once.
+    late: bool,
 }
 
 impl Lifecycles {
-    /// Follows `event`, or says why it cannot happen.
-    fn follow(&mut self, event: &ReplayEvent) -> Result<Followed, String> {
+    /// Follows `event` at `t`, or says why it cannot happen. A recovery's
+    /// running lines are those right after it at its t.
+    fn follow(&mut self, t: u64, event: &ReplayEvent) -> Result<Followed, String> {
         let mut followed = Followed::default();
-        if !matches!(event, ReplayEvent::Running { .. }) {
+        let recovery_goes_on = matches!(event, ReplayEvent::Running { .. })
+            && self.recovering.as_ref().is_some_and(|(at, _)| *at == t);
+        if !recovery_goes_on {
             followed.left_out = self.end_recovery();
         }
         match event {
@@ -452,12 +448,20 @@ impl Lifecycles {
             ReplayEvent::Finish { container, .. } => {
                 self.ended.insert(container.clone());
             }
-            ReplayEvent::Recovery => self.recovering = Some(HashSet::new()),
+            ReplayEvent::Recovery => self.recovering = Some((t, HashSet::new())),
             ReplayEvent::Running { container, .. } => {
-                let Some(named) = self.recovering.as_mut() else {
-                    return Err("a running line must follow a recovery line".into());
-                };
-                named.insert(container.clone());
+                match self.recovering.as_mut() {
+                    Some((_, named)) => {
+                        named.insert(container.clone());
+                    }
+                    None if self.left_out.remove(container) => followed.late = true,
+                    None => {
+                        return Err(format!(
+                            "a running line for container {container:?} must follow a recovery \
+                             line, or name a container a recovery left out"
+                        ));
+                    }
+                }
                 self.ended.remove(container);
                 followed.resumed = self.running.insert(container.clone());
             }
@@ -472,7 +476,7 @@ impl Lifecycles {
     /// Ends a recovery whose running lines are over: the running
     /// containers they left out, sorted (so replays agree to the bit).
     fn end_recovery(&mut self) -> Vec<String> {
-        let Some(named) = self.recovering.take() else {
+        let Some((_, named)) = self.recovering.take() else {
             return Vec::new();
         };
         let mut left_out: Vec<String> = self
@@ -485,6 +489,7 @@ impl Lifecycles {
         for container in &left_out {
             self.running.remove(container);
             self.ended.insert(container.clone());
+            self.left_out.insert(container.clone());
         }
         left_out
     }
@@ -498,7 +503,7 @@ fn running_counts(lines: &[ReplayLine]) -> Result<Vec<usize>, ReplayError> {
         .enumerate()
         .map(|(index, line)| {
             lifecycles
-                .follow(&line.event)
+                .follow(line.t, &line.event)
                 .map(|_| lifecycles.running.len())
                 .map_err(|reason| ReplayError::Event {
                     number: index + 1,
@@ -555,13 +560,18 @@ fn replay(
         while index < lines.len() && lines[index].t == t {
             let event = &lines[index].event;
             let followed = lifecycles
-                .follow(event)
+                .follow(t, event)
                 .map_err(|reason| ReplayError::Event {
                     number: index + 1,
                     reason,
                 })?;
             stop_charging(&followed.left_out, quota).map_err(at)?;
-            apply(event, t, followed.resumed, quota, pricing, &mut timers).map_err(at)?;
+            let resumed = match (followed.resumed, followed.late) {
+                (false, _) => Resumed::No,
+                (true, false) => Resumed::AtRecovery,
+                (true, true) => Resumed::Later,
+            };
+            apply(event, t, resumed, quota, pricing, &mut timers).map_err(at)?;
             index += 1;
         }
         quota.flush(pricing).map_err(at)?;
@@ -604,12 +614,12 @@ fn check_recorded_cost(lines: &[ReplayLine], running: &[usize]) -> Result<(), Re
 }
 
 /// Stops charging containers a recovery left out, where each was last
-/// charged: the server did not charge them after it (only the rest of a
-/// minimum runtime not yet reached is charged).
+/// charged: the server did not charge them after it (no minimum runtime:
+/// the server never saw them end). A later running line may resume one.
 fn stop_charging(left_out: &[String], quota: &mut QuotaService) -> Result<(), QuotaError> {
     for container in left_out {
         if let Some(charged_until) = quota.charged_until(container) {
-            quota.finish(container, charged_until, true)?;
+            quota.finish(container, charged_until, false)?;
         }
     }
     Ok(())
@@ -778,10 +788,21 @@ fn multiples_in(from: u64, to: u64, period: u64) -> u64 {
 
 /// Applies one line at `t`; `resumed`: a running line's container is
 /// charged again (see [`Followed`]).
+/// Whether a running line charges its container again, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resumed {
+    No,
+    /// Right after its recovery: from the later of its charged-until time
+    /// and the last QUOTA_COMPUTE, as the server restored it.
+    AtRecovery,
+    /// Once its agent came back: from its charged-until time.
+    Later,
+}
+
 fn apply(
     event: &ReplayEvent,
     t: u64,
-    resumed: bool,
+    resumed: Resumed,
     quota: &mut QuotaService,
     pricing: &dyn Pricing,
     timers: &mut Timers,
@@ -861,16 +882,19 @@ fn apply(
             started_ms,
             charged_until_ms,
         } => {
-            if resumed {
-                quota.restore_container(ChargedContainer {
-                    id: container.clone(),
-                    app: app.clone(),
-                    project: project.clone(),
-                    user: user.clone(),
-                    resources: Resources::new(*memory_mb, *vcores, *gpus),
-                    started_ms: *started_ms,
-                    charged_until_ms: *charged_until_ms,
-                });
+            let charged = ChargedContainer {
+                id: container.clone(),
+                app: app.clone(),
+                project: project.clone(),
+                user: user.clone(),
+                resources: Resources::new(*memory_mb, *vcores, *gpus),
+                started_ms: *started_ms,
+                charged_until_ms: *charged_until_ms,
+            };
+            match resumed {
+                Resumed::No => {}
+                Resumed::AtRecovery => quota.restore_container(charged),
+                Resumed::Later => quota.resume(charged),
             }
             Ok(())
         }

@@ -6,6 +6,7 @@
 import { getJson, segment } from '../api.js';
 import { badge, el, figure, figuresAt, table, num } from '../dom.js';
 import { count, credits, mb } from '../format.js';
+import { subscribe } from '../store.js';
 
 const SRC = '/ws/v1/cluster/apps';
 const ENDED = new Set(['FINISHED', 'FAILED', 'KILLED']);
@@ -21,6 +22,8 @@ export function mountApps(body) {
   const diagnoses = new Map(); // app id → {diagnostics, positionInQueue} of GET …/apps/{id}
   let latest = null;
   let fetching = null;
+  let cut = null;
+  subscribe('cut', (body) => { cut = body; draw(); });
 
   const stateFilter = el('select', { 'aria-label': 'filter by state', onchange: () => draw() },
     ['all', 'active', 'ACCEPTED', 'RUNNING', 'FINISHED', 'FAILED', 'KILLED']
@@ -47,7 +50,11 @@ export function mountApps(body) {
       .filter(({ app }) => matches(app))
       .sort((a, b) => b.app.submittedTime - a.app.submittedTime || b.index - a.index)
       .map(({ app, index }) => appRow(app, index, diagnoses.get(app.id)));
-    shown.textContent = `${rows.length} of ${apps.length}`;
+    // The live stream keeps each topic within a bound: with many apps it
+    // carries only the newest (its `cut` topic says how many).
+    const limit = cut?.apps_limit;
+    const newest = limit && limit < 1000 && apps.length >= limit ? ` (the newest ${limit}: the live list is cut to ${Math.round(cut.max_bytes / 1024)} KiB)` : '';
+    shown.textContent = `${rows.length} of ${apps.length}${newest}`;
     holder.replaceChildren(table('apps', ['Id', 'Name', 'User', 'Queue', 'Project', 'State',
       ['Running', 'num'], ['Pending', 'num'], ['Memory', 'num'], ['VCores', 'num'], ['Credits', 'num'],
       'Waiting because'], rows));
