@@ -219,6 +219,38 @@ fn a_container_cannot_read_hang_or_rewrite_the_host() {
         "a FIFO made the log server wait"
     );
 
+    // A tree deeper than any thread's stack where the agent will remove it
+    // (its exit dir, where an agent had one it could write; else its
+    // working dir): the agent and the server live on.
+    let id = run_shell(
+        &server,
+        &tenant,
+        "python3 -c \"import os\nx=os.path.join(os.environ['PWD'], '../../../.weft/containers', os.environ['CONTAINER_ID'], 'exit')\nos.chdir(x if os.access(x, os.W_OK) else '.')\nfor i in range(30000):\n    os.mkdir('a'); os.chdir('a')\"",
+        128,
+    );
+    let app = ended(&server, &tenant, &id);
+    // (This test's own clean-up would overflow removing it: rm does not.)
+    let removed = Command::new("rm")
+        .arg("-rf")
+        .arg(
+            dir.path()
+                .join("data-agent")
+                .join("work")
+                .join("apps")
+                .join(&id),
+        )
+        .status()
+        .unwrap();
+    assert!(removed.success());
+    assert_eq!(app["finalStatus"], "SUCCEEDED", "{app}");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        crate::support::alive(server.pid()),
+        "the tree took the server down"
+    );
+    let id = run_shell(&server, &tenant, "true", 128);
+    assert_eq!(ended(&server, &tenant, &id)["finalStatus"], "SUCCEEDED");
+
     // The data dir is out of reach: the tokens file, the ledger.
     let id = run_shell(
         &server,
@@ -627,6 +659,27 @@ fn ends_within(socket: &mut TcpStream, within: Duration) -> bool {
     false
 }
 
+/// The data of the next event of `topic` on `socket` (within 20 s).
+fn next_event(socket: &mut TcpStream, topic: &str) -> Value {
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut text = Vec::new();
+    let mut buffer = [0u8; 65536];
+    let marker = format!("event: {topic}\ndata: ");
+    loop {
+        let read = socket.read(&mut buffer).expect("the stream goes on");
+        assert!(read > 0, "the stream ended before a {topic} event");
+        text.extend_from_slice(&buffer[..read]);
+        let seen = String::from_utf8_lossy(&text);
+        if let Some(at) = seen.find(&marker)
+            && let Some(line) = seen[at + marker.len()..].split_once('\n')
+        {
+            return serde_json::from_str(line.0).unwrap();
+        }
+    }
+}
+
 fn resident_kb(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
@@ -648,12 +701,24 @@ fn a_hundred_idle_event_streams_cost_the_server_little() {
     for i in 0..1000 {
         let (status, body) = server.post_json(
             "/ws/v1/cluster/apps",
-            &json!({"name": format!("app-{i}-{}", "x".repeat(200)), "queue": "default", "project": "busy",
+            &json!({"name": format!("app-{i:04}-{}", "x".repeat(240)), "queue": "default", "project": "busy",
+                "tags": (0..10).map(|t| format!("{t}{}", "t".repeat(90))).collect::<Vec<_>>(),
                 "asks": [{"count": 1, "memory_mb": 64, "vcores": 1, "duration_ms": if i % 10 == 0 { 600_000 } else { 1 }}]}),
         );
         assert_eq!(status, 202, "{body}");
     }
+    // The apps topic stays within its bound: fewer apps, and `cut` says so.
+    let whole = server.get("/ws/v1/cluster/apps").1.to_string().len();
     let mut reader = open_stream(&server, "");
+    let cut = next_event(&mut reader, "cut");
+    assert_eq!(cut["max_bytes"], 1 << 20, "{cut}");
+    eprintln!("{whole} bytes of apps; the live stream's cut: {cut}");
+    if whole > 1 << 20 {
+        assert!(
+            cut["apps_limit"].as_u64().unwrap() < 1000,
+            "{whole} bytes of apps: {cut}"
+        );
+    }
     assert!(
         !ends_within(&mut reader, Duration::from_secs(2)),
         "a stream ended at once"

@@ -163,7 +163,7 @@ fn live_events_carry_each_endpoints_body_and_a_price_change_across_a_hot_swap() 
     std::thread::sleep(Duration::from_millis(700));
     let mut events = Events::open(&server.base);
     let mut opening = std::collections::BTreeMap::new();
-    while opening.len() < 7 {
+    while opening.len() < 8 {
         let (topic, data) = events.next();
         opening.insert(topic, data);
     }
@@ -173,12 +173,18 @@ fn live_events_carry_each_endpoints_body_and_a_price_change_across_a_hot_swap() 
         [
             "apps",
             "budgets",
+            "cut",
             "metrics",
             "nodes",
             "policies",
             "prices",
             "scheduler"
         ]
+    );
+    // Nothing cut: every topic is within its bound, all apps are there.
+    assert_eq!(
+        opening["cut"],
+        serde_json::json!({"max_bytes": 1 << 20, "apps_limit": 1000, "left_out": []})
     );
     // Figures that stand still are the endpoints' own bodies.
     for (topic, path) in [

@@ -1,6 +1,8 @@
 //! One cgroup per container, so a container's memory is capped, its CPU
-//! weighted by its vcores, and every process it starts — even one that
-//! leaves its process group with `setsid` — can be found and killed.
+//! weighted by its vcores, its processes counted (the pids controller,
+//! where there is one: no container can take every pid of the machine),
+//! and every process it starts — even one that leaves its process group
+//! with `setsid` — can be found and killed.
 //!
 //! Detection reads `/proc/self/cgroup` and `/proc/self/mountinfo` and
 //! prefers the unified (v2) hierarchy when it offers the memory controller,
@@ -65,6 +67,9 @@ pub struct Cgroups {
     /// `<own cpu cgroup>/<cgroup_name>`, when the cpu controller is usable
     /// (the same directory as `memory_parent` on v2 or when co-mounted).
     cpu_parent: Option<PathBuf>,
+    /// `<own pids cgroup>/<cgroup_name>`, when the pids controller is
+    /// usable (the same directory as `memory_parent` on v2).
+    pids_parent: Option<PathBuf>,
 }
 
 /// One container's cgroup (one directory per hierarchy it spans).
@@ -73,6 +78,7 @@ pub struct ContainerCgroup {
     version: CgroupVersion,
     memory_dir: PathBuf,
     cpu_dir: Option<PathBuf>,
+    pids_dir: Option<PathBuf>,
 }
 
 impl Cgroups {
@@ -113,26 +119,23 @@ impl Cgroups {
             CgroupVersion::V1 => "v1",
             CgroupVersion::V2 => "v2",
         };
-        let controllers = if self.cpu_parent.is_some() {
-            "memory, cpu"
-        } else {
-            "memory"
-        };
-        format!("cgroup {version} ({controllers})")
+        let controllers: Vec<&str> = std::iter::once("memory")
+            .chain(self.cpu_parent.as_ref().map(|_| "cpu"))
+            .chain(self.pids_parent.as_ref().map(|_| "pids"))
+            .collect();
+        format!("cgroup {version} ({})", controllers.join(", "))
     }
 
     /// The paths of a container's cgroup (whether or not it exists).
     /// `container_id` must already be a checked plain name.
     pub fn container(&self, container_id: &str) -> ContainerCgroup {
         let memory_dir = self.memory_parent.join(container_id);
-        let cpu_dir = self
-            .cpu_parent
-            .as_ref()
-            .map(|parent| parent.join(container_id));
+        let in_parent = |parent: &Option<PathBuf>| parent.as_ref().map(|p| p.join(container_id));
         ContainerCgroup {
             version: self.version,
             memory_dir,
-            cpu_dir,
+            cpu_dir: in_parent(&self.cpu_parent),
+            pids_dir: in_parent(&self.pids_parent),
         }
     }
 
@@ -143,15 +146,17 @@ impl Cgroups {
     }
 
     /// Creates the container's cgroup with its limits: a memory hard limit
-    /// of `memory_mb` MiB (0: none) that swap cannot dodge, and a CPU weight
-    /// proportional to `vcores` (YARN's CGroups*ResourceHandlerImpl values).
-    /// A leftover cgroup of the same name (an earlier agent's) is emptied and
+    /// of `memory_mb` MiB (0: none) that swap cannot dodge, a CPU weight
+    /// proportional to `vcores` (YARN's CGroups*ResourceHandlerImpl values)
+    /// and at most `pids_max` processes and threads (0: no limit). A
+    /// leftover cgroup of the same name (an earlier agent's) is emptied and
     /// reused.
     pub fn create(
         &self,
         container_id: &str,
         memory_mb: u64,
         vcores: u32,
+        pids_max: u64,
     ) -> Result<ContainerCgroup, CgroupError> {
         let cgroup = self.container(container_id);
         for dir in cgroup.dirs() {
@@ -171,7 +176,7 @@ impl Cgroups {
                 Err(error) => return Err(CgroupError::new("create", dir, error)),
             }
         }
-        if let Err(error) = cgroup.apply_limits(memory_mb, vcores) {
+        if let Err(error) = cgroup.apply_limits(memory_mb, vcores, pids_max) {
             cgroup.kill_all();
             let _ = cgroup.remove();
             return Err(error);
@@ -183,6 +188,7 @@ impl Cgroups {
     pub fn container_names(&self) -> Vec<String> {
         let mut names: Vec<String> = std::iter::once(&self.memory_parent)
             .chain(self.cpu_parent.as_ref())
+            .chain(self.pids_parent.as_ref())
             .filter_map(|parent| fs::read_dir(parent).ok())
             .flatten()
             .filter_map(|entry| {
@@ -201,8 +207,8 @@ impl Cgroups {
     /// them (best effort: a non-empty directory stays).
     pub fn remove_parents_if_empty(&self) {
         let _ = fs::remove_dir(&self.memory_parent);
-        if let Some(cpu_parent) = &self.cpu_parent {
-            let _ = fs::remove_dir(cpu_parent);
+        for parent in [&self.cpu_parent, &self.pids_parent].into_iter().flatten() {
+            let _ = fs::remove_dir(parent);
         }
     }
 }
@@ -210,14 +216,22 @@ impl Cgroups {
 impl ContainerCgroup {
     /// The directories of this cgroup, one per hierarchy.
     fn dirs(&self) -> impl Iterator<Item = &Path> {
-        let cpu = self
-            .cpu_dir
-            .as_deref()
-            .filter(|cpu| *cpu != self.memory_dir);
-        std::iter::once(self.memory_dir.as_path()).chain(cpu)
+        let mut dirs: Vec<&Path> = vec![self.memory_dir.as_path()];
+        for dir in [&self.cpu_dir, &self.pids_dir].into_iter().flatten() {
+            if !dirs.contains(&dir.as_path()) {
+                dirs.push(dir);
+            }
+        }
+        dirs.into_iter()
     }
 
-    fn apply_limits(&self, memory_mb: u64, vcores: u32) -> Result<(), CgroupError> {
+    fn apply_limits(&self, memory_mb: u64, vcores: u32, pids_max: u64) -> Result<(), CgroupError> {
+        // Both versions call it pids.max.
+        if let Some(pids_dir) = &self.pids_dir
+            && pids_max > 0
+        {
+            write_file(&pids_dir.join("pids.max"), &pids_max)?;
+        }
         let memory_bytes = memory_mb.saturating_mul(1024 * 1024);
         // 0 asks for nothing and above 2^62 bytes a limit means nothing:
         // leave the limit at the kernel's "unlimited".
@@ -360,6 +374,8 @@ struct Places {
     v1_memory: Result<PathBuf, String>,
     /// The agent's own v1 `cpu` cgroup directory, or why there is none.
     v1_cpu: Result<PathBuf, String>,
+    /// The agent's own v1 `pids` cgroup directory, or why there is none.
+    v1_pids: Result<PathBuf, String>,
 }
 
 /// A cgroup filesystem mount from /proc/self/mountinfo.
@@ -408,6 +424,7 @@ fn locate(memberships: &str, mountinfo: &str) -> Places {
         unified: own_dir(None),
         v1_memory: own_dir(Some("memory")),
         v1_cpu: own_dir(Some("cpu")),
+        v1_pids: own_dir(Some("pids")),
     }
 }
 
@@ -492,13 +509,17 @@ fn setup_v2(own: &Path, cgroup_name: &str) -> Result<Cgroups, String> {
         ));
     }
     let want_cpu = available.iter().any(|c| c == "cpu");
+    let want_pids = available.iter().any(|c| c == "pids");
     enable_controllers_in(base, want_cpu, &agent_leaf_name)?;
+    enable_optional(base, "pids", want_pids);
     let parent = base.join(cgroup_name);
     make_dir(&parent)?;
     let cpu_enabled = enable_controllers_in(&parent, want_cpu, &agent_leaf_name)?;
+    let pids_enabled = enable_optional(&parent, "pids", want_pids);
     Ok(Cgroups {
         version: CgroupVersion::V2,
         cpu_parent: cpu_enabled.then(|| parent.clone()),
+        pids_parent: pids_enabled.then(|| parent.clone()),
         memory_parent: parent,
     })
 }
@@ -568,6 +589,25 @@ fn enable_controllers_in(
     }
 }
 
+/// Enables `controller` for the children of `dir` if `wanted` (best
+/// effort: containers go without its limit otherwise); whether it is on.
+fn enable_optional(dir: &Path, controller: &str, wanted: bool) -> bool {
+    if !wanted {
+        return false;
+    }
+    let control = dir.join("cgroup.subtree_control");
+    if read_words(&control).is_ok_and(|on| on.iter().any(|c| c == controller)) {
+        return true;
+    }
+    match fs::write(&control, format!("+{controller}")) {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(file = %control.display(), %error, controller, "cannot enable a cgroup controller; containers go without its limit");
+            false
+        }
+    }
+}
+
 fn setup_v1(places: &Places, cgroup_name: &str) -> Result<Cgroups, String> {
     let memory_own = places
         .v1_memory
@@ -581,23 +621,26 @@ fn setup_v1(places: &Places, cgroup_name: &str) -> Result<Cgroups, String> {
             memory_parent.display()
         ));
     }
-    let cpu_parent = match &places.v1_cpu {
-        Ok(cpu_own) => {
-            let cpu_parent = cpu_own.join(cgroup_name);
-            match make_dir(&cpu_parent) {
-                Ok(()) => Some(cpu_parent),
+    let optional_parent = |own: &Result<PathBuf, String>, controller: &str| match own {
+        Ok(own) => {
+            let parent = own.join(cgroup_name);
+            match make_dir(&parent) {
+                Ok(()) => Some(parent),
                 Err(reason) => {
-                    tracing::warn!(%reason, "the v1 cpu controller is unusable; containers get no CPU weight");
+                    tracing::warn!(%reason, controller, "a v1 controller is unusable; containers go without its limit");
                     None
                 }
             }
         }
         Err(_) => None,
     };
+    let cpu_parent = optional_parent(&places.v1_cpu, "cpu");
+    let pids_parent = optional_parent(&places.v1_pids, "pids");
     Ok(Cgroups {
         version: CgroupVersion::V1,
         memory_parent,
         cpu_parent,
+        pids_parent,
     })
 }
 
@@ -735,7 +778,7 @@ mod tests {
             eprintln!("note: cgroups unusable here, skipping");
             return;
         };
-        let cgroup = cgroups.create("c1", 64, 2).expect("create");
+        let cgroup = cgroups.create("c1", 64, 2, 100).expect("create");
         let limit = match cgroups.version() {
             CgroupVersion::V1 => {
                 fs::read_to_string(cgroup.memory_dir.join("memory.limit_in_bytes"))
@@ -743,6 +786,10 @@ mod tests {
             CgroupVersion::V2 => fs::read_to_string(cgroup.memory_dir.join("memory.max")),
         };
         assert_eq!(limit.expect("limit").trim(), (64u64 << 20).to_string());
+        if let Some(pids_dir) = &cgroup.pids_dir {
+            let pids = fs::read_to_string(pids_dir.join("pids.max")).expect("pids.max");
+            assert_eq!(pids.trim(), "100");
+        }
         assert!(cgroup.pids().is_empty());
         assert!(!cgroup.memory_killed(false));
         assert_eq!(cgroups.existing("c1"), Some(cgroup.clone()));

@@ -50,6 +50,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cgroups::{Cgroups, ContainerCgroup};
 use super::protocol::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
+use super::removal::Remover;
 use super::{monitor, untrusted};
 
 /// `yarn.nodemanager.sleep-delay-before-sigkill.ms`.
@@ -85,6 +86,9 @@ pub struct ExecutorConfig {
     pub stderr_tail_bytes: usize,
     /// The agent's parent cgroup directory name, e.g. "weft-agent-node1".
     pub cgroup_name: String,
+    /// Processes and threads one container may have (0: no limit), where
+    /// the pids controller is usable.
+    pub pids_limit: u64,
 }
 
 /// Which Unix user a container runs as.
@@ -141,7 +145,13 @@ pub struct Executor {
     /// Cgroups of ended containers that still held processes when they
     /// ended; emptied and removed by later polls.
     cgroups_to_remove: Vec<ContainerCgroup>,
+    /// Dirs of old containers being removed.
+    remover: Remover,
 }
+
+/// The file in a container's record saying its end was acknowledged, and
+/// when (its retention counts from then).
+const ACKNOWLEDGED: &str = "acknowledged";
 
 /// What does not change after [`Executor::open`].
 struct Settings {
@@ -228,13 +238,12 @@ impl Layout {
     ) -> Option<T> {
         read_state(&self.private_root, &Path::new(container_id).join(name))
     }
-    /// The exit code file beneath [`Layout::private_root`]: its dir is the
-    /// container's user's, so it is read as a tenant's file.
+    /// The exit code file beneath [`Layout::private_root`]: the agent's,
+    /// written by the container's monitor through a descriptor (read as a
+    /// tenant's file all the same: under run-as = agent a container is the
+    /// agent's user).
     fn exit_code_file(container_id: &str) -> PathBuf {
-        Path::new(container_id).join("exit").join("exitcode")
-    }
-    fn exit_dir(&self, container_id: &str) -> PathBuf {
-        self.private_dir(container_id).join("exit")
+        Path::new(container_id).join("exitcode")
     }
     fn container_work_dir(&self, app_id: &str, container_id: &str) -> PathBuf {
         self.work_dir.join("apps").join(app_id).join(container_id)
@@ -263,6 +272,13 @@ pub struct Identity {
     switch_to: Option<(Uid, Gid, Vec<Gid>)>,
 }
 
+impl Identity {
+    /// The uid it switches to, if it is not the agent's.
+    pub fn uid(&self) -> Option<u32> {
+        self.switch_to.as_ref().map(|(uid, _, _)| uid.as_raw())
+    }
+}
+
 /// How a container's main process ended, as far as is known.
 #[derive(Debug, Clone, Copy)]
 enum Outcome {
@@ -284,10 +300,10 @@ impl Executor {
         let private_root = work_dir.join(".weft").join("containers");
         fs::create_dir_all(&private_root)
             .and_then(|()| {
-                // Traversable (not listable) by containers' users, who write
-                // their exit code into their own `exit/` dir below.
-                fs::set_permissions(work_dir.join(".weft"), fs::Permissions::from_mode(0o711))?;
-                fs::set_permissions(&private_root, fs::Permissions::from_mode(0o711))
+                // The agent's alone: containers write nothing here (their
+                // monitors write exit codes through descriptors).
+                fs::set_permissions(work_dir.join(".weft"), fs::Permissions::from_mode(0o700))?;
+                fs::set_permissions(&private_root, fs::Permissions::from_mode(0o700))
             })
             .map_err(|source| ExecutorError::Dir {
                 role: "state dir",
@@ -328,6 +344,7 @@ impl Executor {
             containers: BTreeMap::new(),
             unreported: Vec::new(),
             cgroups_to_remove: Vec::new(),
+            remover: Remover::default(),
         };
         executor.recover()?;
         Ok(executor)
@@ -406,6 +423,7 @@ impl Executor {
     /// process; after a restart, recovered ends are returned again).
     pub fn poll(&mut self) -> Vec<ContainerEnd> {
         self.advance(Instant::now());
+        self.remover.poll();
         std::mem::take(&mut self.unreported)
     }
 
@@ -440,31 +458,65 @@ impl Executor {
         self.unreported
             .retain(|end| end.container_id != container_id);
         if check_id("container id", container_id).is_ok() {
-            let dir = self.settings.layout.private_dir(container_id);
-            if let Err(error) = fs::remove_dir_all(&dir)
-                && error.kind() != io::ErrorKind::NotFound
-            {
-                tracing::warn!(dir = %dir.display(), %error, "cannot remove a container's state");
+            // The agent's own record of when: the retention of its logs and
+            // working dir counts from here (not from their times, which
+            // the container can set).
+            let marker = self
+                .settings
+                .layout
+                .private_dir(container_id)
+                .join(ACKNOWLEDGED);
+            if let Err(error) = write_json_atomically(&marker, &now_ms()) {
+                tracing::warn!(file = %marker.display(), %error, "cannot record that a container's end was acknowledged");
             }
         }
     }
 
-    /// Removes the log and working dirs of containers this executor no
-    /// longer tracks (ended and forgotten) whose logs were last written
-    /// more than `retain` ago (YARN's `yarn.nodemanager.log.retain-seconds`).
-    /// Returns how many containers' dirs went.
+    /// Removes the log and working dirs (and the agent's record) of
+    /// containers whose end was acknowledged more than `retain` ago (YARN's
+    /// `yarn.nodemanager.log.retain-seconds`), as the agent recorded it;
+    /// and log dirs no record speaks for (an older agent's) last written
+    /// more than `retain` ago. Trees go in the background
+    /// ([`super::removal`]). Returns how many containers' dirs go.
     pub fn sweep(&mut self, retain: Duration) -> usize {
-        let layout = &self.settings.layout;
         let Some(cutoff) = SystemTime::now().checked_sub(retain) else {
             return 0;
         };
         let mut removed = 0;
+        let layout = &self.settings.layout;
+        for container in read_dir_names(&layout.private_root) {
+            if self.containers.contains_key(&container)
+                || check_id("container id", &container).is_err()
+            {
+                continue;
+            }
+            let private_dir = layout.private_dir(&container);
+            let acknowledged = fs::symlink_metadata(private_dir.join(ACKNOWLEDGED))
+                .and_then(|m| m.modified())
+                .ok();
+            if acknowledged.is_none_or(|at| at > cutoff) {
+                continue;
+            }
+            let app = layout
+                .read_state::<LaunchOrder>(&container, "order.json")
+                .map(|order| order.app_id)
+                .filter(|app| check_id("app id", app).is_ok());
+            if let Some(app) = app {
+                self.remover
+                    .remove(layout.container_log_dir(&app, &container));
+                self.remover
+                    .remove(layout.container_work_dir(&app, &container));
+            }
+            self.remover.remove(private_dir);
+            removed += 1;
+        }
         for app in read_dir_names(&layout.log_dir) {
             let app_dir = layout.log_dir.join(&app);
             for container in read_dir_names(&app_dir) {
                 if self.containers.contains_key(&container)
                     || check_id("container id", &container).is_err()
                     || check_id("app id", &app).is_err()
+                    || layout.private_dir(&container).exists()
                 {
                     continue;
                 }
@@ -481,13 +533,9 @@ impl Executor {
                 if last_written.is_none_or(|at| at > cutoff) {
                     continue;
                 }
-                for dir in [log_dir, layout.container_work_dir(&app, &container)] {
-                    if let Err(error) = fs::remove_dir_all(&dir)
-                        && error.kind() != io::ErrorKind::NotFound
-                    {
-                        tracing::warn!(dir = %dir.display(), %error, "cannot remove an old container's dir");
-                    }
-                }
+                self.remover.remove(log_dir);
+                self.remover
+                    .remove(layout.container_work_dir(&app, &container));
                 removed += 1;
             }
             // An app's dirs go once they hold no container (fails while not empty).
@@ -634,6 +682,15 @@ impl Executor {
 
     fn recover_one(&mut self, container_id: String) {
         let layout = &self.settings.layout;
+        // Ended, reported and acknowledged: only its dirs are left, for the
+        // sweep.
+        if layout
+            .private_dir(&container_id)
+            .join(ACKNOWLEDGED)
+            .exists()
+        {
+            return;
+        }
         if let Some(end) = layout
             .read_state::<ContainerEnd>(&container_id, "end.json")
             .filter(|end| end.container_id == container_id)
@@ -1050,7 +1107,7 @@ impl Settings {
         }
         // From here on the end of a refused order is recorded in this dir.
         fs::DirBuilder::new()
-            .mode(0o711)
+            .mode(0o700)
             .create(&private_dir)
             .map_err(|error| format!("cannot create {}: {error}", private_dir.display()))?;
         check_user(&order.user)?;
@@ -1069,14 +1126,22 @@ impl Settings {
             .switch_to
             .as_ref()
             .map(|(uid, gid, _)| (*uid, *gid));
-        let exit_dir = layout.exit_dir(container_id);
+        let exit_path = private_dir.join("exitcode");
+        let exit_file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&exit_path)
+            .map_err(|error| format!("cannot create {}: {error}", exit_path.display()))?;
         let container_log_dir = layout.container_log_dir(&order.app_id, container_id);
-        make_owned_dir(&exit_dir, 0o700, owner)?;
-        make_owned_dir(&container_work_dir, 0o750, owner)?;
+        // The user's alone (not their group's: users who share a primary
+        // group must not read each other's work or logs).
+        make_owned_dir(&container_work_dir, 0o700, owner)?;
         // The logs are made in the dir while it is still the agent's, and
         // given away by handle: once the dir is the user's, another of
         // their containers could put a link where a path points.
-        make_owned_dir(&container_log_dir, 0o750, None)?;
+        make_owned_dir(&container_log_dir, 0o700, None)?;
         let stdout = open_log(&container_log_dir.join("stdout"), owner)?;
         let stderr = open_log(&container_log_dir.join("stderr"), owner)?;
         chown(&container_log_dir, owner)?;
@@ -1084,7 +1149,12 @@ impl Settings {
         let cgroup = match &self.cgroups {
             Ok(cgroups) => Some(
                 cgroups
-                    .create(container_id, order.memory_mb, order.vcores)
+                    .create(
+                        container_id,
+                        order.memory_mb,
+                        order.vcores,
+                        self.config.pids_limit,
+                    )
                     .map_err(|error| format!("cannot set up its cgroup: {error}"))?,
             ),
             Err(_) => None,
@@ -1130,7 +1200,7 @@ impl Settings {
             stderr,
             join_files,
             switch_to: identity.switch_to,
-            exit_dir,
+            exit_file,
             private_mounts,
         };
         let started_ms = now_ms();
@@ -1320,17 +1390,17 @@ fn plan_private_mounts(dirs: &[&Path]) -> Result<Vec<PathBuf>, String> {
     Ok(keep)
 }
 
-/// Containers run as other users write their exit code below the work
-/// dir, so every directory above it must let others pass (o+x); without,
-/// ends are still seen from wait statuses, but not across a restart.
-fn warn_unless_traversable(work_dir: &Path) {
-    for dir in work_dir.ancestors() {
-        if let Ok(metadata) = fs::metadata(dir)
+/// Containers run as other users enter their working and log dirs below
+/// the agent's, so every directory above must let others pass (o+x);
+/// without, they cannot start.
+fn warn_unless_traversable(dir: &Path) {
+    for ancestor in dir.ancestors() {
+        if let Ok(metadata) = fs::metadata(ancestor)
             && metadata.permissions().mode() & 0o001 == 0
         {
             tracing::warn!(
-                dir = %dir.display(),
-                "other users cannot traverse this directory, so containers run as their submitters cannot record their exit codes"
+                dir = %ancestor.display(),
+                "other users cannot traverse this directory, so containers run as other users cannot enter their dirs below it"
             );
             return;
         }
@@ -1361,7 +1431,7 @@ fn open_log(path: &Path, owner: Option<(Uid, Gid)>) -> Result<File, String> {
     let file = OpenOptions::new()
         .append(true)
         .create_new(true)
-        .mode(0o640)
+        .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|error| format!("cannot open {}: {error}", path.display()))?;
@@ -1531,8 +1601,7 @@ fn reap_child(pid: u32) -> nix::Result<Option<WaitStatus>> {
 /// else now. Never later than now.
 fn ended_at(layout: &Layout, container_id: &str) -> u64 {
     let now = now_ms();
-    untrusted::open_regular(&layout.private_root, &Layout::exit_code_file(container_id))
-        .map_or(now, |file| file.modified_ms.min(now))
+    read_exit(layout, container_id).map_or(now, |(_, written_ms)| written_ms.min(now))
 }
 
 /// The status the monitor wrote, if it did. The file is the container
@@ -1540,10 +1609,18 @@ fn ended_at(layout: &Layout, container_id: &str) -> u64 {
 /// must not pass for one of Weft's own statuses. A few bytes are read, of
 /// a regular file only.
 fn read_exit_code(layout: &Layout, container_id: &str) -> Option<i32> {
+    read_exit(layout, container_id).map(|(code, _)| code)
+}
+
+/// The code the monitor wrote (it ends in a newline once whole) and when.
+fn read_exit(layout: &Layout, container_id: &str) -> Option<(i32, u64)> {
     let path = Layout::exit_code_file(container_id);
-    let bytes = untrusted::read_at_most(&layout.private_root, &path, 16).ok()?;
-    let code: u8 = std::str::from_utf8(&bytes).ok()?.trim().parse().ok()?;
-    Some(i32::from(code))
+    let opened = untrusted::open_regular(&layout.private_root, &path).ok()?;
+    let written_ms = opened.modified_ms;
+    let bytes = untrusted::read_range(opened.file, 0, 16).ok()?;
+    let text = std::str::from_utf8(&bytes).ok()?.strip_suffix('\n')?;
+    let code: u8 = text.parse().ok()?;
+    Some((i32::from(code), written_ms))
 }
 
 /// The few fields of /proc/<pid>/stat the executor needs.
@@ -1646,6 +1723,7 @@ fn now_ms() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     /// A test's own work and log dirs, and a cgroup name no other test uses.
     struct Bench {
@@ -1674,6 +1752,7 @@ mod tests {
                 kill_grace: DEFAULT_KILL_GRACE,
                 stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
                 cgroup_name: format!("weft-test-{}-{unique}", std::process::id()),
+                pids_limit: 512,
             }
         }
 
@@ -1779,19 +1858,24 @@ mod tests {
             work.display()
         );
         assert_eq!(text, expected);
-        assert!(
-            executor
-                .settings
-                .layout
-                .exit_dir("c_ok")
-                .join("exitcode")
-                .exists()
-        );
+        assert_eq!(read_exit_code(&executor.settings.layout, "c_ok"), Some(0));
 
         // Reported once; forgetting keeps the logs, and the id cannot run again.
         assert!(executor.poll().is_empty());
         executor.forget("c_ok");
-        assert!(!executor.settings.layout.private_dir("c_ok").exists());
+        let record = executor.settings.layout.private_dir("c_ok");
+        assert!(
+            record.join(ACKNOWLEDGED).exists(),
+            "its retention counts from now"
+        );
+        // An agent started again on these dirs does not report it again.
+        assert!(
+            Executor::open(bench.config(RunAs::Agent))
+                .expect("open")
+                .poll()
+                .iter()
+                .all(|end| end.container_id != "c_ok")
+        );
         assert!(
             executor
                 .log_path("app_1", "c_ok", LogStream::Stderr)
@@ -1816,13 +1900,20 @@ mod tests {
         let _ = wait_for_ends(&mut executor, &["c_old", "c_kept"], Duration::from_secs(3));
         executor.forget("c_old");
         let long_ago = SystemTime::now() - Duration::from_secs(3600);
+        let far_ahead = SystemTime::now() + Duration::from_secs(3600 * 24 * 365);
         let layout = &executor.settings.layout;
+        // Retention counts from the agent's record of the acknowledgement,
+        // not from the logs' times (a container sets those as it likes).
+        fs::File::open(layout.private_dir("c_old").join(ACKNOWLEDGED))
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
         for container in ["c_old", "c_kept"] {
             let dir = layout.container_log_dir("app_1", container);
             for path in [dir.join("stdout"), dir.join("stderr"), dir.clone()] {
                 fs::File::open(&path)
                     .unwrap()
-                    .set_modified(long_ago)
+                    .set_modified(far_ahead)
                     .unwrap();
             }
         }
@@ -1837,7 +1928,11 @@ mod tests {
             "not old enough"
         );
         assert_eq!(executor.sweep(Duration::from_secs(60)), 1);
-        assert!(!old_logs.exists() && !old_work.exists());
+        assert!(wait_until(Duration::from_secs(10), || {
+            executor.poll();
+            !old_logs.exists() && !old_work.exists()
+        }));
+        assert!(!executor.settings.layout.private_dir("c_old").exists());
         assert!(
             executor
                 .log_path("app_1", "c_kept", LogStream::Stdout)
@@ -2201,14 +2296,28 @@ mod tests {
             std::os::unix::fs::MetadataExt::uid(&fs::metadata(made).expect("made")),
             account.uid.as_raw()
         );
-        // The monitor, as nobody, could record the exit code.
-        assert!(
-            executor
-                .settings
-                .layout
-                .exit_dir("c_nobody")
-                .join("exitcode")
-                .exists()
+        // Its alone, not its group's (users may share a primary group).
+        let layout = &executor.settings.layout;
+        let mode = |path: PathBuf| fs::metadata(path).expect("exists").permissions().mode() & 0o777;
+        assert_eq!(mode(layout.container_work_dir("app_1", "c_nobody")), 0o700);
+        assert_eq!(mode(layout.container_log_dir("app_1", "c_nobody")), 0o700);
+        assert_eq!(
+            mode(layout.container_log_dir("app_1", "c_nobody").join("stdout")),
+            0o600
+        );
+        // The monitor, as nobody, recorded the exit code in root's file.
+        assert_eq!(
+            read_exit_code(&executor.settings.layout, "c_nobody"),
+            Some(0)
+        );
+        let record = executor
+            .settings
+            .layout
+            .private_dir("c_nobody")
+            .join("exitcode");
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::uid(&fs::metadata(record).expect("record")),
+            0
         );
     }
 
@@ -2248,6 +2357,56 @@ mod tests {
                 "{dir}/{name} outlived it"
             );
         }
+    }
+
+    #[test]
+    fn a_containers_system_v_shared_memory_goes_with_it() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        if !executor.has_private_mounts() || Command::new("ipcmk").arg("-V").output().is_err() {
+            eprintln!("note: no namespaces or no ipcmk here; skipped");
+            return;
+        }
+        executor.launch(&order("c_ipc", shell("ipcmk -M 65536 | grep -o '[0-9]*$'")));
+        let end = wait_for_end(&mut executor, "c_ipc", Duration::from_secs(10));
+        assert_eq!(end.exit_status, 0, "{}", end.diagnostics);
+        let stdout = executor
+            .log_path("app_1", "c_ipc", LogStream::Stdout)
+            .expect("path");
+        let id = fs::read_to_string(stdout)
+            .expect("stdout")
+            .trim()
+            .to_string();
+        let host = Command::new("ipcs").arg("-m").output().expect("ipcs");
+        let listed = String::from_utf8_lossy(&host.stdout);
+        assert!(
+            !listed.split_whitespace().any(|word| word == id),
+            "its segment {id} is in the host's: {listed}"
+        );
+    }
+
+    #[test]
+    fn a_container_has_at_most_its_pids_limit_of_processes() {
+        let bench = Bench::new();
+        let mut executor = bench.open();
+        if !executor.isolation().contains("pids") {
+            eprintln!(
+                "note: no pids controller here ({}); skipped",
+                executor.isolation()
+            );
+            return;
+        }
+        // 600 sleepers asked for, 512 allowed (the shell is one of them).
+        executor.launch(&order(
+            "c_forks",
+            shell("n=0; for i in $(seq 600); do sleep 30 & n=$((n+1)); done 2>/dev/null; echo started"),
+        ));
+        let end = wait_for_end(&mut executor, "c_forks", Duration::from_secs(30));
+        let stderr_or_status = format!("{} {}", end.exit_status, end.diagnostics);
+        assert_ne!(
+            end.exit_status, 0,
+            "600 processes started: {stderr_or_status}"
+        );
     }
 
     #[test]
@@ -2385,20 +2544,22 @@ mod tests {
             log_dir: root.path().to_owned(),
             private_root: root.path().to_owned(),
         };
-        fs::create_dir_all(layout.exit_dir("c")).expect("exit dir");
-        let exit_code = layout.exit_dir("c").join("exitcode");
+        fs::create_dir_all(layout.private_dir("c")).expect("state dir");
+        let exit_code = layout.private_dir("c").join("exitcode");
         for (text, code) in [
             ("3\n", Some(3)),
+            ("3", None),
+            ("", None),
             ("-105\n", None),
-            ("256", None),
-            ("x", None),
+            ("256\n", None),
+            ("x\n", None),
             ("7".repeat(1 << 20).as_str(), None),
         ] {
             fs::write(&exit_code, text).expect("write");
             assert_eq!(read_exit_code(&layout, "c"), code, "{text:?}");
         }
-        // The container's user owns the exit dir: what it put there instead
-        // of a code is not followed, and a FIFO does not block.
+        // Under run-as = agent a container could put something there
+        // instead of a code: not followed, and a FIFO does not block.
         fs::remove_file(&exit_code).expect("remove");
         std::os::unix::fs::symlink("/etc/hostname", &exit_code).expect("link");
         assert_eq!(read_exit_code(&layout, "c"), None);

@@ -7,7 +7,8 @@
 //! `tracker.rs`: how the agent reaches the server (HTTP or in-process).
 //! `runner.rs`: the loop. `executor.rs` and `cgroups.rs`: processes,
 //! limits, kills and exit statuses. `logs.rs`: the log server.
-//! `untrusted.rs`: reading files a container can write.
+//! `untrusted.rs`: reading files a container can write. `removal.rs`:
+//! removing the trees it leaves.
 //! `machine.rs`: what the machine offers.
 
 pub mod cgroups;
@@ -16,6 +17,7 @@ pub mod logs;
 pub mod machine;
 pub mod monitor;
 pub mod protocol;
+pub mod removal;
 pub mod runner;
 pub mod tracker;
 pub mod untrusted;
@@ -124,7 +126,7 @@ pub fn run_as(
             }
             // Checked now, so a misconfigured user stops the start rather
             // than failing every container.
-            executor::switch_identity(
+            let identity = executor::switch_identity(
                 &settings.local_user,
                 &settings.banned_users,
                 settings.min_user_id,
@@ -134,6 +136,9 @@ pub fn run_as(
                     "yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user: {why}"
                 )
             })?;
+            if let Some(uid) = identity.uid() {
+                warn_if_shared(&settings.local_user, uid);
+            }
             RunAs::LocalUser {
                 user: settings.local_user.clone(),
                 banned_users: settings.banned_users.clone(),
@@ -166,6 +171,7 @@ fn executor_for(
         kill_grace: settings.kill_grace,
         stderr_tail_bytes: settings.stderr_tail_bytes,
         cgroup_name: format!("weft-agent-{sanitized}-{}", work_dir_tag(&dirs.work_dir)),
+        pids_limit: settings.pids_limit,
     })
     .with_context(|| {
         format!(
@@ -174,6 +180,33 @@ fn executor_for(
             dirs.log_dir.display()
         )
     })
+}
+
+/// Containers share the host's process table: any process of their user
+/// outside them (a daemon run as `nobody`) is theirs to signal, trace or
+/// enter through /proc. Says so if the local user has such processes.
+fn warn_if_shared(user: &str, uid: u32) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    let others = entries
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter(|entry| entry.metadata().is_ok_and(|m| m.uid() == uid))
+        .count();
+    if others > 0 {
+        tracing::warn!(
+            user,
+            processes = others,
+            "processes of the containers' local user run outside them; a container can signal, trace or reach into them: give containers a user of their own (yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user)"
+        );
+    }
 }
 
 /// A short tag of the work dir for the agent's cgroup name: two agents on

@@ -1,8 +1,10 @@
 //! Starts a container's process under a monitor: a forked copy of the
 //! agent that enters the container's session, cgroups and user, starts the
-//! command, waits for it and records its exit status atomically (a temp
-//! file renamed), so an agent that was down when the container ended
-//! still learns the status. This is YARN's launch script without a shell:
+//! command, waits for it and records its exit status in a file the agent
+//! created (root's, in the agent's own state dir, written through a
+//! descriptor the monitor keeps — the container cannot reach, replace or
+//! backdate it), so an agent that was down when the container ended still
+//! learns the status and when. This is YARN's launch script without a shell:
 //! a launch costs one fork and one `posix_spawn` instead of a shell, a
 //! subshell and an `mv`, and the agent never waits for an exec.
 //!
@@ -41,16 +43,19 @@ pub struct Launch<'a> {
     pub join_files: Vec<OwnedFd>,
     /// Who it runs as, when not the agent's user.
     pub switch_to: Option<(Uid, Gid, Vec<Gid>)>,
-    /// Where the monitor writes `exitcode` (via `exitcode.tmp`).
-    pub exit_dir: PathBuf,
+    /// The exit-code file, opened for writing by the agent (empty until the
+    /// monitor writes the code and a newline into it).
+    pub exit_file: File,
     /// A private /dev/shm and /tmp, or none (shared with the host).
     pub private_mounts: Option<PrivateMounts>,
 }
 
 /// A container's own /dev/shm and /tmp: a mount namespace of its own
-/// with a tmpfs on each, sized to its memory limit, gone with its last
-/// process (so nothing it leaves there outlives it). The agent's dirs
-/// beneath either (a work dir in /tmp, say) are bound back in place.
+/// with a tmpfs on each, sized to its memory limit, and an IPC namespace
+/// of its own (System V shared memory, message queues), all gone with its
+/// last process (so nothing it leaves there outlives it). The agent's dirs
+/// beneath either mount point (a work dir in /tmp, say) are bound back in
+/// place.
 #[derive(Debug)]
 pub struct PrivateMounts {
     /// Each tmpfs's size, in MiB.
@@ -59,6 +64,10 @@ pub struct PrivateMounts {
     /// opened (`O_PATH`) before the tmpfs hides it.
     pub keep: Vec<(OwnedFd, PathBuf)>,
 }
+
+/// The descriptor the monitor keeps its exit-code file on once it has
+/// closed every other (beyond stdio).
+const EXIT_FD: libc::c_int = 3;
 
 /// The mount points a container gets a tmpfs of its own on.
 pub const PRIVATE_MOUNT_POINTS: [&str; 2] = ["/dev/shm", "/tmp"];
@@ -124,8 +133,7 @@ struct Prepared {
     argv_ptrs: Vec<*const libc::c_char>,
     env_ptrs: Vec<*const libc::c_char>,
     work_dir: CString,
-    exit_tmp: CString,
-    exit_file: CString,
+    exit_file: File,
     /// "weft: PROGRAM: " for the command's own error messages.
     error_prefix: Vec<u8>,
     stdin: File,
@@ -199,8 +207,10 @@ impl PreparedMounts {
     /// dirs bound back.
     unsafe fn enter(&self) -> Result<(), &'static [u8]> {
         unsafe {
-            if libc::unshare(libc::CLONE_NEWNS) == -1 {
-                return Err(b"cannot enter a mount namespace of its own");
+            // An IPC namespace too: System V shared memory and message
+            // queues would outlive it in the host's.
+            if libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWIPC) == -1 {
+                return Err(b"cannot enter mount and IPC namespaces of its own");
             }
             let none = std::ptr::null::<libc::c_char>();
             if libc::mount(
@@ -347,14 +357,7 @@ impl Prepared {
             _argv: argv,
             _env: env,
             work_dir: c_string("working dir", launch.work_dir.as_os_str().as_bytes())?,
-            exit_tmp: c_string(
-                "exit dir",
-                launch.exit_dir.join("exitcode.tmp").as_os_str().as_bytes(),
-            )?,
-            exit_file: c_string(
-                "exit dir",
-                launch.exit_dir.join("exitcode").as_os_str().as_bytes(),
-            )?,
+            exit_file: launch.exit_file,
             error_prefix: format!("weft: {program}: ").into_bytes(),
             stdin: File::open("/dev/null")?,
             stdout: launch.stdout,
@@ -386,7 +389,14 @@ impl Prepared {
             }
             // None of the agent's files (its sockets, its database) may be
             // held by a process that outlives it; this also closes `ready`.
-            close_from(3);
+            // The exit-code file alone is kept, as descriptor 3, which the
+            // command does not inherit.
+            if libc::dup2(self.exit_file.as_raw_fd(), EXIT_FD) == -1
+                || libc::fcntl(EXIT_FD, libc::F_SETFD, libc::FD_CLOEXEC) == -1
+            {
+                fail(b"cannot keep its exit-code file");
+            }
+            close_from(EXIT_FD as libc::c_uint + 1);
             let command = match self.start_command() {
                 Ok(command) => command,
                 Err(code) => {
@@ -508,19 +518,15 @@ impl Prepared {
         }
     }
 
-    /// `exitcode.tmp`, then renamed to `exitcode`: a reader sees all of it
-    /// or nothing.
+    /// The code and a newline in one write at the start of the exit-code
+    /// file (kept as [`EXIT_FD`]): a reader takes it only once the newline
+    /// is there.
     unsafe fn record_exit_code(&self, code: i32) {
         unsafe {
-            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
-            let file = libc::open(self.exit_tmp.as_ptr(), flags, 0o600);
-            if file == -1 {
-                return;
-            }
-            write_number(file, code);
-            write_all(file, b"\n");
-            libc::close(file);
-            libc::rename(self.exit_tmp.as_ptr(), self.exit_file.as_ptr());
+            let mut text = [0u8; 16];
+            let length = format_number(&mut text, code);
+            text[length] = b'\n';
+            libc::pwrite(EXIT_FD, text.as_ptr().cast(), length + 1, 0);
         }
     }
 }
@@ -598,6 +604,14 @@ unsafe fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
 
 /// Writes a number in decimal without allocating.
 unsafe fn write_number(fd: libc::c_int, number: i32) {
+    let mut digits = [0u8; 16];
+    let length = format_number(&mut digits, number);
+    unsafe { write_all(fd, &digits[..length]) }
+}
+
+/// `number` in decimal at the start of `out` (16 bytes hold any i32);
+/// how many bytes. No allocation.
+fn format_number(out: &mut [u8; 16], number: i32) -> usize {
     let mut digits = [0u8; 12];
     let mut at = digits.len();
     let negative = number < 0;
@@ -614,7 +628,9 @@ unsafe fn write_number(fd: libc::c_int, number: i32) {
         at -= 1;
         digits[at] = b'-';
     }
-    unsafe { write_all(fd, &digits[at..]) }
+    let length = digits.len() - at;
+    out[..length].copy_from_slice(&digits[at..]);
+    length
 }
 
 #[cfg(test)]
@@ -646,7 +662,7 @@ mod tests {
             stderr: File::create(dir.join("err")).unwrap(),
             join_files: Vec::new(),
             switch_to: None,
-            exit_dir: dir.to_owned(),
+            exit_file: File::create(dir.join("exitcode")).unwrap(),
             private_mounts: None,
         }
     }
@@ -675,7 +691,6 @@ mod tests {
         assert_eq!(wait(pid), 7);
         let code = std::fs::read_to_string(dir.path().join("exitcode")).unwrap();
         assert_eq!(code, "7\n");
-        assert!(!dir.path().join("exitcode.tmp").exists());
         let session = std::fs::read_to_string(dir.path().join("out")).unwrap();
         assert_eq!(
             session.trim(),

@@ -458,6 +458,7 @@ mod tests {
             kill_grace: DEFAULT_KILL_GRACE,
             stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
             cgroup_name: format!("weft-test-{}-{unique}", std::process::id()),
+            pids_limit: 0,
         })
         .expect("open");
         let identity = NodeIdentity {

@@ -79,6 +79,17 @@ pub fn open_regular(root: &Path, relative: &Path) -> io::Result<UntrustedFile> {
             ),
         ));
     }
+    // A hard link to a file the container could not read itself (where
+    // the kernel lets it make one: fs.protected_hardlinks = 0).
+    if metadata.nlink() > 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} has other names (hard links): not a regular file of its own, not read",
+                root.join(relative).display()
+            ),
+        ));
+    }
     let modified_ms = metadata.mtime().max(0) as u64 * 1000
         + u64::try_from(metadata.mtime_nsec()).unwrap_or(0) / 1_000_000;
     Ok(UntrustedFile {
@@ -207,6 +218,9 @@ mod tests {
         for escape in ["../secret", "/etc/passwd", "c/../secret", ""] {
             assert!(open_regular(root, Path::new(escape)).is_err(), "{escape}");
         }
+        std::fs::hard_link(root.join("secret"), root.join("c/hard")).unwrap();
+        let error = open_regular(root, Path::new("c/hard")).unwrap_err();
+        assert!(error.to_string().contains("hard links"), "{error}");
         let missing = open_regular(root, Path::new("c/none")).unwrap_err();
         assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }

@@ -133,6 +133,8 @@ pub struct AgentSettings {
     pub run_as: RunAsSetting,
     /// Who containers run as with `run-as = local-user`.
     pub local_user: String,
+    /// Processes and threads one container may have (0: no limit).
+    pub pids_limit: u64,
     pub banned_users: Vec<String>,
     pub min_user_id: u32,
 }
@@ -314,6 +316,7 @@ impl Settings {
                 .text("yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user")?
                 .trim()
                 .to_string(),
+            pids_limit: read.whole("weft.agent.pids-limit")?,
             banned_users: read
                 .text("weft.agent.banned-users")?
                 .split(',')

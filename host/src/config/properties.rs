@@ -195,7 +195,16 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user",
         ValueType::Text,
         "nobody",
-        "the user every container runs as with weft.agent.run-as = local-user",
+        "the user every container runs as with weft.agent.run-as = local-user (better one of its own than nobody: a container can reach any process of its user through /proc)",
+    ),
+    (
+        "weft.agent.pids-limit",
+        ValueType::Whole {
+            min: 0,
+            max: 4_194_304,
+        },
+        "4096",
+        "processes and threads one container may have at once (the pids cgroup controller, where usable; 0: no limit), so no container takes every pid of its machine",
     ),
     (
         "weft.agent.banned-users",
