@@ -138,7 +138,7 @@ fn a_killed_app_leaves_no_process_behind() {
     // A child that ignores SIGTERM and a grandchild that escapes into its
     // own session, also ignoring SIGTERM.
     let script = format!(
-        "trap '' TERM; setsid sh -c 'trap \"\" TERM; echo $$ > {0}/grandchild; exec sleep 300' & echo $$ > {0}/child; sleep 300",
+        "trap '' TERM; setsid sh -c 'trap \"\" TERM; echo \"$CONTAINER_ID $$\" > {0}/grandchild; exec sleep 300' & echo \"$CONTAINER_ID $$\" > {0}/child; sleep 300",
         pids.display()
     );
     let output = app(&server, &["run", "--shell", "--", &script]);
@@ -216,7 +216,10 @@ fn an_agent_killed_with_9_and_restarted_keeps_its_containers() {
         b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
     });
     let started_file = dir.path().join("started");
-    let script = format!("echo $$ > {}; sleep 3; echo done", started_file.display());
+    let script = format!(
+        "echo \"$CONTAINER_ID $$\" > {}; sleep 3; echo done",
+        started_file.display()
+    );
     let output = app(&server, &["run", "--shell", "--", &script]);
     let id = String::from_utf8_lossy(&output.stdout).trim().to_string();
     let begun = Instant::now();

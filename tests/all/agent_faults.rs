@@ -89,21 +89,37 @@ fn start_agent(server: &Server, dir: &Path, node_id: &str) -> Stoppable {
     Stoppable(child)
 }
 
-/// Containers that wrote "CONTAINER_ID PID" lines to a file: on drop, any
-/// such process still alive (and still that container: its environment
-/// says so) is killed, so a failing test leaves none behind.
-struct Launches(PathBuf);
+/// Containers that wrote "CONTAINER_ID PID" lines to a file, their pids as
+/// the host knows them (found while they run, then remembered): on drop,
+/// any such process still alive (and still that container: its
+/// environment says so) is killed, so a failing test leaves none behind.
+struct Launches(PathBuf, std::cell::RefCell<Vec<(String, u32)>>);
 
 impl Launches {
+    fn new(path: PathBuf) -> Launches {
+        Launches(path, Default::default())
+    }
+
     fn read(&self) -> Vec<(String, u32)> {
-        std::fs::read_to_string(&self.0)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|line| {
-                let (id, pid) = line.split_once(' ')?;
-                Some((id.to_string(), pid.trim().parse().ok()?))
-            })
-            .collect()
+        let mut known = self.1.borrow_mut();
+        for line in std::fs::read_to_string(&self.0).unwrap_or_default().lines() {
+            let Some((id, pid)) = line.split_once(' ') else {
+                continue;
+            };
+            if known.iter().any(|(seen, _)| seen == id) {
+                continue;
+            }
+            // What the container called itself, as the host knows it.
+            if let Some(pid) = pid
+                .trim()
+                .parse()
+                .ok()
+                .and_then(|inner| crate::support::host_pid(id, inner))
+            {
+                known.push((id.to_string(), pid));
+            }
+        }
+        known.clone()
     }
 }
 
@@ -276,7 +292,7 @@ fn an_agent_paused_past_its_expiry_comes_back_and_its_stale_container_is_killed(
         )
     };
     let agent = start_agent(&server, dir.path(), "paused");
-    let launches = Launches(dir.path().join("launches"));
+    let launches = Launches::new(dir.path().join("launches"));
     let registered = |server: &Server| nodes(server).iter().any(|n| n["id"] == "paused");
     poll(
         "the agent to register",

@@ -318,6 +318,44 @@ fn a_container_cannot_read_hang_or_rewrite_the_host() {
                 "{place}/{name} outlived its container"
             );
         }
+        // And it sees none of the host's processes: a process of its user
+        // outside (a daemon as nobody, say) is no door into the host.
+        let mut outside = Command::new("setpriv")
+            .args([
+                "--reuid",
+                "nobody",
+                "--regid",
+                "nogroup",
+                "--clear-groups",
+                "sleep",
+                "30",
+            ])
+            .spawn()
+            .unwrap();
+        let id = run_shell(
+            &server,
+            &tenant,
+            &format!(
+                "ls /proc | grep -c '^[0-9][0-9]*$'; ls /proc/{}/root/tmp 2>&1 | head -1",
+                outside.id()
+            ),
+            128,
+        );
+        ended(&server, &tenant, &id);
+        let container = container_of(&server, &tenant, &id);
+        let (_, seen) = call(
+            &server,
+            "GET",
+            &format!("/ws/v1/cluster/apps/{id}/containers/{container}/logs/stdout"),
+            &tenant,
+            None,
+        );
+        let _ = outside.kill();
+        let _ = outside.wait();
+        let seen = seen.as_str().unwrap_or_default().to_string();
+        let processes: u32 = seen.lines().next().unwrap_or("").parse().unwrap();
+        assert!(processes <= 5, "it saw {processes} processes: {seen}");
+        assert!(seen.contains("No such file"), "{seen}");
     } else {
         eprintln!("note: no private /dev/shm and /tmp here ({isolation})");
     }

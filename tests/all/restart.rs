@@ -99,11 +99,17 @@ fn a_server_killed_with_9_comes_back_with_its_apps_containers_and_policies() {
     let short_pid_file = dir.path().join("short.pid");
     let long = run(
         &base,
-        &format!("echo $$ > {}; sleep 60", long_pid_file.display()),
+        &format!(
+            "echo \"$CONTAINER_ID $$\" > {}; sleep 60",
+            long_pid_file.display()
+        ),
     );
     let short = run(
         &base,
-        &format!("echo $$ > {}; sleep 2", short_pid_file.display()),
+        &format!(
+            "echo \"$CONTAINER_ID $$\" > {}; sleep 2",
+            short_pid_file.display()
+        ),
     );
     let long_pid = wait_for_pid(&long_pid_file);
     wait_for_pid(&short_pid_file);

@@ -434,9 +434,40 @@ pub fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// The pid a container wrote to `path`, once it has.
+/// The host's pid of the process a container wrote to `path` as
+/// `"$CONTAINER_ID $$"`, once it has (see [`host_pid`]).
 pub fn read_pid(path: &Path) -> Option<u32> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    let text = std::fs::read_to_string(path).ok()?;
+    let (container, inner) = text.trim().split_once(' ')?;
+    host_pid(container, inner.parse().ok()?)
+}
+
+/// The host's pid of the process of `container` that knows itself as
+/// `inner` (its `$$`): a container has a pid namespace of its own where the
+/// agent can make one, so its pids are not the host's. Found among the
+/// processes whose environment has its CONTAINER_ID, by the last pid of
+/// their `NSpid` (their pid in their own namespace).
+pub fn host_pid(container: &str, inner: u32) -> Option<u32> {
+    let marker = format!("CONTAINER_ID={container}");
+    std::fs::read_dir("/proc").ok()?.find_map(|entry| {
+        let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        if !environ
+            .split(|b| *b == 0)
+            .any(|var| var == marker.as_bytes())
+        {
+            return None;
+        }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let own: u32 = status
+            .lines()
+            .find_map(|line| line.strip_prefix("NSpid:"))?
+            .split_whitespace()
+            .last()?
+            .parse()
+            .ok()?;
+        (own == inner).then_some(pid)
+    })
 }
 
 /// A new database's URL, or `None` where PostgreSQL 15 is missing (and

@@ -357,7 +357,7 @@ impl Executor {
             Err(reason) => format!("process groups only: {reason}"),
         };
         match &self.settings.private_mounts {
-            Ok(_) => format!("{processes}; private /dev/shm and /tmp"),
+            Ok(_) => format!("{processes}; private /dev/shm and /tmp, own pid and IPC namespaces"),
             Err(reason) => format!("{processes}; /dev/shm and /tmp shared: {reason}"),
         }
     }
@@ -1824,6 +1824,46 @@ mod tests {
         read_proc_stat(pid).is_some_and(|stat| !matches!(stat.state, 'Z' | 'X'))
     }
 
+    /// The host's pid of the process a container knows as `inner` (what
+    /// `$!` said inside it): in a pid namespace of its own, the process of
+    /// that namespace (the one of the leader's child) whose last `NSpid`
+    /// is `inner`; without one, `inner` itself.
+    fn host_pid(leader: u32, inner: u32) -> u32 {
+        let namespace = |pid: u32| fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
+        let pids: Vec<u32> = fs::read_dir("/proc")
+            .expect("/proc")
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        let parent = |pid: u32| -> Option<u32> {
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            stat[stat.rfind(')')? + 1..]
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        };
+        let Some(own) = pids
+            .iter()
+            .find(|pid| parent(**pid) == Some(leader))
+            .and_then(|first| namespace(*first))
+            .filter(|own| Some(own) != namespace(leader).as_ref())
+        else {
+            return inner;
+        };
+        pids.into_iter()
+            .find(|pid| {
+                namespace(*pid).as_ref() == Some(&own)
+                    && fs::read_to_string(format!("/proc/{pid}/status"))
+                        .ok()
+                        .and_then(|status| {
+                            let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
+                            line.split_whitespace().last()?.parse::<u32>().ok()
+                        })
+                        == Some(inner)
+            })
+            .expect("the container's process")
+    }
+
     #[test]
     fn runs_a_command_with_its_environment_and_reports_success() {
         let bench = Bench::new();
@@ -2009,8 +2049,8 @@ mod tests {
                 .collect();
             pids.len() == 2
         }));
-        let (escaped, in_group) = (pids[0], pids[1]);
         let leader = executor.running()[0].pid;
+        let (escaped, in_group) = (host_pid(leader, pids[0]), host_pid(leader, pids[1]));
         let started = Instant::now();
         executor.kill("c_stubborn", exit_status::KILLED_BY_APPMASTER);
         executor.kill("c_stubborn", exit_status::PREEMPTED); // the first kill's status stands
@@ -2340,7 +2380,8 @@ mod tests {
             shell(&format!(
                 "echo left > /dev/shm/{name} && echo left > /tmp/{name} && \
                  test -d \"$PWD\" && test -d \"$LOG_DIRS\" && ls -A /dev/shm | wc -l && \
-                 grep -c ' /tmp tmpfs .*size=131072k' /proc/self/mounts"
+                 grep -c ' /tmp tmpfs .*size=131072k' /proc/self/mounts && \
+                 echo $$ && ls /proc | grep -c '^[0-9][0-9]*$'"
             )),
         ));
         let end = wait_for_end(&mut executor, "c_private", Duration::from_secs(10));
@@ -2348,9 +2389,15 @@ mod tests {
         let stdout = executor
             .log_path("app_1", "c_private", LogStream::Stdout)
             .expect("path");
-        // It saw only its own file in /dev/shm, and a tmpfs of its memory
-        // limit (128 MB) on /tmp.
-        assert_eq!(fs::read_to_string(stdout).expect("stdout"), "1\n1\n");
+        // It saw only its own file in /dev/shm, a tmpfs of its memory
+        // limit (128 MB) on /tmp, and only its own processes: the shell is
+        // the second of its pid namespace (after the monitor's runner), and
+        // /proc lists the two and `ls` (a pipe's `grep` may be there too).
+        let seen = fs::read_to_string(stdout).expect("stdout");
+        let lines: Vec<&str> = seen.lines().collect();
+        assert_eq!(&lines[..3], ["1", "1", "2"], "{seen}");
+        let processes: u32 = lines[3].parse().expect("a count");
+        assert!((3..=4).contains(&processes), "{seen}");
         for dir in ["/dev/shm", "/tmp"] {
             assert!(
                 !Path::new(dir).join(&name).exists(),
@@ -2473,6 +2520,7 @@ mod tests {
                 .and_then(|text| text.trim().parse::<u32>().ok());
             child.is_some()
         }));
+        let child = host_pid(executor.running()[0].pid, child.expect("child pid"));
         executor.kill("c_group", exit_status::PREEMPTED);
         let end = wait_for_end(&mut executor, "c_group", Duration::from_secs(3));
         assert_eq!(end.exit_status, exit_status::PREEMPTED);
@@ -2480,7 +2528,6 @@ mod tests {
             end.diagnostics,
             "killed: SIGTERM, then SIGKILL after 250 ms"
         );
-        let child = child.expect("child pid");
         assert!(wait_until(Duration::from_secs(2), || !is_alive(child)));
     }
 

@@ -207,10 +207,13 @@ impl PreparedMounts {
     /// dirs bound back.
     unsafe fn enter(&self) -> Result<(), &'static [u8]> {
         unsafe {
-            // An IPC namespace too: System V shared memory and message
-            // queues would outlive it in the host's.
-            if libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWIPC) == -1 {
-                return Err(b"cannot enter mount and IPC namespaces of its own");
+            // An IPC namespace too (System V shared memory and message
+            // queues would outlive it in the host's), and a pid namespace
+            // for its processes (the monitor's next child is its first):
+            // none of the host's processes, or their /proc/PID/root, in
+            // its sight.
+            if libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID) == -1 {
+                return Err(b"cannot enter namespaces of its own");
             }
             let none = std::ptr::null::<libc::c_char>();
             if libc::mount(
@@ -273,9 +276,30 @@ impl PreparedMounts {
     }
 }
 
+impl PreparedMounts {
+    /// In the first process of the container's pid namespace: a /proc of
+    /// that namespace, so the container sees its own processes only.
+    unsafe fn mount_proc() -> Result<(), &'static [u8]> {
+        unsafe {
+            let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            if libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                flags,
+                std::ptr::null(),
+            ) == -1
+            {
+                return Err(b"cannot mount its own /proc");
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Whether this process can give containers private mounts: it forks a
-/// child that makes the namespace and a tmpfs as a container's monitor
-/// would, and says why not if it cannot.
+/// child that makes the namespaces, a tmpfs and a /proc as a container's
+/// monitor would, and says why not if it cannot.
 pub fn probe_private_mounts() -> Result<(), String> {
     for point in PRIVATE_MOUNT_POINTS {
         if !Path::new(point).is_dir() {
@@ -292,11 +316,28 @@ pub fn probe_private_mounts() -> Result<(), String> {
     let pid = match unsafe { libc::fork() } {
         -1 => return Err(format!("cannot fork: {}", io::Error::last_os_error())),
         0 => unsafe {
-            let code = match prepared.enter() {
-                Ok(()) => 0,
-                Err(_) => (*libc::__errno_location()).clamp(1, 255),
-            };
-            libc::_exit(code)
+            let errno = || (*libc::__errno_location()).clamp(1, 255);
+            if prepared.enter().is_err() {
+                libc::_exit(errno());
+            }
+            // The namespace's first process mounts its /proc.
+            let first = libc::fork();
+            if first == 0 {
+                let code = match PreparedMounts::mount_proc() {
+                    Ok(()) => 0,
+                    Err(_) => errno(),
+                };
+                libc::_exit(code);
+            }
+            let mut status = 0;
+            if first == -1 || libc::waitpid(first, &mut status, 0) != first {
+                libc::_exit(errno());
+            }
+            libc::_exit(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                255
+            })
         },
         pid => pid,
     };
@@ -381,11 +422,16 @@ impl Prepared {
         unsafe {
             // Named, so `ps` and `top` tell it from the agent it copies.
             libc::prctl(libc::PR_SET_NAME, c"weft-monitor".as_ptr(), 0, 0, 0);
-            if let Err(what) = self.set_up() {
-                let errno = *libc::__errno_location();
-                write_all(ready, &errno.to_ne_bytes());
-                write_all(ready, what);
-                libc::_exit(126);
+            match self.set_up() {
+                Err(what) => {
+                    let errno = *libc::__errno_location();
+                    write_all(ready, &errno.to_ne_bytes());
+                    write_all(ready, what);
+                    libc::_exit(126);
+                }
+                // The container's namespace's first process runs it.
+                Ok(Role::Outside { first }) => self.wait_for_namespace(first),
+                Ok(Role::Runner) => {}
             }
             // None of the agent's files (its sockets, its database) may be
             // held by a process that outlives it; this also closes `ready`.
@@ -404,9 +450,17 @@ impl Prepared {
                     libc::_exit(code);
                 }
             };
+            // In a pid namespace of its own it is the namespace's first
+            // process: every orphan there is its to reap, until the command
+            // ends (and, with it, everything left in the namespace).
+            let wanted = if self.mounts.is_some() { -1 } else { command };
             let mut status = 0;
-            while libc::waitpid(command, &mut status, 0) == -1 {
-                if *libc::__errno_location() != libc::EINTR {
+            loop {
+                let reaped = libc::waitpid(wanted, &mut status, 0);
+                if reaped == command {
+                    break;
+                }
+                if reaped == -1 && *libc::__errno_location() != libc::EINTR {
                     fail(b"lost its command");
                 }
             }
@@ -423,9 +477,42 @@ impl Prepared {
         }
     }
 
-    /// The container's stdio, session, cgroups, user and working dir, and
-    /// default signal handling; `Err` says which failed (errno is set).
-    unsafe fn set_up(&self) -> Result<(), &'static [u8]> {
+    /// Outside the container's pid namespace: waits for its first process
+    /// (which runs the command and records its exit code) as the
+    /// container's user, and exits as it did.
+    unsafe fn wait_for_namespace(&self, first: libc::pid_t) -> ! {
+        unsafe {
+            close_from(3);
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+            if let Some((uid, gid, groups)) = &self.switch_to
+                && (libc::setgroups(groups.len(), groups.as_ptr()) == -1
+                    || libc::setgid(*gid) == -1
+                    || libc::setuid(*uid) == -1)
+            {
+                fail(b"cannot switch to its user");
+            }
+            default_signals();
+            let mut status = 0;
+            while libc::waitpid(first, &mut status, 0) == -1 {
+                if *libc::__errno_location() != libc::EINTR {
+                    fail(b"lost its namespace's first process");
+                }
+            }
+            libc::_exit(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else if libc::WIFSIGNALED(status) {
+                128 + libc::WTERMSIG(status)
+            } else {
+                255
+            })
+        }
+    }
+
+    /// The container's stdio, session, cgroups, namespaces, user and
+    /// working dir, and default signal handling; `Err` says which failed
+    /// (errno is set). With namespaces, it forks their first process,
+    /// which goes on as the runner; this process stays outside.
+    unsafe fn set_up(&self) -> Result<Role, &'static [u8]> {
         unsafe {
             for (file, target) in [(&self.stdin, 0), (&self.stdout, 1), (&self.stderr, 2)] {
                 if libc::dup2(file.as_raw_fd(), target) == -1 {
@@ -446,6 +533,11 @@ impl Prepared {
             // After the cgroup: the tmpfs pages are charged to it.
             if let Some(mounts) = &self.mounts {
                 mounts.enter()?;
+                match libc::fork() {
+                    -1 => return Err(b"cannot start its namespace's first process"),
+                    0 => PreparedMounts::mount_proc()?,
+                    first => return Ok(Role::Outside { first }),
+                }
             }
             // The monitor holds a copy of the agent's memory (the server's,
             // for the local agent): no process of the container's user may
@@ -462,16 +554,8 @@ impl Prepared {
             if libc::chdir(self.work_dir.as_ptr()) == -1 {
                 return Err(b"cannot enter its working dir");
             }
-            // The agent's signal handlers and mask are not the container's.
-            let mut empty: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut empty);
-            libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
-            for signal in 1..=64 {
-                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-                    libc::signal(signal, libc::SIG_DFL);
-                }
-            }
-            Ok(())
+            default_signals();
+            Ok(Role::Runner)
         }
     }
 
@@ -527,6 +611,29 @@ impl Prepared {
             let length = format_number(&mut text, code);
             text[length] = b'\n';
             libc::pwrite(EXIT_FD, text.as_ptr().cast(), length + 1, 0);
+        }
+    }
+}
+
+/// What a monitor process goes on as once set up.
+enum Role {
+    /// It starts the command, waits for it and records its exit code.
+    Runner,
+    /// It stays outside the container's pid namespace, waiting for
+    /// `first`, the namespace's first process, which is the runner.
+    Outside { first: libc::pid_t },
+}
+
+/// The agent's signal handlers and mask are not the container's.
+unsafe fn default_signals() {
+    unsafe {
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        for signal in 1..=64 {
+            if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                libc::signal(signal, libc::SIG_DFL);
+            }
         }
     }
 }
