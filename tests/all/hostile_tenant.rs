@@ -761,9 +761,21 @@ fn a_hundred_idle_event_streams_cost_the_server_little() {
         !ends_within(&mut reader, Duration::from_secs(2)),
         "a stream ended at once"
     );
+    // One caller holds at most four streams.
+    let greedy = "X-Weft-User: greedy\r\n";
+    let held: Vec<TcpStream> = (0..4).map(|_| open_stream(&server, greedy)).collect();
+    let mut fifth = open_stream(&server, greedy);
+    fifth.set_read_timeout(Some(LIMIT)).unwrap();
+    let mut head = [0u8; 12];
+    fifth.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 503", "{}", String::from_utf8_lossy(&head));
+    drop((held, fifth));
     let before = resident_kb(server.pid());
-    // 100 streams that never read (36 are refused: 64 at most).
-    let idle: Vec<TcpStream> = (0..100).map(|_| open_stream(&server, "")).collect();
+    // 100 streams that never read, of 100 callers (36 are refused: 64 at
+    // most; one caller holds at most 4).
+    let idle: Vec<TcpStream> = (0..100)
+        .map(|i| open_stream(&server, &format!("X-Weft-User: idle-{i}\r\n")))
+        .collect();
     std::thread::sleep(Duration::from_secs(8));
     let during = resident_kb(server.pid());
     eprintln!("100 idle event streams: server resident {before} kB before, {during} kB with them");

@@ -2381,7 +2381,7 @@ mod tests {
                 "echo left > /dev/shm/{name} && echo left > /tmp/{name} && \
                  test -d \"$PWD\" && test -d \"$LOG_DIRS\" && ls -A /dev/shm | wc -l && \
                  grep -c ' /tmp tmpfs .*size=131072k' /proc/self/mounts && \
-                 echo $$ && ls /proc | grep -c '^[0-9][0-9]*$'"
+                 echo $$ && ls /proc | grep -c '^[0-9][0-9]*$' && tr -d '\\0' < /proc/1/cmdline && echo"
             )),
         ));
         let end = wait_for_end(&mut executor, "c_private", Duration::from_secs(10));
@@ -2398,6 +2398,8 @@ mod tests {
         assert_eq!(&lines[..3], ["1", "1", "2"], "{seen}");
         let processes: u32 = lines[3].parse().expect("a count");
         assert!((3..=4).contains(&processes), "{seen}");
+        // Its first process shows nothing of the agent's command line.
+        assert_eq!(lines[4], "weft-monitor", "{seen}");
         for dir in ["/dev/shm", "/tmp"] {
             assert!(
                 !Path::new(dir).join(&name).exists(),

@@ -360,6 +360,8 @@ pub fn probe_private_mounts() -> Result<(), String> {
 
 impl Prepared {
     fn new(launch: Launch<'_>) -> io::Result<Prepared> {
+        // Read now: after the fork only system calls are made.
+        argv_area();
         let c_string = |what: &str, bytes: &[u8]| {
             CString::new(bytes)
                 .map_err(|_| io::Error::other(format!("the {what} contains a NUL byte")))
@@ -422,6 +424,16 @@ impl Prepared {
         unsafe {
             // Named, so `ps` and `top` tell it from the agent it copies.
             libc::prctl(libc::PR_SET_NAME, c"weft-monitor".as_ptr(), 0, 0, 0);
+            // And the server's command line (its settings, perhaps a
+            // database URL with a password) is not what /proc/PID/cmdline
+            // shows of it: anyone can read that, a container included.
+            if let Some((start, end)) = argv_area() {
+                let area = std::slice::from_raw_parts_mut(start as *mut u8, end - start);
+                area.fill(0);
+                let name = b"weft-monitor";
+                let shown = name.len().min(area.len().saturating_sub(1));
+                area[..shown].copy_from_slice(&name[..shown]);
+            }
             match self.set_up() {
                 Err(what) => {
                     let errno = *libc::__errno_location();
@@ -433,20 +445,20 @@ impl Prepared {
                 Ok(Role::Outside { first }) => self.wait_for_namespace(first),
                 Ok(Role::Runner) => {}
             }
-            // None of the agent's files (its sockets, its database) may be
-            // held by a process that outlives it; this also closes `ready`.
-            // The exit-code file alone is kept, as descriptor 3, which the
-            // command does not inherit.
-            if libc::dup2(self.exit_file.as_raw_fd(), EXIT_FD) == -1
-                || libc::fcntl(EXIT_FD, libc::F_SETFD, libc::FD_CLOEXEC) == -1
-            {
-                fail(b"cannot keep its exit-code file");
+            // In a namespace the monitor outside records the exit code
+            // (this process is the container's to reach); else this one.
+            let records = self.mounts.is_none();
+            if records {
+                self.keep_only_exit_file();
+            } else {
+                close_from(3);
             }
-            close_from(EXIT_FD as libc::c_uint + 1);
             let command = match self.start_command() {
                 Ok(command) => command,
                 Err(code) => {
-                    self.record_exit_code(code);
+                    if records {
+                        self.record_exit_code(code);
+                    }
                     libc::_exit(code);
                 }
             };
@@ -464,25 +476,26 @@ impl Prepared {
                     fail(b"lost its command");
                 }
             }
-            // As a shell reports it: the exit code, or 128 + the signal.
-            let code = if libc::WIFEXITED(status) {
-                libc::WEXITSTATUS(status)
-            } else if libc::WIFSIGNALED(status) {
-                128 + libc::WTERMSIG(status)
-            } else {
-                255
-            };
-            self.record_exit_code(code);
+            let code = shell_status(status);
+            if records {
+                self.record_exit_code(code);
+            }
             libc::_exit(code);
         }
     }
 
     /// Outside the container's pid namespace: waits for its first process
-    /// (which runs the command and records its exit code) as the
-    /// container's user, and exits as it did.
+    /// (which runs the command) as the container's user, records the exit
+    /// code and exits with it.
+    ///
+    /// It, not the first process, records the exit code: the first
+    /// process is the container's user's inside the namespace (the
+    /// container could `prlimit` it so its write fails); this one is out of
+    /// the container's sight. It ignores SIGTERM, so a kill's TERM to the
+    /// group leaves it to record how the command ended.
     unsafe fn wait_for_namespace(&self, first: libc::pid_t) -> ! {
         unsafe {
-            close_from(3);
+            self.keep_only_exit_file();
             libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
             if let Some((uid, gid, groups)) = &self.switch_to
                 && (libc::setgroups(groups.len(), groups.as_ptr()) == -1
@@ -492,19 +505,32 @@ impl Prepared {
                 fail(b"cannot switch to its user");
             }
             default_signals();
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
             let mut status = 0;
             while libc::waitpid(first, &mut status, 0) == -1 {
                 if *libc::__errno_location() != libc::EINTR {
                     fail(b"lost its namespace's first process");
                 }
             }
-            libc::_exit(if libc::WIFEXITED(status) {
-                libc::WEXITSTATUS(status)
-            } else if libc::WIFSIGNALED(status) {
-                128 + libc::WTERMSIG(status)
-            } else {
-                255
-            })
+            // The first process ends as its command did (or was killed).
+            let code = shell_status(status);
+            self.record_exit_code(code);
+            libc::_exit(code)
+        }
+    }
+
+    /// Closes every descriptor but stdio and the exit-code file, which it
+    /// keeps as [`EXIT_FD`] (not inherited by the command): none of the
+    /// agent's files (its sockets, its database) may be held by a process
+    /// that outlives it. This also closes `ready`.
+    unsafe fn keep_only_exit_file(&self) {
+        unsafe {
+            if libc::dup2(self.exit_file.as_raw_fd(), EXIT_FD) == -1
+                || libc::fcntl(EXIT_FD, libc::F_SETFD, libc::FD_CLOEXEC) == -1
+            {
+                fail(b"cannot keep its exit-code file");
+            }
+            close_from(EXIT_FD as libc::c_uint + 1);
         }
     }
 
@@ -612,6 +638,33 @@ impl Prepared {
             text[length] = b'\n';
             libc::pwrite(EXIT_FD, text.as_ptr().cast(), length + 1, 0);
         }
+    }
+}
+
+/// Where this process's command line is in its memory (`/proc/self/stat`
+/// fields 48 and 49), read once before any fork: a forked monitor blanks
+/// it. None if it cannot be read or looks wrong.
+fn argv_area() -> Option<(usize, usize)> {
+    static AREA: std::sync::OnceLock<Option<(usize, usize)>> = std::sync::OnceLock::new();
+    *AREA.get_or_init(|| {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+        // After the name come fields 3 onwards: 48 is the 46th of them.
+        let start: usize = fields.nth(45)?.parse().ok()?;
+        let end: usize = fields.next()?.parse().ok()?;
+        (start > 0 && end > start && end - start <= 1 << 20).then_some((start, end))
+    })
+}
+
+/// A wait status as a shell reports it: the exit code, or 128 + the
+/// signal that ended the process.
+fn shell_status(status: libc::c_int) -> libc::c_int {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        255
     }
 }
 

@@ -6,48 +6,66 @@
 //! the agent's loop for as long as it takes. `rm` walks iteratively (fts),
 //! never follows a link and stays on the tree's file system.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// Removals running at once.
 const MAX_RUNNING: usize = 4;
+/// How long one removal runs before it makes way for the next (it goes on
+/// later from where it stopped): a tenant's tree of millions of files does
+/// not hold up everyone else's.
+const TURN: Duration = Duration::from_secs(120);
 
 /// Trees being removed and waiting to be.
 #[derive(Debug, Default)]
 pub struct Remover {
-    running: Vec<(Child, PathBuf)>,
+    running: Vec<(Child, PathBuf, Instant)>,
     waiting: VecDeque<PathBuf>,
+    /// Every path running or waiting, once.
+    queued: HashSet<PathBuf>,
 }
 
 impl Remover {
     /// Removes `path` (if it exists) soon.
     pub fn remove(&mut self, path: PathBuf) {
-        if !self.waiting.contains(&path) && !self.running.iter().any(|(_, p)| *p == path) {
+        if self.queued.insert(path.clone()) {
             self.waiting.push_back(path);
         }
         self.poll();
     }
 
-    /// Notes the removals that finished and starts waiting ones.
+    /// Notes the removals that finished, sends those whose turn is over
+    /// to the back, and starts waiting ones.
     pub fn poll(&mut self) {
-        self.running.retain_mut(|(child, path)| match child.try_wait() {
-            Ok(None) => true,
-            Ok(Some(status)) => {
-                if !status.success() {
-                    tracing::warn!(dir = %path.display(), %status, "could not remove all of a container's dir");
+        let mut running = Vec::with_capacity(self.running.len());
+        for (mut child, path, began) in std::mem::take(&mut self.running) {
+            match child.try_wait() {
+                Ok(None) if began.elapsed() < TURN => running.push((child, path, began)),
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    self.waiting.push_back(path);
                 }
-                false
+                Ok(Some(status)) => {
+                    if !status.success() {
+                        tracing::warn!(dir = %path.display(), %status, "could not remove all of a container's dir");
+                    }
+                    self.queued.remove(&path);
+                }
+                Err(error) => {
+                    tracing::warn!(dir = %path.display(), %error, "lost track of a removal");
+                    self.queued.remove(&path);
+                }
             }
-            Err(error) => {
-                tracing::warn!(dir = %path.display(), %error, "lost track of a removal");
-                false
-            }
-        });
+        }
+        self.running = running;
         while self.running.len() < MAX_RUNNING
             && let Some(path) = self.waiting.pop_front()
         {
             if std::fs::symlink_metadata(&path).is_err() {
+                self.queued.remove(&path);
                 continue; // gone already
             }
             match Command::new("rm")
@@ -58,8 +76,9 @@ impl Remover {
                 .stderr(Stdio::null())
                 .spawn()
             {
-                Ok(child) => self.running.push((child, path)),
+                Ok(child) => self.running.push((child, path, Instant::now())),
                 Err(error) => {
+                    self.queued.remove(&path);
                     tracing::warn!(dir = %path.display(), %error, "cannot start rm to remove a container's dir");
                 }
             }

@@ -41,6 +41,9 @@ use crate::security::{Caller, USER_HEADER};
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
 /// Streams open at once (each holds a connection).
 pub const MAX_STREAMS: usize = 64;
+/// Streams one caller may hold at once (a page, a few tabs): no one user
+/// takes every place.
+pub const MAX_STREAMS_PER_CALLER: usize = 4;
 /// How often an idle stream gets a comment, so proxies and the page's
 /// watchdog see it alive.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -92,8 +95,33 @@ pub struct Live {
     latest: std::sync::Mutex<BTreeMap<&'static str, Arc<TopicBody>>>,
     sampling: AtomicBool,
     streams: Arc<Semaphore>,
+    /// Streams open per caller.
+    by_caller: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
     /// How long one stream lasts (`weft.http.event-stream-lifetime-ms`).
     lifetime: Duration,
+}
+
+/// A caller's place among its [`MAX_STREAMS_PER_CALLER`], given back when
+/// its stream ends.
+#[derive(Debug)]
+struct CallerPlace {
+    by_caller: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    caller: String,
+}
+
+impl Drop for CallerPlace {
+    fn drop(&mut self) {
+        let mut counts = self
+            .by_caller
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(open) = counts.get_mut(&self.caller) {
+            *open = open.saturating_sub(1);
+            if *open == 0 {
+                counts.remove(&self.caller);
+            }
+        }
+    }
 }
 
 impl Default for Live {
@@ -114,8 +142,26 @@ impl Live {
             latest: Default::default(),
             sampling: AtomicBool::new(false),
             streams: Arc::new(Semaphore::new(MAX_STREAMS)),
+            by_caller: Default::default(),
             lifetime,
         }
+    }
+
+    /// A place for one more stream of `caller`, if it has one left.
+    fn place_for(&self, caller: &str) -> Option<CallerPlace> {
+        let mut counts = self
+            .by_caller
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let open = counts.entry(caller.to_string()).or_insert(0);
+        if *open >= MAX_STREAMS_PER_CALLER {
+            return None;
+        }
+        *open += 1;
+        Some(CallerPlace {
+            by_caller: self.by_caller.clone(),
+            caller: caller.to_string(),
+        })
     }
 
     fn latest(&self) -> Vec<Arc<TopicBody>> {
@@ -158,18 +204,27 @@ async fn body_of(answer: impl IntoResponse) -> String {
     }
 }
 
-/// The apps topic: the body of `/ws/v1/cluster/apps?limit=N` for the
-/// largest N of 1,000, 500, 250, … whose body fits [`MAX_TOPIC_BYTES`];
-/// with that N.
+/// The apps topic: the body of `/ws/v1/cluster/apps?limit=N`, N the
+/// default 1,000 if that fits [`MAX_TOPIC_BYTES`], else as many as the
+/// first body's size per app says fit (with a margin), halved again only
+/// should that still not fit; with that N. Usually one body is built, two
+/// when the list is too long, rarely more.
 async fn apps_within_bound(state: &ApiState) -> (String, u64) {
     let mut limit = crate::limits::DEFAULT_APPS_PAGE as u64;
+    let mut estimated = false;
     loop {
         let query = cluster::AppsQuery::newest(limit);
         let json = body_of(cluster::apps(State(state.clone()), ApiQuery(query)).await).await;
         if json.len() <= MAX_TOPIC_BYTES || limit == 1 {
             return (json, limit);
         }
-        limit /= 2;
+        limit = if estimated {
+            limit / 2
+        } else {
+            estimated = true;
+            let fitting = (MAX_TOPIC_BYTES as u64).saturating_mul(limit) / json.len() as u64;
+            (fitting * 9 / 10).clamp(1, limit - 1)
+        };
     }
 }
 
@@ -252,20 +307,26 @@ async fn run_sampler(state: ApiState) {
 /// /ws/v1/policies), and `cut` (what was cut to stay within 1 MiB a topic:
 /// `{"max_bytes", "apps_limit", "left_out"}`). Every topic comes once when
 /// the stream opens, then again whenever it changed (a comment every 15 s
-/// when nothing did). At most 64 streams at once. A stream ends — and the
+/// when nothing did). At most 64 streams at once, 4 per caller. A stream ends — and the
 /// client opens another — after `weft.http.event-stream-lifetime-ms`, when
 /// its reader falls 16 changes behind (it stopped reading), or within 2 s
 /// of its credentials no longer being valid (a revoked token).
 #[utoipa::path(get, path = "/ws/v1/events", tag = "cluster",
     responses((status = 200, description = "a text/event-stream, ended after weft.http.event-stream-lifetime-ms", content_type = "text/event-stream", body = String),
         (status = 401, body = RemoteException),
-        (status = 503, description = "64 streams are open already", body = RemoteException)))]
+        (status = 503, description = "64 streams are open already, or the caller's 4", body = RemoteException)))]
 pub async fn events(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let live = state.live.clone();
+    let place = live.place_for(&caller.user).ok_or_else(|| {
+        ApiError::unavailable(format!(
+            "{} holds {MAX_STREAMS_PER_CALLER} event streams already, the most one caller may; close one",
+            caller.user
+        ))
+    })?;
     let permit = live.streams.clone().try_acquire_owned().map_err(|_| {
         ApiError::unavailable(format!(
             "{MAX_STREAMS} event streams are open already; try again later"
@@ -303,6 +364,7 @@ pub async fn events(
         keep_alive: tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE),
         state,
         _permit: permit,
+        _place: place,
     };
     let mut response = Body::from_stream(stream.frames()).into_response();
     let headers = response.headers_mut();
@@ -334,6 +396,8 @@ struct LiveStream {
     state: ApiState,
     /// Its place among [`MAX_STREAMS`], given back when it ends.
     _permit: OwnedSemaphorePermit,
+    /// And among its caller's.
+    _place: CallerPlace,
 }
 
 impl LiveStream {

@@ -219,8 +219,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .transpose()
         .map_err(anyhow::Error::msg)?;
     // Checked now, so a bad configuration stops the start, not a failover.
-    crate::queues::load(args.queues.as_deref(), &settings.queue_properties)
+    let queues = crate::queues::load(args.queues.as_deref(), &settings.queue_properties)
         .context("the queue configuration is invalid")?;
+    let root_administered_by_all = queues
+        .queues()
+        .first()
+        .is_some_and(|root| root.acl_administer_queue.trim() == "*");
+    if settings.security.authentication == Authentication::Token && root_administered_by_all {
+        tracing::warn!(
+            "yarn.scheduler.capacity.root.acl_administer_queue is * (YARN's default): every caller with a token administers every queue, so may kill any app and read any container's logs; close it (docs/security.md)"
+        );
+    }
     if sim_nodes.is_none() && !args.no_local_agent {
         crate::agent::run_as(
             &settings.agent,
