@@ -763,12 +763,22 @@ fn a_hundred_idle_event_streams_cost_the_server_little() {
     );
     // One caller holds at most four streams.
     let greedy = "X-Weft-User: greedy\r\n";
-    let held: Vec<TcpStream> = (0..4).map(|_| open_stream(&server, greedy)).collect();
+    let status_of = |socket: &mut TcpStream| {
+        socket.set_read_timeout(Some(LIMIT)).unwrap();
+        let mut head = [0u8; 12];
+        socket.read_exact(&mut head).unwrap();
+        String::from_utf8_lossy(&head).into_owned()
+    };
+    let held: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            // Each answered before the next is asked for.
+            let mut stream = open_stream(&server, greedy);
+            assert_eq!(status_of(&mut stream), "HTTP/1.1 200");
+            stream
+        })
+        .collect();
     let mut fifth = open_stream(&server, greedy);
-    fifth.set_read_timeout(Some(LIMIT)).unwrap();
-    let mut head = [0u8; 12];
-    fifth.read_exact(&mut head).unwrap();
-    assert_eq!(&head, b"HTTP/1.1 503", "{}", String::from_utf8_lossy(&head));
+    assert_eq!(status_of(&mut fifth), "HTTP/1.1 503");
     drop((held, fifth));
     let before = resident_kb(server.pid());
     // 100 streams that never read, of 100 callers (36 are refused: 64 at
