@@ -34,8 +34,9 @@ pub async fn projects(
     Ok(Json(projects.into_iter().collect()))
 }
 
-/// Every project's budget: credits left, burn rate, state (ok, low,
-/// exhausted), and the rules in force (`weft.quota.budget.*`).
+/// Every project's budget: credits left, burn rate (credits spent in the
+/// last hour), state (ok, low, exhausted; unenforced when budgets are off),
+/// and the rules in force (`weft.quota.budget.*`).
 #[utoipa::path(get, path = "/ws/v1/quota/budgets", tag = "quota",
     responses((status = 200, body = Budgets), (status = 401, body = RemoteException)))]
 pub async fn budgets(State(state): State<ApiState>) -> Result<Json<Budgets>, ApiError> {

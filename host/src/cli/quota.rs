@@ -90,12 +90,12 @@ fn figure(value: &Value) -> String {
 
 fn budgets_table(budgets: &Value) -> String {
     let mut out = format!(
-        "{:<24} {:>14} {:>14} {:>12} {:>10} {:<9}\n",
-        "PROJECT", "REMAINING", "USED", "BURN/HOUR", "HOURS LEFT", "STATE"
+        "{:<24} {:>14} {:>14} {:>12} {:>10} {}\n",
+        "PROJECT", "REMAINING", "USED", "LAST HOUR", "HOURS LEFT", "STATE"
     );
     for project in budgets["projects"].as_array().into_iter().flatten() {
         out.push_str(&format!(
-            "{:<24} {:>14} {:>14} {:>12} {:>10} {:<9}\n",
+            "{:<24} {:>14} {:>14} {:>12} {:>10} {}\n",
             project["project"].as_str().unwrap_or("?"),
             figure(&project["remaining"]),
             figure(&project["total_used"]),
@@ -116,7 +116,7 @@ fn budgets_table(budgets: &Value) -> String {
 
 fn project_text(detail: &Value) -> String {
     let mut out = format!(
-        "project    {}\nremaining  {}\nused       {}\nburn rate  {} credits/hour\nstate      {} (budgets: {})\n",
+        "project    {}\nremaining  {}\nused       {}\nlast hour  {} credits spent\nstate      {} (budgets: {})\n",
         detail["project"].as_str().unwrap_or("?"),
         figure(&detail["remaining"]),
         figure(&detail["total_used"]),

@@ -1,6 +1,7 @@
 //! Budgets: what a project's credits left allow under
-//! `weft.quota.budget.*` (ok, low, exhausted), and how fast it spends them —
-//! its burn rate, from the ledger's totals sampled over the last hour.
+//! `weft.quota.budget.*` (ok, low, exhausted; unenforced when budgets are
+//! off), and how fast it spends them — its burn rate, the credits it spent
+//! in the last hour.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -13,6 +14,9 @@ use crate::config::BudgetSettings;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum BudgetState {
+    /// Budgets are not enforced (`weft.quota.budget.enforce = off`):
+    /// nothing is low or exhausted, whatever the balance.
+    Unenforced,
     Ok,
     /// Fewer credits left than `weft.quota.budget.warn-credits`.
     Low,
@@ -22,7 +26,9 @@ pub enum BudgetState {
 
 impl BudgetState {
     pub fn of(remaining: f64, settings: &BudgetSettings) -> BudgetState {
-        if remaining <= 0.0 {
+        if settings.enforce == crate::config::BudgetEnforcement::Off {
+            BudgetState::Unenforced
+        } else if remaining <= 0.0 {
             BudgetState::Exhausted
         } else if remaining < settings.warn_credits {
             BudgetState::Low
@@ -33,6 +39,7 @@ impl BudgetState {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            BudgetState::Unenforced => "unenforced",
             BudgetState::Ok => "ok",
             BudgetState::Low => "low",
             BudgetState::Exhausted => "exhausted",
@@ -77,6 +84,14 @@ impl BurnRates {
         }
     }
 
+    /// Records `project`'s total at `at`, if nothing of it is recorded
+    /// yet: what it had used before its first charges this server saw.
+    pub fn baseline(&mut self, at: u64, project: &str, total_used: f64) {
+        if !self.samples.contains_key(project) {
+            self.sample_one(at, project, total_used);
+        }
+    }
+
     fn sample_one(&mut self, now: u64, project: &str, total_used: f64) {
         {
             let samples = self.samples.entry(project.to_string()).or_default();
@@ -99,18 +114,25 @@ impl BurnRates {
         }
     }
 
-    /// Credits per hour `project` spent over the samples of the last hour
-    /// (0 until two samples apart in time).
+    /// Credits `project` spent in the last hour (up to its latest
+    /// sample): what it really spent, not a rate extrapolated from a few
+    /// minutes. Since its first sample if that is later (a project new to
+    /// this server, or a server up for less than an hour): never more than
+    /// it spent.
     pub fn per_hour(&self, project: &str) -> f64 {
-        let Some(samples) = self.samples.get(project) else {
+        let Some(&(last_at, last)) = self.samples.get(project).and_then(|s| s.back()) else {
             return 0.0;
         };
-        match (samples.front(), samples.back()) {
-            (Some(&(first_at, first)), Some(&(last_at, last))) if last_at > first_at => {
-                ((last - first) / (last_at - first_at) as f64 * 3_600_000.0).max(0.0)
-            }
-            _ => 0.0,
-        }
+        let samples = &self.samples[project];
+        let window_start = last_at.saturating_sub(BURN_WINDOW_MS);
+        // The newest sample at or before the window's start, else the first.
+        let baseline = samples
+            .iter()
+            .take_while(|(at, _)| *at <= window_start)
+            .last()
+            .or(samples.front())
+            .map_or(last, |&(_, used)| used);
+        (last - baseline).max(0.0)
     }
 
     /// `project`'s samples, oldest first: (ms since the epoch, total used).
@@ -159,8 +181,9 @@ mod tests {
             }
             burn.sample(second * 1000, &ledger);
         }
+        // Samples are 30 s apart: the hour's start is found to within one.
         assert!(
-            (burn.per_hour("p") - 3600.0).abs() < 1e-6,
+            (burn.per_hour("p") - 3600.0).abs() <= 30.0,
             "{}",
             burn.per_hour("p")
         );
@@ -169,6 +192,33 @@ mod tests {
         assert!(history[0].0 >= 3_600_000 - SAMPLE_SPACING_MS, "{history:?}");
         assert_eq!(history.last().copied(), Some((7_200_000, 7200.0)));
         assert_eq!(burn.per_hour("unknown"), 0.0);
+    }
+
+    #[test]
+    fn a_few_minutes_of_spending_is_what_was_spent_not_an_extrapolation() {
+        let (mut ledger, mut burn) = (QuotaLedger::new(0.0), BurnRates::default());
+        // Before its first charge: nothing used.
+        burn.baseline(30_000, "p", 0.0);
+        // 740 credits over five minutes: 740 in the last hour, not 8,880/h.
+        for minute in 1..=5u64 {
+            charge(&mut ledger, 148.0, minute * 60_000);
+            burn.sample(minute * 60_000, &ledger);
+        }
+        assert!(
+            (burn.per_hour("p") - 740.0).abs() < 1e-9,
+            "{}",
+            burn.per_hour("p")
+        );
+    }
+
+    #[test]
+    fn unenforced_budgets_are_neither_low_nor_exhausted() {
+        let settings = BudgetSettings {
+            enforce: BudgetEnforcement::Off,
+            warn_credits: 100.0,
+        };
+        assert_eq!(BudgetState::of(-10.0, &settings), BudgetState::Unenforced);
+        assert_eq!(BudgetState::of(50.0, &settings).as_str(), "unenforced");
     }
 
     #[test]

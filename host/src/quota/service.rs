@@ -531,6 +531,16 @@ impl QuotaService {
                 credits,
             })
             .collect();
+        // A project this server has not sampled yet starts its burn from
+        // what it had used before these charges, so its first ones count.
+        for charge in &charges {
+            let before = self
+                .ledger
+                .projects()
+                .get(&charge.project)
+                .map_or(0.0, |account| account.total_used);
+            self.burn.baseline(charge.at_ms, &charge.project, before);
+        }
         let delta = self.ledger.apply(&charges);
         self.charged_projects = delta.projects.keys().cloned().collect();
         for charge in &charges {

@@ -27,7 +27,9 @@ pub struct ProjectBudget {
     /// Credits left (negative: in debt).
     pub remaining: f64,
     pub total_used: f64,
-    /// Credits spent per hour over the last hour (as this server saw it).
+    /// Credits spent in the last hour, as this server saw it (since it
+    /// first saw the project, if less than an hour ago): what was spent,
+    /// not an extrapolation.
     pub burn_rate_per_hour: f64,
     /// Hours until none is left at that rate; none when it is not
     /// spending or has none left.
@@ -419,7 +421,10 @@ impl ResourceManager {
                 .set(budget.burn_rate_per_hour);
             m.project_budget_low
                 .get_or_create(&labels)
-                .set(i64::from(budget.state != BudgetState::Ok));
+                .set(i64::from(matches!(
+                    budget.state,
+                    BudgetState::Low | BudgetState::Exhausted
+                )));
             m.project_budget_exhausted
                 .get_or_create(&labels)
                 .set(i64::from(budget.state == BudgetState::Exhausted));

@@ -1,6 +1,7 @@
 // render/budgets.js — every project's budget (GET /ws/v1/quota/budgets):
-// credits left, used, burn rate, hours left, state (low and exhausted
-// highlighted), and the rules in force.
+// credits left, used, credits spent in the last hour, hours left at that
+// rate, state (low and exhausted highlighted when budgets are enforced;
+// "unenforced" otherwise), and the rules in force.
 
 import { segment } from '../api.js';
 import { badge, el, figuresAt, table, num } from '../dom.js';
@@ -25,6 +26,6 @@ export function renderBudgets(body, data) {
       'Enforcement ', f('enforce', String, { class: 'badge' }),
       ' · low below ', f('warn_credits', credits), ' · new projects get ', f('default_credits', credits)),
     rows.length
-      ? table('budgets', ['Project', 'State', ['Remaining', 'num'], ['Used', 'num'], ['Burn rate', 'num'], ['Left', 'num']], rows)
+      ? table('budgets', ['Project', 'State', ['Remaining', 'num'], ['Used', 'num'], ['Last hour', 'num'], ['Left', 'num']], rows)
       : el('p', { class: 'muted' }, 'No projects yet.'));
 }

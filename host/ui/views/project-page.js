@@ -35,7 +35,7 @@ export function mountProjectPage(outlet, name) {
     budget.body.replaceChildren(facts([
       ['State', f('state', String, { class: `badge badge-${String(project.state).replace(/[^a-z]/g, '')}` })],
       ['Remaining', f('remaining', credits)], ['Used', f('total_used', credits)],
-      ['Burn rate', f('burn_rate_per_hour', perHour)], ['Hours left', f('hours_left', hours)],
+      ['Spent in the last hour', f('burn_rate_per_hour', perHour)], ['Hours left', f('hours_left', hours)],
       ['Enforcement', f('enforce', String)],
     ]));
     const points = (project.history ?? []).map((point, i) => ({
