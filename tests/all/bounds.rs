@@ -59,6 +59,14 @@ fn the_reproductions_are_refused_and_the_host_keeps_working() {
         "yarn.resourcemanager.quota.scheduling.period=200",
         "--set",
         "yarn.resourcemanager.quota.variable.price.enabled=true",
+        // The largest container the bounds allow may be asked for (by
+        // default no ask may exceed the largest node).
+        "--set",
+        "yarn.scheduler.maximum-allocation-mb=1073741824",
+        "--set",
+        "yarn.scheduler.maximum-allocation-vcores=4096",
+        "--set",
+        "yarn.resource-types.yarn.io/gpu.maximum-allocation=1024",
     ]);
     let max = u64::MAX;
     refused(

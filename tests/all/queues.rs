@@ -58,17 +58,18 @@ fn the_seed_001_tree_serves_and_reports_its_capacities() {
         development["users"]["user"][0]["username"], "sid",
         "{development}"
     );
-    // An ask no node can hold waits, and says why, as data.
+    // An ask no node can hold is refused at submission, naming the limit
+    // (YARN's maximum-allocation, by default the largest node's).
     let (status, body) = server.post_json(
         "/ws/v1/cluster/apps",
         &json!({"user": "u", "project": "p", "queue": "qa", "asks": [{"count": 1, "memory_mb": 20480, "vcores": 1, "duration_ms": 1000}]}),
     );
-    assert_eq!(status, 202, "{body}");
-    let id = body["app"]["id"].as_str().unwrap();
-    let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
-    let reason = app["app"]["diagnostics"].as_str().unwrap_or_default();
-    assert!(reason.contains("no node can fit the ask"), "{app}");
-    assert_eq!(app["app"]["positionInQueue"], 1);
+    assert_eq!(status, 400, "{body}");
+    let message = body["RemoteException"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("20480 MB of memory per container, more than yarn.scheduler.maximum-allocation-mb allows"),
+        "{message}"
+    );
     let (status, refused) = server.post_json(
         "/ws/v1/cluster/apps",
         &json!({"user": "u", "project": "p", "queue": "default", "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 1000}]}),

@@ -114,6 +114,10 @@ pub struct SchedulerSettings {
     pub interval: Duration,
     /// Reclaim's patience, when reclaim is on (`…scheduler.monitor.enable`).
     pub reclaim_after_ms: Option<u64>,
+    /// The largest container an ask may ask for (YARN's
+    /// `yarn.scheduler.maximum-allocation-*`); 0 in a field: the largest
+    /// registered node's.
+    pub maximum_allocation: crate::cluster::Resources,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -290,6 +294,11 @@ impl Settings {
                 .flag("yarn.resourcemanager.scheduler.monitor.enable")?
                 .then(|| read.whole("weft.reclaim.starvation-ms"))
                 .transpose()?,
+            maximum_allocation: crate::cluster::Resources::new(
+                read.whole("yarn.scheduler.maximum-allocation-mb")?,
+                read.whole_u32("yarn.scheduler.maximum-allocation-vcores")?,
+                read.whole_u32("yarn.resource-types.yarn.io/gpu.maximum-allocation")?,
+            ),
         };
         // Read the patience even when reclaim is off, so a bad value is
         // refused either way (and the read is counted by the tests).

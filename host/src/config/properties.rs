@@ -408,6 +408,33 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "MB the quota event log may grow to (replay reads at most 1024); at the limit no more events are logged, with a warning, until the file is moved away and the server restarted",
     ),
     (
+        "yarn.scheduler.maximum-allocation-mb",
+        ValueType::Whole {
+            min: 0,
+            max: limits::MAX_MEMORY_MB,
+        },
+        "0",
+        "the most memory (MB) one container may ask for; an ask above it is refused at submission (0: the largest registered node's)",
+    ),
+    (
+        "yarn.scheduler.maximum-allocation-vcores",
+        ValueType::Whole {
+            min: 0,
+            max: limits::MAX_VCORES as u64,
+        },
+        "0",
+        "the most vcores one container may ask for; an ask above it is refused at submission (0: the largest registered node's)",
+    ),
+    (
+        "yarn.resource-types.yarn.io/gpu.maximum-allocation",
+        ValueType::Whole {
+            min: 0,
+            max: limits::MAX_GPUS as u64,
+        },
+        "0",
+        "the most GPUs one container may ask for; an ask above it is refused at submission (0: the largest registered node's)",
+    ),
+    (
         "weft.scheduler.interval-ms",
         ValueType::Whole {
             min: 1,

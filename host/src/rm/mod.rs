@@ -55,6 +55,8 @@ pub struct ResourceManager {
     /// App ids new-application handed out and not yet submitted.
     app_ids: crate::security::issued::IssuedIds,
     node_expiry_ms: u64,
+    /// `yarn.scheduler.maximum-allocation-*` (0: the largest node's).
+    maximum_allocation: Resources,
     /// The scheduling interval: heartbeats that free resources bring a
     /// round forward at most once per interval.
     scheduling_interval_ms: u64,
@@ -316,6 +318,7 @@ impl ResourceManager {
             reclaim_after_ms: settings.scheduler.reclaim_after_ms,
             starvation: Starvation::default(),
             node_expiry_ms: settings.nodes.expiry_interval_ms,
+            maximum_allocation: settings.scheduler.maximum_allocation,
             scheduling_interval_ms: settings.scheduler.interval.as_millis().max(1) as u64,
             last_early_round_ms: None,
             store: None,

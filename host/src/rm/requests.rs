@@ -162,6 +162,7 @@ impl ResourceManager {
             request.user = caller.user.clone();
         }
         request.check()?;
+        self.check_maximum_allocation(&request)?;
         let security = self.security.clone();
         if let Some(leaf) = self.cluster.queues().leaf(&request.queue) {
             security
@@ -499,6 +500,14 @@ impl ResourceManager {
     pub fn new_application(&mut self, caller: &Caller) -> (String, Resources) {
         let id = self.cluster.new_app_id();
         self.app_ids.record(id.clone(), &caller.user);
+        (id, self.maximum_allocation().0)
+    }
+
+    /// The largest container an ask may ask for, and for each of memory,
+    /// vcores and GPUs whether it is the setting (else the largest
+    /// registered node's, YARN's maximum-allocation defaulting to what the
+    /// cluster can hold).
+    pub fn maximum_allocation(&self) -> (Resources, [bool; 3]) {
         let largest = self
             .cluster
             .nodes()
@@ -510,7 +519,69 @@ impl ResourceManager {
                     a.gpus.max(b.gpus),
                 )
             });
-        (id, largest)
+        let set = self.maximum_allocation;
+        (
+            Resources::new(
+                if set.memory_mb > 0 {
+                    set.memory_mb
+                } else {
+                    largest.memory_mb
+                },
+                if set.vcores > 0 {
+                    set.vcores
+                } else {
+                    largest.vcores
+                },
+                if set.gpus > 0 { set.gpus } else { largest.gpus },
+            ),
+            [set.memory_mb > 0, set.vcores > 0, set.gpus > 0],
+        )
+    }
+
+    /// Refuses an ask bigger than any container may be (YARN's
+    /// InvalidResourceRequestException), rather than let it wait forever.
+    /// With no node registered yet and nothing set, there is no maximum.
+    fn check_maximum_allocation(
+        &self,
+        request: &crate::cluster::SubmitApp,
+    ) -> Result<(), RequestError> {
+        let (maximum, configured) = self.maximum_allocation();
+        let any_node = self.cluster.nodes().next().is_some();
+        for (index, ask) in request.asks.iter().enumerate() {
+            let wanted = Resources::new(ask.memory_mb, ask.vcores, ask.gpus);
+            let checks = [
+                (
+                    wanted.memory_mb,
+                    maximum.memory_mb,
+                    "MB of memory",
+                    "yarn.scheduler.maximum-allocation-mb",
+                    configured[0],
+                ),
+                (
+                    u64::from(wanted.vcores),
+                    u64::from(maximum.vcores),
+                    "vcores",
+                    "yarn.scheduler.maximum-allocation-vcores",
+                    configured[1],
+                ),
+                (
+                    u64::from(wanted.gpus),
+                    u64::from(maximum.gpus),
+                    "GPUs",
+                    "yarn.resource-types.yarn.io/gpu.maximum-allocation",
+                    configured[2],
+                ),
+            ];
+            for (asked, most, unit, setting, set) in checks {
+                if (set || any_node) && asked > most {
+                    let whose = if set { "" } else { " (the largest node's)" };
+                    return Err(RequestError::Invalid(format!(
+                        "asks[{index}] asks for {asked} {unit} per container, more than {setting} allows: {most} {unit}{whose}; no container that big can run here"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
