@@ -48,9 +48,13 @@ fn queue_and_node_tables_show_what_the_api_reports() {
     assert_eq!(columns[3], percent(&batch["absoluteCapacity"]));
     assert_eq!(columns[5], percent(&batch["usedCapacity"]));
     assert_eq!(columns[6], percent(&batch["absoluteUsedCapacity"]));
-    assert_eq!(columns[7], "1", "one app: {table}");
-    assert_eq!(columns[8], "1024");
-    assert_eq!(row(&table, "default")[8], "0");
+    // The resource it uses the most of (YARN's dominant resource): 1 GB of
+    // 16 GB and 1 of 16 vcores are equal shares, and memory comes first.
+    assert_eq!(columns[7], "memory", "{table}");
+    assert_eq!(batch["dominantResource"], "memory", "{batch}");
+    assert_eq!(columns[8], "1", "one app: {table}");
+    assert_eq!(columns[9], "1024");
+    assert_eq!(row(&table, "default")[9], "0");
     assert!(
         table.contains("\n  batch "),
         "children are indented: {table}"

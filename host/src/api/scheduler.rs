@@ -59,6 +59,11 @@ pub struct QueueInfo {
     absolute_max_capacity: f64,
     used_capacity: f64,
     absolute_used_capacity: f64,
+    /// The resource its use is measured by (the one it uses the most of,
+    /// as a share of the cluster): memory, vcores or GPUs; absent when it
+    /// uses nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dominant_resource: Option<String>,
     num_applications: u64,
     resources_used: ResourcesInfo,
     pending_resources: ResourcesInfo,
@@ -114,12 +119,6 @@ pub async fn scheduler(State(state): State<ApiState>) -> Result<Json<SchedulerRe
     }))
 }
 
-/// Percent of `total` that `used` is, by its dominant resource.
-fn dominant_percent(used: &Resources, total: &Resources) -> f64 {
-    let (memory, vcores, gpus) = used.fractions_of(total);
-    memory.max(vcores).max(gpus) * 100.0
-}
-
 fn queue_info(cluster: &Cluster, index: usize) -> QueueInfo {
     let queue = &cluster.queues().queues()[index];
     let mut used = Resources::ZERO;
@@ -132,7 +131,8 @@ fn queue_info(cluster: &Cluster, index: usize) -> QueueInfo {
             applications += 1;
         }
     }
-    let absolute_used = dominant_percent(&used, &cluster.capacity());
+    let dominant = used.dominant_share(&cluster.capacity());
+    let absolute_used = dominant.percent;
     let used_capacity = if queue.absolute_capacity > 0.0 {
         absolute_used / queue.absolute_capacity * 100.0
     } else {
@@ -149,6 +149,7 @@ fn queue_info(cluster: &Cluster, index: usize) -> QueueInfo {
         absolute_max_capacity: queue.absolute_maximum_capacity,
         used_capacity,
         absolute_used_capacity: absolute_used,
+        dominant_resource: (absolute_used > 0.0).then(|| dominant.resource.to_string()),
         num_applications: applications,
         resources_used: used.into(),
         pending_resources: pending.into(),

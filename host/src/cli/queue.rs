@@ -35,7 +35,7 @@ pub fn run(command: QueueCommand) -> anyhow::Result<()> {
 /// The tree under `root` as rows, children indented under their parent.
 fn table(root: &Value) -> String {
     let mut out = format!(
-        "{:<28} {:>6} {:>6} {:>8} {:>8} {:>7} {:>8} {:>5} {:>10} {:>7} {:>11}\n",
+        "{:<28} {:>6} {:>6} {:>8} {:>8} {:>7} {:>8} {:<6} {:>5} {:>10} {:>7} {:>11}\n",
         "QUEUE",
         "CAP%",
         "MAX%",
@@ -43,6 +43,7 @@ fn table(root: &Value) -> String {
         "ABSMAX%",
         "USED%",
         "ABSUSED%",
+        "BY",
         "APPS",
         "USED MB",
         "USED VC",
@@ -64,7 +65,7 @@ fn rows(queue: &Value, depth: usize, out: &mut String) {
         queue["queueName"].as_str().unwrap_or("?")
     );
     out.push_str(&format!(
-        "{:<28} {:>6} {:>6} {:>8} {:>8} {:>7} {:>8} {:>5} {:>10} {:>7} {:>11}\n",
+        "{:<28} {:>6} {:>6} {:>8} {:>8} {:>7} {:>8} {:<6} {:>5} {:>10} {:>7} {:>11}\n",
         name,
         percent("capacity"),
         percent("maxCapacity"),
@@ -72,6 +73,7 @@ fn rows(queue: &Value, depth: usize, out: &mut String) {
         percent("absoluteMaxCapacity"),
         percent("usedCapacity"),
         percent("absoluteUsedCapacity"),
+        queue["dominantResource"].as_str().unwrap_or("-"),
         whole(&queue["numApplications"]),
         whole(&queue["resourcesUsed"]["memory"]),
         whole(&queue["resourcesUsed"]["vCores"]),

@@ -22,5 +22,5 @@ pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,
 };
 pub use node::{AgentInfo, Node, NodeKind};
-pub use resources::{ResourceSeconds, Resources};
+pub use resources::{DominantShare, ResourceSeconds, Resources};
 pub use table::AppTable;

@@ -310,9 +310,12 @@ impl Cluster {
 
     /// Apps ever submitted, finished and killed (beyond what is kept);
     /// failed apps count as killed here (see [`Cluster::failed_total`]).
+    /// Submitted are those running or waiting and those ended: an id only
+    /// handed out (new-application) and never submitted under is none.
     pub fn app_totals(&self) -> (usize, usize, usize) {
+        let ended = self.finished_total + self.killed_total + self.failed_total;
         (
-            self.apps.next_number(),
+            self.active.len() + ended,
             self.finished_total,
             self.killed_total + self.failed_total,
         )
@@ -952,8 +955,17 @@ impl Cluster {
                 } else {
                     if active {
                         app.exit_status = Some(*exit_status);
+                        // The agent's words begin "exited with status N"
+                        // too: said once.
+                        let said = format!("exited with status {exit_status}");
+                        let detail = diagnostics.strip_prefix(&said).unwrap_or(diagnostics);
+                        let detail = match detail {
+                            "" => String::new(),
+                            rest if rest.starts_with(';') => rest.to_string(),
+                            rest => format!(": {rest}"),
+                        };
                         let why = format!(
-                            "container {} exited with status {exit_status} on its attempt {} of {max_attempts}: {diagnostics}",
+                            "container {} {said} on its attempt {} of {max_attempts}{detail}",
                             container.id, container.attempt
                         );
                         self.failing.push((index, why));
@@ -1288,6 +1300,9 @@ mod tests {
         // Ids are never reused.
         let next = submit(&mut cluster, 1, 1000);
         assert_eq!(cluster.apps()[next].id, "application_1_0003");
+        // An id handed out and never submitted under is no submission.
+        cluster.new_app_id();
+        assert_eq!(cluster.app_totals(), (3, 1, 1));
     }
 
     #[test]

@@ -74,6 +74,53 @@ impl Resources {
             fraction(f64::from(self.gpus), f64::from(total.gpus)),
         )
     }
+
+    /// `self` as a share of `total` by its dominant resource (the one it
+    /// uses the most of, as YARN's dominant-resource view of a queue): the
+    /// percent, which resource, and its figures for people.
+    pub fn dominant_share(&self, total: &Resources) -> DominantShare {
+        let (memory, vcores, gpus) = self.fractions_of(total);
+        let (fraction, resource, used, of) = if gpus > memory && gpus > vcores {
+            (gpus, "GPUs", u64::from(self.gpus), u64::from(total.gpus))
+        } else if vcores > memory {
+            (
+                vcores,
+                "vcores",
+                u64::from(self.vcores),
+                u64::from(total.vcores),
+            )
+        } else {
+            (memory, "memory", self.memory_mb, total.memory_mb)
+        };
+        DominantShare {
+            percent: fraction * 100.0,
+            resource,
+            used,
+            of,
+        }
+    }
+}
+
+/// A use's share of a whole by its dominant resource (see
+/// [`Resources::dominant_share`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DominantShare {
+    pub percent: f64,
+    /// "memory", "vcores" or "GPUs".
+    pub resource: &'static str,
+    /// How much of it is used, of how much (MB for memory).
+    pub used: u64,
+    pub of: u64,
+}
+
+/// "vcores 2 of 2", "memory 1024 MB of 23040 MB".
+impl std::fmt::Display for DominantShare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.resource {
+            "memory" => write!(f, "memory {} MB of {} MB", self.used, self.of),
+            resource => write!(f, "{resource} {} of {}", self.used, self.of),
+        }
+    }
 }
 
 /// Saturating: the bounds on nodes (`limits`) keep sums over a cluster far

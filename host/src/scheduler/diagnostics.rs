@@ -39,10 +39,7 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
         vcores: most.vcores.max(n.capacity.vcores),
         gpus: most.gpus.max(n.capacity.gpus),
     });
-    let share = |used: &Resources| {
-        let (m, v, g) = used.fractions_of(&capacity);
-        m.max(v).max(g) * 100.0
-    };
+    let share = |used: &Resources| used.dominant_share(&capacity).percent;
     let reason = if let Some(ask) = app
         .asks
         .iter()
@@ -55,21 +52,26 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
     } else if let Some(full) = ancestors(cluster, app.queue_index)
         .find(|&q| share(&usage[q]) + 1e-9 >= tree[q].absolute_maximum_capacity)
     {
+        let dominant = usage[full].dominant_share(&capacity);
         format!(
-            "queue {} is at its maximum capacity: {:.1}% of the cluster used, maximum {:.1}%",
+            "queue {} is at its maximum capacity by {}: {} used, {:.1}% of the cluster, its maximum {:.1}%",
             tree[full].path,
-            share(&usage[full]),
+            dominant.resource,
+            dominant,
+            dominant.percent,
             tree[full].absolute_maximum_capacity
         )
     } else if let Some(limit) = user_limit_reached(cluster, app_index, usage) {
         limit
     } else {
         let queue = &tree[app.queue_index];
+        let dominant = usage[app.queue_index].dominant_share(&capacity);
         format!(
-            "waiting for resources: {} free in the cluster; queue {} uses {:.1}% (guaranteed {:.1}%, maximum {:.1}%)",
+            "waiting for resources: {} free in the cluster; queue {} uses {:.1}% of it ({}; guaranteed {:.1}%, maximum {:.1}%)",
             capacity.saturating_sub(&cluster.allocated()),
             queue.path,
-            share(&usage[app.queue_index]),
+            dominant.percent,
+            dominant,
             queue.absolute_capacity,
             queue.absolute_maximum_capacity
         )
@@ -100,10 +102,7 @@ fn user_limit_reached(cluster: &Cluster, app_index: usize, usage: &[Resources]) 
     let app = &cluster.apps()[app_index];
     let queue = &cluster.queues().queues()[app.queue_index];
     let capacity = cluster.capacity();
-    let share = |used: &Resources| {
-        let (m, v, g) = used.fractions_of(&capacity);
-        m.max(v).max(g) * 100.0
-    };
+    let share = |used: &Resources| used.dominant_share(&capacity).percent;
     let ask = app.asks.iter().find(|a| a.pending > 0)?;
     let in_queue = || {
         cluster
@@ -129,10 +128,12 @@ fn user_limit_reached(cluster: &Cluster, app_index: usize, usage: &[Resources]) 
     let used = share(&user_used);
     (used + one_more > limit + 1e-9).then(|| {
         format!(
-            "user {} reached the user limit of queue {}: uses {used:.1}% of the cluster, limit {limit:.1}% \
+            "user {} reached the user limit of queue {}: uses {used:.1}% of the cluster by {} ({}), limit {limit:.1}% \
              ({} active users, minimum-user-limit-percent {}, user-limit-factor {})",
             app.user,
             queue.path,
+            user_used.dominant_share(&capacity).resource,
+            user_used.dominant_share(&capacity),
             active_users.len(),
             queue.minimum_user_limit_percent,
             queue.user_limit_factor

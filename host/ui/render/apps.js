@@ -126,7 +126,8 @@ function reason(app, index, diagnosis) {
     const src = appSrc(app.id);
     return [
       diagnosis.positionInQueue !== undefined
-        ? [figure(src, '/app/positionInQueue', diagnosis.positionInQueue, (p) => `#${p}`, { class: 'position' }), ' ']
+        ? [figure(src, '/app/positionInQueue', diagnosis.positionInQueue, (p) => `position ${p} in its queue`,
+          { class: 'position', title: 'apps of its queue served before it, plus one (by priority, then submission)' }), ': ']
         : null,
       diagnosis.diagnostics !== undefined
         ? figure(src, '/app/diagnostics', diagnosis.diagnostics, String, { class: 'text', title: diagnosis.diagnostics }) : null,

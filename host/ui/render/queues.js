@@ -30,13 +30,21 @@ function queueRow(queue, base, depth) {
       queue.queueName, queue.state === 'RUNNING' ? null : el('span', { class: 'badge' }, queue.state)),
     el('td', null, queueBar(queue)),
     num(f('absoluteCapacity', percent)),
-    num(f('absoluteUsedCapacity', percent)),
+    num(f('absoluteUsedCapacity', percent), by(queue)),
     num(f('usedCapacity', percent)),
     num(f('absoluteMaxCapacity', percent)),
     num(f('numApplications', count)),
     el('td', { class: 'users' }, users(queue, base)),
     num(f(['pendingResources', 'memory'], mb), ' · ', f(['pendingResources', 'vCores'], count), ' vc',
       queue.pendingResources?.gpus ? [' · ', f(['pendingResources', 'gpus'], count), ' gpu'] : null));
+}
+
+/** Which resource a queue's use is measured by (the one it uses the most
+ *  of): " by vcores", so 100 % says what is full. */
+function by(queue) {
+  return queue.dominantResource
+    ? el('span', { class: 'muted', title: 'its use is measured by the resource it uses the most of' }, ` ${queue.dominantResource}`)
+    : null;
 }
 
 /** Every figure is a share of the cluster, so bars of all queues line up. */
