@@ -4,6 +4,9 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = weft_host::cli::Cli::parse();
+    if !cli.serves() {
+        quiet_on_closed_pipe();
+    }
     match weft_host::cli::run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
@@ -11,5 +14,21 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {error:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// A command whose output goes to a pipe closed early (`weft app list |
+/// head`) ends there, quietly, as Unix tools do: SIGPIPE's default action,
+/// which Rust's runtime sets aside (a failed write would then panic). Not
+/// for `serve` and `agent`, which must outlive a closed pipe.
+#[allow(
+    unsafe_code,
+    reason = "restoring a signal's default action is an FFI call; nothing else runs yet"
+)]
+fn quiet_on_closed_pipe() {
+    // SAFETY: at the start of main, on its only thread; SIGPIPE's handler
+    // is the standard library's "ignore", nothing of ours.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

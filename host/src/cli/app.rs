@@ -49,9 +49,14 @@ pub enum AppCommand {
         /// Only this container.
         #[arg(long)]
         container: Option<String>,
-        #[arg(long)]
+        /// Only stderr (by default stdout, then stderr when it is not empty).
+        #[arg(long, conflicts_with = "stdout")]
         stderr: bool,
-        /// Keep printing what the container writes until it and its app end.
+        /// Only stdout.
+        #[arg(long)]
+        stdout: bool,
+        /// Keep printing what the container writes (stdout, or stderr with
+        /// --stderr) until it and its app end.
         #[arg(long)]
         follow: bool,
     },
@@ -170,8 +175,15 @@ pub fn run(command: AppCommand) -> anyhow::Result<()> {
             id,
             container,
             stderr,
+            stdout,
             follow,
-        } => logs(&server.client()?, &id, container.as_deref(), stderr, follow),
+        } => {
+            let client = server.client()?;
+            if stderr || stdout || follow {
+                return logs(&client, &id, container.as_deref(), stderr, follow);
+            }
+            both_logs(&client, &id, container.as_deref())
+        }
     }
 }
 
@@ -275,9 +287,16 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Polls the app until it has ended; returns its report.
+/// How long an app may wait for its containers before `--wait` says why.
+const SAY_WHY_AFTER: Duration = Duration::from_secs(3);
+
+/// Polls the app until it has ended; returns its report. While containers
+/// of it have waited a few seconds, says why on stderr (and again when the
+/// reason changes), so a wait is never silent.
 fn wait_for_end(client: &Client, id: &str) -> anyhow::Result<Value> {
     let mut pause = Duration::from_millis(20);
+    let begun = std::time::Instant::now();
+    let mut said: Option<String> = None;
     loop {
         let app = client.get(&format!("/ws/v1/cluster/apps/{}", encode(id)))?["app"].clone();
         if matches!(
@@ -286,9 +305,72 @@ fn wait_for_end(client: &Client, id: &str) -> anyhow::Result<Value> {
         ) {
             return Ok(app);
         }
+        let waiting = app["pendingContainers"].as_u64().unwrap_or(0) > 0;
+        if waiting
+            && begun.elapsed() >= SAY_WHY_AFTER
+            && let Some(reason) = app["diagnostics"].as_str()
+            && said.as_deref() != Some(reason)
+        {
+            let position = app["positionInQueue"]
+                .as_u64()
+                .map_or(String::new(), |p| format!(" (position {p} in its queue)"));
+            eprintln!("{id} waits{position}: {reason}");
+            said = Some(reason.to_string());
+        }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(500));
     }
+}
+
+/// The app's containers (only `only`, when given: an error if it has no
+/// such container).
+fn containers_of(client: &Client, id: &str, only: Option<&str>) -> anyhow::Result<Vec<Value>> {
+    let listed = client.get(&format!("/ws/v1/cluster/apps/{}/containers", encode(id)))?;
+    let containers: Vec<Value> = listed["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| only.is_none_or(|o| c["id"] == o))
+        .collect();
+    if let Some(container) = only
+        && containers.is_empty()
+    {
+        bail!("application {id} has no container {container}");
+    }
+    Ok(containers)
+}
+
+/// Each container's stdout, then its stderr when it wrote any (a failed
+/// command's say is often all there): what a user wants to see of an app.
+fn both_logs(client: &Client, id: &str, only: Option<&str>) -> anyhow::Result<()> {
+    use std::io::Write;
+    let containers = containers_of(client, id, only)?;
+    let mut out = std::io::stdout().lock();
+    for c in &containers {
+        let cid = text(&c["id"]);
+        let read = |stream: &str| {
+            client.get_bytes(&format!(
+                "/ws/v1/cluster/apps/{}/containers/{}/logs/{stream}",
+                encode(id),
+                encode(&cid)
+            ))
+        };
+        writeln!(out, "== {cid} on {} ==", text(&c["node"]))?;
+        match read("stdout") {
+            Ok(bytes) => out.write_all(&bytes)?,
+            Err(error) => writeln!(out, "(stdout: {error:#})")?,
+        }
+        match read("stderr") {
+            Ok(bytes) if bytes.is_empty() => {}
+            Ok(bytes) => {
+                writeln!(out, "== {cid} on {}: stderr ==", text(&c["node"]))?;
+                out.write_all(&bytes)?;
+            }
+            Err(error) => writeln!(out, "(stderr: {error:#})")?,
+        }
+    }
+    Ok(())
 }
 
 fn logs(
@@ -301,20 +383,7 @@ fn logs(
     let stream = if stderr { "stderr" } else { "stdout" };
     let mut offsets: std::collections::BTreeMap<String, u64> = Default::default();
     loop {
-        let listed = client.get(&format!("/ws/v1/cluster/apps/{}/containers", encode(id)))?;
-        let containers: Vec<Value> = listed["containers"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|c| only.is_none_or(|o| c["id"] == o))
-            .collect();
-        if containers.is_empty() && only.is_some() {
-            bail!(
-                "application {id} has no container {}",
-                only.unwrap_or_default()
-            );
-        }
+        let containers = containers_of(client, id, only)?;
         let several = containers.len() > 1 || only.is_none() && !follow;
         for c in &containers {
             let cid = text(&c["id"]);

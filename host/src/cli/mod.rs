@@ -110,6 +110,14 @@ pub fn parse_pair(text: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))
 }
 
+impl Cli {
+    /// Whether the command serves (`serve`, `agent`): a long-running
+    /// process, not one whose output a reader may cut short.
+    pub fn serves(&self) -> bool {
+        matches!(self.command, Command::Serve(_) | Command::Agent(_))
+    }
+}
+
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),

@@ -11,10 +11,13 @@ use crate::sim::VirtualClock;
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
-    /// Show each kind's active policy and history.
+    /// Each kind's versions (the active one first among them), with what
+    /// its calls cost; a table, or the API's JSON with --json.
     List {
         #[command(flatten)]
         server: ServerArgs,
+        #[arg(long)]
+        json: bool,
     },
     /// Load a policy into a running server; the old one stays if it is refused.
     Load {
@@ -87,6 +90,171 @@ pub enum PolicyCommand {
     New(super::policy_new::NewArgs),
 }
 
+/// `GET /ws/v1/policies` as a table: a row per version of each kind (and
+/// each queue's sharing slot), what the active one's calls cost.
+fn policies_table(body: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let text = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let micros = |ns: &Value| {
+        ns.as_f64()
+            .map_or("-".into(), |ns| format!("{:.1} µs", ns / 1000.0))
+    };
+    let when = |ms: &Value| {
+        ms.as_i64()
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map_or("-".into(), |at| at.format("%Y-%m-%d %H:%M:%S").to_string())
+    };
+    let mut out = format!(
+        "{:<18} {:>3} {:<11} {:<22} {:<8} {:<28} {:<19} {:>7} {:>10} {:>10} {:>6} {:>9}\n",
+        "KIND",
+        "#",
+        "STATE",
+        "NAME",
+        "VERSION",
+        "SOURCE",
+        "LOADED (UTC)",
+        "CALLS",
+        "MEAN",
+        "P99",
+        "FAILED",
+        "FALLBACKS"
+    );
+    for (kind, slot) in body.as_object().into_iter().flatten() {
+        let active = slot["active"]["number"].as_u64();
+        let mut history: Vec<&Value> = slot["history"].as_array().into_iter().flatten().collect();
+        // Newest first: the versions an operator rolls back to are next.
+        history.sort_by_key(|version| std::cmp::Reverse(version["number"].as_u64()));
+        for version in history {
+            // Calls, timings and failures are the active version's; a
+            // version that has not been called yet has no timings.
+            let (calls, mean, p99, failures, fallbacks) = if version["number"].as_u64() == active {
+                let stats = &slot["stats"];
+                let called = stats["calls"].as_u64().unwrap_or(0) > 0;
+                let timing = |field: &str| {
+                    if called {
+                        micros(&stats[field])
+                    } else {
+                        "-".into()
+                    }
+                };
+                (
+                    text(&stats["calls"]),
+                    timing("mean_ns"),
+                    timing("p99_ns"),
+                    text(&slot["failures"]),
+                    text(&slot["fallbacks"]),
+                )
+            } else {
+                Default::default()
+            };
+            let row = format!(
+                "{:<18} {:>3} {:<11} {:<22} {:<8} {:<28} {:<19} {:>7} {:>10} {:>10} {:>6} {:>9}",
+                kind,
+                text(&version["number"]),
+                text(&version["state"]),
+                text(&version["name"]),
+                text(&version["version"]),
+                text(&version["source"]),
+                when(&version["loaded_at_ms"]),
+                calls,
+                mean,
+                p99,
+                failures,
+                fallbacks,
+            );
+            out.push_str(row.trim_end());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A shadow's report as the API's JSON, or in a few lines for people.
+fn print_shadow(report: &serde_json::Value, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        print!("{}", shadow_text(report));
+    }
+    Ok(())
+}
+
+/// `GET /ws/v1/policies/{kind}/shadow` in a few lines: the candidate, what
+/// it answered, and what differs from the active version.
+fn shadow_text(report: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let text = |value: &Value| match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let credits = |value: &Value| value.as_f64().map_or("-".into(), |x| format!("{x:.3}"));
+    let shadow = &report["shadow"];
+    let mut out = format!(
+        "{} shadow: {} {} ({}), beside the active version, never applied\n\
+         calls {} · failures {} · dropped (it was behind) {} · mean {} µs · p99 {} µs\n",
+        text(&report["kind"]),
+        text(&shadow["name"]),
+        text(&shadow["version"]),
+        text(&shadow["source"]),
+        text(&report["calls"]),
+        text(&report["failures"]),
+        text(&report["dropped"]),
+        report["latency"]["mean_ns"]
+            .as_f64()
+            .map_or("-".into(), |ns| format!("{:.1}", ns / 1000.0)),
+        report["latency"]["p99_ns"]
+            .as_f64()
+            .map_or("-".into(), |ns| format!("{:.1}", ns / 1000.0)),
+    );
+    if let Some(failure) = report["last_failure"].as_str() {
+        out.push_str(&format!("last failure: {failure}\n"));
+    }
+    if let Some(pricing) = report.get("pricing") {
+        out.push_str(&format!(
+            "multiplicator steps {} ({} differing) · charge batches {}\n\n{:<24} {:>14} {:>14} {:>14}\n",
+            text(&pricing["multiplicator_steps"]),
+            text(&pricing["multiplicators_differing"]),
+            text(&pricing["charge_batches"]),
+            "PROJECT",
+            "ACTIVE",
+            "SHADOW",
+            "DIFFERENCE"
+        ));
+        for project in pricing["projects"].as_array().into_iter().flatten() {
+            out.push_str(&format!(
+                "{:<24} {:>14} {:>14} {:>14}\n",
+                text(&project["project"]),
+                credits(&project["active_credits"]),
+                credits(&project["shadow_credits"]),
+                credits(&project["difference"]),
+            ));
+        }
+    }
+    if let Some(scheduling) = report.get("scheduling") {
+        out.push_str(&format!(
+            "rounds {} · differing {} ({} containers placed otherwise) · would be refused {}\n",
+            text(&scheduling["rounds"]),
+            text(&scheduling["differing_rounds"]),
+            text(&scheduling["differing_containers"]),
+            text(&scheduling["invalid_rounds"]),
+        ));
+    }
+    if let Some(sharing) = report.get("sharing") {
+        out.push_str(&format!(
+            "decisions {} · flipped to accept {} · flipped to refuse {}\n",
+            text(&sharing["decisions"]),
+            text(&sharing["flipped_to_accept"]),
+            text(&sharing["flipped_to_refuse"]),
+        ));
+    }
+    out
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ShadowCommand {
     /// What KIND's shadow found: per-project credit differences, placements
@@ -95,12 +263,18 @@ pub enum ShadowCommand {
         kind: PolicyKind,
         #[command(flatten)]
         server: ServerArgs,
+        /// The API's JSON rather than the summary.
+        #[arg(long)]
+        json: bool,
     },
     /// Stop KIND's shadow; prints its last report.
     Stop {
         kind: PolicyKind,
         #[command(flatten)]
         server: ServerArgs,
+        /// The API's JSON rather than the summary.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -116,9 +290,13 @@ impl clap::ValueEnum for PolicyKind {
 
 pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
     match command {
-        PolicyCommand::List { server } => {
+        PolicyCommand::List { server, json } => {
             let body = server.client()?.get("/ws/v1/policies")?;
-            println!("{}", serde_json::to_string_pretty(&body)?);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&body)?);
+            } else {
+                print!("{}", policies_table(&body));
+            }
         }
         PolicyCommand::Load {
             kind,
@@ -187,17 +365,17 @@ pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
                 active["number"]
             );
         }
-        PolicyCommand::Shadow(ShadowCommand::Show { kind, server }) => {
+        PolicyCommand::Shadow(ShadowCommand::Show { kind, server, json }) => {
             let report = server
                 .client()?
                 .get(&format!("/ws/v1/policies/{kind}/shadow"))?;
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            print_shadow(&report, json)?;
         }
-        PolicyCommand::Shadow(ShadowCommand::Stop { kind, server }) => {
+        PolicyCommand::Shadow(ShadowCommand::Stop { kind, server, json }) => {
             let report = server
                 .client()?
                 .delete(&format!("/ws/v1/policies/{kind}/shadow"))?;
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            print_shadow(&report, json)?;
         }
         PolicyCommand::Check {
             policy,
