@@ -12,6 +12,7 @@ mod cli_tables;
 mod failover;
 mod failover_clients;
 mod fault_run;
+mod first_hour;
 mod guest_output;
 mod hostile_tenant;
 mod policy_cache;

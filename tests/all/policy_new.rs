@@ -1,7 +1,8 @@
 //! `weft policy new`, end to end: one pricing project per language, made in a
 //! clean temporary directory outside the repo, its unit tests run, built with
 //! the command it printed, tested against the contract (`weft policy test`),
-//! and hot-loaded into a running server; and the Python and JavaScript SDKs'
+//! hot-loaded into a running server and replayed against the events that
+//! server logged (the README's path); and the Python and JavaScript SDKs'
 //! own unit tests.
 //!
 //! The tools come from `.ci/run` (componentize-py and pytest from PyPI,
@@ -148,6 +149,10 @@ fn pricing_project_end_to_end(language: &str, install: bool, build_limit: Durati
 
     if install {
         shell_ok(&dir, step(&printed, "install"), Duration::from_secs(600));
+        if language == "python" {
+            // Into the project's own environment, not the system's Python.
+            assert!(dir.join(".venv/bin/python").is_file(), "{printed}");
+        }
     }
     let tests = shell(&dir, step(&printed, "test"), Duration::from_secs(600));
     assert!(
@@ -165,7 +170,15 @@ fn pricing_project_end_to_end(language: &str, install: bool, build_limit: Durati
         "{contract}: {tested}"
     );
 
-    let server = Server::start(&[]);
+    // The README's server for this path logs what it charges, for the
+    // replay at the end.
+    let events = root.path().join("weft-events.jsonl");
+    let server = Server::start(&[
+        "--sim-nodes",
+        "1x8192mb,8vcores",
+        "--set",
+        &format!("weft.quota.event-log={}", events.display()),
+    ]);
     let load = format!("{} --server {}", step(&printed, "load"), server.base);
     let loaded = shell(&dir, &load, Duration::from_secs(300));
     let (stdout, stderr) = (
@@ -180,6 +193,29 @@ fn pricing_project_end_to_end(language: &str, install: bool, build_limit: Durati
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["active"]["name"], "my-pricing", "{body}");
     assert_eq!(body["active"]["version"], "0.1.0", "{body}");
+
+    // The README's last step, as written: the logged events priced again by
+    // the new policy and by a baseline.
+    let id = server.submit("demo", 2, 200);
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{id}"),
+        "the app to end",
+        |b| b["app"]["state"] == "FINISHED",
+    );
+    server.stop();
+    let artifact = contract
+        .strip_prefix("weft policy test ")
+        .unwrap_or_else(|| panic!("the contract step names the component: {contract}"));
+    let replay = format!(
+        "weft replay {} --pricing {artifact} --baseline builtin:flat-pricing",
+        events.display()
+    );
+    let table = shell_ok(&dir, &replay, Duration::from_secs(300));
+    assert!(
+        table.contains(&format!("B = {artifact} (--pricing)"))
+            && table.lines().any(|line| line.starts_with("demo ")),
+        "{replay}: {table}"
+    );
 }
 
 #[test]

@@ -110,9 +110,12 @@ impl Steps {
                 "cargo build --release --target wasm32-wasip2",
                 format!("target/wasm32-wasip2/release/{crate_name}.wasm"),
             ),
+            // The project's own virtual environment: nothing goes into the
+            // system's Python. It sees the system's packages, so tools
+            // installed there at the pinned versions are not fetched again.
             Language::Python => (
-                "python3 -m pip install -r requirements.txt",
-                "python3 -m pytest",
+                "python3 -m venv --system-site-packages .venv && .venv/bin/python -m pip install -r requirements.txt",
+                ".venv/bin/python -m pytest",
                 "./build.sh",
                 format!("{name}.wasm"),
             ),

@@ -93,8 +93,13 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
 
 /// The log's text, refused if larger than replay reads.
 fn read_log(path: &Path) -> anyhow::Result<String> {
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot read the event log {}", path.display()))?;
+    let file = std::fs::File::open(path).with_context(|| {
+        format!(
+            "cannot read the event log {}: a server writes one when started with \
+             --set weft.quota.event-log=FILE",
+            path.display()
+        )
+    })?;
     let mut text = String::new();
     file.take(MAX_LOG_BYTES + 1)
         .read_to_string(&mut text)

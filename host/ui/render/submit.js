@@ -17,7 +17,8 @@ export function renderSubmitForm(container) {
     project: el('input', { name: 'project', required: true, maxlength: 256, placeholder: 'charged project' }),
     priority: number('priority', 0, -1000000, 1000000),
     count: number('count', 1, 1, 100000),
-    memory: number('memory_mb', 1024, 1, 1073741824),
+    // The CLI's default (weft app run --memory 512mb).
+    memory: number('memory_mb', 512, 1, 1073741824),
     vcores: number('vcores', 1, 1, 4096),
     gpus: number('gpus', 0, 0, 1024),
     duration: el('input', { type: 'number', name: 'duration_ms', value: 30000, min: 1, step: 1 }),
