@@ -34,11 +34,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
+use weft_host::clock::VirtualClock;
 use weft_host::config::Settings;
 use weft_host::policy::{
     CallLimits, PolicyEngine, PolicyKind, PolicyVersion, PriceMultiplicators, builtin, prepare,
 };
-use weft_host::sim::VirtualClock;
 
 use pricing_workload::workload;
 use summary::{Results, criterion_dir, duration};

@@ -38,13 +38,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode};
 use wasmtime::component::Component;
+use weft_host::clock::VirtualClock;
 use weft_host::config::Settings;
 use weft_host::metrics::{KindLabels, metrics};
 use weft_host::policy::{
     CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySlot, PolicySource, PolicyVersion,
     PriceMultiplicators, PricingSlot, Usage, Utilization, VersionState, builtin, prepare,
 };
-use weft_host::sim::VirtualClock;
 
 use summary::{Results, criterion_dir, duration};
 

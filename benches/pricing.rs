@@ -26,12 +26,12 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
+use weft_host::clock::VirtualClock;
 use weft_host::config::Settings;
 use weft_host::policy::{
     CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource, PolicyVersion,
     PriceMultiplicators, PricingSlot, Utilization,
 };
-use weft_host::sim::VirtualClock;
 
 use pricing_workload::{Workload, workload};
 use summary::{Results, criterion_dir, duration};

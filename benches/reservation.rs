@@ -14,12 +14,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use weft_host::cluster::Resources;
+use weft_host::clock::VirtualClock;
 use weft_host::config::Settings;
 use weft_host::policy::{self, PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::reservation::rle::{Amount, RleTimeline};
 use weft_host::reservation::{Plan, PlanConfig, Reservation, ReservationDefinition, ReservationId};
-use weft_host::sim::VirtualClock;
+use weft_host::resources::Resources;
 
 const HOUR: i64 = 3_600_000;
 const WEEK: i64 = 7 * 24 * HOUR;

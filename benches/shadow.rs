@@ -20,11 +20,11 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use weft_host::cluster::Resources;
+use weft_host::clock::VirtualClock;
 use weft_host::config::Settings;
 use weft_host::policy::{CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::quota::QuotaService;
-use weft_host::sim::VirtualClock;
+use weft_host::resources::Resources;
 
 use summary::{Results, criterion_dir, duration};
 

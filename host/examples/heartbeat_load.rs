@@ -36,10 +36,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, watch};
 
-use weft_host::agent::protocol::ContainerEnd;
-use weft_host::agent::tracker::Registration;
-use weft_host::cluster::{NodeAction, NodeOrders};
-use weft_host::rm::requests::{Heartbeat, RegisterNode};
+use weft_host::protocol::node::ContainerEnd;
+use weft_host::protocol::node::RegisteredNode;
+use weft_host::protocol::node::{Heartbeat, RegisterNode};
+use weft_host::protocol::node::{NodeAction, NodeOrders};
 
 #[derive(Debug, Clone, Parser)]
 #[command(about = "Simulated node agents heartbeating a Weft server over HTTP")]
@@ -367,7 +367,7 @@ impl Agent {
         }
     }
 
-    async fn register(&mut self, args: &Args) -> Result<Registration, String> {
+    async fn register(&mut self, args: &Args) -> Result<RegisteredNode, String> {
         let body = serde_json::to_vec(&self.registration(args)).map_err(|e| e.to_string())?;
         let answer = self
             .conn
@@ -383,7 +383,7 @@ impl Agent {
             ));
         }
         self.response_id = 0;
-        let registration: Registration = serde_json::from_slice(&answer.body)
+        let registration: RegisteredNode = serde_json::from_slice(&answer.body)
             .map_err(|e| format!("register {}: {e}", self.node_id))?;
         for order in &registration.kill {
             self.kill(&order.container_id, order.exit_status);

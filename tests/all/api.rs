@@ -15,12 +15,12 @@ use proptest::strategy::ValueTree;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 use weft_host::api::{ApiState, openapi_document, router};
-use weft_host::cluster::Resources;
+use weft_host::clock::{Clock, WallClock};
 use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::quota::QuotaService;
+use weft_host::resources::Resources;
 use weft_host::rm::{self, Intervals, ResourceManager, RmHandle};
 use weft_host::security::{Authenticator, Security};
-use weft_host::sim::{Clock, WallClock};
 use weft_host::store::Store;
 
 /// One resource manager and router for every test of this module.

@@ -8,9 +8,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use sha2::Digest;
+use weft_host::clock::VirtualClock;
 use weft_host::config::Settings;
 use weft_host::policy::{CallLimits, CompileCache, PolicyEngine, builtin, inspect};
-use weft_host::sim::VirtualClock;
 
 use crate::support::{Server, weft};
 

@@ -5,13 +5,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use weft_host::clock::VirtualClock;
 use weft_host::config::Settings;
 use weft_host::policy::{
     CallError, CallLimits, LoadError, PolicyEngine, PolicyKind, PolicyRuntime, PolicySlot,
     PolicySource, STANDBY_KEPT, VersionState, builtin, prepare,
 };
 use weft_host::policy::{PriceMultiplicators, Usage, Utilization};
-use weft_host::sim::VirtualClock;
 
 use crate::support::{CLOCK_PRICING, FAULTY_PRICING, FAULTY_SCHEDULING};
 

@@ -240,14 +240,15 @@ mod crash_anywhere {
     use std::path::Path;
     use std::sync::{Arc, OnceLock};
 
-    use weft_host::cluster::{AskSpec, Resources, SubmitApp};
+    use weft_host::clock::{Clock, VirtualClock};
+    use weft_host::cluster::{AskSpec, SubmitApp};
     use weft_host::config::Settings;
     use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
     use weft_host::quota::QuotaService;
+    use weft_host::resources::Resources;
     use weft_host::rm::ResourceManager;
     use weft_host::rm::timers::Timers;
     use weft_host::security::Security;
-    use weft_host::sim::{Clock, VirtualClock};
     use weft_host::store::Store;
 
     fn settings() -> Settings {

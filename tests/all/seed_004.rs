@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use weft_host::cluster::Resources;
+use weft_host::clock::VirtualClock;
 use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::reservation::definition::ReservationSubmissionRequest;
 use weft_host::reservation::{PlanConfig, ReservationSystem, SystemConfig, SystemError};
-use weft_host::sim::VirtualClock;
+use weft_host::resources::Resources;
 
 const HOUR: i64 = 3_600_000;
 

@@ -49,9 +49,9 @@ use nix::unistd::{Gid, Pid, Uid, User};
 use serde::{Deserialize, Serialize};
 
 use super::cgroups::{Cgroups, ContainerCgroup};
-use super::protocol::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
 use super::removal::Remover;
 use super::{monitor, untrusted};
+use crate::protocol::node::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
 
 /// `yarn.nodemanager.sleep-delay-before-sigkill.ms`.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_millis(250);
@@ -1957,9 +1957,10 @@ mod tests {
                     .unwrap();
             }
         }
-        let (old_logs, old_work) = (
+        let (old_logs, old_work, old_private) = (
             layout.container_log_dir("app_1", "c_old"),
             layout.container_work_dir("app_1", "c_old"),
+            layout.private_dir("c_old"),
         );
         assert!(old_logs.exists() && old_work.exists());
         assert_eq!(
@@ -1968,11 +1969,11 @@ mod tests {
             "not old enough"
         );
         assert_eq!(executor.sweep(Duration::from_secs(60)), 1);
+        // Removal is asynchronous, the private directory last.
         assert!(wait_until(Duration::from_secs(10), || {
             executor.poll();
-            !old_logs.exists() && !old_work.exists()
+            !old_logs.exists() && !old_work.exists() && !old_private.exists()
         }));
-        assert!(!executor.settings.layout.private_dir("c_old").exists());
         assert!(
             executor
                 .log_path("app_1", "c_kept", LogStream::Stdout)

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, bail};
 
-use crate::cluster::Resources;
+use crate::resources::Resources;
 
 /// The machine's memory (MemTotal of /proc/meminfo) less `reserved_mb`
 /// (at most half of it), and its logical CPUs as vcores.
@@ -34,12 +34,11 @@ pub fn host_name() -> String {
 
 /// `16384mb,8vcores[,2gpus]`, as `--resources` takes it.
 pub fn parse_resources(spec: &str) -> Result<Resources, String> {
-    crate::rm::sim_nodes::parse(&format!("1x{spec}"))
-        .map(|(_, resources)| resources)
-        .map_err(|e| {
-            e.replace("--sim-nodes \"1x", "--resources \"")
-                .replace("COUNTx", "")
-        })
+    crate::resources::parse_spec(spec).map_err(|why| {
+        format!(
+            "--resources {spec:?}: {why}; expected MEMmb,VCORESvcores[,GPUSgpus], e.g. 8192mb,8vcores,1gpus"
+        )
+    })
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! real processes, kills them when told, reports how they ended, and serves
 //! their logs. `weft serve` runs one in-process unless told not to.
 //!
-//! `protocol.rs`: what the server and the agent say to each other.
-//! `tracker.rs`: how the agent reaches the server (HTTP or in-process).
+//! What it says to the server is the node protocol (`protocol/node.rs`).
+//! `tracker.rs`: how the agent reaches the server over HTTP.
 //! `runner.rs`: the loop. `executor.rs` and `cgroups.rs`: processes,
 //! limits, kills and exit statuses. `logs.rs`: the log server.
 //! `untrusted.rs`: reading files a container can write. `removal.rs`:
@@ -16,7 +16,6 @@ pub mod executor;
 pub mod logs;
 pub mod machine;
 pub mod monitor;
-pub mod protocol;
 pub mod removal;
 pub mod runner;
 pub mod tracker;
@@ -30,9 +29,9 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, bail};
 
 use crate::config::{AgentSettings, Authentication, RunAsSetting};
+use crate::protocol::node::ResourceTracker;
 use executor::{Executor, ExecutorConfig, RunAs};
 use runner::{AgentLoop, NodeIdentity};
-use tracker::ResourceTracker;
 
 /// Where an agent keeps its containers and their logs.
 #[derive(Debug, Clone)]

@@ -19,10 +19,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::executor::Executor;
-use super::protocol::ContainerEnd;
-use super::tracker::{ResourceTracker, TrackerError};
-use crate::cluster::{NodeAction, NodeOrders, Resources};
-use crate::rm::requests::{Heartbeat, RegisterNode};
+use crate::protocol::node::ContainerEnd;
+use crate::protocol::node::{Heartbeat, RegisterNode};
+use crate::protocol::node::{NodeAction, NodeOrders};
+use crate::protocol::node::{ResourceTracker, TrackerError};
+use crate::resources::Resources;
 
 /// Who the agent is to the server, and what it offers.
 #[derive(Debug, Clone)]
@@ -318,9 +319,9 @@ mod tests {
     use crate::agent::executor::{
         DEFAULT_KILL_GRACE, DEFAULT_STDERR_TAIL_BYTES, ExecutorConfig, RunAs,
     };
-    use crate::agent::protocol::{ContainerCommand, LaunchOrder};
-    use crate::agent::tracker::Registration;
-    use crate::cluster::KillOrder;
+    use crate::protocol::node::KillOrder;
+    use crate::protocol::node::RegisteredNode;
+    use crate::protocol::node::{ContainerCommand, LaunchOrder};
 
     #[test]
     fn a_long_isolation_message_is_cut_to_what_the_server_takes() {
@@ -332,7 +333,7 @@ mod tests {
 
     /// One scripted answer, and the server that gives it.
     enum Answer {
-        Registered(&'static str, Registration),
+        Registered(&'static str, RegisteredNode),
         Orders(&'static str, NodeOrders),
     }
 
@@ -348,7 +349,7 @@ mod tests {
     }
 
     impl ResourceTracker for Scripted {
-        fn register(&mut self, request: &RegisterNode) -> Result<Registration, TrackerError> {
+        fn register(&mut self, request: &RegisterNode) -> Result<RegisteredNode, TrackerError> {
             self.asked.push("register");
             self.registrations.push(request.clone());
             match self.answers.pop_front() {
@@ -380,8 +381,9 @@ mod tests {
         }
     }
 
-    fn registration(epoch: u64, kill: &[&str]) -> Registration {
-        Registration {
+    fn registration(epoch: u64, kill: &[&str]) -> RegisteredNode {
+        RegisteredNode {
+            node_id: "n1".into(),
             heartbeat_interval_ms: 1000,
             kill: kill
                 .iter()

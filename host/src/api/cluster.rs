@@ -10,12 +10,12 @@ use super::extract::{ApiPath, ApiQuery, ClientAddr, JsonBody, RawBody, decode_js
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::cluster::{
-    App, AppFilter, AppState, Ask, KillOrder, Node, NodeKind, NodeOrders, OTHER_YARN_APP_STATES,
-    SubmitApp,
+    App, AppFilter, AppState, Ask, Node, NodeKind, OTHER_YARN_APP_STATES, SubmitApp,
 };
 use crate::limits::{DEFAULT_APPS_PAGE, MAX_APPS_PAGE};
+use crate::protocol::node::{Heartbeat, NodeOrders, RegisterNode, RegisteredNode};
 use crate::rm::ResourceManager;
-use crate::rm::requests::{Heartbeat, NodeReleased, RegisterNode};
+use crate::rm::requests::NodeReleased;
 use crate::scheduler::diagnostics;
 use crate::security::Caller;
 
@@ -422,17 +422,6 @@ pub(super) fn parse_states(
         }
     }
     Ok((!states.is_empty()).then_some(states))
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct RegisteredNode {
-    node_id: String,
-    /// How often the node should heartbeat.
-    heartbeat_interval_ms: u64,
-    /// Containers the node runs that it should not: kill them.
-    kill: Vec<KillOrder>,
-    /// The resource manager's epoch: orders of an older one are ignored.
-    epoch: u64,
 }
 
 /// Registers a node (an agent), or registers it again after a restart:

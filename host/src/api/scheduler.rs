@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::cluster::{Cluster, Resources};
+use crate::cluster::Cluster;
+use crate::resources::Resources;
 use crate::rm::ResourceManager;
 
 #[derive(Debug, Serialize, ToSchema)]

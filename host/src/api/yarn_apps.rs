@@ -13,8 +13,8 @@ use utoipa::ToSchema;
 
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::agent::protocol::ContainerCommand;
 use crate::cluster::{AskSpec, SubmitApp};
+use crate::protocol::node::ContainerCommand;
 use crate::rm::ResourceManager;
 use crate::security::Caller;
 

@@ -9,12 +9,12 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde::Serialize;
 
+use crate::clock::VirtualClock;
 use crate::config::Settings;
 use crate::policy::{
     Admission, Apps, Asks, CallError, Nodes, PlanSettings, PolicyEngine, PolicyKind, PolicySource,
     PolicyVersion, Queues, SharingResources, Snapshot, Timeline, Usage, Utilization, inspect,
 };
-use crate::sim::VirtualClock;
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {

@@ -6,8 +6,8 @@ use clap::Subcommand;
 
 use super::parse_pair;
 use crate::client::ServerArgs;
+use crate::clock::VirtualClock;
 use crate::policy::{PolicyEngine, PolicyKind, PolicySource, contract, inspect};
-use crate::sim::VirtualClock;
 
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {

@@ -12,10 +12,10 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{SettingsArgs, parse_pair};
+use crate::clock::VirtualClock;
 use crate::config::Settings;
 use crate::policy::{PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
 use crate::quota::QuotaService;
-use crate::sim::VirtualClock;
 use crate::sim::replay::{self, MAX_LOG_BYTES, ReplayLine, ReplayReport};
 
 #[derive(Debug, Args)]

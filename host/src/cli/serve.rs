@@ -10,13 +10,13 @@ use clap::Args;
 
 use super::SettingsArgs;
 use crate::api::{ApiState, router};
+use crate::clock::{Clock, WallClock};
 use crate::config::{Authentication, Settings};
 use crate::ha;
 use crate::policy::{PolicyKind, PolicyRuntime, PolicySource, SavedVersion, watch};
 use crate::quota::{EventLog, QuotaService};
 use crate::rm::{self, Intervals, ResourceManager, sim_nodes};
 use crate::security::{Authenticator, Security};
-use crate::sim::{Clock, WallClock};
 use crate::store::{Batch, Fence, Store};
 
 #[derive(Debug, Args)]
@@ -126,7 +126,7 @@ struct Activation {
     security: Arc<Security>,
     clock: Arc<dyn Clock>,
     reload_queues: crate::api::QueueReload,
-    sim_nodes: Option<(u32, crate::cluster::Resources)>,
+    sim_nodes: Option<(u32, crate::resources::Resources)>,
     /// The quota event log opened at start, for the first activation (later
     /// ones open it again).
     event_log: Option<EventLog>,
@@ -446,7 +446,8 @@ fn start_local_agent(
     rm: rm::RmHandle,
     stop: Arc<std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
-    use crate::agent::{self, AgentDirs, machine, runner::NodeIdentity, tracker::LocalTracker};
+    use crate::agent::{self, AgentDirs, machine, runner::NodeIdentity};
+    use crate::rm::local_tracker::LocalTracker;
     let node_id = format!("{}:local", machine::host_name());
     let resources = machine::resources(settings.agent.reserved_memory_mb)?;
     let dirs = AgentDirs {

@@ -7,12 +7,13 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
-
 use super::model::EndCause;
 use super::node::AgentInfo;
-use super::{Cluster, ClusterError, Container, NodeKind, Resources};
-use crate::agent::protocol::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
+use super::{Cluster, ClusterError, Container, NodeKind};
+use crate::protocol::node::{
+    ContainerCommand, ContainerEnd, KillOrder, LaunchOrder, NodeAction, NodeOrders, exit_status,
+};
+use crate::resources::Resources;
 
 /// What a node agent reports in one heartbeat.
 #[derive(Debug, Clone, Copy, Default)]
@@ -26,59 +27,6 @@ pub struct AgentReport<'a> {
     pub ended: &'a [ContainerEnd],
     /// Containers that ended with status 0 now (the simple protocol).
     pub finished: &'a [String],
-}
-
-/// Whether the agent goes on or must register again (YARN's NodeAction).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum NodeAction {
-    Normal,
-    /// The heartbeat's number is off: register again, listing what runs.
-    Resync,
-}
-
-/// An order to kill a container, and the exit status to report for it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct KillOrder {
-    pub container_id: String,
-    pub exit_status: i32,
-}
-
-/// A heartbeat's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct NodeOrders {
-    /// This answer's number: the next heartbeat sends it back.
-    pub response_id: u64,
-    pub action: NodeAction,
-    /// Containers to launch (again in every answer until reported running).
-    #[serde(rename = "allocations")]
-    pub launch: Vec<LaunchOrder>,
-    /// Containers to kill (again until no longer reported running).
-    pub kill: Vec<KillOrder>,
-    /// Reported ends taken: the agent stops resending them.
-    pub acknowledged: Vec<String>,
-    /// How many reported ends were of containers running on the node.
-    pub finished_accepted: usize,
-    /// The epoch of the resource manager that answered (the fencing token):
-    /// an agent ignores orders from an epoch older than one it has seen, so
-    /// a former active that lost its lease cannot order it about.
-    #[serde(default)]
-    pub epoch: u64,
-}
-
-impl NodeOrders {
-    /// Nothing to do but register again.
-    fn resync(response_id: u64, epoch: u64) -> NodeOrders {
-        NodeOrders {
-            epoch,
-            response_id,
-            action: NodeAction::Resync,
-            launch: Vec::new(),
-            kill: Vec::new(),
-            acknowledged: Vec::new(),
-            finished_accepted: 0,
-        }
-    }
 }
 
 /// A heartbeat's report once taken ([`Cluster::take_agent_report`]).

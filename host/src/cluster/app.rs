@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ResourceSeconds, Resources};
-use crate::agent::protocol::ContainerCommand;
 use crate::limits::OutOfBounds;
+use crate::protocol::node::ContainerCommand;
+use crate::resources::{ResourceSeconds, Resources};
 
 /// YARN's application states, as far as Weft drives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

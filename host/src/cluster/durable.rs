@@ -14,13 +14,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::ResourceSeconds;
 use super::model::EndCause;
 use super::node::AgentInfo;
-use super::{
-    App, AppState, Ask, Cluster, Container, ContainerRecord, Launch, Node, NodeKind, Resources,
-};
-use crate::agent::protocol::ContainerCommand;
+use super::{App, AppState, Ask, Cluster, Container, ContainerRecord, Launch, Node, NodeKind};
+use crate::protocol::node::ContainerCommand;
+use crate::resources::ResourceSeconds;
+use crate::resources::Resources;
 use crate::store::Batch;
 
 /// What changed since the store last took the changes: ids to write again

@@ -7,12 +7,9 @@ mod app;
 mod durable;
 mod model;
 mod node;
-mod resources;
 mod table;
 
-pub use agent_link::{
-    AgentReport, HeartbeatOutcome, KillOrder, NodeAction, NodeOrders, TakenReport,
-};
+pub use agent_link::{AgentReport, HeartbeatOutcome, TakenReport};
 pub use app::{
     App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Launch, OTHER_YARN_APP_STATES,
     SIMULATED_COMMAND_MS, SubmitApp,
@@ -22,5 +19,4 @@ pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,
 };
 pub use node::{AgentInfo, Node, NodeKind};
-pub use resources::{DominantShare, ResourceSeconds, Resources};
 pub use table::AppTable;

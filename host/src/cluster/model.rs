@@ -10,10 +10,11 @@ use serde::Serialize;
 
 use super::durable::{self, Changes};
 use super::table::AppTable;
-use super::{App, AppState, Ask, Node, NodeKind, Resources, SubmitApp};
+use super::{App, AppState, Ask, Node, NodeKind, SubmitApp};
 use crate::accounting::AccountingRecord;
-use crate::agent::protocol::exit_status;
+use crate::protocol::node::exit_status;
 use crate::queues::{QueueState, QueueTree};
+use crate::resources::Resources;
 
 /// A running container.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -138,7 +139,7 @@ pub enum EndCause {
 impl EndCause {
     /// The cause an agent's report of a container's exit status means.
     pub fn from_exit(exit_status: i32, diagnostics: &str) -> EndCause {
-        use crate::agent::protocol::exit_status::*;
+        use crate::protocol::node::exit_status::*;
         match exit_status {
             0 => EndCause::Succeeded,
             ABORTED => EndCause::Lost,
@@ -152,7 +153,7 @@ impl EndCause {
 
     /// YARN's ContainerExitStatus for it.
     pub fn exit_status(&self) -> i32 {
-        use crate::agent::protocol::exit_status::*;
+        use crate::protocol::node::exit_status::*;
         match self {
             EndCause::Succeeded => 0,
             EndCause::Failed { exit_status, .. } => *exit_status,

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::Resources;
+use crate::resources::Resources;
 
 /// How a node learns of its containers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -44,7 +44,7 @@ pub struct Node {
     #[serde(skip)]
     pub response_id: u64,
     #[serde(skip)]
-    pub last_answer: Option<super::NodeOrders>,
+    pub last_answer: Option<crate::protocol::node::NodeOrders>,
 }
 
 /// What an agent tells of itself at registration.

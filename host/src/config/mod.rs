@@ -117,7 +117,7 @@ pub struct SchedulerSettings {
     /// The largest container an ask may ask for (YARN's
     /// `yarn.scheduler.maximum-allocation-*`); 0 in a field: the largest
     /// registered node's.
-    pub maximum_allocation: crate::cluster::Resources,
+    pub maximum_allocation: crate::resources::Resources,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -294,7 +294,7 @@ impl Settings {
                 .flag("yarn.resourcemanager.scheduler.monitor.enable")?
                 .then(|| read.whole("weft.reclaim.starvation-ms"))
                 .transpose()?,
-            maximum_allocation: crate::cluster::Resources::new(
+            maximum_allocation: crate::resources::Resources::new(
                 read.whole("yarn.scheduler.maximum-allocation-mb")?,
                 read.whole_u32("yarn.scheduler.maximum-allocation-vcores")?,
                 read.whole_u32("yarn.resource-types.yarn.io/gpu.maximum-allocation")?,

@@ -22,8 +22,8 @@ use super::bindings;
 use super::cache::CompileCache;
 use super::output::{GuestOutputTail, Stream};
 use super::stats::{CompileCounters, CompileCounts};
+use crate::clock::Clock;
 use crate::config::PolicySettings;
-use crate::sim::Clock;
 
 /// How often the epoch advances. A call's deadline is counted in these ticks,
 /// so a runaway policy is stopped within one tick of its deadline.

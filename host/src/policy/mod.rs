@@ -275,7 +275,7 @@ impl PolicyRuntime {
     /// `settings`, whose guests read `clock`, and no policy loaded yet.
     pub fn from_settings(
         settings: &crate::config::Settings,
-        clock: Arc<dyn crate::sim::Clock>,
+        clock: Arc<dyn crate::clock::Clock>,
     ) -> anyhow::Result<PolicyRuntime> {
         let engine = PolicyEngine::from_settings(&settings.policies, clock)?;
         let runtime = PolicyRuntime::new(

@@ -504,7 +504,7 @@ mod tests {
     fn a_slot_retires_standbys_beyond_its_code_budget_but_never_the_active_one() {
         let engine = super::super::PolicyEngine::new(
             super::super::CallLimits::default(),
-            std::sync::Arc::new(crate::sim::VirtualClock::default()),
+            std::sync::Arc::new(crate::clock::VirtualClock::default()),
         )
         .unwrap();
         let load = |name: &str| {

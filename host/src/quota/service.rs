@@ -30,10 +30,10 @@ use serde::{Deserialize, Serialize};
 use super::Pricing;
 use super::budget::{BudgetState, BurnRates};
 use super::ledger::{Charge, LedgerDelta, QuotaLedger};
-use crate::cluster::Resources;
 use crate::config::QuotaSettings;
 use crate::metrics::{ProjectLabels, metrics};
 use crate::policy::{CallError, PriceMultiplicators, Usage, Utilization};
+use crate::resources::Resources;
 use crate::store::{Batch, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]

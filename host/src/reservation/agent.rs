@@ -64,8 +64,8 @@ use super::Sharing;
 use super::definition::{Contract, Interpreter, ReservationId, Stage};
 use super::plan::{Plan, PlanError};
 use super::rle::{Amount, RleTimeline};
-use crate::cluster::Resources;
 use crate::policy::{CallError, Rejection};
+use crate::resources::Resources;
 
 /// The most occurrences (of the shortest period in the plan) the agent
 /// unrolls to check a recurring reservation; a check needing more (one-off

@@ -28,7 +28,7 @@ use std::str::FromStr;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::cluster::Resources;
+use crate::resources::Resources;
 
 /// YARN's `yarn.resourcemanager.reservation-system.max-periodicity` default:
 /// one day. Every recurrence period must divide it.

@@ -6,8 +6,9 @@
 //! their queue, or are killed when the queue's reservation-move-on-expiry
 //! is false.
 
-use crate::cluster::{Cluster, Container, Resources};
+use crate::cluster::{Cluster, Container};
 use crate::queues::QueueTree;
+use crate::resources::Resources;
 
 use super::{ReservationId, ReservationSystem};
 

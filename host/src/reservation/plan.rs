@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::definition::{DefinitionError, ReservationDefinition, ReservationId};
 use super::rle::{Amount, FOREVER, RleError, RleTimeline};
-use crate::cluster::Resources;
 use crate::policy::{Admission, PlanSettings, Timeline};
+use crate::resources::Resources;
 
 /// YARN's defaults for a reservable queue (ReservationSchedulerConfiguration):
 /// a one-day averaging window; and its plan-follower time step, one second.

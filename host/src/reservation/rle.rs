@@ -21,8 +21,8 @@ use std::ops::{Add, Neg, Sub};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::Resources;
 use crate::policy::{SharingResources, Timeline};
+use crate::resources::Resources;
 
 /// The end of a segment that never ends (a timeline whose last step is not zero).
 pub const FOREVER: i64 = i64::MAX;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::cluster::{Cluster, Resources};
+use crate::cluster::Cluster;
 use crate::config::Settings;
 use crate::policy::{PolicyRuntime, PolicySource, QueueSharing, SharingSlot};
 use crate::queues::QueueTree;
@@ -19,6 +19,7 @@ use crate::reservation::{
     Caller, ListQuery, PlanConfig, Reservation, ReservationId, ReservationListInfo,
     ReservationSystem, Sharing, SystemConfig, SystemError,
 };
+use crate::resources::Resources;
 use crate::store::{Store, StoreError};
 
 /// The store counter that keeps reservation ids unique across restarts.

@@ -597,12 +597,12 @@ fn info(reservation: &Reservation, include_resource_allocations: bool) -> Reserv
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::Resources;
     use crate::reservation::definition::tests::{definition, request};
     use crate::reservation::definition::{
         DEFAULT_MAX_PERIODICITY_MS, Interpreter, ReservationRequest,
     };
     use crate::reservation::testing::{Broken, NoOverCommit, RefuseAll};
+    use crate::resources::Resources;
 
     const START: i64 = 1_700_000_000_000;
     const NOW: i64 = START + 1_000_000;

@@ -12,10 +12,11 @@ use super::ResourceManager;
 use super::requests::RequestError;
 use std::collections::{HashMap, HashSet};
 
-use crate::cluster::{Container, Placement, Resources};
+use crate::cluster::{Container, Placement};
 use crate::config::BudgetEnforcement;
 use crate::metrics::{ProjectLabels, label, metrics};
 use crate::quota::{BudgetState, DailyKey};
+use crate::resources::Resources;
 use crate::scheduler::HeldProjects;
 use crate::security::Caller;
 use crate::store::Grant;

@@ -8,6 +8,7 @@
 //! happens outside the loop and only its publication is seen here.
 
 pub mod budget;
+pub mod local_tracker;
 pub mod recovery;
 pub mod requests;
 pub mod sim_nodes;
@@ -20,18 +21,17 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::accounting::Accounting;
-use crate::cluster::{
-    Allocation, AppState, Cluster, ClusterError, Container, NodeKind, Placement, Resources,
-};
+use crate::clock::Clock;
+use crate::cluster::{Allocation, AppState, Cluster, ClusterError, Container, NodeKind, Placement};
 use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
 use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
 use crate::queues::QueueTree;
 use crate::quota::{ChargedContainer, EventLog, QuotaService};
+use crate::resources::Resources;
 use crate::scheduler;
 use crate::scheduler::reclaim::{self, Starvation};
 use crate::security::Security;
-use crate::sim::Clock;
 use crate::sim::replay::ReplayEvent;
 use crate::store::{Batch, Store, StoreError};
 

@@ -11,9 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 
 use super::ResourceManager;
-use crate::cluster::{Cluster, NodeKind, Resources, StoredCluster};
+use crate::cluster::{Cluster, NodeKind, StoredCluster};
 use crate::policy::PolicyKind;
 use crate::quota::{ChargedContainer, event_log};
+use crate::resources::Resources;
 use crate::sim::replay::ReplayEvent;
 use crate::store::{Store, StoreError};
 

@@ -3,21 +3,18 @@
 //! applied in one place, so the API, `simulate` and the tests drive the
 //! same code. A refusal changes nothing.
 
-use serde::{Deserialize, Serialize};
-
 use super::ResourceManager;
-use crate::agent::protocol::{ContainerEnd, exit_status};
-use crate::cluster::{
-    AgentInfo, AgentReport, App, AppState, ClusterError, KillOrder, NodeKind, NodeOrders,
-    Resources, SubmitApp,
-};
+use crate::cluster::{AgentInfo, AgentReport, App, AppState, ClusterError, NodeKind, SubmitApp};
 use crate::limits;
+use crate::protocol::node::{ContainerEnd, Heartbeat, RegisterNode, exit_status};
+use crate::protocol::node::{KillOrder, NodeOrders};
 use crate::refusal::Refusal;
 use crate::reservation::definition::{
     ReservationDeleteRequest, ReservationSubmissionRequest, ReservationUpdateRequest,
 };
 use crate::reservation::service::ReservationError;
 use crate::reservation::system::Accepted;
+use crate::resources::Resources;
 use crate::security::Caller;
 
 /// Why a request was refused: one variant per kind of [`Refusal`] the
@@ -70,70 +67,6 @@ impl From<limits::OutOfBounds> for RequestError {
     fn from(error: limits::OutOfBounds) -> RequestError {
         RequestError::Invalid(error.to_string())
     }
-}
-
-/// A node's registration: who it is and what it offers; an agent also
-/// says what it runs (after a restart), how it isolates containers and
-/// where it serves their logs.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RegisterNode {
-    /// Unique per node, e.g. `host:port` as YARN's NodeId; at most 256 bytes.
-    #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
-    pub node_id: String,
-    /// 1 MB to 1 PiB.
-    #[schema(minimum = 1, maximum = 1_073_741_824_u64)]
-    pub memory_mb: u64,
-    /// 1 to 4096.
-    #[schema(minimum = 1, maximum = 4096)]
-    pub vcores: u32,
-    /// 0 to 1024.
-    #[serde(default)]
-    #[schema(minimum = 0, maximum = 1024)]
-    pub gpus: u32,
-    /// The containers the agent runs now (at most 100,000): given, a known
-    /// node keeps them (work-preserving); absent, a known node's
-    /// containers are lost.
-    #[serde(default)]
-    #[schema(max_items = 100_000)]
-    pub running: Option<Vec<String>>,
-    /// How the agent isolates containers (at most 256 bytes).
-    #[serde(default)]
-    #[schema(max_length = 256)]
-    pub isolation: Option<String>,
-    /// Where the agent serves container logs: `http://host:port`.
-    #[serde(default)]
-    #[schema(max_length = 256)]
-    pub http_address: Option<String>,
-    /// The bearer secret the agent wants for its logs (at most 256 bytes).
-    #[serde(default)]
-    #[schema(max_length = 256)]
-    pub logs_secret: Option<String>,
-}
-
-/// A node's heartbeat: what ended (and, from an agent, what runs and the
-/// number of the last answer it got).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Heartbeat {
-    /// Containers that ended with status 0 since the last heartbeat (at
-    /// most 100,000); ids not running on the node are ignored.
-    #[serde(default)]
-    #[schema(max_items = 100_000)]
-    pub finished: Vec<String>,
-    /// Containers that ended, with how (at most 100,000), resent until
-    /// acknowledged.
-    #[serde(default)]
-    #[schema(max_items = 100_000)]
-    pub ended: Vec<ContainerEnd>,
-    /// Every container the agent runs now (at most 100,000).
-    #[serde(default)]
-    #[schema(max_items = 100_000)]
-    pub running: Option<Vec<String>>,
-    /// The `response_id` of the last answer received (0 after registering):
-    /// the same heartbeat sent twice gets the same answer.
-    #[serde(default)]
-    pub response_id: Option<u64>,
 }
 
 /// What a registration gets back: orders to kill what the node runs that

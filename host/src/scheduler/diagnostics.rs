@@ -2,7 +2,8 @@
 //! the API and the simulator (seed 002 §10.3), from what the host can see:
 //! node sizes, queue limits and free resources.
 
-use crate::cluster::{Cluster, Resources};
+use crate::cluster::Cluster;
+use crate::resources::Resources;
 
 /// A pending app's diagnosis.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -357,8 +357,9 @@ pub fn schedule(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{AskSpec, NodeKind, Resources, SubmitApp};
+    use crate::cluster::{AskSpec, NodeKind, SubmitApp};
     use crate::queues::{QueueProperties, QueueTree};
+    use crate::resources::Resources;
 
     /// 100 GB; root.a 40 %, root.plan 60 % and reservable.
     fn cluster() -> Cluster {

@@ -37,7 +37,7 @@ impl Starvation {
         let waiting = |app: &crate::cluster::App| {
             app.pending_containers() > 0 && !held.contains(&app.project)
         };
-        let mut held: HashMap<&str, (crate::cluster::Resources, bool)> = HashMap::new();
+        let mut held: HashMap<&str, (crate::resources::Resources, bool)> = HashMap::new();
         for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
             if let Some(id) = app.reservation_id.as_deref() {
                 let entry = held.entry(id).or_default();
@@ -46,7 +46,7 @@ impl Starvation {
             }
         }
         let capacity = cluster.capacity();
-        let dominant = |r: &crate::cluster::Resources| {
+        let dominant = |r: &crate::resources::Resources| {
             let (m, v, g) = r.fractions_of(&capacity);
             m.max(v).max(g)
         };

@@ -1,9 +1,5 @@
-//! Time and what runs on virtual time: the clock abstraction, `weft replay`
-//! and `weft simulate`.
+//! The tools that run on virtual time: `weft replay` and `weft simulate`.
 
-pub mod clock;
 pub mod replay;
 pub mod simulate;
 pub mod sls;
-
-pub use clock::{Clock, VirtualClock, WallClock};

@@ -33,11 +33,11 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::clock::{Clock, VirtualClock};
-use crate::cluster::Resources;
+use crate::clock::{Clock, VirtualClock};
 use crate::limits::{self, MAX_GPUS, MAX_MEMORY_MB, MAX_TIME_MS, MAX_VCORES, OutOfBounds};
 use crate::policy::Utilization;
 use crate::quota::{ChargedContainer, Pricing, ProjectQuota, QuotaError, QuotaService};
+use crate::resources::Resources;
 
 /// One line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -334,7 +334,7 @@ fn check_bounds(parsed: &ReplayLine) -> Result<(), OutOfBounds> {
         } => {
             limits::name("container", container)?;
             if let Some(status) = exit_status
-                && !crate::agent::protocol::exit_status::is_valid(*status)
+                && !crate::protocol::node::exit_status::is_valid(*status)
             {
                 return Err(OutOfBounds {
                     field: "exit_status".into(),
@@ -838,7 +838,7 @@ fn apply(
         } => quota.finish(
             container,
             ended_ms.unwrap_or(t),
-            exit_status.is_none_or(crate::agent::protocol::exit_status::ended_by_its_work),
+            exit_status.is_none_or(crate::protocol::node::exit_status::ended_by_its_work),
         ),
         ReplayEvent::Utilization {
             memory,

@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::clock::{Clock, VirtualClock};
-use crate::cluster::{AskSpec, Resources, SubmitApp};
+use crate::clock::{Clock, VirtualClock};
+use crate::cluster::{AskSpec, SubmitApp};
 use crate::config::Settings;
 use crate::limits::{
     self, MAX_ASKS_PER_APP, MAX_CONTAINERS_PER_ASK, MAX_DURATION_MS, MAX_GPUS, MAX_MEMORY_MB,
@@ -33,6 +33,7 @@ use crate::policy::{CallCost, PolicyKind, PolicyRuntime, PolicySource};
 use crate::quota::QuotaService;
 use crate::reservation::ReservationDefinition;
 use crate::reservation::definition::ReservationSubmissionRequest;
+use crate::resources::Resources;
 use crate::rm::ResourceManager;
 use crate::rm::timers::Timer;
 use crate::scheduler::diagnostics;

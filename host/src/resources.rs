@@ -216,3 +216,40 @@ impl ResourceSeconds {
         }
     }
 }
+/// The one resource spec: `MEMmb,VCORESvcores[,GPUSgpus]`, e.g.
+/// `8192mb,8vcores,1gpus`, as `weft agent --resources` and each node of
+/// `--sim-nodes` take it; the reason if not.
+pub fn parse_spec(text: &str) -> Result<Resources, String> {
+    let (mut memory, mut vcores, mut gpus) = (None, None, None);
+    for part in text.split(',') {
+        let part = part.trim().to_ascii_lowercase();
+        let digits_end = part
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(part.len());
+        let (number, unit) = part.split_at(digits_end);
+        let number: u64 = number
+            .parse()
+            .map_err(|_| format!("{part:?} does not start with a number"))?;
+        let slot = match unit {
+            "mb" => &mut memory,
+            "vcores" | "vcore" => &mut vcores,
+            "gpus" | "gpu" => &mut gpus,
+            other => return Err(format!("unknown unit {other:?}")),
+        };
+        if slot.replace(number).is_some() {
+            return Err(format!("{unit} given twice"));
+        }
+    }
+    let memory = memory
+        .filter(|m| *m > 0)
+        .ok_or("memory (MEMmb) must be given and above 0")?;
+    let vcores = vcores
+        .filter(|v| *v > 0)
+        .ok_or("vcores (VCORESvcores) must be given and above 0")?;
+    let too_big = |_| "a figure is too large".to_string();
+    Ok(Resources::new(
+        memory,
+        u32::try_from(vcores).map_err(too_big)?,
+        u32::try_from(gpus.unwrap_or(0)).map_err(too_big)?,
+    ))
+}

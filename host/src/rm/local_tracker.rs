@@ -1,0 +1,57 @@
+//! The ResourceTracker of the local agent of `weft serve`: the node
+//! protocol's requests as commands to the event loop, with the same answers
+//! as over HTTP.
+
+use std::time::Duration;
+
+use super::requests::RequestError;
+use super::{ResourceManager, RmHandle};
+use crate::protocol::node::{
+    Heartbeat, NodeOrders, RegisterNode, RegisteredNode, ResourceTracker, TrackerError,
+};
+use crate::security::Caller;
+
+/// In the server's own process: commands to its event loop, as `caller`
+/// (the user running the server).
+pub struct LocalTracker {
+    pub rm: RmHandle,
+    pub runtime: tokio::runtime::Handle,
+    pub caller: Caller,
+    pub heartbeat_interval: Duration,
+}
+
+impl LocalTracker {
+    fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut ResourceManager, &Caller) -> Result<T, RequestError> + Send + 'static,
+    ) -> Result<T, TrackerError> {
+        let caller = self.caller.clone();
+        let answer = self
+            .runtime
+            .block_on(self.rm.with(move |rm| f(rm, &caller)))
+            .map_err(|e| TrackerError::Unavailable(e.to_string()))?;
+        answer.map_err(|e| match e {
+            RequestError::Unknown(m) => TrackerError::UnknownNode(m),
+            other => TrackerError::Refused(other.to_string()),
+        })
+    }
+}
+
+impl ResourceTracker for LocalTracker {
+    fn register(&mut self, request: &RegisterNode) -> Result<RegisteredNode, TrackerError> {
+        let request = request.clone();
+        let request_node_id = request.node_id.clone();
+        let registered = self.call(move |rm, caller| rm.register_node(caller, &request))?;
+        Ok(RegisteredNode {
+            node_id: request_node_id,
+            heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u64,
+            kill: registered.kill,
+            epoch: registered.epoch,
+        })
+    }
+
+    fn heartbeat(&mut self, node: &str, beat: &Heartbeat) -> Result<NodeOrders, TrackerError> {
+        let (node, beat) = (node.to_string(), beat.clone());
+        self.call(move |rm, caller| rm.node_heartbeat(caller, &node, &beat))
+    }
+}
