@@ -147,6 +147,12 @@ pub fn at_most(field: impl Display, count: usize, max: usize) -> Result<(), OutO
     Ok(())
 }
 
+/// The largest quota event log `weft replay` reads (it holds the whole log
+/// in memory, parsed, before charging anything): 1 GiB.
+/// `weft.quota.event-log-max-mb` is bounded by it, so every log a server
+/// writes can be replayed.
+pub const MAX_LOG_BYTES: u64 = 1 << 30;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,9 +14,11 @@ use serde::Serialize;
 use super::{SettingsArgs, parse_pair};
 use crate::clock::VirtualClock;
 use crate::config::Settings;
+use crate::limits::MAX_LOG_BYTES;
 use crate::policy::{PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
 use crate::quota::QuotaService;
-use crate::sim::replay::{self, MAX_LOG_BYTES, ReplayLine, ReplayReport};
+use crate::quota::events::{self, EventLine};
+use crate::sim::replay::{self, ReplayReport};
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -57,7 +59,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
     super::init_tracing("warn");
     let settings = args.settings.load()?;
     let text = read_log(&args.events)?;
-    let lines = replay::parse(&text)
+    let lines = events::parse(&text)
         .with_context(|| format!("{} is not a valid event log", args.events.display()))?;
     let pricing = args
         .pricing
@@ -117,7 +119,7 @@ fn read_log(path: &Path) -> anyhow::Result<String> {
 /// policy runtime and on a virtual clock of its own.
 fn replay_with(
     settings: &Settings,
-    lines: &[ReplayLine],
+    lines: &[EventLine],
     pricing: &str,
     params: &[(String, String)],
     initial_credits: &[(String, f64)],

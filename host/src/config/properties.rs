@@ -402,7 +402,7 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "weft.quota.event-log-max-mb",
         ValueType::Whole {
             min: 1,
-            max: crate::sim::replay::MAX_LOG_BYTES >> 20,
+            max: crate::limits::MAX_LOG_BYTES >> 20,
         },
         "1024",
         "MB the quota event log may grow to (replay reads at most 1024); at the limit no more events are logged, with a warning, until the file is moved away and the server restarted",

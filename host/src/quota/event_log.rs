@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::ChargedContainer;
-use crate::sim::replay::{ReplayEvent, ReplayLine};
+use super::events::{EventLine, QuotaEvent};
 
 /// The property naming the file.
 pub const PATH_PROPERTY: &str = "weft.quota.event-log";
@@ -113,20 +113,20 @@ impl EventLog {
 
     /// Records `event`, which the quota service was given at `t`, to be
     /// written with its turn's commit.
-    pub fn record(&mut self, t: u64, event: ReplayEvent) {
+    pub fn record(&mut self, t: u64, event: QuotaEvent) {
         if self.stopped {
             return;
         }
-        let mut line = ReplayLine {
+        let mut line = EventLine {
             t: t.max(self.last_t),
             event,
         };
         // The clock stepped back: the line keeps its own time aside.
         match &mut line.event {
-            ReplayEvent::Finish { ended_ms, .. } if t < line.t && ended_ms.is_none() => {
+            QuotaEvent::Finish { ended_ms, .. } if t < line.t && ended_ms.is_none() => {
                 *ended_ms = Some(t);
             }
-            ReplayEvent::Start { started_ms, .. } if t < line.t && started_ms.is_none() => {
+            QuotaEvent::Start { started_ms, .. } if t < line.t && started_ms.is_none() => {
                 *started_ms = Some(t);
             }
             _ => {}
@@ -186,8 +186,8 @@ impl EventLog {
 /// The line of a container a recovery found running: charged up to the
 /// later of its own charged-until time and the last QUOTA_COMPUTE
 /// (`last_compute_ms`), as the quota service charges it on.
-pub fn running(container: &ChargedContainer, charged_until_ms: u64) -> ReplayEvent {
-    ReplayEvent::Running {
+pub fn running(container: &ChargedContainer, charged_until_ms: u64) -> QuotaEvent {
+    QuotaEvent::Running {
         container: container.id.clone(),
         app: container.app.clone(),
         project: container.project.clone(),
@@ -228,10 +228,10 @@ fn last_t(tail: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::replay;
+    use crate::quota::events;
 
-    fn start(container: &str) -> ReplayEvent {
-        ReplayEvent::Start {
+    fn start(container: &str) -> QuotaEvent {
+        QuotaEvent::Start {
             container: container.into(),
             app: "a".into(),
             project: "P".into(),
@@ -243,8 +243,8 @@ mod tests {
         }
     }
 
-    fn finish(container: &str) -> ReplayEvent {
-        ReplayEvent::Finish {
+    fn finish(container: &str) -> QuotaEvent {
+        QuotaEvent::Finish {
             container: container.into(),
             ended_ms: None,
             exit_status: None,
@@ -261,15 +261,15 @@ mod tests {
         let path = dir.path().join("events.jsonl");
         let mut log = EventLog::open(&path, 1 << 20).unwrap();
         log.record(1_000, start("c"));
-        log.record(2_000, ReplayEvent::Compute);
+        log.record(2_000, QuotaEvent::Compute);
         assert_eq!(read(&path), "", "written before the commit");
         log.write_committed();
         let text = read(&path);
         assert_eq!(text.lines().count(), 2, "{text}");
-        let lines = replay::parse(&text).unwrap();
+        let lines = events::parse(&text).unwrap();
         assert_eq!(lines[0].t, 1_000);
         assert_eq!(lines[0].event, start("c"));
-        assert_eq!(lines[1].event, ReplayEvent::Compute);
+        assert_eq!(lines[1].event, QuotaEvent::Compute);
     }
 
     #[test]
@@ -285,14 +285,14 @@ mod tests {
         // The clock stepped back across the restart: the finish keeps its
         // time in ended_ms, dated at the last line's t.
         log.record(4_000, finish("c"));
-        log.record(6_000, ReplayEvent::Compute);
+        log.record(6_000, QuotaEvent::Compute);
         log.write_committed();
-        let lines = replay::parse(&read(&path)).unwrap();
+        let lines = events::parse(&read(&path)).unwrap();
         let times: Vec<u64> = lines.iter().map(|l| l.t).collect();
         assert_eq!(times, [5_000, 5_000, 6_000]);
         assert_eq!(
             lines[1].event,
-            ReplayEvent::Finish {
+            QuotaEvent::Finish {
                 container: "c".into(),
                 ended_ms: Some(4_000),
                 exit_status: None,
@@ -306,14 +306,14 @@ mod tests {
         let path = dir.path().join("events.jsonl");
         let one_line = {
             let mut probe = EventLog::open(&dir.path().join("probe"), 1 << 20).unwrap();
-            probe.record(1_000, ReplayEvent::Compute);
+            probe.record(1_000, QuotaEvent::Compute);
             probe.bytes
         };
         // Room for two compute lines and a little more.
         let max = 2 * one_line + one_line / 2;
         let mut log = EventLog::open(&path, max).unwrap();
         for t in [1_000, 2_000, 3_000, 4_000] {
-            log.record(t, ReplayEvent::Compute);
+            log.record(t, QuotaEvent::Compute);
         }
         assert!(!log.is_logging());
         log.write_committed();
@@ -321,13 +321,13 @@ mod tests {
         assert_eq!(text.lines().count(), 2, "{text}");
         assert!(text.len() as u64 <= max);
         // The lines it kept are whole and replay.
-        assert_eq!(replay::parse(&text).unwrap().len(), 2);
+        assert_eq!(events::parse(&text).unwrap().len(), 2);
         drop(log);
 
         // Full at the next start: nothing more is logged.
         let mut log = EventLog::open(&path, 2 * one_line).unwrap();
         assert!(!log.is_logging());
-        log.record(5_000, ReplayEvent::Compute);
+        log.record(5_000, QuotaEvent::Compute);
         log.write_committed();
         assert_eq!(read(&path), text);
     }
@@ -343,14 +343,14 @@ mod tests {
         .unwrap();
         let mut log = EventLog::open(&path, 1 << 20).unwrap();
         assert_eq!(log.last_t, 7_000, "the last whole line's t");
-        log.record(9_000, ReplayEvent::Compute);
+        log.record(9_000, QuotaEvent::Compute);
         log.write_committed();
         let text = read(&path);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
         assert_eq!(lines[1], "{\"t\": 8000, \"ev");
         assert_eq!(lines[2], r#"{"t":9000,"event":"compute"}"#);
-        let refused = replay::parse(&text).unwrap_err().to_string();
+        let refused = events::parse(&text).unwrap_err().to_string();
         assert!(refused.starts_with("line 2: "), "{refused}");
     }
 
@@ -371,7 +371,7 @@ mod tests {
             assert!(log.unwritten.len() <= MAX_UNWRITTEN_BYTES + 1024);
         }
         assert!(log.unwritten.is_empty());
-        assert_eq!(replay::parse(&read(&path)).unwrap().len() as u64, t);
+        assert_eq!(events::parse(&read(&path)).unwrap().len() as u64, t);
     }
 
     #[test]

@@ -3,10 +3,12 @@
 //! and the ledger the charges land in (`ledger`), and what a project's
 //! credits left allow (`budget`). Prices themselves come from
 //! the pricing policy, reached through the [`Pricing`] trait. `event_log`
-//! records the service's events for `weft replay`.
+//! records the service's events in the format `events` defines and checks,
+//! which `weft replay` reads.
 
 mod budget;
 pub mod event_log;
+pub mod events;
 mod ledger;
 mod service;
 

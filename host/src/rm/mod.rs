@@ -27,12 +27,12 @@ use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
 use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
 use crate::queues::QueueTree;
+use crate::quota::events::QuotaEvent;
 use crate::quota::{ChargedContainer, EventLog, QuotaService};
 use crate::resources::Resources;
 use crate::scheduler;
 use crate::scheduler::reclaim::{self, Starvation};
 use crate::security::Security;
-use crate::sim::replay::ReplayEvent;
 use crate::store::{Batch, Store, StoreError};
 
 use crate::reservation::follower;
@@ -340,7 +340,7 @@ impl ResourceManager {
     }
 
     /// Records `event`, given to the quota service at `t`, if events are recorded.
-    fn record_quota_event(&mut self, t: u64, event: impl FnOnce() -> ReplayEvent) {
+    fn record_quota_event(&mut self, t: u64, event: impl FnOnce() -> QuotaEvent) {
         if let Some(log) = &mut self.event_log {
             log.record(t, event());
         }
@@ -655,7 +655,7 @@ impl ResourceManager {
             .quota
             .start(&c.id, &c.app, project, user, c.resources, started)
         {
-            Ok(()) => self.record_quota_event(now, || ReplayEvent::Start {
+            Ok(()) => self.record_quota_event(now, || QuotaEvent::Start {
                 container: c.id.clone(),
                 app: c.app.clone(),
                 project: project.to_owned(),
@@ -708,7 +708,7 @@ impl ResourceManager {
         }
         let minimum = container.ended_by_its_work();
         match self.quota.finish(&container.id, at, minimum) {
-            Ok(()) => self.record_quota_event(at, || ReplayEvent::Finish {
+            Ok(()) => self.record_quota_event(at, || QuotaEvent::Finish {
                 container: container.id.clone(),
                 ended_ms: None,
                 exit_status: container.exit_status,
@@ -727,7 +727,7 @@ impl ResourceManager {
             .expire_nodes(now.saturating_sub(self.node_expiry_ms), now);
         self.containers_lost(&lost, now);
         self.quota.compute(now);
-        self.record_quota_event(now, || ReplayEvent::Compute);
+        self.record_quota_event(now, || QuotaEvent::Compute);
         self.flush_quota();
         self.quota.sample_burn(now);
         let sharing = self.policies.sharing();
@@ -743,7 +743,7 @@ impl ResourceManager {
         let demand = self.cluster.allocated() + self.cluster.pending();
         let (memory, vcores, gpus) = demand.fractions_of(&capacity);
         let now = self.now();
-        self.record_quota_event(now, || ReplayEvent::MultiplicatorStep {
+        self.record_quota_event(now, || QuotaEvent::MultiplicatorStep {
             memory,
             vcores,
             gpus,

@@ -13,9 +13,9 @@ use serde::Deserialize;
 use super::ResourceManager;
 use crate::cluster::{Cluster, NodeKind, StoredCluster};
 use crate::policy::PolicyKind;
+use crate::quota::events::QuotaEvent;
 use crate::quota::{ChargedContainer, event_log};
 use crate::resources::Resources;
-use crate::sim::replay::ReplayEvent;
 use crate::store::{Store, StoreError};
 
 /// The setting the queue configuration in force is kept under (the tree,
@@ -128,7 +128,7 @@ impl ResourceManager {
         // log lists the first after a recovery line, none as a start, and
         // each of the others in a running line when its agent is back, so
         // a replay charges each once.
-        self.record_quota_event(now, || ReplayEvent::Recovery);
+        self.record_quota_event(now, || QuotaEvent::Recovery);
         for stored in containers.iter().filter(|c| c.running) {
             let Ok(charged) = serde_json::from_str::<Charged>(&stored.record) else {
                 continue;

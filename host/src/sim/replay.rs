@@ -27,105 +27,22 @@
 //! epoch timestamps starts at t ≈ 1.7e12 ms. While containers run every
 //! firing is needed, so a log needing more than [`MAX_TIMER_FIRINGS`] is
 //! refused before anything is charged. Every value is checked against
-//! `crate::limits`.
+//! `crate::limits`; the format itself, and its checks, are `quota/events.rs`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::clock::{Clock, VirtualClock};
-use crate::limits::{self, MAX_GPUS, MAX_MEMORY_MB, MAX_TIME_MS, MAX_VCORES, OutOfBounds};
 use crate::policy::Utilization;
+use crate::quota::events::{EventLine, Lifecycles, LineError, QuotaEvent, has_recorded_timers};
 use crate::quota::{ChargedContainer, Pricing, ProjectQuota, QuotaError, QuotaService};
 use crate::resources::Resources;
 
-/// One line of the log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReplayLine {
-    /// Milliseconds of virtual time (since the epoch, in a server's log).
-    pub t: u64,
-    #[serde(flatten)]
-    pub event: ReplayEvent,
-}
-
-/// What happened at a line's `t`; docs/replay-events.md has every field.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "event", rename_all = "kebab-case")]
-pub enum ReplayEvent {
-    /// CONTAINER_START: charged from `t` on.
-    Start {
-        container: String,
-        app: String,
-        project: String,
-        user: String,
-        memory_mb: u64,
-        vcores: u32,
-        #[serde(default)]
-        gpus: u32,
-        /// When it started, if before `t` (a container whose start the
-        /// server learnt of late): charged from then.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        started_ms: Option<u64>,
-    },
-    /// CONTAINER_UPDATE: the old size is charged up to `t`, this one after.
-    Update {
-        container: String,
-        memory_mb: u64,
-        vcores: u32,
-        #[serde(default)]
-        gpus: u32,
-    },
-    /// CONTAINER_FINISH: charged up to `ended_ms` if given (a container
-    /// that ended before the server learned of it at `t`), else up to `t`.
-    Finish {
-        container: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        ended_ms: Option<u64>,
-        /// How it ended (YARN's ContainerExitStatus): the minimum runtime
-        /// is charged only if its own work ended it (see
-        /// `exit_status::ended_by_its_work`); none (older logs): always.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        exit_status: Option<i32>,
-    },
-    /// Periodic timers only: the utilization the next multiplicator steps see.
-    Utilization {
-        memory: f64,
-        vcores: f64,
-        #[serde(default)]
-        gpus: f64,
-    },
-    /// A QUOTA_COMPUTE the server ran.
-    Compute,
-    /// A multiplicator step the server ran, with the utilization it saw.
-    MultiplicatorStep {
-        memory: f64,
-        vcores: f64,
-        #[serde(default)]
-        gpus: f64,
-    },
-    /// The server recovered its state (a start, restart or failover); the
-    /// `running` lines after it at the same `t` are every container it
-    /// charged on.
-    Recovery,
-    /// A container a recovery found running, charged up to `charged_until_ms`.
-    Running {
-        container: String,
-        app: String,
-        project: String,
-        user: String,
-        memory_mb: u64,
-        vcores: u32,
-        #[serde(default)]
-        gpus: u32,
-        started_ms: u64,
-        charged_until_ms: u64,
-    },
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
-    #[error("line {line}: {reason}")]
-    Line { line: usize, reason: String },
+    #[error(transparent)]
+    Line(#[from] LineError),
     /// Only for lines `parse` did not check.
     #[error("event {number} of the log: {reason}")]
     Event { number: usize, reason: String },
@@ -175,11 +92,6 @@ pub const MAX_CHARGED_ROWS: u64 = 10_000_000;
 /// per multiplicator step too), so the maximum is some 7 to 9 minutes.
 pub const MAX_TIMER_FIRINGS: u64 = 10_000_000;
 
-/// The largest log replay reads (it holds the whole log in memory, parsed,
-/// before charging anything): 1 GiB. `weft.quota.event-log-max-mb` is
-/// bounded by it, so every log a server writes can be replayed.
-pub const MAX_LOG_BYTES: u64 = 1 << 30;
-
 /// What replay prints.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ReplayReport {
@@ -202,301 +114,8 @@ pub struct MultiplicatorsReport {
     pub gpu: f64,
 }
 
-/// Parses the whole log first, so a malformed line is refused before
-/// anything is charged.
-pub fn parse(text: &str) -> Result<Vec<ReplayLine>, ReplayError> {
-    let mut lines = Vec::new();
-    let mut last_t = 0;
-    for (index, raw) in text.lines().enumerate() {
-        let line = index + 1;
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let refuse = |reason: String| ReplayError::Line { line, reason };
-        let parsed: ReplayLine =
-            serde_json::from_str(raw).map_err(|e| refuse(format!("not a valid event: {e}")))?;
-        check_bounds(&parsed).map_err(|e| refuse(e.to_string()))?;
-        if parsed.t < last_t {
-            return Err(refuse(format!(
-                "t={} comes before the previous line's t={last_t}; lines must be ordered by t",
-                parsed.t
-            )));
-        }
-        if let Some(utilization) = utilization_of(&parsed.event)
-            && utilization.iter().any(|u| !u.is_finite() || *u < 0.0)
-        {
-            return Err(refuse("utilization must be finite and at least 0".into()));
-        }
-        last_t = parsed.t;
-        lines.push((line, parsed));
-    }
-    check_timer_kinds(&lines)?;
-    check_lifecycles(&lines)?;
-    Ok(lines.into_iter().map(|(_, parsed)| parsed).collect())
-}
-
-/// The utilization a line gives, if it gives one.
-fn utilization_of(event: &ReplayEvent) -> Option<[f64; 3]> {
-    match event {
-        ReplayEvent::Utilization {
-            memory,
-            vcores,
-            gpus,
-        }
-        | ReplayEvent::MultiplicatorStep {
-            memory,
-            vcores,
-            gpus,
-        } => Some([*memory, *vcores, *gpus]),
-        _ => None,
-    }
-}
-
-/// Whether the log's timers are the server's (see the module's docs).
-fn has_recorded_timers(lines: &[ReplayLine]) -> bool {
-    lines.iter().any(|l| {
-        matches!(
-            l.event,
-            ReplayEvent::Compute | ReplayEvent::MultiplicatorStep { .. }
-        )
-    })
-}
-
-/// A log has periodic or recorded timers, not both: with recorded ones no
-/// periodic multiplicator step would read a `utilization` line.
-fn check_timer_kinds(lines: &[(usize, ReplayLine)]) -> Result<(), ReplayError> {
-    let recorded = lines.iter().find(|(_, l)| {
-        matches!(
-            l.event,
-            ReplayEvent::Compute | ReplayEvent::MultiplicatorStep { .. }
-        )
-    });
-    let periodic = lines
-        .iter()
-        .find(|(_, l)| matches!(l.event, ReplayEvent::Utilization { .. }));
-    match (recorded, periodic) {
-        (Some((recorded, _)), Some((line, _))) => Err(ReplayError::Line {
-            line: *line,
-            reason: format!(
-                "a utilization line cannot be in a log with recorded timers (line {recorded} is \
-                 a compute or multiplicator-step line): give the utilization in \
-                 multiplicator-step lines"
-            ),
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// The line's time, names and resources are within `crate::limits`.
-fn check_bounds(parsed: &ReplayLine) -> Result<(), OutOfBounds> {
-    limits::within("t", parsed.t, 0, MAX_TIME_MS)?;
-    let resources = |memory_mb: u64, vcores: u32, gpus: u32| {
-        limits::within("memory_mb", memory_mb, 0, MAX_MEMORY_MB)?;
-        limits::within("vcores", vcores, 0, MAX_VCORES)?;
-        limits::within("gpus", gpus, 0, MAX_GPUS).map(|_| ())
-    };
-    let names = |container: &str, app: &str, project: &str, user: &str| {
-        limits::name("container", container)?;
-        limits::name("app", app)?;
-        limits::name("project", project)?;
-        limits::name("user", user)
-    };
-    match &parsed.event {
-        ReplayEvent::Start {
-            container,
-            app,
-            project,
-            user,
-            memory_mb,
-            vcores,
-            gpus,
-            started_ms,
-        } => {
-            names(container, app, project, user)?;
-            if let Some(started) = started_ms {
-                limits::within("started_ms", *started, 0, parsed.t)?;
-            }
-            resources(*memory_mb, *vcores, *gpus)
-        }
-        ReplayEvent::Update {
-            container,
-            memory_mb,
-            vcores,
-            gpus,
-        } => {
-            limits::name("container", container)?;
-            resources(*memory_mb, *vcores, *gpus)
-        }
-        ReplayEvent::Finish {
-            container,
-            ended_ms,
-            exit_status,
-        } => {
-            limits::name("container", container)?;
-            if let Some(status) = exit_status
-                && !crate::protocol::node::exit_status::is_valid(*status)
-            {
-                return Err(OutOfBounds {
-                    field: "exit_status".into(),
-                    value: status.to_string(),
-                    rule: "but it must be a process's own status (0 to 255) or one of YARN's ContainerExitStatus values".into(),
-                });
-            }
-            match ended_ms {
-                Some(ended) => limits::within("ended_ms", *ended, 0, parsed.t).map(|_| ()),
-                None => Ok(()),
-            }
-        }
-        ReplayEvent::Running {
-            container,
-            app,
-            project,
-            user,
-            memory_mb,
-            vcores,
-            gpus,
-            started_ms,
-            charged_until_ms,
-        } => {
-            names(container, app, project, user)?;
-            resources(*memory_mb, *vcores, *gpus)?;
-            limits::within("started_ms", *started_ms, 0, MAX_TIME_MS)?;
-            limits::within("charged_until_ms", *charged_until_ms, 0, MAX_TIME_MS).map(|_| ())
-        }
-        ReplayEvent::Utilization { .. }
-        | ReplayEvent::MultiplicatorStep { .. }
-        | ReplayEvent::Compute
-        | ReplayEvent::Recovery => Ok(()),
-    }
-}
-
-/// Every update and finish names a running container, and no container
-/// starts twice (a recovery may find one running again, though).
-fn check_lifecycles(lines: &[(usize, ReplayLine)]) -> Result<(), ReplayError> {
-    let mut lifecycles = Lifecycles::default();
-    for (line, parsed) in lines {
-        lifecycles
-            .follow(parsed.t, &parsed.event)
-            .map_err(|reason| ReplayError::Line {
-                line: *line,
-                reason,
-            })?;
-    }
-    Ok(())
-}
-
-/// Which containers the log has running, line by line: the one reading of
-/// starts, finishes and recoveries that parsing, the cost estimates and the
-/// replay itself share.
-#[derive(Debug, Default)]
-struct Lifecycles {
-    running: HashSet<String>,
-    /// Containers that finished (or were left out by a recovery): they
-    /// cannot start again, though a recovery may find them running.
-    ended: HashSet<String>,
-    /// Containers a recovery left out: a later running line may say their
-    /// agent came back and they ran on.
-    left_out: HashSet<String>,
-    /// While a recovery's running lines go on: the containers they named.
-    /// (its t, the containers its running lines named).
-    recovering: Option<(u64, HashSet<String>)>,
-}
-
-/// What following one line means for charging.
-#[derive(Debug, Default, PartialEq)]
-struct Followed {
-    /// Containers a recovery the line ended left out, in order: they stop
-    /// being charged before the line is applied.
-    left_out: Vec<String>,
-    /// A running line naming a container not running before: it is
-    /// charged again from its `charged_until_ms`.
-    resumed: bool,
-    /// It is a running line after its recovery: the time from its
-    /// `charged_until_ms` up to the last QUOTA_COMPUTE is owed at once.
-    late: bool,
-}
-
-impl Lifecycles {
-    /// Follows `event` at `t`, or says why it cannot happen. A recovery's
-    /// running lines are those right after it at its t.
-    fn follow(&mut self, t: u64, event: &ReplayEvent) -> Result<Followed, String> {
-        let mut followed = Followed::default();
-        let recovery_goes_on = matches!(event, ReplayEvent::Running { .. })
-            && self.recovering.as_ref().is_some_and(|(at, _)| *at == t);
-        if !recovery_goes_on {
-            followed.left_out = self.end_recovery();
-        }
-        match event {
-            ReplayEvent::Start { container, .. }
-                if self.running.contains(container) || self.ended.contains(container) =>
-            {
-                return Err(format!("container {container:?} starts a second time"));
-            }
-            ReplayEvent::Start { container, .. } => {
-                self.running.insert(container.clone());
-            }
-            ReplayEvent::Update { container, .. } if !self.running.contains(container) => {
-                return Err(format!(
-                    "update of container {container:?}, which is not running"
-                ));
-            }
-            ReplayEvent::Finish { container, .. } if !self.running.remove(container) => {
-                return Err(format!(
-                    "finish of container {container:?}, which is not running"
-                ));
-            }
-            ReplayEvent::Finish { container, .. } => {
-                self.ended.insert(container.clone());
-            }
-            ReplayEvent::Recovery => self.recovering = Some((t, HashSet::new())),
-            ReplayEvent::Running { container, .. } => {
-                match self.recovering.as_mut() {
-                    Some((_, named)) => {
-                        named.insert(container.clone());
-                    }
-                    None if self.left_out.remove(container) => followed.late = true,
-                    None => {
-                        return Err(format!(
-                            "a running line for container {container:?} must follow a recovery \
-                             line, or name a container a recovery left out"
-                        ));
-                    }
-                }
-                self.ended.remove(container);
-                followed.resumed = self.running.insert(container.clone());
-            }
-            ReplayEvent::Update { .. }
-            | ReplayEvent::Utilization { .. }
-            | ReplayEvent::Compute
-            | ReplayEvent::MultiplicatorStep { .. } => {}
-        }
-        Ok(followed)
-    }
-
-    /// Ends a recovery whose running lines are over: the running
-    /// containers they left out, sorted (so replays agree to the bit).
-    fn end_recovery(&mut self) -> Vec<String> {
-        let Some((_, named)) = self.recovering.take() else {
-            return Vec::new();
-        };
-        let mut left_out: Vec<String> = self
-            .running
-            .iter()
-            .filter(|c| !named.contains(*c))
-            .cloned()
-            .collect();
-        left_out.sort();
-        for container in &left_out {
-            self.running.remove(container);
-            self.ended.insert(container.clone());
-            self.left_out.insert(container.clone());
-        }
-        left_out
-    }
-}
-
 /// How many containers run after each line.
-fn running_counts(lines: &[ReplayLine]) -> Result<Vec<usize>, ReplayError> {
+fn running_counts(lines: &[EventLine]) -> Result<Vec<usize>, ReplayError> {
     let mut lifecycles = Lifecycles::default();
     lines
         .iter()
@@ -516,7 +135,7 @@ fn running_counts(lines: &[ReplayLine]) -> Result<Vec<usize>, ReplayError> {
 /// Runs `lines` through `quota`, priced by `pricing`, on `clock` (at 0, and
 /// shared with the pricing policy, which reads it).
 pub fn run(
-    lines: &[ReplayLine],
+    lines: &[EventLine],
     quota: &mut QuotaService,
     pricing: &dyn Pricing,
     clock: VirtualClock,
@@ -527,7 +146,7 @@ pub fn run(
 /// [`run`]; `jump_idle` false steps through every periodic timer, as the
 /// tests' reference for what jumping must give.
 fn replay(
-    lines: &[ReplayLine],
+    lines: &[EventLine],
     quota: &mut QuotaService,
     pricing: &dyn Pricing,
     clock: VirtualClock,
@@ -593,15 +212,15 @@ fn replay(
 
 /// With recorded timers every compute and multiplicator-step line is a
 /// firing, idle or not, and each compute charges every running container.
-fn check_recorded_cost(lines: &[ReplayLine], running: &[usize]) -> Result<(), ReplayError> {
+fn check_recorded_cost(lines: &[EventLine], running: &[usize]) -> Result<(), ReplayError> {
     let (mut firings, mut rows) = (0u64, 0u64);
     for (line, running) in lines.iter().zip(running) {
         match line.event {
-            ReplayEvent::Compute => {
+            QuotaEvent::Compute => {
                 firings += 1;
                 rows = rows.saturating_add(*running as u64);
             }
-            ReplayEvent::MultiplicatorStep { .. } => firings += 1,
+            QuotaEvent::MultiplicatorStep { .. } => firings += 1,
             _ => {}
         }
     }
@@ -716,7 +335,7 @@ impl Timers {
     /// Refuses, before anything is charged, a log whose periodic timers
     /// would fire too often or charge too many rows while containers run
     /// (`running`: how many run after each line).
-    fn check_cost(&self, lines: &[ReplayLine], running: &[usize]) -> Result<(), ReplayError> {
+    fn check_cost(&self, lines: &[EventLine], running: &[usize]) -> Result<(), ReplayError> {
         let (needed, busy_ms) = self.firings_while_busy(lines, running);
         let rows = self.rows_while_busy(lines, running);
         if rows > MAX_CHARGED_ROWS {
@@ -738,7 +357,7 @@ impl Timers {
 
     /// How many timer firings `lines` need while containers run (the
     /// others are skipped), and for how many ms containers run.
-    fn firings_while_busy(&self, lines: &[ReplayLine], running: &[usize]) -> (u64, u64) {
+    fn firings_while_busy(&self, lines: &[EventLine], running: &[usize]) -> (u64, u64) {
         let (mut firings, mut busy_ms) = (0u64, 0u64);
         for (index, (line, running)) in lines.iter().zip(running).enumerate() {
             let next = lines.get(index + 1).map(|l| l.t);
@@ -760,7 +379,7 @@ impl Timers {
 
     /// At most how many rows QUOTA_COMPUTE charges over `lines`: each
     /// running container at each compute while it runs.
-    fn rows_while_busy(&self, lines: &[ReplayLine], running: &[usize]) -> u64 {
+    fn rows_while_busy(&self, lines: &[EventLine], running: &[usize]) -> u64 {
         let mut rows = 0u64;
         for (index, (line, running)) in lines.iter().zip(running).enumerate() {
             let next = lines.get(index + 1).map(|l| l.t);
@@ -800,7 +419,7 @@ enum Resumed {
 }
 
 fn apply(
-    event: &ReplayEvent,
+    event: &QuotaEvent,
     t: u64,
     resumed: Resumed,
     quota: &mut QuotaService,
@@ -808,7 +427,7 @@ fn apply(
     timers: &mut Timers,
 ) -> Result<(), QuotaError> {
     match event {
-        ReplayEvent::Start {
+        QuotaEvent::Start {
             container,
             app,
             project,
@@ -825,13 +444,13 @@ fn apply(
             Resources::new(*memory_mb, *vcores, *gpus),
             started_ms.map_or(t, |started| started.min(t)),
         ),
-        ReplayEvent::Update {
+        QuotaEvent::Update {
             container,
             memory_mb,
             vcores,
             gpus,
         } => quota.update(container, Resources::new(*memory_mb, *vcores, *gpus), t),
-        ReplayEvent::Finish {
+        QuotaEvent::Finish {
             container,
             ended_ms,
             exit_status,
@@ -840,7 +459,7 @@ fn apply(
             ended_ms.unwrap_or(t),
             exit_status.is_none_or(crate::protocol::node::exit_status::ended_by_its_work),
         ),
-        ReplayEvent::Utilization {
+        QuotaEvent::Utilization {
             memory,
             vcores,
             gpus,
@@ -852,11 +471,11 @@ fn apply(
             };
             Ok(())
         }
-        ReplayEvent::Compute => {
+        QuotaEvent::Compute => {
             quota.compute(t);
             Ok(())
         }
-        ReplayEvent::MultiplicatorStep {
+        QuotaEvent::MultiplicatorStep {
             memory,
             vcores,
             gpus,
@@ -870,8 +489,8 @@ fn apply(
                 .update_multiplicators(pricing, utilization)
                 .map(|_| ())
         }
-        ReplayEvent::Recovery => Ok(()),
-        ReplayEvent::Running {
+        QuotaEvent::Recovery => Ok(()),
+        QuotaEvent::Running {
             container,
             app,
             project,
@@ -929,7 +548,9 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
+    use crate::limits::{MAX_MEMORY_MB, MAX_TIME_MS};
     use crate::policy::{CallError, PriceMultiplicators, Usage};
+    use crate::quota::events::parse;
 
     /// One credit per GB-second at a general multiplicator of 1 + memory
     /// utilization; counts its multiplicator calls.
@@ -965,11 +586,11 @@ mod tests {
         QuotaService::new(settings)
     }
 
-    fn log(lines: &[String]) -> Vec<ReplayLine> {
+    fn log(lines: &[String]) -> Vec<EventLine> {
         parse(&lines.join("\n")).unwrap()
     }
 
-    fn counts(lines: &[ReplayLine]) -> Vec<usize> {
+    fn counts(lines: &[EventLine]) -> Vec<usize> {
         running_counts(lines).unwrap()
     }
 
@@ -989,7 +610,7 @@ mod tests {
 
     /// Idle stretches across days, utilization changing while idle, events
     /// on and off the timers' phase, containers overlapping a compute.
-    fn idle_heavy_log() -> Vec<ReplayLine> {
+    fn idle_heavy_log() -> Vec<EventLine> {
         log(&[
             utilization(0, 0.5),
             start(3_500, "a", 1024),
@@ -1294,7 +915,7 @@ mod tests {
     #[test]
     fn every_event_reads_back_as_it_was_written() {
         let events = [
-            ReplayEvent::Start {
+            QuotaEvent::Start {
                 container: "c".into(),
                 app: "a".into(),
                 project: "P".into(),
@@ -1304,25 +925,25 @@ mod tests {
                 gpus: 1,
                 started_ms: Some(3),
             },
-            ReplayEvent::Update {
+            QuotaEvent::Update {
                 container: "c".into(),
                 memory_mb: 4096,
                 vcores: 1,
                 gpus: 0,
             },
-            ReplayEvent::MultiplicatorStep {
+            QuotaEvent::MultiplicatorStep {
                 memory: 0.25,
                 vcores: 1.5,
                 gpus: 0.0,
             },
-            ReplayEvent::Compute,
-            ReplayEvent::Finish {
+            QuotaEvent::Compute,
+            QuotaEvent::Finish {
                 container: "c".into(),
                 ended_ms: Some(7),
                 exit_status: Some(-102),
             },
-            ReplayEvent::Recovery,
-            ReplayEvent::Running {
+            QuotaEvent::Recovery,
+            QuotaEvent::Running {
                 container: "c".into(),
                 app: "a".into(),
                 project: "P".into(),
@@ -1333,15 +954,15 @@ mod tests {
                 started_ms: 1,
                 charged_until_ms: 9,
             },
-            ReplayEvent::Finish {
+            QuotaEvent::Finish {
                 container: "c".into(),
                 ended_ms: None,
                 exit_status: None,
             },
         ];
-        let lines: Vec<ReplayLine> = events
+        let lines: Vec<EventLine> = events
             .into_iter()
-            .map(|event| ReplayLine { t: 10, event })
+            .map(|event| EventLine { t: 10, event })
             .collect();
         let text: Vec<String> = lines
             .iter()
