@@ -35,9 +35,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use weft_host::clock::VirtualClock;
+use weft_host::config::CallLimits;
 use weft_host::config::Settings;
 use weft_host::policy::{
-    CallLimits, PolicyEngine, PolicyKind, PolicyVersion, PriceMultiplicators, builtin, prepare,
+    PolicyEngine, PolicyKind, PolicyVersion, PriceMultiplicators, builtin, prepare,
 };
 
 use pricing_workload::workload;

@@ -39,10 +39,11 @@ use std::time::{Duration, Instant, SystemTime};
 use criterion::{BatchSize, BenchmarkId, Criterion, SamplingMode};
 use wasmtime::component::Component;
 use weft_host::clock::VirtualClock;
+use weft_host::config::CallLimits;
 use weft_host::config::Settings;
 use weft_host::metrics::{KindLabels, metrics};
 use weft_host::policy::{
-    CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySlot, PolicySource, PolicyVersion,
+    PolicyEngine, PolicyKind, PolicyRuntime, PolicySlot, PolicySource, PolicyVersion,
     PriceMultiplicators, PricingSlot, Usage, Utilization, VersionState, builtin, prepare,
 };
 

@@ -27,10 +27,11 @@ use std::time::SystemTime;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use weft_host::clock::VirtualClock;
+use weft_host::config::CallLimits;
 use weft_host::config::Settings;
 use weft_host::policy::{
-    CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource, PolicyVersion,
-    PriceMultiplicators, PricingSlot, Utilization,
+    PolicyEngine, PolicyKind, PolicyRuntime, PolicySource, PolicyVersion, PriceMultiplicators,
+    PricingSlot, Utilization,
 };
 
 use pricing_workload::{Workload, workload};

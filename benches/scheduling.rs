@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use weft_host::clock::VirtualClock;
+use weft_host::config::CallLimits;
 use weft_host::config::Settings;
-use weft_host::policy::{self, CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
+use weft_host::policy::{self, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
 use weft_policy::scheduling::{Snapshot, wit};
 
 /// The workload: nodes, parents × leaves per parent, apps per leaf, containers per app.

@@ -21,8 +21,9 @@ use std::time::SystemTime;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use weft_host::clock::VirtualClock;
+use weft_host::config::CallLimits;
 use weft_host::config::Settings;
-use weft_host::policy::{CallLimits, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
+use weft_host::policy::{PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::quota::QuotaService;
 use weft_host::resources::Resources;
 

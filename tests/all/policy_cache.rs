@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use sha2::Digest;
 use weft_host::clock::VirtualClock;
+use weft_host::config::CallLimits;
 use weft_host::config::Settings;
-use weft_host::policy::{CallLimits, CompileCache, PolicyEngine, builtin, inspect};
+use weft_host::policy::{CompileCache, PolicyEngine, builtin, inspect};
 
 use crate::support::{Server, weft};
 

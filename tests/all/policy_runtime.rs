@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use weft_host::clock::VirtualClock;
+use weft_host::config::CallLimits;
 use weft_host::config::Settings;
 use weft_host::policy::{
-    CallError, CallLimits, LoadError, PolicyEngine, PolicyKind, PolicyRuntime, PolicySlot,
-    PolicySource, STANDBY_KEPT, VersionState, builtin, prepare,
+    CallError, LoadError, PolicyEngine, PolicyKind, PolicyRuntime, PolicySlot, PolicySource,
+    STANDBY_KEPT, VersionState, builtin, prepare,
 };
 use weft_host::policy::{PriceMultiplicators, Usage, Utilization};
 

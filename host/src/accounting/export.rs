@@ -4,7 +4,7 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::AccountingRecord;
+use crate::cluster::AccountingRecord;
 use crate::limits::{MAX_TIME_MS, OutOfBounds};
 use crate::store::{AccountingRange, Batch, Store, StoreError};
 

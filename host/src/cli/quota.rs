@@ -9,9 +9,9 @@ use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
-use crate::accounting::AccountingRecord;
 use crate::accounting::export;
 use crate::client::{ServerArgs, encode};
+use crate::cluster::AccountingRecord;
 
 #[derive(Debug, Subcommand)]
 pub enum QuotaCommand {

@@ -2,6 +2,7 @@
 //! and the bookkeeping that keeps them consistent. Pure state, no I/O and no
 //! clock of its own: every change is given the time it happens.
 
+mod accounting_record;
 mod agent_link;
 mod app;
 mod durable;
@@ -9,6 +10,7 @@ mod model;
 mod node;
 mod table;
 
+pub use accounting_record::AccountingRecord;
 pub use agent_link::{AgentReport, HeartbeatOutcome, TakenReport};
 pub use app::{
     App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Launch, OTHER_YARN_APP_STATES,

@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
 use serde::Serialize;
 
+use super::AccountingRecord;
 use super::durable::{self, Changes};
 use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, SubmitApp};
-use crate::accounting::AccountingRecord;
 use crate::protocol::node::exit_status;
 use crate::queues::{QueueState, QueueTree};
 use crate::resources::Resources;

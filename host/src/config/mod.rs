@@ -7,15 +7,13 @@
 
 mod properties;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-pub use properties::{ConfigError, PROPERTIES, Properties, ValueType};
+pub use properties::{CAPACITY_PREFIX, ConfigError, PROPERTIES, Properties, ValueType};
 
 pub(crate) use properties::flatten;
-
-use crate::policy::CallLimits;
-use crate::queues::QueueProperties;
 
 /// Everything configurable, typed.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +34,7 @@ pub struct Settings {
     pub store: StoreSettings,
     /// `yarn.scheduler.capacity.*` from the config file and `--set`; the
     /// queue tree is built from them (and a `--queues` file) by `queues::load`.
-    pub queue_properties: QueueProperties,
+    pub queue_properties: BTreeMap<String, String>,
     /// `weft.accounting.enabled`: one record per ended app.
     pub accounting_enabled: bool,
     properties: Properties,
@@ -161,6 +159,26 @@ pub struct ReservationSystemSettings {
     pub enabled: bool,
     pub max_periodicity_ms: i64,
     pub time_step_ms: i64,
+}
+
+/// Limits applied to every policy call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallLimits {
+    /// Wall time one call may take before it is interrupted.
+    pub timeout: Duration,
+    /// The most linear memory one policy instance may grow to, in bytes.
+    pub memory_bytes: usize,
+}
+
+impl Default for CallLimits {
+    /// 500 ms and 256 MiB: far above what a well-behaved policy needs for a
+    /// 10,000-node snapshot, low enough that a runaway one is caught quickly.
+    fn default() -> Self {
+        CallLimits {
+            timeout: Duration::from_millis(500),
+            memory_bytes: 256 << 20,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

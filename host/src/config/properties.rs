@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::limits;
-use crate::queues::QueueProperties;
 
 /// What values a property takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -566,14 +565,19 @@ pub enum ConfigError {
     Inconsistent(String),
 }
 
+/// The prefix of the Capacity Scheduler's properties, which configure the
+/// queue tree.
+pub const CAPACITY_PREFIX: &str = "yarn.scheduler.capacity.";
+
 /// Every property's value: defaults overlaid by the file and `--set`s.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Properties {
     values: BTreeMap<&'static str, String>,
     /// The properties given in the file or by `--set`, not defaulted.
     given: BTreeSet<&'static str>,
-    /// `yarn.scheduler.capacity.*` properties, checked when the queue tree is built.
-    pub(crate) queue_properties: QueueProperties,
+    /// `yarn.scheduler.capacity.*` properties, by trimmed name, values as
+    /// given: `queues/` checks them when it builds the queue tree.
+    pub(crate) queue_properties: BTreeMap<String, String>,
 }
 
 impl Default for Properties {
@@ -584,7 +588,7 @@ impl Default for Properties {
                 .map(|(key, _, default, _)| (*key, default.to_string()))
                 .collect(),
             given: BTreeSet::new(),
-            queue_properties: QueueProperties::default(),
+            queue_properties: BTreeMap::new(),
         }
     }
 }
@@ -626,8 +630,9 @@ impl Properties {
     /// Sets one property, checking its name and its value's type and bounds.
     /// Text values are kept as given; the others are trimmed.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
-        if key.starts_with(crate::queues::PREFIX) {
-            self.queue_properties.set(key, value);
+        if key.starts_with(CAPACITY_PREFIX) {
+            let name = key.trim().to_string();
+            self.queue_properties.insert(name, value.to_string());
             return Ok(());
         }
         let (name, value_type, ..) = PROPERTIES

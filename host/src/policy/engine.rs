@@ -23,7 +23,7 @@ use super::cache::CompileCache;
 use super::output::{GuestOutputTail, Stream};
 use super::stats::{CompileCounters, CompileCounts};
 use crate::clock::Clock;
-use crate::config::PolicySettings;
+use crate::config::{CallLimits, PolicySettings};
 
 /// How often the epoch advances. A call's deadline is counted in these ticks,
 /// so a runaway policy is stopped within one tick of its deadline.
@@ -48,26 +48,6 @@ const CORE_INSTANCES_PER_COMPONENT: u32 = 32;
 /// is dropped: reset in place, so the next instance in its slot starts
 /// without page faults. Most policies write less than this.
 const KEEP_RESIDENT_BYTES: usize = 2 << 20;
-
-/// Limits applied to every policy call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallLimits {
-    /// Wall time one call may take before it is interrupted.
-    pub timeout: Duration,
-    /// The most linear memory one policy instance may grow to, in bytes.
-    pub memory_bytes: usize,
-}
-
-impl Default for CallLimits {
-    /// 500 ms and 256 MiB: far above what a well-behaved policy needs for a
-    /// 10,000-node snapshot, low enough that a runaway one is caught quickly.
-    fn default() -> Self {
-        CallLimits {
-            timeout: Duration::from_millis(500),
-            memory_bytes: 256 << 20,
-        }
-    }
-}
 
 /// What a policy's store holds: its name for the log, a WASI context that
 /// grants nothing, what the guest reads of time and chance in the current

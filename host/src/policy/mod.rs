@@ -34,7 +34,7 @@ pub use bindings::{
     Utilization,
 };
 pub use cache::{CacheError, CompileCache};
-pub use engine::{CallLimits, CompiledComponent, PolicyEngine};
+pub use engine::{CompiledComponent, PolicyEngine};
 pub use load::{LoadError, WIT_VERSION, compile, inspect, prepare, prepare_compiled};
 pub use registry::{PolicySource, builtin, builtin_names};
 pub use shadow::{

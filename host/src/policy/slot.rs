@@ -503,7 +503,7 @@ mod tests {
     #[test]
     fn a_slot_retires_standbys_beyond_its_code_budget_but_never_the_active_one() {
         let engine = super::super::PolicyEngine::new(
-            super::super::CallLimits::default(),
+            crate::config::CallLimits::default(),
             std::sync::Arc::new(crate::clock::VirtualClock::default()),
         )
         .unwrap();

@@ -10,6 +10,7 @@ mod tree;
 pub use properties::{PREFIX, QueueProperties};
 pub use tree::{Ordering, Queue, QueueState, QueueTree, ReservationSettings};
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The queue tree in force: the `--queues` file's properties (or, when
@@ -17,13 +18,15 @@ use std::path::Path;
 /// overlaid with `overrides` (the config file's and `--set`'s).
 pub fn load(
     queues_file: Option<&Path>,
-    overrides: &QueueProperties,
+    overrides: &BTreeMap<String, String>,
 ) -> Result<QueueTree, QueueError> {
     let mut properties = match queues_file {
         Some(path) => QueueProperties::from_file(path)?,
         None => QueueProperties::default(),
     };
-    properties.extend(overrides);
+    for (name, value) in overrides {
+        properties.set(name, value);
+    }
     if properties.get(&format!("{PREFIX}root.queues")).is_none() {
         let mut defaults = QueueProperties::defaults();
         defaults.extend(&properties);

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::QueueError;
 
-pub const PREFIX: &str = "yarn.scheduler.capacity.";
+pub const PREFIX: &str = crate::config::CAPACITY_PREFIX;
 
 /// `yarn.scheduler.capacity.*` properties, by full name.
 #[derive(Debug, Clone, Default, PartialEq)]

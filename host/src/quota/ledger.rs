@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::store::{Batch, Store, StoreError, Value};
+
 /// A project's account.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ProjectQuota {
@@ -145,6 +147,82 @@ pub fn day_of(ms: u64) -> String {
     chrono::DateTime::from_timestamp(seconds, 0)
         .map(|t| t.format("%Y-%m-%d").to_string())
         .unwrap_or_else(|| "9999-12-31".into())
+}
+
+/// The ledger's rows in the store: read at start, written one flush at a
+/// time.
+impl Store {
+    /// Applies one flush of charges in one transaction.
+    pub fn apply(&self, delta: &LedgerDelta) -> Result<(), StoreError> {
+        let mut batch = Batch::default();
+        batch.ledger(delta);
+        self.commit(&batch)
+    }
+
+    /// Every project's account.
+    pub fn projects(&self) -> Result<Vec<(String, ProjectQuota)>, StoreError> {
+        self.query(
+            "SELECT project, remaining, total_used FROM project_quota ORDER BY project",
+            &[],
+        )?
+        .into_iter()
+        .map(|row| match (row.first(), row.get(1), row.get(2)) {
+            (Some(Value::Text(project)), Some(remaining), Some(total_used)) => Ok((
+                project.clone(),
+                ProjectQuota {
+                    remaining: remaining.as_f64().unwrap_or(0.0),
+                    total_used: total_used.as_f64().unwrap_or(0.0),
+                },
+            )),
+            _ => Err(self.corrupt("a project_quota row", "not (text, number, number)")),
+        })
+        .collect()
+    }
+
+    /// Every (project, user, day)'s credits used.
+    pub fn daily(&self) -> Result<Vec<(DailyKey, f64)>, StoreError> {
+        self.query(
+            "SELECT project, \"user\", day, credits FROM daily_usage ORDER BY project, \"user\", day",
+            &[],
+        )?
+        .into_iter()
+        .map(|row| match <[Value; 4]>::try_from(row) {
+            Ok([Value::Text(project), Value::Text(user), Value::Text(day), credits]) => {
+                Ok(((project, user, day), credits.as_f64().unwrap_or(0.0)))
+            }
+            _ => Err(self.corrupt("a daily_usage row", "not (text, text, text, number)")),
+        })
+        .collect()
+    }
+}
+
+impl Batch {
+    /// The new values of every ledger row one flush changed.
+    pub fn ledger(&mut self, delta: &LedgerDelta) {
+        for (project, quota) in &delta.projects {
+            self.push(
+                "INSERT INTO project_quota (project, remaining, total_used) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (project) DO UPDATE SET remaining = excluded.remaining, total_used = excluded.total_used",
+                vec![
+                    project.as_str().into(),
+                    quota.remaining.into(),
+                    quota.total_used.into(),
+                ],
+            );
+        }
+        for ((project, user, day), credits) in &delta.daily {
+            self.push(
+                "INSERT INTO daily_usage (project, \"user\", day, credits) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (project, \"user\", day) DO UPDATE SET credits = excluded.credits",
+                vec![
+                    project.as_str().into(),
+                    user.as_str().into(),
+                    day.as_str().into(),
+                    (*credits).into(),
+                ],
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! (`weft.store.url = postgres://…`, which two servers can share) — with one
 //! schema history (`migrations.rs`).
 //!
-//! It holds what a restart must not lose: the ledger, multiplicators and
+//! It holds what a restart must not lose: the ledger (its SQL is beside it,
+//! in `quota/ledger.rs`), multiplicators and
 //! owed usage, the reservations, apps with their asks, running containers
 //! with their node and charged-until time, nodes, the settings in force
 //! (queues, policies, counters, the cluster's timestamp) and the leader's
@@ -21,8 +22,6 @@ pub mod sqlite;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-
-use crate::quota::{DailyKey, LedgerDelta, ProjectQuota};
 
 /// A value bound to or read from a statement.
 #[derive(Debug, Clone, PartialEq)]
@@ -367,19 +366,16 @@ impl Store {
         self.connected()?.query(sql, params)
     }
 
-    fn corrupt(&self, what: impl Into<String>, why: impl std::fmt::Display) -> StoreError {
+    pub(crate) fn corrupt(
+        &self,
+        what: impl Into<String>,
+        why: impl std::fmt::Display,
+    ) -> StoreError {
         StoreError::Corrupt {
             target: self.shared.target.clone(),
             what: what.into(),
             why: why.to_string(),
         }
-    }
-
-    /// Applies one flush of charges in one transaction.
-    pub fn apply(&self, delta: &LedgerDelta) -> Result<(), StoreError> {
-        let mut batch = Batch::default();
-        batch.ledger(delta);
-        self.commit(&batch)
     }
 
     /// Saves one reservation (its record as JSON), replacing any under `id`,
@@ -430,40 +426,6 @@ impl Store {
         let mut batch = Batch::default();
         batch.set_counter(name, value);
         self.commit(&batch)
-    }
-
-    pub fn projects(&self) -> Result<Vec<(String, ProjectQuota)>, StoreError> {
-        self.query(
-            "SELECT project, remaining, total_used FROM project_quota ORDER BY project",
-            &[],
-        )?
-        .into_iter()
-        .map(|row| match (row.first(), row.get(1), row.get(2)) {
-            (Some(Value::Text(project)), Some(remaining), Some(total_used)) => Ok((
-                project.clone(),
-                ProjectQuota {
-                    remaining: remaining.as_f64().unwrap_or(0.0),
-                    total_used: total_used.as_f64().unwrap_or(0.0),
-                },
-            )),
-            _ => Err(self.corrupt("a project_quota row", "not (text, number, number)")),
-        })
-        .collect()
-    }
-
-    pub fn daily(&self) -> Result<Vec<(DailyKey, f64)>, StoreError> {
-        self.query(
-            "SELECT project, \"user\", day, credits FROM daily_usage ORDER BY project, \"user\", day",
-            &[],
-        )?
-        .into_iter()
-        .map(|row| match <[Value; 4]>::try_from(row) {
-            Ok([Value::Text(project), Value::Text(user), Value::Text(day), credits]) => {
-                Ok(((project, user, day), credits.as_f64().unwrap_or(0.0)))
-            }
-            _ => Err(self.corrupt("a daily_usage row", "not (text, text, text, number)")),
-        })
-        .collect()
     }
 
     pub fn save_multiplicators(&self, general: f64, gpu: f64) -> Result<(), StoreError> {
@@ -704,35 +666,8 @@ impl Batch {
         self.statements.extend(other.statements);
     }
 
-    fn push(&mut self, sql: &'static str, params: Vec<Value>) {
+    pub(crate) fn push(&mut self, sql: &'static str, params: Vec<Value>) {
         self.statements.push(Statement { sql, params });
-    }
-
-    /// The new values of every ledger row one flush changed.
-    pub fn ledger(&mut self, delta: &LedgerDelta) {
-        for (project, quota) in &delta.projects {
-            self.push(
-                "INSERT INTO project_quota (project, remaining, total_used) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (project) DO UPDATE SET remaining = excluded.remaining, total_used = excluded.total_used",
-                vec![
-                    project.as_str().into(),
-                    quota.remaining.into(),
-                    quota.total_used.into(),
-                ],
-            );
-        }
-        for ((project, user, day), credits) in &delta.daily {
-            self.push(
-                "INSERT INTO daily_usage (project, \"user\", day, credits) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (project, \"user\", day) DO UPDATE SET credits = excluded.credits",
-                vec![
-                    project.as_str().into(),
-                    user.as_str().into(),
-                    day.as_str().into(),
-                    (*credits).into(),
-                ],
-            );
-        }
     }
 
     pub fn multiplicators(&mut self, general: f64, gpu: f64) {
