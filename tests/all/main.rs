@@ -15,6 +15,7 @@ mod fault_run;
 mod first_hour;
 mod guest_output;
 mod hostile_tenant;
+mod layering;
 mod policy_cache;
 mod policy_new;
 mod policy_runtime;
