@@ -17,9 +17,9 @@ use tower::ServiceExt;
 use weft_host::api::{ApiState, openapi_document, router};
 use weft_host::clock::{Clock, WallClock};
 use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
-use weft_host::quota::QuotaService;
 use weft_host::resources::Resources;
-use weft_host::rm::{self, Intervals, ResourceManager, RmHandle};
+use weft_host::rm::assemble::{Parts, assemble};
+use weft_host::rm::{self, Intervals, RmHandle};
 use weft_host::security::{Authenticator, Security};
 use weft_host::store::Store;
 
@@ -46,19 +46,19 @@ fn in_process() -> &'static InProcess {
                 .unwrap();
         }
         let queues = weft_host::queues::load(None, &settings.queue_properties).unwrap();
-        let quota = QuotaService::new(settings.quota);
         let security = Arc::new(Security::default());
-        let mut manager = ResourceManager::new(
-            &settings,
+        let manager = assemble(Parts {
+            settings: &settings,
             queues,
-            quota,
-            Store::in_memory(),
-            policies.clone(),
-            security.clone(),
+            store: Store::in_memory(),
             clock,
-        )
+            policies: policies.clone(),
+            security: security.clone(),
+            sim_nodes: Some((4, Resources::new(8192, 8, 1))),
+            event_log: None,
+            recover: None,
+        })
         .unwrap();
-        manager.add_simulated_nodes(4, Resources::new(8192, 8, 1));
         let intervals = Intervals {
             scheduling: std::time::Duration::from_millis(20),
             quota_compute: std::time::Duration::from_millis(100),

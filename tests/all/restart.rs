@@ -244,9 +244,9 @@ mod crash_anywhere {
     use weft_host::cluster::{AskSpec, SubmitApp};
     use weft_host::config::Settings;
     use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
-    use weft_host::quota::QuotaService;
     use weft_host::resources::Resources;
     use weft_host::rm::ResourceManager;
+    use weft_host::rm::assemble::{Parts, Recover, assemble};
     use weft_host::rm::timers::Timers;
     use weft_host::security::Security;
     use weft_host::store::Store;
@@ -291,22 +291,23 @@ mod crash_anywhere {
         let settings = settings();
         let store = Store::open(dir).unwrap();
         let fence = store.take_sole_lease("test").unwrap();
-        let quota = QuotaService::open(settings.quota, &store).unwrap();
         let clock: Arc<dyn Clock> = Arc::new(clock.clone());
         let queues = weft_host::queues::load(None, &settings.queue_properties).unwrap();
-        let mut rm = ResourceManager::new(
-            &settings,
+        assemble(Parts {
+            settings: &settings,
             queues,
-            quota,
-            store.clone(),
-            policies(clock.clone()),
-            Arc::new(Security::default()),
-            clock,
-        )
-        .unwrap();
-        rm.add_simulated_nodes(2, Resources::new(4096, 4, 0));
-        rm.recover(store, fence.epoch as u64, 10_000).unwrap();
-        rm
+            store,
+            clock: clock.clone(),
+            policies: policies(clock),
+            security: Arc::new(Security::default()),
+            sim_nodes: Some((2, Resources::new(4096, 4, 0))),
+            event_log: None,
+            recover: Some(Recover {
+                epoch: fence.epoch as u64,
+                scheduling_wait_ms: 10_000,
+            }),
+        })
+        .unwrap()
     }
 
     /// Runs 6 apps to their end, crashing before the commit of event

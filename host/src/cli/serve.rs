@@ -14,8 +14,9 @@ use crate::clock::{Clock, WallClock};
 use crate::config::{Authentication, Settings};
 use crate::ha;
 use crate::policy::{PolicyKind, PolicyRuntime, PolicySource, SavedVersion, watch};
-use crate::quota::{EventLog, QuotaService};
-use crate::rm::{self, Intervals, ResourceManager, sim_nodes};
+use crate::quota::EventLog;
+use crate::rm::assemble::{Parts, Recover};
+use crate::rm::{self, Intervals, sim_nodes};
 use crate::security::{Authenticator, Security};
 use crate::store::{Batch, Fence, Store};
 
@@ -152,37 +153,24 @@ impl Activation {
         let queues = (self.reload_queues)()
             .map_err(anyhow::Error::msg)
             .context("the queue configuration is invalid")?;
-        let quota =
-            QuotaService::open(settings.quota, store).context("cannot restore the ledger")?;
-        let mut manager = ResourceManager::new(
-            settings,
-            queues,
-            quota,
-            store.clone(),
-            self.policies.clone(),
-            self.security.clone(),
-            self.clock.clone(),
-        )
-        .context("cannot restore the reservations")?;
-        // Simulated nodes first: containers stored on them come back on them.
-        if let Some((count, capacity)) = self.sim_nodes {
-            manager.add_simulated_nodes(count, capacity);
-            tracing::info!(count, %capacity, "simulated nodes registered");
-        }
         let event_log = match self.event_log.take() {
             Some(log) => Some(log),
             None => open_event_log(settings)?,
         };
-        if let Some(log) = event_log {
-            manager.record_quota_events(log);
-        }
-        manager
-            .recover(
-                store.clone(),
-                u64::try_from(fence.epoch).unwrap_or(0),
-                settings.store.scheduling_wait_ms,
-            )
-            .context("cannot recover the state the store holds")?;
+        let manager = rm::assemble::assemble(Parts {
+            settings,
+            queues,
+            store: store.clone(),
+            clock: self.clock.clone(),
+            policies: self.policies.clone(),
+            security: self.security.clone(),
+            sim_nodes: self.sim_nodes,
+            event_log,
+            recover: Some(Recover {
+                epoch: u64::try_from(fence.epoch).unwrap_or(0),
+                scheduling_wait_ms: settings.store.scheduling_wait_ms,
+            }),
+        })?;
         let intervals = Intervals {
             scheduling: settings.scheduler.interval,
             quota_compute: Duration::from_millis(settings.quota.scheduling_period_ms),

@@ -7,6 +7,7 @@
 //! Policies are reached through the shared [`PolicyRuntime`]; loading one
 //! happens outside the loop and only its publication is seen here.
 
+pub mod assemble;
 pub mod budget;
 pub mod local_tracker;
 pub mod recovery;
@@ -292,7 +293,7 @@ pub struct Intervals {
 impl ResourceManager {
     /// The resource manager over `queues`, its reservations restored from
     /// `reservation_store`.
-    pub fn new(
+    fn new(
         settings: &Settings,
         queues: QueueTree,
         quota: QuotaService,

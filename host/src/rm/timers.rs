@@ -1,6 +1,8 @@
 //! The resource manager's timers — the scheduling round, the multiplicator
 //! step and QUOTA_COMPUTE — and the one order in which timers due together
-//! fire, so `serve` (wall time) and `simulate` (virtual time) agree.
+//! fire, so `serve` (wall time) and `simulate` (virtual time) agree. One
+//! timer type for `serve`, `simulate` and `replay`, which may skip it over
+//! idle virtual time or turn it off.
 
 /// A timer of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,30 +31,61 @@ impl Timer {
     }
 }
 
-/// A timer firing every `period` ms, first one period after its start.
+/// A timer firing every `period` ms, first one period after its start, or
+/// off (`next` is None). Wall time (`serve`) re-arms it from when it fired;
+/// virtual time (`simulate`, `replay`) may also skip it over idle time,
+/// on the phase of its period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Every {
     pub period: u64,
-    pub next: u64,
+    pub next: Option<u64>,
+    /// Its first firing: it is never skipped to before this.
+    first: u64,
 }
 
 impl Every {
     pub fn starting_at(start: u64, period: u64) -> Every {
         let period = period.max(1);
+        let first = start.saturating_add(period);
         Every {
             period,
-            next: start.saturating_add(period),
+            next: Some(first),
+            first,
+        }
+    }
+
+    /// Firing at every multiple of `period` from 0 on, 0 included (the
+    /// periodic timers of a hand-written replay log).
+    pub fn from_zero(period: u64) -> Every {
+        Every {
+            period: period.max(1),
+            next: Some(0),
+            first: 0,
         }
     }
 
     /// Whether the timer fires at `now`; if so it is re-armed one period
     /// later (a late tick delays the next rather than bunching them up).
+    /// Saturating: a timer at the end of time stays there, never wraps.
     pub fn due(&mut self, now: u64) -> bool {
-        if now < self.next {
+        if self.next.is_none_or(|next| now < next) {
             return false;
         }
-        self.next = now.saturating_add(self.period);
+        self.next = Some(now.saturating_add(self.period));
         true
+    }
+
+    /// Moves the timer on to its first firing at or after `at` on a
+    /// multiple of its period (never back, never before its first), or off
+    /// for None.
+    pub fn skip_to(&mut self, at: Option<u64>) {
+        self.next = match (self.next, at) {
+            (Some(next), Some(at)) => {
+                let on_phase = at.div_ceil(self.period).saturating_mul(self.period);
+                Some(next.max(on_phase.max(self.first)))
+            }
+            _ => None,
+        };
     }
 }
 
@@ -74,12 +107,13 @@ impl Timers {
         }
     }
 
-    /// When the next timer is due.
+    /// When the next timer is due; the end of time if every one is off.
     pub fn next_due(&self) -> u64 {
-        self.scheduling
-            .next
-            .min(self.multiplicator.next)
-            .min(self.quota.next)
+        [self.scheduling, self.multiplicator, self.quota]
+            .iter()
+            .filter_map(|every| every.next)
+            .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// The timers due at `now`, in [`Timer::ORDER`], each re-armed.
@@ -88,6 +122,16 @@ impl Timers {
             .into_iter()
             .filter(|timer| self.every(*timer).due(now))
             .collect()
+    }
+
+    /// The last time at or before `end` that any timer fires, had none
+    /// been skipped (timers started at 0).
+    pub fn last_firing_by(&self, end: u64) -> u64 {
+        [self.scheduling, self.quota, self.multiplicator]
+            .iter()
+            .map(|timer| end / timer.period * timer.period)
+            .max()
+            .unwrap_or(0)
     }
 
     fn every(&mut self, timer: Timer) -> &mut Every {
@@ -119,15 +163,15 @@ mod tests {
         );
         // A late tick delays the next one.
         assert_eq!(timers.fire(2500), Timer::ORDER.to_vec());
-        assert_eq!(timers.scheduling.next, 2600);
-        assert_eq!(timers.quota.next, 3500);
+        assert_eq!(timers.scheduling.next, Some(2600));
+        assert_eq!(timers.quota.next, Some(3500));
     }
 
     #[test]
     fn far_times_saturate_instead_of_wrapping() {
         let mut every = Every::starting_at(u64::MAX - 1, 10);
-        assert_eq!(every.next, u64::MAX);
+        assert_eq!(every.next, Some(u64::MAX));
         assert!(every.due(u64::MAX));
-        assert_eq!(every.next, u64::MAX);
+        assert_eq!(every.next, Some(u64::MAX));
     }
 }

@@ -38,6 +38,7 @@ use crate::policy::Utilization;
 use crate::quota::events::{EventLine, Lifecycles, LineError, QuotaEvent, has_recorded_timers};
 use crate::quota::{ChargedContainer, Pricing, ProjectQuota, QuotaError, QuotaService};
 use crate::resources::Resources;
+use crate::rm::timers::Every;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
@@ -245,21 +246,19 @@ fn stop_charging(left_out: &[String], quota: &mut QuotaService) -> Result<(), Qu
 }
 
 /// The two timers, each on the multiples of its period from 0.
+/// The periodic timers of a log without recorded ones: QUOTA_COMPUTE and
+/// the multiplicator step on every multiple of their periods from 0.
 struct Timers {
-    compute_every: u64,
-    multiplicator_every: u64,
-    next_compute: u64,
-    next_multiplicator: u64,
+    compute: Every,
+    multiplicator: Every,
     utilization: Utilization,
 }
 
 impl Timers {
     fn new(compute_every: u64, multiplicator_every: u64) -> Timers {
         Timers {
-            compute_every: compute_every.max(1),
-            multiplicator_every: multiplicator_every.max(1),
-            next_compute: 0,
-            next_multiplicator: 0,
+            compute: Every::from_zero(compute_every),
+            multiplicator: Every::from_zero(multiplicator_every),
             utilization: Utilization {
                 memory: 0.0,
                 vcores: 0.0,
@@ -277,23 +276,25 @@ impl Timers {
         clock: &VirtualClock,
     ) -> Result<(), ReplayError> {
         loop {
-            let due = self.next_multiplicator.min(self.next_compute);
-            if due >= t {
+            let Some(due) = [self.multiplicator.next, self.compute.next]
+                .into_iter()
+                .flatten()
+                .min()
+                .filter(|due| *due < t)
+            else {
                 return Ok(());
-            }
+            };
             clock.advance_to(due);
             let at = |source| ReplayError::Quota { t: due, source };
-            // Saturating: a period near u64::MAX (the settings bound it to a
-            // day, but this is a library) leaves the timer at the end of time.
-            if self.next_multiplicator == due {
+            // The multiplicator step first at equal times; each timer is
+            // re-armed one period on (saturating at the end of time).
+            if self.multiplicator.due(due) {
                 quota
                     .update_multiplicators(pricing, self.utilization)
                     .map_err(at)?;
-                self.next_multiplicator = due.saturating_add(self.multiplicator_every);
-            } else {
+            } else if self.compute.due(due) {
                 quota.compute(due);
                 quota.flush(pricing).map_err(at)?;
-                self.next_compute = due.saturating_add(self.compute_every);
             }
         }
     }
@@ -315,19 +316,18 @@ impl Timers {
         quota: &mut QuotaService,
         pricing: &dyn Pricing,
     ) -> Result<(), ReplayError> {
-        if self.next_multiplicator < t {
-            let due = self.next_multiplicator;
+        if let Some(due) = self.multiplicator.next.filter(|due| *due < t) {
             quota
                 .update_multiplicators(pricing, self.utilization)
                 .map_err(|source| ReplayError::Quota { t: due, source })?;
-            self.next_multiplicator = first_at_or_after(t, self.multiplicator_every);
+            self.multiplicator.skip_to(Some(t));
         }
-        if self.next_compute < t {
+        if self.compute.next.is_some_and(|due| due < t) {
             // t > 0 here, so its first multiple at or after is at least one
             // period: no underflow.
-            let last = first_at_or_after(t, self.compute_every) - self.compute_every;
-            quota.compute(last);
-            self.next_compute = last.saturating_add(self.compute_every);
+            let period = self.compute.period;
+            quota.compute(first_at_or_after(t, period) - period);
+            self.compute.skip_to(Some(t));
         }
         Ok(())
     }
@@ -341,15 +341,15 @@ impl Timers {
         if rows > MAX_CHARGED_ROWS {
             return Err(ReplayError::TooManyRows {
                 rows,
-                compute_every_ms: self.compute_every,
+                compute_every_ms: self.compute.period,
             });
         }
         if needed > MAX_TIMER_FIRINGS {
             return Err(ReplayError::TooManyFirings {
                 needed,
                 busy_ms,
-                compute_every_ms: self.compute_every,
-                multiplicator_every_ms: self.multiplicator_every,
+                compute_every_ms: self.compute.period,
+                multiplicator_every_ms: self.multiplicator.period,
             });
         }
         Ok(())
@@ -371,8 +371,8 @@ impl Timers {
             let until = next.unwrap_or(line.t.saturating_add(1));
             busy_ms = busy_ms.saturating_add(until - line.t);
             firings = firings
-                .saturating_add(multiples_in(line.t, until, self.compute_every))
-                .saturating_add(multiples_in(line.t, until, self.multiplicator_every));
+                .saturating_add(multiples_in(line.t, until, self.compute.period))
+                .saturating_add(multiples_in(line.t, until, self.multiplicator.period));
         }
         (firings, busy_ms)
     }
@@ -387,7 +387,7 @@ impl Timers {
                 continue;
             }
             let until = next.unwrap_or(line.t.saturating_add(1));
-            let computes = multiples_in(line.t, until, self.compute_every);
+            let computes = multiples_in(line.t, until, self.compute.period);
             rows = rows.saturating_add(computes.saturating_mul(*running as u64));
         }
         rows

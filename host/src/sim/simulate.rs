@@ -30,12 +30,12 @@ use crate::limits::{
     MAX_NODES, MAX_TIME_MS, MAX_VCORES, OutOfBounds,
 };
 use crate::policy::{CallCost, PolicyKind, PolicyRuntime, PolicySource};
-use crate::quota::QuotaService;
 use crate::reservation::ReservationDefinition;
 use crate::reservation::definition::ReservationSubmissionRequest;
 use crate::resources::Resources;
 use crate::rm::ResourceManager;
-use crate::rm::timers::Timer;
+use crate::rm::assemble::{Parts, assemble};
+use crate::rm::timers::{Every, Timer, Timers};
 use crate::scheduler::diagnostics;
 use crate::store::Store;
 
@@ -690,19 +690,20 @@ fn simulate(
             .map_err(|e| anyhow::anyhow!("cannot load the {kind} policy {source}: {e}"))?;
     }
 
-    let quota = QuotaService::new(settings.quota);
-    let mut rm = ResourceManager::new(
-        &settings,
+    let mut rm = assemble(Parts {
+        settings: &settings,
         queues,
-        quota,
-        Store::in_memory(),
-        policies.clone(),
-        Arc::new(
+        store: Store::in_memory(),
+        clock: Arc::new(clock.clone()),
+        policies: policies.clone(),
+        security: Arc::new(
             crate::security::Security::from_settings(&settings.security)
                 .map_err(anyhow::Error::msg)?,
         ),
-        Arc::new(clock.clone()),
-    )?;
+        sim_nodes: None,
+        event_log: None,
+        recover: None,
+    })?;
     let mut node_number = 0;
     for group in &scenario.nodes {
         for _ in 0..group.count {
@@ -727,9 +728,9 @@ fn simulate(
     let mut next_reservation = 0;
     let quota_settings = settings.quota;
     let mut timers = Timers {
-        scheduling: Every::new(scenario.scheduling_interval_ms),
-        quota: Every::new(quota_settings.scheduling_period_ms),
-        multiplicator: Every::new(quota_settings.multiplicator_interval_ms),
+        scheduling: Every::starting_at(0, scenario.scheduling_interval_ms),
+        quota: Every::starting_at(0, quota_settings.scheduling_period_ms),
+        multiplicator: Every::starting_at(0, quota_settings.multiplicator_interval_ms),
     };
     let mut observe: Vec<u64> = scenario.observe_at_ms.clone();
     observe.sort_unstable();
@@ -844,15 +845,7 @@ fn simulate(
         }
         // Timers due together fire in serve's order (rm::timers::Timer::ORDER).
         let mut round = false;
-        for timer in Timer::ORDER {
-            let due = match timer {
-                Timer::SchedulingRound => timers.scheduling.due(next),
-                Timer::MultiplicatorStep => timers.multiplicator.due(next),
-                Timer::QuotaCompute => timers.quota.due(next),
-            };
-            if !due {
-                continue;
-            }
+        for timer in timers.fire(next) {
             rm.fire(timer);
             match timer {
                 Timer::SchedulingRound => round = true,
@@ -1206,64 +1199,6 @@ fn stuck(rm: &ResourceManager, now: u64) -> anyhow::Error {
     )
 }
 
-struct Timers {
-    scheduling: Every,
-    quota: Every,
-    multiplicator: Every,
-}
-
-impl Timers {
-    /// The last time at or before `end` that any timer fires, had none
-    /// been skipped.
-    fn last_firing_by(&self, end: u64) -> u64 {
-        [&self.scheduling, &self.quota, &self.multiplicator]
-            .iter()
-            .map(|timer| end / timer.period * timer.period)
-            .max()
-            .unwrap_or(0)
-    }
-}
-
-/// A timer firing every `period` ms of virtual time, first at `period`:
-/// always on a multiple of its period. `next` is None once it is off.
-struct Every {
-    period: u64,
-    next: Option<u64>,
-}
-
-impl Every {
-    fn new(period: u64) -> Every {
-        let period = period.max(1);
-        Every {
-            period,
-            next: Some(period),
-        }
-    }
-
-    /// Whether the timer fires at `now`; if so it is re-armed.
-    fn due(&mut self, now: u64) -> bool {
-        if self.next.is_none_or(|next| now < next) {
-            return false;
-        }
-        // Saturating: times are checked against MAX_TIME_MS and periods
-        // against a day, far from u64::MAX; this cannot panic regardless.
-        self.next = Some(now.saturating_add(self.period));
-        true
-    }
-
-    /// Moves the timer on to its first firing at or after `at` (never
-    /// back), or off for None.
-    fn skip_to(&mut self, at: Option<u64>) {
-        self.next = match (self.next, at) {
-            (Some(next), Some(at)) => {
-                let on_phase = at.div_ceil(self.period).max(1).saturating_mul(self.period);
-                Some(next.max(on_phase))
-            }
-            _ => None,
-        };
-    }
-}
-
 fn utilization(rm: &ResourceManager, t_ms: u64) -> UtilizationSample {
     let (memory, vcores, gpus) = rm
         .cluster()
@@ -1561,7 +1496,7 @@ asks = [{{ count = 1, memory_mb = 2048, vcores = 1, duration_ms = 1000 }}]
 
     #[test]
     fn timers_skip_on_their_phase_and_never_back() {
-        let mut every = Every::new(1000);
+        let mut every = Every::starting_at(0, 1000);
         every.skip_to(Some(0));
         assert_eq!(every.next, Some(1000), "first at one period");
         every.skip_to(Some(2500));
@@ -1576,9 +1511,9 @@ asks = [{{ count = 1, memory_mb = 2048, vcores = 1, duration_ms = 1000 }}]
         assert_eq!(every.next, None);
         assert!(!every.due(u64::MAX));
         let timers = Timers {
-            scheduling: Every::new(1000),
-            quota: Every::new(7000),
-            multiplicator: Every::new(15000),
+            scheduling: Every::starting_at(0, 1000),
+            quota: Every::starting_at(0, 7000),
+            multiplicator: Every::starting_at(0, 15000),
         };
         assert_eq!(timers.last_firing_by(1_234_567), 1_234_000);
         assert_eq!(timers.last_firing_by(999), 0);
