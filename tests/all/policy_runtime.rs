@@ -416,7 +416,7 @@ fn hot_swap_during_calls_fails_no_call() {
 fn the_watched_directory_loads_policies_written_into_it() {
     let runtime = Arc::new(runtime());
     let dir = tempfile::tempdir().unwrap();
-    weft_host::policy::watch::watch(runtime.clone(), dir.path().to_path_buf()).unwrap();
+    weft_host::rm::policy_watch::watch(runtime.clone(), dir.path().to_path_buf()).unwrap();
     std::fs::write(dir.path().join("readme.txt"), "ignored").unwrap();
     std::fs::write(
         dir.path().join("mine.pricing.wasm"),

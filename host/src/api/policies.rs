@@ -11,6 +11,7 @@ use super::extract::{ApiPath, ApiQuery, RawBody};
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::policy::{LoadError, PolicyKind, PolicySource, ShadowReport, SlotStatus};
+use crate::rm::policy_load::{Component, LoadRight, PolicyLoad, Target};
 use crate::security::Caller;
 
 fn kind(text: &str) -> Result<PolicyKind, ApiError> {
@@ -109,15 +110,6 @@ fn queue_status(state: &ApiState, queue: &str) -> Result<SlotStatus, ApiError> {
         })
 }
 
-/// Where a load puts the version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Target {
-    Active,
-    Shadow,
-    /// A reservable queue's own sharing policy, by path.
-    Queue(String),
-}
-
 /// The checks and the load both `load` and `load_shadow` do: the caller's
 /// right first, then the body (a caller without the right does not get to
 /// make the server hold 64 MB), then one compile at a time on a blocking
@@ -130,15 +122,8 @@ async fn load_component(
     request: axum::extract::Request,
     target: Target,
 ) -> Result<(), ApiError> {
-    let what = match &target {
-        Target::Active => format!("load a {kind} policy"),
-        Target::Shadow => format!("load a {kind} shadow policy"),
-        Target::Queue(queue) => format!("load queue {queue}'s sharing policy"),
-    };
-    state
-        .security
-        .check_admin(caller, &what)
-        .map_err(ApiError::forbidden)?;
+    let right =
+        LoadRight::check(&state.security, caller, kind, &target).map_err(ApiError::forbidden)?;
     // A standby puts policies in force when it becomes active, from the
     // store: it loads nothing itself.
     state.rm.check_active()?;
@@ -160,30 +145,28 @@ async fn load_component(
         Target::Shadow => "the active version and any shadow stay",
     };
     let loaded = tokio::task::spawn_blocking(move || {
-        let (source, bytes) = match builtin {
+        let component = match builtin {
             Some(_) if !body.is_empty() => {
                 return Err(LoadError::Source(
                     "give either ?builtin=NAME or a component body, not both".into(),
                 ));
             }
-            Some(name) => {
-                let source = PolicySource::Builtin(name);
-                let bytes = source.read().map_err(LoadError::Source)?;
-                (source.to_string(), bytes)
-            }
+            Some(name) => Component::Source(PolicySource::Builtin(name)),
             None if body.is_empty() => {
                 return Err(LoadError::Source(
                     "no policy given: send the .wasm component as the request body, or ?builtin=NAME"
                         .into(),
                 ));
             }
-            None => ("upload".to_string(), body.to_vec()),
+            None => Component::Upload(body.to_vec()),
         };
-        match target {
-            Target::Active => runtime.load_bytes(kind, &source, &bytes, &params),
-            Target::Shadow => runtime.load_shadow(kind, &source, &bytes, &params),
-            Target::Queue(queue) => runtime.load_queue_sharing(&queue, &source, &bytes, &params),
-        }
+        let load = PolicyLoad {
+            kind,
+            component,
+            params,
+            target,
+        };
+        load.run(&runtime, right)
     })
     .await
     .map_err(|e| ApiError::internal(format!("the load task failed: {e}")))?;

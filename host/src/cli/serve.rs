@@ -13,12 +13,12 @@ use crate::api::{ApiState, router};
 use crate::clock::{Clock, WallClock};
 use crate::config::{Authentication, Settings};
 use crate::ha;
-use crate::policy::{PolicyKind, PolicyRuntime, PolicySource, SavedVersion, watch};
+use crate::policy::PolicyRuntime;
 use crate::quota::EventLog;
 use crate::rm::assemble::{Parts, Recover};
-use crate::rm::{self, Intervals, sim_nodes};
+use crate::rm::{self, Intervals, policy_load, policy_watch, sim_nodes};
 use crate::security::{Authenticator, Security};
-use crate::store::{Batch, Fence, Store};
+use crate::store::{Fence, Store};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -51,74 +51,6 @@ pub struct ServeArgs {
     no_local_agent: bool,
 }
 
-/// Puts the policies in force on `runtime`: those the store kept from before
-/// a restart or failover (loaded at runtime, with their standbys), unless
-/// `weft.policy.KIND` changed since the last start or nothing was kept —
-/// then the configured one is loaded (on top of any kept, which stay as
-/// standbys). Every loaded component is kept in `store` from now on.
-pub fn put_policies_in_force(
-    runtime: &PolicyRuntime,
-    settings: &Settings,
-    store: &Store,
-) -> anyhow::Result<()> {
-    use crate::rm::recovery::{configured_policy_setting, policy_setting};
-    runtime.keep_in(store.clone());
-    let stored = store.settings()?;
-    let configured = &settings.policies;
-    let mut remembered = Batch::default();
-    for (kind, text, key) in [
-        (
-            PolicyKind::Scheduling,
-            &configured.scheduling,
-            "weft.policy.scheduling",
-        ),
-        (
-            PolicyKind::Pricing,
-            &configured.pricing,
-            "weft.policy.pricing",
-        ),
-        (
-            PolicyKind::Sharing,
-            &configured.sharing,
-            "weft.policy.sharing",
-        ),
-    ] {
-        let saved: Vec<SavedVersion> = stored
-            .get(&policy_setting(kind))
-            .and_then(|json| serde_json::from_str(json).ok())
-            .unwrap_or_default();
-        let slot = runtime.slot(kind);
-        let in_force = slot.saved_versions();
-        let restored = if !saved.is_empty() && saved.last() == in_force.last() {
-            // Already in force here (this server was active before).
-            saved.len()
-        } else {
-            match runtime.restore(kind, &saved) {
-                Ok(count) => count,
-                Err(why) => {
-                    tracing::error!(%kind, %why, "the policy in force before the restart cannot be put back; loading the configured one");
-                    0
-                }
-            }
-        };
-        let unchanged = stored.get(&configured_policy_setting(kind)) == Some(text);
-        if restored > 0 && unchanged {
-            let active = slot.status().active;
-            tracing::info!(%kind, versions = restored, active = ?active.map(|a| a.info.source), "the policies in force before the restart are in force again");
-        } else {
-            let source = PolicySource::parse(text);
-            runtime
-                .load(kind, &source, &[])
-                .with_context(|| format!("cannot load the {kind} policy {source} ({key})"))?;
-        }
-        remembered.set_setting(&configured_policy_setting(kind), text);
-    }
-    store
-        .commit(&remembered)
-        .context("cannot remember the configured policies")?;
-    Ok(())
-}
-
 /// What becoming active needs, kept by the server for each time it does.
 struct Activation {
     settings: Settings,
@@ -149,7 +81,7 @@ impl Activation {
     fn activate(&mut self, fence: &Fence) -> anyhow::Result<ha::Active> {
         let settings = &self.settings;
         let store = &self.store;
-        put_policies_in_force(&self.policies, settings, store)?;
+        policy_load::put_policies_in_force(&self.policies, settings, store)?;
         let queues = (self.reload_queues)()
             .map_err(anyhow::Error::msg)
             .context("the queue configuration is invalid")?;
@@ -365,7 +297,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let served = runtime.block_on(async move {
         if let Some(watch_dir) = settings.policies.watch_dir.clone() {
-            watch::watch(policies.clone(), watch_dir)
+            policy_watch::watch(policies.clone(), watch_dir)
                 .context("cannot watch the policy directory")?;
         }
         let signals = ShutdownSignals::listen().context("cannot listen for SIGINT and SIGTERM")?;

@@ -11,6 +11,7 @@ mod cache;
 pub mod contract;
 mod engine;
 mod events;
+pub mod in_force;
 mod load;
 mod output;
 mod registry;
@@ -20,7 +21,6 @@ mod stats;
 mod typed;
 pub mod validate;
 mod version;
-pub mod watch;
 
 use std::fmt;
 use std::str::FromStr;
@@ -200,11 +200,7 @@ impl PolicyRuntime {
         let stored = store.settings().unwrap_or_default();
         let mut blobs = Vec::new();
         for kind in PolicyKind::ALL {
-            let saved: Vec<SavedVersion> = stored
-                .get(&format!("policy.{kind}"))
-                .and_then(|json| serde_json::from_str(json).ok())
-                .unwrap_or_default();
-            for version in saved.iter().rev() {
+            for version in in_force::saved_versions(&stored, kind).iter().rev() {
                 if let Ok(Some(bytes)) = store.policy_blob(&version.sha256) {
                     blobs.push(bytes);
                 }

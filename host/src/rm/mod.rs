@@ -10,6 +10,8 @@
 pub mod assemble;
 pub mod budget;
 pub mod local_tracker;
+pub mod policy_load;
+pub mod policy_watch;
 pub mod recovery;
 pub mod requests;
 pub mod sim_nodes;
@@ -26,7 +28,7 @@ use crate::clock::Clock;
 use crate::cluster::{Allocation, AppState, Cluster, ClusterError, Container, NodeKind, Placement};
 use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
-use crate::policy::{PolicyKind, PolicyRuntime, Utilization};
+use crate::policy::{PolicyKind, PolicyRuntime, Utilization, in_force};
 use crate::queues::QueueTree;
 use crate::quota::events::QuotaEvent;
 use crate::quota::{ChargedContainer, EventLog, QuotaService};
@@ -348,7 +350,7 @@ impl ResourceManager {
     }
 
     /// Adds each policy slot's versions to the next commit if a load or
-    /// rollback moved them (see [`recovery::policy_setting`]).
+    /// rollback moved them (see `policy/in_force.rs`).
     fn save_policies(&mut self) {
         for (i, kind) in PolicyKind::ALL.into_iter().enumerate() {
             let slot = self.policies.slot(kind);
@@ -359,9 +361,7 @@ impl ResourceManager {
             self.saved_policies[i] = Some(generation);
             let saved = slot.saved_versions();
             if !saved.is_empty() {
-                let json = serde_json::to_string(&saved).expect("saved versions serialize");
-                self.unsaved
-                    .set_setting(&recovery::policy_setting(kind), &json);
+                in_force::save_versions(&mut self.unsaved, kind, &saved);
             }
         }
     }

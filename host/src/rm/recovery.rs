@@ -12,7 +12,6 @@ use serde::Deserialize;
 
 use super::ResourceManager;
 use crate::cluster::{Cluster, NodeKind, StoredCluster};
-use crate::policy::PolicyKind;
 use crate::quota::events::QuotaEvent;
 use crate::quota::{ChargedContainer, event_log};
 use crate::resources::Resources;
@@ -21,16 +20,6 @@ use crate::store::{Store, StoreError};
 /// The setting the queue configuration in force is kept under (the tree,
 /// as GET /ws/v1/cluster/scheduler shows it).
 pub const QUEUES_SETTING: &str = "queues.in-force";
-
-/// The setting a policy slot's saved versions are kept under.
-pub fn policy_setting(kind: PolicyKind) -> String {
-    format!("policy.{kind}")
-}
-
-/// The setting that keeps what `weft.policy.KIND` said at the last start.
-pub fn configured_policy_setting(kind: PolicyKind) -> String {
-    format!("policy.{kind}.configured")
-}
 
 /// Why recovery failed: the server must not start on half its state.
 #[derive(Debug, thiserror::Error)]

@@ -35,6 +35,7 @@ use crate::reservation::definition::ReservationSubmissionRequest;
 use crate::resources::Resources;
 use crate::rm::ResourceManager;
 use crate::rm::assemble::{Parts, assemble};
+use crate::rm::policy_load::{Component, LoadRight, PolicyLoad, Target};
 use crate::rm::timers::{Every, Timer, Timers};
 use crate::scheduler::diagnostics;
 use crate::store::Store;
@@ -683,10 +684,13 @@ fn simulate(
             PolicySource::File(path) => PolicySource::File(base.join(path)),
             builtin => builtin,
         };
-        let params: Vec<(String, String)> =
-            params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        policies
-            .load(kind, &source, &params)
+        let load = PolicyLoad {
+            kind,
+            component: Component::Source(source.clone()),
+            params: params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            target: Target::Active,
+        };
+        load.run(&policies, LoadRight::operator())
             .map_err(|e| anyhow::anyhow!("cannot load the {kind} policy {source}: {e}"))?;
     }
 

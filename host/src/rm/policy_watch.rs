@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use notify::{EventKind, RecursiveMode, Watcher};
 
-use super::{PolicyKind, PolicyRuntime, PolicySource};
+use super::policy_load::{Component, LoadRight, PolicyLoad, Target};
+use crate::policy::{PolicyKind, PolicyRuntime, PolicySource};
 
 /// Writes often arrive as several events; wait this long for them to settle.
 const SETTLE: Duration = Duration::from_millis(300);
@@ -71,8 +72,14 @@ pub fn watch(runtime: Arc<PolicyRuntime>, dir: PathBuf) -> notify::Result<()> {
 
 fn load(runtime: &PolicyRuntime, path: &Path) {
     let Some(kind) = kind_of(path) else { return };
+    let load = PolicyLoad {
+        kind,
+        component: Component::Source(PolicySource::File(path.to_path_buf())),
+        params: Vec::new(),
+        target: Target::Active,
+    };
     // The load logs and counts its own outcome; a refused file changes nothing.
-    let _ = runtime.load(kind, &PolicySource::File(path.to_path_buf()), &[]);
+    let _ = load.run(runtime, LoadRight::operator());
 }
 
 #[cfg(test)]
