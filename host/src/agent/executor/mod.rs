@@ -1,0 +1,628 @@
+//! The node agent's container executor: runs each launch order as a real
+//! process, kills it on request, and says how it ended — YARN's
+//! DefaultContainerExecutor and ContainerLaunch, with cgroups when the
+//! machine offers them (see [`super::cgroups`]).
+//!
+//! A container is its command under a monitor ([`super::monitor`]) in a
+//! session of its own (pid = pgid = sid, the monitor's pid), stdin from
+//! /dev/null, stdout and stderr appended to its log files, in its own
+//! cgroup when cgroups are usable. The monitor waits for the command, then
+//! records its exit status in a file atomically, so an agent that was down
+//! when the container ended still learns the status.
+//!
+//! Files, all per container id:
+//! - `work_dir/.weft/containers/<cid>/`: the agent's private state —
+//!   `order.json` (the launch order), `pid` (pid, /proc start time, start
+//!   wall time), `kill` (a kill was requested, and with which status),
+//!   `end.json` (the end as reported), and `exit/exitcode`, written by the
+//!   monitor (`exit/` belongs to the container's user, who cannot touch
+//!   the rest, so no user can make the agent signal someone else's pid);
+//! - `work_dir/apps/<app>/<cid>/`: the container's working directory;
+//! - `log_dir/<app>/<cid>/{stdout,stderr}`: its output.
+//!
+//! When a container's main process ends, whatever it left behind in its
+//! process group or cgroup is killed: a container's resources end with it.
+//!
+//! Nothing here blocks for long: [`Executor::poll`] reaps and escalates
+//! kills without sleeping. Nothing from outside (orders, files in the work
+//! dir, /proc) can make it panic: a bad order becomes an ended container
+//! with a diagnostic, a bad file a log line.
+//!
+//! Restart: an agent killed with -9 and started again on the same work dir
+//! finds its containers in `.weft/containers` ([`Executor::open`]): ended
+//! ones are reported again, live ones (same pid *and* /proc start time, so
+//! a recycled pid is never mistaken for one) are adopted and watched.
+//!
+//! This file holds the executor's types and its public operations; the
+//! rest, one job each: `checks.rs` (a launch order's bounds),
+//! `launch.rs` (directories, identity, environment, mounts, spawning),
+//! `lifecycle.rs` (the container state machine: kill, reap, conclude),
+//! `records.rs` (the on-disk records and recovery), `process.rs` (/proc
+//! and waitpid).
+
+use std::collections::BTreeMap;
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
+use nix::unistd::{Gid, Pid, Uid, User};
+use serde::{Deserialize, Serialize};
+
+use super::cgroups::{Cgroups, ContainerCgroup};
+use super::removal::Remover;
+use super::{monitor, untrusted};
+use crate::protocol::node::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
+
+mod checks;
+mod launch;
+mod lifecycle;
+mod process;
+mod records;
+#[cfg(test)]
+mod tests;
+
+use checks::*;
+pub use launch::switch_identity;
+use launch::*;
+use process::*;
+use records::*;
+
+/// `yarn.nodemanager.sleep-delay-before-sigkill.ms`.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_millis(250);
+/// `yarn.nodemanager.container.stderr.tail.bytes`.
+pub const DEFAULT_STDERR_TAIL_BYTES: usize = 4096;
+/// `yarn.nodemanager.container-executor.exit-code-file.timeout-ms`: how long
+/// an adopted container's exit code may take to appear after its process.
+const EXIT_CODE_FILE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How the executor is set up (`weft agent`'s flags).
+#[derive(Debug, Clone)]
+pub struct ExecutorConfig {
+    /// Containers' working dirs and the agent's private state.
+    pub work_dir: PathBuf,
+    /// Containers' stdout and stderr.
+    pub log_dir: PathBuf,
+    pub run_as: RunAs,
+    /// SIGTERM → SIGKILL delay ([`DEFAULT_KILL_GRACE`]).
+    pub kill_grace: Duration,
+    /// How much of stderr a failed container's diagnostics carry
+    /// ([`DEFAULT_STDERR_TAIL_BYTES`]).
+    pub stderr_tail_bytes: usize,
+    /// The agent's parent cgroup directory name, e.g. "weft-agent-node1".
+    pub cgroup_name: String,
+    /// Processes and threads one container may have (0: no limit), where
+    /// the pids controller is usable.
+    pub pids_limit: u64,
+}
+
+/// Which Unix user a container runs as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunAs {
+    /// The agent's own user (YARN's DefaultContainerExecutor).
+    Agent,
+    /// The order's user, as container-executor.cfg's `banned.users` and
+    /// `min.user.id` allow (the agent must be root).
+    Submitter {
+        banned_users: Vec<String>,
+        min_user_id: u32,
+    },
+    /// One unprivileged user for every container, whoever submitted it
+    /// (the agent must be root): YARN's non-secure `local-user`.
+    LocalUser {
+        user: String,
+        banned_users: Vec<String>,
+        min_user_id: u32,
+    },
+}
+
+pub use super::logs::LogStream;
+
+/// A container running now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningContainer {
+    pub container_id: String,
+    /// Its process (and process group, and session) id.
+    pub pid: u32,
+    /// When it started, ms since the epoch.
+    pub started_ms: u64,
+}
+
+/// Why the executor cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecutorError {
+    /// The OS's reason is the source (anyhow prints it after the message).
+    #[error("the {role} {path} is not usable")]
+    Dir {
+        role: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Runs containers on this node; see the module docs.
+pub struct Executor {
+    settings: Settings,
+    containers: BTreeMap<String, Tracked>,
+    /// Ends detected and not yet returned by [`Executor::poll`].
+    unreported: Vec<ContainerEnd>,
+    /// Cgroups of ended containers that still held processes when they
+    /// ended; emptied and removed by later polls.
+    cgroups_to_remove: Vec<ContainerCgroup>,
+    /// Dirs of old containers being removed.
+    remover: Remover,
+}
+
+/// The file in a container's record saying its end was acknowledged, and
+/// when (its retention counts from then).
+const ACKNOWLEDGED: &str = "acknowledged";
+
+/// What does not change after [`Executor::open`].
+struct Settings {
+    config: ExecutorConfig,
+    layout: Layout,
+    cgroups: Result<Cgroups, String>,
+    /// Whether containers get their own /dev/shm and /tmp (see
+    /// [`monitor::PrivateMounts`]): if so, the agent's dirs beneath either
+    /// mount point, to be bound back in each container's view; if not, why.
+    private_mounts: Result<Vec<PathBuf>, String>,
+    /// USER and LOGNAME for containers run as the agent's user.
+    agent_user: String,
+}
+
+enum Tracked {
+    Running(Box<ContainerProcess>),
+    /// Ended and not yet forgotten: its end has been (or will be) reported.
+    Ended,
+}
+
+/// A running container's process, spawned by this agent or adopted from
+/// an earlier one.
+struct ContainerProcess {
+    container_id: String,
+    app_id: String,
+    memory_mb: u64,
+    pid: u32,
+    /// /proc/<pid>/stat field 22, which tells this process from a later one
+    /// with a recycled pid.
+    start_ticks: u64,
+    started_ms: u64,
+    /// Our child (its monitor was forked by this agent), so reaped with
+    /// waitpid; `false` when adopted, so watched through /proc.
+    ours: bool,
+    cgroup: Option<ContainerCgroup>,
+    kill: Option<KillState>,
+    /// When its main process was first seen gone.
+    ended_at: Option<Instant>,
+}
+
+struct KillState {
+    record: KillRecord,
+    requested_at: Instant,
+    /// SIGKILL sent (the grace is over).
+    escalated: bool,
+    /// The main process ended before the grace was over.
+    ended_within_grace: bool,
+}
+
+/// `kill` file: a kill was requested, so the end reports this status even
+/// across an agent restart.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct KillRecord {
+    exit_status: i32,
+    /// SIGKILL right away (the agent is stopping), no grace.
+    immediate: bool,
+}
+
+/// `pid` file.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct PidRecord {
+    pid: u32,
+    start_ticks: u64,
+    started_ms: u64,
+}
+
+/// Where a container's files are.
+struct Layout {
+    work_dir: PathBuf,
+    log_dir: PathBuf,
+    /// `work_dir/.weft/containers`.
+    private_root: PathBuf,
+}
+
+impl Layout {
+    fn private_dir(&self, container_id: &str) -> PathBuf {
+        self.private_root.join(container_id)
+    }
+    /// Reads the agent's record `name` of a container (see [`read_state`]).
+    fn read_state<T: for<'de> Deserialize<'de>>(
+        &self,
+        container_id: &str,
+        name: &str,
+    ) -> Option<T> {
+        read_state(&self.private_root, &Path::new(container_id).join(name))
+    }
+    /// The exit code file beneath [`Layout::private_root`]: the agent's,
+    /// written by the container's monitor through a descriptor (read as a
+    /// tenant's file all the same: under run-as = agent a container is the
+    /// agent's user).
+    fn exit_code_file(container_id: &str) -> PathBuf {
+        Path::new(container_id).join("exitcode")
+    }
+    fn container_work_dir(&self, app_id: &str, container_id: &str) -> PathBuf {
+        self.work_dir.join("apps").join(app_id).join(container_id)
+    }
+    fn container_log_dir(&self, app_id: &str, container_id: &str) -> PathBuf {
+        self.log_dir.join(app_id).join(container_id)
+    }
+}
+
+/// The names in `dir` (none if it cannot be read).
+fn read_dir_names(dir: &Path) -> Vec<String> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The Unix identity a container runs as.
+pub struct Identity {
+    name: String,
+    home: PathBuf,
+    /// uid, gid and supplementary groups to switch to; `None`: stay the agent.
+    switch_to: Option<(Uid, Gid, Vec<Gid>)>,
+}
+
+impl Identity {
+    /// The uid it switches to, if it is not the agent's.
+    pub fn uid(&self) -> Option<u32> {
+        self.switch_to.as_ref().map(|(uid, _, _)| uid.as_raw())
+    }
+}
+
+/// How a container's main process ended, as far as is known.
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    /// An exit code: the exit-code file's, or the wait status's.
+    Code(i32),
+    /// Ended by a signal before the monitor could record anything.
+    Signal(i32),
+    /// Not our child and no exit-code file.
+    Unknown,
+}
+
+impl Executor {
+    /// Creates and checks the dirs (a dir that cannot be used is an error
+    /// naming it), detects cgroups, and recovers the containers an earlier
+    /// agent left on this work dir (see the module docs).
+    pub fn open(config: ExecutorConfig) -> Result<Executor, ExecutorError> {
+        let work_dir = prepare_dir("work dir", &config.work_dir)?;
+        let log_dir = prepare_dir("log dir", &config.log_dir)?;
+        let private_root = work_dir.join(".weft").join("containers");
+        fs::create_dir_all(&private_root)
+            .and_then(|()| {
+                // The agent's alone: containers write nothing here (their
+                // monitors write exit codes through descriptors).
+                fs::set_permissions(work_dir.join(".weft"), fs::Permissions::from_mode(0o700))?;
+                fs::set_permissions(&private_root, fs::Permissions::from_mode(0o700))
+            })
+            .map_err(|source| ExecutorError::Dir {
+                role: "state dir",
+                path: private_root.clone(),
+                source,
+            })?;
+        if config.run_as != RunAs::Agent {
+            warn_unless_traversable(&work_dir);
+            warn_unless_traversable(&log_dir);
+        }
+        let cgroups = Cgroups::detect(&config.cgroup_name);
+        let private_mounts = plan_private_mounts(&[&work_dir, &log_dir]);
+        if let Err(reason) = &private_mounts {
+            tracing::warn!(%reason, "containers share this machine's /dev/shm and /tmp");
+        }
+        match &cgroups {
+            Ok(cgroups) => tracing::info!(isolation = %cgroups.describe(), "container isolation"),
+            Err(reason) => {
+                tracing::warn!(%reason, "cgroups unusable; containers run in process groups only")
+            }
+        }
+        let agent_user = match User::from_uid(Uid::current()) {
+            Ok(Some(user)) => user.name,
+            _ => Uid::current().to_string(),
+        };
+        let mut executor = Executor {
+            settings: Settings {
+                config,
+                layout: Layout {
+                    work_dir,
+                    log_dir,
+                    private_root,
+                },
+                cgroups,
+                private_mounts,
+                agent_user,
+            },
+            containers: BTreeMap::new(),
+            unreported: Vec::new(),
+            cgroups_to_remove: Vec::new(),
+            remover: Remover::default(),
+        };
+        executor.recover()?;
+        Ok(executor)
+    }
+
+    /// What isolation containers get, for people and the node report.
+    pub fn isolation(&self) -> String {
+        let processes = match &self.settings.cgroups {
+            Ok(cgroups) => cgroups.describe(),
+            Err(reason) => format!("process groups only: {reason}"),
+        };
+        match &self.settings.private_mounts {
+            Ok(_) => format!("{processes}; private /dev/shm and /tmp, own pid and IPC namespaces"),
+            Err(reason) => format!("{processes}; /dev/shm and /tmp shared: {reason}"),
+        }
+    }
+
+    /// Whether each container gets its own /dev/shm and /tmp.
+    pub fn has_private_mounts(&self) -> bool {
+        self.settings.private_mounts.is_ok()
+    }
+
+    pub fn has_cgroups(&self) -> bool {
+        self.settings.cgroups.is_ok()
+    }
+
+    /// Launches a container. Idempotent: a container id already known
+    /// (running, or ended and not forgotten) is a no-op. A container that
+    /// cannot be launched becomes an ended container (INVALID) with a
+    /// diagnostic, reported by [`Executor::poll`].
+    pub fn launch(&mut self, order: &LaunchOrder) {
+        let container_id = &order.container_id;
+        if self.containers.contains_key(container_id) {
+            return;
+        }
+        match self.settings.start(order) {
+            Ok(process) => {
+                tracing::info!(container = %container_id, pid = process.pid, "container launched");
+                self.containers
+                    .insert(container_id.clone(), Tracked::Running(Box::new(process)));
+            }
+            Err(diagnostics) => {
+                tracing::warn!(container = %shorten(container_id), %diagnostics, "container not launched");
+                let end = ContainerEnd {
+                    container_id: container_id.clone(),
+                    exit_status: exit_status::INVALID,
+                    diagnostics,
+                    finished_ms: now_ms(),
+                    started_ms: None,
+                };
+                self.record_end(end);
+            }
+        }
+    }
+
+    /// SIGTERM to the container's process group now, SIGKILL to the group
+    /// and everything in its cgroup once the kill grace has passed (by a
+    /// later [`Executor::poll`]). Its end reports `exit_status`. A second
+    /// kill keeps the first one's status. Unknown or ended: no-op.
+    pub fn kill(&mut self, container_id: &str, exit_status: i32) {
+        let Some(Tracked::Running(process)) = self.containers.get_mut(container_id) else {
+            return;
+        };
+        if process.kill.is_some() {
+            return;
+        }
+        let record = KillRecord {
+            exit_status,
+            immediate: false,
+        };
+        self.settings.start_kill(process, record, Instant::now());
+    }
+
+    /// Reaps, escalates kills past their grace, detects ends; returns the
+    /// containers that ended since the last call (each once per agent
+    /// process; after a restart, recovered ends are returned again).
+    pub fn poll(&mut self) -> Vec<ContainerEnd> {
+        self.advance(Instant::now());
+        self.remover.poll();
+        std::mem::take(&mut self.unreported)
+    }
+
+    /// Containers running now.
+    pub fn running(&self) -> Vec<RunningContainer> {
+        self.containers
+            .values()
+            .filter_map(|tracked| match tracked {
+                Tracked::Running(process) => Some(RunningContainer {
+                    container_id: process.container_id.clone(),
+                    pid: process.pid,
+                    started_ms: process.started_ms,
+                }),
+                Tracked::Ended => None,
+            })
+            .collect()
+    }
+
+    /// The server acknowledged this container's end: drops its private
+    /// state (its logs and work dir stay). A running container is not
+    /// forgotten.
+    pub fn forget(&mut self, container_id: &str) {
+        match self.containers.get(container_id) {
+            Some(Tracked::Ended) => {}
+            Some(Tracked::Running(_)) => {
+                tracing::warn!(container = %container_id, "not forgetting a running container");
+                return;
+            }
+            None => return,
+        }
+        self.containers.remove(container_id);
+        self.unreported
+            .retain(|end| end.container_id != container_id);
+        if check_id("container id", container_id).is_ok() {
+            // The agent's own record of when: the retention of its logs and
+            // working dir counts from here (not from their times, which
+            // the container can set).
+            let marker = self
+                .settings
+                .layout
+                .private_dir(container_id)
+                .join(ACKNOWLEDGED);
+            if let Err(error) = write_json_atomically(&marker, &now_ms()) {
+                tracing::warn!(file = %marker.display(), %error, "cannot record that a container's end was acknowledged");
+            }
+        }
+    }
+
+    /// Removes the log and working dirs (and the agent's record) of
+    /// containers whose end was acknowledged more than `retain` ago (YARN's
+    /// `yarn.nodemanager.log.retain-seconds`), as the agent recorded it;
+    /// and log dirs no record speaks for (an older agent's) last written
+    /// more than `retain` ago. Trees go in the background
+    /// ([`super::removal`]). Returns how many containers' dirs go.
+    pub fn sweep(&mut self, retain: Duration) -> usize {
+        let Some(cutoff) = SystemTime::now().checked_sub(retain) else {
+            return 0;
+        };
+        let mut removed = 0;
+        let layout = &self.settings.layout;
+        for container in read_dir_names(&layout.private_root) {
+            if self.containers.contains_key(&container)
+                || check_id("container id", &container).is_err()
+            {
+                continue;
+            }
+            let private_dir = layout.private_dir(&container);
+            let acknowledged = fs::symlink_metadata(private_dir.join(ACKNOWLEDGED))
+                .and_then(|m| m.modified())
+                .ok();
+            if acknowledged.is_none_or(|at| at > cutoff) {
+                continue;
+            }
+            let app = layout
+                .read_state::<LaunchOrder>(&container, "order.json")
+                .map(|order| order.app_id)
+                .filter(|app| check_id("app id", app).is_ok());
+            if let Some(app) = app {
+                self.remover
+                    .remove(layout.container_log_dir(&app, &container));
+                self.remover
+                    .remove(layout.container_work_dir(&app, &container));
+            }
+            self.remover.remove(private_dir);
+            removed += 1;
+        }
+        for app in read_dir_names(&layout.log_dir) {
+            let app_dir = layout.log_dir.join(&app);
+            for container in read_dir_names(&app_dir) {
+                if self.containers.contains_key(&container)
+                    || check_id("container id", &container).is_err()
+                    || check_id("app id", &app).is_err()
+                    || layout.private_dir(&container).exists()
+                {
+                    continue;
+                }
+                let log_dir = layout.container_log_dir(&app, &container);
+                let last_written = [
+                    log_dir.clone(),
+                    log_dir.join("stdout"),
+                    log_dir.join("stderr"),
+                ]
+                .iter()
+                // Not followed: a link to a busy file must not keep logs forever.
+                .filter_map(|path| fs::symlink_metadata(path).and_then(|m| m.modified()).ok())
+                .max();
+                if last_written.is_none_or(|at| at > cutoff) {
+                    continue;
+                }
+                self.remover.remove(log_dir);
+                self.remover
+                    .remove(layout.container_work_dir(&app, &container));
+                removed += 1;
+            }
+            // An app's dirs go once they hold no container (fails while not empty).
+            let _ = fs::remove_dir(&app_dir);
+            let _ = fs::remove_dir(layout.work_dir.join("apps").join(&app));
+        }
+        removed
+    }
+
+    /// A container's stdout or stderr, if the container is or was on this
+    /// work dir (also after [`Executor::forget`]). Ids that are not plain
+    /// names give `None`, so no path can leave the log dir.
+    pub fn log_path(&self, app_id: &str, container_id: &str, stream: LogStream) -> Option<PathBuf> {
+        let path =
+            self.settings
+                .layout
+                .log_dir
+                .join(super::logs::log_file(app_id, container_id, stream)?);
+        path.parent().is_some_and(Path::is_dir).then_some(path)
+    }
+
+    /// SIGKILLs every running container (groups and cgroups) and waits up
+    /// to a second for them to end; their ends (ABORTED) are returned by
+    /// the next [`Executor::poll`]. For tests and `--kill-on-exit`.
+    pub fn kill_all_now(&mut self) {
+        let now = Instant::now();
+        for tracked in self.containers.values_mut() {
+            if let Tracked::Running(process) = tracked {
+                let record = match process.kill {
+                    Some(KillState { record, .. }) => KillRecord {
+                        immediate: true,
+                        ..record
+                    },
+                    None => KillRecord {
+                        exit_status: exit_status::ABORTED,
+                        immediate: true,
+                    },
+                };
+                process.kill = None;
+                self.settings.start_kill(process, record, now);
+            }
+        }
+        let deadline = now + Duration::from_secs(1);
+        loop {
+            self.advance(Instant::now());
+            let running = self
+                .containers
+                .values()
+                .any(|t| matches!(t, Tracked::Running(_)));
+            if (!running && self.cgroups_to_remove.is_empty()) || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Executor {
+    /// Leaves containers running (a restarted agent adopts them). Only
+    /// finishes removing the cgroups of ended containers (waiting briefly
+    /// for their last processes to exit) and the agent's parent cgroups if
+    /// they are empty.
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_millis(250);
+        loop {
+            self.cgroups_to_remove.retain(|cgroup| {
+                cgroup.kill_all();
+                cgroup.remove().is_err()
+            });
+            if self.cgroups_to_remove.is_empty() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if let Ok(cgroups) = &self.settings.cgroups {
+            cgroups.remove_parents_if_empty();
+        }
+    }
+}
