@@ -1,0 +1,275 @@
+use super::*;
+
+fn scenario(text: &str) -> Scenario {
+    toml::from_str(text).unwrap()
+}
+
+/// The summary with the parts jumping may change taken out: the
+/// utilization samples (returned apart) and the policies' call counts
+/// and times.
+fn run_both(text: &str) -> (serde_json::Value, serde_json::Value) {
+    let scenario = scenario(text);
+    // Compiled policies go to a directory of this run, not the user's cache.
+    let cache = tempfile::tempdir().unwrap();
+    let overrides = [format!(
+        "weft.policy.compile-cache-dir={}",
+        cache.path().display()
+    )];
+    let mut summaries = [true, false].map(|jump| {
+        let summary = simulate(&scenario, Path::new("."), &overrides, &|_, _| {}, jump).unwrap();
+        serde_json::to_value(summary).unwrap()
+    });
+    for summary in &mut summaries {
+        summary.as_object_mut().unwrap().remove("policies");
+    }
+    let [jumped, stepped] = summaries;
+    (jumped, stepped)
+}
+
+/// Jumping gives the summary stepping gives, but for the utilization
+/// samples of idle stretches, which are all zero.
+fn assert_same_but_idle_samples(text: &str) {
+    let (mut jumped, mut stepped) = run_both(text);
+    let take = |summary: &mut serde_json::Value| {
+        summary
+            .as_object_mut()
+            .unwrap()
+            .remove("utilization")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let (jumped_samples, stepped_samples) = (take(&mut jumped), take(&mut stepped));
+    assert_eq!(jumped, stepped);
+    assert!(jumped_samples.len() < stepped_samples.len() / 10);
+    for sample in &stepped_samples {
+        let idle = ["memory", "vcores", "gpus"]
+            .iter()
+            .all(|r| sample[r] == 0.0);
+        assert!(
+            idle || jumped_samples.contains(sample),
+            "a busy sample was left out: {sample}"
+        );
+    }
+    for sample in &jumped_samples {
+        assert!(stepped_samples.contains(sample), "{sample}");
+    }
+}
+
+const SETTINGS: &str = r#"
+[settings]
+"yarn.resourcemanager.quota.variable.price.enabled" = "true"
+"yarn.resourcemanager.quota.multiplicator.interval" = "15000"
+"yarn.resourcemanager.quota.scheduling.period" = "7000"
+"#;
+
+#[test]
+fn jumping_over_idle_time_gives_the_summary_stepping_gives() {
+    // Idle hours between apps; one app's containers end at different
+    // times (rounds jump from end to end); observations while idle.
+    // c's containers, placed at 7201 s, end at 7203 s, when QUOTA_COMPUTE
+    // fires: the round that ends them must come first, as when stepping.
+    assert_same_but_idle_samples(&format!(
+        r#"
+observe_at_ms = [5000, 100000, 3600000, 3000500, 9000000]
+{SETTINGS}
+[[nodes]]
+count = 2
+memory_mb = 4096
+vcores = 4
+[[apps]]
+submit_ms = 0
+user = "a"
+project = "p"
+asks = [{{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 20000 }}]
+[[apps]]
+submit_ms = 3000000
+user = "b"
+project = "q"
+asks = [{{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 7500 }}, {{ count = 1, memory_mb = 2048, vcores = 2, duration_ms = 123456 }}]
+[[apps]]
+submit_ms = 7200001
+user = "c"
+project = "q"
+asks = [{{ count = 8, memory_mb = 1024, vcores = 1, duration_ms = 2000 }}]
+"#
+    ));
+}
+
+#[test]
+fn jumping_waits_for_reservations_as_stepping_does() {
+    // A reserved app waits idle for its reservation, placed as late as
+    // it can be, then runs; a later app waits for nothing.
+    assert_same_but_idle_samples(&format!(
+        r#"
+observe_at_ms = [4600000, 5000000]
+{SETTINGS}
+[[nodes]]
+count = 2
+memory_mb = 4096
+vcores = 4
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "default,dedicated"
+"yarn.scheduler.capacity.root.default.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.reservable" = "true"
+[[reservations]]
+name = "r"
+submit_ms = 4000000
+user = "alice"
+queue = "dedicated"
+arrival_ms = 4000000
+deadline_ms = 6000000
+requests = [{{ count = 2, memory_mb = 1024, vcores = 1, duration_ms = 100000 }}]
+[[apps]]
+submit_ms = 0
+user = "a"
+project = "p"
+asks = [{{ count = 4, memory_mb = 1024, vcores = 1, duration_ms = 20000 }}]
+[[apps]]
+submit_ms = 4100000
+user = "alice"
+queue = "dedicated"
+reservation = "r"
+project = "p"
+asks = [{{ count = 2, memory_mb = 1024, vcores = 1, duration_ms = 90000 }}]
+[[apps]]
+submit_ms = 8000000
+user = "b"
+project = "q"
+asks = [{{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 7500 }}]
+"#
+    ));
+}
+
+#[test]
+fn a_run_with_an_end_stops_there_even_with_apps_no_round_places() {
+    // "stuck" asks for more than queue b may ever have; the run stops
+    // at end_ms, as stepping stops, with the app pending.
+    let text = format!(
+        r#"
+end_ms = 1234567
+observe_at_ms = [1000000]
+{SETTINGS}
+[[nodes]]
+count = 2
+memory_mb = 4096
+vcores = 4
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,b"
+"yarn.scheduler.capacity.root.a.capacity" = "90"
+"yarn.scheduler.capacity.root.b.capacity" = "10"
+"yarn.scheduler.capacity.root.b.maximum-capacity" = "10"
+[[apps]]
+submit_ms = 0
+user = "u"
+queue = "a"
+project = "p"
+asks = [{{ count = 2, memory_mb = 1024, vcores = 1, duration_ms = 100000 }}]
+[[apps]]
+submit_ms = 5000
+name = "stuck"
+user = "u"
+queue = "b"
+asks = [{{ count = 1, memory_mb = 2048, vcores = 1, duration_ms = 1000 }}]
+"#
+    );
+    assert_same_but_idle_samples(&text);
+    let (jumped, _) = run_both(&text);
+    // The last firing by the end: the scheduling round at 1234000 ms.
+    assert_eq!(jumped["end_ms"], 1_234_000);
+    assert_eq!(
+        jumped["observations"][0]["pending_apps"][0]["id"],
+        "application_0_0002"
+    );
+    // Without the end it cannot finish, and says which app waits.
+    let error = run(
+        &scenario(&text.replace("end_ms = 1234567", "")),
+        Path::new("."),
+        &[],
+        &|_, _| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("the run cannot finish"), "{error}");
+    assert!(
+        error.contains(r#"application_0_0002 ("stuck", queue b"#),
+        "{error}"
+    );
+}
+
+#[test]
+fn timers_skip_on_their_phase_and_never_back() {
+    let mut every = Every::starting_at(0, 1000);
+    every.skip_to(Some(0));
+    assert_eq!(every.next, Some(1000), "first at one period");
+    every.skip_to(Some(2500));
+    assert_eq!(every.next, Some(3000));
+    every.skip_to(Some(2000));
+    assert_eq!(every.next, Some(3000), "never back");
+    assert!(!every.due(2999) && every.due(3000));
+    assert_eq!(every.next, Some(4000));
+    every.skip_to(Some(u64::MAX));
+    assert_eq!(every.next, Some(u64::MAX), "saturates, no overflow");
+    every.skip_to(None);
+    assert_eq!(every.next, None);
+    assert!(!every.due(u64::MAX));
+    let timers = Timers {
+        scheduling: Every::starting_at(0, 1000),
+        quota: Every::starting_at(0, 7000),
+        multiplicator: Every::starting_at(0, 15000),
+    };
+    assert_eq!(timers.last_firing_by(1_234_567), 1_234_000);
+    assert_eq!(timers.last_firing_by(999), 0);
+}
+
+#[test]
+fn reservation_boundaries_repeat_with_their_period() {
+    let one_off = Placed {
+        allocations: vec![(100, 200), (300, 400)],
+        period_ms: None,
+    };
+    assert_eq!(one_off.next_boundary(0), Some(100));
+    assert_eq!(one_off.next_boundary(200), Some(300));
+    assert_eq!(one_off.next_boundary(400), None);
+    assert_eq!(one_off.last_one_off_boundary(350), Some(300));
+    let recurring = Placed {
+        allocations: vec![(100, 200)],
+        period_ms: Some(1000),
+    };
+    assert_eq!(recurring.next_boundary(150), Some(200));
+    assert_eq!(recurring.next_boundary(200), Some(1100));
+    assert_eq!(recurring.next_boundary(5150), Some(5200));
+    assert_eq!(recurring.next_boundary(u64::MAX - 10), None, "no overflow");
+    assert_eq!(recurring.last_one_off_boundary(5000), None);
+}
+
+#[test]
+fn recurring_reservations_are_waited_for_one_whole_cycle() {
+    let placed = [
+        Placed {
+            allocations: vec![(0, 500)],
+            period_ms: Some(2000),
+        },
+        Placed {
+            allocations: vec![(0, 1000)],
+            period_ms: Some(3000),
+        },
+    ];
+    // Together they repeat every 6000 ms.
+    assert_eq!(next_boundary(&placed, 5999, 0), Some(6000));
+    assert_eq!(next_boundary(&placed, 6000, 0), None);
+    assert_eq!(next_boundary(&placed, 6000, 100), Some(6500));
+    // A one-off reservation ahead is always waited for, and one that
+    // has passed starts the cycle anew.
+    let [a, b] = placed;
+    let one_off = Placed {
+        allocations: vec![(9000, 9500)],
+        period_ms: None,
+    };
+    let with_one_off = [a, b, one_off];
+    assert_eq!(next_boundary(&with_one_off, 8000, 0), Some(9000));
+    assert_eq!(next_boundary(&with_one_off, 10_000, 0), Some(10_500));
+    assert_eq!(lcm(u64::MAX, u64::MAX - 1), None);
+}
