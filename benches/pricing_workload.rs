@@ -14,12 +14,12 @@ const VCORES_CYCLE: usize = 4; // 1..=4 vcores
 const GPU_EVERY: usize = 7;
 
 /// One workload in both shapes: the host's WIT record and the policy crate's.
-pub struct Workload {
+pub(crate) struct Workload {
     pub wit: Usage,
     pub native: weft_policy::pricing::Usage,
 }
 
-pub fn workload(n: usize) -> Workload {
+pub(crate) fn workload(n: usize) -> Workload {
     let seconds: Vec<f64> = (0..n).map(|i| 1.0 + (i % SECONDS_CYCLE) as f64).collect();
     let memory_mb: Vec<u64> = (0..n)
         .map(|i| MEMORY_UNIT_MB * (1 + (i % MEMORY_CYCLE) as u64))

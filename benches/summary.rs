@@ -8,7 +8,7 @@ use std::time::SystemTime;
 /// Criterion's results directory; pass it to `Criterion::output_directory`
 /// so the bench and this reader agree: `$CRITERION_HOME`, else
 /// `$CARGO_TARGET_DIR/criterion`, else the workspace's `target/criterion`.
-pub fn criterion_dir() -> PathBuf {
+pub(crate) fn criterion_dir() -> PathBuf {
     if let Some(home) = std::env::var_os("CRITERION_HOME") {
         return home.into();
     }
@@ -21,19 +21,19 @@ pub fn criterion_dir() -> PathBuf {
 /// Results of this process only: files older than `started` are from an
 /// earlier run (or from a bench this run filtered out) and are ignored.
 #[derive(Debug)]
-pub struct Results {
+pub(crate) struct Results {
     dir: PathBuf,
     started: SystemTime,
 }
 
 impl Results {
-    pub fn new(dir: PathBuf, started: SystemTime) -> Results {
+    pub(crate) fn new(dir: PathBuf, started: SystemTime) -> Results {
         Results { dir, started }
     }
 
     /// The median, in nanoseconds per iteration, of the bench whose full id
     /// is `group/id…/param` (each part as given to criterion).
-    pub fn median_ns(&self, parts: &[&str]) -> Option<f64> {
+    pub(crate) fn median_ns(&self, parts: &[&str]) -> Option<f64> {
         let mut file = self.dir.clone();
         for part in parts {
             // criterion's own escaping of ids into directory names
@@ -51,7 +51,7 @@ impl Results {
 }
 
 /// `1234567.0` ns as `1.23 ms`, and so on.
-pub fn duration(ns: f64) -> String {
+pub(crate) fn duration(ns: f64) -> String {
     match ns {
         ns if ns >= 1e6 => format!("{:.2} ms", ns / 1e6),
         ns if ns >= 1e3 => format!("{:.2} µs", ns / 1e3),

@@ -74,7 +74,7 @@ fn main() {
     let artifacts = target_dir.join(WASM_TARGET).join(PROFILE);
     let mut builtins = String::from(
         "/// The bundled policies: (name, component bytes), named `builtin:NAME`.\n\
-         pub const BUILTINS: &[(&str, &[u8])] = &[\n",
+         pub(super) const BUILTINS: &[(&str, &[u8])] = &[\n",
     );
     for name in &bundled {
         let wasm = copy_artifact(&artifacts, name, &out_dir);

@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use weft_host::store::local_postgres::LocalPostgres;
 
-pub const WEFT: &str = env!("CARGO_BIN_EXE_weft");
-pub const FAULTY_PRICING: &str = env!("WEFT_GUEST_FAULTY_PRICING");
-pub const FAULTY_SCHEDULING: &str = env!("WEFT_GUEST_FAULTY_SCHEDULING");
-pub const CLOCK_PRICING: &str = env!("WEFT_GUEST_CLOCK_PRICING");
+pub(crate) const WEFT: &str = env!("CARGO_BIN_EXE_weft");
+pub(crate) const FAULTY_PRICING: &str = env!("WEFT_GUEST_FAULTY_PRICING");
+pub(crate) const FAULTY_SCHEDULING: &str = env!("WEFT_GUEST_FAULTY_SCHEDULING");
+pub(crate) const CLOCK_PRICING: &str = env!("WEFT_GUEST_CLOCK_PRICING");
 
 /// Where the tests' offline commands (and in-process runtimes) keep
 /// compiled policies: under the build's target directory, never the
 /// user's own cache, and shared by the suite's runs.
-pub fn compile_cache_dir() -> std::path::PathBuf {
+pub(crate) fn compile_cache_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("weft")
         .join("compiled")
@@ -26,7 +26,7 @@ pub fn compile_cache_dir() -> std::path::PathBuf {
 /// A temporary directory containers see as the test does: beneath the
 /// build's target dir, not /tmp, which each container has a private one
 /// of (agents mount a tmpfs over it in the container's own namespace).
-pub fn shared_tempdir() -> tempfile::TempDir {
+pub(crate) fn shared_tempdir() -> tempfile::TempDir {
     let parent = Path::new(env!("CARGO_TARGET_TMPDIR")).join("shared");
     std::fs::create_dir_all(&parent).unwrap();
     tempfile::tempdir_in(parent).unwrap()
@@ -34,7 +34,7 @@ pub fn shared_tempdir() -> tempfile::TempDir {
 
 /// Default settings, with compiled policies kept in [`compile_cache_dir`]:
 /// for runtimes the tests build in-process.
-pub fn default_settings() -> weft_host::config::Settings {
+pub(crate) fn default_settings() -> weft_host::config::Settings {
     let mut settings = weft_host::config::Settings::default();
     settings.policies.compile_cache_dir = Some(compile_cache_dir());
     settings
@@ -43,7 +43,7 @@ pub fn default_settings() -> weft_host::config::Settings {
 /// The `weft` binary the tests run: this build's, or the one
 /// `WEFT_TEST_BINARY` names (to run the suite against another build, say a
 /// release binary or the one before a fix).
-pub fn weft_binary() -> std::path::PathBuf {
+pub(crate) fn weft_binary() -> std::path::PathBuf {
     std::env::var_os("WEFT_TEST_BINARY")
         .filter(|path| !path.is_empty())
         .map_or_else(|| WEFT.into(), Into::into)
@@ -51,14 +51,14 @@ pub fn weft_binary() -> std::path::PathBuf {
 
 /// The `weft` binary as a command whose per-user cache is the tests'
 /// (`XDG_CACHE_HOME`): see [`compile_cache_dir`].
-pub fn weft_command() -> Command {
+pub(crate) fn weft_command() -> Command {
     let mut command = Command::new(weft_binary());
     command.env("XDG_CACHE_HOME", Path::new(env!("CARGO_TARGET_TMPDIR")));
     command
 }
 
 /// Runs `weft ARGS` to completion.
-pub fn weft(args: &[&str]) -> Output {
+pub(crate) fn weft(args: &[&str]) -> Output {
     weft_command()
         .args(args)
         .output()
@@ -66,7 +66,7 @@ pub fn weft(args: &[&str]) -> Output {
 }
 
 /// Runs `weft ARGS`, which must succeed; its standard output.
-pub fn weft_stdout(args: &[&str]) -> String {
+pub(crate) fn weft_stdout(args: &[&str]) -> String {
     let output = weft(args);
     assert!(
         output.status.success(),
@@ -79,7 +79,7 @@ pub fn weft_stdout(args: &[&str]) -> String {
 /// Runs `weft ARGS` to completion, or kills it and fails the test after
 /// `limit`: for runs that must finish, so a regression fails rather than
 /// hangs the suite. Not a timing assertion: give it a generous limit.
-pub fn weft_within(args: &[&str], limit: Duration) -> Output {
+pub(crate) fn weft_within(args: &[&str], limit: Duration) -> Output {
     let child = weft_command()
         .args(args)
         .stdout(Stdio::piped())
@@ -99,7 +99,7 @@ pub fn weft_within(args: &[&str], limit: Duration) -> Output {
 }
 
 /// A `weft serve` running on a free port with its own data directory.
-pub struct Server {
+pub(crate) struct Server {
     child: Child,
     pub base: String,
     _dir: Option<tempfile::TempDir>,
@@ -108,7 +108,7 @@ pub struct Server {
 
 impl Server {
     /// Starts a server with `extra` arguments, in a fresh data directory.
-    pub fn start(extra: &[&str]) -> Server {
+    pub(crate) fn start(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let data_dir = dir.path().join("data");
         let mut server = Server::start_in(&data_dir, extra);
@@ -117,21 +117,25 @@ impl Server {
     }
 
     /// Starts a server on `data_dir` (which outlives it: for restarts).
-    pub fn start_in(data_dir: &Path, extra: &[&str]) -> Server {
+    pub(crate) fn start_in(data_dir: &Path, extra: &[&str]) -> Server {
         Server::start_logging(data_dir, extra, None)
     }
 
     /// As `start_in`, its log (stderr) written to `log` if given. Without
     /// `--sim-nodes` the server runs no local agent: the tests register
     /// their own nodes (see `start_with_local_agent`).
-    pub fn start_logging(data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
+    pub(crate) fn start_logging(data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
         let no_agent = (!extra.contains(&"--sim-nodes")).then_some("--no-local-agent");
         let extra: Vec<&str> = extra.iter().copied().chain(no_agent).collect();
         Server::launch(data_dir, &extra, log)
     }
 
     /// A server with its local agent, which runs real processes.
-    pub fn start_with_local_agent(data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
+    pub(crate) fn start_with_local_agent(
+        data_dir: &Path,
+        extra: &[&str],
+        log: Option<&Path>,
+    ) -> Server {
         Server::launch(data_dir, extra, log)
     }
 
@@ -142,7 +146,12 @@ impl Server {
     /// A server without a local agent listening on `listen` (a restarted
     /// server must be where its agents look for it), its log appended to
     /// `log` if given.
-    pub fn start_at(listen: &str, data_dir: &Path, extra: &[&str], log: Option<&Path>) -> Server {
+    pub(crate) fn start_at(
+        listen: &str,
+        data_dir: &Path,
+        extra: &[&str],
+        log: Option<&Path>,
+    ) -> Server {
         let extra: Vec<&str> = extra.iter().copied().chain(["--no-local-agent"]).collect();
         Server::launch_at(listen, data_dir, &extra, log)
     }
@@ -192,13 +201,13 @@ impl Server {
         }
     }
 
-    pub fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn get(&self, path: &str) -> (u16, Value) {
         let response = self.agent.get(&format!("{}{path}", self.base)).call();
         read(path, response)
     }
 
     /// GETs `path` as `user` (the X-Weft-User header).
-    pub fn get_as(&self, path: &str, user: Option<&str>) -> (u16, Value) {
+    pub(crate) fn get_as(&self, path: &str, user: Option<&str>) -> (u16, Value) {
         let mut request = self.agent.get(&format!("{}{path}", self.base));
         if let Some(user) = user {
             request = request.header("X-Weft-User", user);
@@ -206,12 +215,17 @@ impl Server {
         read(path, request.call())
     }
 
-    pub fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
+    pub(crate) fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
         self.post_json_as(path, body, None)
     }
 
     /// POSTs `body` as `user` (the X-Weft-User header), or as nobody in particular.
-    pub fn post_json_as(&self, path: &str, body: &Value, user: Option<&str>) -> (u16, Value) {
+    pub(crate) fn post_json_as(
+        &self,
+        path: &str,
+        body: &Value,
+        user: Option<&str>,
+    ) -> (u16, Value) {
         let mut request = self.agent.post(&format!("{}{path}", self.base));
         if let Some(user) = user {
             request = request.header("X-Weft-User", user);
@@ -219,7 +233,7 @@ impl Server {
         read(path, request.send_json(body))
     }
 
-    pub fn post(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn post(&self, path: &str) -> (u16, Value) {
         let response = self
             .agent
             .post(&format!("{}{path}", self.base))
@@ -228,7 +242,7 @@ impl Server {
     }
 
     /// Any request, with `headers`, and a body unless it is None.
-    pub fn request(
+    pub(crate) fn request(
         &self,
         method: &str,
         path: &str,
@@ -247,20 +261,20 @@ impl Server {
         read(path, response)
     }
 
-    pub fn put(&self, path: &str, body: &[u8]) -> (u16, Value) {
+    pub(crate) fn put(&self, path: &str, body: &[u8]) -> (u16, Value) {
         let response = self.agent.put(&format!("{}{path}", self.base)).send(body);
         read(path, response)
     }
 
     /// The Prometheus text at /metrics.
-    pub fn metrics(&self) -> String {
+    pub(crate) fn metrics(&self) -> String {
         let (status, body) = self.get("/metrics");
         assert_eq!(status, 200, "{body}");
         body.as_str().expect("metrics are text").to_string()
     }
 
     /// Submits a one-container app to `queue` as `user`; returns its id.
-    pub fn submit_to(&self, queue: &str, user: &str) -> String {
+    pub(crate) fn submit_to(&self, queue: &str, user: &str) -> String {
         let (status, body) = self.post_json(
             "/ws/v1/cluster/apps",
             &serde_json::json!({
@@ -273,7 +287,7 @@ impl Server {
     }
 
     /// Submits a one-container app of `duration_ms` to `queue`; returns its id.
-    pub fn submit_to_for(&self, queue: &str, duration_ms: u64) -> String {
+    pub(crate) fn submit_to_for(&self, queue: &str, duration_ms: u64) -> String {
         let (status, body) = self.post_json(
             "/ws/v1/cluster/apps",
             &serde_json::json!({
@@ -286,7 +300,7 @@ impl Server {
     }
 
     /// Submits an app of `count` containers of 1 GB, 1 vcore for `duration_ms`.
-    pub fn submit(&self, project: &str, count: u32, duration_ms: u64) -> String {
+    pub(crate) fn submit(&self, project: &str, count: u32, duration_ms: u64) -> String {
         let (status, body) = self.post_json(
             "/ws/v1/cluster/apps",
             &serde_json::json!({
@@ -299,7 +313,7 @@ impl Server {
     }
 
     /// Polls `path` until `done` holds for its body, or panics after 30 s.
-    pub fn wait_for(&self, path: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_for(&self, path: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
         let started = Instant::now();
         loop {
             let (_, body) = self.get(path);
@@ -315,7 +329,7 @@ impl Server {
     }
 
     /// SIGINT: a clean stop. Waits for the process to exit.
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-INT", &pid]).status().unwrap();
         let status = self.child.wait().unwrap();
@@ -326,12 +340,12 @@ impl Server {
     }
 
     /// The server's pid (to signal it).
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// SIGKILL: no chance to clean up.
-    pub fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
@@ -347,7 +361,7 @@ impl Drop for Server {
 
 /// Stops `child` as a person would: SIGCONT (a stopped process takes no
 /// SIGINT), SIGINT, and SIGKILL if it has not exited after 5 s.
-pub fn stop_gently(child: &mut Child) {
+pub(crate) fn stop_gently(child: &mut Child) {
     if let Ok(None) = child.try_wait() {
         let pid = child.id().to_string();
         let _ = Command::new("kill").args(["-CONT", &pid]).status();
@@ -363,11 +377,11 @@ pub fn stop_gently(child: &mut Child) {
 
 /// A process a test started (a `weft agent`), stopped gently when dropped,
 /// so a test that fails leaves nothing running.
-pub struct Stoppable(pub Child);
+pub(crate) struct Stoppable(pub Child);
 
 impl Stoppable {
     /// Sends `signal` (a name: STOP, CONT, …) to it.
-    pub fn signal(&self, signal: &str) {
+    pub(crate) fn signal(&self, signal: &str) {
         let pid = self.0.id().to_string();
         let status = Command::new("kill")
             .args([&format!("-{signal}"), &pid])
@@ -377,7 +391,7 @@ impl Stoppable {
     }
 
     /// kill -9: it dies at once, with no chance to clean up.
-    pub fn kill_9(&mut self) {
+    pub(crate) fn kill_9(&mut self) {
         self.0.kill().unwrap();
         self.0.wait().unwrap();
     }
@@ -404,7 +418,7 @@ fn read(
 
 /// A standalone `weft agent` (node `agent-1`, offering `resources`) for the
 /// server(s) at `base`, its work and log dirs under `work`.
-pub fn start_agent(base: &str, work: &Path, resources: &str) -> Stoppable {
+pub(crate) fn start_agent(base: &str, work: &Path, resources: &str) -> Stoppable {
     let child = weft_command()
         .args(["agent", "--server", base, "--node-id", "agent-1"])
         .args(["--resources", resources])
@@ -420,7 +434,7 @@ pub fn start_agent(base: &str, work: &Path, resources: &str) -> Stoppable {
 }
 
 /// Whether process `pid` runs (a zombie counts as gone).
-pub fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     // A zombie has no more to kill: count it as gone.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|stat| {
@@ -436,7 +450,7 @@ pub fn alive(pid: u32) -> bool {
 
 /// The host's pid of the process a container wrote to `path` as
 /// `"$CONTAINER_ID $$"`, once it has (see [`host_pid`]).
-pub fn read_pid(path: &Path) -> Option<u32> {
+pub(crate) fn read_pid(path: &Path) -> Option<u32> {
     let text = std::fs::read_to_string(path).ok()?;
     let (container, inner) = text.trim().split_once(' ')?;
     host_pid(container, inner.parse().ok()?)
@@ -447,7 +461,7 @@ pub fn read_pid(path: &Path) -> Option<u32> {
 /// agent can make one, so its pids are not the host's. Found among the
 /// processes whose environment has its CONTAINER_ID, by the last pid of
 /// their `NSpid` (their pid in their own namespace).
-pub fn host_pid(container: &str, inner: u32) -> Option<u32> {
+pub(crate) fn host_pid(container: &str, inner: u32) -> Option<u32> {
     let marker = format!("CONTAINER_ID={container}");
     std::fs::read_dir("/proc").ok()?.find_map(|entry| {
         let pid: u32 = entry.ok()?.file_name().to_str()?.parse().ok()?;
@@ -472,7 +486,7 @@ pub fn host_pid(container: &str, inner: u32) -> Option<u32> {
 
 /// A new database's URL, or `None` where PostgreSQL 15 is missing (and
 /// this is not CI).
-pub fn pg_database() -> Option<String> {
+pub(crate) fn pg_database() -> Option<String> {
     if let Err(why) = LocalPostgres::installed() {
         if std::env::var_os("CI").is_some() {
             panic!("{why}");
@@ -487,7 +501,7 @@ pub fn pg_database() -> Option<String> {
 }
 
 /// A loopback port free now (for a server restarted at the same address).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -496,7 +510,7 @@ pub fn free_port() -> u16 {
 }
 
 /// Asserts two credit figures agree to a millionth of a credit.
-pub fn assert_credits(actual: &Value, expected: f64, what: &str) {
+pub(crate) fn assert_credits(actual: &Value, expected: f64, what: &str) {
     let actual = actual
         .as_f64()
         .unwrap_or_else(|| panic!("{what}: not a number: {actual}"));

@@ -15,7 +15,10 @@
 //! `posix_spawn` neither allocates nor locks: it clones onto a stack it
 //! maps itself.)
 
-#![allow(unsafe_code)]
+#![allow(
+    unsafe_code,
+    reason = "fork, the async-signal-safe calls after it and execve need libc; see the module docs"
+)]
 
 use std::collections::BTreeMap;
 use std::ffi::{CString, OsStr, OsString};

@@ -17,7 +17,7 @@ use crate::rm::ResourceManager;
 use crate::security::Caller;
 
 /// The header that carries the next page's cursor in a CSV answer.
-pub const NEXT_HEADER: &str = "x-weft-next";
+pub(super) const NEXT_HEADER: &str = "x-weft-next";
 
 /// Pages read at once: a read holds the store, which the event loop's
 /// commits wait for, so readers queue here rather than there.
@@ -27,7 +27,7 @@ static READS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
-pub struct AccountingQuery {
+pub(super) struct AccountingQuery {
     /// Finished at or after: ms since the epoch, YYYY-MM-DD (UTC) or RFC 3339.
     from: Option<String>,
     /// Finished before (same forms).
@@ -108,7 +108,7 @@ impl AccountingQuery {
         (status = 400, body = RemoteException), (status = 401, body = RemoteException),
         (status = 403, body = RemoteException),
         (status = 503, description = "accounting is off (weft.accounting.enabled = false)", body = RemoteException)))]
-pub async fn records(
+pub(super) async fn records(
     State(state): State<ApiState>,
     caller: Caller,
     ApiQuery(query): ApiQuery<AccountingQuery>,

@@ -11,7 +11,7 @@ use crate::rm::ResourceManager;
 use crate::security::Caller;
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Refreshed {
+pub(super) struct Refreshed {
     refreshed: bool,
     leaf_queues: Vec<String>,
 }
@@ -22,7 +22,7 @@ pub struct Refreshed {
 #[utoipa::path(post, path = "/ws/v1/admin/refresh-queues", tag = "admin",
     responses((status = 200, body = Refreshed), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException)))]
-pub async fn refresh_queues(
+pub(super) async fn refresh_queues(
     State(state): State<ApiState>,
     caller: Caller,
 ) -> Result<Json<Refreshed>, ApiError> {

@@ -10,7 +10,7 @@ use super::{ApiError, ApiState, openapi};
 use crate::metrics::{WhatLabels, metrics};
 use crate::security::{AuthError, USER_HEADER};
 
-pub async fn authenticate(
+pub(super) async fn authenticate(
     State(state): State<ApiState>,
     mut request: Request,
     next: Next,

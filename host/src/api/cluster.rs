@@ -20,14 +20,14 @@ use crate::scheduler::diagnostics;
 use crate::security::Caller;
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ClusterInfoResponse {
+pub(super) struct ClusterInfoResponse {
     #[serde(rename = "clusterInfo")]
     cluster_info: ClusterInfo,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ClusterInfo {
+pub(super) struct ClusterInfo {
     /// The cluster timestamp, which app and container ids carry.
     id: u64,
     started_on: u64,
@@ -80,7 +80,7 @@ async fn cluster_info_of(state: &ApiState) -> Result<Json<ClusterInfoResponse>, 
 #[utoipa::path(get, path = "/isActive", tag = "cluster",
     responses((status = 200, description = "this server is active", body = String, content_type = "text/plain"),
         (status = 405, description = "this server is a standby", body = String, content_type = "text/plain")))]
-pub async fn is_active(State(state): State<ApiState>) -> (StatusCode, &'static str) {
+pub(super) async fn is_active(State(state): State<ApiState>) -> (StatusCode, &'static str) {
     if state.rm.is_active() {
         (StatusCode::OK, "Active")
     } else {
@@ -91,28 +91,30 @@ pub async fn is_active(State(state): State<ApiState>) -> (StatusCode, &'static s
 /// The cluster's identity and state (YARN clients probe this first).
 #[utoipa::path(get, path = "/ws/v1/cluster", tag = "cluster",
     responses((status = 200, body = ClusterInfoResponse), (status = 401, body = RemoteException)))]
-pub async fn info(State(state): State<ApiState>) -> Result<Json<ClusterInfoResponse>, ApiError> {
+pub(super) async fn info(
+    State(state): State<ApiState>,
+) -> Result<Json<ClusterInfoResponse>, ApiError> {
     cluster_info_of(&state).await
 }
 
 /// The same as GET /ws/v1/cluster.
 #[utoipa::path(get, path = "/ws/v1/cluster/info", tag = "cluster",
     responses((status = 200, body = ClusterInfoResponse), (status = 401, body = RemoteException)))]
-pub async fn cluster_info(
+pub(super) async fn cluster_info(
     State(state): State<ApiState>,
 ) -> Result<Json<ClusterInfoResponse>, ApiError> {
     cluster_info_of(&state).await
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ClusterMetricsResponse {
+pub(super) struct ClusterMetricsResponse {
     #[serde(rename = "clusterMetrics")]
     cluster_metrics: ClusterMetrics,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct ClusterMetrics {
+pub(super) struct ClusterMetrics {
     apps_submitted: usize,
     apps_pending: usize,
     apps_running: usize,
@@ -158,7 +160,7 @@ pub struct ClusterMetrics {
 /// YARN's cluster metrics: apps, containers and resources.
 #[utoipa::path(get, path = "/ws/v1/cluster/metrics", tag = "cluster",
     responses((status = 200, body = ClusterMetricsResponse), (status = 401, body = RemoteException)))]
-pub async fn cluster_metrics(
+pub(super) async fn cluster_metrics(
     State(state): State<ApiState>,
 ) -> Result<Json<ClusterMetricsResponse>, ApiError> {
     let metrics = state
@@ -213,23 +215,23 @@ pub async fn cluster_metrics(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct NodesResponse {
+pub(super) struct NodesResponse {
     nodes: NodeList,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct NodeList {
+pub(super) struct NodeList {
     node: Vec<NodeInfo>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct NodeResponse {
+pub(super) struct NodeResponse {
     node: NodeInfo,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeInfo {
+pub(super) struct NodeInfo {
     id: String,
     /// Weft has no racks: every node is in YARN's default one.
     rack: String,
@@ -335,7 +337,7 @@ const NODE_STATES: &[&str] = &[
 
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct NodesQuery {
+pub(super) struct NodesQuery {
     /// Comma-separated YARN node states, e.g. `RUNNING,LOST`.
     states: Option<String>,
 }
@@ -345,7 +347,7 @@ pub struct NodesQuery {
 #[utoipa::path(get, path = "/ws/v1/cluster/nodes", tag = "cluster", params(NodesQuery),
     responses((status = 200, body = NodesResponse), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException)))]
-pub async fn nodes(
+pub(super) async fn nodes(
     State(state): State<ApiState>,
     ApiQuery(query): ApiQuery<NodesQuery>,
 ) -> Result<Json<NodesResponse>, ApiError> {
@@ -376,7 +378,7 @@ pub async fn nodes(
     params(("id" = String, Path, description = "The node id")),
     responses((status = 200, body = NodeResponse), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn node(
+pub(super) async fn node(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<NodeResponse>, ApiError> {
@@ -434,7 +436,7 @@ pub(super) fn parse_states(
     responses((status = 200, body = RegisteredNode), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 409, body = RemoteException), (status = 413, body = RemoteException)))]
-pub async fn register_node(
+pub(super) async fn register_node(
     State(state): State<ApiState>,
     caller: Caller,
     JsonBody(request): JsonBody<RegisterNode>,
@@ -461,7 +463,7 @@ pub async fn register_node(
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 404, body = RemoteException), (status = 409, body = RemoteException),
         (status = 413, body = RemoteException)))]
-pub async fn heartbeat(
+pub(super) async fn heartbeat(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
@@ -484,7 +486,7 @@ pub async fn heartbeat(
     responses((status = 200, body = NodeReleased), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 404, body = RemoteException), (status = 409, body = RemoteException)))]
-pub async fn release_node(
+pub(super) async fn release_node(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
@@ -497,17 +499,17 @@ pub async fn release_node(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppResponse {
+pub(super) struct AppResponse {
     app: AppInfo,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppsResponse {
+pub(super) struct AppsResponse {
     apps: AppList,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppList {
+pub(super) struct AppList {
     app: Vec<AppInfo>,
 }
 
@@ -515,7 +517,7 @@ pub struct AppList {
 /// containers).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AppInfo {
+pub(super) struct AppInfo {
     id: String,
     name: String,
     queue: String,
@@ -644,7 +646,7 @@ impl AppInfo {
     responses((status = 202, body = AppResponse), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 409, body = RemoteException), (status = 413, body = RemoteException)))]
-pub async fn submit_app(
+pub(super) async fn submit_app(
     State(state): State<ApiState>,
     caller: Caller,
     ClientAddr(submitter): ClientAddr,
@@ -671,7 +673,7 @@ pub async fn submit_app(
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct AppsQuery {
+pub(super) struct AppsQuery {
     /// Comma-separated YARN application states, e.g. `RUNNING,ACCEPTED`.
     states: Option<String>,
     /// One state (YARN's older parameter).
@@ -700,7 +702,7 @@ pub struct AppsQuery {
 
 impl AppsQuery {
     /// The newest `limit` apps, unfiltered.
-    pub fn newest(limit: u64) -> AppsQuery {
+    pub(super) fn newest(limit: u64) -> AppsQuery {
         AppsQuery {
             limit: Some(limit),
             ..AppsQuery::default()
@@ -810,7 +812,7 @@ pub(super) fn comma_list(text: &str) -> impl Iterator<Item = String> + '_ {
 #[utoipa::path(get, path = "/ws/v1/cluster/apps", tag = "apps", params(AppsQuery),
     responses((status = 200, body = AppsResponse), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException)))]
-pub async fn apps(
+pub(super) async fn apps(
     State(state): State<ApiState>,
     ApiQuery(query): ApiQuery<AppsQuery>,
 ) -> Result<Json<AppsResponse>, ApiError> {
@@ -836,7 +838,7 @@ pub async fn apps(
     params(("id" = String, Path, description = "The application id")),
     responses((status = 200, body = AppResponse), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn app(
+pub(super) async fn app(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AppResponse>, ApiError> {
@@ -862,7 +864,7 @@ pub async fn app(
 
 /// YARN's app-state resource: `{"state": "RUNNING"}`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct AppStateBody {
+pub(super) struct AppStateBody {
     state: String,
 }
 
@@ -871,7 +873,7 @@ pub struct AppStateBody {
     params(("id" = String, Path, description = "The application id")),
     responses((status = 200, body = AppStateBody), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn app_state(
+pub(super) async fn app_state(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AppStateBody>, ApiError> {
@@ -895,7 +897,7 @@ pub async fn app_state(
     responses((status = 200, body = AppStateBody), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 404, body = RemoteException), (status = 413, body = RemoteException)))]
-pub async fn kill_app(
+pub(super) async fn kill_app(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,

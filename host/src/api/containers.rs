@@ -18,7 +18,7 @@ use crate::rm::ResourceManager;
 use crate::security::Caller;
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ContainersResponse {
+pub(super) struct ContainersResponse {
     containers: Vec<ContainerRecord>,
 }
 
@@ -27,7 +27,7 @@ pub struct ContainersResponse {
     params(("id" = String, Path, description = "The application id")),
     responses((status = 200, body = ContainersResponse), (status = 401, body = RemoteException),
         (status = 403, body = RemoteException), (status = 404, body = RemoteException)))]
-pub async fn containers(
+pub(super) async fn containers(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(id): ApiPath<String>,
@@ -51,7 +51,7 @@ pub async fn containers(
         (status = 400, body = RemoteException), (status = 401, body = RemoteException),
         (status = 403, body = RemoteException), (status = 404, body = RemoteException),
         (status = 502, body = RemoteException)))]
-pub async fn log(
+pub(super) async fn log(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath((app, container, stream)): ApiPath<(String, String, String)>,

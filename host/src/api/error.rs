@@ -65,7 +65,7 @@ impl ApiError {
 
 /// The one place a kind of refusal becomes an HTTP status, so the domain
 /// (rm/, reservation/, cluster/) never speaks HTTP.
-pub fn status_of(refusal: Refusal) -> StatusCode {
+pub(super) fn status_of(refusal: Refusal) -> StatusCode {
     match refusal {
         Refusal::Invalid => StatusCode::BAD_REQUEST,
         Refusal::NotAllowed => StatusCode::FORBIDDEN,
@@ -145,7 +145,7 @@ impl IntoResponse for ApiError {
 
 /// A handler panicked (a bug): one 500, logged and counted; the server and
 /// the event loop go on.
-pub fn panic_response(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
+pub(super) fn panic_response(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
     let message = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

@@ -40,20 +40,20 @@ use crate::security::{Caller, USER_HEADER};
 /// How often the sampler builds the topics while a stream is open.
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
 /// Streams open at once (each holds a connection).
-pub const MAX_STREAMS: usize = 64;
+pub(super) const MAX_STREAMS: usize = 64;
 /// Streams one caller may hold at once (a page, a few tabs): no one user
 /// takes every place.
-pub const MAX_STREAMS_PER_CALLER: usize = 4;
+pub(super) const MAX_STREAMS_PER_CALLER: usize = 4;
 /// How often an idle stream gets a comment, so proxies and the page's
 /// watchdog see it alive.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How often a stream's credentials are checked again: a revoked token
 /// ends its streams within this.
-pub const RECHECK_EVERY: Duration = Duration::from_secs(2);
+pub(super) const RECHECK_EVERY: Duration = Duration::from_secs(2);
 /// The most one topic's event may hold. The apps topic is built with a
 /// smaller `limit` until it fits (the `cut` topic says so); another topic
 /// beyond it is left out of the stream (its endpoint still answers).
-pub const MAX_TOPIC_BYTES: usize = 1 << 20;
+pub(super) const MAX_TOPIC_BYTES: usize = 1 << 20;
 /// Changes a stream may fall behind by: a reader slower than this (one
 /// that stopped reading) is dropped, not buffered; it reconnects.
 const BACKLOG: usize = 16;
@@ -62,13 +62,13 @@ const BACKLOG: usize = 16;
 /// once and shared by every stream (the JSON is not kept apart: a large
 /// apps topic would be held twice).
 #[derive(Debug, Clone, PartialEq)]
-pub struct TopicBody {
+pub(super) struct TopicBody {
     pub topic: &'static str,
     frame: Bytes,
 }
 
 impl TopicBody {
-    pub fn new(topic: &'static str, json: &str) -> TopicBody {
+    pub(super) fn new(topic: &'static str, json: &str) -> TopicBody {
         let mut frame = String::with_capacity(json.len() + topic.len() + 16);
         frame.push_str("event: ");
         frame.push_str(topic);
@@ -232,7 +232,7 @@ async fn apps_within_bound(state: &ApiState) -> (String, u64) {
 /// `cut` topic saying what was cut to stay within [`MAX_TOPIC_BYTES`]:
 /// `{"max_bytes", "apps_limit" (the apps topic's limit, 1,000 if not
 /// cut), "left_out" (topics too large to send)}`.
-pub async fn sample(state: &ApiState) -> Vec<TopicBody> {
+pub(super) async fn sample(state: &ApiState) -> Vec<TopicBody> {
     let s = || axum::extract::State(state.clone());
     let (apps, apps_limit) = apps_within_bound(state).await;
     let mut topics = vec![
@@ -315,7 +315,7 @@ async fn run_sampler(state: ApiState) {
     responses((status = 200, description = "a text/event-stream, ended after weft.http.event-stream-lifetime-ms", content_type = "text/event-stream", body = String),
         (status = 401, body = RemoteException),
         (status = 503, description = "64 streams are open already, or the caller's 4", body = RemoteException)))]
-pub async fn events(
+pub(super) async fn events(
     State(state): State<ApiState>,
     caller: Caller,
     headers: HeaderMap,

@@ -15,7 +15,7 @@ use crate::security::Caller;
 
 /// A JSON body of type `T`, whatever the content type says.
 #[derive(Debug)]
-pub struct JsonBody<T>(pub T);
+pub(super) struct JsonBody<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
@@ -28,7 +28,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
 /// `bytes` as JSON of type `T`; a refusal names the field's path:
 /// `asks[0].duration_ms: invalid value …`.
-pub fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+pub(super) fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
@@ -42,7 +42,7 @@ pub fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 
 /// A query string of type `T`.
 #[derive(Debug)]
-pub struct ApiQuery<T>(pub T);
+pub(super) struct ApiQuery<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
@@ -57,7 +57,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
 
 /// Path parameters of type `T`.
 #[derive(Debug)]
-pub struct ApiPath<T>(pub T);
+pub(super) struct ApiPath<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
@@ -86,7 +86,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 /// The client's address as the server saw the connection (not a header a
 /// client could set), for the log's "submitting host" (seed 002 §10.4).
 #[derive(Debug, Clone)]
-pub struct ClientAddr(pub String);
+pub(super) struct ClientAddr(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
     type Rejection = std::convert::Infallible;
@@ -117,7 +117,7 @@ fn body_deadline(headers: &axum::http::HeaderMap) -> std::time::Duration {
 /// A raw body (a policy upload), refused with 413 over the route's limit
 /// and 408 when it arrives too slowly.
 #[derive(Debug)]
-pub struct RawBody(pub axum::body::Bytes);
+pub(super) struct RawBody(pub axum::body::Bytes);
 
 impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
@@ -151,7 +151,7 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
 
 /// Refuses a request whose Content-Length is above the route's `limit`
 /// with 413, before its body is read.
-pub async fn refuse_oversized(
+pub(super) async fn refuse_oversized(
     axum::extract::State(limit): axum::extract::State<usize>,
     request: Request,
     next: axum::middleware::Next,
@@ -185,7 +185,7 @@ pub async fn refuse_oversized(
 /// request without reading the rest of the body first (a chunked body's
 /// end may not even have arrived), so hyper closes it after the answer, and
 /// saying so keeps a client from sending its next request down it.
-pub async fn close_if_body_unread(
+pub(super) async fn close_if_body_unread(
     request: Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {

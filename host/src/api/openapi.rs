@@ -9,7 +9,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 /// Where the document is served; it needs no authentication.
-pub const PATH: &str = "/ws/v1/openapi.json";
+pub(super) const PATH: &str = "/ws/v1/openapi.json";
 
 #[derive(OpenApi)]
 #[openapi(
@@ -32,7 +32,7 @@ pub const PATH: &str = "/ws/v1/openapi.json";
 struct Base;
 
 /// The document before the routes add themselves.
-pub fn base() -> utoipa::openapi::OpenApi {
+pub(super) fn base() -> utoipa::openapi::OpenApi {
     let mut document = Base::openapi();
     document.info.version = env!("CARGO_PKG_VERSION").to_string();
     document
@@ -64,21 +64,29 @@ impl utoipa::Modify for Security {
 
 /// Every error, in YARN's shape.
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct RemoteException {
+#[allow(
+    dead_code,
+    reason = "only describes the error body in the OpenAPI document; ApiError writes it"
+)]
+pub(super) struct RemoteException {
     #[serde(rename = "RemoteException")]
     pub remote_exception: RemoteExceptionBody,
 }
 
 #[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-#[allow(dead_code)]
-pub struct RemoteExceptionBody {
+#[allow(
+    dead_code,
+    reason = "only describes the error body in the OpenAPI document; ApiError writes it"
+)]
+pub(super) struct RemoteExceptionBody {
     /// E.g. BadRequestException, ForbiddenException, NotFoundException.
     pub exception: String,
     /// What was wrong, naming the field and the limit where one applies.
     pub message: String,
 }
 
-pub async fn serve(document: Arc<utoipa::openapi::OpenApi>) -> Json<utoipa::openapi::OpenApi> {
+pub(super) async fn serve(
+    document: Arc<utoipa::openapi::OpenApi>,
+) -> Json<utoipa::openapi::OpenApi> {
     Json((*document).clone())
 }

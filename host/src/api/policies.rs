@@ -23,7 +23,7 @@ fn kind(text: &str) -> Result<PolicyKind, ApiError> {
 #[utoipa::path(get, path = "/ws/v1/policies", tag = "policies",
     responses((status = 200, body = BTreeMap<String, SlotStatus>),
         (status = 401, body = RemoteException)))]
-pub async fn list(State(state): State<ApiState>) -> Json<BTreeMap<String, SlotStatus>> {
+pub(super) async fn list(State(state): State<ApiState>) -> Json<BTreeMap<String, SlotStatus>> {
     let kinds = PolicyKind::ALL
         .iter()
         .map(|k| (k.as_str().to_string(), state.policies.slot(*k).status()));
@@ -40,7 +40,7 @@ pub async fn list(State(state): State<ApiState>) -> Json<BTreeMap<String, SlotSt
     params(("kind" = String, Path, description = "scheduling, pricing or sharing")),
     responses((status = 200, body = SlotStatus), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn show(
+pub(super) async fn show(
     State(state): State<ApiState>,
     ApiPath(kind_name): ApiPath<String>,
 ) -> Result<Json<SlotStatus>, ApiError> {
@@ -59,7 +59,7 @@ pub async fn show(
     responses((status = 200, body = SlotStatus), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 404, body = RemoteException), (status = 413, body = RemoteException)))]
-pub async fn load(
+pub(super) async fn load(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(kind_name): ApiPath<String>,
@@ -188,7 +188,7 @@ async fn load_component(
     responses((status = 200, body = ShadowReport), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 404, body = RemoteException), (status = 413, body = RemoteException)))]
-pub async fn load_shadow(
+pub(super) async fn load_shadow(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(kind_name): ApiPath<String>,
@@ -223,7 +223,7 @@ fn shadow_report(state: &ApiState, kind: PolicyKind) -> Result<ShadowReport, Api
     params(("kind" = String, Path, description = "scheduling, pricing or sharing")),
     responses((status = 200, body = ShadowReport), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn show_shadow(
+pub(super) async fn show_shadow(
     State(state): State<ApiState>,
     ApiPath(kind_name): ApiPath<String>,
 ) -> Result<Json<ShadowReport>, ApiError> {
@@ -235,7 +235,7 @@ pub async fn show_shadow(
     params(("kind" = String, Path, description = "scheduling, pricing or sharing")),
     responses((status = 200, body = ShadowReport), (status = 401, body = RemoteException),
         (status = 403, body = RemoteException), (status = 404, body = RemoteException)))]
-pub async fn stop_shadow(
+pub(super) async fn stop_shadow(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(kind_name): ApiPath<String>,
@@ -259,7 +259,7 @@ pub async fn stop_shadow(
     params(("kind" = String, Path, description = "scheduling, pricing or sharing")),
     responses((status = 200, body = SlotStatus), (status = 401, body = RemoteException),
         (status = 403, body = RemoteException), (status = 404, body = RemoteException)))]
-pub async fn promote_shadow(
+pub(super) async fn promote_shadow(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(kind_name): ApiPath<String>,
@@ -283,7 +283,7 @@ pub async fn promote_shadow(
     responses((status = 200, body = SlotStatus), (status = 401, body = RemoteException),
         (status = 403, body = RemoteException), (status = 404, body = RemoteException),
         (status = 409, body = RemoteException)))]
-pub async fn rollback(
+pub(super) async fn rollback(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(kind_name): ApiPath<String>,

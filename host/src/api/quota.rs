@@ -24,7 +24,7 @@ use crate::security::Caller;
 #[utoipa::path(get, path = "/ws/v1/quota/projects", tag = "quota",
     responses((status = 200, body = BTreeMap<String, ProjectQuota>),
         (status = 401, body = RemoteException)))]
-pub async fn projects(
+pub(super) async fn projects(
     State(state): State<ApiState>,
 ) -> Result<Json<BTreeMap<String, ProjectQuota>>, ApiError> {
     let projects = state
@@ -39,7 +39,7 @@ pub async fn projects(
 /// and the rules in force (`weft.quota.budget.*`).
 #[utoipa::path(get, path = "/ws/v1/quota/budgets", tag = "quota",
     responses((status = 200, body = Budgets), (status = 401, body = RemoteException)))]
-pub async fn budgets(State(state): State<ApiState>) -> Result<Json<Budgets>, ApiError> {
+pub(super) async fn budgets(State(state): State<ApiState>) -> Result<Json<Budgets>, ApiError> {
     Ok(Json(
         state
             .rm
@@ -54,7 +54,7 @@ pub async fn budgets(State(state): State<ApiState>) -> Result<Json<Budgets>, Api
     params(("project" = String, Path, description = "The project")),
     responses((status = 200, body = ProjectDetail), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 404, body = RemoteException)))]
-pub async fn project(
+pub(super) async fn project(
     State(state): State<ApiState>,
     ApiPath(project): ApiPath<String>,
 ) -> Result<Json<ProjectDetail>, ApiError> {
@@ -78,7 +78,7 @@ pub async fn project(
 /// What a grant adds.
 #[derive(Debug, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GrantBody {
+pub(super) struct GrantBody {
     /// Credits to add: above 0, at most 1e12.
     #[schema(exclusive_minimum = 0, maximum = 1_000_000_000_000_f64)]
     pub credits: f64,
@@ -92,7 +92,7 @@ pub struct GrantBody {
     responses((status = 200, body = ProjectBudget), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 404, body = RemoteException), (status = 413, body = RemoteException)))]
-pub async fn grant(
+pub(super) async fn grant(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath(project): ApiPath<String>,
@@ -107,7 +107,7 @@ pub async fn grant(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Prices {
+pub(super) struct Prices {
     /// The active pricing policy's name.
     pricing_policy: Option<String>,
     variable_pricing: bool,
@@ -118,14 +118,14 @@ pub struct Prices {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Multiplicators {
+pub(super) struct Multiplicators {
     general: f64,
     gpu: f64,
 }
 
 /// What one priced unit is.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Units {
+pub(super) struct Units {
     vcore: u32,
     memory_mb: u64,
     gpu: u32,
@@ -135,7 +135,7 @@ pub struct Units {
 #[utoipa::path(get, path = "/ws/v1/quota/prices", tag = "quota",
     responses((status = 200, body = Prices), (status = 401, body = RemoteException),
         (status = 503, description = "the pricing policy cannot price now", body = RemoteException)))]
-pub async fn prices(State(state): State<ApiState>) -> Result<Json<Prices>, ApiError> {
+pub(super) async fn prices(State(state): State<ApiState>) -> Result<Json<Prices>, ApiError> {
     let policies = state.policies.clone();
     let (settings, multiplicators, unit_prices, pricing) = state
         .rm
@@ -167,7 +167,9 @@ pub async fn prices(State(state): State<ApiState>) -> Result<Json<Prices>, ApiEr
 }
 
 /// Prometheus metrics, in the OpenMetrics text format.
-pub async fn metrics_text(State(state): State<ApiState>) -> Result<impl IntoResponse, ApiError> {
+pub(super) async fn metrics_text(
+    State(state): State<ApiState>,
+) -> Result<impl IntoResponse, ApiError> {
     // Gauges are read from the cluster now, so a scrape never sees stale ones.
     state
         .rm

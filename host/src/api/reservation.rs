@@ -23,13 +23,13 @@ use crate::security::Caller;
 
 /// An empty JSON object, as YARN answers update and delete.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct Empty {}
+pub(super) struct Empty {}
 
 /// A new reservation id, to submit a reservation under.
 #[utoipa::path(post, path = "/ws/v1/cluster/reservation/new-reservation", tag = "reservations",
     responses((status = 200, body = NewReservation), (status = 401, body = RemoteException),
         (status = 503, description = "the reservation system is off", body = RemoteException)))]
-pub async fn new_reservation(
+pub(super) async fn new_reservation(
     State(state): State<ApiState>,
     caller: Caller,
 ) -> Result<Json<NewReservation>, ApiError> {
@@ -51,7 +51,7 @@ pub async fn new_reservation(
         (status = 403, body = RemoteException), (status = 404, body = RemoteException),
         (status = 409, body = RemoteException), (status = 413, body = RemoteException),
         (status = 503, description = "the reservation system is off", body = RemoteException)))]
-pub async fn submit(
+pub(super) async fn submit(
     State(state): State<ApiState>,
     caller: Caller,
     JsonBody(request): JsonBody<ReservationSubmissionRequest>,
@@ -71,7 +71,7 @@ pub async fn submit(
         (status = 404, body = RemoteException), (status = 409, body = RemoteException),
         (status = 413, body = RemoteException),
         (status = 503, description = "the reservation system is off", body = RemoteException)))]
-pub async fn update(
+pub(super) async fn update(
     State(state): State<ApiState>,
     caller: Caller,
     JsonBody(request): JsonBody<ReservationUpdateRequest>,
@@ -90,7 +90,7 @@ pub async fn update(
         (status = 401, body = RemoteException), (status = 403, body = RemoteException),
         (status = 404, body = RemoteException), (status = 413, body = RemoteException),
         (status = 503, description = "the reservation system is off", body = RemoteException)))]
-pub async fn delete(
+pub(super) async fn delete(
     State(state): State<ApiState>,
     caller: Caller,
     JsonBody(request): JsonBody<ReservationDeleteRequest>,
@@ -107,7 +107,7 @@ pub async fn delete(
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "kebab-case")]
 #[into_params(parameter_in = Query, rename_all = "kebab-case")]
-pub struct ListParams {
+pub(super) struct ListParams {
     queue: Option<String>,
     reservation_id: Option<String>,
     start_time: Option<i64>,
@@ -122,7 +122,7 @@ pub struct ListParams {
     responses((status = 200, body = ReservationListInfo), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 404, body = RemoteException),
         (status = 503, description = "the reservation system is off", body = RemoteException)))]
-pub async fn list(
+pub(super) async fn list(
     State(state): State<ApiState>,
     ApiQuery(params): ApiQuery<ListParams>,
 ) -> Result<Json<ReservationListInfo>, ApiError> {

@@ -15,18 +15,18 @@ use crate::resources::Resources;
 use crate::rm::ResourceManager;
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SchedulerResponse {
+pub(super) struct SchedulerResponse {
     scheduler: SchedulerInfoWrapper,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SchedulerInfoWrapper {
+pub(super) struct SchedulerInfoWrapper {
     #[serde(rename = "schedulerInfo")]
     scheduler_info: QueueInfo,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ResourcesInfo {
+pub(super) struct ResourcesInfo {
     memory: u64,
     #[serde(rename = "vCores")]
     vcores: u32,
@@ -47,7 +47,7 @@ impl From<Resources> for ResourcesInfo {
 /// absent on parents, which carry their children in `queues`.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct QueueInfo {
+pub(super) struct QueueInfo {
     /// capacityScheduler (root), capacitySchedulerLeafQueueInfo, or absent.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     kind: Option<String>,
@@ -85,19 +85,19 @@ pub struct QueueInfo {
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct QueueList {
+pub(super) struct QueueList {
     #[schema(no_recursion)]
     queue: Vec<QueueInfo>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct UserList {
+pub(super) struct UserList {
     user: Vec<UserInfo>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct UserInfo {
+pub(super) struct UserInfo {
     username: String,
     resources_used: ResourcesInfo,
     num_active_applications: u32,
@@ -107,7 +107,9 @@ pub struct UserInfo {
 /// The queue tree: configured, absolute and used capacities, per queue.
 #[utoipa::path(get, path = "/ws/v1/cluster/scheduler", tag = "cluster",
     responses((status = 200, body = SchedulerResponse), (status = 401, body = RemoteException)))]
-pub async fn scheduler(State(state): State<ApiState>) -> Result<Json<SchedulerResponse>, ApiError> {
+pub(super) async fn scheduler(
+    State(state): State<ApiState>,
+) -> Result<Json<SchedulerResponse>, ApiError> {
     let mut info = state
         .rm
         .with(|rm: &mut ResourceManager| queue_info(rm.cluster(), 0))

@@ -63,23 +63,23 @@ fn asset_response(path: &str) -> Response {
 }
 
 /// The page.
-pub async fn index() -> Response {
+pub(super) async fn index() -> Response {
     asset_response("index.html")
 }
 
 /// One of the page's files.
-pub async fn asset(Path(path): Path<String>) -> Response {
+pub(super) async fn asset(Path(path): Path<String>) -> Response {
     asset_response(&path)
 }
 
 /// Whether `path` is the UI's (served without credentials).
-pub fn is_ui_path(path: &str) -> bool {
+pub(super) fn is_ui_path(path: &str) -> bool {
     path == "/" || path.starts_with("/ui/")
 }
 
 /// Who the caller is, as the server sees them.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct WhoAmI {
+pub(super) struct WhoAmI {
     pub user: String,
     /// Whether they administer the cluster (`yarn.admin.acl`).
     pub admin: bool,
@@ -91,7 +91,7 @@ pub struct WhoAmI {
 /// how this server authenticates.
 #[utoipa::path(get, path = "/ws/v1/whoami", tag = "cluster",
     responses((status = 200, body = WhoAmI), (status = 401, body = RemoteException)))]
-pub async fn whoami(State(state): State<ApiState>, caller: Caller) -> Json<WhoAmI> {
+pub(super) async fn whoami(State(state): State<ApiState>, caller: Caller) -> Json<WhoAmI> {
     Json(WhoAmI {
         admin: state.security.is_admin(&caller),
         user: caller.user,

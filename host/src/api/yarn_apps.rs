@@ -20,7 +20,7 @@ use crate::security::Caller;
 
 /// YARN's answer to new-application.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct NewApplication {
+pub(super) struct NewApplication {
     #[serde(rename = "application-id")]
     application_id: String,
     #[serde(rename = "maximum-resource-capability")]
@@ -29,7 +29,7 @@ pub struct NewApplication {
 
 /// YARN's resource: memory in MB and vcores.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
-pub struct YarnResource {
+pub(super) struct YarnResource {
     /// 1 MB to 1 PiB.
     #[schema(minimum = 1, maximum = 1_073_741_824_u64)]
     memory: u64,
@@ -43,7 +43,7 @@ pub struct YarnResource {
 /// the largest container a node here could hold.
 #[utoipa::path(post, path = "/ws/v1/cluster/apps/new-application", tag = "apps",
     responses((status = 200, body = NewApplication), (status = 401, body = RemoteException)))]
-pub async fn new_application(
+pub(super) async fn new_application(
     State(state): State<ApiState>,
     caller: Caller,
 ) -> Result<Json<NewApplication>, ApiError> {
@@ -64,7 +64,7 @@ pub async fn new_application(
 /// fields YARN clients send (local-resources, credentials, unmanaged-AM,
 /// log-aggregation-context, …) are ignored.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct YarnSubmission {
+pub(super) struct YarnSubmission {
     /// From new-application.
     #[serde(rename = "application-id")]
     #[schema(max_length = 256)]
@@ -100,7 +100,7 @@ pub struct YarnSubmission {
 
 /// YARN's `application-tags`: `{"tag": ["a", "b"]}`.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct ApplicationTags {
+pub(super) struct ApplicationTags {
     #[serde(default)]
     #[schema(max_items = 10)]
     tag: Vec<String>,
@@ -111,28 +111,28 @@ fn default_attempts() -> u32 {
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct ContainerLaunchContext {
+pub(super) struct ContainerLaunchContext {
     commands: Commands,
     #[serde(default)]
     environment: Option<Environment>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct Commands {
+pub(super) struct Commands {
     /// One shell line (YARN runs it with bash -c).
     #[schema(max_length = 131071)]
     command: String,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct Environment {
+pub(super) struct Environment {
     #[serde(default)]
     #[schema(max_items = 1000)]
     entry: Vec<EnvironmentEntry>,
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
-pub struct EnvironmentEntry {
+pub(super) struct EnvironmentEntry {
     key: String,
     value: String,
 }
@@ -140,7 +140,7 @@ pub struct EnvironmentEntry {
 impl YarnSubmission {
     /// Weft's submission: one container of the AM's resource running its
     /// command, as the caller, charged to `project` (or "default").
-    pub fn into_submission(self) -> SubmitApp {
+    pub(super) fn into_submission(self) -> SubmitApp {
         let env: BTreeMap<String, String> = self
             .am_container_spec
             .environment
@@ -174,7 +174,7 @@ impl YarnSubmission {
 
 /// Whether a submission body is YARN's shape rather than Weft's: it has
 /// an `am-container-spec`.
-pub fn is_yarn_shape(bytes: &[u8]) -> bool {
+pub(super) fn is_yarn_shape(bytes: &[u8]) -> bool {
     #[derive(Deserialize)]
     struct Probe {
         #[serde(rename = "am-container-spec")]
@@ -187,8 +187,11 @@ pub fn is_yarn_shape(bytes: &[u8]) -> bool {
 /// submission or YARN's (told apart by `am-container-spec`).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(untagged)]
-#[allow(dead_code)] // Only describes the body; `submit_app` decodes it.
-pub enum SubmitBody {
+#[allow(
+    dead_code,
+    reason = "only describes the body in the OpenAPI document; `submit_app` decodes it"
+)]
+pub(super) enum SubmitBody {
     Weft(SubmitApp),
     Yarn(YarnSubmission),
 }

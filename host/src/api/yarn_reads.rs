@@ -27,7 +27,7 @@ use crate::security::Caller;
 #[utoipa::path(get, path = "/cluster", tag = "cluster",
     responses((status = 200, body = String, content_type = "text/html"),
         (status = 401, body = RemoteException), (status = 503, body = RemoteException)))]
-pub async fn cluster_page(State(state): State<ApiState>) -> Result<Response, ApiError> {
+pub(super) async fn cluster_page(State(state): State<ApiState>) -> Result<Response, ApiError> {
     // A standby's answer is its 503 (StandbyException).
     let id = state
         .rm
@@ -45,19 +45,19 @@ pub async fn cluster_page(State(state): State<ApiState>) -> Result<Response, Api
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppStatisticsResponse {
+pub(super) struct AppStatisticsResponse {
     #[serde(rename = "appStatInfo")]
     app_stat_info: StatItems,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct StatItems {
+pub(super) struct StatItems {
     #[serde(rename = "statItem")]
     stat_item: Vec<StatItem>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct StatItem {
+pub(super) struct StatItem {
     state: String,
     /// The application type, lower case, or `*` for all.
     #[serde(rename = "type")]
@@ -68,7 +68,7 @@ pub struct StatItem {
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct AppStatisticsQuery {
+pub(super) struct AppStatisticsQuery {
     /// Comma-separated YARN application states; all when left out.
     states: Option<String>,
     /// One application type (YARN takes at most one).
@@ -105,7 +105,7 @@ fn yarn_app_states() -> Vec<&'static str> {
     params(AppStatisticsQuery),
     responses((status = 200, body = AppStatisticsResponse), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException)))]
-pub async fn app_statistics(
+pub(super) async fn app_statistics(
     State(state): State<ApiState>,
     ApiQuery(query): ApiQuery<AppStatisticsQuery>,
 ) -> Result<Json<AppStatisticsResponse>, ApiError> {
@@ -154,19 +154,19 @@ pub async fn app_statistics(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppAttemptsResponse {
+pub(super) struct AppAttemptsResponse {
     #[serde(rename = "appAttempts")]
     app_attempts: AppAttemptList,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppAttemptList {
+pub(super) struct AppAttemptList {
     #[serde(rename = "appAttempt")]
     app_attempt: Vec<AppAttempt>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppAttemptResponse {
+pub(super) struct AppAttemptResponse {
     #[serde(rename = "appAttempt")]
     app_attempt: AppAttempt,
 }
@@ -176,7 +176,7 @@ pub struct AppAttemptResponse {
 /// lasts as long as the app.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AppAttempt {
+pub(super) struct AppAttempt {
     /// The attempt's number: always 1.
     id: u32,
     app_attempt_id: String,
@@ -260,7 +260,7 @@ async fn find_attempt(state: &ApiState, id: String) -> Result<AppAttempt, ApiErr
     params(("id" = String, Path, description = "The application id")),
     responses((status = 200, body = AppAttemptsResponse), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn app_attempts(
+pub(super) async fn app_attempts(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AppAttemptsResponse>, ApiError> {
@@ -290,7 +290,7 @@ async fn the_attempt(state: &ApiState, id: String, attempt: &str) -> Result<AppA
         ("attempt" = String, Path, description = "The attempt id")),
     responses((status = 200, body = AppAttemptResponse), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn app_attempt(
+pub(super) async fn app_attempt(
     State(state): State<ApiState>,
     ApiPath((id, attempt)): ApiPath<(String, String)>,
 ) -> Result<Json<AppAttemptResponse>, ApiError> {
@@ -299,24 +299,24 @@ pub async fn app_attempt(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AttemptContainersResponse {
+pub(super) struct AttemptContainersResponse {
     containers: AttemptContainerList,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AttemptContainerList {
+pub(super) struct AttemptContainerList {
     container: Vec<AttemptContainer>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AttemptContainerResponse {
+pub(super) struct AttemptContainerResponse {
     container: AttemptContainer,
 }
 
 /// A container as YARN's attempt resources report it.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AttemptContainer {
+pub(super) struct AttemptContainer {
     container_id: String,
     assigned_node_id: String,
     node_id: String,
@@ -362,7 +362,7 @@ impl AttemptContainer {
         ("attempt" = String, Path, description = "The attempt id")),
     responses((status = 200, body = AttemptContainersResponse), (status = 401, body = RemoteException),
         (status = 403, body = RemoteException), (status = 404, body = RemoteException)))]
-pub async fn attempt_containers(
+pub(super) async fn attempt_containers(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath((id, attempt)): ApiPath<(String, String)>,
@@ -404,7 +404,7 @@ async fn attempt_container_list(
         ("container" = String, Path, description = "The container id")),
     responses((status = 200, body = AttemptContainerResponse), (status = 401, body = RemoteException),
         (status = 403, body = RemoteException), (status = 404, body = RemoteException)))]
-pub async fn attempt_container(
+pub(super) async fn attempt_container(
     State(state): State<ApiState>,
     caller: Caller,
     ApiPath((id, attempt, container)): ApiPath<(String, String, String)>,
@@ -418,12 +418,12 @@ pub async fn attempt_container(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppQueue {
+pub(super) struct AppQueue {
     queue: String,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppPriority {
+pub(super) struct AppPriority {
     priority: i32,
 }
 
@@ -437,7 +437,7 @@ async fn queue_and_priority(state: &ApiState, id: String) -> Result<(String, i32
     params(("id" = String, Path, description = "The application id")),
     responses((status = 200, body = AppQueue), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn app_queue(
+pub(super) async fn app_queue(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AppQueue>, ApiError> {
@@ -450,7 +450,7 @@ pub async fn app_queue(
     params(("id" = String, Path, description = "The application id")),
     responses((status = 200, body = AppPriority), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn app_priority(
+pub(super) async fn app_priority(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AppPriority>, ApiError> {
@@ -459,17 +459,17 @@ pub async fn app_priority(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppTimeoutsResponse {
+pub(super) struct AppTimeoutsResponse {
     timeouts: AppTimeoutList,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppTimeoutList {
+pub(super) struct AppTimeoutList {
     timeout: Vec<AppTimeout>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppTimeoutResponse {
+pub(super) struct AppTimeoutResponse {
     timeout: AppTimeout,
 }
 
@@ -477,7 +477,7 @@ pub struct AppTimeoutResponse {
 /// UNLIMITED.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct AppTimeout {
+pub(super) struct AppTimeout {
     #[serde(rename = "type")]
     kind: String,
     expiry_time: String,
@@ -497,7 +497,7 @@ fn unlimited_lifetime() -> AppTimeout {
     params(("id" = String, Path, description = "The application id")),
     responses((status = 200, body = AppTimeoutsResponse), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn app_timeouts(
+pub(super) async fn app_timeouts(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AppTimeoutsResponse>, ApiError> {
@@ -515,7 +515,7 @@ pub async fn app_timeouts(
         ("type" = String, Path, description = "LIFETIME")),
     responses((status = 200, body = AppTimeoutResponse), (status = 400, body = RemoteException),
         (status = 401, body = RemoteException), (status = 404, body = RemoteException)))]
-pub async fn app_timeout(
+pub(super) async fn app_timeout(
     State(state): State<ApiState>,
     ApiPath((id, kind)): ApiPath<(String, String)>,
 ) -> Result<Json<AppTimeoutResponse>, ApiError> {
@@ -531,12 +531,12 @@ pub async fn app_timeout(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SchedulerConf {
+pub(super) struct SchedulerConf {
     property: Vec<ConfProperty>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ConfProperty {
+pub(super) struct ConfProperty {
     name: String,
     value: String,
 }
@@ -546,7 +546,7 @@ pub struct ConfProperty {
 /// may submit to or administer a queue is not shown to every caller.
 #[utoipa::path(get, path = "/ws/v1/cluster/scheduler-conf", tag = "cluster",
     responses((status = 200, body = SchedulerConf), (status = 401, body = RemoteException)))]
-pub async fn scheduler_conf(
+pub(super) async fn scheduler_conf(
     State(state): State<ApiState>,
 ) -> Result<Json<SchedulerConf>, ApiError> {
     let property = state
@@ -573,12 +573,12 @@ pub async fn scheduler_conf(
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ActivitiesResponse {
+pub(super) struct ActivitiesResponse {
     activities: Activities,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
-pub struct AppActivitiesResponse {
+pub(super) struct AppActivitiesResponse {
     #[serde(rename = "appActivities")]
     app_activities: Activities,
 }
@@ -587,7 +587,7 @@ pub struct AppActivitiesResponse {
 /// pending reason is on its report (GET …/apps/{id}, `diagnostics`).
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct Activities {
+pub(super) struct Activities {
     #[serde(skip_serializing_if = "Option::is_none")]
     application_id: Option<String>,
     diagnostic: String,
@@ -598,7 +598,7 @@ const NO_ACTIVITIES: &str = "Weft does not record scheduler activities; a pendin
 /// Scheduler activities: none recorded.
 #[utoipa::path(get, path = "/ws/v1/cluster/scheduler/activities", tag = "cluster",
     responses((status = 200, body = ActivitiesResponse), (status = 401, body = RemoteException)))]
-pub async fn scheduler_activities(
+pub(super) async fn scheduler_activities(
     State(state): State<ApiState>,
 ) -> Result<Json<ActivitiesResponse>, ApiError> {
     state.rm.with(|_: &mut ResourceManager| ()).await?;
@@ -615,7 +615,7 @@ pub async fn scheduler_activities(
     params(("id" = String, Path, description = "The application id")),
     responses((status = 200, body = AppActivitiesResponse), (status = 401, body = RemoteException),
         (status = 404, body = RemoteException)))]
-pub async fn app_activities(
+pub(super) async fn app_activities(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<Json<AppActivitiesResponse>, ApiError> {

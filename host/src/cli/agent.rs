@@ -14,7 +14,7 @@ use crate::agent::{self, AgentDirs, machine, runner::NodeIdentity, tracker::Http
 use crate::client::ServerArgs;
 
 #[derive(Debug, Args)]
-pub struct AgentArgs {
+pub(super) struct AgentArgs {
     #[command(flatten)]
     server: ServerArgs,
     #[command(flatten)]
@@ -37,7 +37,7 @@ pub struct AgentArgs {
     logs_listen: SocketAddr,
 }
 
-pub fn run(args: AgentArgs) -> anyhow::Result<()> {
+pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
     super::init_tracing("info");
     let settings = args.settings.load()?;
     let resources = match &args.resources {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::client::{Client, ServerArgs, encode};
 
 #[derive(Debug, Subcommand)]
-pub enum AppCommand {
+pub(super) enum AppCommand {
     /// Submit COMMAND as an app of N containers (and with --wait follow it
     /// to its end, exiting with its status).
     Run(RunArgs),
@@ -63,7 +63,7 @@ pub enum AppCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum NodeCommand {
+pub(super) enum NodeCommand {
     /// The nodes: registered ones (RUNNING) and those lost lately (LOST),
     /// used and free, isolation.
     List {
@@ -84,7 +84,7 @@ pub enum NodeCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(super) struct RunArgs {
     #[command(flatten)]
     server: ServerArgs,
     #[arg(long, default_value = "default")]
@@ -121,7 +121,7 @@ pub struct RunArgs {
     command: Vec<String>,
 }
 
-pub fn run(command: AppCommand) -> anyhow::Result<()> {
+pub(super) fn run(command: AppCommand) -> anyhow::Result<()> {
     match command {
         AppCommand::Run(args) => run_app(args),
         AppCommand::List {
@@ -187,7 +187,7 @@ pub fn run(command: AppCommand) -> anyhow::Result<()> {
     }
 }
 
-pub fn run_node(command: NodeCommand) -> anyhow::Result<()> {
+pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
     let (server, json) = match command {
         NodeCommand::List { server, json } => (server, json),
         NodeCommand::Release { id, server } => {

@@ -17,7 +17,7 @@ use crate::policy::{
 };
 
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(super) struct BenchArgs {
     /// A .wasm component, or builtin:NAME.
     policy: String,
     /// A parameter for the measured policy (not the baseline).
@@ -67,7 +67,7 @@ struct Report {
     ratio_p50: Option<f64>,
 }
 
-pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+pub(super) fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.batch == 0 {
         bail!("--batch must be at least 1");
     }
@@ -186,7 +186,7 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// `n` containers of mixed sizes, some with GPUs.
-pub fn sample_usage(n: u32) -> Usage {
+pub(super) fn sample_usage(n: u32) -> Usage {
     let n = n as usize;
     Usage {
         seconds: (0..n).map(|i| 1.0 + (i % 10) as f64).collect(),
@@ -200,7 +200,7 @@ pub fn sample_usage(n: u32) -> Usage {
 /// timelines have `n` steps: the user's own hour-long blocks of 1 GB and,
 /// plan-wide, twice as much. The queue has 1 TB; every limit is 50 %, the
 /// window a day, so the candidate is accepted.
-pub fn sample_admission(n: u32) -> Admission {
+pub(super) fn sample_admission(n: u32) -> Admission {
     const HOUR: i64 = 3_600_000;
     let steps = n.max(2) as usize;
     let at_ms: Vec<i64> = (0..steps as i64).map(|i| i * HOUR).collect();
@@ -250,7 +250,7 @@ pub fn sample_admission(n: u32) -> Admission {
 
 /// `n` pending 1 GB, 1 vcore containers in asks of 10 (one app per ask) and
 /// nodes of 8 GB, 8 vcores enough for them all.
-pub fn sample_snapshot(n: u32) -> Snapshot {
+pub(super) fn sample_snapshot(n: u32) -> Snapshot {
     let asks = n.div_ceil(10) as usize;
     let nodes = n.div_ceil(8) as usize;
     Snapshot {

@@ -10,7 +10,7 @@ use crate::clock::VirtualClock;
 use crate::policy::{PolicyEngine, PolicyKind, PolicySource, contract, inspect};
 
 #[derive(Debug, Subcommand)]
-pub enum PolicyCommand {
+pub(super) enum PolicyCommand {
     /// Each kind's versions (the active one first among them), with what
     /// its calls cost; a table, or the API's JSON with --json.
     List {
@@ -256,7 +256,7 @@ fn shadow_text(report: &serde_json::Value) -> String {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ShadowCommand {
+pub(super) enum ShadowCommand {
     /// What KIND's shadow found: per-project credit differences, placements
     /// or decisions that differ, failures and latency.
     Show {
@@ -288,7 +288,7 @@ impl clap::ValueEnum for PolicyKind {
     }
 }
 
-pub fn run(command: PolicyCommand) -> anyhow::Result<()> {
+pub(super) fn run(command: PolicyCommand) -> anyhow::Result<()> {
     match command {
         PolicyCommand::List { server, json } => {
             let body = server.client()?.get("/ws/v1/policies")?;

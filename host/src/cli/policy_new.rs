@@ -22,7 +22,7 @@ static WIT: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../wit");
 static SDK: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../sdk");
 
 /// The longest policy name accepted.
-pub const MAX_NAME_CHARS: usize = 64;
+pub(super) const MAX_NAME_CHARS: usize = 64;
 
 /// Where the Rust SDK (the repo's `sdk/rust`) goes in a Rust project: the
 /// same place, so its `wit/` path (two levels up) and the template's
@@ -35,7 +35,7 @@ const SKIPPED_NAMES: &[&str] = &["__pycache__", ".pytest_cache", "node_modules",
 
 /// The language a policy project is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Language {
+pub(super) enum Language {
     Rust,
     Python,
     Js,
@@ -60,7 +60,7 @@ impl Language {
 }
 
 #[derive(Debug, Args)]
-pub struct NewArgs {
+pub(super) struct NewArgs {
     /// The policy's name: lowercase letters, digits and `-`, starting with a
     /// letter, at most 64 characters.
     pub name: String,
@@ -77,7 +77,7 @@ pub struct NewArgs {
 
 /// One file of a project: its path inside the project and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProjectFile {
+pub(super) struct ProjectFile {
     pub path: PathBuf,
     pub contents: Vec<u8>,
 }
@@ -92,7 +92,7 @@ impl ProjectFile {
 /// The commands that install a project's tools, run its unit tests and build
 /// it; `run` adds the contract test and the load, which name the artifact.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Steps {
+pub(super) struct Steps {
     pub install: String,
     pub test: String,
     pub build: String,
@@ -101,7 +101,7 @@ pub struct Steps {
 }
 
 impl Steps {
-    pub fn new(language: Language, name: &str) -> Steps {
+    pub(super) fn new(language: Language, name: &str) -> Steps {
         let crate_name = snake_case(name);
         let (install, test, build, artifact) = match language {
             Language::Rust => (
@@ -137,7 +137,7 @@ impl Steps {
 
 /// Why a project cannot be made; each names what to change.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NewError {
+pub(super) enum NewError {
     BadName(String),
     NoTemplate {
         language: Language,
@@ -172,7 +172,7 @@ impl std::error::Error for NewError {}
 
 /// Checks a policy name: lowercase letters, digits and `-`, starting with a
 /// letter, at most MAX_NAME_CHARS characters.
-pub fn check_name(name: &str) -> Result<(), NewError> {
+pub(super) fn check_name(name: &str) -> Result<(), NewError> {
     let shown: String = name.chars().take(MAX_NAME_CHARS).collect();
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(NewError::BadName(format!(
@@ -203,7 +203,7 @@ fn snake_case(name: &str) -> String {
 /// Every file of a new project, in the order they are written: the template
 /// (its language's common files, then its kind's) with placeholders filled,
 /// the WIT under `wit/`, and the SDK the language needs.
-pub fn project_files(
+pub(super) fn project_files(
     name: &str,
     kind: PolicyKind,
     language: Language,
@@ -309,7 +309,7 @@ fn files_under(dir: &'static Dir<'static>) -> Vec<(PathBuf, &'static [u8])> {
 
 /// Writes `files` into `dir`, which must not exist or be empty. A directory
 /// this made is removed again if a write fails.
-pub fn write_project(dir: &Path, files: &[ProjectFile]) -> anyhow::Result<()> {
+pub(super) fn write_project(dir: &Path, files: &[ProjectFile]) -> anyhow::Result<()> {
     let made = match fs::read_dir(dir) {
         Ok(mut entries) => {
             if entries.next().is_some() {
@@ -353,7 +353,7 @@ fn write_file(dir: &Path, file: &ProjectFile) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run(args: NewArgs) -> anyhow::Result<()> {
+pub(super) fn run(args: NewArgs) -> anyhow::Result<()> {
     let files = project_files(&args.name, args.kind, args.language)?;
     let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));
     write_project(&dir, &files)?;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::client::ServerArgs;
 
 #[derive(Debug, Subcommand)]
-pub enum QueueCommand {
+pub(super) enum QueueCommand {
     /// Every queue: capacity, maximum, absolute figures, used, apps, pending.
     List {
         #[command(flatten)]
@@ -20,7 +20,7 @@ pub enum QueueCommand {
     },
 }
 
-pub fn run(command: QueueCommand) -> anyhow::Result<()> {
+pub(super) fn run(command: QueueCommand) -> anyhow::Result<()> {
     let QueueCommand::List { server, json } = command;
     let answer = server.client()?.get("/ws/v1/cluster/scheduler")?;
     let root = &answer["scheduler"]["schedulerInfo"];

@@ -14,7 +14,7 @@ use crate::client::{ServerArgs, encode};
 use crate::cluster::AccountingRecord;
 
 #[derive(Debug, Subcommand)]
-pub enum QuotaCommand {
+pub(super) enum QuotaCommand {
     /// Every project: credits left, used, burn rate per hour, state.
     List {
         #[command(flatten)]
@@ -42,7 +42,7 @@ pub enum QuotaCommand {
     },
 }
 
-pub fn run(command: QuotaCommand) -> anyhow::Result<()> {
+pub(super) fn run(command: QuotaCommand) -> anyhow::Result<()> {
     match command {
         QuotaCommand::List { server, json } => {
             let budgets = server.client()?.get("/ws/v1/quota/budgets")?;
@@ -159,7 +159,7 @@ fn project_text(detail: &Value) -> String {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum AccountingCommand {
+pub(super) enum AccountingCommand {
     /// Ended apps' records (user, app, queue, project, memorySeconds,
     /// vcoreSeconds, gpuSeconds, containers, times, final status, credits),
     /// oldest first, every page of them.
@@ -189,14 +189,14 @@ pub enum AccountingCommand {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ExportFormat {
+pub(super) enum ExportFormat {
     /// One header line, then one line per app (RFC 4180).
     Csv,
     /// One JSON object per line.
     Jsonl,
 }
 
-pub fn run_accounting(command: AccountingCommand) -> anyhow::Result<()> {
+pub(super) fn run_accounting(command: AccountingCommand) -> anyhow::Result<()> {
     let AccountingCommand::Export {
         server,
         from,

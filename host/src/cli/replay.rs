@@ -21,7 +21,7 @@ use crate::quota::events::{self, EventLine};
 use crate::sim::replay::{self, ReplayReport};
 
 #[derive(Debug, Args)]
-pub struct ReplayArgs {
+pub(super) struct ReplayArgs {
     /// The event log: one JSON object per line, ordered by t (ms); see docs/replay-events.md.
     events: PathBuf,
     #[command(flatten)]
@@ -55,7 +55,7 @@ fn parse_credits(text: &str) -> Result<(String, f64), String> {
     }
 }
 
-pub fn run(args: ReplayArgs) -> anyhow::Result<()> {
+pub(super) fn run(args: ReplayArgs) -> anyhow::Result<()> {
     super::init_tracing("warn");
     let settings = args.settings.load()?;
     let text = read_log(&args.events)?;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::client::{Client, ServerArgs};
 
 #[derive(Debug, Subcommand)]
-pub enum ReservationCommand {
+pub(super) enum ReservationCommand {
     /// Submit a reservation: FILE holds YARN's `reservation-definition`
     /// object, or a whole submission (queue, reservation-id, reservation-definition).
     Submit {
@@ -59,7 +59,7 @@ pub enum ReservationCommand {
 
 const BASE: &str = "/ws/v1/cluster/reservation";
 
-pub fn run(command: ReservationCommand) -> anyhow::Result<()> {
+pub(super) fn run(command: ReservationCommand) -> anyhow::Result<()> {
     match command {
         ReservationCommand::Submit {
             file,

@@ -21,7 +21,7 @@ use crate::security::{Authenticator, Security};
 use crate::store::{Fence, Store};
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(super) struct ServeArgs {
     #[command(flatten)]
     settings: SettingsArgs,
     /// Where state is kept (weft.db, unless weft.store.url names
@@ -124,7 +124,7 @@ async fn stopped(mut rx: tokio::sync::watch::Receiver<bool>) {
     let _ = rx.wait_for(|stop| *stop).await;
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
     super::init_tracing("info");
     let mut settings = args.settings.load()?;
     // Compiled policies are kept with the server's state unless told otherwise.
@@ -449,14 +449,14 @@ fn warn_about_exposure(
 /// signal that arrives before anything awaits [`received`](Self::received)
 /// (say, right after `serve` printed where it listens) is a clean stop, not
 /// the default action that kills the process.
-pub struct ShutdownSignals {
+pub(super) struct ShutdownSignals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
 }
 
 impl ShutdownSignals {
     /// Starts listening; call it inside a tokio runtime.
-    pub fn listen() -> std::io::Result<ShutdownSignals> {
+    pub(super) fn listen() -> std::io::Result<ShutdownSignals> {
         use tokio::signal::unix::{SignalKind, signal};
         Ok(ShutdownSignals {
             interrupt: signal(SignalKind::interrupt())?,
@@ -465,7 +465,7 @@ impl ShutdownSignals {
     }
 
     /// Waits for either.
-    pub async fn received(mut self) {
+    pub(super) async fn received(mut self) {
         tokio::select! {
             _ = self.interrupt.recv() => {},
             _ = self.terminate.recv() => {},

@@ -11,7 +11,7 @@ use crate::sim::simulate::{Scenario, run};
 use crate::sim::sls;
 
 #[derive(Debug, Args)]
-pub struct SimulateArgs {
+pub(super) struct SimulateArgs {
     /// The scenario: TOML or JSON (see docs/simulate.md). Or give --sls-trace.
     #[arg(required_unless_present = "sls_trace", conflicts_with = "sls_trace")]
     scenario: Option<PathBuf>,
@@ -32,7 +32,7 @@ pub struct SimulateArgs {
     set: Vec<String>,
 }
 
-pub fn run_command(args: SimulateArgs) -> anyhow::Result<()> {
+pub(super) fn run_command(args: SimulateArgs) -> anyhow::Result<()> {
     super::init_tracing("warn");
     let (scenario, base, shown) = match (&args.scenario, &args.sls_trace) {
         (Some(path), _) => {

@@ -9,7 +9,7 @@ use super::SettingsArgs;
 use crate::security::TokensFile;
 
 #[derive(Debug, Subcommand)]
-pub enum TokenCommand {
+pub(super) enum TokenCommand {
     /// Make a new token for USER, print it once, and store only its hash.
     Create {
         user: String,
@@ -25,7 +25,7 @@ pub enum TokenCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct TokensFileArgs {
+pub(super) struct TokensFileArgs {
     /// The tokens file (default: weft.security.tokens-file, else weft-data/tokens.toml,
     /// where `weft serve` with its default --data-dir looks).
     #[arg(long, value_name = "FILE")]
@@ -47,7 +47,7 @@ impl TokensFileArgs {
     }
 }
 
-pub fn run(command: TokenCommand) -> anyhow::Result<()> {
+pub(super) fn run(command: TokenCommand) -> anyhow::Result<()> {
     match command {
         TokenCommand::Create { user, file } => {
             let path = file.path()?;

@@ -172,7 +172,7 @@ pub struct SubmitApp {
 }
 
 /// A tag as it is kept and matched: trimmed, lower case (as YARN keeps it).
-pub fn normal_tag(tag: &str) -> String {
+pub(super) fn normal_tag(tag: &str) -> String {
     tag.trim().to_lowercase()
 }
 
@@ -189,7 +189,7 @@ fn no_comma(field: &str, text: &str) -> Result<(), OutOfBounds> {
 }
 
 /// The application type an app has when its submission names none.
-pub const DEFAULT_APPLICATION_TYPE: &str = "YARN";
+pub(super) const DEFAULT_APPLICATION_TYPE: &str = "YARN";
 
 impl SubmitApp {
     /// Every field within its documented bound (`limits.rs`); the refusal
@@ -308,7 +308,7 @@ pub struct Ask {
 }
 
 /// The most container records one app keeps (the oldest go first).
-pub const MAX_CONTAINER_RECORDS: usize = 10_000;
+pub(super) const MAX_CONTAINER_RECORDS: usize = 10_000;
 
 /// One container of an app: where it ran and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]

@@ -107,7 +107,7 @@ const TOTALS_SETTING: &str = "cluster.app-totals";
 
 /// An app as stored: everything but what its containers determine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredApp {
+pub(super) struct StoredApp {
     pub id: String,
     pub name: String,
     pub queue: String,
@@ -149,7 +149,7 @@ fn default_application_type() -> String {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredAsk {
+pub(super) struct StoredAsk {
     pub resources: Resources,
     pub duration_ms: Option<u64>,
     pub command: Option<ContainerCommand>,
@@ -162,7 +162,7 @@ pub struct StoredAsk {
 
 /// A container as stored: where it runs (or ran) and, once ended, how.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredContainerRecord {
+pub(super) struct StoredContainerRecord {
     pub id: String,
     pub app: String,
     pub ask: usize,
@@ -185,7 +185,7 @@ pub struct StoredContainerRecord {
 /// An agent's node as stored; it comes back waiting for the agent to
 /// register again.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredNode {
+pub(super) struct StoredNode {
     pub id: String,
     pub capacity: Resources,
     pub owner: String,

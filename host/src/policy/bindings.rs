@@ -7,7 +7,7 @@ use wasmtime::component::HasSelf;
 use super::engine::GuestState;
 
 mod generated {
-    pub mod pricing {
+    pub(super) mod pricing {
         // Equality and JSON for every WIT type: `weft policy test` reads
         // example cases and compares answers, shadow mode compares two
         // versions' answers.
@@ -17,7 +17,7 @@ mod generated {
             additional_derives: [PartialEq, serde::Serialize, serde::Deserialize],
         });
     }
-    pub mod scheduling {
+    pub(super) mod scheduling {
         // Reuse the shared interfaces so both worlds have one `PolicyInfo`, one `Host`.
         wasmtime::component::bindgen!({
             world: "scheduling-policy",
@@ -29,7 +29,7 @@ mod generated {
             },
         });
     }
-    pub mod sharing {
+    pub(super) mod sharing {
         wasmtime::component::bindgen!({
             world: "sharing-policy",
             path: "../wit",
@@ -45,18 +45,17 @@ mod generated {
 pub use generated::pricing::exports::weft::policy::pricing::{
     PriceMultiplicators, Usage, Utilization,
 };
-pub use generated::pricing::weft::policy::types::{
-    PolicyInfo, PolicyKind as WitPolicyKind, Resources as SharingResources,
-};
-pub use generated::pricing::{PricingPolicy, PricingPolicyPre};
+pub(super) use generated::pricing::weft::policy::types::PolicyKind as WitPolicyKind;
+pub use generated::pricing::weft::policy::types::{PolicyInfo, Resources as SharingResources};
+pub(super) use generated::pricing::{PricingPolicy, PricingPolicyPre};
 pub use generated::scheduling::exports::weft::policy::scheduling::{
     Apps, Asks, Containers, Nodes, Placements, Queues, Snapshot,
 };
-pub use generated::scheduling::{SchedulingPolicy, SchedulingPolicyPre};
+pub(super) use generated::scheduling::{SchedulingPolicy, SchedulingPolicyPre};
 pub use generated::sharing::exports::weft::policy::sharing::{
     Admission, PlanSettings, Rejection, Timeline,
 };
-pub use generated::sharing::{SharingPolicy, SharingPolicyPre};
+pub(super) use generated::sharing::{SharingPolicy, SharingPolicyPre};
 
 use generated::pricing::weft::policy::host::{Host, Level};
 
@@ -77,7 +76,7 @@ impl Host for GuestState {
 impl generated::pricing::weft::policy::types::Host for GuestState {}
 
 /// Adds the `host` and `types` imports of both worlds to `linker`.
-pub fn add_host_imports(
+pub(super) fn add_host_imports(
     linker: &mut wasmtime::component::Linker<GuestState>,
 ) -> wasmtime::Result<()> {
     // The two worlds import the same interfaces, so one world's

@@ -348,7 +348,10 @@ fn read_entry(
 }
 
 /// Turns a verified payload back into a component.
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "wasmtime's Component::deserialize trusts its bytes: called only on a payload whose checksum and engine were verified"
+)]
 fn deserialize_verified(engine: &Engine, payload: &[u8]) -> wasmtime::Result<Component> {
     // SAFETY: `Component::deserialize` trusts its bytes to be an artifact
     // wasmtime produced, because it maps them as executable code. These are:

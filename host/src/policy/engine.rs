@@ -37,7 +37,7 @@ const MAX_RANDOM_BYTES: u64 = 64 << 10;
 /// shadow), so this covers the three kinds and a few dozen queues' own
 /// sharing slots. Each instance's linear memory reserves 4 GiB of address
 /// space (none of it resident until used), so 256 reserve 1 TiB.
-pub const INSTANCE_POOL_DEFAULT: u32 = 256;
+pub(super) const INSTANCE_POOL_DEFAULT: u32 = 256;
 
 /// Core instances a component may bring on average (a Rust policy has one
 /// or two, a Python one about ten): they cost no memory until used, so the

@@ -23,7 +23,7 @@ const KEPT_BYTES: usize = 8 << 10;
 /// One store's recent output. Shared: the store's WASI streams write into
 /// it, its `host::log` import too, and a failed call reads it.
 #[derive(Debug, Clone)]
-pub struct GuestOutputTail(Arc<Mutex<Tail>>);
+pub(super) struct GuestOutputTail(Arc<Mutex<Tail>>);
 
 #[derive(Debug)]
 struct Tail {
@@ -37,7 +37,7 @@ struct Tail {
 }
 
 impl GuestOutputTail {
-    pub fn new(policy: Arc<str>) -> GuestOutputTail {
+    pub(super) fn new(policy: Arc<str>) -> GuestOutputTail {
         GuestOutputTail(Arc::new(Mutex::new(Tail {
             policy,
             lines: VecDeque::new(),
@@ -48,7 +48,7 @@ impl GuestOutputTail {
     }
 
     /// The writer of the guest's stdout or stderr (`stream` names which).
-    pub fn stream(&self, stream: Stream) -> GuestStream {
+    pub(super) fn stream(&self, stream: Stream) -> GuestStream {
         GuestStream {
             tail: self.clone(),
             stream,
@@ -57,7 +57,7 @@ impl GuestOutputTail {
 
     /// Keeps a `host::log` message, one entry per line of it. Tracing has
     /// it already (the import logs it at its level).
-    pub fn log(&self, level: impl std::fmt::Debug, message: &str) {
+    pub(super) fn log(&self, level: impl std::fmt::Debug, message: &str) {
         // The bindings' enums print as `Level::Warn`.
         let level = format!("{level:?}");
         let level = level.rsplit("::").next().unwrap_or_default();
@@ -70,7 +70,7 @@ impl GuestOutputTail {
 
     /// The kept lines, oldest first, with what the streams wrote since
     /// their last line break.
-    pub fn recent(&self) -> Vec<String> {
+    pub(super) fn recent(&self) -> Vec<String> {
         let tail = self.lock();
         let mut lines: Vec<String> = tail.lines.iter().cloned().collect();
         for (stream, partial) in [
@@ -86,7 +86,7 @@ impl GuestOutputTail {
 
     /// `error`, telling what the guest wrote lately if it trapped or ran out
     /// of memory (a timeout or a refusal says enough by itself).
-    pub fn attach_to(&self, error: CallError) -> CallError {
+    pub(super) fn attach_to(&self, error: CallError) -> CallError {
         let lines = self.recent();
         if lines.is_empty() {
             return error;
@@ -184,7 +184,7 @@ fn push_bounded(line: &mut String, text: &str) {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stream {
+pub(super) enum Stream {
     Stdout,
     Stderr,
 }
@@ -200,7 +200,7 @@ impl Stream {
 
 /// A guest's stdout or stderr.
 #[derive(Clone)]
-pub struct GuestStream {
+pub(super) struct GuestStream {
     tail: GuestOutputTail,
     stream: Stream,
 }

@@ -36,7 +36,7 @@ pub const STANDBY_KEPT: usize = 5;
 /// How many bytes of compiled code a slot's standbys may hold unless told
 /// otherwise (`weft.policy.standby-memory-mb`): a hundred Rust policies, or
 /// fourteen of the 35 MB a Python or JavaScript one compiles to.
-pub const STANDBY_MEMORY_DEFAULT: u64 = 512 << 20;
+pub(super) const STANDBY_MEMORY_DEFAULT: u64 = 512 << 20;
 
 /// One row of a kind's history, as the API shows it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

@@ -76,7 +76,7 @@ impl CallStats {
 /// How an engine came by the components it was asked to compile, counted
 /// as it happens (shared by the engine's clones).
 #[derive(Debug, Default)]
-pub struct CompileCounters {
+pub(super) struct CompileCounters {
     compiled: AtomicU64,
     memory_hits: AtomicU64,
     disk_hits: AtomicU64,
@@ -94,19 +94,19 @@ pub struct CompileCounts {
 }
 
 impl CompileCounters {
-    pub fn record_compiled(&self) {
+    pub(super) fn record_compiled(&self) {
         self.compiled.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn record_memory_hit(&self) {
+    pub(super) fn record_memory_hit(&self) {
         self.memory_hits.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn record_disk_hit(&self) {
+    pub(super) fn record_disk_hit(&self) {
         self.disk_hits.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub fn read(&self) -> CompileCounts {
+    pub(super) fn read(&self) -> CompileCounts {
         CompileCounts {
             compiled: self.compiled.load(Ordering::Relaxed),
             memory_hits: self.memory_hits.load(Ordering::Relaxed),

@@ -165,11 +165,13 @@ mod lenient {
         }
     }
 
-    pub fn integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    pub(super) fn integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
         deserializer.deserialize_any(IntegerVisitor)
     }
 
-    pub fn small_integer<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i32, D::Error> {
+    pub(super) fn small_integer<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<i32, D::Error> {
         let value = integer(deserializer)?;
         i32::try_from(value).map_err(|_| {
             de::Error::invalid_value(de::Unexpected::Signed(value), &"a 32-bit integer")
@@ -177,7 +179,9 @@ mod lenient {
     }
 
     /// A string, or a number kept as its text (`recurrence-expression`).
-    pub fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    pub(super) fn text<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<String>, D::Error> {
         struct TextVisitor;
         impl<'de> Visitor<'de> for TextVisitor {
             type Value = Option<String>;
@@ -204,7 +208,7 @@ mod lenient {
     }
 
     /// A list, or one object standing for a list of one (as Jersey prints it).
-    pub fn one_or_many<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+    pub(super) fn one_or_many<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
     where
         D: Deserializer<'de>,
         T: Deserialize<'de>,

@@ -38,7 +38,7 @@ fn first_excess(limit: &RleTimeline, held: &RleTimeline, what: &str) -> Option<S
 
 /// The plan may never hold more than the queue's capacity. Counts its calls.
 #[derive(Debug, Default)]
-pub struct NoOverCommit {
+pub(super) struct NoOverCommit {
     pub window_ms: i64,
     pub validations: Cell<u32>,
 }
@@ -69,7 +69,7 @@ impl Sharing for NoOverCommit {
 
 /// No over-commit, and no user above `limit` at any instant.
 #[derive(Debug)]
-pub struct UserCap {
+pub(super) struct UserCap {
     pub limit: Amount,
 }
 
@@ -101,7 +101,7 @@ impl Sharing for UserCap {
 
 /// Offers everything, then refuses every candidate on average quota.
 #[derive(Debug)]
-pub struct RefuseAll;
+pub(super) struct RefuseAll;
 
 impl Sharing for RefuseAll {
     fn window(&self, _settings: &PlanSettings) -> Result<i64, CallError> {
@@ -122,7 +122,7 @@ impl Sharing for RefuseAll {
 
 /// A policy whose every call traps.
 #[derive(Debug)]
-pub struct Broken;
+pub(super) struct Broken;
 
 impl Sharing for Broken {
     fn window(&self, _settings: &PlanSettings) -> Result<i64, CallError> {

@@ -3,7 +3,7 @@
 
 /// `value / 10^places` as a decimal with trailing zeros dropped:
 /// `decimal(51_200_000_000, 6)` is `51200`, `decimal(333_333_000, 6)` is `333.333`.
-pub fn decimal(value: u128, places: u32) -> String {
+pub(crate) fn decimal(value: u128, places: u32) -> String {
     let scale = 10u128.pow(places);
     let (whole, fraction) = (value / scale, value % scale);
     if fraction == 0 {
@@ -14,7 +14,7 @@ pub fn decimal(value: u128, places: u32) -> String {
 }
 
 /// A percentage given in parts per million, as written: `50`, `33.3`.
-pub fn percent(ppm: u64) -> String {
+pub(crate) fn percent(ppm: u64) -> String {
     decimal(u128::from(ppm), 4)
 }
 

@@ -16,43 +16,43 @@ pub(crate) struct Tree<'a> {
 }
 
 impl<'a> Tree<'a> {
-    pub fn of(queues: &'a Queues) -> Tree<'a> {
+    pub(crate) fn of(queues: &'a Queues) -> Tree<'a> {
         Tree {
             queues,
             used: (0..queues.len()).map(|q| queues.used(q)).collect(),
         }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.queues.len()
     }
 
-    pub fn parent(&self, q: usize) -> usize {
+    pub(crate) fn parent(&self, q: usize) -> usize {
         self.queues.parent(q)
     }
 
-    pub fn is_leaf(&self, q: usize) -> bool {
+    pub(crate) fn is_leaf(&self, q: usize) -> bool {
         self.queues.is_leaf(q)
     }
 
     /// `absolute_capacity` as a fraction of the cluster.
-    pub fn guarantee(&self, q: usize) -> f64 {
+    pub(crate) fn guarantee(&self, q: usize) -> f64 {
         self.queues.absolute_capacity(q)
     }
 
     /// `absolute_maximum` as a fraction of the cluster.
-    pub fn maximum(&self, q: usize) -> f64 {
+    pub(crate) fn maximum(&self, q: usize) -> f64 {
         self.queues.absolute_maximum(q)
     }
 
     /// user-limit-factor, infinite when the queue has none: a user may then
     /// take the whole queue, up to its maximum.
-    pub fn user_limit_factor(&self, q: usize) -> f64 {
+    pub(crate) fn user_limit_factor(&self, q: usize) -> f64 {
         self.queues.user_limit_factor(q).unwrap_or(f64::INFINITY)
     }
 
     /// `q` and its ancestors up to the root, `q` first.
-    pub fn path(&self, q: usize) -> impl Iterator<Item = usize> + 'a {
+    pub(crate) fn path(&self, q: usize) -> impl Iterator<Item = usize> + 'a {
         self.queues.path(q)
     }
 }

@@ -17,19 +17,19 @@ pub(crate) struct Ranking {
 const NONE: usize = usize::MAX;
 
 impl Ranking {
-    pub fn new(queues: usize) -> Ranking {
+    pub(crate) fn new(queues: usize) -> Ranking {
         Ranking {
             heaps: vec![Vec::new(); queues],
             slot: vec![NONE; queues],
         }
     }
 
-    pub fn leader(&self, parent: usize) -> Option<QueueKey> {
+    pub(crate) fn leader(&self, parent: usize) -> Option<QueueKey> {
         self.heaps[parent].first().copied()
     }
 
     /// The least key after the leader's.
-    pub fn runner_up(&self, parent: usize) -> Option<QueueKey> {
+    pub(crate) fn runner_up(&self, parent: usize) -> Option<QueueKey> {
         let heap = &self.heaps[parent];
         match (heap.get(1), heap.get(2)) {
             (Some(&a), Some(&b)) => Some(a.min(b)),
@@ -37,12 +37,12 @@ impl Ranking {
         }
     }
 
-    pub fn is_empty(&self, parent: usize) -> bool {
+    pub(crate) fn is_empty(&self, parent: usize) -> bool {
         self.heaps[parent].is_empty()
     }
 
     /// Adds a child (not already ranked) under `parent`.
-    pub fn insert(&mut self, parent: usize, key: QueueKey) {
+    pub(crate) fn insert(&mut self, parent: usize, key: QueueKey) {
         let i = self.heaps[parent].len();
         self.heaps[parent].push(key);
         self.slot[key.2 as usize] = i;
@@ -50,7 +50,7 @@ impl Ranking {
     }
 
     /// Takes child `queue` out of `parent`'s ranking, if it is there.
-    pub fn remove(&mut self, parent: usize, queue: usize) {
+    pub(crate) fn remove(&mut self, parent: usize, queue: usize) {
         let i = self.slot[queue];
         if i == NONE {
             return;
@@ -67,7 +67,7 @@ impl Ranking {
     }
 
     /// Gives ranked child `key.2` of `parent` its new key.
-    pub fn update(&mut self, parent: usize, key: QueueKey) {
+    pub(crate) fn update(&mut self, parent: usize, key: QueueKey) {
         let i = self.slot[key.2 as usize];
         if i == NONE {
             return;

@@ -4,19 +4,19 @@ use weft_policy::Resources;
 use weft_policy::scheduling::{Placements, Snapshot, wit};
 
 /// One gigabyte, the container size of most tests.
-pub const GB: u64 = 1024;
+pub(crate) const GB: u64 = 1024;
 
 /// A node: `(free, capacity)`, each `(memory MB, vcores, gpus)`.
-pub type NodeRow = ((u64, u64, u64), (u64, u64, u64));
+pub(crate) type NodeRow = ((u64, u64, u64), (u64, u64, u64));
 
 /// `count` nodes of `capacity`, all free.
-pub fn empty_nodes(count: usize, capacity: (u64, u64, u64)) -> Vec<NodeRow> {
+pub(crate) fn empty_nodes(count: usize, capacity: (u64, u64, u64)) -> Vec<NodeRow> {
     vec![(capacity, capacity); count]
 }
 
 /// A queue row; build with [`queue`] and the methods below.
 #[derive(Debug, Clone, Copy)]
-pub struct Q {
+pub(crate) struct Q {
     pub parent: u32,
     pub capacity: f64,
     pub maximum: f64,
@@ -28,7 +28,7 @@ pub struct Q {
 
 /// A FIFO queue under `parent` with YARN's defaults: minimum user limit
 /// 100 %, user-limit-factor 1, nothing used.
-pub const fn queue(parent: u32, capacity: f64, maximum: f64) -> Q {
+pub(crate) const fn queue(parent: u32, capacity: f64, maximum: f64) -> Q {
     Q {
         parent,
         capacity,
@@ -41,19 +41,19 @@ pub const fn queue(parent: u32, capacity: f64, maximum: f64) -> Q {
 }
 
 impl Q {
-    pub const fn fair(self) -> Q {
+    pub(crate) const fn fair(self) -> Q {
         Q { fair: true, ..self }
     }
-    pub const fn mulp(self, mulp: f64) -> Q {
+    pub(crate) const fn mulp(self, mulp: f64) -> Q {
         Q { mulp, ..self }
     }
-    pub const fn ulf(self, ulf: f64) -> Q {
+    pub(crate) const fn ulf(self, ulf: f64) -> Q {
         Q {
             ulf: Some(ulf),
             ..self
         }
     }
-    pub const fn used(self, memory_mb: u64, vcores: u64, gpus: u64) -> Q {
+    pub(crate) const fn used(self, memory_mb: u64, vcores: u64, gpus: u64) -> Q {
         Q {
             used: (memory_mb, vcores, gpus),
             ..self
@@ -63,7 +63,7 @@ impl Q {
 
 /// An application row; build with [`app`] and the methods below.
 #[derive(Debug, Clone, Copy)]
-pub struct A {
+pub(crate) struct A {
     pub queue: u32,
     pub user: u32,
     pub priority: i32,
@@ -72,7 +72,7 @@ pub struct A {
 }
 
 /// An app of `user` in `queue`, priority 0, submitted at 0, using nothing.
-pub const fn app(queue: u32, user: u32) -> A {
+pub(crate) const fn app(queue: u32, user: u32) -> A {
     A {
         queue,
         user,
@@ -83,13 +83,13 @@ pub const fn app(queue: u32, user: u32) -> A {
 }
 
 impl A {
-    pub const fn priority(self, priority: i32) -> A {
+    pub(crate) const fn priority(self, priority: i32) -> A {
         A { priority, ..self }
     }
-    pub const fn at(self, submit: i64) -> A {
+    pub(crate) const fn at(self, submit: i64) -> A {
         A { submit, ..self }
     }
-    pub const fn used(self, memory_mb: u64, vcores: u64, gpus: u64) -> A {
+    pub(crate) const fn used(self, memory_mb: u64, vcores: u64, gpus: u64) -> A {
         A {
             used: (memory_mb, vcores, gpus),
             ..self
@@ -98,15 +98,20 @@ impl A {
 }
 
 /// An ask: `(app, pending, memory MB, vcores, gpus)`.
-pub type AskRow = (u32, u32, u64, u64, u64);
+pub(crate) type AskRow = (u32, u32, u64, u64, u64);
 
 /// The checked snapshot of these rows.
-pub fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) -> Snapshot {
+pub(crate) fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) -> Snapshot {
     Snapshot::new(record(nodes, queues, apps, asks)).expect("a well-formed snapshot")
 }
 
 /// The record of these rows, as the host would send it.
-pub fn record(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) -> wit::Snapshot {
+pub(crate) fn record(
+    nodes: &[NodeRow],
+    queues: &[Q],
+    apps: &[A],
+    asks: &[AskRow],
+) -> wit::Snapshot {
     wit::Snapshot {
         now_ms: 0,
         nodes: wit::Nodes {
@@ -148,7 +153,7 @@ pub fn record(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) -> w
 }
 
 /// Containers placed per app.
-pub fn per_app(snapshot: &Snapshot, placements: &Placements) -> Vec<u64> {
+pub(crate) fn per_app(snapshot: &Snapshot, placements: &Placements) -> Vec<u64> {
     let mut placed = vec![0u64; snapshot.apps().len()];
     for (ask, _, count) in placements.triples() {
         placed[snapshot.asks().app(ask as usize)] += u64::from(count);
@@ -158,7 +163,7 @@ pub fn per_app(snapshot: &Snapshot, placements: &Placements) -> Vec<u64> {
 
 /// The snapshot of the next round: the placements allocated (node room,
 /// usage of the queues up the tree and of the apps, pending counts).
-pub fn apply(snapshot: &Snapshot, placements: &Placements) -> Snapshot {
+pub(crate) fn apply(snapshot: &Snapshot, placements: &Placements) -> Snapshot {
     let mut next = snapshot.to_record();
     let (apps, asks) = (snapshot.apps(), snapshot.asks());
     for (ask, node, count) in placements.triples() {
@@ -185,7 +190,7 @@ pub fn apply(snapshot: &Snapshot, placements: &Placements) -> Snapshot {
 /// The host's checks (known nodes and asks, no ask above its pending count,
 /// no node above its free room) and the policy's: no queue whose usage grew
 /// ends above its absolute maximum.
-pub fn assert_valid(snapshot: &Snapshot, placements: &Placements) {
+pub(crate) fn assert_valid(snapshot: &Snapshot, placements: &Placements) {
     let (nodes, asks) = (snapshot.nodes(), snapshot.asks());
     let mut on_node = vec![Resources::ZERO; nodes.len()];
     let mut placed = vec![0u64; asks.len()];
@@ -224,10 +229,10 @@ pub fn assert_valid(snapshot: &Snapshot, placements: &Placements) {
 }
 
 /// A small deterministic generator, so failures reproduce.
-pub struct Lcg(pub u64);
+pub(crate) struct Lcg(pub u64);
 
 impl Lcg {
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)

@@ -8,7 +8,7 @@
 //! serves all three. The records get `Default` and `PartialEq`, so tests can
 //! build the inputs the host would send.
 
-#![allow(unsafe_code)] // the code wit-bindgen generates
+#![allow(unsafe_code, reason = "the code wit-bindgen generates")]
 
 /// The `pricing-policy` world.
 pub mod pricing {

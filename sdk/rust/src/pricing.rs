@@ -217,7 +217,7 @@ pub fn check_multiplicators(multiplicators: Multiplicators) -> Result<Multiplica
 macro_rules! export_pricing {
     ($policy:ty) => {
         #[cfg(target_arch = "wasm32")]
-        #[allow(unsafe_code)] // the exports wit-bindgen generates
+        #[allow(unsafe_code, reason = "the exports wit-bindgen generates")]
         const _: () = {
             static POLICY: $crate::glue::Slot<$policy> = $crate::glue::Slot::new();
 

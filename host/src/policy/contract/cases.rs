@@ -28,7 +28,7 @@ use crate::policy::bindings::{
 pub const MAX_CASES_BYTES: usize = 16 << 20;
 pub const MAX_CASES: usize = 10_000;
 /// The most rows, nodes, apps, asks, containers or steps one case's input may have.
-pub const MAX_COLUMN: usize = 100_000;
+pub(super) const MAX_COLUMN: usize = 100_000;
 
 #[derive(Debug, Deserialize)]
 struct CaseLine {
@@ -174,7 +174,7 @@ fn parse_line(line: &str) -> Result<Case, String> {
 }
 
 /// What `validate` may be expected to answer.
-pub const DECISIONS: [&str; 4] = [
+pub(super) const DECISIONS: [&str; 4] = [
     "accept",
     "over-commit",
     "instantaneous-quota",

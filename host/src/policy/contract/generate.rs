@@ -10,13 +10,13 @@ use crate::policy::engine::call_seed;
 
 /// A small seeded generator (SplitMix64 through the engine's call seeds).
 #[derive(Debug)]
-pub struct Inputs {
+pub(super) struct Inputs {
     seed: u64,
     drawn: u64,
 }
 
 impl Inputs {
-    pub fn new(seed: u64) -> Inputs {
+    pub(super) fn new(seed: u64) -> Inputs {
         Inputs { seed, drawn: 0 }
     }
 
@@ -39,7 +39,7 @@ impl Inputs {
         choices[self.below(choices.len() as u64) as usize]
     }
 
-    pub fn utilization(&mut self) -> Utilization {
+    pub(super) fn utilization(&mut self) -> Utilization {
         let mut fraction = || match self.below(4) {
             0 => 0.0,
             1 => self.pick(&[0.25, 0.5, 0.9, 1.0, 1.5]),
@@ -52,7 +52,7 @@ impl Inputs {
         }
     }
 
-    pub fn multiplicators(&mut self) -> PriceMultiplicators {
+    pub(super) fn multiplicators(&mut self) -> PriceMultiplicators {
         PriceMultiplicators {
             general: self.pick(&[1.0, 1.0, 1.5, 2.75]),
             gpu: self.pick(&[1.0, 1.0, 2.0, 4.5]),
@@ -61,7 +61,7 @@ impl Inputs {
 
     /// `rows` containers of mixed sizes: some idle a while, some with GPUs,
     /// some charged for no time at all.
-    pub fn usage(&mut self, rows: usize) -> Usage {
+    pub(super) fn usage(&mut self, rows: usize) -> Usage {
         let mut usage = Usage {
             seconds: Vec::with_capacity(rows),
             memory_mb: Vec::with_capacity(rows),
@@ -85,7 +85,7 @@ impl Inputs {
 
     /// A cluster of up to 40 nodes, a root with up to 5 leaves (capacities
     /// adding up to 100), up to 30 apps by up to 6 users, and their asks.
-    pub fn snapshot(&mut self) -> Snapshot {
+    pub(super) fn snapshot(&mut self) -> Snapshot {
         let node_count = 1 + self.below(40) as usize;
         let mut nodes = Nodes {
             free_memory_mb: vec![],
@@ -195,7 +195,7 @@ impl Inputs {
     }
 
     /// Up to 60 running containers of the snapshot's apps on its nodes.
-    pub fn running(&mut self, snapshot: &Snapshot) -> Containers {
+    pub(super) fn running(&mut self, snapshot: &Snapshot) -> Containers {
         let mut running = Containers {
             app: vec![],
             node: vec![],
@@ -223,7 +223,7 @@ impl Inputs {
     }
 
     /// A random part `[a, b)` of `[from, to)`, at least 1 ms long.
-    pub fn span(&mut self, from: i64, to: i64) -> (i64, i64) {
+    pub(super) fn span(&mut self, from: i64, to: i64) -> (i64, i64) {
         let a = from + self.below((to - from - 1).max(1) as u64) as i64;
         let b = a + 1 + self.below((to - a - 1).max(1) as u64) as i64;
         (a, b.min(to))
@@ -264,7 +264,7 @@ impl Inputs {
     /// What is held already keeps every limit, as the host's plans do: the
     /// user holds at most the smaller of the two limits at any instant, the
     /// plan at most its capacity.
-    pub fn admission(&mut self) -> Admission {
+    pub(super) fn admission(&mut self) -> Admission {
         const HOUR: i64 = 3_600_000;
         let capacity = SharingResources {
             memory_mb: self.pick(&[10_240, 102_400]),
@@ -308,7 +308,7 @@ impl Inputs {
     }
 }
 
-pub fn empty() -> Timeline {
+pub(super) fn empty() -> Timeline {
     Timeline {
         at_ms: vec![],
         memory_mb: vec![],
@@ -318,7 +318,7 @@ pub fn empty() -> Timeline {
 }
 
 /// The amount of `timeline` at `t`.
-pub fn amount_at(timeline: &Timeline, t: i64) -> (u64, u64, u64) {
+pub(super) fn amount_at(timeline: &Timeline, t: i64) -> (u64, u64, u64) {
     match timeline.at_ms.partition_point(|&at| at <= t) {
         0 => (0, 0, 0),
         i => (
@@ -330,7 +330,7 @@ pub fn amount_at(timeline: &Timeline, t: i64) -> (u64, u64, u64) {
 }
 
 /// The pointwise sum of two step functions.
-pub fn add(a: &Timeline, b: &Timeline) -> Timeline {
+pub(super) fn add(a: &Timeline, b: &Timeline) -> Timeline {
     let mut at: Vec<i64> = a.at_ms.iter().chain(&b.at_ms).copied().collect();
     at.sort_unstable();
     at.dedup();

@@ -55,7 +55,7 @@ pub trait SchedulingPolicy: Policy {
 macro_rules! export_scheduling {
     ($policy:ty) => {
         #[cfg(target_arch = "wasm32")]
-        #[allow(unsafe_code)] // the exports wit-bindgen generates
+        #[allow(unsafe_code, reason = "the exports wit-bindgen generates")]
         const _: () = {
             static POLICY: $crate::glue::Slot<$policy> = $crate::glue::Slot::new();
 

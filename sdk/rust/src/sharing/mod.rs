@@ -57,7 +57,7 @@ pub trait SharingPolicy: Policy {
 macro_rules! export_sharing {
     ($policy:ty) => {
         #[cfg(target_arch = "wasm32")]
-        #[allow(unsafe_code)] // the exports wit-bindgen generates
+        #[allow(unsafe_code, reason = "the exports wit-bindgen generates")]
         const _: () = {
             static POLICY: $crate::glue::Slot<$policy> = $crate::glue::Slot::new();
 

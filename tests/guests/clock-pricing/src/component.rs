@@ -2,7 +2,7 @@
 //! call takes, the policy on top of the arithmetic in `lib.rs`, and its
 //! export.
 
-#![allow(unsafe_code)] // two WASI imports
+#![allow(unsafe_code, reason = "two WASI imports")]
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
