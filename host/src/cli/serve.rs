@@ -136,8 +136,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
         .sim_nodes
         .as_deref()
         .map(sim_nodes::parse)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+        .transpose()?;
     // Checked now, so a bad configuration stops the start, not a failover.
     let queues = crate::queues::load(args.queues.as_deref(), &settings.queue_properties)
         .context("the queue configuration is invalid")?;

@@ -261,7 +261,7 @@ fn self_check(version: &PolicyVersion) -> Result<(), CallError> {
                 gpus: 1.0,
             };
             let multiplicators = version.multiplicators(utilization)?;
-            validate::multiplicators(&multiplicators).map_err(CallError::InvalidOutput)?;
+            validate::multiplicators(&multiplicators).map_err(CallError::from)?;
             let usage = Usage {
                 seconds: vec![10.0, 1.0, 0.0],
                 memory_mb: vec![1024, 8192, 512],
@@ -269,24 +269,24 @@ fn self_check(version: &PolicyVersion) -> Result<(), CallError> {
                 gpus: vec![0, 1, 0],
             };
             let charges = version.charge(&usage, multiplicators)?;
-            validate::charges(&charges, usage.seconds.len()).map_err(CallError::InvalidOutput)
+            validate::charges(&charges, usage.seconds.len()).map_err(CallError::from)
         }
         PolicyKind::Scheduling => {
             let snapshot = sample_snapshot();
             let placements = version.schedule(&snapshot)?;
-            validate::placements(&snapshot, &placements).map_err(CallError::InvalidOutput)
+            validate::placements(&snapshot, &placements).map_err(CallError::from)
         }
         PolicyKind::Sharing => {
             let admission = sample_admission();
             let window = version.window(&admission.settings)?;
-            validate::window(window).map_err(CallError::InvalidOutput)?;
+            validate::window(window).map_err(CallError::from)?;
             // Accepting or refusing are both answers; only a failed call is not.
             let _accepted_or_refused = version.validate(&admission)?;
             let available = version.available(&Admission {
                 candidate: validate::empty_timeline(),
                 ..admission
             })?;
-            validate::timeline(&available).map_err(CallError::InvalidOutput)
+            validate::timeline(&available).map_err(CallError::from)
         }
     }
 }

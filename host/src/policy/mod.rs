@@ -78,17 +78,48 @@ impl fmt::Display for PolicyKind {
 }
 
 impl FromStr for PolicyKind {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = UnknownPolicyKind;
+    fn from_str(text: &str) -> Result<Self, UnknownPolicyKind> {
         match text {
             "scheduling" => Ok(PolicyKind::Scheduling),
             "pricing" => Ok(PolicyKind::Pricing),
             "sharing" => Ok(PolicyKind::Sharing),
-            other => Err(format!(
-                "unknown policy kind {other:?}; expected scheduling, pricing or sharing"
-            )),
+            other => Err(UnknownPolicyKind(other.to_string())),
         }
     }
+}
+
+/// A policy kind's name that is none of the three.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy kind {0:?}; expected scheduling, pricing or sharing")]
+pub struct UnknownPolicyKind(pub String);
+
+/// No shadow of the kind runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("no {0} shadow is running")]
+pub struct NoShadow(pub PolicyKind);
+
+/// Why the versions kept in the store cannot be put back.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error("no store to restore policies from")]
+    NoStore,
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error("the store has no component with sha256 {sha256} ({kind} policy {policy})")]
+    Missing {
+        sha256: String,
+        kind: PolicyKind,
+        policy: String,
+    },
+    #[error("the stored {kind} policy {policy} no longer loads: {error}")]
+    NoLongerLoads {
+        kind: PolicyKind,
+        policy: String,
+        error: LoadError,
+    },
+    #[error("the stored component {stored} has sha256 {actual}: it is damaged")]
+    Damaged { stored: String, actual: String },
 }
 
 /// Why one policy call failed. Any of these makes the host fall back to the
@@ -111,6 +142,12 @@ pub enum CallError {
         "cannot be instantiated: {0}; every instance of the pool is in use (raise weft.policy.instance-pool, or retire versions)"
     )]
     InstancePoolFull(String),
+}
+
+impl From<validate::InvalidOutput> for CallError {
+    fn from(invalid: validate::InvalidOutput) -> CallError {
+        CallError::InvalidOutput(invalid.0)
+    }
 }
 
 impl CallError {
@@ -225,34 +262,29 @@ impl PolicyRuntime {
     /// Publishes again the versions `saved` lists for `kind` (standbys,
     /// then the active one), from the components the store keeps, with
     /// the parameters they had. Returns how many.
-    pub fn restore(&self, kind: PolicyKind, saved: &[SavedVersion]) -> Result<usize, String> {
-        let store = self
-            .store
-            .get()
-            .ok_or("no store to restore policies from")?;
+    pub fn restore(&self, kind: PolicyKind, saved: &[SavedVersion]) -> Result<usize, RestoreError> {
+        let store = self.store.get().ok_or(RestoreError::NoStore)?;
         for version in saved {
-            let bytes = store
-                .policy_blob(&version.sha256)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(|| {
-                    format!(
-                        "the store has no component with sha256 {} ({} policy {})",
-                        version.sha256, kind, version.source
-                    )
-                })?;
-            let no_longer_loads = |e: LoadError| {
-                format!(
-                    "the stored {kind} policy {} no longer loads: {e}",
-                    version.source
-                )
+            let bytes =
+                store
+                    .policy_blob(&version.sha256)?
+                    .ok_or_else(|| RestoreError::Missing {
+                        sha256: version.sha256.clone(),
+                        kind,
+                        policy: version.source.clone(),
+                    })?;
+            let no_longer_loads = |error: LoadError| RestoreError::NoLongerLoads {
+                kind,
+                policy: version.source.clone(),
+                error,
             };
             let compiled = compile(&self.engine, &bytes).map_err(no_longer_loads)?;
             let sha256 = hex::encode(compiled.sha256);
             if sha256 != version.sha256 {
-                return Err(format!(
-                    "the stored component {} has sha256 {sha256}: it is damaged",
-                    version.sha256
-                ));
+                return Err(RestoreError::Damaged {
+                    stored: version.sha256.clone(),
+                    actual: sha256,
+                });
             }
             let prepared = prepare_compiled(
                 &self.engine,
@@ -477,7 +509,7 @@ impl PolicyRuntime {
     /// publication as a load: calls already running finish on the old one,
     /// the next call is answered by the new one, and the old one stays as
     /// the fallback. Returns the shadow's last report.
-    pub fn promote(&self, kind: PolicyKind) -> Result<ShadowReport, String> {
+    pub fn promote(&self, kind: PolicyKind) -> Result<ShadowReport, NoShadow> {
         let shadow = self.take_shadow(kind)?;
         self.slot(kind).publish(shadow.version().clone());
         let report = shadow.report();
@@ -486,15 +518,13 @@ impl PolicyRuntime {
     }
 
     /// Stops `kind`'s shadow. Returns its last report.
-    pub fn stop_shadow(&self, kind: PolicyKind) -> Result<ShadowReport, String> {
+    pub fn stop_shadow(&self, kind: PolicyKind) -> Result<ShadowReport, NoShadow> {
         let report = self.take_shadow(kind)?.report();
         tracing::info!(%kind, policy = %report.shadow.name, "shadow policy stopped");
         Ok(report)
     }
 
-    fn take_shadow(&self, kind: PolicyKind) -> Result<Arc<Shadow>, String> {
-        self.shadow(kind)
-            .take()
-            .ok_or_else(|| format!("no {kind} shadow is running"))
+    fn take_shadow(&self, kind: PolicyKind) -> Result<Arc<Shadow>, NoShadow> {
+        self.shadow(kind).take().ok_or(NoShadow(kind))
     }
 }

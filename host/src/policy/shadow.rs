@@ -282,11 +282,10 @@ fn answer(
     job: &Job,
     own_multiplicators: Option<PriceMultiplicators>,
 ) -> Result<Answer, CallError> {
-    let invalid = CallError::InvalidOutput;
     Ok(match job {
         Job::Multiplicators { utilization, .. } => {
             let m = version.multiplicators(*utilization)?;
-            validate::multiplicators(&m).map_err(invalid)?;
+            validate::multiplicators(&m).map_err(CallError::from)?;
             Answer::Multiplicators(m)
         }
         Job::Charge {
@@ -296,7 +295,7 @@ fn answer(
         } => {
             let m = own_multiplicators.unwrap_or(*multiplicators);
             let charges = version.charge(usage, m)?;
-            validate::charges(&charges, usage.seconds.len()).map_err(invalid)?;
+            validate::charges(&charges, usage.seconds.len()).map_err(CallError::from)?;
             Answer::Charges(charges)
         }
         Job::Schedule { snapshot, .. } => {

@@ -13,8 +13,8 @@ use super::{CallError, PolicyKind, PolicySlot, validate};
 
 /// Turns a failed check into a failed call: an invalid answer is treated
 /// exactly as a trap (fallback, failure counting, rollback).
-fn checked<T>(check: Result<(), String>, value: T) -> Result<T, CallError> {
-    check.map(|()| value).map_err(CallError::InvalidOutput)
+fn checked<T>(check: Result<(), validate::InvalidOutput>, value: T) -> Result<T, CallError> {
+    check.map(|()| value).map_err(CallError::from)
 }
 
 /// The pricing slot: multiplicators and charges.

@@ -3,30 +3,35 @@
 
 use super::bindings::{Placements, PriceMultiplicators, Snapshot, Timeline};
 
+/// A policy's answer the host refuses, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidOutput(pub String);
+
 /// Charges must be one per container, finite and not negative.
-pub fn charges(charges: &[f64], containers: usize) -> Result<(), String> {
+pub fn charges(charges: &[f64], containers: usize) -> Result<(), InvalidOutput> {
     if charges.len() != containers {
-        return Err(format!(
+        return Err(InvalidOutput(format!(
             "returned {} charges for {containers} containers",
             charges.len()
-        ));
+        )));
     }
     match charges.iter().position(|c| !c.is_finite() || *c < 0.0) {
-        Some(i) => Err(format!(
+        Some(i) => Err(InvalidOutput(format!(
             "returned charge {} for container {i}; charges must be finite and at least 0",
             charges[i]
-        )),
+        ))),
         None => Ok(()),
     }
 }
 
 /// PriceMultiplicators must be finite and not negative.
-pub fn multiplicators(m: &PriceMultiplicators) -> Result<(), String> {
+pub fn multiplicators(m: &PriceMultiplicators) -> Result<(), InvalidOutput> {
     for (name, value) in [("general", m.general), ("gpu", m.gpu)] {
         if !value.is_finite() || value < 0.0 {
-            return Err(format!(
+            return Err(InvalidOutput(format!(
                 "returned {name} multiplicator {value}; it must be finite and at least 0"
-            ));
+            )));
         }
     }
     Ok(())
@@ -43,17 +48,17 @@ pub fn empty_timeline() -> Timeline {
 }
 
 /// A sharing window is a length of time: not negative.
-pub fn window(window_ms: i64) -> Result<(), String> {
+pub fn window(window_ms: i64) -> Result<(), InvalidOutput> {
     if window_ms < 0 {
-        return Err(format!(
+        return Err(InvalidOutput(format!(
             "returned window {window_ms} ms; it must be at least 0"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// A timeline's columns have one length and its times strictly increase.
-pub fn timeline(timeline: &Timeline) -> Result<(), String> {
+pub fn timeline(timeline: &Timeline) -> Result<(), InvalidOutput> {
     let steps = timeline.at_ms.len();
     let lengths = [
         timeline.memory_mb.len(),
@@ -61,38 +66,38 @@ pub fn timeline(timeline: &Timeline) -> Result<(), String> {
         timeline.gpus.len(),
     ];
     if lengths.iter().any(|&length| length != steps) {
-        return Err(format!(
+        return Err(InvalidOutput(format!(
             "returned a timeline whose columns differ in length: {steps} times, \
              {} memory, {} vcores, {} gpus",
             lengths[0], lengths[1], lengths[2]
-        ));
+        )));
     }
     if let Some(i) = timeline
         .at_ms
         .windows(2)
         .position(|pair| pair[0] >= pair[1])
     {
-        return Err(format!(
+        return Err(InvalidOutput(format!(
             "returned a timeline whose times do not increase: {} then {} at step {}",
             timeline.at_ms[i],
             timeline.at_ms[i + 1],
             i + 1
-        ));
+        )));
     }
     Ok(())
 }
 
 /// Placements must name existing nodes and asks, place no more than each ask
 /// has pending, and fit in every node's free resources.
-pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), String> {
+pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), InvalidOutput> {
     let Placements { ask, node, count } = placements;
     if ask.len() != node.len() || ask.len() != count.len() {
-        return Err(format!(
+        return Err(InvalidOutput(format!(
             "returned placement columns of different lengths (ask {}, node {}, count {})",
             ask.len(),
             node.len(),
             count.len()
-        ));
+        )));
     }
     let nodes = &snapshot.nodes;
     let asks = &snapshot.asks;
@@ -105,14 +110,14 @@ pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), St
     for i in 0..ask.len() {
         let (a, n, c) = (ask[i] as usize, node[i] as usize, count[i]);
         if n >= node_count {
-            return Err(format!(
+            return Err(InvalidOutput(format!(
                 "placed on node {n}, but the snapshot has {node_count} nodes"
-            ));
+            )));
         }
         if a >= ask_count {
-            return Err(format!(
+            return Err(InvalidOutput(format!(
                 "placed ask {a}, but the snapshot has {ask_count} asks"
-            ));
+            )));
         }
         // Node room first: an over-allocation is the graver fault.
         let memory = asks.memory_mb[a].checked_mul(u64::from(c));
@@ -127,7 +132,7 @@ pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), St
                 free_gpus[n] -= g;
             }
             _ => {
-                return Err(format!(
+                return Err(InvalidOutput(format!(
                     "over-allocated node {n}: {c} × ask {a} ({} MB, {} vcores, {} GPUs each) does not fit in {} MB, {} vcores, {} GPUs free",
                     asks.memory_mb[a],
                     asks.vcores[a],
@@ -135,14 +140,14 @@ pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), St
                     free_memory[n],
                     free_vcores[n],
                     free_gpus[n]
-                ));
+                )));
             }
         }
         if c > pending[a] {
-            return Err(format!(
+            return Err(InvalidOutput(format!(
                 "placed {c} containers of ask {a}, which has {} pending",
                 pending[a]
-            ));
+            )));
         }
         pending[a] -= c;
     }
@@ -150,16 +155,18 @@ pub fn placements(snapshot: &Snapshot, placements: &Placements) -> Result<(), St
 }
 
 /// Preemption victims must be distinct indices of running containers.
-pub fn victims(victims: &[u32], running: usize) -> Result<(), String> {
+pub fn victims(victims: &[u32], running: usize) -> Result<(), InvalidOutput> {
     let mut seen = std::collections::HashSet::new();
     for &victim in victims {
         if victim as usize >= running {
-            return Err(format!(
+            return Err(InvalidOutput(format!(
                 "chose container {victim} to preempt, but {running} are running"
-            ));
+            )));
         }
         if !seen.insert(victim) {
-            return Err(format!("chose container {victim} to preempt twice"));
+            return Err(InvalidOutput(format!(
+                "chose container {victim} to preempt twice"
+            )));
         }
     }
     Ok(())

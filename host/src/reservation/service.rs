@@ -344,14 +344,16 @@ impl ReservationService {
 
     /// Whether reservation `id` (as an app names it) is in the plan of the
     /// queue at `queue_path`; the reason if not.
-    pub fn check_app_reservation(&self, id: &str, queue_path: &str) -> Result<(), String> {
-        let parsed: ReservationId = id.parse().map_err(|e| format!("{e}"))?;
+    pub fn check_app_reservation(&self, id: &str, queue_path: &str) -> Result<(), NotInPlan> {
+        let parsed: ReservationId = id.parse().map_err(|e| NotInPlan::BadId(format!("{e}")))?;
         match self.system.reservation(&parsed) {
             Some((queue, _)) if queue == queue_path => Ok(()),
-            Some((queue, _)) => Err(format!(
-                "reservation {id} is in queue {queue}, not {queue_path}"
-            )),
-            None => Err(format!("no reservation {id}")),
+            Some((queue, _)) => Err(NotInPlan::OtherQueue {
+                id: id.to_string(),
+                queue: queue.to_string(),
+                wanted: queue_path.to_string(),
+            }),
+            None => Err(NotInPlan::Unknown(id.to_string())),
         }
     }
 
@@ -446,4 +448,19 @@ fn share(total: Resources, percent: f64) -> Resources {
         part(f64::from(total.vcores)) as u32,
         part(f64::from(total.gpus)) as u32,
     )
+}
+/// Why an app cannot run in the reservation it names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotInPlan {
+    /// Not a reservation id (the parser's reason).
+    #[error("{0}")]
+    BadId(String),
+    #[error("reservation {id} is in queue {queue}, not {wanted}")]
+    OtherQueue {
+        id: String,
+        queue: String,
+        wanted: String,
+    },
+    #[error("no reservation {0}")]
+    Unknown(String),
 }

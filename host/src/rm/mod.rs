@@ -502,7 +502,10 @@ impl ResourceManager {
 
     /// Whether the reservation a submission names (if any) is in the plan of
     /// its queue; the reason if not.
-    pub fn check_app_reservation(&self, request: &crate::cluster::SubmitApp) -> Result<(), String> {
+    pub fn check_app_reservation(
+        &self,
+        request: &crate::cluster::SubmitApp,
+    ) -> Result<(), crate::reservation::service::NotInPlan> {
         let queues = self.cluster.queues();
         match (&request.reservation_id, queues.leaf(&request.queue)) {
             (Some(id), Some(leaf)) => self

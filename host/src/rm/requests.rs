@@ -114,7 +114,7 @@ impl ResourceManager {
             .check_project(&user, &request.project)
             .map_err(RequestError::NotAllowed)?;
         self.check_app_reservation(&request)
-            .map_err(RequestError::Invalid)?;
+            .map_err(|e| RequestError::Invalid(e.to_string()))?;
         // A reservation's capacity is its owner's: only their apps (or an
         // administrator's submission) run in it.
         if let Some(id) = &request.reservation_id
@@ -407,6 +407,17 @@ impl ResourceManager {
     }
 }
 
+/// Why refreshQueues refused a tree; nothing changed.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// A reservation would be lost, or a queue's own policy does not load.
+    #[error(transparent)]
+    Reservations(#[from] ReservationError),
+    /// An app running or pending names a leaf the tree lacks.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+}
+
 impl ResourceManager {
     /// refreshQueues: takes the queue tree `tree` (read again by the caller,
     /// an administrator). The plans are prepared first (they refuse a tree
@@ -415,14 +426,11 @@ impl ResourceManager {
     /// refusal changes nothing. A queue naming its own sharing policy is
     /// compiled here, on the loop: rare, and a refresh must see the
     /// reservations as they are.
-    pub fn refresh_queues(&mut self, tree: crate::queues::QueueTree) -> Result<(), String> {
+    pub fn refresh_queues(&mut self, tree: crate::queues::QueueTree) -> Result<(), RefreshError> {
         let prepared = self
             .reservations
-            .prepare_queues(&tree, &self.policies.clone())
-            .map_err(|e| e.to_string())?;
-        self.cluster
-            .replace_queues(tree)
-            .map_err(|e| e.to_string())?;
+            .prepare_queues(&tree, &self.policies.clone())?;
+        self.cluster.replace_queues(tree)?;
         self.reservations.apply_queues(prepared, &self.policies);
         self.queues_changed = true;
         Ok(())

@@ -3,12 +3,21 @@
 
 use crate::resources::Resources;
 
+/// A spec refused, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "--sim-nodes {spec:?}: {why}; expected COUNTxMEMmb,VCORESvcores[,GPUSgpus], e.g. 20x8192mb,8vcores,1gpus"
+)]
+pub struct SimNodesError {
+    pub spec: String,
+    pub why: String,
+}
+
 /// Parses a spec into (count, capacity of each node).
-pub fn parse(spec: &str) -> Result<(u32, Resources), String> {
-    let bad = |why: &str| {
-        format!(
-            "--sim-nodes {spec:?}: {why}; expected COUNTxMEMmb,VCORESvcores[,GPUSgpus], e.g. 20x8192mb,8vcores,1gpus"
-        )
+pub fn parse(spec: &str) -> Result<(u32, Resources), SimNodesError> {
+    let bad = |why: &str| SimNodesError {
+        spec: spec.to_string(),
+        why: why.to_string(),
     };
     let (count, rest) = spec
         .trim()

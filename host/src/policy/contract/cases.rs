@@ -244,7 +244,7 @@ fn check_input(call: &Call) -> Result<(), String> {
                 ("plan_committed", &admission.plan_committed),
             ] {
                 crate::policy::validate::timeline(timeline)
-                    .map_err(|e| format!("{name}: {}", e.trim_start_matches("returned ")))?;
+                    .map_err(|e| format!("{name}: {}", e.0.trim_start_matches("returned ")))?;
                 if timeline.at_ms.len() > MAX_COLUMN {
                     return Err(format!("{name} has more than {MAX_COLUMN} steps"));
                 }
