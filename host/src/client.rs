@@ -25,6 +25,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 use serde_json::Value;
 
+/// The server `--server` names by default: a local `weft serve` on YARN's
+/// ResourceManager web port.
 pub const DEFAULT_SERVER: &str = "http://127.0.0.1:8088";
 
 /// How long a request keeps trying the servers while none answers as
@@ -84,6 +86,7 @@ impl ServerArgs {
         }
     }
 
+    /// A client for these flags (see [`Client::new`]).
     pub fn client(&self) -> anyhow::Result<Client> {
         Client::new(self)
     }
@@ -134,6 +137,9 @@ enum Attempt {
     Failed { error: String, maybe_sent: bool },
 }
 
+/// A blocking client of one or more servers' HTTP API, as one user: it
+/// fails over between the servers and says when a request may or may not
+/// have been carried out.
 pub struct Client {
     /// The servers, and which one answered last as active (tried first).
     bases: Vec<String>,
@@ -148,6 +154,9 @@ pub struct Client {
 }
 
 impl Client {
+    /// A client of the servers `args` lists (duplicates dropped), with its
+    /// CA certificates, user or token; refuses an unreadable `--ca-cert`
+    /// and a `--server` that names no server.
     pub fn new(args: &ServerArgs) -> anyhow::Result<Client> {
         let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -200,6 +209,8 @@ impl Client {
         })
     }
 
+    /// GETs `path` and gives back its JSON body; an error for a status
+    /// other than 2xx. Sent again as needed.
     pub fn get(&self, path: &str) -> anyhow::Result<Value> {
         let response = self.send(path, Replay::Safe, self.failover_wait, |url| {
             self.with_user(self.agent.get(url)).call()

@@ -7,9 +7,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The current time, in ms since the Unix epoch.
     fn now_ms(&self) -> u64;
 }
 
+/// The system's real time, as `serve` runs on (0 if the system clock is
+/// before the epoch).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WallClock;
 
@@ -29,6 +32,7 @@ pub struct VirtualClock {
 }
 
 impl VirtualClock {
+    /// A clock standing at `ms` (ms since the epoch) until advanced.
     pub fn starting_at(ms: u64) -> VirtualClock {
         VirtualClock {
             now: Arc::new(AtomicU64::new(ms)),

@@ -5,6 +5,9 @@
 //! Data flow: `api` (HTTP, node heartbeats) → the event loop in `rm` →
 //! `scheduler` / `quota` → `policy` → `store`. See docs/ARCHITECTURE.md.
 
+// Every public item says what it is (as wasmtime and axum do).
+#![warn(missing_docs)]
+
 pub mod accounting;
 pub mod agent;
 pub mod api;

@@ -8,7 +8,7 @@
 //! 2^32), of 1 PiB of memory is 2^47 MB (a `u64` holds 2^64), and a time
 //! plus a duration stays below 2^48 ms. Aggregates of *demand* (pending
 //! containers across apps) are not bounded by the cluster, so resource
-//! vectors add saturating (see `cluster::Resources`).
+//! vectors add saturating (see `resources::Resources`).
 
 use std::fmt::Display;
 
@@ -30,20 +30,23 @@ pub const MAX_DURATION_MS: u64 = 30 * 24 * 3600 * 1000;
 pub const MAX_TIME_MS: u64 = 253_402_300_799_999;
 /// Names and ids: apps, users, projects, queues, nodes, containers.
 pub const MAX_NAME_BYTES: usize = 256;
-/// An app's tags, and one tag's length (YARN's own limits).
+/// Tags one app may carry (YARN's own limit).
 pub const MAX_APP_TAGS: usize = 10;
+/// Bytes in one app tag (YARN's own limit).
 pub const MAX_APP_TAG_BYTES: usize = 100;
 /// Containers one heartbeat may report as finished (or as running).
 pub const MAX_FINISHED_PER_HEARTBEAT: usize = 100_000;
 /// How often one container of an ask may run (`max_attempts`).
 pub const MAX_ATTEMPTS: u32 = 100;
-/// A container's command: words, and bytes in all.
+/// Words in a container's command (argv, or one shell line).
 pub const MAX_COMMAND_WORDS: usize = 4096;
+/// Bytes in a container's command, all its words together: 1 MiB.
 pub const MAX_COMMAND_BYTES: usize = 1 << 20;
 /// One word of a command (or a shell line): Linux's MAX_ARG_STRLEN less one.
 pub const MAX_COMMAND_WORD_BYTES: usize = (128 << 10) - 1;
-/// A container's own environment variables, and the bytes of one value.
+/// Environment variables a container may set of its own.
 pub const MAX_ENV_VARS: usize = 1000;
+/// Bytes in the value of one of a container's environment variables: 64 KiB.
 pub const MAX_ENV_VALUE_BYTES: usize = 64 << 10;
 /// A container end's diagnostics as an agent reports them (longer ones
 /// are cut).
@@ -54,9 +57,10 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 /// A policy upload (a WebAssembly component) may be larger.
 pub const MAX_POLICY_BODY_BYTES: usize = 64 << 20;
 
-/// Apps one GET /ws/v1/cluster/apps answers when no `limit` is given, and
-/// the most any `limit` may ask for (each answer is built on the event loop).
+/// Apps one GET /ws/v1/cluster/apps answers when no `limit` is given.
 pub const DEFAULT_APPS_PAGE: usize = 1000;
+/// The most apps any `limit` of GET /ws/v1/cluster/apps may ask for (each
+/// answer is built on the event loop).
 pub const MAX_APPS_PAGE: usize = 1000;
 
 /// The most credits one grant may add (a top-up, not a way to overflow).
@@ -82,8 +86,12 @@ pub fn grant_credits(field: impl Display, credits: f64) -> Result<f64, OutOfBoun
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field} is {value}, {rule}")]
 pub struct OutOfBounds {
+    /// The field as the caller named it, e.g. `asks[0].count`.
     pub field: String,
+    /// The value given, as the refusal shows it (a long text cut short).
     pub value: String,
+    /// The limit it broke, worded to follow the value: "but must be from 1 to
+    /// 100000".
     pub rule: String,
 }
 

@@ -13,78 +13,157 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// Labels of a policy's successful calls: its kind and name.
 pub struct PolicyLabels {
+    /// The policy kind: `scheduling`, `pricing` or `sharing`.
     pub kind: String,
+    /// The name the policy's `describe` gave, escaped with [`label`].
     pub policy: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// Labels of a policy's failed calls: its kind, name and why it failed.
 pub struct FailureLabels {
+    /// The policy kind: `scheduling`, `pricing` or `sharing`.
     pub kind: String,
+    /// The name the policy's `describe` gave, escaped with [`label`].
     pub policy: String,
+    /// `CallError::reason`: `timeout`, `memory`, `trap`, `invalid-output`,
+    /// `refused`, `no-policy` or `instance-pool`.
     pub reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// The one label of a per-kind policy metric.
 pub struct KindLabels {
+    /// The policy kind: `scheduling`, `pricing` or `sharing`.
     pub kind: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// Labels of a policy event counted by how it ended: loads, rollbacks and
+/// shadow calls.
 pub struct OutcomeLabels {
+    /// The policy kind: `scheduling`, `pricing` or `sharing`.
     pub kind: String,
+    /// How it ended: for loads `published`, `shadow` or `refused`; for
+    /// rollbacks `operator` or `automatic`; for shadow calls `same`,
+    /// `differing`, `failed` or `dropped`.
     pub outcome: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// The one label of the applications gauge.
 pub struct StateLabels {
+    /// The YARN application state: `ACCEPTED`, `RUNNING`, `FINISHED` or
+    /// `KILLED`.
     pub state: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// The one label of a count of things that went wrong, saying which.
 pub struct WhatLabels {
+    /// For panics, the event loop's command or timer (or `http handler`);
+    /// for refused requests, the reason (`unauthenticated`, `cross-site`,
+    /// `body too large`, …).
     pub what: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// The one label of a per-project quota metric.
 pub struct ProjectLabels {
+    /// The project's name (HopsYARN's project), escaped with [`label`].
     pub project: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// Labels of the credits a pricing shadow compares: the project, and which
+/// policy charged them.
 pub struct ShadowCreditLabels {
+    /// The project's name, escaped with [`label`].
     pub project: String,
     /// `active` or `shadow`.
     pub policy: String,
 }
 
+/// Every metric the process exports, registered under the prefix `weft_`;
+/// each field's doc gives its exported name. One per process: [`metrics`].
 pub struct Metrics {
     registry: Registry,
+    /// `weft_policy_calls_total`: policy calls that returned a valid result.
     pub policy_calls: Family<PolicyLabels, Counter>,
+    /// `weft_policy_failures_total`: policy calls that trapped, timed out or
+    /// returned output the host refused.
     pub policy_failures: Family<FailureLabels, Counter>,
+    /// `weft_policy_fallbacks_total`: calls the last good version answered
+    /// after the active one failed.
     pub policy_fallbacks: Family<KindLabels, Counter>,
+    /// `weft_policy_rollbacks_total`: rollbacks, by cause (`operator` or
+    /// `automatic`).
     pub policy_rollbacks: Family<OutcomeLabels, Counter>,
+    /// `weft_policy_loads_total`: policy loads, by outcome.
     pub policy_loads: Family<OutcomeLabels, Counter>,
+    /// `weft_policy_call_seconds`: latency of successful policy calls, in
+    /// seconds (buckets from 1 µs to about 1 s).
     pub policy_call_seconds: Family<KindLabels, Histogram>,
+    /// `weft_policy_shadow_calls_total`: live calls a shadow answered beside
+    /// the active version, by outcome.
     pub policy_shadow_calls: Family<OutcomeLabels, Counter>,
+    /// `weft_policy_shadow_credits_total`: credits charged while a pricing
+    /// shadow ran, per project, by the active policy and as the shadow
+    /// would have charged them.
     pub policy_shadow_credits: Family<ShadowCreditLabels, Counter<f64, AtomicU64>>,
+    /// `weft_policy_compile_cache_hits_total`: components read compiled from
+    /// the disk cache instead of compiled.
     pub policy_compile_cache_hits: Counter,
+    /// `weft_policy_compile_cache_misses_total`: components the disk cache
+    /// did not hold (or held damaged), compiled.
     pub policy_compile_cache_misses: Counter,
+    /// `weft_policy_compile_cache_discarded_total`: disk cache entries found
+    /// damaged or unusable, deleted and compiled again.
     pub policy_compile_cache_discarded: Counter,
+    /// `weft_apps`: applications by state, set before each scrape.
     pub apps: Family<StateLabels, Gauge>,
+    /// `weft_containers_running`: containers running now.
     pub containers_running: Gauge,
+    /// `weft_containers_allocated_total`: containers allocated since start.
     pub containers_allocated: Counter,
+    /// `weft_credits_charged_total`: credits charged to each project since
+    /// start.
     pub credits_charged: Family<ProjectLabels, Counter<f64, AtomicU64>>,
+    /// `weft_project_credits_remaining`: credits each project has left
+    /// (negative: in debt).
     pub project_credits_remaining: Family<ProjectLabels, Gauge<f64, AtomicU64>>,
+    /// `weft_project_burn_rate_per_hour`: credits each project spent over
+    /// the last hour.
     pub project_burn_rate: Family<ProjectLabels, Gauge<f64, AtomicU64>>,
+    /// `weft_project_budget_low`: 1 while a project has fewer credits left
+    /// than `weft.quota.budget.warn-credits` (exhausted included), else 0.
     pub project_budget_low: Family<ProjectLabels, Gauge>,
+    /// `weft_project_budget_exhausted`: 1 while a project has no credits
+    /// left, else 0.
     pub project_budget_exhausted: Family<ProjectLabels, Gauge>,
+    /// `weft_budget_preemptions_total`: running containers preempted because
+    /// their project ran out of credits (stop-running).
     pub budget_preemptions: Counter,
+    /// `weft_containers_lost_total`: containers lost with their node
+    /// (ABORTED, exit status -100) and asked for again.
     pub containers_lost: Counter,
+    /// `weft_event_loop_panics_total`: commands and timers that panicked and
+    /// were caught, by what panicked.
     pub event_loop_panics: Family<WhatLabels, Counter>,
+    /// `weft_requests_refused_total`: requests refused before any handler
+    /// ran, by reason.
     pub requests_refused: Family<WhatLabels, Counter>,
+    /// `weft_store_commit_seconds`: time to write one event's changes to the
+    /// store in one transaction, in seconds (buckets from 50 µs to about
+    /// 3 s).
     pub store_commit_seconds: Histogram,
+    /// `weft_store_commit_failures_total`: commits the store refused (their
+    /// writes are kept and tried again).
     pub store_commit_failures: Counter,
+    /// `weft_ha_active`: 1 while this server is the active resource
+    /// manager, 0 while it stands by.
     pub ha_active: Gauge,
 }
 

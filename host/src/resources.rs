@@ -5,23 +5,30 @@ use std::ops::{Add, AddAssign, Sub, SubAssign};
 
 use serde::{Deserialize, Serialize};
 
+/// An amount of each resource a node offers or a container holds (YARN's
+/// Resource): memory, vcores and GPUs.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
 )]
 pub struct Resources {
+    /// Memory, in MB.
     pub memory_mb: u64,
+    /// Virtual cores.
     pub vcores: u32,
+    /// GPUs (YARN's `yarn.io/gpu`); 0 when absent.
     #[serde(default)]
     pub gpus: u32,
 }
 
 impl Resources {
+    /// No resources at all.
     pub const ZERO: Resources = Resources {
         memory_mb: 0,
         vcores: 0,
         gpus: 0,
     };
 
+    /// `memory_mb` MB, `vcores` vcores and `gpus` GPUs.
     pub fn new(memory_mb: u64, vcores: u32, gpus: u32) -> Resources {
         Resources {
             memory_mb,
@@ -35,6 +42,7 @@ impl Resources {
         self.memory_mb <= other.memory_mb && self.vcores <= other.vcores && self.gpus <= other.gpus
     }
 
+    /// Whether every dimension is 0.
     pub fn is_zero(&self) -> bool {
         *self == Resources::ZERO
     }
@@ -57,6 +65,7 @@ impl Resources {
         })
     }
 
+    /// `self` less `other`, each dimension stopping at 0.
     pub fn saturating_sub(&self, other: &Resources) -> Resources {
         Resources {
             memory_mb: self.memory_mb.saturating_sub(other.memory_mb),
@@ -105,11 +114,14 @@ impl Resources {
 /// [`Resources::dominant_share`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DominantShare {
+    /// The dominant resource's share, in percent (0 to 100, more when over
+    /// the whole; 0 against a whole of 0).
     pub percent: f64,
     /// "memory", "vcores" or "GPUs".
     pub resource: &'static str,
     /// How much of it is used, of how much (MB for memory).
     pub used: u64,
+    /// The whole it is a share of, in the same unit.
     pub of: u64,
 }
 
@@ -176,8 +188,11 @@ impl fmt::Display for Resources {
 /// age can overflow it; YARN's reports round it to whole numbers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResourceSeconds {
+    /// MB held × seconds (YARN's memorySeconds).
     pub memory_mb_seconds: f64,
+    /// Vcores held × seconds (YARN's vcoreSeconds).
     pub vcore_seconds: f64,
+    /// GPUs held × seconds.
     pub gpu_seconds: f64,
 }
 

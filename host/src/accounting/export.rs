@@ -16,11 +16,18 @@ pub const MAX_PAGE: usize = 10_000;
 /// `next`), at most `limit`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Query {
+    /// Finished at or after this (ms since the epoch); None: from the start.
     pub from: Option<u64>,
+    /// Finished before this (ms since the epoch); None: up to [`MAX_TIME_MS`].
     pub to: Option<u64>,
+    /// Only this project's records; None: every project's.
     pub project: Option<String>,
+    /// Only this user's records; None: every user's.
     pub user: Option<String>,
+    /// Only records made final after this number (the cursor a page's
+    /// `next` gives); None: from the first.
     pub after: Option<u64>,
+    /// At most this many records, 1 to [`MAX_PAGE`]; None: [`MAX_PAGE`].
     pub limit: Option<usize>,
 }
 
@@ -29,6 +36,7 @@ pub struct Query {
 /// came in late, comes when it is final, so a cursor never misses one).
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Page {
+    /// The page's final records.
     pub records: Vec<AccountingRecord>,
     /// The cursor of the next page (`after=`), when this one is full.
     pub next: Option<u64>,

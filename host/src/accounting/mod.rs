@@ -37,6 +37,8 @@ pub struct Accounting {
 }
 
 impl Accounting {
+    /// Accounting on or off (`weft.accounting.enabled`); off, it keeps
+    /// nothing.
     pub fn new(enabled: bool) -> Accounting {
         Accounting {
             enabled,
@@ -93,6 +95,7 @@ impl Accounting {
         }
     }
 
+    /// Whether accounting is on (`weft.accounting.enabled`).
     pub fn is_enabled(&self) -> bool {
         self.enabled
     }

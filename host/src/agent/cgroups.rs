@@ -34,7 +34,9 @@ use nix::unistd::Pid;
 /// Which cgroup interface the agent drives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CgroupVersion {
+    /// cgroup v1: a hierarchy per controller (memory, cpu, pids).
     V1,
+    /// cgroup v2: the unified hierarchy.
     V2,
 }
 
@@ -109,6 +111,8 @@ impl Cgroups {
         }
     }
 
+    /// Which interface the agent drives: v2 when the unified hierarchy
+    /// offers memory and cpu, else v1.
     pub fn version(&self) -> CgroupVersion {
         self.version
     }

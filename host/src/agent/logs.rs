@@ -30,11 +30,15 @@ pub const LOG_SIZE_HEADER: &str = "x-weft-log-size";
 /// Which of a container's logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogStream {
+    /// What the container wrote to its standard output.
     Stdout,
+    /// What the container wrote to its standard error.
     Stderr,
 }
 
 impl LogStream {
+    /// The stream a path or query names, `stdout` or `stderr`; None for
+    /// anything else.
     pub fn parse(name: &str) -> Option<LogStream> {
         match name {
             "stdout" => Some(LogStream::Stdout),
@@ -43,6 +47,7 @@ impl LogStream {
         }
     }
 
+    /// Its file's name in the container's log dir: `stdout` or `stderr`.
     pub fn file_name(self) -> &'static str {
         match self {
             LogStream::Stdout => "stdout",

@@ -36,7 +36,10 @@ use runner::{AgentLoop, NodeIdentity};
 /// Where an agent keeps its containers and their logs.
 #[derive(Debug, Clone)]
 pub struct AgentDirs {
+    /// `--work-dir`: the containers' working dirs (`apps/<app>/<container>`)
+    /// and the agent's records of them (`.weft/containers/<container>`).
     pub work_dir: PathBuf,
+    /// `--log-dir`: the containers' logs (`<app>/<container>/{stdout,stderr}`).
     pub log_dir: PathBuf,
 }
 
@@ -44,7 +47,9 @@ pub struct AgentDirs {
 /// the server's user) or a `weft agent` of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AgentKind {
+    /// `weft serve`'s own agent, in the server's process.
     Local,
+    /// A `weft agent` process.
     Standalone,
 }
 

@@ -39,7 +39,9 @@ pub struct Launch<'a> {
     pub env: BTreeMap<OsString, OsString>,
     /// Its working directory.
     pub work_dir: &'a Path,
+    /// Its stdout log file, which the command's output is appended to.
     pub stdout: File,
+    /// Its stderr log file, which the command's errors are appended to.
     pub stderr: File,
     /// Its cgroups' `cgroup.procs`, opened by the agent; the monitor joins
     /// them before starting the command (and before leaving root).

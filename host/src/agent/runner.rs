@@ -28,10 +28,15 @@ use crate::resources::Resources;
 /// Who the agent is to the server, and what it offers.
 #[derive(Debug, Clone)]
 pub struct NodeIdentity {
+    /// The node id it registers as (`weft agent --node-id`, else the host
+    /// name).
     pub node_id: String,
+    /// What the node offers (`weft agent --resources`, else what the
+    /// machine has).
     pub resources: Resources,
     /// Where its log server listens, and the secret it wants.
     pub http_address: String,
+    /// The bearer secret its log server wants, given at registration.
     pub logs_secret: String,
 }
 
@@ -44,6 +49,9 @@ const RETRY: Duration = Duration::from_millis(500);
 /// How often old containers' logs and working dirs are looked for.
 const SWEEP: Duration = Duration::from_secs(60);
 
+/// The agent's loop: registers through `T`, heartbeats (numbered, ends
+/// resent until acknowledged), carries out the orders with its executor,
+/// and removes old containers' logs and dirs.
 pub struct AgentLoop<T: ResourceTracker> {
     identity: NodeIdentity,
     /// How long ended containers' logs are kept.
@@ -94,6 +102,9 @@ fn judge(
 }
 
 impl<T: ResourceTracker> AgentLoop<T> {
+    /// A loop for the node `identity`, keeping ended containers' logs for
+    /// `log_retain` (`yarn.nodemanager.log.retain-seconds`), not yet
+    /// registered.
     pub fn new(
         identity: NodeIdentity,
         log_retain: Duration,

@@ -13,6 +13,7 @@ use crate::protocol::node::{
 /// answered last, and on to the others (each once) while it cannot be
 /// reached or is a standby; the agent's loop tries again on its schedule.
 pub struct HttpTracker {
+    /// The client of the servers `--server` lists, as the agent's user.
     pub client: Client,
 }
 

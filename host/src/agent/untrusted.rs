@@ -25,6 +25,7 @@ use nix::sys::stat::Mode;
 /// A regular file opened safely, with what it was when opened.
 #[derive(Debug)]
 pub struct UntrustedFile {
+    /// The open file, for reading.
     pub file: File,
     /// Its length when opened.
     pub len: u64,

@@ -11,9 +11,13 @@ use crate::reservation::service::ReservationError;
 use crate::rm::CommandError;
 use crate::rm::requests::{RequestError, ReservationRequestError};
 
+/// A refused or failed request: its status and message, answered as YARN's
+/// `{"RemoteException": {"exception", "message"}}`.
 #[derive(Debug)]
 pub struct ApiError {
+    /// The HTTP status answered.
     pub status: StatusCode,
+    /// What went wrong, for people (the RemoteException's `message`).
     pub message: String,
     /// The RemoteException's name, when the status alone does not say it
     /// (a standby's 503 is a StandbyException, as Hadoop's).
@@ -21,6 +25,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// An error of `status` saying `message`, its exception named after the
+    /// status.
     pub fn new(status: StatusCode, message: impl ToString) -> ApiError {
         ApiError {
             status,
@@ -29,30 +35,40 @@ impl ApiError {
         }
     }
 
+    /// 400 BadRequestException: the request is malformed or out of bounds.
     pub fn bad_request(message: impl ToString) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, message)
     }
 
+    /// 401 AuthenticationException: no caller could be established (the
+    /// answer asks for a bearer token).
     pub fn unauthorized(message: impl ToString) -> ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, message)
     }
 
+    /// 403 ForbiddenException: the caller may not do this.
     pub fn forbidden(message: impl ToString) -> ApiError {
         ApiError::new(StatusCode::FORBIDDEN, message)
     }
 
+    /// 404 NotFoundException: what the request names does not exist.
     pub fn not_found(message: impl ToString) -> ApiError {
         ApiError::new(StatusCode::NOT_FOUND, message)
     }
 
+    /// 409 ConflictException: the request clashes with what is there now.
     pub fn conflict(message: impl ToString) -> ApiError {
         ApiError::new(StatusCode::CONFLICT, message)
     }
 
+    /// 503 WebApplicationException: the server cannot serve it now (shutting
+    /// down, a commit the store refused, a part busy or out of reach); it
+    /// may later.
     pub fn unavailable(message: impl ToString) -> ApiError {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message)
     }
 
+    /// 500 WebApplicationException: a fault of the server, logged.
     pub fn internal(message: impl ToString) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }

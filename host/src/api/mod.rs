@@ -49,10 +49,15 @@ pub type QueueReload = Arc<dyn Fn() -> Result<QueueTree, String> + Send + Sync>;
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct ApiState {
+    /// The way to the event loop (or a standby's answer).
     pub rm: RmHandle,
+    /// The policy runtime: slots, loads, shadows, history.
     pub policies: Arc<PolicyRuntime>,
+    /// Who a request comes from (simple or token mode).
     pub authenticator: Arc<Authenticator>,
+    /// What callers may do, for checks made off the event loop.
     pub security: Arc<Security>,
+    /// The queue tree read again from the configuration (refreshQueues).
     pub reload_queues: QueueReload,
     /// How often nodes should heartbeat, told to them at registration.
     pub heartbeat_interval_ms: u64,
@@ -156,6 +161,9 @@ fn with_body_limit(
     (schemas, paths, router)
 }
 
+/// The whole HTTP service: the `/ws/v1` routes, `/metrics`, the web UI and
+/// the OpenAPI document, behind authentication, a catch for panics (one
+/// 500) and the per-route body limits.
 pub fn router(state: ApiState) -> Router {
     let (api, document) = api_routes().split_for_parts();
     let document = Arc::new(document);

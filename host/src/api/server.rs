@@ -191,6 +191,8 @@ impl Drop for ClientSlot {
 
 /// Where a connection comes from.
 pub trait PeerAddress {
+    /// The client's IP address, which connections are counted per; None if
+    /// it cannot be read (then it is counted only in the total).
     fn peer_ip(&self) -> Option<std::net::IpAddr>;
 }
 

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+/// The `weft` command line, as parsed from the arguments.
 #[derive(Debug, Parser)]
 #[command(
     name = "weft",
@@ -94,6 +95,8 @@ pub struct SettingsArgs {
 }
 
 impl SettingsArgs {
+    /// The settings: defaults, then the `--config` file, then each `--set`;
+    /// a bad value is refused naming the property.
     pub fn load(&self) -> anyhow::Result<crate::config::Settings> {
         Ok(crate::config::Settings::load(
             self.config.as_deref(),
@@ -118,6 +121,7 @@ impl Cli {
     }
 }
 
+/// Runs the command `cli` names to its end.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args),

@@ -12,17 +12,23 @@ use super::App;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AccountingRecord {
+    /// YARN's application id (`application_<cluster timestamp>_<number>`).
     pub app_id: String,
+    /// The name it was submitted with.
     pub app_name: String,
+    /// Who it ran as.
     pub user: String,
+    /// The leaf queue it ran in.
     pub queue: String,
     /// The project (organization) charged.
     pub project: String,
+    /// YARN's applicationType ("YARN" unless the submission said).
     pub application_type: String,
     /// MB-seconds its containers held (YARN's memorySeconds, rounded).
     pub memory_seconds: u64,
     /// vcore-seconds (YARN's vcoreSeconds, rounded).
     pub vcore_seconds: u64,
+    /// GPU-seconds (rounded).
     pub gpu_seconds: u64,
     /// Containers allocated to it, every attempt counted.
     pub containers_run: u32,
@@ -32,6 +38,7 @@ pub struct AccountingRecord {
     pub submitted_time: u64,
     /// When its first container was allocated; none if it never ran.
     pub started_time: Option<u64>,
+    /// When it ended, in ms since the epoch.
     pub finished_time: u64,
     /// YARN's finalStatus: SUCCEEDED, FAILED or KILLED.
     pub final_status: String,

@@ -42,7 +42,11 @@ pub enum TakenReport {
         /// Containers it reported running for the first time: they are
         /// charged from now ([`Container::launched_ms`]).
         launched: Vec<String>,
+        /// Every reported end's container id, known or not: the answer
+        /// acknowledges them so the agent stops resending them.
         acknowledged: Vec<String>,
+        /// How many reported ends (and simple-protocol finishes) ended a
+        /// container this node held (the answer's `finished_accepted`).
         accepted: usize,
         /// It listed what the node runs.
         says_running: bool,
@@ -73,7 +77,10 @@ impl TakenReport {
 /// the agent runs that its node does not hold.
 #[derive(Debug, Clone, Default)]
 pub struct AgentRegistered {
+    /// Containers the node had that ended (ABORTED) with the
+    /// registration, to be charged.
     pub lost: Vec<Container>,
+    /// Orders to kill what the agent runs that its node does not hold.
     pub kill: Vec<KillOrder>,
 }
 
@@ -81,7 +88,10 @@ pub struct AgentRegistered {
 /// and the answer.
 #[derive(Debug, Clone)]
 pub struct HeartbeatOutcome {
+    /// Containers that ended, each with when it ended (ms since the
+    /// epoch), to be charged.
     pub ended: Vec<(Container, u64)>,
+    /// The answer sent to the agent.
     pub orders: NodeOrders,
 }
 

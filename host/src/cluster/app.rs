@@ -126,6 +126,7 @@ impl AskSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitApp {
+    /// What people call it (YARN's application-name): "app" when left out.
     #[serde(default = "default_name")]
     #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
     pub name: String,
@@ -141,6 +142,8 @@ pub struct SubmitApp {
     /// The project charged for its containers.
     #[schema(min_length = 1, max_length = 256, pattern = r"\S")]
     pub project: String,
+    /// YARN's application priority: its queue serves higher numbers
+    /// first; 0 when left out.
     #[serde(default)]
     pub priority: i32,
     /// 1 to 100 asks.
@@ -289,6 +292,7 @@ fn default_queue() -> String {
 /// One ask of a running app.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Ask {
+    /// The size of each of its containers.
     pub resources: Resources,
     /// How long a container runs on a simulated node.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -300,6 +304,8 @@ pub struct Ask {
     pub count: u32,
     /// Containers not yet allocated.
     pub pending: u32,
+    /// How often one container may run before a failure fails the app
+    /// (the spec's `max_attempts`).
     pub max_attempts: u32,
     /// The attempt numbers of failed containers asked for again (each ≥ 2),
     /// taken before fresh ones.
@@ -317,15 +323,21 @@ pub struct ContainerRecord {
     /// The container's number in the cluster: records are in its order.
     #[serde(skip)]
     pub seq: u64,
+    /// YARN's container id (`container_…`).
     pub id: String,
+    /// The node it was allocated on.
     pub node: String,
+    /// 1 for the first run of its slot, 2 for the run after one failure, …
     pub attempt: u32,
+    /// When it was allocated, in ms since the epoch.
     pub start_time_ms: u64,
+    /// When it ended, in ms since the epoch; none while it runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finish_time_ms: Option<u64>,
     /// YARN's ContainerExitStatus, once it ended.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<i32>,
+    /// Why it failed, in its agent's words; empty unless it failed.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub diagnostics: String,
 }
@@ -333,7 +345,10 @@ pub struct ContainerRecord {
 /// What each container of an ask runs on an agent.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Launch {
+    /// The argv or shell line; none for an ask that gives only a duration
+    /// (an agent runs `sleep` for it).
     pub command: Option<ContainerCommand>,
+    /// Variables added to each container's environment.
     pub env: BTreeMap<String, String>,
 }
 
@@ -430,27 +445,44 @@ fn check_env(field: &str, env: &BTreeMap<String, String>) -> Result<(), OutOfBou
     Ok(())
 }
 
+/// An application (YARN's RMApp): who submitted it where, what it asks
+/// for, what it holds and has used, and how it ended.
 #[derive(Debug, Clone, Serialize)]
 pub struct App {
+    /// YARN's application id (`application_<cluster timestamp>_<number>`).
     pub id: String,
+    /// What people call it (YARN's application-name).
     pub name: String,
-    /// The leaf queue's name, and its index in the queue tree.
+    /// The leaf queue's name.
     pub queue: String,
+    /// Its leaf queue's index in the cluster's queue tree
+    /// (`QueueTree::queues`).
     #[serde(skip)]
     pub queue_index: usize,
     /// The host the submission came from.
     pub submitter: String,
+    /// Who it runs as.
     pub user: String,
+    /// The project charged for its containers.
     pub project: String,
+    /// YARN's application priority: its queue serves higher numbers first.
     pub priority: i32,
+    /// Where it is in its life (YARN's state).
     pub state: AppState,
+    /// When it was submitted, in ms since the epoch.
     pub submit_time_ms: u64,
+    /// When its first container was allocated; none until then.
     pub start_time_ms: Option<u64>,
+    /// When it finished, failed or was killed; none while it is active.
     pub finish_time_ms: Option<u64>,
+    /// What it asks for, in its submission's order.
     pub asks: Vec<Ask>,
     /// Resources of its running containers.
     pub used: Resources,
+    /// Its containers running now.
     pub running_containers: u32,
+    /// Its containers that ran to their end (exit 0, or their duration on a
+    /// simulated node).
     pub finished_containers: u32,
     /// Containers that exited non-zero (each retried while its ask allows).
     pub failed_containers: u32,
@@ -482,6 +514,7 @@ pub struct App {
     /// What its containers held over time, counted up to
     /// `usage_counted_ms` (see [`App::usage_at`]).
     pub usage: ResourceSeconds,
+    /// The time, in ms since the epoch, `usage` is counted up to.
     pub usage_counted_ms: u64,
 }
 
@@ -528,6 +561,7 @@ impl App {
             .plus(self.used, now.saturating_sub(self.usage_counted_ms))
     }
 
+    /// Containers asked for and not yet allocated, over all its asks.
     pub fn pending_containers(&self) -> u64 {
         self.asks.iter().map(|a| u64::from(a.pending)).sum()
     }
@@ -539,6 +573,8 @@ impl App {
         })
     }
 
+    /// Whether nothing of it runs or waits: no running container and none
+    /// pending.
     pub fn is_done(&self) -> bool {
         self.running_containers == 0 && self.pending_containers() == 0
     }
@@ -548,23 +584,34 @@ impl App {
 /// started and finished time windows (inclusive), and at most `limit`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AppFilter {
+    /// YARN's `states`: the app is in one of them.
     pub states: Option<Vec<AppState>>,
     /// YARN's final status (UNDEFINED, SUCCEEDED, FAILED, KILLED).
     pub final_status: Option<String>,
+    /// YARN's `queue`: the app's leaf queue has this name.
     pub queue: Option<String>,
+    /// YARN's `user`: the app runs as this user.
     pub user: Option<String>,
+    /// YARN's `name`: the app has this name.
     pub name: Option<String>,
     /// Application types, lower case: the app's, lowered, is one of them.
     /// (Sets: a long list of repeats costs one look-up per app.)
     pub types: Option<std::collections::BTreeSet<String>>,
     /// Tags, lower case: the app has at least one of them.
     pub tags: Option<std::collections::BTreeSet<String>>,
+    /// YARN's `startedTimeBegin` and `startedTimeEnd`, in ms since the
+    /// epoch, either open; an app not started counts as started at 0.
     pub started: (Option<u64>, Option<u64>),
+    /// YARN's `finishedTimeBegin` and `finishedTimeEnd`, in ms since the
+    /// epoch, either open; an app not finished counts as finished at 0.
     pub finished: (Option<u64>, Option<u64>),
+    /// The most apps listed: the newest that match.
     pub limit: usize,
 }
 
 impl AppFilter {
+    /// Whether `app` passes every filter given (a filter left `None`
+    /// passes every app).
     pub fn matches(&self, app: &App) -> bool {
         let within = |time: Option<u64>, (begin, end): (Option<u64>, Option<u64>)| {
             if begin.is_none() && end.is_none() {

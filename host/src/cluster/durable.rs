@@ -40,6 +40,7 @@ pub struct Changes {
 }
 
 impl Changes {
+    /// Whether nothing changed since the store last took the changes.
     pub fn is_empty(&self) -> bool {
         self.apps.is_empty()
             && self.dropped_apps.is_empty()
@@ -197,7 +198,11 @@ pub(super) struct StoredNode {
 /// What a restore put back, and what it could not.
 #[derive(Debug, Default)]
 pub struct Restored {
+    /// App records read back, ended apps included (before the retention
+    /// lets the oldest of those go).
     pub apps: usize,
+    /// Running containers put back, those that then ended at once
+    /// included (see `ended`).
     pub running: usize,
     /// The agents' nodes put back, waiting for their agents.
     pub nodes: Vec<String>,
@@ -387,6 +392,7 @@ pub struct StoredCluster {
     pub apps: Vec<(u64, String)>,
     /// (record, running).
     pub containers: Vec<(String, bool)>,
+    /// Agents' nodes, one record each.
     pub nodes: Vec<String>,
     /// (node id, owner).
     pub node_owners: Vec<(String, String)>,

@@ -19,12 +19,18 @@ use crate::resources::Resources;
 /// A running container.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Container {
+    /// YARN's container id (`container_…`, with the epoch once there is
+    /// one).
     pub id: String,
+    /// Its app's id.
     pub app: String,
     /// Which of the app's asks it serves.
     pub ask: usize,
+    /// The id of the node it was allocated on.
     pub node: String,
+    /// What it holds: its ask's size.
     pub resources: Resources,
+    /// When it was allocated, in ms since the epoch.
     pub start_time_ms: u64,
     /// How long it runs on a simulated node.
     pub duration_ms: u64,
@@ -63,53 +69,94 @@ impl Container {
 /// app list and that app's asks) on node `node`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
+    /// The app's submission number (its index in the cluster's app table).
     pub app: usize,
+    /// The index of the ask among the app's asks.
     pub ask: usize,
+    /// The node's index among the registered nodes, in id order.
     pub node: usize,
+    /// How many containers to create.
     pub count: u32,
 }
 
 /// A container the cluster just created, with who pays for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allocation {
+    /// The container, as created.
     pub container: Container,
+    /// The project its app charges.
     pub project: String,
+    /// The user its app runs as.
     pub user: String,
 }
 
+/// Why the cluster refused a change; it changed nothing. The resource
+/// manager maps each onto a kind of refusal (`rm/requests.rs`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClusterError {
+    /// No node has this id (for a release: nor did one ever register under
+    /// it, nor is one lost).
     #[error("unknown node {0:?}; register it first")]
     UnknownNode(String),
+    /// A node registered with no memory or no vcores.
     #[error("node capacity must be more than zero in memory and vcores, got {0}")]
     EmptyNode(Resources),
+    /// The submission names no leaf queue of the tree.
     #[error("unknown queue {queue:?}; the leaf queues are: {leaves}")]
-    UnknownQueue { queue: String, leaves: String },
+    UnknownQueue {
+        /// The queue the submission named.
+        queue: String,
+        /// The leaf queues' names, comma-separated.
+        leaves: String,
+    },
+    /// The submission's leaf queue (its path given) is STOPPED.
     #[error("queue {0} is STOPPED and accepts no new applications")]
     QueueStopped(String),
+    /// A submission or a new queue tree refused for what it says: an
+    /// application id new-application did not give, or a tree without the
+    /// leaf queue of an active app.
     #[error("{0}")]
     BadSubmission(String),
+    /// Placements that do not fit the cluster as it is now: no such node,
+    /// app or ask, or more than is pending or free.
     #[error("placement refused: {0}")]
     BadPlacement(String),
+    /// A value beyond its documented bound (`limits.rs`).
     #[error(transparent)]
     OutOfBounds(#[from] crate::limits::OutOfBounds),
+    /// The leaf queue has its maximum-applications active already.
     #[error(
         "queue {queue} has {active} applications, its maximum-applications; wait for some to finish"
     )]
-    QueueFull { queue: String, active: u64 },
+    QueueFull {
+        /// The queue's path.
+        queue: String,
+        /// Its active apps.
+        active: u64,
+    },
+    /// The user has as many active apps in the queue as one user may
+    /// (YARN's maxApplicationsPerUser).
     #[error(
         "user {user} has {active} applications in queue {queue}, the most one user may (maximum-applications × minimum-user-limit-percent × user-limit-factor = {maximum})"
     )]
     UserFull {
+        /// The user the app would run as.
         user: String,
+        /// The queue's path.
         queue: String,
+        /// The user's active apps in the queue.
         active: u64,
+        /// The most one user may have there.
         maximum: u64,
     },
+    /// A new agent node id, refused because [`crate::limits::MAX_NODES`]
+    /// ids (the number given) are owned already.
     #[error(
         "{0} node ids are owned already, the most there may be; an administrator releases unused ones (weft node release ID)"
     )]
     TooManyOwnedNodes(usize),
+    /// A release of one of this server's simulated nodes (its id given),
+    /// which no caller owns.
     #[error("node {0} is a simulated node of this server, which no caller owns")]
     SimulatedNode(String),
 }
@@ -123,7 +170,10 @@ pub enum EndCause {
     /// launched): asked for again while its ask's `max_attempts` allows,
     /// else its app fails.
     Failed {
+        /// Its process's exit code, or one of YARN's ContainerExitStatus
+        /// values (negative).
         exit_status: i32,
+        /// Why, in its agent's words; may be empty.
         diagnostics: String,
     },
     /// Its app was killed or failed (YARN's −105); an agent is told to kill it.
@@ -164,6 +214,10 @@ impl EndCause {
     }
 }
 
+/// The whole cluster: its queue tree, nodes, apps (with their asks) and
+/// running containers, and the node ids agents own. The event loop owns
+/// it; each change is given its time (ms since the epoch) and returns what
+/// happened, so the caller can charge for it.
 #[derive(Debug)]
 pub struct Cluster {
     /// Identifies this cluster's run in app and container ids, as YARN does.
@@ -210,11 +264,17 @@ pub const LOST_NODES_KEPT: usize = 1_000;
 /// A node lost by silence: what it was when it went.
 #[derive(Debug, Clone)]
 pub struct LostNode {
+    /// The node as it was, with no containers and nothing allocated.
     pub node: Node,
+    /// When it was lost, in ms since the epoch.
     pub lost_at_ms: u64,
 }
 
 impl Cluster {
+    /// An empty cluster of `queues`: no node, no app. `cluster_timestamp`
+    /// (the resource manager's start, in ms since the epoch) goes into
+    /// every app and container id, as YARN's does; every ended app is kept
+    /// until [`Cluster::keep_ended_apps`] says otherwise.
     pub fn new(cluster_timestamp: u64, queues: QueueTree) -> Cluster {
         Cluster {
             cluster_timestamp,
@@ -292,10 +352,12 @@ impl Cluster {
         self.epoch = epoch;
     }
 
+    /// The epoch new container ids carry (0: none).
     pub fn epoch(&self) -> u64 {
         self.epoch
     }
 
+    /// The queue tree apps are submitted into.
     pub fn queues(&self) -> &QueueTree {
         &self.queues
     }
@@ -373,6 +435,9 @@ impl Cluster {
         Ok(())
     }
 
+    /// The timestamp in this cluster's app and container ids (YARN's
+    /// cluster timestamp: when the resource manager started, in ms since
+    /// the epoch).
     pub fn cluster_timestamp(&self) -> u64 {
         self.cluster_timestamp
     }
@@ -991,6 +1056,7 @@ impl Cluster {
         Some(container)
     }
 
+    /// The registered nodes, in id order.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
         self.nodes.values()
     }
@@ -1000,10 +1066,12 @@ impl Cluster {
         &self.apps
     }
 
+    /// The submission number of app `id`, if it is kept.
     pub fn app_index(&self, id: &str) -> Option<usize> {
         self.app_index.get(id).copied()
     }
 
+    /// App `id`, if it is kept.
     pub fn app(&self, id: &str) -> Option<&App> {
         self.app_index.get(id).map(|&i| &self.apps[i])
     }
@@ -1013,32 +1081,39 @@ impl Cluster {
         self.active.iter().copied()
     }
 
+    /// Container `id`, if it runs (an ended one is only in its app's
+    /// records).
     pub fn container(&self, id: &str) -> Option<&Container> {
         self.containers.get(id)
     }
 
+    /// The running containers, in no particular order.
     pub fn containers(&self) -> impl Iterator<Item = &Container> {
         self.containers.values()
     }
 
+    /// What the registered nodes offer together.
     pub fn capacity(&self) -> Resources {
         self.nodes
             .values()
             .fold(Resources::ZERO, |sum, n| sum + n.capacity)
     }
 
+    /// What the running containers hold together.
     pub fn allocated(&self) -> Resources {
         self.nodes
             .values()
             .fold(Resources::ZERO, |sum, n| sum + n.allocated)
     }
 
+    /// Resources the active apps ask for and have not been allocated.
     pub fn pending(&self) -> Resources {
         self.active.iter().fold(Resources::ZERO, |sum, &i| {
             sum + self.apps[i].pending_resources()
         })
     }
 
+    /// Whether any active app waits for a container.
     pub fn has_pending(&self) -> bool {
         self.active
             .iter()

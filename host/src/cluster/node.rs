@@ -17,14 +17,22 @@ pub enum NodeKind {
     Simulated,
 }
 
+/// A registered node (YARN's RMNode): what it offers, what its containers
+/// hold, and for an agent's node where the heartbeat protocol stands.
 #[derive(Debug, Clone, Serialize)]
 pub struct Node {
+    /// The id its agent registers it under, or a simulated node's name.
     pub id: String,
+    /// Whether an agent runs its containers or they are simulated.
     pub kind: NodeKind,
+    /// What it offers in all.
     pub capacity: Resources,
+    /// What its running containers hold, together.
     pub allocated: Resources,
     /// Ids of the containers running here.
     pub containers: BTreeSet<String>,
+    /// When it last registered or heartbeated, in ms since the epoch: a
+    /// remote node silent past the expiry interval is lost.
     pub last_heartbeat_ms: u64,
     /// Who registered it: only they may heartbeat for it or register it again.
     pub owner: String,
@@ -43,6 +51,8 @@ pub struct Node {
     /// sent again if the agent says it did not get it.
     #[serde(skip)]
     pub response_id: u64,
+    /// The answer numbered `response_id`, kept for an agent that numbers
+    /// its heartbeats; none before the first such answer.
     #[serde(skip)]
     pub last_answer: Option<crate::protocol::node::NodeOrders>,
 }
@@ -63,6 +73,8 @@ pub struct AgentInfo {
 }
 
 impl Node {
+    /// A node of `kind` offering `capacity`, registered by `owner` at `now`
+    /// (ms since the epoch, its first heartbeat), with nothing allocated.
     pub fn new(id: String, kind: NodeKind, capacity: Resources, owner: String, now: u64) -> Node {
         Node {
             id,
@@ -80,6 +92,7 @@ impl Node {
         }
     }
 
+    /// What is left to allocate: its capacity less what is allocated.
     pub fn free(&self) -> Resources {
         self.capacity.saturating_sub(&self.allocated)
     }

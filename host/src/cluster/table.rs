@@ -8,6 +8,8 @@ use std::ops::{Index, IndexMut};
 
 use super::App;
 
+/// The apps a cluster keeps, by submission number (0 for the first): every
+/// active one and the most recently ended ones.
 #[derive(Debug)]
 pub struct AppTable {
     /// By submission number, 0 for the first app: an app's number never
@@ -78,6 +80,8 @@ impl AppTable {
         dropped
     }
 
+    /// App number `number`, if it is kept (none once the retention let it
+    /// go, or for a number only reserved).
     pub fn get(&self, number: usize) -> Option<&App> {
         self.apps.get(&number)
     }
@@ -96,6 +100,7 @@ impl AppTable {
         self.apps.len()
     }
 
+    /// Whether no app is kept.
     pub fn is_empty(&self) -> bool {
         self.apps.is_empty()
     }

@@ -18,19 +18,31 @@ pub(crate) use properties::flatten;
 /// Everything configurable, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
+    /// Charging and pricing (`yarn.resourcemanager.quota.*`, `weft.quota.*`).
     pub quota: QuotaSettings,
+    /// Where the quota events are logged for `weft replay`.
     pub quota_event_log: QuotaEventLogSettings,
     /// The standard parameters every pricing policy's `configure` receives.
     pub pricing_params: Vec<(String, String)>,
+    /// The scheduling round, reclaim and the largest container an ask may ask
+    /// for.
     pub scheduler: SchedulerSettings,
+    /// How often nodes heartbeat and when a silent one is lost.
     pub nodes: NodeSettings,
+    /// How node agents run containers.
     pub agent: AgentSettings,
     /// Ended apps kept for the API (YARN's max-completed-applications).
     pub max_completed_applications: usize,
+    /// The reservation system (`yarn.resourcemanager.reservation-system.*`).
     pub reservations: ReservationSystemSettings,
+    /// The policies loaded at start, their caches and the limits on their
+    /// calls (`weft.policy.*`).
     pub policies: PolicySettings,
+    /// How callers are named and what they may do.
     pub security: SecuritySettings,
+    /// The HTTP server's TLS and connection limits (`weft.http.*`).
     pub http: HttpSettings,
+    /// Where state is kept, and how a restart or failover resumes.
     pub store: StoreSettings,
     /// `yarn.scheduler.capacity.*` from the config file and `--set`; the
     /// queue tree is built from them (and a `--queues` file) by `queues::load`.
@@ -43,21 +55,38 @@ pub struct Settings {
 /// The quota service's timing and switches.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QuotaSettings {
+    /// `yarn.resourcemanager.quota.enabled`: whether containers are charged at
+    /// all; off, the quota service follows none.
     pub enabled: bool,
+    /// `yarn.resourcemanager.quota.variable.price.enabled`: whether the
+    /// multiplicators follow cluster utilization; off, they stay 1.
     pub variable_price: bool,
+    /// `yarn.resourcemanager.quota.min.runtime`: the ms a container is charged
+    /// for at least, when its own work ended it.
     pub min_runtime_ms: u64,
+    /// `yarn.resourcemanager.quota.scheduling.period`: ms between two
+    /// QUOTA_COMPUTEs.
     pub scheduling_period_ms: u64,
+    /// `yarn.resourcemanager.quota.multiplicator.interval`: ms between two
+    /// multiplicator steps (HopsYARN's PriceMultiplicatorService).
     pub multiplicator_interval_ms: u64,
+    /// `weft.quota.default-credits`: the credits a project has before its first
+    /// charge or grant.
     pub default_credits: f64,
     /// The units prices are quoted in (one vcore is always one unit).
     pub unit_memory_mb: u64,
+    /// GPUs in one priced unit
+    /// (`yarn.resourcemanager.quota.minimum.charged.gpu`).
     pub unit_gpus: u32,
+    /// What running out of credits means (`weft.quota.budget.*`).
     pub budget: BudgetSettings,
 }
 
 /// What happens to a project whose credits run out (`weft.quota.budget.*`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BudgetSettings {
+    /// `weft.quota.budget.enforce`: what a project with no credits left may
+    /// still do.
     pub enforce: BudgetEnforcement,
     /// Below this many credits left a project is shown as low.
     pub warn_credits: f64,
@@ -76,6 +105,8 @@ pub enum BudgetEnforcement {
 }
 
 impl BudgetEnforcement {
+    /// The value `weft.quota.budget.enforce` takes for it: `off`, `refuse-new`
+    /// or `stop-running`.
     pub fn as_str(self) -> &'static str {
         match self {
             BudgetEnforcement::Off => "off",
@@ -91,6 +122,7 @@ impl BudgetEnforcement {
 pub struct QuotaEventLogSettings {
     /// `None`: no log (the property is empty).
     pub path: Option<PathBuf>,
+    /// `weft.quota.event-log-max-mb`, in bytes: the file never grows past it.
     pub max_bytes: u64,
 }
 
@@ -106,6 +138,7 @@ pub struct StoreSettings {
     pub lease_ms: u64,
 }
 
+/// The scheduling round's timing, reclaim and the bounds on an ask.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SchedulerSettings {
     /// Between two scheduling rounds.
@@ -118,8 +151,12 @@ pub struct SchedulerSettings {
     pub maximum_allocation: crate::resources::Resources,
 }
 
+/// How the resource manager tracks nodes (YARN's NodeManager heartbeats and
+/// liveness monitor).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeSettings {
+    /// `yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`: ms between
+    /// two heartbeats of a node, told to each node when it registers.
     pub heartbeat_interval_ms: u64,
     /// Silence after which a node is lost.
     pub expiry_interval_ms: u64,
@@ -128,16 +165,30 @@ pub struct NodeSettings {
 /// How a node agent runs containers (YARN's NodeManager properties).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentSettings {
+    /// `yarn.nodemanager.sleep-delay-before-sigkill.ms`: how long a kill waits
+    /// between SIGTERM and SIGKILL (0: SIGKILL at once).
     pub kill_grace: Duration,
+    /// `yarn.nodemanager.container.stderr.tail.bytes`: how much of a failed
+    /// container's stderr its diagnostics carry.
     pub stderr_tail_bytes: usize,
+    /// `yarn.nodemanager.log.retain-seconds`: how long an agent keeps an ended
+    /// container's logs and working directory.
     pub log_retain: Duration,
+    /// `yarn.nodemanager.resource.system-reserved-memory-mb`: MB of the machine
+    /// an agent leaves to the system when it sizes itself.
     pub reserved_memory_mb: u64,
+    /// `weft.agent.run-as`: which user containers run as.
     pub run_as: RunAsSetting,
     /// Who containers run as with `run-as = local-user`.
     pub local_user: String,
     /// Processes and threads one container may have (0: no limit).
     pub pids_limit: u64,
+    /// `weft.agent.banned-users`: users no container runs as with `run-as`
+    /// submitter or local-user (container-executor.cfg's `banned.users`).
     pub banned_users: Vec<String>,
+    /// `weft.agent.min-user-id`: the lowest uid a container runs as with
+    /// `run-as` submitter or local-user (container-executor.cfg's
+    /// `min.user.id`).
     pub min_user_id: u32,
 }
 
@@ -154,10 +205,17 @@ pub enum RunAsSetting {
     LocalUser,
 }
 
+/// YARN's reservation system (`yarn.resourcemanager.reservation-system.*`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReservationSystemSettings {
+    /// `…reservation-system.enable`: whether reservable queues accept
+    /// reservations.
     pub enabled: bool,
+    /// `…reservation-system.max-periodicity`: ms that the period of every
+    /// recurring reservation must divide.
     pub max_periodicity_ms: i64,
+    /// `…reservation-system.planfollower.time-step`: the plan's time step, in
+    /// ms; reservations are placed on its multiples.
     pub time_step_ms: i64,
 }
 
@@ -181,14 +239,23 @@ impl Default for CallLimits {
     }
 }
 
+/// Which policies run, and the limits they run under (`weft.policy.*`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicySettings {
     /// The policies loaded at start: `builtin:NAME` or a file.
     pub scheduling: String,
+    /// `weft.policy.pricing`: the pricing policy, as `scheduling`.
     pub pricing: String,
+    /// `weft.policy.sharing`: the reservation sharing policy, as `scheduling`.
     pub sharing: String,
+    /// Each call's time and memory (`weft.policy.call-timeout-ms`,
+    /// `weft.policy.memory-limit-mb`).
     pub limits: CallLimits,
+    /// `weft.policy.max-consecutive-failures`: failed calls in a row after
+    /// which a new version is rolled back.
     pub max_consecutive_failures: u32,
+    /// `weft.policy.watch-dir`: a directory whose `NAME.KIND.wasm` files are
+    /// loaded when written; `None`: none is watched.
     pub watch_dir: Option<PathBuf>,
     /// Most bytes of compiled code kept on disk; 0: no disk cache.
     pub compile_cache_bytes: u64,
@@ -210,23 +277,34 @@ pub enum Authentication {
     Token,
 }
 
+/// How a caller is named and what it may do (Hadoop's security properties,
+/// `weft.security.*`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SecuritySettings {
+    /// `weft.security.authentication`: what names a request's caller.
     pub authentication: Authentication,
     /// `yarn.admin.acl`; `None` when not set in token mode, which means the
     /// user running the server.
     pub admin_acl: Option<String>,
     /// `weft.security.node-acl`; `None` as `admin_acl`.
     pub node_acl: Option<String>,
+    /// `weft.security.default-user`: in simple mode, the caller of a request
+    /// without an X-Weft-User header.
     pub default_user: String,
+    /// `weft.security.users-file`: a TOML file of each user's groups; `None`:
+    /// nobody is in a group.
     pub users_file: Option<PathBuf>,
     /// `None`: DATA_DIR/tokens.toml.
     pub tokens_file: Option<PathBuf>,
+    /// `weft.security.projects-file`: a TOML file of who may charge each
+    /// project; `None`: anyone may charge any project.
     pub projects_file: Option<PathBuf>,
 }
 
+/// The HTTP server's TLS and connection limits (`weft.http.*`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpSettings {
+    /// The certificate and key the API is served with; `None`: plain HTTP.
     pub tls: Option<TlsFiles>,
     /// A connection making no progress this long is closed.
     pub idle_timeout: Duration,
@@ -238,9 +316,13 @@ pub struct HttpSettings {
     pub event_stream_lifetime: Duration,
 }
 
+/// The PEM files the API is served over TLS with (`weft.http.tls.*`, set
+/// together).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TlsFiles {
+    /// `weft.http.tls.cert-file`: the certificate chain.
     pub cert: PathBuf,
+    /// `weft.http.tls.key-file`: the certificate's private key.
     pub key: PathBuf,
 }
 

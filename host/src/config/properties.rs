@@ -14,18 +14,23 @@ use crate::limits;
 /// What values a property takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValueType {
+    /// `true` or `false`.
     Flag,
     /// A whole number (milliseconds, megabytes, counts) in `min..=max`.
     Whole {
+        /// The smallest value allowed.
         min: u64,
+        /// The largest value allowed.
         max: u64,
     },
     /// A finite number from 0 to `max`.
     Number {
+        /// The largest value allowed.
         max: u64,
     },
     /// One of the listed words.
     Choice(&'static [&'static str]),
+    /// Any text, kept as given (not trimmed).
     Text,
 }
 
@@ -547,20 +552,36 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     ),
 ];
 
+/// Why the settings cannot be loaded: a property, a value, an override or the
+/// config file refused, each named.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ConfigError {
+    /// A property Weft does not know, by the name given.
     #[error("unknown property {0:?} (see `weft config` for the known ones)")]
     Unknown(String),
+    /// A value not of its property's type, or out of its bounds.
     #[error("property {key} must be {expected}, not {value:?}")]
     BadValue {
+        /// The property.
         key: String,
+        /// What its values must be, e.g. "a whole number from 1 to 60000".
         expected: String,
+        /// The value given.
         value: String,
     },
+    /// A `--set` argument that is not `KEY=VALUE`, as given.
     #[error("--set takes KEY=VALUE, not {0:?}")]
     BadOverride(String),
+    /// The config file cannot be read, or is not TOML.
     #[error("cannot read config file {path}: {reason}")]
-    File { path: String, reason: String },
+    File {
+        /// The file, as given.
+        path: String,
+        /// The I/O or TOML error.
+        reason: String,
+    },
+    /// Properties each valid but not together (a TLS certificate without its
+    /// key), and why.
     #[error("{0}")]
     Inconsistent(String),
 }

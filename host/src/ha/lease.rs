@@ -15,7 +15,10 @@ const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 /// Who holds the lease, as read from the database.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseHolder {
+    /// The holding server as it names itself (its URL first); empty if no
+    /// server ever took the lease.
     pub holder: String,
+    /// The epoch of the latest taking of the lease: the fencing token.
     pub epoch: i64,
     /// Whether the lease is still valid by the database's clock.
     pub valid: bool,
@@ -29,10 +32,14 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// The lease through `store` (a connection for the lease alone), lasting
+    /// `ttl_ms` ms (`weft.ha.lease-ms`) from each take or renewal.
     pub fn new(store: Store, ttl_ms: u64) -> Lease {
         Lease { store, ttl_ms }
     }
 
+    /// How long the lease lasts from each take or renewal, in ms
+    /// (`weft.ha.lease-ms`).
     pub fn ttl_ms(&self) -> u64 {
         self.ttl_ms
     }

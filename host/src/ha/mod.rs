@@ -35,8 +35,13 @@ static STANDBY_FENCE: Fence = Fence {
 /// A running event loop and how to stop it.
 #[derive(Debug)]
 pub struct Active {
+    /// The handle to the running event loop (the controller's own handle
+    /// forwards to it while this server is active).
     pub handle: RmHandle,
+    /// Set to true to stop the loop cleanly.
     pub stop: tokio::sync::watch::Sender<bool>,
+    /// The event loop's thread; it finishes when the loop stops (asked to,
+    /// or fenced off by a newer epoch).
     pub thread: JoinHandle<()>,
 }
 
@@ -65,6 +70,7 @@ pub enum Election {
 
 /// The controller of one server's role.
 pub struct Controller {
+    /// How this server becomes active: at once, or through the lease.
     pub election: Election,
     /// This server, as the lease and the standbys' answers name it: its
     /// URL first, so clients can go to it.
@@ -73,6 +79,8 @@ pub struct Controller {
     pub store: Store,
     /// The handle the API and the local agent use.
     pub handle: RmHandle,
+    /// What starts the resource manager each time this server becomes
+    /// active.
     pub activate: Activate,
 }
 

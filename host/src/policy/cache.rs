@@ -36,30 +36,59 @@ const STALE_TEMP: Duration = Duration::from_secs(600);
 /// Why the cache could not be used, or an entry was discarded.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
+    /// The cache directory could not be created or its metadata read; the
+    /// cache is off.
     #[error("cannot create the compile cache directory {}: {source}", dir.display())]
     CreateDir {
+        /// The cache directory.
         dir: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// The cache directory is not a directory, not owned by the effective
+    /// user, or writable by its group or others; the cache is off.
     #[error(
         "the compile cache directory {} is not private (it must belong to the user running weft and be writable by no one else); the cache is off",
         dir.display()
     )]
-    NotPrivate { dir: PathBuf },
+    NotPrivate {
+        /// The cache directory.
+        dir: PathBuf,
+    },
+    /// An entry exists but could not be read.
     #[error("cannot read the compile cache entry {}: {source}", path.display())]
     Read {
+        /// The entry's file.
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// An entry failed its checks: larger than the cache, shorter than its
+    /// header, or a wrong magic, length or CRC-32.
     #[error("the compile cache entry {} is damaged: {what}", path.display())]
-    Damaged { path: PathBuf, what: &'static str },
+    Damaged {
+        /// The entry's file.
+        path: PathBuf,
+        /// Which check it failed, as a phrase.
+        what: &'static str,
+    },
+    /// An intact entry that wasmtime refused to deserialize.
     #[error("the compile cache entry {} does not deserialize: {detail}", path.display())]
-    Deserialize { path: PathBuf, detail: String },
+    Deserialize {
+        /// The entry's file.
+        path: PathBuf,
+        /// wasmtime's error, with its causes.
+        detail: String,
+    },
+    /// wasmtime could not serialize a compiled component; holds its error.
     #[error("cannot serialize a compiled component: {0}")]
     Serialize(String),
+    /// An entry could not be written or renamed into place.
     #[error("cannot write the compile cache entry {}: {source}", path.display())]
     Write {
+        /// The entry's file (its contents go to a temporary file first).
         path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
 }
@@ -125,6 +154,7 @@ impl CompileCache {
         Some(base.join("weft").join("compiled"))
     }
 
+    /// The directory the entries are kept in.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

@@ -110,7 +110,9 @@ pub struct PolicyEngine {
 /// Python policy is 19 MB, about 50 ms of sha256 on these machines).
 #[derive(Clone)]
 pub struct CompiledComponent {
+    /// The compiled code, ready to type-check and instantiate.
     pub component: Component,
+    /// The sha256 of the component's bytes (raw, not hex).
     pub sha256: [u8; 32],
 }
 
@@ -312,14 +314,19 @@ impl PolicyEngine {
         self.disk.as_deref().map(CompileCache::dir)
     }
 
+    /// The wasmtime engine every component is compiled for and run on.
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
 
+    /// The linker every world is instantiated with: WASI that grants
+    /// nothing, the host's clocks and randomness, and the `host` import.
     pub fn linker(&self) -> &Linker<GuestState> {
         &self.linker
     }
 
+    /// The time and memory each call may take
+    /// (`weft.policy.call-timeout-ms`, `weft.policy.memory-limit-mb`).
     pub fn limits(&self) -> CallLimits {
         self.limits
     }

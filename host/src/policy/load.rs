@@ -18,30 +18,65 @@ use super::{CallError, PolicyKind, PolicyVersion, validate};
 /// Why a load was refused. Each message says what was wrong with the file.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    /// The component could not be had (no such builtin, an unreadable file,
+    /// a request naming none or two), or the load had nowhere to go (no
+    /// active version to shadow, a queue with no sharing policy of its
+    /// own); holds the whole message.
     #[error("{0}")]
     Source(String),
+    /// The bytes do not start with the `\0asm` magic.
     #[error("not a WebAssembly file (it does not start with the \\0asm header)")]
     NotWasm,
+    /// The bytes are a core module (layer 0), not a component.
     #[error("a core WebAssembly module, not a component; build the policy for wasm32-wasip2")]
     CoreModule,
+    /// wasmtime could not compile the component, or (in [`inspect`]) it
+    /// implements none of the three worlds; holds the error and its causes.
     #[error("the component does not compile: {0}")]
     Compile(String),
+    /// The component imports or exports `weft:policy` at a version this
+    /// host does not speak (see [`WIT_VERSION`]).
     #[error(
         "the component was built for weft:policy@{built_for}, but this Weft speaks weft:policy@{WIT_VERSION}; rebuild it against this version's WIT (`weft policy new` writes it)"
     )]
-    IncompatibleWit { built_for: String },
+    IncompatibleWit {
+        /// The `weft:policy` version the component names that this host does
+        /// not speak (the lowest, if several).
+        built_for: String,
+    },
+    /// The component does not type-check against the world of the kind it
+    /// was loaded as.
     #[error(
         "not a {kind} policy (the component does not implement the {kind}-policy world): {detail}"
     )]
-    WrongWorld { kind: PolicyKind, detail: String },
+    WrongWorld {
+        /// The kind it was loaded as.
+        kind: PolicyKind,
+        /// wasmtime's type-check error, with its causes.
+        detail: String,
+    },
+    /// The component's `describe` names another kind than the one it was
+    /// loaded as.
     #[error("the component says it is a {declared:?} policy, but was loaded as {kind}")]
-    WrongKind { kind: PolicyKind, declared: String },
+    WrongKind {
+        /// The kind it was loaded as.
+        kind: PolicyKind,
+        /// The kind its `describe` returned.
+        declared: String,
+    },
+    /// The policy's `configure` refused its parameters; holds its message.
     #[error("the policy refused its parameters: {0}")]
     Configure(String),
+    /// `describe`, instantiation or the call on a sample input failed, or
+    /// the answer was invalid.
     #[error("the policy failed its self-check: {0}")]
     SelfCheck(CallError),
+    /// No instance could be made for the policy: the pooling allocator
+    /// (`weft.policy.instance-pool`) is full. Not the policy's fault.
     #[error("the policy {0}")]
     NoInstance(CallError),
+    /// Writing the component's bytes to the store failed; holds the
+    /// store's error.
     #[error("the store did not keep the component, so it is not loaded: {0}")]
     Store(String),
 }

@@ -50,18 +50,27 @@ pub use version::{PolicyVersion, VersionInfo};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PolicyKind {
+    /// Places containers on nodes and chooses what to preempt (world
+    /// `scheduling`; YARN's scheduler).
     Scheduling,
+    /// Sets the price multiplicators and charges usage in credits (world
+    /// `pricing`; HopsYARN's quota pricing).
     Pricing,
+    /// Admits or rejects reservations against the plan (world `sharing`;
+    /// YARN's reservation `SharingPolicy`).
     Sharing,
 }
 
 impl PolicyKind {
+    /// Every kind, in the order the host walks them.
     pub const ALL: [PolicyKind; 3] = [
         PolicyKind::Scheduling,
         PolicyKind::Pricing,
         PolicyKind::Sharing,
     ];
 
+    /// The kind's lowercase name (`scheduling`, `pricing`, `sharing`), as
+    /// the API, the CLI, metrics labels and the store spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             PolicyKind::Scheduling => "scheduling",
@@ -102,42 +111,71 @@ pub struct NoShadow(pub PolicyKind);
 /// Why the versions kept in the store cannot be put back.
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
+    /// The runtime was given no store ([`PolicyRuntime::keep_in`] was not
+    /// called).
     #[error("no store to restore policies from")]
     NoStore,
+    /// The store could not be read.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// The store lists a version whose component bytes it does not hold.
     #[error("the store has no component with sha256 {sha256} ({kind} policy {policy})")]
     Missing {
+        /// The missing component's sha256, in hex.
         sha256: String,
+        /// The kind the version was loaded as.
         kind: PolicyKind,
+        /// The source the version was loaded from (`builtin:NAME`, a path…).
         policy: String,
     },
+    /// The stored component no longer compiles, type-checks or configures
+    /// on this host (for example after an upgrade of the WIT contract).
     #[error("the stored {kind} policy {policy} no longer loads: {error}")]
     NoLongerLoads {
+        /// The kind the version was loaded as.
         kind: PolicyKind,
+        /// The source the version was loaded from.
         policy: String,
+        /// Why the load failed.
         error: LoadError,
     },
+    /// The stored bytes do not hash to the sha256 they are kept under.
     #[error("the stored component {stored} has sha256 {actual}: it is damaged")]
-    Damaged { stored: String, actual: String },
+    Damaged {
+        /// The sha256 the version was saved with, in hex.
+        stored: String,
+        /// The sha256 of the bytes read back, in hex.
+        actual: String,
+    },
 }
 
 /// Why one policy call failed. Any of these makes the host fall back to the
 /// last good version for that call.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CallError {
+    /// The call ran past `weft.policy.call-timeout-ms` and was interrupted at
+    /// the epoch deadline.
     #[error("timed out (epoch deadline reached)")]
     Timeout,
+    /// The guest tried to grow its linear memory beyond
+    /// `weft.policy.memory-limit-mb`; holds wasmtime's message.
     #[error("exceeded its memory limit: {0}")]
     MemoryLimit(String),
+    /// The guest trapped (a panic, an unreachable, any other wasmtime
+    /// error); holds the root cause on one line.
     #[error("trapped: {0}")]
     Trap(String),
+    /// The guest answered, but [`validate`] refused the answer; holds why.
     #[error("returned invalid output: {0}")]
     InvalidOutput(String),
+    /// The guest's `configure` refused its parameters; holds its message.
     #[error("refused its parameters: {0}")]
     Refused(String),
+    /// No version of the kind is loaded, so there is nothing to call.
     #[error("no {0} policy is loaded")]
     NoPolicy(PolicyKind),
+    /// Every instance of wasmtime's pooling allocator
+    /// (`weft.policy.instance-pool`) is in use; holds wasmtime's message.
     #[error(
         "cannot be instantiated: {0}; every instance of the pool is in use (raise weft.policy.instance-pool, or retire versions)"
     )]
@@ -206,11 +244,17 @@ pub struct PolicyRuntime {
 /// queue's `reservation-policy` named when the slot was made.
 #[derive(Debug, Clone)]
 pub struct QueueSharing {
+    /// The source the queue's `reservation-policy` named, as
+    /// [`PolicySource`] prints it.
     pub configured: String,
+    /// The slot that serves the queue's sharing calls.
     pub slot: Arc<SharingSlot>,
 }
 
 impl PolicyRuntime {
+    /// A runtime on `engine` with empty slots, whose versions roll back
+    /// after `max_failures` failed calls in a row and whose pricing
+    /// policies get `pricing_defaults` before the operator's parameters.
     pub fn new(
         engine: PolicyEngine,
         pricing_defaults: Vec<(String, String)>,
@@ -319,6 +363,7 @@ impl PolicyRuntime {
         Ok(runtime)
     }
 
+    /// The engine every slot compiles and runs on.
     pub fn engine(&self) -> &PolicyEngine {
         &self.engine
     }
@@ -337,14 +382,18 @@ impl PolicyRuntime {
         }
     }
 
+    /// The pricing slot, typed by its world.
     pub fn pricing(&self) -> &PricingSlot {
         &self.pricing
     }
 
+    /// The scheduling slot, typed by its world.
     pub fn scheduling(&self) -> &SchedulingSlot {
         &self.scheduling
     }
 
+    /// The sharing slot every queue without a sharing policy of its own
+    /// uses, typed by its world.
     pub fn sharing(&self) -> &SharingSlot {
         &self.sharing
     }

@@ -11,7 +11,10 @@ mod generated {
 /// Where a policy's component comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicySource {
+    /// A policy bundled in the binary, by name (`builtin:NAME`, as in
+    /// `builtin:drf`).
     Builtin(String),
+    /// A `.wasm` component file on this machine, read when loaded.
     File(PathBuf),
 }
 

@@ -72,14 +72,19 @@ impl std::fmt::Debug for Shadow {
 /// What a shadow found: the API's view of it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ShadowReport {
+    /// The kind of policy the shadow runs beside.
     pub kind: PolicyKind,
     /// The candidate.
     pub shadow: VersionInfo,
     /// Milliseconds since the Unix epoch when it started.
     pub since_ms: u64,
-    /// Calls the candidate answered, and failed.
+    /// Calls the candidate answered.
     pub calls: u64,
+    /// Calls the candidate failed: a trap, a timeout, or pricing output the
+    /// host would refuse (scheduling placements it would refuse count in
+    /// [`SchedulingComparison::invalid_rounds`] instead).
     pub failures: u64,
+    /// The newest failure's message; `None` while it has not failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_failure: Option<String>,
     /// Live calls not compared because the candidate was behind.
@@ -89,10 +94,13 @@ pub struct ShadowReport {
     pub latency: CallCost,
     /// Calls whose answer differed from the active version's.
     pub differing: u64,
+    /// The pricing comparison; only for a pricing shadow.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pricing: Option<PricingComparison>,
+    /// The scheduling comparison; only for a scheduling shadow.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<SchedulingComparison>,
+    /// The sharing comparison; only for a sharing shadow.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sharing: Option<SharingComparison>,
 }
@@ -100,19 +108,25 @@ pub struct ShadowReport {
 /// Pricing: what each project would have been charged.
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct PricingComparison {
+    /// Multiplicator steps the candidate answered.
     pub multiplicator_steps: u64,
+    /// Steps whose multiplicators differed from the active version's.
     pub multiplicators_differing: u64,
     /// The last step's multiplicators: the active's, then the candidate's.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub last_multiplicators: Option<(PriceMultiplicators, PriceMultiplicators)>,
+    /// Charge calls (one per quota flush) the candidate answered.
     pub charge_batches: u64,
-    /// Per project, sorted by name.
+    /// Per project, sorted by name; beyond 10,000 projects the rest are
+    /// summed in one row, `(other projects)`.
     pub projects: Vec<ProjectCredits>,
 }
 
+/// One project's credits under the active version and under the candidate.
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct ProjectCredits {
+    /// The project's name, or `(other projects)` for the summed rest.
     pub project: String,
     /// Credits the active version charged while the shadow ran.
     pub active_credits: f64,
@@ -125,6 +139,7 @@ pub struct ProjectCredits {
 /// Scheduling: each round's placements compared.
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct SchedulingComparison {
+    /// Scheduling rounds the candidate answered.
     pub rounds: u64,
     /// Rounds whose placements differ.
     pub differing_rounds: u64,
@@ -137,6 +152,7 @@ pub struct SchedulingComparison {
 /// Sharing: each admission decision compared.
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct SharingComparison {
+    /// Admissions (`validate` calls) the candidate answered.
     pub decisions: u64,
     /// Refused by the active version, accepted by the candidate.
     pub flipped_to_accept: u64,
@@ -192,6 +208,7 @@ impl Shadow {
         }))
     }
 
+    /// The candidate version.
     pub fn version(&self) -> &Arc<PolicyVersion> {
         &self.version
     }
@@ -206,6 +223,7 @@ impl Shadow {
         }
     }
 
+    /// What the candidate found so far, with the comparison of its kind.
     pub fn report(&self) -> ShadowReport {
         let findings = self.findings.lock().unwrap();
         let kind = findings.kind;
@@ -427,6 +445,7 @@ impl ShadowSlot {
         self.0.swap(None)
     }
 
+    /// The running shadow, if any.
     pub fn get(&self) -> Option<Arc<Shadow>> {
         self.0.load_full()
     }
@@ -438,6 +457,7 @@ impl ShadowSlot {
         }
     }
 
+    /// Whether a shadow runs.
     pub fn running(&self) -> bool {
         self.0.load().is_some()
     }

@@ -43,7 +43,10 @@ pub(super) const STANDBY_MEMORY_DEFAULT: u64 = 512 << 20;
 pub struct HistoryEntry {
     /// 1 for the first version loaded into this slot, then 2, 3 …
     pub number: u32,
+    /// Where the version stands now.
     pub state: VersionState,
+    /// What was loaded: name, version, sha256, source, parameters, when
+    /// (flattened into the row).
     #[serde(flatten)]
     pub info: VersionInfo,
     /// Why it was rolled back, if it was.
@@ -54,14 +57,20 @@ pub struct HistoryEntry {
 /// A kind's active version and history, as the API shows it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct SlotStatus {
+    /// The slot's kind.
     pub kind: PolicyKind,
+    /// The version answering calls; `None` before the first load.
     pub active: Option<HistoryEntry>,
+    /// Every version loaded into the slot, oldest first (the active one
+    /// included).
     pub history: Vec<HistoryEntry>,
     /// What this kind's successful calls cost since the start (any version).
     pub stats: CallCost,
-    /// Calls whose version failed, and calls another version answered
-    /// instead (since the start).
+    /// Calls whose version failed since the start (a failed fallback
+    /// counts too).
     pub failures: u64,
+    /// Calls another version answered after the active one failed, since
+    /// the start.
     pub fallbacks: u64,
 }
 
@@ -92,6 +101,10 @@ impl Entry {
     }
 }
 
+/// One kind's slot: the active version, published atomically (arc-swap), the
+/// history of every version loaded into it, fallback and rollback. Untyped:
+/// [`PricingSlot`](super::PricingSlot) and its siblings wrap it with the
+/// calls of their world.
 pub struct PolicySlot {
     kind: PolicyKind,
     max_failures: u32,
@@ -112,8 +125,12 @@ pub struct PolicySlot {
 /// list the last is the active one, the others its standbys, oldest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct SavedVersion {
+    /// Where it was loaded from: `builtin:NAME`, a file path, or `upload`.
     pub source: String,
+    /// The component's sha256, in hex: its key among the store's blobs.
     pub sha256: String,
+    /// The parameters it was configured with, in order (for pricing, the
+    /// host's defaults first).
     pub params: Vec<(String, String)>,
 }
 
@@ -156,6 +173,8 @@ fn standbys_kept(standbys: &[StandbyCode<'_>], active_sha256: &str, budget: u64)
 }
 
 impl PolicySlot {
+    /// An empty slot of `kind` whose versions roll back after
+    /// `max_failures` failed calls in a row (at least 1).
     pub fn new(kind: PolicyKind, max_failures: u32) -> PolicySlot {
         PolicySlot {
             kind,
@@ -411,6 +430,8 @@ impl PolicySlot {
         Ok(result)
     }
 
+    /// The active version, the history and the call figures, as the API
+    /// shows them.
     pub fn status(&self) -> SlotStatus {
         let entries = self.entries.lock().unwrap();
         SlotStatus {

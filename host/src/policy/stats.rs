@@ -10,6 +10,8 @@ use serde::Serialize;
 const SUB_BUCKETS: u32 = 4;
 const BUCKETS: usize = 64 * SUB_BUCKETS as usize;
 
+/// Calls counted as they happen: how many, their total time and a latency
+/// histogram. Summed up by [`cost`](Self::cost).
 #[derive(Debug, Clone)]
 pub struct CallStats {
     calls: u64,
@@ -20,9 +22,14 @@ pub struct CallStats {
 /// The figures `weft simulate` reports per policy (and GET /ws/v1/policies).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct CallCost {
+    /// Calls counted.
     pub calls: u64,
+    /// Their time together, in nanoseconds.
     pub total_ns: u64,
+    /// Their mean time, in nanoseconds (0 with no calls).
     pub mean_ns: f64,
+    /// The 99th percentile of their time, in nanoseconds: the upper bound
+    /// of the histogram bucket holding it (0 with no calls).
     pub p99_ns: u64,
 }
 
@@ -37,6 +44,7 @@ impl Default for CallStats {
 }
 
 impl CallStats {
+    /// Counts one call that took `ns` nanoseconds.
     pub fn record(&mut self, ns: u64) {
         self.calls += 1;
         self.total_ns = self.total_ns.saturating_add(ns);
@@ -59,6 +67,7 @@ impl CallStats {
         upper_bound(BUCKETS - 1)
     }
 
+    /// The calls so far, summed up.
     pub fn cost(&self) -> CallCost {
         CallCost {
             calls: self.calls,

@@ -22,6 +22,8 @@ fn checked<T>(check: Result<(), validate::InvalidOutput>, value: T) -> Result<T,
 pub struct PricingSlot(PolicySlot, ShadowSlot);
 
 impl PricingSlot {
+    /// An empty pricing slot with no shadow, whose versions roll back after
+    /// `max_failures` failed calls in a row.
     pub fn new(max_failures: u32) -> PricingSlot {
         PricingSlot(
             PolicySlot::new(PolicyKind::Pricing, max_failures),
@@ -81,6 +83,8 @@ impl PricingSlot {
 pub struct SchedulingSlot(PolicySlot, ShadowSlot);
 
 impl SchedulingSlot {
+    /// An empty scheduling slot with no shadow, whose versions roll back after
+    /// `max_failures` failed calls in a row.
     pub fn new(max_failures: u32) -> SchedulingSlot {
         SchedulingSlot(
             PolicySlot::new(PolicyKind::Scheduling, max_failures),
@@ -121,6 +125,8 @@ impl SchedulingSlot {
 pub struct SharingSlot(PolicySlot, ShadowSlot);
 
 impl SharingSlot {
+    /// An empty sharing slot with no shadow, whose versions roll back after
+    /// `max_failures` failed calls in a row.
     pub fn new(max_failures: u32) -> SharingSlot {
         SharingSlot(
             PolicySlot::new(PolicyKind::Sharing, max_failures),

@@ -20,17 +20,22 @@ use super::{CallError, PolicyKind};
 /// What identifies a loaded version, as shown in the history and the API.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct VersionInfo {
+    /// The kind it was loaded as (its `describe` agrees).
     pub kind: PolicyKind,
-    /// The policy's own name and version, from `describe`.
+    /// The policy's own name, from `describe`.
     pub name: String,
+    /// The policy's own version string, from `describe` (free text).
     pub version: String,
-    /// Where it came from: `builtin:NAME` or a file path.
+    /// Where it came from: `builtin:NAME`, a file path, or `upload`.
     pub source: String,
+    /// The sha256 of the component's bytes, in hex: what identifies the
+    /// code, and the key the store keeps it under.
     pub sha256: String,
     /// The parameters `configure` accepted, as [name, value] pairs.
     #[schema(value_type = Vec<Vec<String>>)]
     pub params: Vec<(String, String)>,
-    /// Milliseconds since the Unix epoch.
+    /// When it was loaded, in milliseconds since the Unix epoch (the wall
+    /// clock, also under `replay` and `simulate`).
     pub loaded_at_ms: u64,
 }
 
@@ -52,7 +57,11 @@ struct Warm {
     bindings: Bindings,
 }
 
+/// One loaded, configured version of a policy, with a warm instance reused
+/// across calls. Its call methods return the guest's answer unchecked: the
+/// host calls it through the typed slots, which check every answer.
 pub struct PolicyVersion {
+    /// What identifies it.
     pub info: VersionInfo,
     prepared: Prepared,
     engine: PolicyEngine,
@@ -178,6 +187,8 @@ impl PolicyVersion {
         ))
     }
 
+    /// Calls the pricing world's `multiplicators` with the cluster's
+    /// `utilization`.
     pub fn multiplicators(
         &self,
         utilization: Utilization,
@@ -190,6 +201,8 @@ impl PolicyVersion {
         })
     }
 
+    /// Calls the pricing world's `charge`: one charge in credits per row of
+    /// `usage`, priced with `multiplicators`.
     pub fn charge(
         &self,
         usage: &Usage,
@@ -204,6 +217,7 @@ impl PolicyVersion {
         })
     }
 
+    /// Calls the scheduling world's `schedule` on one round's `snapshot`.
     pub fn schedule(&self, snapshot: &Snapshot) -> Result<Placements, CallError> {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Scheduling(s) => s.weft_policy_scheduling().call_schedule(store, snapshot),
@@ -211,6 +225,8 @@ impl PolicyVersion {
         })
     }
 
+    /// Calls the scheduling world's `preempt`: indices into `running` of the
+    /// containers to preempt.
     pub fn preempt(
         &self,
         snapshot: &Snapshot,
@@ -224,6 +240,8 @@ impl PolicyVersion {
         })
     }
 
+    /// Calls the sharing world's `window`: how far before and after a
+    /// reservation the policy looks, in ms.
     pub fn window(&self, settings: &PlanSettings) -> Result<i64, CallError> {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Sharing(s) => s.weft_policy_sharing().call_window(store, settings),
@@ -231,6 +249,8 @@ impl PolicyVersion {
         })
     }
 
+    /// Calls the sharing world's `validate`: accept the admission's
+    /// candidate, or refuse it with the reason.
     pub fn validate(&self, admission: &Admission) -> Result<Result<(), Rejection>, CallError> {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Sharing(s) => s.weft_policy_sharing().call_validate(store, admission),
@@ -238,6 +258,8 @@ impl PolicyVersion {
         })
     }
 
+    /// Calls the sharing world's `available`: what the user could still be
+    /// given at each instant of the admission's range.
     pub fn available(&self, admission: &Admission) -> Result<Timeline, CallError> {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Sharing(s) => s.weft_policy_sharing().call_available(store, admission),

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ContainerCommand {
+    /// The program and its arguments, exec'd with no shell (`{"argv": […]}`).
     Argv(Vec<String>),
+    /// One line run by `/bin/sh -c` (`{"shell": "…"}`).
     Shell(String),
 }
 
@@ -25,16 +27,25 @@ pub enum ContainerCommand {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchOrder {
+    /// The container's id, in YARN's form (CONTAINER_ID).
     pub container_id: String,
+    /// The id of the container's app (APP_ID).
     pub app_id: String,
     /// The app's user (WEFT_USER; the Unix user with run-as = submitter).
     pub user: String,
+    /// What the container runs: its ask's command, or `sleep` for an ask
+    /// with none.
     pub command: ContainerCommand,
     /// The ask's variables; the agent's own (CONTAINER_ID, APP_ID, …) win.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Memory the container holds, in MB (its memory limit, where the agent
+    /// has cgroups).
     pub memory_mb: u64,
+    /// Vcores the container holds (its CPU weight, where the agent has
+    /// cgroups).
     pub vcores: u32,
+    /// GPUs the container holds (0 when absent).
     #[serde(default)]
     pub gpus: u32,
 }
@@ -81,6 +92,7 @@ pub mod exit_status {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContainerEnd {
+    /// The id of the container that ended.
     pub container_id: String,
     /// The process's exit code (≥ 0, 128 + signal when a signal ended
     /// it), or one of [`exit_status`].
@@ -165,6 +177,7 @@ pub struct Heartbeat {
 /// What a registration answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RegisteredNode {
+    /// The node id registered, as the request gave it.
     #[serde(default)]
     #[schema(required = true)]
     pub node_id: String,
@@ -185,6 +198,7 @@ pub struct RegisteredNode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum NodeAction {
+    /// Carry out the answer's orders and heartbeat on.
     Normal,
     /// The heartbeat's number is off: register again, listing what runs.
     Resync,
@@ -193,7 +207,11 @@ pub enum NodeAction {
 /// An order to kill a container, and the exit status to report for it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct KillOrder {
+    /// The container to kill.
     pub container_id: String,
+    /// The status its end is reported with, one of [`exit_status`]: e.g.
+    /// KILLED_BY_APPMASTER (−105) for a killed app's container,
+    /// KILLED_BY_RESOURCEMANAGER (−106) for one the node should not run.
     pub exit_status: i32,
 }
 
@@ -202,6 +220,7 @@ pub struct KillOrder {
 pub struct NodeOrders {
     /// This answer's number: the next heartbeat sends it back.
     pub response_id: u64,
+    /// Go on, or register again ([`NodeAction::Resync`]).
     pub action: NodeAction,
     /// Containers to launch (again in every answer until reported running).
     #[serde(rename = "allocations")]
@@ -253,8 +272,14 @@ pub enum TrackerError {
     Refused(String),
 }
 
+/// How an agent reaches the resource manager (YARN's ResourceTracker): over
+/// HTTP for `weft agent` (`agent/tracker.rs`), in process for `weft serve`'s
+/// local agent (`rm/local_tracker.rs`).
 pub trait ResourceTracker: Send {
+    /// Registers the node (again, after a restart or a resync) and gives back
+    /// the server's answer.
     fn register(&mut self, request: &RegisterNode) -> Result<RegisteredNode, TrackerError>;
+    /// Sends the heartbeat of the node `node` and gives back its orders.
     fn heartbeat(&mut self, node: &str, beat: &Heartbeat) -> Result<NodeOrders, TrackerError>;
 
     /// Which server gave the last answer, when there is a choice of

@@ -38,28 +38,64 @@ pub fn load(
 /// Why a queue configuration was refused. Every message names the property.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum QueueError {
+    /// A property that is no queue attribute Weft knows, or (in a file)
+    /// not under `yarn.scheduler.capacity.` at all.
     #[error("{property}: unknown property (not a queue attribute Weft knows)")]
-    UnknownAttribute { property: String },
+    UnknownAttribute {
+        /// The property's full name.
+        property: String,
+    },
+    /// A property of a queue that no parent's `.queues` declares.
     #[error("{property}: no queue {queue:?} is declared (declare it in its parent's .queues)")]
-    UnknownQueue { property: String, queue: String },
+    UnknownQueue {
+        /// The property's full name.
+        property: String,
+        /// The undeclared queue's path.
+        queue: String,
+    },
+    /// A property whose value is refused (not a number, out of range, a
+    /// bad queue name, …).
     #[error("{property}: {reason}")]
-    BadValue { property: String, reason: String },
+    BadValue {
+        /// The property's full name.
+        property: String,
+        /// What is wrong with its value.
+        reason: String,
+    },
+    /// A queue below root with no `capacity`.
     #[error("{property} is missing: every queue below root needs a capacity")]
-    MissingCapacity { property: String },
+    MissingCapacity {
+        /// The missing `….capacity` property's full name.
+        property: String,
+    },
+    /// Children's capacities that do not sum to 100.
     #[error("the capacities of the children of {parent} sum to {sum}, not 100 ({properties})")]
     CapacitySum {
+        /// The parent queue's path.
         parent: String,
+        /// What the children's capacities sum to, in percent.
         sum: f64,
+        /// Each child's capacity property as `name=value`, comma-separated.
         properties: String,
     },
+    /// Two leaf queues with one name (apps name a leaf by its name alone).
     #[error(
         "queue name {name:?} is used by two leaf queues ({first} and {second}); leaf names must be unique"
     )]
     DuplicateLeaf {
+        /// The name both leaves have.
         name: String,
+        /// The first leaf's path.
         first: String,
+        /// The second leaf's path.
         second: String,
     },
+    /// A queue configuration file that cannot be read or parsed.
     #[error("cannot read queue configuration {path}: {reason}")]
-    File { path: String, reason: String },
+    File {
+        /// The file's path.
+        path: String,
+        /// Why it cannot be read.
+        reason: String,
+    },
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::QueueError;
 
+/// `yarn.scheduler.capacity.`, the prefix of every queue property.
 pub const PREFIX: &str = crate::config::CAPACITY_PREFIX;
 
 /// `yarn.scheduler.capacity.*` properties, by full name.
@@ -35,14 +36,17 @@ impl QueueProperties {
         self.values.insert(name.to_string(), value.to_string());
     }
 
+    /// The value of the property `name` (its full name), if set.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(String::as_str)
     }
 
+    /// Every property as (full name, value), in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// Whether no property is set.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
     }

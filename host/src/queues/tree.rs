@@ -5,14 +5,18 @@ use serde::Serialize;
 
 use super::{PREFIX, QueueError, QueueProperties};
 
+/// How a leaf queue orders its apps (YARN's `ordering-policy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Ordering {
+    /// By priority, then submission time (`fifo`, the default).
     Fifo,
+    /// Fairly between apps (`fair`).
     Fair,
 }
 
 impl Ordering {
+    /// The name as configured and reported: `fifo` or `fair`.
     pub fn as_str(self) -> &'static str {
         match self {
             Ordering::Fifo => "fifo",
@@ -21,14 +25,18 @@ impl Ordering {
     }
 }
 
+/// A queue's `state`, as YARN's QueueState.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum QueueState {
+    /// Takes new apps (the default).
     Running,
+    /// Refuses new apps.
     Stopped,
 }
 
 impl QueueState {
+    /// The name as configured and reported: `RUNNING` or `STOPPED`.
     pub fn as_str(self) -> &'static str {
         match self {
             QueueState::Running => "RUNNING",
@@ -37,14 +45,18 @@ impl QueueState {
     }
 }
 
+/// One queue of the tree with its configured and derived figures (YARN's
+/// CSQueue).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Queue {
     /// Full path, e.g. `root.engineering.development`.
     pub path: String,
     /// The last component, by which apps name a leaf queue.
     pub name: String,
+    /// The parent's index in [`QueueTree::queues`]; None for root.
     #[serde(skip)]
     pub parent: Option<usize>,
+    /// The children's indexes in [`QueueTree::queues`]; empty for a leaf.
     #[serde(skip)]
     pub children: Vec<usize>,
     /// Percent of the parent's capacity guaranteed.
@@ -55,13 +67,29 @@ pub struct Queue {
     pub absolute_capacity: f64,
     /// Percent of the cluster this queue may grow to.
     pub absolute_maximum_capacity: f64,
+    /// `minimum-user-limit-percent`: the least share of the queue, in
+    /// percent (1 to 100, default 100), a user is guaranteed when users
+    /// compete.
     pub minimum_user_limit_percent: f64,
+    /// `user-limit-factor`: how many times the queue's guarantee one user
+    /// may hold (above 0, default 1).
     pub user_limit_factor: f64,
+    /// `priority`: the queue's priority (default 0), as the scheduler API
+    /// reports it.
     pub priority: i32,
+    /// `ordering-policy`: how the queue orders its apps.
     pub ordering_policy: Ordering,
+    /// `maximum-applications`: the most active apps the queue holds; by
+    /// default its absolute capacity's share of the scheduler-wide
+    /// maximum (10,000).
     pub maximum_applications: u64,
+    /// `state`: whether the queue takes new apps.
     pub state: QueueState,
+    /// `acl_submit_applications`: who may submit to the queue, in YARN's ACL
+    /// syntax (default `*` for root, nobody for the others).
     pub acl_submit_applications: String,
+    /// `acl_administer_queue`: who administers the queue, in YARN's ACL
+    /// syntax (default `*` for root, nobody for the others).
     pub acl_administer_queue: String,
     /// Set when the queue is `reservable`: the settings of its plan.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,6 +128,7 @@ const RESERVATION_AGENTS: &[&str] = &[
 ];
 
 impl Queue {
+    /// Whether the queue has no children (apps run only in leaves).
     pub fn is_leaf(&self) -> bool {
         self.children.is_empty()
     }
@@ -148,6 +177,8 @@ const GLOBAL_ATTRIBUTES: &[&str] = &[
 
 const DEFAULT_MAXIMUM_APPLICATIONS: u64 = 10_000;
 
+/// The validated queue tree: every queue, root first, and the properties it
+/// was built from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueueTree {
     queues: Vec<Queue>,

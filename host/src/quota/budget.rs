@@ -17,6 +17,7 @@ pub enum BudgetState {
     /// Budgets are not enforced (`weft.quota.budget.enforce = off`):
     /// nothing is low or exhausted, whatever the balance.
     Unenforced,
+    /// Enforced, with at least `weft.quota.budget.warn-credits` left.
     Ok,
     /// Fewer credits left than `weft.quota.budget.warn-credits`.
     Low,
@@ -25,6 +26,7 @@ pub enum BudgetState {
 }
 
 impl BudgetState {
+    /// The state of a project with `remaining` credits left under `settings`.
     pub fn of(remaining: f64, settings: &BudgetSettings) -> BudgetState {
         if settings.enforce == crate::config::BudgetEnforcement::Off {
             BudgetState::Unenforced
@@ -37,6 +39,7 @@ impl BudgetState {
         }
     }
 
+    /// Its name, as serialized: `unenforced`, `ok`, `low` or `exhausted`.
     pub fn as_str(self) -> &'static str {
         match self {
             BudgetState::Unenforced => "unenforced",

@@ -41,6 +41,8 @@ pub const MAX_UNWRITTEN_BYTES: usize = 8 << 20;
 /// many times the longest line (four 256-byte names and some numbers).
 const TAIL_BYTES: u64 = 16 << 10;
 
+/// The quota event log cannot be opened for appending: which file, and why
+/// (it stops `weft serve` at start).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot open the quota event log {path} ({PATH_PROPERTY}): {reason}")]
 pub struct EventLogError {

@@ -15,7 +15,9 @@ use crate::limits::{self, MAX_GPUS, MAX_MEMORY_MB, MAX_TIME_MS, MAX_VCORES, OutO
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {reason}")]
 pub struct LineError {
+    /// Its line number, from 1 (blank lines count).
     pub line: usize,
+    /// Why it is refused (the field and its bounds, when one is out of them).
     pub reason: String,
 }
 
@@ -24,6 +26,8 @@ pub struct LineError {
 pub struct EventLine {
     /// Milliseconds of virtual time (since the epoch, in a server's log).
     pub t: u64,
+    /// What happened, with its fields: the line's `event` word and the rest of
+    /// its object.
     #[serde(flatten)]
     pub event: QuotaEvent,
 }
@@ -34,12 +38,19 @@ pub struct EventLine {
 pub enum QuotaEvent {
     /// CONTAINER_START: charged from `t` on.
     Start {
+        /// The container's id.
         container: String,
+        /// Its app's id.
         app: String,
+        /// The project charged: its app's.
         project: String,
+        /// The user charged: its app's submitter.
         user: String,
+        /// Its memory, in MB.
         memory_mb: u64,
+        /// Its vcores.
         vcores: u32,
+        /// Its GPUs (0 when left out).
         #[serde(default)]
         gpus: u32,
         /// When it started, if before `t` (a container whose start the
@@ -49,16 +60,22 @@ pub enum QuotaEvent {
     },
     /// CONTAINER_UPDATE: the old size is charged up to `t`, this one after.
     Update {
+        /// The container's id; it must be running.
         container: String,
+        /// Its new memory, in MB.
         memory_mb: u64,
+        /// Its new vcores.
         vcores: u32,
+        /// Its new GPUs (0 when left out).
         #[serde(default)]
         gpus: u32,
     },
     /// CONTAINER_FINISH: charged up to `ended_ms` if given (a container
     /// that ended before the server learned of it at `t`), else up to `t`.
     Finish {
+        /// The container's id; it must be running.
         container: String,
+        /// When it ended, in ms, if before `t`; `None`: at `t`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ended_ms: Option<u64>,
         /// How it ended (YARN's ContainerExitStatus): the minimum runtime
@@ -69,8 +86,12 @@ pub enum QuotaEvent {
     },
     /// Periodic timers only: the utilization the next multiplicator steps see.
     Utilization {
+        /// Memory allocated plus pending over the cluster's capacity (above 1
+        /// when more is asked than there is).
         memory: f64,
+        /// Vcores, as `memory`.
         vcores: f64,
+        /// GPUs, as `memory` (0 when left out).
         #[serde(default)]
         gpus: f64,
     },
@@ -78,8 +99,12 @@ pub enum QuotaEvent {
     Compute,
     /// A multiplicator step the server ran, with the utilization it saw.
     MultiplicatorStep {
+        /// Memory allocated plus pending over the cluster's capacity (above 1
+        /// when more is asked than there is).
         memory: f64,
+        /// Vcores, as `memory`.
         vcores: f64,
+        /// GPUs, as `memory` (0 when left out).
         #[serde(default)]
         gpus: f64,
     },
@@ -89,15 +114,25 @@ pub enum QuotaEvent {
     Recovery,
     /// A container a recovery found running, charged up to `charged_until_ms`.
     Running {
+        /// The container's id.
         container: String,
+        /// Its app's id.
         app: String,
+        /// The project charged: its app's.
         project: String,
+        /// The user charged: its app's submitter.
         user: String,
+        /// Its memory, in MB.
         memory_mb: u64,
+        /// Its vcores.
         vcores: u32,
+        /// Its GPUs (0 when left out).
         #[serde(default)]
         gpus: u32,
+        /// When it started, in ms.
         started_ms: u64,
+        /// Up to when the server had charged it, in ms: it is charged again
+        /// from then.
         charged_until_ms: u64,
     },
 }

@@ -11,7 +11,9 @@ use crate::store::{Batch, Store, StoreError, Value};
 /// A project's account.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ProjectQuota {
+    /// Credits left, after every grant and charge; negative when in debt.
     pub remaining: f64,
+    /// Credits it was charged, in all.
     pub total_used: f64,
 }
 
@@ -21,11 +23,15 @@ pub type DailyKey = (String, String, String);
 /// The new values of every row one flush changed, for the store.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct LedgerDelta {
+    /// Each changed project's account, as it now stands.
     pub projects: BTreeMap<String, ProjectQuota>,
+    /// Each changed (project, user, day)'s credits used that day, as it now
+    /// stands.
     pub daily: BTreeMap<DailyKey, f64>,
 }
 
 impl LedgerDelta {
+    /// Whether no row changed.
     pub fn is_empty(&self) -> bool {
         self.projects.is_empty() && self.daily.is_empty()
     }
@@ -40,13 +46,18 @@ impl LedgerDelta {
 /// One charge to apply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Charge {
+    /// The project charged.
     pub project: String,
+    /// The user charged (the app's submitter).
     pub user: String,
     /// When the charge was computed, in ms since the epoch: it picks the day.
     pub at_ms: u64,
+    /// The credits charged.
     pub credits: f64,
 }
 
+/// Every project's account and every (project, user, day)'s credits used, in
+/// memory; the store keeps the same rows (`project_quota`, `daily_usage`).
 #[derive(Debug, Clone, Default)]
 pub struct QuotaLedger {
     default_credits: f64,
@@ -55,6 +66,8 @@ pub struct QuotaLedger {
 }
 
 impl QuotaLedger {
+    /// An empty ledger in which a project starts with `default_credits`
+    /// (`weft.quota.default-credits`).
     pub fn new(default_credits: f64) -> QuotaLedger {
         QuotaLedger {
             default_credits,
@@ -132,10 +145,13 @@ impl QuotaLedger {
         delta
     }
 
+    /// Every project's account, by name: those charged, granted or given
+    /// credits.
     pub fn projects(&self) -> &BTreeMap<String, ProjectQuota> {
         &self.projects
     }
 
+    /// The credits used per (project, user, UTC day).
     pub fn daily(&self) -> &BTreeMap<DailyKey, f64> {
         &self.daily
     }

@@ -23,7 +23,11 @@ use crate::policy::{CallError, PolicySlot, PriceMultiplicators, PricingSlot, Usa
 /// implementation is the [`PricingSlot`] (WASM, with fallback, checked);
 /// benchmarks and tests may price natively.
 pub trait Pricing {
+    /// The price multiplicators for `utilization` (a PriceMultiplicatorService
+    /// step).
     fn multiplicators(&self, utilization: Utilization) -> Result<PriceMultiplicators, CallError>;
+    /// The credits each row of `usage` costs at `multiplicators`: one per row,
+    /// for one container.
     fn charge(
         &self,
         usage: &Usage,

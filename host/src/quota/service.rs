@@ -36,14 +36,19 @@ use crate::policy::{CallError, PriceMultiplicators, Usage, Utilization};
 use crate::resources::Resources;
 use crate::store::{Batch, Store, StoreError};
 
+/// Why the quota service refuses an event or cannot charge.
 #[derive(Debug, thiserror::Error)]
 pub enum QuotaError {
+    /// An update or finish of a container it is not charging, by id.
     #[error("container {0} is not being charged (never started, or already finished)")]
     UnknownContainer(String),
+    /// A start of a container it is already charging, by id.
     #[error("container {0} is already being charged")]
     AlreadyStarted(String),
+    /// The pricing policy's call failed: what is owed stays owed.
     #[error("the pricing policy failed: {0}")]
     Pricing(#[from] CallError),
+    /// A store read or write failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -97,11 +102,19 @@ type PricesKey = (u64, u64, u64);
 /// Credits per second for one unit of each resource, at today's multiplicators.
 #[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
 pub struct UnitPrices {
+    /// Credits per second for one vcore.
     pub vcore: f64,
+    /// Credits per second for one unit of memory
+    /// (`yarn.resourcemanager.quota.minimum.charged.mb` MB).
     pub memory: f64,
+    /// Credits per second for one unit of GPUs
+    /// (`yarn.resourcemanager.quota.minimum.charged.gpu` GPUs).
     pub gpu: f64,
 }
 
+/// HOPS-1385's QuotaService: the containers it charges, the usage they owe, the
+/// current multiplicators, the ledger and each project's burn rate (see the
+/// module's docs).
 pub struct QuotaService {
     settings: QuotaSettings,
     running: HashMap<String, Tracked>,
@@ -146,11 +159,18 @@ const LAST_COMPUTE_SETTING: &str = "quota.last-compute-ms";
 /// A running container as the store keeps it for the quota service.
 #[derive(Debug, Clone)]
 pub struct ChargedContainer {
+    /// The container's id.
     pub id: String,
+    /// Its app's id.
     pub app: String,
+    /// The project it is charged to.
     pub project: String,
+    /// The user it is charged to.
     pub user: String,
+    /// Its size.
     pub resources: Resources,
+    /// When it started to run, in ms since the epoch: its minimum runtime
+    /// counts from then.
     pub started_ms: u64,
     /// Up to when its own events charged it (QUOTA_COMPUTE charges every
     /// container up to its time, kept apart).
@@ -321,6 +341,7 @@ impl QuotaService {
         }
     }
 
+    /// The settings it runs with.
     pub fn settings(&self) -> &QuotaSettings {
         &self.settings
     }
@@ -576,6 +597,8 @@ impl QuotaService {
         Ok(self.multiplicators)
     }
 
+    /// The multiplicators charges are priced at now: the last step's (restored
+    /// at a restart), 1 before the first and always with variable pricing off.
     pub fn multiplicators(&self) -> PriceMultiplicators {
         self.multiplicators
     }
@@ -630,7 +653,6 @@ impl QuotaService {
         self.ledger.remaining(project)
     }
 
-    /// Where `project`'s credits stand under `weft.quota.budget.*`.
     /// What `projects` will be charged that the ledger does not hold yet:
     /// their running containers' rest of the minimum runtime (should their
     /// work end now), per (project, size), and the usage owed and not yet
@@ -691,6 +713,7 @@ impl QuotaService {
         self.ledger.remaining(project)
     }
 
+    /// Where `project`'s credits stand under `weft.quota.budget.*`.
     pub fn budget_state(&self, project: &str) -> BudgetState {
         BudgetState::of(self.ledger.remaining(project), &self.settings.budget)
     }
@@ -706,6 +729,7 @@ impl QuotaService {
         self.burn.sample_some(now, &self.ledger, &charged);
     }
 
+    /// Each project's spending over the last hour.
     pub fn burn_rates(&self) -> &BurnRates {
         &self.burn
     }
@@ -716,10 +740,12 @@ impl QuotaService {
         std::mem::take(&mut self.app_credits)
     }
 
+    /// The ledger: every project's account and daily usage.
     pub fn ledger(&self) -> &QuotaLedger {
         &self.ledger
     }
 
+    /// How many containers it is charging.
     pub fn running_containers(&self) -> usize {
         self.running.len()
     }

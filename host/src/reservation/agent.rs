@@ -76,11 +76,16 @@ pub const MAX_OCCURRENCES_CHECKED: i64 = 100_000;
 /// What to place.
 #[derive(Debug, Clone, Copy)]
 pub struct PlacementRequest<'a> {
+    /// The reservation's id, as the policy's admission names the candidate.
     pub id: &'a ReservationId,
+    /// The user the reservation is for, whose limits the policy applies.
     pub user: &'a str,
+    /// The checked definition: requests, window, interpreter and period.
     pub contract: &'a Contract,
     /// The reservation being updated: its current allocation does not count.
     pub replacing: Option<&'a ReservationId>,
+    /// The time of the request, in ms since the epoch: nothing is placed
+    /// before it.
     pub now_ms: i64,
 }
 
@@ -89,8 +94,12 @@ pub struct PlacementRequest<'a> {
 pub struct PlacedBlock {
     /// The request's index in the definition.
     pub request: usize,
+    /// When the group starts, in ms since the epoch.
     pub start_ms: i64,
+    /// When the group ends (exclusive), in ms since the epoch.
     pub end_ms: i64,
+    /// How many containers the group holds, at least the request's
+    /// min-concurrency.
     pub containers: u32,
     /// containers × capability.
     pub resources: Resources,
@@ -108,16 +117,23 @@ pub struct Placement {
 /// How much of a request found no room.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shortfall {
+    /// The request's index in the definition.
     pub request: usize,
+    /// The size of one of its containers.
     pub capability: Resources,
+    /// Its num-containers.
     pub wanted: u32,
+    /// How many of them found room before the agent gave up (none are kept).
     pub placed: u32,
-    /// The window the request had, after rounding to the plan step.
+    /// The window the request had, after rounding to the plan step: its
+    /// start, in ms since the epoch.
     pub window_start_ms: i64,
+    /// The end of that window (exclusive), in ms since the epoch.
     pub window_end_ms: i64,
 }
 
 impl Shortfall {
+    /// How many containers found no room: `wanted` − `placed`.
     pub fn missing(&self) -> u32 {
         self.wanted - self.placed
     }
@@ -165,47 +181,74 @@ fn describe_shortfalls(shortfalls: &[Shortfall]) -> String {
 /// answer about the request; those two are faults of the host or the policy.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
+    /// Arrival (or now, if later) rounded up and the deadline rounded down
+    /// to the plan step leave no time.
     #[error(
         "nothing can be placed between {from_ms} and {to_ms} ms (arrival, or now if later, and deadline on the {step_ms} ms plan step)"
     )]
     EmptyWindow {
+        /// Arrival or now, rounded up to the step, in ms since the epoch.
         from_ms: i64,
+        /// The deadline rounded down to the step, in ms since the epoch.
         to_ms: i64,
+        /// The plan step, in ms.
         step_ms: i64,
     },
+    /// A request (R_ALL, R_ORDER, R_ORDER_NO_GAP) could not be fully placed.
     #[error("no room before the deadline: {0}")]
     NoRoom(Shortfall),
+    /// No request of an R_ANY definition could be placed; one shortfall per
+    /// request, in order.
     #[error("no room for any of the R_ANY alternatives: {}", describe_shortfalls(.0))]
     NoAlternativeFits(Vec<Shortfall>),
+    /// R_ORDER_NO_GAP: a request does not end exactly when the next starts.
     #[error(
         "R_ORDER_NO_GAP: reservation-request {request} ends at {end_ms} ms but reservation-request {next} starts at {next_start_ms} ms"
     )]
     Gap {
+        /// The request's index in the definition.
         request: usize,
+        /// When it ends, in ms since the epoch.
         end_ms: i64,
+        /// The index of the request after it.
         next: usize,
+        /// When that request starts, in ms since the epoch.
         next_start_ms: i64,
     },
+    /// R_ORDER_NO_GAP: a request's containers do not run without a break.
     #[error("R_ORDER_NO_GAP: reservation-request {request} stops between {from_ms} and {to_ms} ms")]
     Hole {
+        /// The request's index in the definition.
         request: usize,
+        /// Where the break begins, in ms since the epoch.
         from_ms: i64,
+        /// Where it ends, in ms since the epoch.
         to_ms: i64,
     },
+    /// Checking a recurring reservation would unroll more than
+    /// [`MAX_OCCURRENCES_CHECKED`] occurrences.
     #[error(
         "the reservation recurs every {period_ms} ms; checking it against the plan up to {check_end_ms} ms would unroll {occurrences} occurrences of the shortest period, {shortest_period_ms} ms: more than {max}",
         max = MAX_OCCURRENCES_CHECKED
     )]
     TooManyOccurrences {
+        /// The reservation's period (its recurrence expression), in ms.
         period_ms: i64,
+        /// Where the plan repeats, up to which it is checked, in ms since the
+        /// epoch.
         check_end_ms: i64,
+        /// The shortest period in the plan with the candidate, in ms.
         shortest_period_ms: i64,
+        /// How many occurrences of that period the check would unroll.
         occurrences: i64,
     },
+    /// The sharing policy's `validate` refused the placement.
     #[error("refused by the sharing policy: {}", describe_rejection(.0))]
     Rejected(Rejection),
+    /// A call to the sharing policy failed (a fault, not a refusal).
     #[error("the sharing policy failed: {0}")]
     Policy(#[from] CallError),
+    /// The plan could not build the admission (a fault of the host).
     #[error(transparent)]
     Plan(#[from] PlanError),
 }

@@ -50,6 +50,7 @@ pub enum Interpreter {
 }
 
 impl Interpreter {
+    /// Every interpreter, in the order of its number (0 to 3).
     pub const ALL: [Interpreter; 4] = [
         Interpreter::Any,
         Interpreter::All,
@@ -245,10 +246,13 @@ fn one() -> i64 {
 /// with its value rather than by the JSON reader.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ResourceInfo {
+    /// `memory`, in MB.
     #[serde(deserialize_with = "lenient::integer")]
     pub memory: i64,
+    /// `vCores`: virtual cores.
     #[serde(rename = "vCores", deserialize_with = "lenient::integer")]
     pub vcores: i64,
+    /// `gpus` (Weft's extension): a count; 0 when absent.
     #[serde(default, deserialize_with = "lenient::integer")]
     pub gpus: i64,
 }
@@ -289,6 +293,7 @@ pub struct ReservationRequests {
     #[serde(default)]
     #[schema(value_type = u8, minimum = 0, maximum = 3)]
     pub reservation_request_interpreter: Interpreter,
+    /// The stages, in the order given; one object stands for a list of one.
     #[serde(deserialize_with = "lenient::one_or_many")]
     pub reservation_request: Vec<ReservationRequest>,
 }
@@ -310,6 +315,7 @@ pub struct ReservationDefinition {
     /// (YARN uses it only in its priority agent, which preempts reservations).
     #[serde(default, deserialize_with = "lenient::small_integer")]
     pub priority: i32,
+    /// The stages and how they combine.
     pub reservation_requests: ReservationRequests,
     /// The period in ms, as a string; "0" or absent means not recurring.
     #[serde(
@@ -555,9 +561,13 @@ pub struct DefinitionLimits {
 /// A validated definition, in the units the agent places.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Contract {
+    /// The definition's `arrival`, in ms since the epoch.
     pub arrival_ms: i64,
+    /// The definition's `deadline`, in ms since the epoch, after `arrival_ms`.
     pub deadline_ms: i64,
+    /// How the stages combine.
     pub interpreter: Interpreter,
+    /// The requests, checked, in the order given (at least one).
     pub stages: Vec<Stage>,
     /// The recurrence period, if the reservation repeats.
     pub period_ms: Option<i64>,
@@ -567,9 +577,14 @@ pub struct Contract {
 /// running `duration_ms`, at least `min_concurrency` of them at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stage {
+    /// The size of each container (at least 1 MB and 1 vcore).
     pub capability: Resources,
+    /// How many containers, at least 1.
     pub num_containers: u32,
+    /// The gang size, in 1..=`num_containers`.
     pub min_concurrency: u32,
+    /// How long each container runs, in ms; within the window from arrival
+    /// to deadline.
     pub duration_ms: i64,
 }
 
@@ -606,92 +621,185 @@ impl Contract {
 /// Why a definition was refused. Request numbers count from 0, in the order given.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DefinitionError {
+    /// The definition has no request.
     #[error("the reservation has no reservation-request: give at least one")]
     NoRequests,
+    /// The arrival is at or after the deadline.
     #[error("arrival {arrival_ms} is not before deadline {deadline_ms}")]
-    ArrivalNotBeforeDeadline { arrival_ms: i64, deadline_ms: i64 },
+    ArrivalNotBeforeDeadline {
+        /// The definition's arrival, in ms since the epoch.
+        arrival_ms: i64,
+        /// The definition's deadline, in ms since the epoch.
+        deadline_ms: i64,
+    },
+    /// The arrival is before 1970 or the deadline after [`MAX_TIME_MS`].
     #[error(
         "arrival {arrival_ms} and deadline {deadline_ms} must be times from 0 (1970) to {MAX_TIME_MS} (the year 9999), in ms"
     )]
-    TimeOutOfRange { arrival_ms: i64, deadline_ms: i64 },
+    TimeOutOfRange {
+        /// The definition's arrival, in ms since the epoch.
+        arrival_ms: i64,
+        /// The definition's deadline, in ms since the epoch.
+        deadline_ms: i64,
+    },
+    /// The deadline is not after now.
     #[error("deadline {deadline_ms} has passed (now is {now_ms})")]
-    DeadlinePassed { deadline_ms: i64, now_ms: i64 },
+    DeadlinePassed {
+        /// The definition's deadline, in ms since the epoch.
+        deadline_ms: i64,
+        /// Now, in ms since the epoch.
+        now_ms: i64,
+    },
+    /// A request's capability has less than 1 MB or 1 vcore, or negative
+    /// GPUs.
     #[error(
         "reservation-request {index}: capability {dimension} must be at least {minimum}, got {value}"
     )]
     CapabilityTooSmall {
+        /// The request's index in the definition.
         index: usize,
+        /// The dimension, as the JSON names it: `memory`, `vCores` or `gpus`.
         dimension: &'static str,
+        /// The figure given.
         value: i64,
+        /// The least the dimension takes.
         minimum: i64,
     },
+    /// The deadline is more than [`MAX_AHEAD_MS`] after now.
     #[error(
         "deadline {deadline_ms} is more than 31 days ahead (the latest now is {latest_ms}): plans reach no further"
     )]
-    TooFarAhead { deadline_ms: i64, latest_ms: i64 },
+    TooFarAhead {
+        /// The definition's deadline, in ms since the epoch.
+        deadline_ms: i64,
+        /// The latest deadline accepted now, in ms since the epoch.
+        latest_ms: i64,
+    },
+    /// The definition has more requests than an app may ask for
+    /// (`limits::MAX_ASKS_PER_APP`).
     #[error("{count} reservation-requests; a reservation may have at most 100")]
-    TooManyRequests { count: usize },
+    TooManyRequests {
+        /// How many requests the definition has.
+        count: usize,
+    },
+    /// The requests make more than [`MAX_GANGS`] gangs.
     #[error(
         "the requests make {gangs} gangs (num-containers ÷ min-concurrency, summed); at most 100000: raise min-concurrency"
     )]
-    TooManyGangs { gangs: u64 },
+    TooManyGangs {
+        /// num-containers ÷ min-concurrency (rounded up), summed over the
+        /// requests.
+        gangs: u64,
+    },
+    /// A request's figure is above the most an ask may have (`limits.rs`).
     #[error("reservation-request {index}: {what} {value} is above the most Weft handles ({max})")]
     TooLarge {
+        /// The request's index in the definition.
         index: usize,
+        /// The figure, as the JSON names it: `memory`, `vCores`, `gpus`,
+        /// `num-containers` or `duration`.
         what: &'static str,
+        /// The figure given.
         value: i64,
+        /// The most it may be.
         max: i64,
     },
+    /// A request's num-containers is 0 or negative.
     #[error(
         "reservation-request {index}: num-containers must be greater than 0, got {num_containers}"
     )]
-    NonPositiveContainers { index: usize, num_containers: i64 },
+    NonPositiveContainers {
+        /// The request's index in the definition.
+        index: usize,
+        /// The num-containers given.
+        num_containers: i64,
+    },
+    /// A request's duration is 0 or negative.
     #[error("reservation-request {index}: duration must be greater than 0 ms, got {duration_ms}")]
-    NonPositiveDuration { index: usize, duration_ms: i64 },
+    NonPositiveDuration {
+        /// The request's index in the definition.
+        index: usize,
+        /// The duration given, in ms.
+        duration_ms: i64,
+    },
+    /// A request's min-concurrency is below 1 or above its num-containers.
     #[error(
         "reservation-request {index}: min-concurrency {min_concurrency} is outside 1..={num_containers} (num-containers)"
     )]
     MinConcurrencyOutOfRange {
+        /// The request's index in the definition.
         index: usize,
+        /// The min-concurrency given.
         min_concurrency: i64,
+        /// The request's num-containers.
         num_containers: i64,
     },
+    /// A request's duration does not fit between arrival and deadline.
     #[error(
         "reservation-request {index}: duration {duration_ms} ms is longer than the {window_ms} ms from arrival to deadline"
     )]
     DurationLongerThanWindow {
+        /// The request's index in the definition.
         index: usize,
+        /// The request's duration, in ms.
         duration_ms: i64,
+        /// Deadline − arrival, in ms.
         window_ms: i64,
     },
+    /// R_ORDER or R_ORDER_NO_GAP: the durations, one after another, do not
+    /// fit between arrival and deadline.
     #[error(
         "{interpreter} runs the requests one after another, {total_ms} ms in all, longer than the {window_ms} ms from arrival to deadline"
     )]
     StagesLongerThanWindow {
+        /// The definition's interpreter.
         interpreter: Interpreter,
+        /// The requests' durations summed, in ms.
         total_ms: i64,
+        /// Deadline − arrival, in ms.
         window_ms: i64,
     },
+    /// The recurrence-expression is not a whole number of ms ≥ 0.
     #[error("recurrence-expression {expression:?} is not a period in ms (a whole number ≥ 0)")]
-    BadRecurrence { expression: String },
+    BadRecurrence {
+        /// The expression given, trimmed.
+        expression: String,
+    },
+    /// The recurrence period does not divide
+    /// `yarn.resourcemanager.reservation-system.max-periodicity`.
     #[error(
         "recurrence period {period_ms} ms does not divide the maximum periodicity {max_periodicity_ms} ms (yarn.resourcemanager.reservation-system.max-periodicity)"
     )]
     PeriodDoesNotDivideMaxPeriodicity {
+        /// The recurrence period, in ms.
         period_ms: i64,
+        /// The configured maximum periodicity, in ms.
         max_periodicity_ms: i64,
     },
+    /// The recurrence period is shorter than the window from arrival to
+    /// deadline, so occurrences could overlap.
     #[error(
         "recurrence period {period_ms} ms is shorter than the {window_ms} ms from arrival to deadline: occurrences would overlap"
     )]
-    PeriodShorterThanWindow { period_ms: i64, window_ms: i64 },
+    PeriodShorterThanWindow {
+        /// The recurrence period, in ms.
+        period_ms: i64,
+        /// Deadline − arrival, in ms.
+        window_ms: i64,
+    },
+    /// A request's gang (capability × min-concurrency) exceeds the queue's
+    /// whole capacity, so it could never be placed.
     #[error(
         "reservation-request {index}: a gang of {min_concurrency} × {capability} is larger than the queue's capacity {capacity}"
     )]
     GangExceedsCapacity {
+        /// The request's index in the definition.
         index: usize,
+        /// The size of one of its containers.
         capability: Resources,
+        /// Its min-concurrency.
         min_concurrency: u32,
+        /// The queue's guaranteed capacity, the plan's.
         capacity: Resources,
     },
 }
@@ -700,7 +808,10 @@ pub enum DefinitionError {
 /// the sequence at least four digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ReservationId {
+    /// When the cluster started, in ms since the epoch
+    /// ([`SystemConfig::cluster_start_ms`](super::SystemConfig::cluster_start_ms)).
     pub cluster_timestamp: i64,
+    /// The number new-reservation handed out, from 1 on.
     pub sequence: u64,
 }
 
@@ -755,6 +866,7 @@ impl<'de> Deserialize<'de> for ReservationId {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct NewReservation {
+    /// `reservation-id`: a fresh id, to submit with.
     pub reservation_id: String,
 }
 
@@ -774,8 +886,12 @@ pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationSubmissionRequest {
+    /// `queue`: the reservable queue, by path or by a leaf name that names
+    /// one.
     pub queue: String,
+    /// `reservation-id`: an id new-reservation handed out.
     pub reservation_id: String,
+    /// `reservation-definition`: what is asked for.
     pub reservation_definition: ReservationDefinition,
 }
 
@@ -783,7 +899,9 @@ pub struct ReservationSubmissionRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationUpdateRequest {
+    /// `reservation-id`: the reservation to update.
     pub reservation_id: String,
+    /// `reservation-definition`: the new definition, placed anew.
     pub reservation_definition: ReservationDefinition,
 }
 
@@ -791,6 +909,7 @@ pub struct ReservationUpdateRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationDeleteRequest {
+    /// `reservation-id`: the reservation to delete.
     pub reservation_id: String,
 }
 
@@ -799,9 +918,12 @@ pub struct ReservationDeleteRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceAllocationInfo {
+    /// `resource`: what is held over the interval.
     pub resource: ResourceInfo,
+    /// `startTime`: when the interval starts, in ms since the epoch.
     #[serde(deserialize_with = "lenient::integer")]
     pub start_time: i64,
+    /// `endTime`: when it ends (exclusive), in ms since the epoch.
     #[serde(deserialize_with = "lenient::integer")]
     pub end_time: i64,
 }
@@ -810,18 +932,27 @@ pub struct ResourceAllocationInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub struct ReservationInfo {
+    /// `acceptance-time`: when the reservation was last accepted (submitted
+    /// or updated), in ms since the epoch.
     #[serde(deserialize_with = "lenient::integer")]
     pub acceptance_time: i64,
+    /// `user`: who owns the reservation.
     pub user: String,
+    /// `resource-allocations`: the allocation as intervals (a recurring
+    /// reservation's first occurrence); empty unless the list asked for
+    /// `include-resource-allocations`.
     #[serde(default, deserialize_with = "lenient::one_or_many")]
     pub resource_allocations: Vec<ResourceAllocationInfo>,
+    /// `reservation-id`.
     pub reservation_id: String,
+    /// `reservation-definition`: the definition as accepted (normalized).
     pub reservation_definition: ReservationDefinition,
 }
 
 /// GET …/reservation/list answers this (YARN's ReservationListInfo).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReservationListInfo {
+    /// `reservations`: the reservations listed, in id order.
     #[serde(default, deserialize_with = "lenient::one_or_many")]
     pub reservations: Vec<ReservationInfo>,
 }

@@ -17,6 +17,7 @@ use super::{ReservationId, ReservationSystem};
 pub struct ActiveReservation {
     /// The reservable leaf, as an index into the queue tree.
     pub queue_index: usize,
+    /// The reservation's id, as YARN prints it (`reservation_<ms>_<sequence>`).
     pub id: String,
     /// What the plan gives it at this instant.
     pub reserved: Resources,

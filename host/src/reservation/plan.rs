@@ -18,9 +18,11 @@ use super::rle::{Amount, FOREVER, RleError, RleTimeline};
 use crate::policy::{Admission, PlanSettings, Timeline};
 use crate::resources::Resources;
 
-/// YARN's defaults for a reservable queue (ReservationSchedulerConfiguration):
-/// a one-day averaging window; and its plan-follower time step, one second.
+/// YARN's default `reservation-window` for a reservable queue
+/// (ReservationSchedulerConfiguration): a one-day averaging window.
 pub const DEFAULT_RESERVATION_WINDOW_MS: i64 = 86_400_000;
+/// YARN's default plan-follower time step (ReservationSchedulerConfiguration):
+/// one second.
 pub const DEFAULT_PLAN_STEP_MS: i64 = 1_000;
 
 /// A reservable queue's settings, as the queue tree gives them.
@@ -117,8 +119,11 @@ impl PlanConfig {
 /// [`start_ms`, `end_ms`). For a recurring reservation, its first occurrence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocation {
+    /// When the interval starts, in ms since the epoch.
     pub start_ms: i64,
+    /// When it ends (exclusive), in ms since the epoch.
     pub end_ms: i64,
+    /// What the reservation holds throughout it.
     pub resources: Resources,
 }
 
@@ -126,9 +131,14 @@ pub struct Allocation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "StoredReservation", into = "StoredReservation")]
 pub struct Reservation {
+    /// The reservation's id, handed out by new-reservation.
     pub id: ReservationId,
+    /// Who owns it: the user it was submitted by.
     pub user: String,
+    /// The definition as accepted (normalized).
     pub definition: ReservationDefinition,
+    /// When it was last accepted (submitted or updated), in ms since the
+    /// epoch.
     pub acceptance_time_ms: i64,
     period_ms: Option<i64>,
     allocation: RleTimeline,
@@ -248,10 +258,12 @@ impl Reservation {
         &self.allocations
     }
 
+    /// The recurrence period in ms; None for a one-off reservation.
     pub fn period_ms(&self) -> Option<i64> {
         self.period_ms
     }
 
+    /// True when the reservation repeats every period.
     pub fn is_recurring(&self) -> bool {
         self.period_ms.is_some()
     }
@@ -302,31 +314,67 @@ impl Reservation {
 /// A reservation the plan follower should be running now, and how much it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holding {
+    /// The reservation's id.
     pub id: ReservationId,
+    /// Who owns it.
     pub user: String,
+    /// What its allocation holds at the instant asked about.
     pub resources: Resources,
 }
 
 /// Why the plan refused a change or a query.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
+    /// The plan's settings are out of range.
     #[error("plan of {queue}: {reason}")]
-    BadConfig { queue: String, reason: String },
+    BadConfig {
+        /// The queue's path.
+        queue: String,
+        /// What is wrong, with the figure.
+        reason: String,
+    },
+    /// A reservation with this id is already in the plan.
     #[error("reservation {id} is already in the plan of {queue}")]
-    Duplicate { id: ReservationId, queue: String },
+    Duplicate {
+        /// The reservation's id.
+        id: ReservationId,
+        /// The queue's path.
+        queue: String,
+    },
+    /// The plan holds no reservation with this id.
     #[error("no reservation {id} in the plan of {queue}")]
-    Unknown { id: ReservationId, queue: String },
+    Unknown {
+        /// The id asked for.
+        id: ReservationId,
+        /// The queue's path.
+        queue: String,
+    },
+    /// The allocation is negative, never ends, is longer than the period or
+    /// holds more than a cluster can.
     #[error("reservation {id}: its allocation {reason}")]
-    BadAllocation { id: ReservationId, reason: String },
+    BadAllocation {
+        /// The reservation's id.
+        id: ReservationId,
+        /// What is wrong, with the figures.
+        reason: String,
+    },
+    /// A timeline of an admission cannot be written as WIT columns (negative,
+    /// or never ending).
     #[error("reservation {id}: the {what} timeline cannot go to the sharing policy: {source}")]
     Timeline {
+        /// The reservation the decision is about.
         id: ReservationId,
+        /// Which timeline: `candidate`, `user-committed` or `plan-committed`.
         what: &'static str,
+        /// Why it cannot be converted.
         source: RleError,
     },
+    /// A stored reservation's recurrence-expression no longer reads.
     #[error("stored reservation {id}: {source}")]
     StoredDefinition {
+        /// The stored reservation's id.
         id: ReservationId,
+        /// Why its definition was refused.
         source: DefinitionError,
     },
 }
@@ -371,6 +419,7 @@ impl TryFrom<StoredPlan> for Plan {
 }
 
 impl Plan {
+    /// An empty plan with these settings; settings out of range are refused.
     pub fn new(config: PlanConfig) -> Result<Plan, PlanError> {
         config.check()?;
         Ok(Plan {
@@ -382,6 +431,7 @@ impl Plan {
         })
     }
 
+    /// The plan's settings.
     pub fn config(&self) -> &PlanConfig {
         &self.config
     }
@@ -392,10 +442,12 @@ impl Plan {
         self.config.capacity = capacity;
     }
 
+    /// The queue's path, e.g. `root.dedicated`.
     pub fn queue(&self) -> &str {
         &self.config.queue
     }
 
+    /// The reservation with this id, if the plan holds it.
     pub fn get(&self, id: &ReservationId) -> Option<&Reservation> {
         self.reservations.get(id)
     }
@@ -405,10 +457,12 @@ impl Plan {
         self.reservations.values()
     }
 
+    /// How many reservations the plan holds, one-off and recurring.
     pub fn len(&self) -> usize {
         self.reservations.len()
     }
 
+    /// True when the plan holds no reservation.
     pub fn is_empty(&self) -> bool {
         self.reservations.is_empty()
     }

@@ -32,14 +32,19 @@ pub const FOREVER: i64 = i64::MAX;
 /// the host.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Amount {
+    /// Memory, in MB.
     pub memory_mb: i64,
+    /// Virtual cores.
     pub vcores: i64,
+    /// GPUs.
     pub gpus: i64,
 }
 
 impl Amount {
+    /// Nothing of any dimension.
     pub const ZERO: Amount = Amount::new(0, 0, 0);
 
+    /// An amount of `memory_mb` MB, `vcores` vcores and `gpus` GPUs.
     pub const fn new(memory_mb: i64, vcores: i64, gpus: i64) -> Amount {
         Amount {
             memory_mb,
@@ -75,6 +80,7 @@ impl Amount {
         })
     }
 
+    /// True when every dimension is zero.
     pub fn is_zero(&self) -> bool {
         *self == Amount::ZERO
     }
@@ -178,41 +184,71 @@ impl fmt::Display for Amount {
 /// The integral of a timeline over a range, per dimension, in unit × ms.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Integral {
+    /// Memory over time, in MB × ms.
     pub memory_mb_ms: i128,
+    /// Virtual cores over time, in vcores × ms.
     pub vcores_ms: i128,
+    /// GPUs over time, in GPUs × ms.
     pub gpus_ms: i128,
 }
 
 /// Why a timeline could not be converted to or from the WIT columns.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RleError {
+    /// The timeline goes below zero; the WIT columns are unsigned.
     #[error(
         "the timeline is negative from {at_ms} ms on ({amount}); the WIT timeline carries only amounts ≥ 0"
     )]
-    Negative { at_ms: i64, amount: Amount },
+    Negative {
+        /// Where it first goes negative, in ms.
+        at_ms: i64,
+        /// The amount it has from there.
+        amount: Amount,
+    },
+    /// The timeline never returns to zero, and a WIT timeline must.
     #[error(
         "the timeline holds {amount} forever from {since_ms} ms on; a WIT timeline must end with a zero point"
     )]
-    Unbounded { since_ms: i64, amount: Amount },
+    Unbounded {
+        /// Its last step, in ms, from which it holds `amount` forever.
+        since_ms: i64,
+        /// The amount it holds from `since_ms` on.
+        amount: Amount,
+    },
+    /// The four WIT columns are not of one length.
     #[error(
         "the timeline's columns differ in length: at-ms {at_ms}, memory-mb {memory_mb}, vcores {vcores}, gpus {gpus}"
     )]
     ColumnLengths {
+        /// The length of the `at-ms` column.
         at_ms: usize,
+        /// The length of the `memory-mb` column.
         memory_mb: usize,
+        /// The length of the `vcores` column.
         vcores: usize,
+        /// The length of the `gpus` column.
         gpus: usize,
     },
+    /// A point's `at-ms` is not after the one before it.
     #[error(
         "the timeline's at-ms is not strictly increasing: point {index} is at {at_ms} ms, after {previous_ms} ms"
     )]
     NotIncreasing {
+        /// The index of the offending point.
         index: usize,
+        /// The time of the point before it, in ms.
         previous_ms: i64,
+        /// The time of the offending point, in ms.
         at_ms: i64,
     },
+    /// A point has an amount above `i64::MAX` in some dimension.
     #[error("the timeline's point {index} (at {at_ms} ms) has an amount above {max}", max = i64::MAX)]
-    TooLarge { index: usize, at_ms: i64 },
+    TooLarge {
+        /// The index of the offending point.
+        index: usize,
+        /// The time of the offending point, in ms.
+        at_ms: i64,
+    },
 }
 
 /// A step function of resources over time; see the module documentation.

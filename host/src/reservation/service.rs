@@ -25,29 +25,48 @@ use crate::store::{Store, StoreError};
 /// The store counter that keeps reservation ids unique across restarts.
 const SEQUENCE: &str = "reservation-sequence";
 
+/// Why a reservation call, or a change of the queue configuration, was
+/// refused; [`ReservationError::kind`] says what kind of refusal it is.
 #[derive(Debug, thiserror::Error)]
 pub enum ReservationError {
+    /// `yarn.resourcemanager.reservation-system.enable` is false.
     #[error("the reservation system is off (yarn.resourcemanager.reservation-system.enable=false)")]
     Disabled,
+    /// The reservation system refused the call.
     #[error(transparent)]
     System(#[from] SystemError),
+    /// The store failed; the change was undone.
     #[error("the reservation could not be saved, so it stays as it was: {0}")]
     Store(#[from] StoreError),
+    /// A new queue configuration would lose a reservation (its queue is
+    /// gone or no longer reservable); the reason names it.
     #[error("the queue configuration cannot keep the reservations: {0}")]
     Refresh(String),
+    /// The id was handed out by new-reservation to another user.
     #[error(
         "reservation id {id} was handed out to {owner}; ask new-reservation for an id of your own"
     )]
-    IssuedToAnother { id: String, owner: String },
+    IssuedToAnother {
+        /// The reservation id submitted.
+        id: String,
+        /// The user it was handed out to.
+        owner: String,
+    },
+    /// A reservable queue's `reservation-policy` does not load.
     #[error("{property}: cannot load the sharing policy {source_name}: {reason}")]
     QueuePolicy {
+        /// The full property, e.g.
+        /// `yarn.scheduler.capacity.root.dedicated.reservation-policy`.
         property: String,
+        /// The policy source it names, as parsed.
         source_name: String,
+        /// Why the runtime could not load it.
         reason: String,
     },
 }
 
 impl ReservationError {
+    /// What kind of refusal this is; a [`SystemError`] keeps its own kind.
     pub fn kind(&self) -> Refusal {
         match self {
             ReservationError::Disabled => Refusal::Off,
@@ -67,6 +86,9 @@ pub struct PreparedQueues {
     queue_policies: BTreeMap<String, QueueSharing>,
 }
 
+/// The reservation system as the resource manager runs it: YARN's
+/// reservation calls, each decided by the queue's sharing policy and saved in
+/// the store, and the plans' capacities kept to the queues' guarantees.
 pub struct ReservationService {
     system: ReservationSystem,
     store: Store,
@@ -133,13 +155,13 @@ impl ReservationService {
         Ok(service)
     }
 
-    /// Whether any queue is reservable (if none, the plan follower has
-    /// nothing to do in a round).
     /// The reservation system, for the plan follower.
     pub fn system(&self) -> &ReservationSystem {
         &self.system
     }
 
+    /// Whether any queue is reservable (if none, the plan follower has
+    /// nothing to do in a round).
     pub fn has_plans(&self) -> bool {
         self.system.plans().next().is_some()
     }
@@ -228,6 +250,11 @@ impl ReservationService {
         Ok(id)
     }
 
+    /// YARN's reservation/submit for `user` at `now_ms` (ms since the epoch),
+    /// decided by the queue's own sharing policy if it has one, else by
+    /// `sharing`. Only the user an id was handed to may submit under it. A
+    /// new reservation is saved in the store, and dropped again if that
+    /// fails; an unchanged resubmission answers as the first time.
     pub fn submit(
         &mut self,
         sharing: &dyn Sharing,
@@ -267,6 +294,9 @@ impl ReservationService {
         Ok(accepted)
     }
 
+    /// YARN's reservation/update: places the new definition anew, decided
+    /// by the queue's own sharing policy if it has one, else by `sharing`,
+    /// and saves it; if saving fails the old version is put back.
     pub fn update(
         &mut self,
         sharing: &dyn Sharing,
@@ -292,6 +322,8 @@ impl ReservationService {
         Ok(accepted)
     }
 
+    /// YARN's reservation/delete: removes the reservation from its plan and
+    /// the store, and returns it; if the store fails it is put back.
     pub fn delete(
         &mut self,
         request: &ReservationDeleteRequest,
@@ -315,6 +347,7 @@ impl ReservationService {
         Some((queue.to_string(), reservation.clone()))
     }
 
+    /// YARN's reservation/list (see [`ReservationSystem::list`]).
     pub fn list(&self, query: &ListQuery) -> Result<ReservationListInfo, ReservationError> {
         self.check_enabled()?;
         Ok(self.system.list(query)?)
@@ -455,12 +488,18 @@ pub enum NotInPlan {
     /// Not a reservation id (the parser's reason).
     #[error("{0}")]
     BadId(String),
+    /// The reservation is in the plan of another queue.
     #[error("reservation {id} is in queue {queue}, not {wanted}")]
     OtherQueue {
+        /// The reservation id the app names.
         id: String,
+        /// The path of the queue whose plan holds it.
         queue: String,
+        /// The path of the app's queue.
         wanted: String,
     },
+    /// No plan holds the reservation (never submitted, deleted, or
+    /// forgotten after it ended); carries the id.
     #[error("no reservation {0}")]
     Unknown(String),
 }

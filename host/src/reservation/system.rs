@@ -30,6 +30,7 @@ pub struct SystemConfig {
 /// Who is calling.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caller<'a> {
+    /// The authenticated user.
     pub user: &'a str,
     /// In `yarn.admin.acl`: may update and delete anyone's reservations.
     pub is_admin: bool,
@@ -53,9 +54,15 @@ pub struct ListQuery {
 /// A reservation the system holds, as submit and update answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accepted {
+    /// The reservation's id.
     pub reservation_id: ReservationId,
+    /// The path of the queue whose plan holds it.
     pub queue: String,
+    /// When it was accepted (submitted or last updated), in ms since the
+    /// epoch.
     pub acceptance_time_ms: i64,
+    /// Its allocation as intervals (a recurring reservation's first
+    /// occurrence).
     pub allocations: Vec<Allocation>,
 }
 
@@ -73,59 +80,115 @@ impl Accepted {
 /// Why a call was refused; [`SystemError::kind`] says what kind of refusal it is.
 #[derive(Debug, thiserror::Error)]
 pub enum SystemError {
+    /// A reservation id that does not parse.
     #[error(transparent)]
     MalformedId(#[from] MalformedReservationId),
+    /// No queue has this path or leaf name.
     #[error("no queue {queue:?}")]
-    UnknownQueue { queue: String },
+    UnknownQueue {
+        /// The queue as the client gave it.
+        queue: String,
+    },
+    /// The queue exists but has no plan (it is not `reservable`).
     #[error(
         "queue {queue:?} is not reservable (it has no plan: set its reservable property to true)"
     )]
-    NotReservable { queue: String },
+    NotReservable {
+        /// The queue as the client gave it.
+        queue: String,
+    },
+    /// A leaf name that names more than one reservable queue.
     #[error("queue name {queue:?} matches several reservable queues ({paths}): give the full path")]
-    AmbiguousQueue { queue: String, paths: String },
+    AmbiguousQueue {
+        /// The leaf name as the client gave it.
+        queue: String,
+        /// The paths it matches, comma-separated.
+        paths: String,
+    },
+    /// No plan holds a reservation with this id.
     #[error("no reservation {id}")]
-    UnknownReservation { id: ReservationId },
+    UnknownReservation {
+        /// The id asked for.
+        id: ReservationId,
+    },
+    /// The caller is neither the reservation's owner nor an admin, or
+    /// resubmits another user's id.
     #[error("reservation {id} is not yours: it belongs to {owner}, not {user}")]
     NotYours {
+        /// The reservation's id.
         id: ReservationId,
+        /// The user who owns it.
         owner: String,
+        /// The caller.
         user: String,
     },
+    /// A resubmission differs from the first submission.
     #[error(
         "reservation {id} was already submitted {difference}: resubmit it unchanged, or update it"
     )]
     Conflict {
+        /// The reservation's id.
         id: ReservationId,
+        /// How it differs: `to queue …` or `with a different definition`.
         difference: String,
     },
+    /// The definition was refused by validation.
     #[error("reservation {id}: {source}")]
     Definition {
+        /// The reservation's id.
         id: ReservationId,
+        /// Why the definition was refused.
         source: DefinitionError,
     },
+    /// The agent found no placement, or the sharing policy refused or failed.
     #[error("reservation {id} cannot be placed in {queue}: {source}")]
     Placement {
+        /// The reservation's id.
         id: ReservationId,
+        /// The path of the queue it was to be placed in.
         queue: String,
+        /// Why the agent did not place it.
         source: AgentError,
     },
+    /// A new reservation's id was not handed out by this system's
+    /// new-reservation.
     #[error(
         "reservation id {id} was not handed out by this resource manager: ask new-reservation for one"
     )]
-    NotIssued { id: ReservationId },
+    NotIssued {
+        /// The id submitted.
+        id: ReservationId,
+    },
+    /// The plan already holds [`MAX_PER_QUEUE`] reservations, or the user
+    /// [`MAX_PER_USER`] in it.
     #[error(
         "queue {queue} holds {in_queue} reservations, {of_user} of them {user}'s: a queue holds at most {MAX_PER_QUEUE}, a user at most {MAX_PER_USER} in it"
     )]
     TooMany {
+        /// The queue's path.
         queue: String,
+        /// The submitting user.
         user: String,
+        /// How many reservations the plan holds.
         in_queue: usize,
+        /// How many of them are the user's.
         of_user: usize,
     },
+    /// The list's end-time is before its start-time.
     #[error("end-time {end_ms} is before start-time {start_ms}")]
-    BadListRange { start_ms: i64, end_ms: i64 },
+    BadListRange {
+        /// `start-time` (0 when absent), in ms since the epoch.
+        start_ms: i64,
+        /// `end-time`, in ms since the epoch.
+        end_ms: i64,
+    },
+    /// Two plan settings name the same queue.
     #[error("queue {queue} is given more than one plan")]
-    DuplicatePlan { queue: String },
+    DuplicatePlan {
+        /// The queue's path.
+        queue: String,
+    },
+    /// A plan refused its settings or a change (a `Fault`).
     #[error(transparent)]
     Plan(#[from] PlanError),
 }
@@ -159,8 +222,9 @@ impl SystemError {
     }
 }
 
-/// The most reservations one plan holds, and one user in it.
+/// The most reservations one plan holds.
 pub const MAX_PER_QUEUE: usize = 10_000;
+/// The most reservations one user holds in one plan.
 pub const MAX_PER_USER: usize = 1_000;
 
 /// The plans of every reservable queue and the reservation API over them.
@@ -250,6 +314,7 @@ impl ReservationSystem {
         self
     }
 
+    /// The cluster start and maximum periodicity the system was made with.
     pub fn config(&self) -> &SystemConfig {
         &self.config
     }
@@ -259,6 +324,7 @@ impl ReservationSystem {
         self.plans.get(queue)
     }
 
+    /// Every plan, in queue path order.
     pub fn plans(&self) -> impl Iterator<Item = &Plan> {
         self.plans.values()
     }
@@ -269,6 +335,7 @@ impl ReservationSystem {
         Some((queue, self.plans.get(queue)?.get(id)?))
     }
 
+    /// Every plan, in queue path order, to change (e.g. its capacity).
     pub fn plans_mut(&mut self) -> impl Iterator<Item = &mut Plan> {
         self.plans.values_mut()
     }

@@ -19,7 +19,9 @@ use crate::store::{Store, StoreError};
 
 /// What a resource manager is made of.
 pub struct Parts<'a> {
+    /// The settings in force (timers, quota, budgets, accounting, limits).
     pub settings: &'a Settings,
+    /// The validated queue tree to start with.
     pub queues: QueueTree,
     /// Where reservations (and, when recovering, everything else) are kept.
     pub store: Store,
@@ -27,6 +29,7 @@ pub struct Parts<'a> {
     pub clock: Arc<dyn Clock>,
     /// The runtime, with the policies in force already loaded.
     pub policies: Arc<PolicyRuntime>,
+    /// Who may do what, shared with the API.
     pub security: Arc<Security>,
     /// `--sim-nodes`: (count, each node's capacity), registered before the
     /// recovery so containers stored on them come back on them.
@@ -45,17 +48,22 @@ pub struct Recover {
     /// The epoch of the lease it holds (its fencing token).
     pub epoch: u64,
     /// How long the first scheduling round waits for agents to report
-    /// the containers the store says run (`weft.store.scheduling-wait-ms`).
+    /// the containers the store says run, in ms
+    /// (`yarn.resourcemanager.work-preserving-recovery.scheduling-wait-ms`).
     pub scheduling_wait_ms: u64,
 }
 
 /// Why a resource manager could not be put together.
 #[derive(Debug, thiserror::Error)]
 pub enum AssembleError {
+    /// The quota service's state (ledger, owed usage, multiplicators) could
+    /// not be read back from the store.
     #[error("cannot restore the ledger")]
     Ledger(#[source] StoreError),
+    /// The reservations could not be read back from the store.
     #[error("cannot restore the reservations")]
     Reservations(#[source] ReservationError),
+    /// The apps, containers and nodes the store holds could not be put back.
     #[error("cannot recover the state the store holds")]
     Recovery(#[source] RecoveryError),
 }

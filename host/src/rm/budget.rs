@@ -24,9 +24,11 @@ use crate::store::Grant;
 /// A project's budget now.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ProjectBudget {
+    /// The project's name, as apps name it.
     pub project: String,
     /// Credits left (negative: in debt).
     pub remaining: f64,
+    /// Credits charged to it in all, ever.
     pub total_used: f64,
     /// Credits spent in the last hour, as this server saw it (since it
     /// first saw the project, if less than an hour ago): what was spent,
@@ -35,17 +37,22 @@ pub struct ProjectBudget {
     /// Hours until none is left at that rate; none when it is not
     /// spending or has none left.
     pub hours_left: Option<f64>,
+    /// Where its credits stand: ok, low, exhausted, or unenforced when
+    /// budgets are not enforced.
     pub state: BudgetState,
 }
 
 /// Every project's budget and the rules they are held to.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Budgets {
+    /// How budgets are enforced (`weft.quota.budget.enforce`; off while
+    /// quota is off).
     pub enforce: BudgetEnforcement,
     /// Below this many credits left a project is `low`.
     pub warn_credits: f64,
     /// What a project never granted nor charged has.
     pub default_credits: f64,
+    /// Every project the ledger knows, by name.
     pub projects: Vec<ProjectBudget>,
 }
 
@@ -53,8 +60,11 @@ pub struct Budgets {
 /// the last hour and the latest grants.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ProjectDetail {
+    /// Its budget now (its fields at the top level of the JSON).
     #[serde(flatten)]
     pub budget: ProjectBudget,
+    /// How budgets are enforced (`weft.quota.budget.enforce`; off while
+    /// quota is off).
     pub enforce: BudgetEnforcement,
     /// The last 31 days with use, newest first (at most 10,000 rows).
     pub daily: Vec<DailyUse>,
@@ -64,17 +74,24 @@ pub struct ProjectDetail {
     pub grants: Vec<Grant>,
 }
 
+/// What one user's apps charged a project on one day.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct DailyUse {
     /// YYYY-MM-DD (UTC).
     pub day: String,
+    /// The user whose apps were charged.
     pub user: String,
+    /// Credits charged that day.
     pub credits: f64,
 }
 
+/// A sample of a project's total use, as the burn rate is computed from.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct UsedAt {
+    /// When it was sampled (by QUOTA_COMPUTE, or a flush that charged the
+    /// project), in ms since the epoch.
     pub at_ms: u64,
+    /// The project's total credits used then.
     pub total_used: f64,
 }
 

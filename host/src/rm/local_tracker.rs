@@ -14,9 +14,15 @@ use crate::security::Caller;
 /// In the server's own process: commands to its event loop, as `caller`
 /// (the user running the server).
 pub struct LocalTracker {
+    /// The handle to the event loop the requests go to.
     pub rm: RmHandle,
+    /// The runtime the agent's thread blocks on to await the loop's answers.
     pub runtime: tokio::runtime::Handle,
+    /// Who the requests come from (registration and heartbeats are checked
+    /// against `weft.security.node-acl`).
     pub caller: Caller,
+    /// How often the agent should heartbeat: the registration's answer
+    /// (`yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`).
     pub heartbeat_interval: Duration,
 }
 

@@ -132,6 +132,7 @@ enum Link {
 /// Why a command got no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
+    /// The loop stopped before it took the command or answered it.
     #[error("the resource manager is shutting down")]
     ShuttingDown,
     /// A bug: the command panicked. Its effects may be half applied; the
@@ -287,8 +288,12 @@ fn commit(rm: &mut ResourceManager) -> Result<(), CommitFailure> {
 /// The timers of the loop.
 #[derive(Debug, Clone, Copy)]
 pub struct Intervals {
+    /// Between scheduling rounds (`weft.scheduler.interval-ms`).
     pub scheduling: Duration,
+    /// Between QUOTA_COMPUTEs (`yarn.resourcemanager.quota.scheduling.period`).
     pub quota_compute: Duration,
+    /// Between multiplicator steps
+    /// (`yarn.resourcemanager.quota.multiplicator.interval`).
     pub multiplicator: Duration,
 }
 
@@ -416,6 +421,8 @@ impl ResourceManager {
         result
     }
 
+    /// The time by the resource manager's clock, in ms since the epoch
+    /// (wall time in serve, virtual in simulate).
     pub fn now(&self) -> u64 {
         self.clock.now_ms()
     }
@@ -426,6 +433,8 @@ impl ResourceManager {
         &self.cluster
     }
 
+    /// The quota service (ledger, owed usage, multiplicators, budgets), to
+    /// read.
     pub fn quota(&self) -> &QuotaService {
         &self.quota
     }
@@ -445,10 +454,12 @@ impl ResourceManager {
         self.store.as_ref()
     }
 
+    /// The reservation system and its plans, to read.
     pub fn reservations(&self) -> &ReservationService {
         &self.reservations
     }
 
+    /// Who may do what: the ACLs, the users and projects files.
     pub fn security(&self) -> &Security {
         &self.security
     }
@@ -682,6 +693,8 @@ impl ResourceManager {
         }
     }
 
+    /// CONTAINER_FINISH for each of `containers`, ended at `now` (killed,
+    /// preempted, or reported ended): see [`Self::container_finished`].
     pub fn containers_finished(&mut self, containers: &[Container], now: u64) {
         for container in containers {
             self.container_finished(container, now);

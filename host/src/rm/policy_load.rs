@@ -35,10 +35,13 @@ pub enum Target {
 /// One load: what, of which kind, with which parameters, where.
 #[derive(Debug, Clone)]
 pub struct PolicyLoad {
+    /// Which slot's world it must export: pricing, scheduling or sharing.
     pub kind: PolicyKind,
+    /// The component: a source to read, or uploaded bytes.
     pub component: Component,
     /// The parameters its `configure` receives.
     pub params: Vec<(String, String)>,
+    /// Where the version goes: active, shadow, or a queue's own.
     pub target: Target,
 }
 

@@ -24,11 +24,15 @@ pub const QUEUES_SETTING: &str = "queues.in-force";
 /// Why recovery failed: the server must not start on half its state.
 #[derive(Debug, thiserror::Error)]
 pub enum RecoveryError {
+    /// The store could not be read.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The store's records could not be put back into the cluster.
     #[error("store {target}: {source}")]
     Restore {
+        /// Where the store is (its file or database), for the message.
         target: String,
+        /// What about the records was wrong.
         #[source]
         source: crate::cluster::RestoreError,
     },
@@ -45,9 +49,13 @@ pub(super) struct SchedulingWait {
 /// What recovery put back, for the log.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Recovered {
+    /// Apps read back, ended ones included.
     pub apps: usize,
+    /// Running containers put back (those then ended at once included).
     pub running_containers: usize,
+    /// Agents' nodes put back, waited for until their agents register.
     pub nodes: usize,
+    /// Running containers that ended at once, their node or queue gone.
     pub ended_at_recovery: usize,
 }
 

@@ -40,6 +40,8 @@ pub enum RequestError {
 }
 
 impl RequestError {
+    /// The kind of refusal it is, which the API maps onto a status (an
+    /// over-budget refusal is not allowed, 403).
     pub fn kind(&self) -> Refusal {
         match self {
             RequestError::Invalid(_) => Refusal::Invalid,
@@ -73,6 +75,8 @@ impl From<limits::OutOfBounds> for RequestError {
 /// it should not.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Registered {
+    /// Orders to kill what the agent runs that its node does not hold
+    /// (KILLED_BY_RESOURCEMANAGER), and any kill still pending.
     pub kill: Vec<KillOrder>,
     /// The answering resource manager's epoch (see `NodeOrders::epoch`).
     pub epoch: u64,
@@ -531,7 +535,9 @@ impl ResourceManager {
 pub struct LogLocation {
     /// The agent's `http://host:port`, and the secret it wants.
     pub http_address: String,
+    /// The bearer secret the agent gave at registration for its logs.
     pub secret: String,
+    /// The container's app, whose id the agent's log path starts with.
     pub app_id: String,
 }
 
@@ -607,6 +613,7 @@ impl ResourceManager {
 /// A node id released: who owned it and how many containers it lost.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct NodeReleased {
+    /// The node id released.
     pub node_id: String,
     /// Who owned it (none: nobody did any more).
     pub owner: Option<String>,
@@ -707,13 +714,18 @@ impl ResourceManager {
 /// reservation system (with its own kind of refusal).
 #[derive(Debug, thiserror::Error)]
 pub enum ReservationRequestError {
+    /// Refused by the caller's rights: no right to submit to the
+    /// reservation's queue.
     #[error(transparent)]
     Request(#[from] RequestError),
+    /// Refused by the reservation system (off, the plan or sharing policy,
+    /// ownership, the store).
     #[error(transparent)]
     Reservation(#[from] ReservationError),
 }
 
 impl ReservationRequestError {
+    /// The kind of refusal it is: the one its error names.
     pub fn kind(&self) -> Refusal {
         match self {
             ReservationRequestError::Request(error) => error.kind(),

@@ -9,7 +9,9 @@ use crate::resources::Resources;
     "--sim-nodes {spec:?}: {why}; expected COUNTxMEMmb,VCORESvcores[,GPUSgpus], e.g. 20x8192mb,8vcores,1gpus"
 )]
 pub struct SimNodesError {
+    /// The spec as given.
     pub spec: String,
+    /// What is wrong with it.
     pub why: String,
 }
 

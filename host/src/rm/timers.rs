@@ -7,8 +7,14 @@
 /// A timer of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Timer {
+    /// A scheduling round: pending containers placed by the scheduling
+    /// policy (and reclaim, when on).
     SchedulingRound,
+    /// The multiplicator step (PriceMultiplicatorService): the pricing
+    /// policy's multiplicators from the cluster's utilization.
     MultiplicatorStep,
+    /// QUOTA_COMPUTE: what running containers owe since last charged,
+    /// priced and charged; silent nodes lost.
     QuotaCompute,
 }
 
@@ -22,6 +28,8 @@ impl Timer {
         Timer::QuotaCompute,
     ];
 
+    /// Its name for logs and errors: "scheduling round", "multiplicator
+    /// step" or "QUOTA_COMPUTE".
     pub fn as_str(self) -> &'static str {
         match self {
             Timer::SchedulingRound => "scheduling round",
@@ -37,13 +45,17 @@ impl Timer {
 /// on the phase of its period.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Every {
+    /// Between firings, in ms (at least 1).
     pub period: u64,
+    /// When it fires next (ms, on the loop's time); None when off.
     pub next: Option<u64>,
     /// Its first firing: it is never skipped to before this.
     first: u64,
 }
 
 impl Every {
+    /// A timer started at `start` firing every `period` ms (0 counts as 1),
+    /// first at `start + period`.
     pub fn starting_at(start: u64, period: u64) -> Every {
         let period = period.max(1);
         let first = start.saturating_add(period);
@@ -92,8 +104,11 @@ impl Every {
 /// The three timers of the loop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timers {
+    /// The scheduling round's timer.
     pub scheduling: Every,
+    /// The multiplicator step's timer.
     pub multiplicator: Every,
+    /// QUOTA_COMPUTE's timer.
     pub quota: Every,
 }
 

@@ -8,6 +8,9 @@ use crate::resources::Resources;
 /// A pending app's diagnosis.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Diagnosis {
+    /// Why it waits, for people: an ask no node can fit, a queue at its
+    /// maximum capacity or a user at the user limit (each naming the
+    /// limiting resource and its figures), or waiting for resources.
     pub reason: String,
     /// 1 for the app its queue serves next (priority, then submission).
     pub position_in_queue: usize,

@@ -43,10 +43,13 @@ impl Scheduling for SchedulingSlot {
     }
 }
 
+/// Why a scheduling round placed nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
+    /// The policy's `schedule` call failed, or its answer was refused.
     #[error("the scheduling policy failed: {0}")]
     Policy(#[from] CallError),
+    /// The cluster refused to allocate the placements.
     #[error(transparent)]
     Cluster(#[from] ClusterError),
 }
@@ -59,6 +62,8 @@ pub type HeldProjects = std::collections::HashSet<String>;
 /// A snapshot and how its ask and app indices map back to the cluster.
 #[derive(Debug)]
 pub struct Round {
+    /// What the scheduling policy is given: nodes, queues (with the plan
+    /// follower's children), apps and asks, as columns.
     pub snapshot: Snapshot,
     asks: Vec<(usize, usize)>,
     /// Cluster app index → snapshot app index.

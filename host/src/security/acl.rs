@@ -12,6 +12,9 @@ pub struct AccessControlList {
 }
 
 impl AccessControlList {
+    /// Parses YARN's ACL syntax: `*` is everyone; else comma-separated users,
+    /// then after the first space comma-separated groups (a blank or empty
+    /// list is nobody). Never fails: empty names are skipped.
     pub fn parse(text: &str) -> AccessControlList {
         if text.trim() == "*" {
             return AccessControlList {
@@ -36,6 +39,8 @@ impl AccessControlList {
         }
     }
 
+    /// Whether the list lets in `user`, a member of `groups`: everyone, the
+    /// user named, or one of their groups named.
     pub fn allows(&self, user: &str, groups: &BTreeSet<String>) -> bool {
         self.everyone || self.users.contains(user) || !self.groups.is_disjoint(groups)
     }

@@ -25,6 +25,7 @@ impl Directory {
         Ok(Directory { groups: file.users })
     }
 
+    /// The groups the file lists for `user`; none if it does not list them.
     pub fn groups_of(&self, user: &str) -> BTreeSet<String> {
         self.groups.get(user).cloned().unwrap_or_default()
     }

@@ -15,6 +15,8 @@ pub struct IssuedIds {
 }
 
 impl IssuedIds {
+    /// Ids one user may hold unsubmitted; a newer one lets go of their
+    /// oldest.
     pub const PER_USER: usize = 100;
 
     /// `id` was handed to `user`.

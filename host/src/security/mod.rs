@@ -34,19 +34,26 @@ pub const USER_HEADER: &str = "x-weft-user";
 /// An authenticated caller and the groups the users file gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
+    /// The user name, as authenticated (a token's user, or the simple-mode
+    /// header or default user).
     pub user: String,
+    /// The user's groups from the users file; empty when it lists none.
     pub groups: BTreeSet<String>,
 }
 
 /// Why a request's caller could not be established.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
+    /// Token mode, and no bearer token was sent.
     #[error(
         "authentication required: send Authorization: Bearer TOKEN (an administrator makes one with `weft token create USER`)"
     )]
     Missing,
+    /// A bearer token the tokens file does not hold.
     #[error("the bearer token is not known (revoked, or never created on this server)")]
     Unknown,
+    /// Credentials that cannot be read: a scheme other than Bearer, or a
+    /// user name out of bounds; the reason.
     #[error("malformed credentials: {0}")]
     Malformed(String),
 }
@@ -54,7 +61,13 @@ pub enum AuthError {
 /// Establishes who a request comes from.
 #[derive(Debug)]
 pub enum Authenticator {
-    Simple { default_user: String },
+    /// `simple`: the `X-Weft-User` header is believed; without it the caller
+    /// is `default_user`.
+    Simple {
+        /// `weft.security.default-user`.
+        default_user: String,
+    },
+    /// `token`: a bearer token the verifier knows.
     Token(TokenVerifier),
 }
 
@@ -79,6 +92,7 @@ impl Authenticator {
         })
     }
 
+    /// Which mode this is (`weft.security.authentication`).
     pub fn mode(&self) -> Authentication {
         match self {
             Authenticator::Simple { .. } => Authentication::Simple,

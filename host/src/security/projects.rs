@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+/// The projects file: each project's members, users and groups.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Projects {
     members: BTreeMap<String, Members>,
@@ -22,6 +23,8 @@ struct Members {
 }
 
 impl Projects {
+    /// Reads a TOML file of `[projects]` → `NAME = ["user", "@group", …]`;
+    /// the reason if it cannot be read or parsed.
     pub fn from_file(path: &Path) -> Result<Projects, String> {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]

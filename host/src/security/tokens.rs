@@ -31,13 +31,16 @@ const RECHECK: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokensFile {
+    /// Every token, as `[[token]]` tables.
     #[serde(default, rename = "token")]
     pub tokens: Vec<TokenEntry>,
 }
 
+/// One token of the tokens file: whose it is and its hash, never the token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenEntry {
+    /// The user the token authenticates as.
     pub user: String,
     /// Hex SHA-256 of the token.
     pub sha256: String,
@@ -189,6 +192,7 @@ impl TokenVerifier {
         })
     }
 
+    /// The tokens file it reads.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -40,15 +40,34 @@ use crate::quota::{ChargedContainer, Pricing, ProjectQuota, QuotaError, QuotaSer
 use crate::resources::Resources;
 use crate::rm::timers::Every;
 
+/// Why a replay stopped: a line the format refuses, an event that does not
+/// follow from the lines before it, a quota service failure, or a log too
+/// costly to replay (refused before anything is charged).
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// A line that does not parse or breaks a bound (`quota/events.rs`).
     #[error(transparent)]
     Line(#[from] LineError),
-    /// Only for lines `parse` did not check.
+    /// An event that does not follow from those before it (the finish of
+    /// a container that is not running, say). Only for lines `parse` did
+    /// not check.
     #[error("event {number} of the log: {reason}")]
-    Event { number: usize, reason: String },
+    Event {
+        /// Its number among the log's events, from 1.
+        number: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The quota service failed (the pricing policy, say) at log time `t`.
     #[error("at t={t} ms: {source}")]
-    Quota { t: u64, source: QuotaError },
+    Quota {
+        /// The log time being replayed, in ms.
+        t: u64,
+        /// What failed.
+        source: QuotaError,
+    },
+    /// Periodic timers would fire more than [`MAX_TIMER_FIRINGS`] times
+    /// while containers run.
     #[error(
         "containers run for {busy_ms} ms of the log's time, which takes {needed} timer firings \
          (QUOTA_COMPUTE every {compute_every_ms} ms, the multiplicator step every \
@@ -57,24 +76,46 @@ pub enum ReplayError {
          --set yarn.resourcemanager.quota.multiplicator.interval=MS) or replay a shorter log"
     )]
     TooManyFirings {
+        /// The firings the log needs while containers run.
         needed: u64,
+        /// How long containers run, in ms of log time.
         busy_ms: u64,
+        /// QUOTA_COMPUTE's period, in ms
+        /// (`yarn.resourcemanager.quota.scheduling.period`).
         compute_every_ms: u64,
+        /// The multiplicator step's period, in ms
+        /// (`yarn.resourcemanager.quota.multiplicator.interval`).
         multiplicator_every_ms: u64,
     },
+    /// Periodic QUOTA_COMPUTEs would charge more than [`MAX_CHARGED_ROWS`]
+    /// rows.
     #[error(
         "the log's containers would be charged up to {rows} rows (each QUOTA_COMPUTE charges \
          every running container, every {compute_every_ms} ms); replay allows at most \
          {MAX_CHARGED_ROWS}: set a longer yarn.resourcemanager.quota.scheduling.period or \
          replay a shorter log"
     )]
-    TooManyRows { rows: u64, compute_every_ms: u64 },
+    TooManyRows {
+        /// The rows they would charge: running containers, summed over
+        /// the firings.
+        rows: u64,
+        /// QUOTA_COMPUTE's period, in ms.
+        compute_every_ms: u64,
+    },
+    /// A log with recorded timers has more than [`MAX_TIMER_FIRINGS`]
+    /// firings or would charge more than [`MAX_CHARGED_ROWS`] rows.
     #[error(
         "the log records {firings} timer firings (compute and multiplicator-step lines) that \
          charge up to {rows} rows; replay allows at most {MAX_TIMER_FIRINGS} firings and \
          {MAX_CHARGED_ROWS} rows: replay a shorter stretch of the log"
     )]
-    RecordedTooLarge { firings: u64, rows: u64 },
+    RecordedTooLarge {
+        /// Its compute and multiplicator-step lines.
+        firings: u64,
+        /// Running containers summed over its compute lines and the final
+        /// QUOTA_COMPUTE.
+        rows: u64,
+    },
 }
 
 /// The most rows (a running container at a QUOTA_COMPUTE; containers of
@@ -96,22 +137,34 @@ pub const MAX_TIMER_FIRINGS: u64 = 10_000_000;
 /// What replay prints.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ReplayReport {
+    /// Each project's account at the end: credits remaining and used.
     pub projects: BTreeMap<String, ProjectQuota>,
+    /// Credits charged per project, user and UTC day, sorted so.
     pub daily: Vec<DailyRow>,
+    /// The price multiplicators in force at the end.
     pub multiplicators: MultiplicatorsReport,
 }
 
+/// The credits one user of a project was charged on one UTC day.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct DailyRow {
+    /// The project charged.
     pub project: String,
+    /// The user whose containers were charged.
     pub user: String,
+    /// The day, as YYYY-MM-DD in UTC.
     pub day: String,
+    /// Credits charged that day.
     pub credits: f64,
 }
 
+/// The pricing policy's last price multiplicators (1 unless
+/// `yarn.resourcemanager.quota.variable.price.enabled`).
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct MultiplicatorsReport {
+    /// For CPU and memory.
     pub general: f64,
+    /// For GPUs.
     pub gpu: f64,
 }
 
@@ -245,7 +298,6 @@ fn stop_charging(left_out: &[String], quota: &mut QuotaService) -> Result<(), Qu
     Ok(())
 }
 
-/// The two timers, each on the multiples of its period from 0.
 /// The periodic timers of a log without recorded ones: QUOTA_COMPUTE and
 /// the multiplicator step on every multiple of their periods from 0.
 struct Timers {
@@ -405,8 +457,6 @@ fn multiples_in(from: u64, to: u64, period: u64) -> u64 {
     to.div_ceil(period).saturating_sub(from.div_ceil(period))
 }
 
-/// Applies one line at `t`; `resumed`: a running line's container is
-/// charged again (see [`Followed`]).
 /// Whether a running line charges its container again, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Resumed {
@@ -418,6 +468,8 @@ enum Resumed {
     Later,
 }
 
+/// Applies one line at `t`; `resumed`: a running line's container is
+/// charged again (see [`Followed`]).
 fn apply(
     event: &QuotaEvent,
     t: u64,

@@ -16,9 +16,17 @@ use crate::limits::{
     self, MAX_ASKS_PER_APP, MAX_DURATION_MS, MAX_MEMORY_MB, MAX_NODES, MAX_TIME_MS, MAX_VCORES,
 };
 
+/// A node's memory, in MB, when the node list gives none or there is no
+/// node list (SLS's `yarn.sls.nm.memory.mb`).
 pub const NODE_MEMORY_MB: u64 = 10240;
+/// A node's vcores when the node list gives none or there is no node list
+/// (SLS's `yarn.sls.nm.vcores`).
 pub const NODE_VCORES: u32 = 10;
+/// A task's memory, in MB, when the trace gives no `container.memory`
+/// (SLS's `yarn.sls.container.memory.mb`).
 pub const CONTAINER_MEMORY_MB: u64 = 1024;
+/// A task's vcores when the trace gives no `container.vcores` (SLS's
+/// `yarn.sls.container.vcores`).
 pub const CONTAINER_VCORES: u32 = 1;
 
 #[derive(Debug, Deserialize)]

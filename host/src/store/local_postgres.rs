@@ -128,6 +128,8 @@ impl LocalPostgres {
         LocalPostgres::start_with(Options::default())
     }
 
+    /// Starts a server as `options` say, with a database `weft`: stopped and
+    /// removed when dropped, or when this process ends.
     pub fn start_with(options: Options) -> Result<LocalPostgres, String> {
         let bin = LocalPostgres::installed()?;
         let owner = owner()?;
@@ -218,10 +220,13 @@ impl LocalPostgres {
         self.url_of("weft")
     }
 
+    /// The URL of database `database` on it (user `postgres`, trusted from
+    /// loopback).
     pub fn url_of(&self, database: &str) -> String {
         format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
     }
 
+    /// The port it listens on, on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port
     }

@@ -9,7 +9,9 @@ use super::Dialect;
 /// One step of the schema: its number, what it does, and its SQL.
 #[derive(Debug, Clone, Copy)]
 pub struct Migration {
+    /// Its number: one more than the previous migration's.
     pub version: i64,
+    /// What it adds, recorded with its number in `weft_schema` when applied.
     pub description: &'static str,
     /// Statements separated by `;`, with `{int}`, `{real}` and `{blob}`
     /// standing for the dialect's 64-bit integer, double and byte types.

@@ -26,10 +26,15 @@ use std::sync::{Arc, Mutex};
 /// A value bound to or read from a statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// SQL `NULL`: no value (`None`).
     Null,
+    /// A 64-bit integer: a time in ms, a count, a flag as 0 or 1.
     Int(i64),
+    /// A double: credits, multiplicators.
     Real(f64),
+    /// Text: a name, an id, a JSON record.
     Text(String),
+    /// Bytes: a policy component.
     Blob(Vec<u8>),
 }
 
@@ -72,6 +77,7 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 }
 
 impl Value {
+    /// The integer, if it is one.
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Int(v) => Some(*v),
@@ -84,6 +90,7 @@ impl Value {
         self.as_i64().map(|v| u64::try_from(v).unwrap_or(0))
     }
 
+    /// The number, if it is one (an integer widened).
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Real(v) => Some(*v),
@@ -92,6 +99,7 @@ impl Value {
         }
     }
 
+    /// The text, if it is text.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::Text(v) => Some(v),
@@ -99,6 +107,7 @@ impl Value {
         }
     }
 
+    /// The text, if it is text, taken.
     pub fn into_text(self) -> Option<String> {
         match self {
             Value::Text(v) => Some(v),
@@ -106,6 +115,7 @@ impl Value {
         }
     }
 
+    /// The bytes, if it is a blob, taken.
     pub fn into_blob(self) -> Option<Vec<u8>> {
         match self {
             Value::Blob(v) => Some(v),
@@ -120,50 +130,78 @@ pub type Row = Vec<Value>;
 /// One statement of a transaction: SQL with `?1`, `?2`, … placeholders.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Statement {
+    /// The SQL, one text for both dialects (`postgres.rs` rewrites `?N` to
+    /// `$N`).
     pub sql: &'static str,
+    /// The values bound, in order: `params[0]` is `?1`.
     pub params: Vec<Value>,
 }
 
 /// Which SQL a backend speaks where the two differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
+    /// The embedded SQLite (`sqlite.rs`).
     Sqlite,
+    /// PostgreSQL 15 (`postgres.rs`).
     Postgres,
 }
 
 /// The fencing token a writer holds: the lease's epoch when it was elected.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fence {
+    /// The lease's epoch: it counts up at each election (with SQLite, at each
+    /// start).
     pub epoch: i64,
+    /// The server that took it, as the lease row names it.
     pub holder: String,
 }
 
+/// Why a store call failed; each names the store (its path, or its URL without
+/// the password).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The database failed a call, refused it or could not be reached.
     #[error("store {target}: {message}")]
-    Database { target: String, message: String },
+    Database {
+        /// The store: its path, or its URL without the password.
+        target: String,
+        /// The database's or its driver's message.
+        message: String,
+    },
     /// Another server holds the lease now: this one must write nothing more.
     #[error(
         "store {target}: fenced off: this server's epoch is {mine}, the lease's is {current} (held by {holder:?}); another server is active"
     )]
     Fenced {
+        /// The store: its path, or its URL without the password.
         target: String,
+        /// The epoch this server writes under.
         mine: i64,
+        /// The lease's epoch now.
         current: i64,
+        /// The server holding the lease now.
         holder: String,
     },
+    /// The schema was migrated by a newer weft; this one touches nothing.
     #[error(
         "store {target}: its schema is version {found}, newer than this weft knows ({known}); run a newer weft"
     )]
     TooNew {
+        /// The store: its path, or its URL without the password.
         target: String,
+        /// The schema's version.
         found: i64,
+        /// The newest version this binary knows.
         known: i64,
     },
+    /// A stored row cannot be read as what it should be.
     #[error("store {target}: {what} is unreadable: {why}")]
     Corrupt {
+        /// The store: its path, or its URL without the password.
         target: String,
+        /// What was read, e.g. "a node row".
         what: String,
+        /// Why it cannot be read as that.
         why: String,
     },
 }
@@ -179,6 +217,7 @@ impl StoreError {
 /// backend reports its errors with its target (path or URL, never a
 /// password) already in them.
 pub trait Backend: Send {
+    /// Which SQL it speaks.
     fn dialect(&self) -> Dialect;
 
     /// Where it is, for messages.
@@ -274,10 +313,13 @@ impl Store {
         })
     }
 
+    /// Where the store is, for messages: the SQLite file's path or the URL
+    /// without its password.
     pub fn target(&self) -> &str {
         &self.shared.target
     }
 
+    /// Which SQL its database speaks.
     pub fn dialect(&self) -> Dialect {
         self.backend().dialect()
     }
@@ -322,6 +364,7 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = fence;
     }
 
+    /// The fence commits are made under now; `None`: unfenced.
     pub fn fence(&self) -> Option<Fence> {
         self.shared
             .fence
@@ -362,6 +405,8 @@ impl Store {
         self.connected()?.commit(fence.as_ref(), &batch.statements)
     }
 
+    /// Runs one query, `?N` bound to `params[N - 1]`, outside any write
+    /// transaction (the session is replaced first if it was lost).
     pub fn query(&self, sql: &str, params: &[Value]) -> Result<Vec<Row>, StoreError> {
         self.connected()?.query(sql, params)
     }
@@ -393,6 +438,7 @@ impl Store {
         self.commit(&batch)
     }
 
+    /// Deletes reservation `id`, in a transaction of its own.
     pub fn delete_reservation(&self, id: &str) -> Result<(), StoreError> {
         let mut batch = Batch::default();
         batch.delete_reservation(id);
@@ -422,12 +468,15 @@ impl Store {
             .unwrap_or(0))
     }
 
+    /// Sets the counter `name` to `value`, in a transaction of its own.
     pub fn set_counter(&self, name: &str, value: u64) -> Result<(), StoreError> {
         let mut batch = Batch::default();
         batch.set_counter(name, value);
         self.commit(&batch)
     }
 
+    /// Saves the price multiplicators, `general` (CPU and memory) and `gpu`, in
+    /// a transaction of its own.
     pub fn save_multiplicators(&self, general: f64, gpu: f64) -> Result<(), StoreError> {
         let mut batch = Batch::default();
         batch.multiplicators(general, gpu);
@@ -621,27 +670,41 @@ pub const GRANT_COUNTER: &str = "quota-grant";
 /// project, of a user, made final after number `after`, at most `limit`.
 #[derive(Debug, Clone, Default)]
 pub struct AccountingRange {
+    /// Finished at or after this, in ms since the epoch.
     pub from: u64,
+    /// Finished before this, in ms since the epoch.
     pub to: u64,
+    /// Only this project's; `None`: every project's.
     pub project: Option<String>,
+    /// Only this user's; `None`: every user's.
     pub user: Option<String>,
+    /// Only those made final after this number (the previous page's last; 0:
+    /// from the first).
     pub after: u64,
+    /// At most this many.
     pub limit: usize,
 }
 
 /// Credits an administrator granted a project.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct Grant {
+    /// When it was granted, in ms since the epoch.
     pub at_ms: u64,
+    /// The credits added to what the project has left.
     pub credits: f64,
+    /// The administrator who granted them.
     pub granted_by: String,
 }
 
 /// A container as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredContainer {
+    /// Its record, as JSON (the cluster's own format).
     pub record: String,
+    /// Whether it was running when stored; else it had ended.
     pub running: bool,
+    /// Up to when its own events charged it, in ms since the epoch; `None`: the
+    /// quota service no longer charges it (or never did).
     pub charged_until_ms: Option<u64>,
 }
 
@@ -653,10 +716,12 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Whether it writes nothing.
     pub fn is_empty(&self) -> bool {
         self.statements.is_empty()
     }
 
+    /// How many statements it holds.
     pub fn len(&self) -> usize {
         self.statements.len()
     }
@@ -670,6 +735,7 @@ impl Batch {
         self.statements.push(Statement { sql, params });
     }
 
+    /// Saves the price multiplicators, `general` (CPU and memory) and `gpu`.
     pub fn multiplicators(&mut self, general: f64, gpu: f64) {
         for (resource, value) in [("general", general), ("gpu", gpu)] {
             self.push(
@@ -680,6 +746,8 @@ impl Batch {
         }
     }
 
+    /// Saves reservation `id` of `queue` (its record as JSON), replacing any
+    /// under `id`.
     pub fn put_reservation(&mut self, id: &str, queue: &str, record: &str) {
         self.push(
             "INSERT INTO reservation (id, queue, record) VALUES (?1, ?2, ?3)
@@ -688,10 +756,12 @@ impl Batch {
         );
     }
 
+    /// Deletes reservation `id`.
     pub fn delete_reservation(&mut self, id: &str) {
         self.push("DELETE FROM reservation WHERE id = ?1", vec![id.into()]);
     }
 
+    /// Sets the counter `name` to `value`.
     pub fn set_counter(&mut self, name: &str, value: u64) {
         self.push(
             "INSERT INTO counter (name, value) VALUES (?1, ?2)
@@ -700,6 +770,8 @@ impl Batch {
         );
     }
 
+    /// Sets the setting in force `name` (the queues, a policy version, the last
+    /// QUOTA_COMPUTE, …) to `value`.
     pub fn set_setting(&mut self, name: &str, value: &str) {
         self.push(
             "INSERT INTO setting (name, value) VALUES (?1, ?2)
@@ -708,6 +780,8 @@ impl Batch {
         );
     }
 
+    /// Saves app `id`'s record (JSON) with its number, the order apps are read
+    /// back in; replaces any under `id`.
     pub fn put_app(&mut self, id: &str, number: u64, record: String) {
         self.push(
             "INSERT INTO app (id, number, record) VALUES (?1, ?2, ?3)
@@ -738,6 +812,7 @@ impl Batch {
         );
     }
 
+    /// Forgets container `id`'s record.
     pub fn delete_container(&mut self, id: &str) {
         self.push("DELETE FROM container WHERE id = ?1", vec![id.into()]);
     }
@@ -751,6 +826,7 @@ impl Batch {
         );
     }
 
+    /// Saves node `id`'s record (JSON): an agent's node, put back at recovery.
     pub fn put_node(&mut self, id: &str, record: String) {
         self.push(
             "INSERT INTO node (id, record) VALUES (?1, ?2)
@@ -759,10 +835,13 @@ impl Batch {
         );
     }
 
+    /// Forgets node `id`'s record.
     pub fn delete_node(&mut self, id: &str) {
         self.push("DELETE FROM node WHERE id = ?1", vec![id.into()]);
     }
 
+    /// Records `owner`, its first registrant, as the owner of agent node id
+    /// `id` (kept while the node is lost, until released).
     pub fn put_node_owner(&mut self, id: &str, owner: &str) {
         self.push(
             "INSERT INTO node_owner (id, owner) VALUES (?1, ?2)
@@ -771,6 +850,8 @@ impl Batch {
         );
     }
 
+    /// Forgets node id `id`'s owner (an administrator released it): whoever
+    /// registers it next owns it.
     pub fn delete_node_owner(&mut self, id: &str) {
         self.push("DELETE FROM node_owner WHERE id = ?1", vec![id.into()]);
     }

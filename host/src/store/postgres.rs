@@ -68,6 +68,8 @@ const AUDIT: &str =
 /// both find it missing, and the second then fails on a duplicate key.
 const SCHEMA_LOCK: i64 = 0x7765_6674_5f73_6368; // "weft_sch"
 
+/// The store on PostgreSQL 15: one session, driven on a thread of its own, each
+/// SQL text prepared once (see the module's docs).
 pub struct PostgresBackend {
     /// The URL without its password.
     target: String,

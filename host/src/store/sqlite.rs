@@ -10,6 +10,9 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use super::{Backend, Dialect, Fence, Row, Statement, StoreError, Value, migrations};
 
+/// The store on SQLite: one connection to `weft.db` (or to a database in
+/// memory) and, for a file, the lock that keeps other servers off its
+/// directory.
 pub struct SqliteBackend {
     target: String,
     connection: Connection,
@@ -61,6 +64,8 @@ impl SqliteBackend {
         })
     }
 
+    /// A database in memory, gone with the backend, with no lock (replay,
+    /// simulation, tests).
     pub fn in_memory() -> SqliteBackend {
         SqliteBackend {
             target: ":memory:".into(),

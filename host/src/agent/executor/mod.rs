@@ -89,6 +89,7 @@ pub struct ExecutorConfig {
     pub work_dir: PathBuf,
     /// Containers' stdout and stderr.
     pub log_dir: PathBuf,
+    /// Who containers run as (`weft.agent.run-as`).
     pub run_as: RunAs,
     /// SIGTERM → SIGKILL delay ([`DEFAULT_KILL_GRACE`]).
     pub kill_grace: Duration,
@@ -110,14 +111,21 @@ pub enum RunAs {
     /// The order's user, as container-executor.cfg's `banned.users` and
     /// `min.user.id` allow (the agent must be root).
     Submitter {
+        /// Users no container may run as (`weft.agent.banned-users`).
         banned_users: Vec<String>,
+        /// The lowest uid a container may run as (`weft.agent.min-user-id`).
         min_user_id: u32,
     },
     /// One unprivileged user for every container, whoever submitted it
     /// (the agent must be root): YARN's non-secure `local-user`.
     LocalUser {
+        /// The user every container runs as
+        /// (`yarn.nodemanager.linux-container-executor.nonsecure-mode.local-user`).
         user: String,
+        /// Users no container may run as (`weft.agent.banned-users`); checked
+        /// against `user` at start.
         banned_users: Vec<String>,
+        /// The lowest uid a container may run as (`weft.agent.min-user-id`).
         min_user_id: u32,
     },
 }
@@ -127,6 +135,7 @@ pub use super::logs::LogStream;
 /// A container running now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunningContainer {
+    /// The container's id, as its launch order gave it.
     pub container_id: String,
     /// Its process (and process group, and session) id.
     pub pid: u32,
@@ -140,8 +149,11 @@ pub enum ExecutorError {
     /// The OS's reason is the source (anyhow prints it after the message).
     #[error("the {role} {path} is not usable")]
     Dir {
+        /// Which directory it is, e.g. "work dir" or "log dir".
         role: &'static str,
+        /// Where it is.
         path: PathBuf,
+        /// What the OS said.
         #[source]
         source: io::Error,
     },
@@ -378,6 +390,7 @@ impl Executor {
         self.settings.private_mounts.is_ok()
     }
 
+    /// Whether containers get cgroups (memory and CPU limits, kill-all).
     pub fn has_cgroups(&self) -> bool {
         self.settings.cgroups.is_ok()
     }

@@ -24,8 +24,9 @@ use crate::policy::bindings::{
     Usage, Utilization,
 };
 
-/// The most bytes a case file may hold, and the most cases in it.
+/// The most bytes a case file may hold (16 MiB).
 pub const MAX_CASES_BYTES: usize = 16 << 20;
+/// The most cases a case file may hold; blank and `#` lines do not count.
 pub const MAX_CASES: usize = 10_000;
 /// The most rows, nodes, apps, asks, containers or steps one case's input may have.
 pub(super) const MAX_COLUMN: usize = 100_000;
@@ -83,13 +84,20 @@ pub enum Expected {
     Timeline(Timeline),
 }
 
+/// One example case of a case file, its input checked.
 #[derive(Debug)]
 pub struct Case {
     /// Its line in the file, from 1.
     pub line: usize,
+    /// Its `name`, shown in the report.
     pub name: String,
+    /// How far a number compared may be from the expected one, relative to
+    /// the larger of the two (absolute below 1): `tolerance`, by default
+    /// 1e-9.
     pub tolerance: f64,
+    /// The call to make, with its input.
     pub call: Call,
+    /// The answer the case expects (`expect`), typed by the call.
     pub expected: Expected,
 }
 

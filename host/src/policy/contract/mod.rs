@@ -27,7 +27,10 @@ pub const UNKNOWN_PARAMETER: &str = "weft-policy-test.unknown-parameter";
 /// How many generated inputs each property gets, and from which seed.
 #[derive(Debug, Clone, Copy)]
 pub struct TestOptions {
+    /// The seed of the generated inputs (`--seed`, 1 by default): the same
+    /// seed, the same inputs.
     pub seed: u64,
+    /// Generated inputs per property (`--rounds`, 50 by default).
     pub rounds: usize,
 }
 
@@ -43,7 +46,9 @@ impl Default for TestOptions {
 /// One property or case, and how it went.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckOutcome {
+    /// The property checked, or `case "NAME" (line N)` for an example case.
     pub name: String,
+    /// Whether it held.
     pub passed: bool,
     /// What was checked, or why it failed.
     pub detail: String,
@@ -52,16 +57,21 @@ pub struct CheckOutcome {
 /// Everything `weft policy test` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct TestReport {
+    /// The version tested, as its load described it.
     pub policy: VersionInfo,
+    /// The seed the inputs were generated from, to run them again.
     pub seed: u64,
+    /// Every property and case, in the order checked.
     pub checks: Vec<CheckOutcome>,
 }
 
 impl TestReport {
+    /// Whether every check passed.
     pub fn passed(&self) -> bool {
         self.checks.iter().all(|c| c.passed)
     }
 
+    /// How many checks failed.
     pub fn failed(&self) -> usize {
         self.checks.iter().filter(|c| !c.passed).count()
     }

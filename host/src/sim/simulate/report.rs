@@ -6,9 +6,13 @@ use super::*;
 /// The summary `weft simulate` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// Where the run stopped, in virtual ms.
     pub end_ms: u64,
+    /// Apps the cluster accepted (not those refused over budget).
     pub apps_submitted: usize,
+    /// Apps that finished (not those that failed or were killed).
     pub apps_finished: usize,
+    /// One per distinct `observe_at_ms` the run reached, in time order.
     pub observations: Vec<Observation>,
     /// Per leaf queue: from submission to first container, in ms.
     pub wait_time_ms: BTreeMap<String, WaitStats>,
@@ -16,6 +20,8 @@ pub struct Summary {
     pub utilization: Vec<UtilizationSample>,
     /// Credits charged per project.
     pub credits: BTreeMap<String, f64>,
+    /// Per policy kind (scheduling, pricing, sharing): the active policy
+    /// and what its calls cost.
     pub policies: BTreeMap<String, PolicyCost>,
     /// Each reservation: admitted or refused (why), and how its apps did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -24,6 +30,7 @@ pub struct Summary {
     /// left (`weft.quota.budget.enforce`), and the first refusal.
     #[serde(skip_serializing_if = "is_zero")]
     pub apps_refused_over_budget: usize,
+    /// Why the first app refused over budget was refused.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_budget_refusal: Option<String>,
 }
@@ -32,13 +39,20 @@ pub(super) fn is_zero(count: &usize) -> bool {
     *count == 0
 }
 
+/// What became of a scenario reservation, and of the apps that ran in it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReservationOutcome {
+    /// Its name in the scenario.
     pub name: String,
+    /// Who submitted it.
     pub user: String,
+    /// The queue it was submitted to.
     pub queue: String,
+    /// When it was submitted, in virtual ms.
     pub submit_ms: u64,
+    /// Whether the reservation system admitted it.
     pub admitted: bool,
+    /// The id it was admitted under (YARN's reservation-id).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reservation_id: Option<String>,
     /// Why it was refused.
@@ -47,67 +61,109 @@ pub struct ReservationOutcome {
     /// Where the agent placed it: (start, end) of its first occurrence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub placed_ms: Option<(i64, i64)>,
+    /// Its deadline, in virtual ms.
     pub deadline_ms: u64,
     /// Apps submitted into it, and how many of them finished by its deadline.
     pub apps: usize,
+    /// Of those apps, how many finished.
     pub apps_finished: usize,
+    /// Of those apps, how many finished by its deadline.
     pub apps_met_deadline: usize,
+    /// When the last of its apps to finish did, in virtual ms; none if
+    /// none did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_finish_ms: Option<u64>,
 }
 
+/// The cluster at one `observe_at_ms`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Observation {
+    /// When, in virtual ms.
     pub t_ms: u64,
+    /// Every queue of the tree, parents included.
     pub queues: Vec<QueueUse>,
+    /// Each user's use per leaf queue; users using nothing are left out.
     pub users: Vec<UserUse>,
+    /// The active apps that wait for containers, with why.
     pub pending_apps: Vec<PendingApp>,
 }
 
+/// What one queue's apps hold at an observation.
 #[derive(Debug, Clone, Serialize)]
 pub struct QueueUse {
+    /// The queue's path (`root.…`).
     pub queue: String,
+    /// What its running containers hold, its descendants' included.
     pub used: Resources,
     /// Dominant share of the cluster, in percent.
     pub absolute_used_percent: f64,
 }
 
+/// What one user's running containers hold in one leaf queue at an
+/// observation.
 #[derive(Debug, Clone, Serialize)]
 pub struct UserUse {
+    /// The leaf queue's path.
     pub queue: String,
+    /// The user the apps run as.
     pub user: String,
+    /// What they hold.
     pub used: Resources,
 }
 
+/// An app waiting for containers at an observation, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct PendingApp {
+    /// Its application id.
     pub id: String,
+    /// Its leaf queue's name.
     pub queue: String,
+    /// Who it runs as.
     pub user: String,
+    /// Containers it asks for and has not been allocated.
     pub pending_containers: u64,
+    /// Why it waits, for people: the scheduler's diagnosis, an exhausted
+    /// budget or a reservation not yet started.
     pub reason: String,
 }
 
+/// One leaf queue's waits from submission to first container, in ms, over
+/// the apps that got one.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct WaitStats {
+    /// Apps that got a first container.
     pub apps: usize,
+    /// The mean wait.
     pub mean: f64,
+    /// The median wait.
     pub p50: u64,
+    /// The 99th percentile wait.
     pub p99: u64,
+    /// The longest wait.
     pub max: u64,
 }
 
+/// Allocated over capacity, per resource, at one QUOTA_COMPUTE: each a
+/// fraction from 0 to 1 (0 when the cluster has none of it).
 #[derive(Debug, Clone, Serialize)]
 pub struct UtilizationSample {
+    /// When, in virtual ms.
     pub t_ms: u64,
+    /// Of memory.
     pub memory: f64,
+    /// Of vcores.
     pub vcores: f64,
+    /// Of GPUs.
     pub gpus: f64,
 }
 
+/// One policy kind's active policy and what its calls cost.
 #[derive(Debug, Clone, Serialize)]
 pub struct PolicyCost {
+    /// The active policy's name; empty if none is active.
     pub policy: String,
+    /// Its calls: how many, total, mean and p99 ns (flattened into this
+    /// object).
     #[serde(flatten)]
     pub cost: CallCost,
 }

@@ -5,13 +5,17 @@
 
 use super::*;
 
+/// A `weft simulate` scenario (docs/simulate.md), as read from TOML or
+/// JSON. Its times are virtual ms from the run's start (0).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Node groups: `count` nodes of one size.
     pub nodes: Vec<NodeGroup>,
+    /// The queue tree; the default one when left out.
     #[serde(default)]
     pub queues: QueueSpec,
+    /// The policies to load; the configured ones when left out.
     #[serde(default)]
     pub policies: PolicySpec,
     /// Properties, as `--set` takes them.
@@ -26,6 +30,8 @@ pub struct Scenario {
     /// Stop here even if apps are unfinished (default: when all finish).
     #[serde(default)]
     pub end_ms: Option<u64>,
+    /// The apps, each submitted at its `submit_ms` (in any order in the
+    /// file).
     pub apps: Vec<ScenarioApp>,
     /// Reservations, submitted at their times through the reservation
     /// system as the REST API submits them.
@@ -39,11 +45,16 @@ pub struct Scenario {
 pub struct ScenarioReservation {
     /// How apps name it (`reservation = NAME`); also its reservation-name.
     pub name: String,
+    /// When it is submitted, in virtual ms (before the apps of the same
+    /// instant).
     pub submit_ms: u64,
+    /// Who submits it, and so owns it.
     pub user: String,
     /// The reservable queue.
     pub queue: String,
+    /// YARN's arrival: the earliest it may start, in virtual ms.
     pub arrival_ms: u64,
+    /// YARN's deadline: when it must be done, in virtual ms.
     pub deadline_ms: u64,
     /// R_ANY, R_ALL (default), R_ORDER or R_ORDER_NO_GAP.
     #[serde(default = "default_interpreter")]
@@ -51,6 +62,7 @@ pub struct ScenarioReservation {
     /// A recurring reservation's period in ms.
     #[serde(default)]
     pub recurrence_ms: Option<u64>,
+    /// YARN's reservation-requests: at most 100.
     pub requests: Vec<ScenarioRequest>,
 }
 
@@ -63,12 +75,19 @@ pub(super) fn default_interpreter() -> String {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioRequest {
+    /// How many containers (YARN's num-containers).
     pub count: u32,
+    /// Each container's memory, in MB.
     pub memory_mb: u64,
+    /// Each container's vcores.
     pub vcores: u32,
+    /// Each container's GPUs; 0 when left out.
     #[serde(default)]
     pub gpus: u32,
+    /// How long each container is held, in ms (YARN's duration).
     pub duration_ms: u64,
+    /// How many must run at once (YARN's min-concurrency); `count` when
+    /// left out.
     #[serde(default)]
     pub min_concurrency: Option<u32>,
 }
@@ -108,16 +127,24 @@ pub(super) fn default_scheduling_interval() -> u64 {
     1000
 }
 
+/// `count` simulated nodes of one size. Nodes are named `node-00001`,
+/// `node-00002`… over the groups in order.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeGroup {
+    /// How many nodes (0 is allowed).
     pub count: u32,
+    /// Each node's memory, in MB.
     pub memory_mb: u64,
+    /// Each node's vcores.
     pub vcores: u32,
+    /// Each node's GPUs; 0 when left out.
     #[serde(default)]
     pub gpus: u32,
 }
 
+/// The queue tree: a file, properties on top of it, or neither (the
+/// default tree).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueSpec {
@@ -128,33 +155,54 @@ pub struct QueueSpec {
     pub properties: BTreeMap<String, String>,
 }
 
+/// The policies a run loads, each `builtin:NAME` or a .wasm path relative
+/// to the scenario, with its parameters. One left out is the configured
+/// one (`weft.policy.scheduling`, `.pricing`, `.sharing`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicySpec {
+    /// The scheduling policy.
     pub scheduling: Option<String>,
+    /// Parameters given to the scheduling policy.
     #[serde(default)]
     pub scheduling_params: BTreeMap<String, String>,
+    /// The pricing policy.
     pub pricing: Option<String>,
+    /// Parameters given to the pricing policy (`price.base.general`…).
     #[serde(default)]
     pub pricing_params: BTreeMap<String, String>,
+    /// The sharing policy: reservation admission.
     pub sharing: Option<String>,
+    /// Parameters given to the sharing policy.
     #[serde(default)]
     pub sharing_params: BTreeMap<String, String>,
 }
 
+/// An app of the scenario, submitted through the resource manager's own
+/// use case as its user.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioApp {
+    /// When it is submitted, in virtual ms.
     pub submit_ms: u64,
+    /// What people call it; `USER-N` when left out (N its place in
+    /// submission order, from 1).
     #[serde(default)]
     pub name: Option<String>,
+    /// Who submits it and whom it runs as (the queue ACLs apply).
     pub user: String,
+    /// A leaf queue's name; "default" when left out.
     #[serde(default = "default_queue")]
     pub queue: String,
+    /// The project charged for its containers; "default" when left out.
     #[serde(default = "default_project")]
     pub project: String,
+    /// YARN's application priority (its queue serves higher numbers
+    /// first); 0 when left out.
     #[serde(default)]
     pub priority: i32,
+    /// What it asks for: 1 to 100 asks, as POST /ws/v1/cluster/apps takes
+    /// them.
     pub asks: Vec<AskSpec>,
     /// The scenario reservation (by name) it runs in.
     #[serde(default)]
@@ -169,15 +217,32 @@ pub(super) fn default_project() -> String {
     "default".into()
 }
 
+/// Why a scenario file could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum SimulateError {
+    /// The file could not be read.
     #[error("cannot read scenario {path}: {reason}")]
-    Read { path: String, reason: String },
+    Read {
+        /// The file, as given.
+        path: String,
+        /// The I/O error.
+        reason: String,
+    },
+    /// The file is not a scenario: it does not parse, or has a field of the
+    /// wrong type or an unknown one.
     #[error("scenario {path}: {reason}")]
-    Invalid { path: String, reason: String },
+    Invalid {
+        /// The file, as given.
+        path: String,
+        /// The parser's message.
+        reason: String,
+    },
 }
 
 impl Scenario {
+    /// Reads the scenario at `path` (JSON if it ends in `.json`, else TOML),
+    /// unchecked (see [`Scenario::check`]); returns it with the directory
+    /// its relative paths start from.
     pub fn from_file(path: &Path) -> Result<(Scenario, PathBuf), SimulateError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| SimulateError::Read {
