@@ -343,7 +343,7 @@ impl ResourceManager {
 
     /// Records every quota event from now on in `log` (before `recover`,
     /// so the log has the recovery).
-    pub fn record_quota_events(&mut self, log: EventLog) {
+    fn record_quota_events(&mut self, log: EventLog) {
         self.event_log = Some(log);
     }
 
@@ -479,7 +479,7 @@ impl ResourceManager {
     }
 
     /// Adds `count` simulated nodes of `capacity`.
-    pub fn add_simulated_nodes(&mut self, count: u32, capacity: Resources) {
+    fn add_simulated_nodes(&mut self, count: u32, capacity: Resources) {
         for i in 1..=count {
             self.add_simulated_node(&format!("sim-{i:04}:8041"), capacity)
                 .expect("capacity checked by the spec parser");
@@ -513,7 +513,7 @@ impl ResourceManager {
 
     /// Whether the reservation a submission names (if any) is in the plan of
     /// its queue; the reason if not.
-    pub fn check_app_reservation(
+    fn check_app_reservation(
         &self,
         request: &crate::cluster::SubmitApp,
     ) -> Result<(), crate::reservation::service::NotInPlan> {
@@ -567,7 +567,7 @@ impl ResourceManager {
     /// A scheduling round: simulated containers that are done end, then the
     /// scheduling policy places what is pending (and, with reclaim on,
     /// takes back capacity for starved queues).
-    pub fn scheduling_round(&mut self) {
+    fn scheduling_round(&mut self) {
         let now = self.now();
         let ended = self.cluster.finish_simulated(now);
         for (container, at) in ended {
@@ -623,7 +623,7 @@ impl ResourceManager {
 
     /// Containers placed: those that run at once (on simulated nodes) are
     /// charged from now; an agent's from when it reports them running.
-    pub fn containers_allocated(&mut self, allocations: &[Allocation], now: u64) {
+    fn containers_allocated(&mut self, allocations: &[Allocation], now: u64) {
         for allocation in allocations {
             let c = &allocation.container;
             tracing::debug!(container = %c.id, app = %c.app, node = %c.node, "container allocated");
@@ -686,7 +686,7 @@ impl ResourceManager {
 
     /// Containers lost with their node: charged up to when they were last
     /// known to run (their apps ask for them again; see `Cluster::lose_node`).
-    pub fn containers_lost(&mut self, containers: &[Container], now: u64) {
+    fn containers_lost(&mut self, containers: &[Container], now: u64) {
         metrics().containers_lost.inc_by(containers.len() as u64);
         for container in containers {
             self.container_finished(container, container.ended_ms.unwrap_or(now));
@@ -695,7 +695,7 @@ impl ResourceManager {
 
     /// CONTAINER_FINISH for each of `containers`, ended at `now` (killed,
     /// preempted, or reported ended): see [`Self::container_finished`].
-    pub fn containers_finished(&mut self, containers: &[Container], now: u64) {
+    fn containers_finished(&mut self, containers: &[Container], now: u64) {
         for container in containers {
             self.container_finished(container, now);
         }
@@ -704,7 +704,7 @@ impl ResourceManager {
     /// CONTAINER_FINISH: a container that ran is charged up to `at` — at
     /// least its minimum runtime if its own work ended it; one that never
     /// ran is charged nothing.
-    pub fn container_finished(&mut self, container: &Container, at: u64) {
+    fn container_finished(&mut self, container: &Container, at: u64) {
         tracing::debug!(container = %container.id, app = %container.app, exit_status = ?container.exit_status, "container finished");
         // A recovery's, whose agent never said it ran on: charged up to
         // where the store had it, no more.
