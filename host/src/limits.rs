@@ -161,6 +161,52 @@ pub fn at_most(field: impl Display, count: usize, max: usize) -> Result<(), OutO
 /// writes can be replayed.
 pub const MAX_LOG_BYTES: u64 = 1 << 30;
 
+/// How far ahead of now a reservation's deadline may be: 31 days.
+pub const MAX_RESERVATION_AHEAD_MS: u64 = 31 * 24 * 3600 * 1000;
+
+/// The most gangs (num-containers ÷ min-concurrency, over all requests) one
+/// reservation may have: the agent places one at a time.
+pub const MAX_RESERVATION_GANGS: u64 = 100_000;
+
+/// The most reservations one plan holds.
+pub const MAX_RESERVATIONS_PER_QUEUE: usize = 10_000;
+
+/// The most reservations one user holds in one plan.
+pub const MAX_RESERVATIONS_PER_USER: usize = 1_000;
+
+/// The most records one page holds (and the default).
+pub const MAX_ACCOUNTING_PAGE: usize = 10_000;
+
+/// The most instants a run visits (each a submission, an observation or
+/// timers due): a step costs microseconds to milliseconds with the
+/// scenario's size; beyond it a scenario is refused rather than left to run.
+pub const MAX_SIMULATION_STEPS: u64 = 10_000_000;
+
+/// The most rows (a running container at a QUOTA_COMPUTE; containers of
+/// one project, user and size share theirs, so this counts high) one replay
+/// may charge: its cost grows with rows, not only firings. A million rows
+/// (1,000 containers × 1,000 firings) took 21 s in a dev build on a busy
+/// 2-core machine, so the maximum is minutes.
+pub const MAX_REPLAY_CHARGED_ROWS: u64 = 10_000_000;
+
+/// The most timer firings (QUOTA_COMPUTE and multiplicator steps while
+/// containers run) one replay may need: a bound on its running time. Each
+/// QUOTA_COMPUTE while containers run prices what is owed in one policy call
+/// and writes the ledger. Measured with one container and both timers every
+/// second (`builtin:hops-pricing`, dev build, a busy 2-core machine): a
+/// million firings take 39 s, 56 s with variable pricing on (a policy call
+/// per multiplicator step too), so the maximum is some 7 to 9 minutes.
+pub const MAX_REPLAY_TIMER_FIRINGS: u64 = 10_000_000;
+
+/// The most bytes a case file may hold (16 MiB).
+pub const MAX_POLICY_CASES_BYTES: usize = 16 << 20;
+
+/// The most cases a case file may hold; blank and `#` lines do not count.
+pub const MAX_POLICY_CASES: usize = 10_000;
+
+/// The most one request returns; a client reads on from where it stopped.
+pub const MAX_LOG_CHUNK: u64 = 4 << 20;
+
 #[cfg(test)]
 mod tests {
     use super::*;

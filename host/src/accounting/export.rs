@@ -1,15 +1,13 @@
 //! Accounting records in and out of the store, and as CSV or JSON lines:
 //! what GET /ws/v1/accounting and `weft accounting export` give.
 
+use crate::limits::MAX_ACCOUNTING_PAGE;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::cluster::AccountingRecord;
 use crate::limits::{MAX_TIME_MS, OutOfBounds};
 use crate::store::{AccountingRange, Batch, Store, StoreError};
-
-/// The most records one page holds (and the default).
-pub const MAX_PAGE: usize = 10_000;
 
 /// Which records: finished in `[from, to)` (ms since the epoch), of a
 /// project and a user, made final after record number `after` (a page's
@@ -27,7 +25,7 @@ pub struct Query {
     /// Only records made final after this number (the cursor a page's
     /// `next` gives); None: from the first.
     pub after: Option<u64>,
-    /// At most this many records, 1 to [`MAX_PAGE`]; None: [`MAX_PAGE`].
+    /// At most this many records, 1 to [`MAX_ACCOUNTING_PAGE`]; None: [`MAX_ACCOUNTING_PAGE`].
     pub limit: Option<usize>,
 }
 
@@ -74,7 +72,10 @@ pub fn pending(store: &Store) -> Result<Vec<AccountingRecord>, StoreError> {
 
 /// One page of final records.
 pub fn query(store: &Store, query: &Query) -> Result<Page, StoreError> {
-    let limit = query.limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
+    let limit = query
+        .limit
+        .unwrap_or(MAX_ACCOUNTING_PAGE)
+        .clamp(1, MAX_ACCOUNTING_PAGE);
     let range = AccountingRange {
         from: query.from.unwrap_or(0),
         to: query.to.unwrap_or(MAX_TIME_MS + 1),

@@ -20,9 +20,7 @@ use serde::Deserialize;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::untrusted;
-
-/// The most one request returns; a client reads on from where it stopped.
-pub const MAX_LOG_CHUNK: u64 = 4 << 20;
+use crate::limits::MAX_LOG_CHUNK;
 
 /// The header that says how long the whole file is.
 pub const LOG_SIZE_HEADER: &str = "x-weft-log-size";

@@ -82,7 +82,9 @@ impl AccountingQuery {
         };
         let limit = self
             .limit
-            .map(|l| crate::limits::within("limit", l, 1, export::MAX_PAGE as u64))
+            .map(|l| {
+                crate::limits::within("limit", l, 1, crate::limits::MAX_ACCOUNTING_PAGE as u64)
+            })
             .transpose()
             .map_err(bad)?;
         let query = Query {

@@ -12,8 +12,9 @@ use utoipa::ToSchema;
 use super::extract::{ApiPath, ApiQuery};
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::agent::logs::{LOG_SIZE_HEADER, LogRange, LogStream, MAX_LOG_CHUNK};
+use crate::agent::logs::{LOG_SIZE_HEADER, LogRange, LogStream};
 use crate::cluster::ContainerRecord;
+use crate::limits::MAX_LOG_CHUNK;
 use crate::rm::ResourceManager;
 use crate::security::Caller;
 

@@ -463,7 +463,7 @@ fn test(
     super::init_tracing(super::OFFLINE_TRACING);
     let cases = match cases {
         Some(path) => {
-            let text = read_bounded(path, contract::MAX_CASES_BYTES)?;
+            let text = read_bounded(path, crate::limits::MAX_POLICY_CASES_BYTES)?;
             contract::parse_cases(&text)
                 .map_err(anyhow::Error::msg)
                 .with_context(|| format!("{} is not a valid case file", path.display()))?

@@ -22,6 +22,8 @@
 //! `min-concurrency` defaults to 1 when absent, as `ReservationRequest` does
 //! in YARN's Java API (the REST dao would read 0 and refuse it).
 
+use crate::limits::MAX_RESERVATION_AHEAD_MS;
+use crate::limits::MAX_RESERVATION_GANGS;
 use std::fmt;
 use std::str::FromStr;
 
@@ -370,7 +372,9 @@ impl ReservationDefinition {
         }
         // A plan reaches no further ahead than this: the agent's and a
         // recurring reservation's work grow with how far plans reach.
-        let latest = limits.now_ms.saturating_add(MAX_AHEAD_MS as i64);
+        let latest = limits
+            .now_ms
+            .saturating_add(MAX_RESERVATION_AHEAD_MS as i64);
         if deadline_ms > latest {
             return Err(DefinitionError::TooFarAhead {
                 deadline_ms,
@@ -394,7 +398,7 @@ impl ReservationDefinition {
             ));
             stages.push(stage);
         }
-        if gangs > MAX_GANGS {
+        if gangs > MAX_RESERVATION_GANGS {
             return Err(DefinitionError::TooManyGangs { gangs });
         }
         if interpreter.is_ordered() {
@@ -665,7 +669,7 @@ pub enum DefinitionError {
         /// The least the dimension takes.
         minimum: i64,
     },
-    /// The deadline is more than [`MAX_AHEAD_MS`] after now.
+    /// The deadline is more than [`MAX_RESERVATION_AHEAD_MS`] after now.
     #[error(
         "deadline {deadline_ms} is more than 31 days ahead (the latest now is {latest_ms}): plans reach no further"
     )]
@@ -682,7 +686,7 @@ pub enum DefinitionError {
         /// How many requests the definition has.
         count: usize,
     },
-    /// The requests make more than [`MAX_GANGS`] gangs.
+    /// The requests make more than [`MAX_RESERVATION_GANGS`] gangs.
     #[error(
         "the requests make {gangs} gangs (num-containers ÷ min-concurrency, summed); at most 100000: raise min-concurrency"
     )]
@@ -870,17 +874,10 @@ pub struct NewReservation {
     pub reservation_id: String,
 }
 
-/// How far ahead of now a reservation's deadline may be: 31 days.
-pub const MAX_AHEAD_MS: u64 = 31 * 24 * 3600 * 1000;
-
-/// The most gangs (num-containers ÷ min-concurrency, over all requests) one
-/// reservation may have: the agent places one at a time.
-pub const MAX_GANGS: u64 = 100_000;
-
 /// The latest deadline Weft accepts: the end of the year 9999, in ms since
 /// 1970. Far beyond any plan, and far enough from `i64::MAX` that a deadline
 /// plus a window or a period cannot overflow.
-pub const MAX_TIME_MS: i64 = 253_402_300_799_999;
+pub const MAX_TIME_MS: i64 = crate::limits::MAX_TIME_MS as i64;
 
 /// The body of POST …/reservation/submit (YARN's ReservationSubmissionRequestInfo).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

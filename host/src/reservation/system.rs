@@ -3,6 +3,8 @@
 //! its ownership checks. A refused call leaves every plan as it was: the
 //! agent only reads a plan, and a plan changes only once a call has succeeded.
 
+use crate::limits::MAX_RESERVATIONS_PER_QUEUE;
+use crate::limits::MAX_RESERVATIONS_PER_USER;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
@@ -159,10 +161,10 @@ pub enum SystemError {
         /// The id submitted.
         id: ReservationId,
     },
-    /// The plan already holds [`MAX_PER_QUEUE`] reservations, or the user
-    /// [`MAX_PER_USER`] in it.
+    /// The plan already holds [`MAX_RESERVATIONS_PER_QUEUE`] reservations, or the user
+    /// [`MAX_RESERVATIONS_PER_USER`] in it.
     #[error(
-        "queue {queue} holds {in_queue} reservations, {of_user} of them {user}'s: a queue holds at most {MAX_PER_QUEUE}, a user at most {MAX_PER_USER} in it"
+        "queue {queue} holds {in_queue} reservations, {of_user} of them {user}'s: a queue holds at most {MAX_RESERVATIONS_PER_QUEUE}, a user at most {MAX_RESERVATIONS_PER_USER} in it"
     )]
     TooMany {
         /// The queue's path.
@@ -221,11 +223,6 @@ impl SystemError {
         }
     }
 }
-
-/// The most reservations one plan holds.
-pub const MAX_PER_QUEUE: usize = 10_000;
-/// The most reservations one user holds in one plan.
-pub const MAX_PER_USER: usize = 1_000;
 
 /// The plans of every reservable queue and the reservation API over them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -419,7 +416,7 @@ impl ReservationSystem {
         // Bounded per queue and per user, so one user cannot fill a plan
         // (and every list of it) with tiny reservations.
         let of_user = plan.reservations().filter(|r| r.user == user).count();
-        if plan.len() >= MAX_PER_QUEUE || of_user >= MAX_PER_USER {
+        if plan.len() >= MAX_RESERVATIONS_PER_QUEUE || of_user >= MAX_RESERVATIONS_PER_USER {
             return Err(SystemError::TooMany {
                 queue,
                 user: user.to_string(),
@@ -838,7 +835,7 @@ mod tests {
                 NOW,
             )
         };
-        for second in 0..MAX_PER_USER as i64 {
+        for second in 0..MAX_RESERVATIONS_PER_USER as i64 {
             submit(&mut system, "alice", second).unwrap();
         }
         let refused = submit(&mut system, "alice", 5_000).unwrap_err();

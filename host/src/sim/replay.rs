@@ -25,10 +25,12 @@
 //! replay jumps to the next event, firing each timer due in between once
 //! (see `Timers::skip_idle`), so idle stretches cost nothing — a log with
 //! epoch timestamps starts at t ≈ 1.7e12 ms. While containers run every
-//! firing is needed, so a log needing more than [`MAX_TIMER_FIRINGS`] is
+//! firing is needed, so a log needing more than [`MAX_REPLAY_TIMER_FIRINGS`] is
 //! refused before anything is charged. Every value is checked against
 //! `crate::limits`; the format itself, and its checks, are `quota/events.rs`.
 
+use crate::limits::MAX_REPLAY_CHARGED_ROWS;
+use crate::limits::MAX_REPLAY_TIMER_FIRINGS;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -66,12 +68,12 @@ pub enum ReplayError {
         /// What failed.
         source: QuotaError,
     },
-    /// Periodic timers would fire more than [`MAX_TIMER_FIRINGS`] times
+    /// Periodic timers would fire more than [`MAX_REPLAY_TIMER_FIRINGS`] times
     /// while containers run.
     #[error(
         "containers run for {busy_ms} ms of the log's time, which takes {needed} timer firings \
          (QUOTA_COMPUTE every {compute_every_ms} ms, the multiplicator step every \
-         {multiplicator_every_ms} ms); replay allows at most {MAX_TIMER_FIRINGS}: set longer \
+         {multiplicator_every_ms} ms); replay allows at most {MAX_REPLAY_TIMER_FIRINGS}: set longer \
          periods (--set yarn.resourcemanager.quota.scheduling.period=MS and \
          --set yarn.resourcemanager.quota.multiplicator.interval=MS) or replay a shorter log"
     )]
@@ -87,12 +89,12 @@ pub enum ReplayError {
         /// (`yarn.resourcemanager.quota.multiplicator.interval`).
         multiplicator_every_ms: u64,
     },
-    /// Periodic QUOTA_COMPUTEs would charge more than [`MAX_CHARGED_ROWS`]
+    /// Periodic QUOTA_COMPUTEs would charge more than [`MAX_REPLAY_CHARGED_ROWS`]
     /// rows.
     #[error(
         "the log's containers would be charged up to {rows} rows (each QUOTA_COMPUTE charges \
          every running container, every {compute_every_ms} ms); replay allows at most \
-         {MAX_CHARGED_ROWS}: set a longer yarn.resourcemanager.quota.scheduling.period or \
+         {MAX_REPLAY_CHARGED_ROWS}: set a longer yarn.resourcemanager.quota.scheduling.period or \
          replay a shorter log"
     )]
     TooManyRows {
@@ -102,12 +104,12 @@ pub enum ReplayError {
         /// QUOTA_COMPUTE's period, in ms.
         compute_every_ms: u64,
     },
-    /// A log with recorded timers has more than [`MAX_TIMER_FIRINGS`]
-    /// firings or would charge more than [`MAX_CHARGED_ROWS`] rows.
+    /// A log with recorded timers has more than [`MAX_REPLAY_TIMER_FIRINGS`]
+    /// firings or would charge more than [`MAX_REPLAY_CHARGED_ROWS`] rows.
     #[error(
         "the log records {firings} timer firings (compute and multiplicator-step lines) that \
-         charge up to {rows} rows; replay allows at most {MAX_TIMER_FIRINGS} firings and \
-         {MAX_CHARGED_ROWS} rows: replay a shorter stretch of the log"
+         charge up to {rows} rows; replay allows at most {MAX_REPLAY_TIMER_FIRINGS} firings and \
+         {MAX_REPLAY_CHARGED_ROWS} rows: replay a shorter stretch of the log"
     )]
     RecordedTooLarge {
         /// Its compute and multiplicator-step lines.
@@ -117,22 +119,6 @@ pub enum ReplayError {
         rows: u64,
     },
 }
-
-/// The most rows (a running container at a QUOTA_COMPUTE; containers of
-/// one project, user and size share theirs, so this counts high) one replay
-/// may charge: its cost grows with rows, not only firings. A million rows
-/// (1,000 containers × 1,000 firings) took 21 s in a dev build on a busy
-/// 2-core machine, so the maximum is minutes.
-pub const MAX_CHARGED_ROWS: u64 = 10_000_000;
-
-/// The most timer firings (QUOTA_COMPUTE and multiplicator steps while
-/// containers run) one replay may need: a bound on its running time. Each
-/// QUOTA_COMPUTE while containers run prices what is owed in one policy call
-/// and writes the ledger. Measured with one container and both timers every
-/// second (`builtin:hops-pricing`, dev build, a busy 2-core machine): a
-/// million firings take 39 s, 56 s with variable pricing on (a policy call
-/// per multiplicator step too), so the maximum is some 7 to 9 minutes.
-pub const MAX_TIMER_FIRINGS: u64 = 10_000_000;
 
 /// What replay prints.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -280,7 +266,7 @@ fn check_recorded_cost(lines: &[EventLine], running: &[usize]) -> Result<(), Rep
     }
     // The final QUOTA_COMPUTE after the last line.
     rows = rows.saturating_add(running.last().copied().unwrap_or(0) as u64);
-    if firings > MAX_TIMER_FIRINGS || rows > MAX_CHARGED_ROWS {
+    if firings > MAX_REPLAY_TIMER_FIRINGS || rows > MAX_REPLAY_CHARGED_ROWS {
         return Err(ReplayError::RecordedTooLarge { firings, rows });
     }
     Ok(())
@@ -390,13 +376,13 @@ impl Timers {
     fn check_cost(&self, lines: &[EventLine], running: &[usize]) -> Result<(), ReplayError> {
         let (needed, busy_ms) = self.firings_while_busy(lines, running);
         let rows = self.rows_while_busy(lines, running);
-        if rows > MAX_CHARGED_ROWS {
+        if rows > MAX_REPLAY_CHARGED_ROWS {
             return Err(ReplayError::TooManyRows {
                 rows,
                 compute_every_ms: self.compute.period,
             });
         }
-        if needed > MAX_TIMER_FIRINGS {
+        if needed > MAX_REPLAY_TIMER_FIRINGS {
             return Err(ReplayError::TooManyFirings {
                 needed,
                 busy_ms,

@@ -16,6 +16,8 @@
 //! Field names are the WIT's with `_` for `-`. `tolerance` (default 1e-9,
 //! relative) applies to numbers compared.
 
+use crate::limits::MAX_POLICY_CASES;
+use crate::limits::MAX_POLICY_CASES_BYTES;
 use serde::Deserialize;
 
 use crate::policy::PolicyKind;
@@ -24,10 +26,6 @@ use crate::policy::bindings::{
     Usage, Utilization,
 };
 
-/// The most bytes a case file may hold (16 MiB).
-pub const MAX_CASES_BYTES: usize = 16 << 20;
-/// The most cases a case file may hold; blank and `#` lines do not count.
-pub const MAX_CASES: usize = 10_000;
 /// The most rows, nodes, apps, asks, containers or steps one case's input may have.
 pub(super) const MAX_COLUMN: usize = 100_000;
 
@@ -104,9 +102,9 @@ pub struct Case {
 /// Parses a case file, refusing the whole file on any bad line with the
 /// line's number and what is wrong.
 pub fn parse(text: &str) -> Result<Vec<Case>, String> {
-    if text.len() > MAX_CASES_BYTES {
+    if text.len() > MAX_POLICY_CASES_BYTES {
         return Err(format!(
-            "the case file has {} bytes; at most {MAX_CASES_BYTES} are read",
+            "the case file has {} bytes; at most {MAX_POLICY_CASES_BYTES} are read",
             text.len()
         ));
     }
@@ -116,9 +114,9 @@ pub fn parse(text: &str) -> Result<Vec<Case>, String> {
         if line.trim().is_empty() || line.trim_start().starts_with('#') {
             continue;
         }
-        if cases.len() == MAX_CASES {
+        if cases.len() == MAX_POLICY_CASES {
             return Err(format!(
-                "line {number}: a case file holds at most {MAX_CASES} cases"
+                "line {number}: a case file holds at most {MAX_POLICY_CASES} cases"
             ));
         }
         let case = parse_line(line).map_err(|e| format!("line {number}: {e}"))?;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-pub use cases::{Case, MAX_CASES, MAX_CASES_BYTES, parse as parse_cases};
+pub use cases::{Case, parse as parse_cases};
 
 use self::cases::{Call, Expected};
 use self::generate::{Inputs, amount_at};

@@ -25,6 +25,7 @@ mod scenario;
 #[cfg(test)]
 mod tests;
 
+use crate::limits::MAX_SIMULATION_STEPS;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -52,11 +53,6 @@ use crate::store::Store;
 use idle::*;
 pub use report::*;
 pub use scenario::*;
-
-/// The most instants a run visits (each a submission, an observation or
-/// timers due): a step costs microseconds to milliseconds with the
-/// scenario's size; beyond it a scenario is refused rather than left to run.
-pub const MAX_STEPS: u64 = 10_000_000;
 
 /// Runs `scenario` (its relative paths from `base`) with `overrides` on top
 /// of its settings. `progress` is told of each finished app.
@@ -235,9 +231,9 @@ fn simulate(
             break;
         }
         steps += 1;
-        if steps > MAX_STEPS {
+        if steps > MAX_SIMULATION_STEPS {
             anyhow::bail!(
-                "the scenario needs more than {MAX_STEPS} steps of virtual time (at t={next} ms, \
+                "the scenario needs more than {MAX_SIMULATION_STEPS} steps of virtual time (at t={next} ms, \
                  timers every {} ms while containers run or wait); raise scheduling_interval_ms \
                  or set end_ms",
                 timers.scheduling.period

@@ -4,6 +4,7 @@
 //! work could never be done.
 
 use super::*;
+use crate::limits::MAX_SIMULATION_STEPS;
 
 /// A `weft simulate` scenario (docs/simulate.md), as read from TOML or
 /// JSON. Its times are virtual ms from the run's start (0).
@@ -451,7 +452,7 @@ impl Scenario {
     /// over the cluster's capacity, run back to back; while any runs,
     /// QUOTA_COMPUTE fires every `quota_period_ms`. Without `end_ms`, a run
     /// that could not end before the year 9999, or would need more than
-    /// [`MAX_STEPS`] of those firings, is refused up front.
+    /// [`MAX_SIMULATION_STEPS`] of those firings, is refused up front.
     pub fn check_work(&self, quota_period_ms: u64) -> Result<(), String> {
         if self.end_ms.is_some() {
             return self.check_end_steps();
@@ -490,11 +491,11 @@ impl Scenario {
             ));
         }
         let computes = makespan_ms / u128::from(quota_period_ms.max(1));
-        if computes > u128::from(MAX_STEPS) {
+        if computes > u128::from(MAX_SIMULATION_STEPS) {
             return Err(format!(
                 "the scenario's containers need at least {makespan_ms} ms of the whole cluster, \
                  {computes} QUOTA_COMPUTEs at yarn.resourcemanager.quota.scheduling.period = \
-                 {quota_period_ms} ms; a run visits at most {MAX_STEPS} instants: set a longer \
+                 {quota_period_ms} ms; a run visits at most {MAX_SIMULATION_STEPS} instants: set a longer \
                  period, add nodes, or set end_ms"
             ));
         }
@@ -505,10 +506,10 @@ impl Scenario {
     pub(super) fn check_end_steps(&self) -> Result<(), String> {
         let end = self.end_ms.unwrap_or(0);
         let rounds = end / self.scheduling_interval_ms.max(1);
-        if rounds > MAX_STEPS {
+        if rounds > MAX_SIMULATION_STEPS {
             return Err(format!(
                 "end_ms {end} at a scheduling_interval_ms of {} is {rounds} rounds; a run visits \
-                 at most {MAX_STEPS} instants: set a longer interval or an earlier end",
+                 at most {MAX_SIMULATION_STEPS} instants: set a longer interval or an earlier end",
                 self.scheduling_interval_ms
             ));
         }
