@@ -18,7 +18,7 @@ use weft_host::api::{ApiState, openapi_document, router};
 use weft_host::clock::{Clock, WallClock};
 use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
 use weft_host::resources::Resources;
-use weft_host::rm::assemble::{Parts, assemble};
+use weft_host::rm::assemble::{Parts, QuotaEventLog, assemble};
 use weft_host::rm::{self, Intervals, RmHandle};
 use weft_host::security::{Authenticator, Security};
 use weft_host::store::Store;
@@ -55,7 +55,7 @@ fn in_process() -> &'static InProcess {
             policies: policies.clone(),
             security: security.clone(),
             sim_nodes: Some((4, Resources::new(8192, 8, 1))),
-            event_log: None,
+            event_log: QuotaEventLog::Off,
             recover: None,
         })
         .unwrap();

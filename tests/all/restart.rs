@@ -246,7 +246,7 @@ mod crash_anywhere {
     use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
     use weft_host::resources::Resources;
     use weft_host::rm::ResourceManager;
-    use weft_host::rm::assemble::{Parts, Recover, assemble};
+    use weft_host::rm::assemble::{Parts, QuotaEventLog, Recover, assemble};
     use weft_host::rm::timers::Timers;
     use weft_host::security::Security;
     use weft_host::store::Store;
@@ -301,7 +301,7 @@ mod crash_anywhere {
             policies: policies(clock),
             security: Arc::new(Security::default()),
             sim_nodes: Some((2, Resources::new(4096, 4, 0))),
-            event_log: None,
+            event_log: QuotaEventLog::Off,
             recover: Some(Recover {
                 epoch: fence.epoch as u64,
                 scheduling_wait_ms: 10_000,

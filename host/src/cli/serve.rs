@@ -15,7 +15,7 @@ use crate::config::{Authentication, Settings};
 use crate::ha;
 use crate::policy::PolicyRuntime;
 use crate::quota::EventLog;
-use crate::rm::assemble::{Parts, Recover};
+use crate::rm::assemble::{Parts, QuotaEventLog, Recover};
 use crate::rm::{self, Intervals, policy_load, policy_watch, sim_nodes};
 use crate::security::{Authenticator, Security};
 use crate::store::{Fence, Store};
@@ -85,10 +85,6 @@ impl Activation {
         let queues = (self.reload_queues)()
             .map_err(anyhow::Error::msg)
             .context("the queue configuration is invalid")?;
-        let event_log = match self.event_log.take() {
-            Some(log) => Some(log),
-            None => open_event_log(settings)?,
-        };
         let manager = rm::assemble::assemble(Parts {
             settings,
             queues,
@@ -97,7 +93,9 @@ impl Activation {
             policies: self.policies.clone(),
             security: self.security.clone(),
             sim_nodes: self.sim_nodes,
-            event_log,
+            event_log: QuotaEventLog::FromSettings {
+                opened: &mut self.event_log,
+            },
             recover: Some(Recover {
                 epoch: u64::try_from(fence.epoch).unwrap_or(0),
                 scheduling_wait_ms: settings.store.scheduling_wait_ms,

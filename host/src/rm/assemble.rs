@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::config::Settings;
 use crate::policy::PolicyRuntime;
 use crate::queues::QueueTree;
+use crate::quota::event_log::EventLogError;
 use crate::quota::{EventLog, QuotaService};
 use crate::reservation::service::ReservationError;
 use crate::resources::Resources;
@@ -35,11 +36,26 @@ pub struct Parts<'a> {
     /// recovery so containers stored on them come back on them.
     pub sim_nodes: Option<(u32, Resources)>,
     /// The quota event log (`weft.quota.event-log`), if one is written.
-    pub event_log: Option<EventLog>,
+    pub event_log: QuotaEventLog<'a>,
     /// Restore the state `store` holds, as the holder of this lease; none
     /// for a store that starts empty, where the quota ledger is kept in
     /// memory (`simulate`, in-process tests).
     pub recover: Option<Recover>,
+}
+
+/// Which quota event log a resource manager writes.
+#[derive(Debug)]
+pub enum QuotaEventLog<'a> {
+    /// None (`simulate`, the tests).
+    Off,
+    /// The one `weft.quota.event-log` names, if any: the one in `opened`
+    /// (`serve` opens it at start, to refuse a bad path before anything
+    /// else), taken only once the resource manager is built, else opened
+    /// then.
+    FromSettings {
+        /// The log opened already, if it is.
+        opened: &'a mut Option<EventLog>,
+    },
 }
 
 /// How a resource manager takes up the state its store holds.
@@ -63,6 +79,13 @@ pub enum AssembleError {
     /// The reservations could not be read back from the store.
     #[error("cannot restore the reservations")]
     Reservations(#[source] ReservationError),
+    /// A reservable queue's plan cannot be set up (its own sharing policy
+    /// does not load) in a resource manager that recovers nothing.
+    #[error(transparent)]
+    Plans(ReservationError),
+    /// The quota event log cannot be opened.
+    #[error(transparent)]
+    EventLog(EventLogError),
     /// The apps, containers and nodes the store holds could not be put back.
     #[error("cannot recover the state the store holds")]
     Recovery(#[source] RecoveryError),
@@ -96,11 +119,26 @@ pub fn assemble(parts: Parts<'_>) -> Result<ResourceManager, AssembleError> {
         security,
         clock,
     )
-    .map_err(AssembleError::Reservations)?;
+    .map_err(|e| match recover {
+        Some(_) => AssembleError::Reservations(e),
+        None => AssembleError::Plans(e),
+    })?;
     if let Some((count, capacity)) = sim_nodes {
         manager.add_simulated_nodes(count, capacity);
         tracing::info!(count, %capacity, "simulated nodes registered");
     }
+    let event_log = match event_log {
+        QuotaEventLog::Off => None,
+        QuotaEventLog::FromSettings { opened } if opened.is_some() => opened.take(),
+        QuotaEventLog::FromSettings { .. } => {
+            let log = &settings.quota_event_log;
+            log.path
+                .as_deref()
+                .map(|path| EventLog::open(path, log.max_bytes))
+                .transpose()
+                .map_err(AssembleError::EventLog)?
+        }
+    };
     if let Some(log) = event_log {
         manager.record_quota_events(log);
     }

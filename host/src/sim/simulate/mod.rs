@@ -44,7 +44,7 @@ use crate::reservation::ReservationDefinition;
 use crate::reservation::definition::ReservationSubmissionRequest;
 use crate::resources::Resources;
 use crate::rm::ResourceManager;
-use crate::rm::assemble::{Parts, assemble};
+use crate::rm::assemble::{Parts, QuotaEventLog, assemble};
 use crate::rm::policy_load::{Component, LoadRight, PolicyLoad, Target};
 use crate::rm::timers::{Every, Timer, Timers};
 use crate::scheduler::diagnostics;
@@ -150,7 +150,7 @@ fn simulate(
                 .map_err(anyhow::Error::msg)?,
         ),
         sim_nodes: None,
-        event_log: None,
+        event_log: QuotaEventLog::Off,
         recover: None,
     })?;
     let mut node_number = 0;
