@@ -207,6 +207,18 @@ pub const MAX_POLICY_CASES: usize = 10_000;
 /// The most one request returns; a client reads on from where it stopped.
 pub const MAX_LOG_CHUNK: u64 = 4 << 20;
 
+/// Streams open at once (each holds a connection).
+pub const MAX_EVENT_STREAMS: usize = 64;
+
+/// Streams one caller may hold at once (a page, a few tabs): no one user
+/// takes every place.
+pub const MAX_EVENT_STREAMS_PER_CALLER: usize = 4;
+
+/// The most one topic's event may hold. The apps topic is built with a
+/// smaller `limit` until it fits (the `cut` topic says so); another topic
+/// beyond it is left out of the stream (its endpoint still answers).
+pub const MAX_EVENT_TOPIC_BYTES: usize = 1 << 20;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,25 +35,17 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 use super::extract::ApiQuery;
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState, cluster, policies, quota, scheduler};
+use crate::limits::{MAX_EVENT_STREAMS, MAX_EVENT_STREAMS_PER_CALLER, MAX_EVENT_TOPIC_BYTES};
 use crate::security::{Caller, USER_HEADER};
 
 /// How often the sampler builds the topics while a stream is open.
 const SAMPLE_EVERY: Duration = Duration::from_millis(500);
-/// Streams open at once (each holds a connection).
-pub(super) const MAX_STREAMS: usize = 64;
-/// Streams one caller may hold at once (a page, a few tabs): no one user
-/// takes every place.
-pub(super) const MAX_STREAMS_PER_CALLER: usize = 4;
 /// How often an idle stream gets a comment, so proxies and the page's
 /// watchdog see it alive.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How often a stream's credentials are checked again: a revoked token
 /// ends its streams within this.
 pub(super) const RECHECK_EVERY: Duration = Duration::from_secs(2);
-/// The most one topic's event may hold. The apps topic is built with a
-/// smaller `limit` until it fits (the `cut` topic says so); another topic
-/// beyond it is left out of the stream (its endpoint still answers).
-pub(super) const MAX_TOPIC_BYTES: usize = 1 << 20;
 /// Changes a stream may fall behind by: a reader slower than this (one
 /// that stopped reading) is dropped, not buffered; it reconnects.
 const BACKLOG: usize = 16;
@@ -101,7 +93,7 @@ pub struct Live {
     lifetime: Duration,
 }
 
-/// A caller's place among its [`MAX_STREAMS_PER_CALLER`], given back when
+/// A caller's place among its [`MAX_EVENT_STREAMS_PER_CALLER`], given back when
 /// its stream ends.
 #[derive(Debug)]
 struct CallerPlace {
@@ -141,7 +133,7 @@ impl Live {
             sender: broadcast::channel(BACKLOG).0,
             latest: Default::default(),
             sampling: AtomicBool::new(false),
-            streams: Arc::new(Semaphore::new(MAX_STREAMS)),
+            streams: Arc::new(Semaphore::new(MAX_EVENT_STREAMS)),
             by_caller: Default::default(),
             lifetime,
         }
@@ -154,7 +146,7 @@ impl Live {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let open = counts.entry(caller.to_string()).or_insert(0);
-        if *open >= MAX_STREAMS_PER_CALLER {
+        if *open >= MAX_EVENT_STREAMS_PER_CALLER {
             return None;
         }
         *open += 1;
@@ -205,7 +197,7 @@ async fn body_of(answer: impl IntoResponse) -> String {
 }
 
 /// The apps topic: the body of `/ws/v1/cluster/apps?limit=N`, N the
-/// default 1,000 if that fits [`MAX_TOPIC_BYTES`], else as many as the
+/// default 1,000 if that fits [`MAX_EVENT_TOPIC_BYTES`], else as many as the
 /// first body's size per app says fit (with a margin), halved again only
 /// should that still not fit; with that N. Usually one body is built, two
 /// when the list is too long, rarely more.
@@ -215,21 +207,21 @@ async fn apps_within_bound(state: &ApiState) -> (String, u64) {
     loop {
         let query = cluster::AppsQuery::newest(limit);
         let json = body_of(cluster::apps(State(state.clone()), ApiQuery(query)).await).await;
-        if json.len() <= MAX_TOPIC_BYTES || limit == 1 {
+        if json.len() <= MAX_EVENT_TOPIC_BYTES || limit == 1 {
             return (json, limit);
         }
         limit = if estimated {
             limit / 2
         } else {
             estimated = true;
-            let fitting = (MAX_TOPIC_BYTES as u64).saturating_mul(limit) / json.len() as u64;
+            let fitting = (MAX_EVENT_TOPIC_BYTES as u64).saturating_mul(limit) / json.len() as u64;
             (fitting * 9 / 10).clamp(1, limit - 1)
         };
     }
 }
 
 /// Every topic's body now, built by its endpoint's own handler, and the
-/// `cut` topic saying what was cut to stay within [`MAX_TOPIC_BYTES`]:
+/// `cut` topic saying what was cut to stay within [`MAX_EVENT_TOPIC_BYTES`]:
 /// `{"max_bytes", "apps_limit" (the apps topic's limit, 1,000 if not
 /// cut), "left_out" (topics too large to send)}`.
 pub(super) async fn sample(state: &ApiState) -> Vec<TopicBody> {
@@ -252,12 +244,12 @@ pub(super) async fn sample(state: &ApiState) -> Vec<TopicBody> {
     ];
     let left_out: Vec<&str> = topics
         .iter()
-        .filter(|(_, json)| json.len() > MAX_TOPIC_BYTES)
+        .filter(|(_, json)| json.len() > MAX_EVENT_TOPIC_BYTES)
         .map(|(topic, _)| *topic)
         .collect();
-    topics.retain(|(_, json)| json.len() <= MAX_TOPIC_BYTES);
+    topics.retain(|(_, json)| json.len() <= MAX_EVENT_TOPIC_BYTES);
     let cut = serde_json::json!({
-        "max_bytes": MAX_TOPIC_BYTES,
+        "max_bytes": MAX_EVENT_TOPIC_BYTES,
         "apps_limit": apps_limit,
         "left_out": left_out,
     });
@@ -323,13 +315,13 @@ pub(super) async fn events(
     let live = state.live.clone();
     let place = live.place_for(&caller.user).ok_or_else(|| {
         ApiError::unavailable(format!(
-            "{} holds {MAX_STREAMS_PER_CALLER} event streams already, the most one caller may; close one",
+            "{} holds {MAX_EVENT_STREAMS_PER_CALLER} event streams already, the most one caller may; close one",
             caller.user
         ))
     })?;
     let permit = live.streams.clone().try_acquire_owned().map_err(|_| {
         ApiError::unavailable(format!(
-            "{MAX_STREAMS} event streams are open already; try again later"
+            "{MAX_EVENT_STREAMS} event streams are open already; try again later"
         ))
     })?;
     // Subscribed before the sampler is looked at (a sampler about to stop
@@ -394,7 +386,7 @@ struct LiveStream {
     recheck: tokio::time::Interval,
     keep_alive: tokio::time::Interval,
     state: ApiState,
-    /// Its place among [`MAX_STREAMS`], given back when it ends.
+    /// Its place among [`MAX_EVENT_STREAMS`], given back when it ends.
     _permit: OwnedSemaphorePermit,
     /// And among its caller's.
     _place: CallerPlace,
