@@ -553,6 +553,7 @@ impl Cluster {
             self.apps.restore(number, app);
             restored.apps += 1;
         }
+        self.count_active_apps();
         let mut records: Vec<StoredContainerRecord> = Vec::with_capacity(stored.containers.len());
         let mut running = Vec::new();
         for (record, is_running) in &stored.containers {

@@ -3,6 +3,7 @@
 //! clock of its own: every change is given the time it happens.
 
 mod accounting_record;
+mod active;
 mod agent_link;
 mod app;
 mod durable;

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use serde::Serialize;
 
 use super::AccountingRecord;
+use super::active::ActiveCounts;
 use super::durable::{self, Changes};
 use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, SubmitApp};
@@ -232,6 +233,8 @@ pub struct Cluster {
     pub(super) killed_total: usize,
     /// Apps not finished, in submission order.
     pub(super) active: BTreeSet<usize>,
+    /// How many of them each leaf, and each user in it, has.
+    pub(super) active_counts: ActiveCounts,
     pub(super) containers: HashMap<String, Container>,
     /// When containers on simulated nodes end: (end ms, container id).
     pub(super) simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
@@ -286,6 +289,7 @@ impl Cluster {
             failed_total: 0,
             killed_total: 0,
             active: BTreeSet::new(),
+            active_counts: ActiveCounts::default(),
             containers: HashMap::new(),
             simulated_ends: BinaryHeap::new(),
             next_container: 1,
@@ -392,7 +396,11 @@ impl Cluster {
     /// App `index` ended: counted, and the oldest ended apps beyond the
     /// retention are let go.
     fn app_ended(&mut self, index: usize) {
-        self.active.remove(&index);
+        if self.active.remove(&index)
+            && let Some(app) = self.apps.get(index)
+        {
+            self.active_counts.remove(app.queue_index, &app.user);
+        }
         if let Some(app) = self.apps.get(index) {
             self.ended_apps.push(AccountingRecord::of(app));
         }
@@ -432,7 +440,24 @@ impl Cluster {
             self.apps[index].queue_index = leaf;
         }
         self.queues = queues;
+        self.count_active_apps();
         Ok(())
+    }
+
+    /// The active apps of each leaf and user, counted by a walk over them.
+    fn walk_active_counts(&self) -> ActiveCounts {
+        let mut counts = ActiveCounts::default();
+        for &index in &self.active {
+            let app = &self.apps[index];
+            counts.add(app.queue_index, &app.user);
+        }
+        counts
+    }
+
+    /// Counts the active apps of each leaf and user again (after their
+    /// queue indices changed, or a restore).
+    pub(super) fn count_active_apps(&mut self) {
+        self.active_counts = self.walk_active_counts();
     }
 
     /// The timestamp in this cluster's app and container ids (YARN's
@@ -612,11 +637,7 @@ impl Cluster {
         }
         let queue_name = queue.name.clone();
         request.check()?;
-        let active = self
-            .active
-            .iter()
-            .filter(|&&i| self.apps[i].queue_index == queue_index)
-            .count() as u64;
+        let active = self.active_counts.of_queue(queue_index);
         if active >= queue.maximum_applications {
             return Err(ClusterError::QueueFull {
                 queue: queue.path.clone(),
@@ -629,14 +650,7 @@ impl Cluster {
             / 100.0
             * queue.user_limit_factor)
             .clamp(1.0, queue.maximum_applications.max(1) as f64) as u64;
-        let of_user = self
-            .active
-            .iter()
-            .filter(|&&i| {
-                let app = &self.apps[i];
-                app.queue_index == queue_index && app.user == request.user
-            })
-            .count() as u64;
+        let of_user = self.active_counts.of_user(queue_index, &request.user);
         if of_user >= per_user {
             return Err(ClusterError::UserFull {
                 user: request.user.clone(),
@@ -706,7 +720,9 @@ impl Cluster {
         durable::app_changed(&mut self.changes, &id);
         self.app_index.insert(id, number);
         self.active.insert(number);
-        Ok(&self.apps[number])
+        let app = &self.apps[number];
+        self.active_counts.add(app.queue_index, &app.user);
+        Ok(app)
     }
 
     /// Creates the containers of `placements`, which the scheduler has checked
@@ -1149,6 +1165,82 @@ mod tests {
         };
         let id = cluster.submit(request, "test", 0).unwrap().id.clone();
         cluster.app_index(&id).unwrap()
+    }
+
+    /// The counts a submission checks equal a walk over the active apps
+    /// after submissions, kills, a queue refresh that renumbers the leaves,
+    /// and the limits they enforce.
+    #[test]
+    fn active_counts_match_a_walk_as_apps_come_and_go() {
+        let tree = |queues: &str| {
+            let mut properties = QueueProperties::default();
+            properties.set("yarn.scheduler.capacity.root.queues", queues);
+            for queue in queues.split(',') {
+                let capacity = format!("yarn.scheduler.capacity.root.{queue}.capacity");
+                properties.set(&capacity, &(100 / queues.split(',').count()).to_string());
+                let most = format!("yarn.scheduler.capacity.root.{queue}.maximum-applications");
+                properties.set(&most, "6");
+            }
+            QueueTree::from_properties(&properties).unwrap()
+        };
+        let mut cluster = Cluster::new(1, tree("a,b"));
+        let walked = |cluster: &Cluster| cluster.walk_active_counts();
+        let submit_as = |cluster: &mut Cluster, queue: &str, user: &str| {
+            let request = SubmitApp {
+                name: "t".into(),
+                queue: queue.into(),
+                user: user.into(),
+                project: "demo".into(),
+                priority: 0,
+                asks: vec![AskSpec::sized(1, 1024, 1, 0, 1000)],
+                reservation_id: None,
+                application_id: None,
+                application_type: None,
+                tags: Vec::new(),
+            };
+            cluster
+                .submit(request, "test", 0)
+                .map(|app| app.id.clone())
+                .map_err(|e| e.to_string())
+        };
+        let mut ids = Vec::new();
+        for (queue, user) in [
+            ("a", "u1"),
+            ("a", "u2"),
+            ("b", "u1"),
+            ("a", "u1"),
+            ("b", "u2"),
+        ] {
+            ids.push(submit_as(&mut cluster, queue, user).unwrap());
+            assert_eq!(cluster.active_counts, walked(&cluster));
+        }
+        let first = cluster.app_index(&ids[0]).unwrap();
+        cluster.kill_app(first, "test", 1);
+        assert_eq!(cluster.active_counts, walked(&cluster));
+        assert_eq!(
+            cluster
+                .active_counts
+                .of_queue(cluster.queues.leaf("a").unwrap()),
+            2
+        );
+        // The leaves are renumbered: c comes first, then b, a.
+        cluster.replace_queues(tree("c,b,a,d")).unwrap();
+        assert_eq!(cluster.active_counts, walked(&cluster));
+        let a = cluster.queues.leaf("a").unwrap();
+        assert_eq!(
+            (
+                cluster.active_counts.of_queue(a),
+                cluster.active_counts.of_user(a, "u1")
+            ),
+            (2, 1)
+        );
+        // maximum-applications 6 in a, its per-user share 6 × 100 % × 1 = 6.
+        for _ in 0..4 {
+            submit_as(&mut cluster, "a", "u3").unwrap();
+        }
+        let full = submit_as(&mut cluster, "a", "u3").unwrap_err();
+        assert!(full.contains("6"), "{full}");
+        assert_eq!(cluster.active_counts, walked(&cluster));
     }
 
     #[test]
