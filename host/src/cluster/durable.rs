@@ -208,7 +208,8 @@ pub struct Restored {
     pub nodes: Vec<String>,
     /// Running containers that ended at once: their node is gone (lost,
     /// ABORTED, asked for again) or their app's queue is (the app is
-    /// killed). To be charged up to now.
+    /// killed). Charged up to where the stored state had them (see
+    /// `rm/recovery.rs`).
     pub ended: Vec<Container>,
 }
 

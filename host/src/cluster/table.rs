@@ -68,7 +68,7 @@ impl AppTable {
     }
 
     /// Records that app `number` ended; returns the apps let go to stay
-    /// within the retention (their ids, to forget them by).
+    /// within the retention (their ids are forgotten by the caller).
     pub(super) fn ended(&mut self, number: usize) -> Vec<App> {
         self.ended.push_back(number);
         let mut dropped = Vec::new();

@@ -1,5 +1,5 @@
 //! Usage quota and variable pricing, per HOPS-1385: the PriceMultiplicatorService
-//! step (`multiplicator`), the QuotaService with its four events (`service`),
+//! step and the QuotaService with its four events (`service`),
 //! and the ledger the charges land in (`ledger`), and what a project's
 //! credits left allow (`budget`). Prices themselves come from
 //! the pricing policy, reached through the [`Pricing`] trait. `event_log`

@@ -4,7 +4,7 @@
 //! QUOTA_COMPUTE. Also holds the current price multiplicators.
 //!
 //! QUOTA_COMPUTE does not visit every container: running containers are
-//! counted per (project, user, size), and every container that has not started
+//! counted per (project, user, app, size), and every container that has not started
 //! or changed size since the last QUOTA_COMPUTE owes exactly the time since it,
 //! so each group owes one row that stands for all of them. Only containers
 //! started or resized since then owe rows of their own.

@@ -47,7 +47,7 @@ impl AccessControlList {
 }
 
 impl AccessControlList {
-    /// Whether the list names anyone at all (`*`, a user or a group).
+    /// Whether the list is `*`: open to every user.
     pub fn is_open_to_everyone(&self) -> bool {
         self.everyone
     }

@@ -10,8 +10,9 @@
 //! of their own (the synchronous `postgres` crate would start one inside
 //! the caller's and panic).
 //!
-//! A lost connection is not re-established here: every call then fails
-//! with a message that says so ([`PostgresBackend::is_closed`] tells it).
+//! A lost connection fails the call with a message that says so
+//! ([`PostgresBackend::is_closed`] tells it); the `Store` replaces it at
+//! its next call (`reconnect`) and counts that.
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
