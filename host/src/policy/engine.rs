@@ -189,6 +189,11 @@ impl PolicyEngine {
         let mut config = Config::new();
         config.epoch_interruption(true);
         config.wasm_component_model(true);
+        // Policies are called synchronously. The data structures for
+        // concurrent guests (component-model-async) made every synchronous
+        // component call 50 to 100 times slower in wasmtime 43+: off, even
+        // if a dependency turns the Cargo feature on.
+        config.concurrency_support(false);
         // For `perf`: WEFT_POLICY_PROFILER=perfmap names the policies'
         // compiled functions in /tmp/perf-PID.map (jitdump: for perf inject).
         match std::env::var("WEFT_POLICY_PROFILER").as_deref() {
@@ -570,6 +575,13 @@ fn shadow_wasi_imports(linker: &mut Linker<GuestState>) -> wasmtime::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrency_support_is_off() {
+        let clock: Arc<dyn Clock> = Arc::new(crate::clock::VirtualClock::default());
+        let engine = PolicyEngine::new(CallLimits::default(), clock).unwrap();
+        assert!(!engine.engine().get_concurrency_support());
+    }
 
     #[test]
     fn the_monotonic_clock_never_goes_back() {
