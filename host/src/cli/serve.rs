@@ -65,16 +65,6 @@ struct Activation {
     event_log: Option<EventLog>,
 }
 
-/// Opens the quota event log `weft.quota.event-log` names, if it names one.
-fn open_event_log(settings: &Settings) -> anyhow::Result<Option<EventLog>> {
-    let log = &settings.quota_event_log;
-    Ok(log
-        .path
-        .as_deref()
-        .map(|path| EventLog::open(path, log.max_bytes))
-        .transpose()?)
-}
-
 impl Activation {
     /// Restores the state the store holds under `fence`, puts the policies
     /// in force and starts the event loop.
@@ -156,7 +146,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     // The ledger, tokens, log secrets, compiled code: only the server's.
     crate::private_files::dir(&args.data_dir)?;
-    let event_log = open_event_log(&settings)?;
+    let event_log = EventLog::open_configured(&settings.quota_event_log)?;
     let security =
         Arc::new(Security::from_settings(&settings.security).map_err(anyhow::Error::msg)?);
     let authenticator = Arc::new(

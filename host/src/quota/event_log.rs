@@ -67,6 +67,17 @@ pub struct EventLog {
 }
 
 impl EventLog {
+    /// Opens the log `weft.quota.event-log` names, if it names one.
+    pub fn open_configured(
+        settings: &crate::config::QuotaEventLogSettings,
+    ) -> Result<Option<EventLog>, EventLogError> {
+        settings
+            .path
+            .as_deref()
+            .map(|path| EventLog::open(path, settings.max_bytes))
+            .transpose()
+    }
+
     /// Opens (or creates) `path` to append to, at most `max_bytes` long.
     pub fn open(path: &Path, max_bytes: u64) -> Result<EventLog, EventLogError> {
         let refuse = |reason: String| EventLogError {

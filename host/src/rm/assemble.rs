@@ -131,12 +131,7 @@ pub fn assemble(parts: Parts<'_>) -> Result<ResourceManager, AssembleError> {
         QuotaEventLog::Off => None,
         QuotaEventLog::FromSettings { opened } if opened.is_some() => opened.take(),
         QuotaEventLog::FromSettings { .. } => {
-            let log = &settings.quota_event_log;
-            log.path
-                .as_deref()
-                .map(|path| EventLog::open(path, log.max_bytes))
-                .transpose()
-                .map_err(AssembleError::EventLog)?
+            EventLog::open_configured(&settings.quota_event_log).map_err(AssembleError::EventLog)?
         }
     };
     if let Some(log) = event_log {

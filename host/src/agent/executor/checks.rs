@@ -3,22 +3,21 @@
 
 use super::*;
 
-/// Bounds on a launch order (the server checks too; the agent must never
-/// trust it).
-pub(super) const MAX_ID_BYTES: usize = 256;
-pub(super) const MAX_USER_BYTES: usize = 256;
-pub(super) const MAX_ENV_VARS: usize = 1000;
+// The bounds are the server's own (`limits.rs`), checked again here: the
+// agent must never trust an order.
+use crate::limits::{
+    MAX_COMMAND_BYTES, MAX_COMMAND_WORDS, MAX_ENV_VALUE_BYTES, MAX_ENV_VARS, MAX_NAME_BYTES,
+};
+
+/// The longest environment variable name an order may set.
 pub(super) const MAX_ENV_KEY_BYTES: usize = 256;
-pub(super) const MAX_ENV_VALUE_BYTES: usize = 64 * 1024;
-pub(super) const MAX_ARGS: usize = 4096;
-pub(super) const MAX_COMMAND_BYTES: usize = 1024 * 1024;
 
 /// Ids become path components: `[A-Za-z0-9_.-]+`, at most 256 bytes, not
 /// `.` or `..`.
 pub(super) fn check_id(field: &str, id: &str) -> Result<(), String> {
     if !crate::agent::logs::is_safe_id(id) {
         return Err(format!(
-            "{field} {:?} is not valid: 1 to {MAX_ID_BYTES} bytes of [A-Za-z0-9_.-], not . or ..",
+            "{field} {:?} is not valid: 1 to {MAX_NAME_BYTES} bytes of [A-Za-z0-9_.-], not . or ..",
             shorten(id)
         ));
     }
@@ -26,9 +25,9 @@ pub(super) fn check_id(field: &str, id: &str) -> Result<(), String> {
 }
 
 pub(super) fn check_user(user: &str) -> Result<(), String> {
-    if user.is_empty() || user.len() > MAX_USER_BYTES || user.contains('\0') {
+    if user.is_empty() || user.len() > MAX_NAME_BYTES || user.contains('\0') {
         return Err(format!(
-            "user {:?} is not valid: 1 to {MAX_USER_BYTES} bytes, no NUL",
+            "user {:?} is not valid: 1 to {MAX_NAME_BYTES} bytes, no NUL",
             shorten(user)
         ));
     }
@@ -38,9 +37,9 @@ pub(super) fn check_user(user: &str) -> Result<(), String> {
 pub(super) fn check_command(command: &ContainerCommand) -> Result<(), String> {
     match command {
         ContainerCommand::Argv(argv) => {
-            if argv.is_empty() || argv.len() > MAX_ARGS {
+            if argv.is_empty() || argv.len() > MAX_COMMAND_WORDS {
                 return Err(format!(
-                    "command: argv has {} arguments, must have 1 to {MAX_ARGS}",
+                    "command: argv has {} arguments, must have 1 to {MAX_COMMAND_WORDS}",
                     argv.len()
                 ));
             }
