@@ -4,17 +4,19 @@
 #   weft app run -n N --memory 64mb --vcores 1 --wait -- /bin/true
 # timed from before the command to its return. Prints "BINARY SECONDS".
 # The server is started on loopback in a fresh temp dir and stopped by its
-# pid (SIGINT); nothing else is touched.
+# pid (SIGINT); nothing else is touched. The temp dir is removed at the end,
+# unless KEEP_IN names a dir to make it in (the caller removes it later:
+# see turnover-vs-slurm.sh for why).
 #
 #   bench-scripts/turnover.sh BINARY PORT [N=100]
 set -euo pipefail
 binary=$1
 port=$2
 count=${3:-100}
-dir=$(mktemp -d /var/tmp/weft-turnover-XXXX)
+dir=$(mktemp -d "${KEEP_IN:-/var/tmp}/weft-turnover-XXXX")
 "$binary" serve --listen "127.0.0.1:$port" --data-dir "$dir/data" >"$dir/out" 2>"$dir/err" &
 server=$!
-trap 'kill -INT "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
+trap 'kill -INT "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; [ -n "${KEEP_IN:-}" ] || rm -rf "$dir"' EXIT
 for _ in $(seq 100); do
     grep -q listening "$dir/out" 2>/dev/null && break
     sleep 0.1

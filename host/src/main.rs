@@ -3,6 +3,13 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // The agent's monitor spawner: this binary again, before anything else
+    // (see agent/spawner.rs).
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(weft_host::agent::spawner::HELPER_ARG))
+    {
+        weft_host::agent::spawner::run_helper();
+    }
     let cli = weft_host::cli::Cli::parse();
     if !cli.serves() {
         quiet_on_closed_pipe();

@@ -35,6 +35,27 @@ fn run_and_wait(server: &Server, flags: &[&str], command: &[&str]) -> (i32, Stri
     )
 }
 
+/// The pid of `parent`'s monitor spawner helper (a child running
+/// `weft __weft-monitor-spawner`), if it has one.
+fn spawner_of(parent: u32) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let parent_field = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|ppid| ppid.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            parent_field == Some(parent)
+                && cmdline
+                    .split(|b| *b == 0)
+                    .nth(1)
+                    .is_some_and(|arg| arg == b"__weft-monitor-spawner")
+        })
+}
+
 fn local_agent_server(dir: &Path) -> Server {
     Server::start_with_local_agent(
         &dir.join("data"),
@@ -119,6 +140,20 @@ fn the_local_agent_runs_commands_reports_their_exit_and_serves_their_logs() {
     assert_eq!(report["app"]["state"], "FAILED", "{report}");
     let (code, _, stderr) = run_and_wait(&server, &[], &["true"]);
     assert_eq!(code, 0, "the agent still runs containers: {stderr}");
+
+    // Monitors are forked by a helper (agent/spawner.rs); killed, the
+    // agent forks them itself and containers still run.
+    let helper = spawner_of(server.pid()).expect("the agent's monitor spawner");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(helper as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let (code, _, stderr) = run_and_wait(&server, &[], &["true"]);
+        assert_eq!(code, 0, "containers run without the spawner: {stderr}");
+    }
+    assert_eq!(spawner_of(server.pid()), None, "the dead helper was reaped");
 
     // Another user may not read the logs.
     let (status, body) = server.get_as(

@@ -4,6 +4,7 @@
 //! or delivered twice, and users an agent must not run containers as.
 //! Loopback only; every test stops what it started, by pid.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -725,4 +726,94 @@ fn refused_run_as_users_fail_their_apps_invalid_and_submitter_needs_tokens() {
         "{}",
         stderr(&output)
     );
+}
+
+// 5. Out-of-band heartbeats: ends reported the moment containers are
+//    given bring scheduling rounds forward, and hostile ends cannot.
+
+#[test]
+fn early_heartbeats_and_hostile_ends_never_place_beyond_the_node_or_the_queue() {
+    // Queue a may use at most half of the one node's 4 vcores. Rounds on
+    // the timer are 10 s apart, so nearly every placement comes from a
+    // round an ending brought forward.
+    let server = Server::start(&[
+        "--set",
+        "yarn.scheduler.capacity.root.queues=a,b",
+        "--set",
+        "yarn.scheduler.capacity.root.a.capacity=50",
+        "--set",
+        "yarn.scheduler.capacity.root.a.maximum-capacity=50",
+        "--set",
+        "yarn.scheduler.capacity.root.b.capacity=50",
+        "--set",
+        "weft.scheduler.interval-ms=10000",
+    ]);
+    let (status, body) = server.post_json(
+        "/ws/v1/cluster/nodes/register",
+        &json!({"node_id": "fast", "memory_mb": 8192, "vcores": 4, "running": []}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server.post_json(
+        "/ws/v1/cluster/apps",
+        &json!({"queue": "a", "user": "alice", "project": "p",
+            "asks": [{"count": 20, "memory_mb": 256, "vcores": 1, "command": {"argv": ["true"]}}]}),
+    );
+    assert_eq!(status, 202, "{body}");
+    let app = body["app"]["id"].as_str().unwrap().to_string();
+    let app_path = format!("/ws/v1/cluster/apps/{app}");
+
+    let mut number = 0;
+    let mut given: BTreeSet<String> = BTreeSet::new();
+    let mut held: BTreeSet<String> = BTreeSet::new();
+    let mut ended_once: Vec<String> = Vec::new();
+    let mut beats = 0;
+    // 20 containers two at a time on 10 s timer rounds would take 100 s:
+    // within 60 s, the rounds came from the ends, not the timer.
+    poll(
+        "all 20 containers to be given and ended",
+        Duration::from_secs(60),
+        || {
+            beats += 1;
+            // Everything held ends now, an end already reported is
+            // reported again, and two containers never given end too.
+            let mut ended: Vec<Value> = held
+                .iter()
+                .chain(ended_once.last())
+                .map(|id| json!({"container_id": id, "exit_status": 0, "finished_ms": now_ms()}))
+                .collect();
+            for bogus in [
+                format!("{app}_x_{beats}"),
+                "container_1_0001_01_000001".into(),
+            ] {
+                ended.push(
+                    json!({"container_id": bogus, "exit_status": 0, "finished_ms": now_ms()}),
+                );
+            }
+            let (status, answer) = server.post_json(
+                "/ws/v1/cluster/nodes/fast/heartbeat",
+                &json!({"response_id": number, "running": [], "ended": ended}),
+            );
+            assert_eq!(status, 200, "{answer}");
+            number = answer["response_id"].as_u64().unwrap();
+            ended_once.extend(std::mem::take(&mut held));
+            for launch in answer["allocations"].as_array().unwrap() {
+                let id = launch["container_id"].as_str().unwrap().to_string();
+                assert!(
+                    !ended_once.contains(&id),
+                    "{id} was ordered again after it ended: {answer}"
+                );
+                given.insert(id.clone());
+                held.insert(id);
+            }
+            // Queue a's maximum is 2 of the node's 4 vcores.
+            assert!(held.len() <= 2, "the node holds {held:?}: {answer}");
+            (given.len() == 20 && held.is_empty()).then_some(())
+        },
+        || server.get(&app_path).1.to_string(),
+    );
+    let (_, report) = server.get(&app_path);
+    assert_eq!(report["app"]["state"], "FINISHED", "{report}");
+    // Each container ran once, and the bogus ends freed nothing.
+    assert_eq!(ended_once.len(), 20, "{ended_once:?}");
+    server.stop();
 }

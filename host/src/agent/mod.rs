@@ -18,6 +18,7 @@ pub mod machine;
 pub mod monitor;
 pub mod removal;
 pub mod runner;
+pub mod spawner;
 pub mod tracker;
 pub mod untrusted;
 
@@ -168,7 +169,7 @@ fn executor_for(
             }
         })
         .collect();
-    Executor::open(ExecutorConfig {
+    let mut executor = Executor::open(ExecutorConfig {
         work_dir: dirs.work_dir.clone(),
         log_dir: dirs.log_dir.clone(),
         run_as,
@@ -183,7 +184,9 @@ fn executor_for(
             dirs.work_dir.display(),
             dirs.log_dir.display()
         )
-    })
+    })?;
+    executor.fork_from_helper();
+    Ok(executor)
 }
 
 /// Containers share the host's process table: any process of their user

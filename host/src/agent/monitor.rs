@@ -27,8 +27,11 @@ use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use nix::unistd::{Gid, Uid};
+
+use super::spawner::HelperError;
 
 /// What a container's process is started with.
 pub struct Launch<'a> {
@@ -74,6 +77,10 @@ pub struct PrivateMounts {
 /// closed every other (beyond stdio).
 const EXIT_FD: libc::c_int = 3;
 
+/// The descriptor the monitor that starts the command keeps its set-up
+/// report pipe on until the command has started.
+const READY_FD: libc::c_int = 4;
+
 /// The mount points a container gets a tmpfs of its own on.
 pub const PRIVATE_MOUNT_POINTS: [&str; 2] = ["/dev/shm", "/tmp"];
 
@@ -81,43 +88,155 @@ pub const PRIVATE_MOUNT_POINTS: [&str; 2] = ["/dev/shm", "/tmp"];
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// Forks the monitor, which starts the command; returns the monitor's pid,
-/// which is also the container's session and process group id. Returns
-/// once the monitor is in its session, cgroups, user and working dir (or
-/// says which of these failed); how the command fares is learnt from the
-/// monitor's exit and the exit-code file.
-pub fn spawn(launch: Launch<'_>) -> io::Result<u32> {
-    let prepared = Prepared::new(launch)?;
+/// which is also the container's session and process group id, at once:
+/// the monitor's set-up (its session, cgroups, namespaces, user and
+/// working dir) goes on beside the agent, which learns how it went from
+/// [`SettingUp::check`]. How the command fares is learnt from the monitor's
+/// exit and the exit-code file.
+pub fn spawn(
+    launch: Launch<'_>,
+    helper: Option<&mut super::spawner::Spawner>,
+) -> io::Result<(u32, SettingUp)> {
     let (ready_read, ready_write) = ready_pipe()?;
-    // SAFETY: the child runs only `monitor`, which makes async-signal-safe
-    // system calls on memory prepared above and never returns.
-    let pid = match unsafe { libc::fork() } {
+    let from_helper = helper.map(|helper| helper.spawn(&launch, &ready_write));
+    let pid = match from_helper {
+        // This process's copies of the files close here.
+        Some(Ok(pid)) => pid,
+        Some(Err(HelperError::Refused(why))) => return Err(io::Error::other(why)),
+        // The executor drops a helper that is gone, and says so.
+        Some(Err(HelperError::Gone(_))) | None => fork_monitor(launch, ready_write, Parent::This)?,
+    };
+    Ok((
+        pid,
+        SettingUp {
+            pipe: File::from(ready_read),
+            report: Vec::new(),
+        },
+    ))
+}
+
+/// Whose child a forked monitor is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Parent {
+    /// This process's: it reaps the monitor.
+    This,
+    /// This process's parent's (`CLONE_PARENT`): the agent that asked the
+    /// spawner helper for it reaps it.
+    OurParent,
+}
+
+/// Forks the monitor of `launch`, which reports its set-up on `ready`;
+/// returns its pid.
+pub(super) fn fork_monitor(launch: Launch<'_>, ready: OwnedFd, parent: Parent) -> io::Result<u32> {
+    let prepared = Prepared::new(launch)?;
+    let pid = match parent {
+        // SAFETY: the child runs only `monitor`, which makes
+        // async-signal-safe system calls on memory prepared above and
+        // never returns.
+        Parent::This => unsafe { libc::fork() },
+        // SAFETY: clone without CLONE_VM and without a stack is a fork,
+        // made a child of our parent; only the single-threaded spawner
+        // helper does this, whose child then runs only `monitor`, as
+        // above (it never uses glibc's thread state, which still names
+        // the helper's thread).
+        Parent::OurParent => unsafe {
+            let flags = (libc::CLONE_PARENT | libc::SIGCHLD) as libc::c_ulong;
+            libc::syscall(libc::SYS_clone, flags, 0, 0, 0, 0) as libc::pid_t
+        },
+    };
+    let pid = match pid {
         -1 => return Err(io::Error::last_os_error()),
-        0 => unsafe { prepared.monitor(ready_write.as_raw_fd()) },
+        // SAFETY: see above.
+        0 => unsafe { prepared.monitor(ready.as_raw_fd()) },
         pid => pid,
     };
-    // Closes the agent's copies of the log and cgroup files, and of the
-    // pipe's write end, so the read below ends when the monitor closes its.
+    // Closes this process's copies of the log and cgroup files, and of the
+    // pipe's write end, so reading it ends when the monitor closes its.
     drop(prepared);
-    drop(ready_write);
-    let mut report = Vec::new();
-    File::from(ready_read).read_to_end(&mut report)?;
-    if report.len() >= 4 {
-        // The monitor failed its set-up and exits at once: reap it.
-        let mut status = 0;
-        // SAFETY: waitpid on our own child, with a valid pointer.
-        unsafe { libc::waitpid(pid, &mut status, 0) };
-        let errno = i32::from_ne_bytes([report[0], report[1], report[2], report[3]]);
-        let what = String::from_utf8_lossy(&report[4..]);
-        return Err(io::Error::other(format!(
-            "the container's monitor {what}: {}",
-            io::Error::from_raw_os_error(errno)
-        )));
-    }
+    drop(ready);
     u32::try_from(pid).map_err(|_| io::Error::other("fork returned a negative pid"))
 }
 
+/// A monitor's set-up as the agent sees it: its report pipe, read without
+/// waiting.
+#[derive(Debug)]
+pub struct SettingUp {
+    pipe: File,
+    /// What the monitor wrote: nothing if its set-up went well, else its
+    /// errno and what failed.
+    report: Vec<u8>,
+}
+
+/// How a monitor's set-up went, so far.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SetUp {
+    /// It is still setting up.
+    Pending,
+    /// Done: the command has been started (or could not be, which its
+    /// exit code says).
+    Done,
+    /// It failed, and why; the monitor exits with 126.
+    Failed(String),
+}
+
+/// The most of a monitor's report kept (an errno and a fixed message).
+const MAX_REPORT_BYTES: usize = 512;
+
+impl SettingUp {
+    /// Waits up to `timeout` for the set-up to end, then says how it went.
+    pub fn wait(&mut self, timeout: Duration) -> SetUp {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let deadline = Instant::now() + timeout;
+        loop {
+            let state = self.check();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if state != SetUp::Pending || left.is_zero() {
+                return state;
+            }
+            let left = Timespec::try_from(left).unwrap_or(Timespec {
+                tv_sec: 1,
+                tv_nsec: 0,
+            });
+            // An error (EINTR) only means another look.
+            let _ = poll(&mut [PollFd::new(&self.pipe, PollFlags::IN)], Some(&left));
+        }
+    }
+
+    /// Reads what the monitor has written so far, without waiting.
+    pub fn check(&mut self) -> SetUp {
+        let mut buffer = [0u8; 256];
+        loop {
+            match self.pipe.read(&mut buffer) {
+                Ok(0) if self.report.len() >= 4 => {
+                    let errno = i32::from_ne_bytes([
+                        self.report[0],
+                        self.report[1],
+                        self.report[2],
+                        self.report[3],
+                    ]);
+                    let what = String::from_utf8_lossy(&self.report[4..]);
+                    return SetUp::Failed(format!(
+                        "the container's monitor {what}: {}",
+                        io::Error::from_raw_os_error(errno)
+                    ));
+                }
+                Ok(0) => return SetUp::Done,
+                Ok(read) => {
+                    let room = MAX_REPORT_BYTES.saturating_sub(self.report.len());
+                    self.report.extend_from_slice(&buffer[..read.min(room)]);
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return SetUp::Pending,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    return SetUp::Failed(format!("cannot read its monitor's report: {error}"));
+                }
+            }
+        }
+    }
+}
+
 /// A close-on-exec pipe: the monitor reports a failed set-up on it, or
-/// closes it when set up.
+/// closes it when set up. The agent's end does not block.
 fn ready_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 fills the two descriptors, which we then own.
@@ -125,7 +244,12 @@ fn ready_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both were just opened and nothing else owns them.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl on a descriptor we own.
+    if unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((read, write))
 }
 
 /// A launch turned into C strings and raw arrays before the fork.
@@ -453,12 +577,12 @@ impl Prepared {
             // In a namespace the monitor outside records the exit code
             // (this process is the container's to reach); else this one.
             let records = self.mounts.is_none();
-            if records {
-                self.keep_only_exit_file();
-            } else {
-                close_from(3);
-            }
-            let command = match self.start_command() {
+            self.keep_only(records, ready);
+            let started = self.start_command();
+            // Only now does `ready` close: a kill the agent sends once it
+            // sees that finds the command in the group.
+            libc::close(READY_FD);
+            let command = match started {
                 Ok(command) => command,
                 Err(code) => {
                     if records {
@@ -500,6 +624,10 @@ impl Prepared {
     /// group leaves it to record how the command ended.
     unsafe fn wait_for_namespace(&self, first: libc::pid_t) -> ! {
         unsafe {
+            // Before `ready` closes: once it has, the agent may send a
+            // kill's TERM to the group.
+            default_signals();
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
             self.keep_only_exit_file();
             libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
             if let Some((uid, gid, groups)) = &self.switch_to
@@ -509,8 +637,6 @@ impl Prepared {
             {
                 fail(b"cannot switch to its user");
             }
-            default_signals();
-            libc::signal(libc::SIGTERM, libc::SIG_IGN);
             let mut status = 0;
             while libc::waitpid(first, &mut status, 0) == -1 {
                 if *libc::__errno_location() != libc::EINTR {
@@ -521,6 +647,34 @@ impl Prepared {
             let code = shell_status(status);
             self.record_exit_code(code);
             libc::_exit(code)
+        }
+    }
+
+    /// Closes every descriptor but stdio, the exit-code file (kept as
+    /// [`EXIT_FD`] if `exit_file`) and `ready` (kept as [`READY_FD`]), none
+    /// of them inherited by the command.
+    unsafe fn keep_only(&self, exit_file: bool, ready: libc::c_int) {
+        unsafe {
+            // Above both numbers first, so neither dup2 below closes it.
+            let moved = libc::fcntl(ready, libc::F_DUPFD_CLOEXEC, READY_FD + 1);
+            if moved == -1 {
+                fail(b"cannot keep its report pipe");
+            }
+            if exit_file
+                && (libc::dup2(self.exit_file.as_raw_fd(), EXIT_FD) == -1
+                    || libc::fcntl(EXIT_FD, libc::F_SETFD, libc::FD_CLOEXEC) == -1)
+            {
+                fail(b"cannot keep its exit-code file");
+            }
+            if libc::dup2(moved, READY_FD) == -1
+                || libc::fcntl(READY_FD, libc::F_SETFD, libc::FD_CLOEXEC) == -1
+            {
+                fail(b"cannot keep its report pipe");
+            }
+            close_from(READY_FD as libc::c_uint + 1);
+            if !exit_file {
+                libc::close(EXIT_FD);
+            }
         }
     }
 
@@ -832,6 +986,11 @@ mod tests {
         }
     }
 
+    /// Forks the monitor from this process; its pid.
+    fn spawn_here(launch: Launch<'_>) -> io::Result<u32> {
+        spawn(launch, None).map(|(pid, _)| pid)
+    }
+
     fn wait(pid: u32) -> i32 {
         let mut status = 0;
         assert_eq!(
@@ -852,7 +1011,7 @@ mod tests {
             "read -r _ _ _ _ _ sid _ < /proc/$$/stat; echo $sid; exit 7",
         ]
         .map(String::from);
-        let pid = spawn(launch(dir.path(), &argv, dir.path())).unwrap();
+        let pid = spawn_here(launch(dir.path(), &argv, dir.path())).unwrap();
         assert_eq!(wait(pid), 7);
         let code = std::fs::read_to_string(dir.path().join("exitcode")).unwrap();
         assert_eq!(code, "7\n");
@@ -869,7 +1028,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = ["weft-no-such-program".to_owned()];
         assert_eq!(
-            wait(spawn(launch(dir.path(), &missing, dir.path())).unwrap()),
+            wait(spawn_here(launch(dir.path(), &missing, dir.path())).unwrap()),
             127
         );
         let stderr = std::fs::read_to_string(dir.path().join("err")).unwrap();
@@ -880,7 +1039,7 @@ mod tests {
         std::fs::write(&not_executable, "hello").unwrap();
         let argv = [not_executable.to_str().unwrap().to_owned()];
         assert_eq!(
-            wait(spawn(launch(dir.path(), &argv, dir.path())).unwrap()),
+            wait(spawn_here(launch(dir.path(), &argv, dir.path())).unwrap()),
             126
         );
         let stderr = std::fs::read_to_string(dir.path().join("err")).unwrap();
@@ -888,24 +1047,35 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_set_up_is_an_error_from_spawn() {
+    fn a_failed_set_up_is_reported_once_the_monitor_has_ended() {
         let dir = tempfile::tempdir().unwrap();
         let gone = dir.path().join("gone");
         let argv = ["/bin/true".to_owned()];
-        let error = spawn(launch(dir.path(), &argv, &gone)).unwrap_err();
+        let (pid, mut setting_up) = spawn(launch(dir.path(), &argv, &gone), None).unwrap();
+        assert_eq!(wait(pid), 126);
+        let SetUp::Failed(error) = setting_up.check() else {
+            panic!("the set-up did not fail");
+        };
         assert!(
-            error
-                .to_string()
-                .starts_with("the container's monitor cannot enter its working dir: No such file"),
+            error.starts_with("the container's monitor cannot enter its working dir: No such file"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_good_set_up_reports_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let argv = ["/bin/true".to_owned()];
+        let (pid, mut setting_up) = spawn(launch(dir.path(), &argv, dir.path()), None).unwrap();
+        assert_eq!(wait(pid), 0);
+        assert_eq!(setting_up.check(), SetUp::Done);
     }
 
     #[test]
     fn a_nul_byte_is_refused_before_any_fork() {
         let dir = tempfile::tempdir().unwrap();
         let argv = ["/bin/true".to_owned(), "a\0b".to_owned()];
-        let error = spawn(launch(dir.path(), &argv, dir.path())).unwrap_err();
+        let error = spawn_here(launch(dir.path(), &argv, dir.path())).unwrap_err();
         assert!(error.to_string().contains("NUL"), "{error}");
     }
 }

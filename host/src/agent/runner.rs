@@ -40,10 +40,12 @@ pub struct NodeIdentity {
     pub logs_secret: String,
 }
 
-/// How often the loop looks at its containers between heartbeats.
+/// How often the loop looks at its containers between heartbeats (it wakes
+/// sooner when one of its containers ends).
 const POLL: Duration = Duration::from_millis(20);
-/// The soonest a heartbeat follows the one before, when containers end.
-const MIN_GAP: Duration = Duration::from_millis(20);
+/// The soonest a heartbeat follows the one before, when containers end:
+/// ends closer together than this go in one heartbeat.
+const MIN_GAP: Duration = Duration::from_millis(1);
 /// How long to wait before trying an unreachable server again.
 const RETRY: Duration = Duration::from_millis(500);
 /// How often old containers' logs and working dirs are looked for.
@@ -131,6 +133,9 @@ impl<T: ResourceTracker> AgentLoop<T> {
         let mut next_beat = Instant::now();
         let mut last_beat = Instant::now() - self.interval;
         let mut last_sweep = Instant::now();
+        // Whether the last exchange was answered: one that was not is
+        // tried again after RETRY, however many containers end meanwhile.
+        let mut answered = true;
         while !stop.load(Ordering::Relaxed) {
             if last_sweep.elapsed() >= SWEEP {
                 last_sweep = Instant::now();
@@ -148,13 +153,16 @@ impl<T: ResourceTracker> AgentLoop<T> {
                 tracing::info!(container = %end.container_id, exit_status = end.exit_status, "container ended");
                 self.unacknowledged.insert(end.container_id.clone(), end);
             }
-            // Out of band, as YARN's NodeManager does when a container ends.
-            if something_ended && self.registered && last_beat.elapsed() >= MIN_GAP {
-                next_beat = Instant::now();
+            // Out of band, as YARN's NodeManager does when a container ends
+            // (but not sooner than MIN_GAP after the last one).
+            if something_ended && self.registered && answered {
+                next_beat = next_beat.min(last_beat + MIN_GAP);
             }
             if Instant::now() >= next_beat {
                 last_beat = Instant::now();
-                next_beat = match self.exchange() {
+                let outcome = self.exchange();
+                answered = outcome.is_ok();
+                next_beat = match outcome {
                     Ok(()) => Instant::now() + self.interval,
                     // Warned about once, when it first answered so.
                     Err(error @ TrackerError::Stale(_)) => {
@@ -167,7 +175,8 @@ impl<T: ResourceTracker> AgentLoop<T> {
                     }
                 };
             }
-            std::thread::sleep(POLL);
+            let until_beat = next_beat.saturating_duration_since(Instant::now());
+            self.executor.wait_for_an_end(until_beat.min(POLL));
         }
         if kill_on_stop {
             self.executor.kill_all_now();

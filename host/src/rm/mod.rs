@@ -60,11 +60,9 @@ pub struct ResourceManager {
     node_expiry_ms: u64,
     /// `yarn.scheduler.maximum-allocation-*` (0: the largest node's).
     maximum_allocation: Resources,
-    /// The scheduling interval: heartbeats that free resources bring a
-    /// round forward at most once per interval.
-    scheduling_interval_ms: u64,
-    /// When a heartbeat last brought a round forward.
-    last_early_round_ms: Option<u64>,
+    /// When the last scheduling round ended and how long it took (real
+    /// time): bounds the rounds heartbeats bring forward.
+    last_round: Option<(std::time::Instant, Duration)>,
     /// Reclaim's switch and patience, and who is starved since when.
     reclaim_after_ms: Option<u64>,
     starvation: Starvation,
@@ -103,6 +101,10 @@ impl std::fmt::Debug for ResourceManager {
 /// sent once the event's changes are committed (or their commit failed).
 type Command = Box<dyn FnOnce(&mut ResourceManager) -> Reply + Send>;
 type Reply = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+/// After a round, the pause before a heartbeat may bring the next one
+/// forward, in multiples of the round's own duration.
+const EARLY_ROUND_PAUSE: u32 = 4;
 
 /// How many queued commands one commit may cover (group commit): their
 /// answers wait for it, so it is kept small.
@@ -327,8 +329,7 @@ impl ResourceManager {
             starvation: Starvation::default(),
             node_expiry_ms: settings.nodes.expiry_interval_ms,
             maximum_allocation: settings.scheduler.maximum_allocation,
-            scheduling_interval_ms: settings.scheduler.interval.as_millis().max(1) as u64,
-            last_early_round_ms: None,
+            last_round: None,
             store: None,
             unsaved: Batch::default(),
             scheduling_wait: None,
@@ -551,16 +552,18 @@ impl ResourceManager {
     /// apps wait, as YARN's scheduler allocates on NODE_UPDATE: the
     /// heartbeat's answer then already carries the next launches, and a
     /// node's slots turn over as fast as its containers end, not once per
-    /// heartbeat interval. At most once per scheduling interval, so a flood
-    /// of heartbeats can at most double the rounds.
-    pub(crate) fn schedule_on_freed_resources(&mut self, now: u64) {
-        let recently = self
-            .last_early_round_ms
-            .is_some_and(|last| now < last.saturating_add(self.scheduling_interval_ms));
-        if recently || !self.cluster.has_pending() {
+    /// heartbeat interval. Bounded by what rounds cost, not by a fixed
+    /// rate: a round is brought forward only once [`EARLY_ROUND_PAUSE`]
+    /// times the last round's duration has passed since it ended, so
+    /// however many heartbeats free room, rounds take at most a fifth of
+    /// the loop's time beyond the scheduling interval's own.
+    pub(crate) fn schedule_on_freed_resources(&mut self) {
+        let too_soon = self
+            .last_round
+            .is_some_and(|(ended, took)| ended.elapsed() < took * EARLY_ROUND_PAUSE);
+        if too_soon || !self.cluster.has_pending() {
             return;
         }
-        self.last_early_round_ms = Some(now);
         self.scheduling_round();
     }
 
@@ -568,6 +571,13 @@ impl ResourceManager {
     /// scheduling policy places what is pending (and, with reclaim on,
     /// takes back capacity for starved queues).
     fn scheduling_round(&mut self) {
+        let started = std::time::Instant::now();
+        self.place_pending();
+        self.last_round = Some((std::time::Instant::now(), started.elapsed()));
+    }
+
+    /// The work of a scheduling round.
+    fn place_pending(&mut self) {
         let now = self.now();
         let ended = self.cluster.finish_simulated(now);
         for (container, at) in ended {

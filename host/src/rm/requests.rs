@@ -307,7 +307,7 @@ impl ResourceManager {
             self.container_finished(container, *at);
         }
         if !taken.ended().is_empty() {
-            self.schedule_on_freed_resources(now);
+            self.schedule_on_freed_resources();
         }
         Ok(self.cluster.answer_agent(id, taken).orders)
     }

@@ -6,7 +6,11 @@ use super::*;
 impl Settings {
     /// Checks an order, prepares the container's dirs and cgroup, and
     /// spawns it. `Err` is the diagnostic of a container that cannot run.
-    pub(super) fn start(&self, order: &LaunchOrder) -> Result<ContainerProcess, String> {
+    pub(super) fn start(
+        &self,
+        order: &LaunchOrder,
+        spawner: Option<&mut Spawner>,
+    ) -> Result<ContainerProcess, String> {
         check_id("container id", &order.container_id)?;
         check_id("app id", &order.app_id)?;
         let container_id = order.container_id.as_str();
@@ -121,7 +125,7 @@ impl Settings {
             private_mounts,
         };
         let started_ms = now_ms();
-        let pid = monitor::spawn(launch).map_err(|error| {
+        let (pid, setting_up) = monitor::spawn(launch, spawner).map_err(|error| {
             if let Some(cgroup) = &cgroup {
                 let _ = cgroup.remove();
             }
@@ -138,6 +142,13 @@ impl Settings {
         if let Err(error) = write_json_atomically(&private_dir.join("pid"), &record) {
             tracing::warn!(container = %container_id, %error, "cannot record the pid; a restarted agent will not find this container");
         }
+        // Our child, not yet reaped, so the pid is certainly the monitor's.
+        let end_signal = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .and_then(|pid| {
+                rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+            });
         Ok(ContainerProcess {
             container_id: container_id.to_owned(),
             app_id: order.app_id.clone(),
@@ -149,6 +160,9 @@ impl Settings {
             cgroup,
             kill: None,
             ended_at: None,
+            end_signal,
+            setting_up: Some(setting_up),
+            set_up_failure: None,
         })
     }
 

@@ -62,6 +62,9 @@ impl Settings {
             tracing::warn!(file = %path.display(), %error, "cannot record a kill");
         }
         let immediate = record.immediate || self.config.kill_grace.is_zero();
+        // A monitor still setting up has no process group to signal yet:
+        // the kill waits for it (a millisecond or so).
+        process.finish_set_up();
         process.kill = Some(KillState {
             record,
             requested_at: now,
@@ -85,6 +88,7 @@ impl Settings {
         now: Instant,
         cgroups_to_remove: &mut Vec<ContainerCgroup>,
     ) -> Option<ContainerEnd> {
+        process.note_set_up(Duration::ZERO);
         let leader = process.leader();
         let ended = matches!(leader, Leader::Ended { .. });
         if ended && process.ended_at.is_none() {
@@ -113,6 +117,9 @@ impl Settings {
         if !ended {
             return None;
         }
+        if let Some(why) = process.set_up_failure.take() {
+            return Some(self.not_started(process, why, cgroups_to_remove));
+        }
         let outcome = if process.ours {
             None
         } else {
@@ -137,6 +144,31 @@ impl Settings {
         let unknown_reason =
             "the container's process (adopted after an agent restart) ended and left no exit code";
         Some(self.conclude(process, outcome, unknown_reason, cgroups_to_remove))
+    }
+
+    /// The end of a container whose monitor failed its set-up, so its
+    /// command never ran: INVALID, saying what failed, as a launch refused
+    /// before the fork is.
+    fn not_started(
+        &self,
+        process: &mut ContainerProcess,
+        why: String,
+        cgroups_to_remove: &mut Vec<ContainerCgroup>,
+    ) -> ContainerEnd {
+        let _ = self.reap(process);
+        if let Some(cgroup) = process.cgroup.take() {
+            cgroup.kill_all();
+            if cgroup.remove().is_err() {
+                cgroups_to_remove.push(cgroup);
+            }
+        }
+        ContainerEnd {
+            container_id: process.container_id.clone(),
+            exit_status: exit_status::INVALID,
+            diagnostics: format!("cannot start the process: {why}"),
+            finished_ms: now_ms(),
+            started_ms: None,
+        }
     }
 
     /// Our child's outcome: the exit-code file's, else its wait status.

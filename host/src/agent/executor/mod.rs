@@ -57,6 +57,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cgroups::{Cgroups, ContainerCgroup};
 use super::removal::Remover;
+use super::spawner::Spawner;
 use super::{monitor, untrusted};
 use crate::protocol::node::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
 
@@ -170,6 +171,9 @@ pub struct Executor {
     cgroups_to_remove: Vec<ContainerCgroup>,
     /// Dirs of old containers being removed.
     remover: Remover,
+    /// The helper process monitors are forked from, if started
+    /// ([`Executor::fork_from_helper`]); else the agent forks them.
+    spawner: Option<Spawner>,
 }
 
 /// The file in a container's record saying its end was acknowledged, and
@@ -213,6 +217,15 @@ struct ContainerProcess {
     kill: Option<KillState>,
     /// When its main process was first seen gone.
     ended_at: Option<Instant>,
+    /// A pidfd of our monitor, readable once it has ended: the agent's
+    /// loop sleeps on these, so an end is seen at once, not at its next
+    /// look. None when adopted, or when the kernel has no pidfds.
+    end_signal: Option<std::os::fd::OwnedFd>,
+    /// Its monitor's set-up, until it has said how it went (none when
+    /// adopted).
+    setting_up: Option<monitor::SettingUp>,
+    /// Why its monitor could not start the command: its end says so.
+    set_up_failure: Option<String>,
 }
 
 struct KillState {
@@ -368,9 +381,23 @@ impl Executor {
             unreported: Vec::new(),
             cgroups_to_remove: Vec::new(),
             remover: Remover::default(),
+            spawner: None,
         };
         executor.recover()?;
         Ok(executor)
+    }
+
+    /// From now on, forks containers' monitors from a small helper process
+    /// (see [`super::spawner`]), which makes a launch cheaper the more
+    /// memory this process has; if the helper cannot start, says so and
+    /// goes on forking them itself.
+    pub fn fork_from_helper(&mut self) {
+        match Spawner::start() {
+            Ok(spawner) => self.spawner = Some(spawner),
+            Err(error) => {
+                tracing::warn!(%error, "cannot start the monitor spawner; the agent forks containers' monitors itself")
+            }
+        }
     }
 
     /// What isolation containers get, for people and the node report.
@@ -404,7 +431,14 @@ impl Executor {
         if self.containers.contains_key(container_id) {
             return;
         }
-        match self.settings.start(order) {
+        let started = self.settings.start(order, self.spawner.as_mut());
+        if self.spawner.as_ref().is_some_and(Spawner::is_broken) {
+            tracing::warn!(
+                "the monitor spawner stopped answering; the agent forks containers' monitors itself"
+            );
+            self.spawner = None;
+        }
+        match started {
             Ok(process) => {
                 tracing::info!(container = %container_id, pid = process.pid, "container launched");
                 self.containers
@@ -449,6 +483,35 @@ impl Executor {
         self.advance(Instant::now());
         self.remover.poll();
         std::mem::take(&mut self.unreported)
+    }
+
+    /// Sleeps until a running container's main process ends, or for at
+    /// most `timeout`. What ends is then found by [`Executor::poll`]; the
+    /// containers it cannot wait on this way (adopted, in a kill's grace,
+    /// or without a pidfd) are found by the poll after `timeout`.
+    pub fn wait_for_an_end(&self, timeout: Duration) {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let mut watched: Vec<PollFd<'_>> = self
+            .containers
+            .values()
+            .filter_map(|tracked| match tracked {
+                Tracked::Running(process) if process.ended_at.is_none() => {
+                    process.end_signal.as_ref()
+                }
+                _ => None,
+            })
+            .map(|fd| PollFd::new(fd, PollFlags::IN))
+            .collect();
+        if watched.is_empty() {
+            std::thread::sleep(timeout);
+            return;
+        }
+        let timeout = Timespec::try_from(timeout).unwrap_or(Timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        });
+        // An error (EINTR) only means the loop looks sooner.
+        let _ = poll(&mut watched, Some(&timeout));
     }
 
     /// Containers running now.

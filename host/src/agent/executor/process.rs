@@ -2,6 +2,7 @@
 //! still live, signalling the group, reaping our child.
 
 use super::*;
+use crate::agent::monitor::SetUp;
 
 /// Whether a container's main process is still there.
 pub(super) enum Leader {
@@ -13,7 +14,37 @@ pub(super) enum Leader {
     },
 }
 
+/// The longest a kill waits for a monitor to finish setting up.
+const SET_UP_WAIT: Duration = Duration::from_secs(1);
+
 impl ContainerProcess {
+    /// Learns how the monitor's set-up went, waiting up to `wait` for it
+    /// to end; a failure is kept for the container's end.
+    pub(super) fn note_set_up(&mut self, wait: Duration) {
+        let Some(setting_up) = &mut self.setting_up else {
+            return;
+        };
+        let state = if wait.is_zero() {
+            setting_up.check()
+        } else {
+            setting_up.wait(wait)
+        };
+        match state {
+            SetUp::Pending => {}
+            SetUp::Done => self.setting_up = None,
+            SetUp::Failed(why) => {
+                self.setting_up = None;
+                self.set_up_failure = Some(why);
+            }
+        }
+    }
+
+    /// Waits for the monitor's set-up to end (its session exists from
+    /// then on), at most [`SET_UP_WAIT`].
+    pub(super) fn finish_set_up(&mut self) {
+        self.note_set_up(SET_UP_WAIT);
+    }
+
     pub(super) fn leader(&self) -> Leader {
         if self.ours {
             let Ok(pid) = i32::try_from(self.pid) else {

@@ -112,6 +112,9 @@ impl Executor {
             cgroup,
             kill: None,
             ended_at: None,
+            end_signal: None,
+            setting_up: None,
+            set_up_failure: None,
         };
         let alive = pid.is_some() && matches!(process.leader(), Leader::Alive);
         if alive {

@@ -492,6 +492,13 @@ fn a_process_gone_without_exit_code_is_aborted() {
     let mut first = bench.open();
     first.launch(&order("c_lost", shell("sleep 100")));
     let pid = first.running()[0].pid;
+    // The launch does not wait for the monitor to make its session.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while read_proc_stat(pid).is_some_and(|stat| stat.process_group != pid)
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     drop(first);
     // Killed while "the agent was down": the monitor leaves no exit code.
     let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
