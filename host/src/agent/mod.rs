@@ -185,8 +185,23 @@ fn executor_for(
             dirs.log_dir.display()
         )
     })?;
+    raise_open_files_limit();
     executor.fork_from_helper();
     Ok(executor)
+}
+
+/// Each running container holds a descriptor of the agent's (its monitor's
+/// pidfd), besides its log files while it starts: the soft limit on open
+/// files goes up to the hard one, so a node of many slots does not run
+/// out.
+fn raise_open_files_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && let Err(error) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard)
+    {
+        tracing::warn!(%error, soft, hard, "cannot raise the limit on open files");
+    }
 }
 
 /// Containers share the host's process table: any process of their user

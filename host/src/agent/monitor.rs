@@ -27,7 +27,6 @@ use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use nix::unistd::{Gid, Uid};
 
@@ -102,9 +101,13 @@ pub fn spawn(
     let pid = match from_helper {
         // This process's copies of the files close here.
         Some(Ok(pid)) => pid,
-        Some(Err(HelperError::Refused(why))) => return Err(io::Error::other(why)),
+        Some(Err(lost @ (HelperError::Refused(_) | HelperError::Lost(_)))) => {
+            return Err(io::Error::other(lost.to_string()));
+        }
         // The executor drops a helper that is gone, and says so.
-        Some(Err(HelperError::Gone(_))) | None => fork_monitor(launch, ready_write, Parent::This)?,
+        Some(Err(HelperError::Unsent(_))) | None => {
+            fork_monitor(launch, ready_write, Parent::This)?
+        }
     };
     Ok((
         pid,
@@ -183,25 +186,6 @@ pub enum SetUp {
 const MAX_REPORT_BYTES: usize = 512;
 
 impl SettingUp {
-    /// Waits up to `timeout` for the set-up to end, then says how it went.
-    pub fn wait(&mut self, timeout: Duration) -> SetUp {
-        use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        let deadline = Instant::now() + timeout;
-        loop {
-            let state = self.check();
-            let left = deadline.saturating_duration_since(Instant::now());
-            if state != SetUp::Pending || left.is_zero() {
-                return state;
-            }
-            let left = Timespec::try_from(left).unwrap_or(Timespec {
-                tv_sec: 1,
-                tv_nsec: 0,
-            });
-            // An error (EINTR) only means another look.
-            let _ = poll(&mut [PollFd::new(&self.pipe, PollFlags::IN)], Some(&left));
-        }
-    }
-
     /// Reads what the monitor has written so far, without waiting.
     pub fn check(&mut self) -> SetUp {
         let mut buffer = [0u8; 256];

@@ -136,6 +136,10 @@ impl<T: ResourceTracker> AgentLoop<T> {
         // Whether the last exchange was answered: one that was not is
         // tried again after RETRY, however many containers end meanwhile.
         let mut answered = true;
+        // Whether the last wait woke on a pidfd: if the poll then found
+        // nothing ended (a monitor traced by someone else looks alive to
+        // us), the next wait is a plain sleep, not a busy loop.
+        let mut woke = false;
         while !stop.load(Ordering::Relaxed) {
             if last_sweep.elapsed() >= SWEEP {
                 last_sweep = Instant::now();
@@ -175,8 +179,15 @@ impl<T: ResourceTracker> AgentLoop<T> {
                     }
                 };
             }
-            let until_beat = next_beat.saturating_duration_since(Instant::now());
-            self.executor.wait_for_an_end(until_beat.min(POLL));
+            let wait = next_beat
+                .saturating_duration_since(Instant::now())
+                .min(POLL);
+            if woke && !something_ended {
+                woke = false;
+                std::thread::sleep(wait);
+            } else {
+                woke = self.executor.wait_for_an_end(wait);
+            }
         }
         if kill_on_stop {
             self.executor.kill_all_now();
@@ -538,6 +549,12 @@ mod tests {
         agent.exchange().unwrap();
         agent.exchange().unwrap();
         let ids = |agent: &AgentLoop<Scripted>| agent.running_ids();
+        // Listed once its monitor has started it (a poll sees that).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while ids(&agent).is_empty() && Instant::now() < deadline {
+            agent.executor.poll();
+            std::thread::sleep(Duration::from_millis(1));
+        }
         assert_eq!(ids(&agent), [running]);
         agent.unacknowledged.insert(ended.into(), end(ended));
         let error = agent.exchange().unwrap_err();

@@ -15,8 +15,10 @@
 //! nobody else can reach it. It forks the monitor with `CLONE_PARENT`, so
 //! the monitor is the agent's own child, reaped and watched as if the agent
 //! had forked it, and answers with its pid. It ends when the agent closes
-//! the socket (or dies). If it cannot be started or stops answering, the
-//! agent forks its monitors itself.
+//! the socket (or dies). If it cannot be started, or a launch cannot reach
+//! it, the agent forks its monitors itself; if it takes a launch and does
+//! not answer within 5 s, it is killed and that launch fails (it may have
+//! forked the monitor: forking another could run the command twice).
 
 #![allow(
     unsafe_code,
@@ -51,6 +53,9 @@ const MAX_FDS: usize = 16;
 /// The largest request body (a launch's command and environment are
 /// bounded well below this by the order's checks).
 const MAX_REQUEST_BYTES: u64 = 16 << 20;
+
+/// How long the agent waits on the helper before giving it up.
+const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// A launch as it crosses to the helper; the files follow as descriptors,
 /// in the order [`Request::fds`] gives.
@@ -90,6 +95,9 @@ impl Spawner {
     /// Starts the helper: this binary again, the socket as its stdin.
     pub fn start() -> io::Result<Spawner> {
         let (ours, theirs) = UnixStream::pair()?;
+        // A helper that hangs (stopped, say) fails a launch, not the agent.
+        ours.set_read_timeout(Some(ANSWER_TIMEOUT))?;
+        ours.set_write_timeout(Some(ANSWER_TIMEOUT))?;
         let helper = Command::new("/proc/self/exe")
             .arg0("weft")
             .arg(HELPER_ARG)
@@ -151,15 +159,31 @@ impl Spawner {
             join_files: launch.join_files.len(),
         };
         let body = serde_json::to_vec(&request).map_err(|e| HelperError::Refused(e.to_string()))?;
-        let answer = send(&self.socket, &body, &fds)
-            .and_then(|()| receive(&self.socket, 0))
+        if body.len() as u64 > MAX_REQUEST_BYTES {
+            // Too big to send (an environment of many megabytes): this
+            // one is forked here.
+            return Err(HelperError::Unsent(io::Error::other(format!(
+                "a launch of {} bytes, more than the {MAX_REQUEST_BYTES} the spawner takes",
+                body.len()
+            ))));
+        }
+        if let Err(error) = send(&self.socket, &body, &fds) {
+            // The helper forks only once it has the whole request.
+            self.broken = true;
+            return Err(HelperError::Unsent(error));
+        }
+        let answer = receive(&self.socket, 0)
             .and_then(|(answer, _)| serde_json::from_slice(&answer).map_err(io::Error::other));
         match answer {
             Ok(Answer::Forked(pid)) => Ok(pid),
             Ok(Answer::Refused(why)) => Err(HelperError::Refused(why)),
             Err(error) => {
+                // It may have forked the monitor: forking another here could
+                // run the command twice. The helper goes, and this launch
+                // fails.
                 self.broken = true;
-                Err(HelperError::Gone(error))
+                let _ = self.helper.kill();
+                Err(HelperError::Lost(error))
             }
         }
     }
@@ -171,15 +195,21 @@ pub enum HelperError {
     /// The launch cannot be started (forking here would fail the same way).
     #[error("{0}")]
     Refused(String),
-    /// The helper is gone or out of step: fork here.
-    #[error("the monitor spawner stopped answering: {0}")]
-    Gone(io::Error),
+    /// The request did not reach the helper: fork here.
+    #[error("the monitor spawner did not take the launch: {0}")]
+    Unsent(io::Error),
+    /// The request went, the answer did not come: whether the helper forked
+    /// is unknown, so the launch fails (and the helper is killed).
+    #[error("the monitor spawner stopped answering after taking the launch: {0}")]
+    Lost(io::Error),
 }
 
 impl Drop for Spawner {
     fn drop(&mut self) {
-        // The helper ends when its socket closes; then it is reaped.
+        // The helper ends when its socket closes, or is killed if it hangs;
+        // then it is reaped.
         let _ = self.socket.shutdown(std::net::Shutdown::Both);
+        let _ = self.helper.kill();
         let _ = self.helper.wait();
     }
 }
@@ -187,6 +217,13 @@ impl Drop for Spawner {
 /// The helper's main: answers requests on stdin until it closes. Never
 /// returns.
 pub fn run_helper() -> ! {
+    // SAFETY: prctl with constant arguments. Named for `ps` and `top`; not
+    // dumpable, as the monitors it forks are not: its memory has held the
+    // launches' environments.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"weft-spawner".as_ptr(), 0, 0, 0);
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+    }
     // SAFETY: fd 0 is the socket the agent gave as stdin; nothing else in
     // this process uses it.
     let socket = unsafe { UnixStream::from_raw_fd(0) };
@@ -294,12 +331,17 @@ fn receive(mut socket: &UnixStream, max_fds: usize) -> io::Result<(Vec<u8>, Vec<
     let mut fds = Vec::new();
     let received = {
         let mut iov = [IoSliceMut::new(&mut length)];
-        let message = recvmsg::<()>(
-            socket.as_raw_fd(),
-            &mut iov,
-            Some(&mut control),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        )?;
+        let message = loop {
+            match recvmsg::<()>(
+                socket.as_raw_fd(),
+                &mut iov,
+                Some(&mut control),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            ) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                other => break other?,
+            }
+        };
         for control in message.cmsgs()? {
             if let ControlMessageOwned::ScmRights(received) = control {
                 // SAFETY: the kernel just gave us these descriptors.

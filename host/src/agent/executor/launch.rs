@@ -127,6 +127,8 @@ impl Settings {
         let started_ms = now_ms();
         let (pid, setting_up) = monitor::spawn(launch, spawner).map_err(|error| {
             if let Some(cgroup) = &cgroup {
+                // A spawner that stopped answering may have forked it.
+                cgroup.kill_all();
                 let _ = cgroup.remove();
             }
             format!("cannot start the process: {error}")

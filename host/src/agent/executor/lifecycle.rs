@@ -62,16 +62,19 @@ impl Settings {
             tracing::warn!(file = %path.display(), %error, "cannot record a kill");
         }
         let immediate = record.immediate || self.config.kill_grace.is_zero();
-        // A monitor still setting up has no process group to signal yet:
-        // the kill waits for it (a millisecond or so).
-        process.finish_set_up();
+        // A monitor still setting up has not started the command to send
+        // the TERM to: a later poll sends it once it has (the grace counts
+        // from now all the same; SIGKILL needs no such wait).
+        process.note_set_up();
+        let term_pending = !record.immediate && process.setting_up.is_some();
         process.kill = Some(KillState {
             record,
             requested_at: now,
             escalated: immediate,
             ended_within_grace: false,
+            term_pending,
         });
-        if !record.immediate {
+        if !record.immediate && !term_pending {
             process.signal_group(Signal::SIGTERM);
         }
         if immediate {
@@ -88,7 +91,15 @@ impl Settings {
         now: Instant,
         cgroups_to_remove: &mut Vec<ContainerCgroup>,
     ) -> Option<ContainerEnd> {
-        process.note_set_up(Duration::ZERO);
+        process.note_set_up();
+        let term_due = process.setting_up.is_none()
+            && matches!(&process.kill, Some(kill) if kill.term_pending);
+        if term_due {
+            if let Some(kill) = &mut process.kill {
+                kill.term_pending = false;
+            }
+            process.signal_group(Signal::SIGTERM);
+        }
         let leader = process.leader();
         let ended = matches!(leader, Leader::Ended { .. });
         if ended && process.ended_at.is_none() {
@@ -117,6 +128,9 @@ impl Settings {
         if !ended {
             return None;
         }
+        // Read again: the monitor may have reported and exited since the
+        // look above, and now that it has ended its report is complete.
+        process.note_set_up();
         if let Some(why) = process.set_up_failure.take() {
             return Some(self.not_started(process, why, cgroups_to_remove));
         }

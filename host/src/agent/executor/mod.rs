@@ -235,6 +235,9 @@ struct KillState {
     escalated: bool,
     /// The main process ended before the grace was over.
     ended_within_grace: bool,
+    /// The TERM waits for the monitor's set-up to end (until then there is
+    /// no command to send it to); sent by a later poll.
+    term_pending: bool,
 }
 
 /// `kill` file: a kill was requested, so the end reports this status even
@@ -486,10 +489,11 @@ impl Executor {
     }
 
     /// Sleeps until a running container's main process ends, or for at
-    /// most `timeout`. What ends is then found by [`Executor::poll`]; the
-    /// containers it cannot wait on this way (adopted, in a kill's grace,
-    /// or without a pidfd) are found by the poll after `timeout`.
-    pub fn wait_for_an_end(&self, timeout: Duration) {
+    /// most `timeout`; whether it woke because one did. What ends is then
+    /// found by [`Executor::poll`]; the containers it cannot wait on this
+    /// way (adopted, in a kill's grace, or without a pidfd) are found by the
+    /// poll after `timeout`.
+    pub fn wait_for_an_end(&self, timeout: Duration) -> bool {
         use rustix::event::{PollFd, PollFlags, Timespec, poll};
         let mut watched: Vec<PollFd<'_>> = self
             .containers
@@ -504,14 +508,20 @@ impl Executor {
             .collect();
         if watched.is_empty() {
             std::thread::sleep(timeout);
-            return;
+            return false;
         }
-        let timeout = Timespec::try_from(timeout).unwrap_or(Timespec {
+        let until = Timespec::try_from(timeout).unwrap_or(Timespec {
             tv_sec: 1,
             tv_nsec: 0,
         });
-        // An error (EINTR) only means the loop looks sooner.
-        let _ = poll(&mut watched, Some(&timeout));
+        match poll(&mut watched, Some(&until)) {
+            Ok(ready) => ready > 0,
+            // EINTR, or worse: the loop looks again after the timeout.
+            Err(_) => {
+                std::thread::sleep(timeout);
+                false
+            }
+        }
     }
 
     /// Containers running now.
@@ -519,6 +529,8 @@ impl Executor {
         self.containers
             .values()
             .filter_map(|tracked| match tracked {
+                // Not yet: its command has not started.
+                Tracked::Running(process) if process.setting_up.is_some() => None,
                 Tracked::Running(process) => Some(RunningContainer {
                     container_id: process.container_id.clone(),
                     pid: process.pid,

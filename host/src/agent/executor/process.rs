@@ -14,22 +14,14 @@ pub(super) enum Leader {
     },
 }
 
-/// The longest a kill waits for a monitor to finish setting up.
-const SET_UP_WAIT: Duration = Duration::from_secs(1);
-
 impl ContainerProcess {
-    /// Learns how the monitor's set-up went, waiting up to `wait` for it
-    /// to end; a failure is kept for the container's end.
-    pub(super) fn note_set_up(&mut self, wait: Duration) {
+    /// Learns how far the monitor's set-up has got, without waiting; a
+    /// failure is kept for the container's end.
+    pub(super) fn note_set_up(&mut self) {
         let Some(setting_up) = &mut self.setting_up else {
             return;
         };
-        let state = if wait.is_zero() {
-            setting_up.check()
-        } else {
-            setting_up.wait(wait)
-        };
-        match state {
+        match setting_up.check() {
             SetUp::Pending => {}
             SetUp::Done => self.setting_up = None,
             SetUp::Failed(why) => {
@@ -37,12 +29,6 @@ impl ContainerProcess {
                 self.set_up_failure = Some(why);
             }
         }
-    }
-
-    /// Waits for the monitor's set-up to end (its session exists from
-    /// then on), at most [`SET_UP_WAIT`].
-    pub(super) fn finish_set_up(&mut self) {
-        self.note_set_up(SET_UP_WAIT);
     }
 
     pub(super) fn leader(&self) -> Leader {
@@ -94,9 +80,16 @@ impl ContainerProcess {
             || group_has_live_members(self.pid)
     }
 
-    /// SIGKILL to the group and everything in the cgroup.
+    /// SIGKILL to the group and everything in the cgroup — and to our
+    /// monitor itself, which before its set-up has no group yet (its pid
+    /// is ours until we reap it, so it names no other process).
     pub(super) fn kill_everything(&self) {
         self.signal_group(Signal::SIGKILL);
+        if self.ours
+            && let Ok(pid) = i32::try_from(self.pid)
+        {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
         if let Some(cgroup) = &self.cgroup {
             cgroup.kill_all();
         }

@@ -142,6 +142,7 @@ impl Executor {
             requested_at: Instant::now(),
             escalated: false,
             ended_within_grace: false,
+            term_pending: false,
         });
         process.kill = killed;
         let end = self.settings.conclude(

@@ -141,6 +141,40 @@ fn host_pid(leader: u32, inner: u32) -> u32 {
         .expect("the container's process")
 }
 
+/// The pids of the containers launched and not ended, whether or not
+/// their monitors have finished setting up (`running()` lists only those
+/// that have).
+fn launched(executor: &Executor) -> BTreeMap<String, u32> {
+    executor
+        .containers
+        .iter()
+        .filter_map(|(id, tracked)| match tracked {
+            Tracked::Running(process) => Some((id.clone(), process.pid)),
+            Tracked::Ended => None,
+        })
+        .collect()
+}
+
+/// Waits (at most 5 s) until every launched container's monitor has
+/// finished setting up, without polling (which would conclude ends).
+fn wait_for_set_ups(executor: &mut Executor) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut pending = false;
+        for tracked in executor.containers.values_mut() {
+            if let Tracked::Running(process) = tracked {
+                process.note_set_up();
+                pending |= process.setting_up.is_some();
+            }
+        }
+        if !pending {
+            return;
+        }
+        assert!(Instant::now() < deadline, "a monitor never finished setting up");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn runs_a_command_with_its_environment_and_reports_success() {
     let bench = Bench::new();
@@ -157,7 +191,7 @@ fn runs_a_command_with_its_environment_and_reports_success() {
         .insert("CONTAINER_ID".to_owned(), "forged".to_owned());
     executor.launch(&launch);
     executor.launch(&launch); // idempotent
-    assert_eq!(executor.running().len(), 1);
+    assert_eq!(launched(&executor).len(), 1);
     let end = wait_for_end(&mut executor, "c_ok", Duration::from_secs(3));
     assert_eq!((end.exit_status, end.diagnostics.as_str()), (0, ""));
     assert!(executor.running().is_empty());
@@ -327,7 +361,7 @@ fn kill_ends_the_whole_group_and_the_cgroup() {
             .collect();
         pids.len() == 2
     }));
-    let leader = executor.running()[0].pid;
+    let leader = launched(&executor)["c_stubborn"];
     let (escaped, in_group) = (host_pid(leader, pids[0]), host_pid(leader, pids[1]));
     let started = Instant::now();
     executor.kill("c_stubborn", exit_status::KILLED_BY_APPMASTER);
@@ -403,11 +437,10 @@ fn a_restarted_agent_adopts_running_containers_and_reports_ends() {
     first.launch(&order("c_quick", shell("exit 6")));
     first.launch(&order("c_kill_before", shell("sleep 100")));
     first.launch(&order("c_kill_after", shell("sleep 100")));
-    let pids: BTreeMap<String, u32> = first
-        .running()
-        .into_iter()
-        .map(|r| (r.container_id, r.pid))
-        .collect();
+    let pids = launched(&first);
+    // Its kill's TERM is sent at once only once the command has started
+    // (else by a poll, which this agent will not make).
+    wait_for_set_ups(&mut first);
     first.kill("c_kill_before", exit_status::KILLED_BY_RESOURCEMANAGER);
     // Ended, unreaped, before the restart (the test process is their parent).
     for id in ["c_quick", "c_kill_before"] {
@@ -491,14 +524,9 @@ fn a_process_gone_without_exit_code_is_aborted() {
     let bench = Bench::new();
     let mut first = bench.open();
     first.launch(&order("c_lost", shell("sleep 100")));
-    let pid = first.running()[0].pid;
+    let pid = launched(&first)["c_lost"];
     // The launch does not wait for the monitor to make its session.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while read_proc_stat(pid).is_some_and(|stat| stat.process_group != pid)
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_for_set_ups(&mut first);
     drop(first);
     // Killed while "the agent was down": the monitor leaves no exit code.
     let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
@@ -807,7 +835,8 @@ fn without_cgroups_containers_still_run_and_die_as_process_groups() {
             .and_then(|text| text.trim().parse::<u32>().ok());
         child.is_some()
     }));
-    let child = host_pid(executor.running()[0].pid, child.expect("child pid"));
+    let leader = launched(&executor).into_values().next().expect("launched");
+    let child = host_pid(leader, child.expect("child pid"));
     executor.kill("c_group", exit_status::PREEMPTED);
     let end = wait_for_end(&mut executor, "c_group", Duration::from_secs(3));
     assert_eq!(end.exit_status, exit_status::PREEMPTED);
@@ -844,7 +873,7 @@ fn kill_all_now_ends_everything_at_once() {
         "c_b",
         ContainerCommand::Argv(vec!["sleep".to_owned(), "100".to_owned()]),
     ));
-    let pids: Vec<u32> = executor.running().iter().map(|r| r.pid).collect();
+    let pids: Vec<u32> = launched(&executor).into_values().collect();
     executor.kill_all_now();
     assert!(executor.running().is_empty());
     let ends = executor.poll();
