@@ -254,6 +254,9 @@ impl<T: ResourceTracker> AgentLoop<T> {
         // server keeps them until the next heartbeat reports their real end.
         let mut running = self.running_ids();
         running.extend(self.unacknowledged.keys().cloned());
+        // And those still starting: a server that knows them must not take
+        // them for lost and place them again while they start here.
+        running.extend(self.executor.starting());
         let request = RegisterNode {
             node_id: self.identity.node_id.clone(),
             memory_mb: self.identity.resources.memory_mb,

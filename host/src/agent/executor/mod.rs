@@ -524,7 +524,19 @@ impl Executor {
         }
     }
 
-    /// Containers running now.
+    /// Containers whose monitors are still setting up: launched, their
+    /// commands not yet started (not in [`Executor::running`]).
+    pub fn starting(&self) -> Vec<String> {
+        self.containers
+            .iter()
+            .filter_map(|(id, tracked)| match tracked {
+                Tracked::Running(process) if process.setting_up.is_some() => Some(id.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Containers running now (their commands started).
     pub fn running(&self) -> Vec<RunningContainer> {
         self.containers
             .values()

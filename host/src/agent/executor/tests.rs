@@ -170,7 +170,10 @@ fn wait_for_set_ups(executor: &mut Executor) {
         if !pending {
             return;
         }
-        assert!(Instant::now() < deadline, "a monitor never finished setting up");
+        assert!(
+            Instant::now() < deadline,
+            "a monitor never finished setting up"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
