@@ -290,6 +290,11 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
 /// How long an app may wait for its containers before `--wait` says why.
 const SAY_WHY_AFTER: Duration = Duration::from_secs(3);
 
+/// The longest pause between two looks at a waited-for app: 200 ms, as
+/// YARN's client polls (`yarn.client.application-client-protocol.poll-interval-ms`),
+/// so `--wait` returns within a fifth of a second of the end.
+const WAIT_POLL_MAX: Duration = Duration::from_millis(200);
+
 /// Polls the app until it has ended; returns its report. While containers
 /// of it have waited a few seconds, says why on stderr (and again when the
 /// reason changes), so a wait is never silent.
@@ -318,7 +323,7 @@ fn wait_for_end(client: &Client, id: &str) -> anyhow::Result<Value> {
             said = Some(reason.to_string());
         }
         std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(500));
+        pause = (pause * 2).min(WAIT_POLL_MAX);
     }
 }
 
