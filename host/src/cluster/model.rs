@@ -1150,11 +1150,12 @@ mod tests {
         )
     }
 
-    fn submit(cluster: &mut Cluster, count: u32, duration_ms: u64) -> usize {
-        let request = SubmitApp {
+    /// An app of `count` containers of 1 GB, 1 vcore, for `duration_ms`.
+    fn request(queue: &str, user: &str, count: u32, duration_ms: u64) -> SubmitApp {
+        SubmitApp {
             name: "t".into(),
-            queue: "default".into(),
-            user: "alice".into(),
+            queue: queue.into(),
+            user: user.into(),
             project: "demo".into(),
             priority: 0,
             asks: vec![AskSpec::sized(count, 1024, 1, 0, duration_ms)],
@@ -1162,7 +1163,11 @@ mod tests {
             application_id: None,
             application_type: None,
             tags: Vec::new(),
-        };
+        }
+    }
+
+    fn submit(cluster: &mut Cluster, count: u32, duration_ms: u64) -> usize {
+        let request = request("default", "alice", count, duration_ms);
         let id = cluster.submit(request, "test", 0).unwrap().id.clone();
         cluster.app_index(&id).unwrap()
     }
@@ -1186,20 +1191,8 @@ mod tests {
         let mut cluster = Cluster::new(1, tree("a,b"));
         let walked = |cluster: &Cluster| cluster.walk_active_counts();
         let submit_as = |cluster: &mut Cluster, queue: &str, user: &str| {
-            let request = SubmitApp {
-                name: "t".into(),
-                queue: queue.into(),
-                user: user.into(),
-                project: "demo".into(),
-                priority: 0,
-                asks: vec![AskSpec::sized(1, 1024, 1, 0, 1000)],
-                reservation_id: None,
-                application_id: None,
-                application_type: None,
-                tags: Vec::new(),
-            };
             cluster
-                .submit(request, "test", 0)
+                .submit(request(queue, user, 1, 1000), "test", 0)
                 .map(|app| app.id.clone())
                 .map_err(|e| e.to_string())
         };
