@@ -2,6 +2,13 @@
 
 use clap::Parser;
 
+/// mimalloc rather than glibc's malloc: the server's hot paths (a heartbeat,
+/// a launch order) are many small short-lived allocations, on which glibc's
+/// malloc took a fifth of the server's CPU (BENCHMARKS.md, "Heartbeats under
+/// load").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     // The agent's monitor spawner: this binary again, before anything else
     // (see agent/spawner.rs).

@@ -3,8 +3,6 @@
 //! path parameters (400), the authenticated caller, and the client's address.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -123,6 +121,7 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        refuse_oversized(&request)?;
         let deadline = body_deadline(request.headers());
         let read = axum::body::Bytes::from_request(request, state);
         tokio::time::timeout(deadline, read)
@@ -149,13 +148,16 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     }
 }
 
-/// Refuses a request whose Content-Length is above the route's `limit`
-/// with 413, before its body is read.
-pub(super) async fn refuse_oversized(
-    axum::extract::State(limit): axum::extract::State<usize>,
-    request: Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
+/// The most bytes a route's body may hold (set per route in `mod.rs`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct RouteBodyLimit(pub usize);
+
+/// Refuses a request whose Content-Length is above its route's limit with
+/// 413, before a byte of its body is read.
+fn refuse_oversized(request: &Request) -> Result<(), ApiError> {
+    let Some(RouteBodyLimit(limit)) = request.extensions().get::<RouteBodyLimit>().copied() else {
+        return Ok(());
+    };
     let declared = request
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)
@@ -169,73 +171,13 @@ pub(super) async fn refuse_oversized(
                     what: "body too large".into(),
                 })
                 .inc();
-            axum::response::IntoResponse::into_response(ApiError::new(
+            Err(ApiError::new(
                 axum::http::StatusCode::PAYLOAD_TOO_LARGE,
                 format!(
                     "the body is {length} bytes; this route takes at most {limit} (bodies are limited per route; see docs/security.md)"
                 ),
             ))
         }
-        _ => next.run(request).await,
-    }
-}
-
-/// A response to a request whose body the handler left unread says
-/// `Connection: close`: the server cannot keep the connection for another
-/// request without reading the rest of the body first (a chunked body's
-/// end may not even have arrived), so hyper closes it after the answer, and
-/// saying so keeps a client from sending its next request down it.
-pub(super) async fn close_if_body_unread(
-    request: Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    use axum::body::HttpBody;
-    let (parts, body) = request.into_parts();
-    if body.is_end_stream() {
-        return next.run(Request::from_parts(parts, body)).await;
-    }
-    let read_to_end = Arc::new(AtomicBool::new(false));
-    let body = axum::body::Body::new(ReadToEnd {
-        inner: body,
-        done: read_to_end.clone(),
-    });
-    let mut response = next.run(Request::from_parts(parts, body)).await;
-    if !read_to_end.load(Ordering::Relaxed) {
-        response.headers_mut().insert(
-            axum::http::header::CONNECTION,
-            axum::http::HeaderValue::from_static("close"),
-        );
-    }
-    response
-}
-
-/// A request body that records whether it was read to its end.
-struct ReadToEnd {
-    inner: axum::body::Body,
-    done: Arc<AtomicBool>,
-}
-
-impl axum::body::HttpBody for ReadToEnd {
-    type Data = axum::body::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
-        let this = self.get_mut();
-        let polled = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
-        if matches!(polled, std::task::Poll::Ready(None)) {
-            this.done.store(true, Ordering::Relaxed);
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
+        _ => Ok(()),
     }
 }

@@ -17,6 +17,7 @@ mod containers;
 mod error;
 mod events;
 mod extract;
+mod gate;
 mod openapi;
 mod policies;
 mod quota;
@@ -145,19 +146,15 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 }
 
 /// Bounds the body of one route: a request whose Content-Length says more
-/// is refused before a byte of it is read, and a body without one is cut
-/// off at the limit (both 413).
+/// is refused before a byte of it is read (`extract::RawBody`), and a body
+/// without one is cut off at the limit (both 413).
 fn with_body_limit(
     (schemas, paths, router): UtoipaMethodRouter<ApiState>,
     bytes: usize,
 ) -> UtoipaMethodRouter<ApiState> {
-    let router =
-        router
-            .layer(DefaultBodyLimit::max(bytes))
-            .layer(axum::middleware::from_fn_with_state(
-                bytes,
-                extract::refuse_oversized,
-            ));
+    let router = router
+        .layer::<_, std::convert::Infallible>(DefaultBodyLimit::max(bytes))
+        .layer::<_, std::convert::Infallible>(axum::Extension(extract::RouteBodyLimit(bytes)));
     (schemas, paths, router)
 }
 
@@ -175,15 +172,12 @@ pub fn router(state: ApiState) -> Router {
             axum::routing::get(move || openapi::serve(document.clone())),
         )
         .fallback(|| async { ApiError::not_found("no such resource; see /ws/v1/openapi.json") })
-        // Outermost first: a panic anywhere is one 500; then who is asking.
-        // (How much they may send is per route: `with_body_limit`.)
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            auth::authenticate,
-        ))
+        // Innermost first: a panic in a handler is one 500; around it, who
+        // is asking (and whether the body was read). How much they may
+        // send is per route: `with_body_limit`.
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(
             error::panic_response,
         ))
-        .layer(axum::middleware::from_fn(extract::close_if_body_unread))
+        .layer(gate::GateLayer::new(state.clone()))
         .with_state(state)
 }
