@@ -468,7 +468,7 @@ pub(super) async fn heartbeat(
     caller: Caller,
     ApiPath(id): ApiPath<String>,
     JsonBody(request): JsonBody<Heartbeat>,
-) -> Result<Json<NodeOrders>, ApiError> {
+) -> Result<Json<std::sync::Arc<NodeOrders>>, ApiError> {
     let orders = state
         .rm
         .with(move |rm: &mut ResourceManager| rm.node_heartbeat(&caller, &id, &request))

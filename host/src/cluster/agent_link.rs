@@ -6,6 +6,7 @@
 //! duplicated message changes nothing, and no container runs on two nodes.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::model::EndCause;
 use super::node::AgentInfo;
@@ -34,7 +35,7 @@ pub struct AgentReport<'a> {
 pub enum TakenReport {
     /// The heartbeat before, again (its answer was lost): answered as
     /// then, nothing changed.
-    Repeat(NodeOrders),
+    Repeat(Arc<NodeOrders>),
     /// A new report, taken.
     New {
         /// Containers it ended, with when (to be charged).
@@ -91,8 +92,9 @@ pub struct HeartbeatOutcome {
     /// Containers that ended, each with when it ended (ms since the
     /// epoch), to be charged.
     pub ended: Vec<(Container, u64)>,
-    /// The answer sent to the agent.
-    pub orders: NodeOrders,
+    /// The answer sent to the agent (shared with the node's copy of its
+    /// last answer, kept for a repeated heartbeat).
+    pub orders: Arc<NodeOrders>,
 }
 
 impl Cluster {
@@ -197,7 +199,7 @@ impl Cluster {
         {
             let orders = match &node.last_answer {
                 Some(last) if number.checked_add(1) == Some(node.response_id) => last.clone(),
-                _ => NodeOrders::resync(node.response_id, self.epoch),
+                _ => Arc::new(NodeOrders::resync(node.response_id, self.epoch)),
             };
             return Ok(TakenReport::Repeat(orders));
         }
@@ -339,11 +341,11 @@ impl Cluster {
         let Some(node) = self.nodes.get_mut(id) else {
             return HeartbeatOutcome {
                 ended,
-                orders: NodeOrders {
+                orders: Arc::new(NodeOrders {
                     acknowledged,
                     finished_accepted: accepted,
                     ..NodeOrders::resync(0, self.epoch)
-                },
+                }),
             };
         };
         let kill = node.to_kill.iter().map(kill_order).collect();
@@ -352,7 +354,7 @@ impl Cluster {
             node.to_kill.clear();
         }
         node.response_id = node.response_id.saturating_add(1);
-        let orders = NodeOrders {
+        let orders = Arc::new(NodeOrders {
             response_id: node.response_id,
             action: NodeAction::Normal,
             launch,
@@ -360,7 +362,7 @@ impl Cluster {
             acknowledged,
             finished_accepted: accepted,
             epoch: self.epoch,
-        };
+        });
         if numbered {
             node.last_answer = Some(orders.clone());
         }

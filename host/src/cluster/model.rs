@@ -733,12 +733,12 @@ impl Cluster {
         placements: &[Placement],
         now: u64,
     ) -> Result<Vec<Allocation>, ClusterError> {
-        let node_ids: Vec<String> = self.nodes.keys().cloned().collect();
+        let node_ids = self.ids_of_nodes(placements.iter().map(|p| p.node));
         let mut free: HashMap<usize, Resources> = HashMap::new();
         let mut pending: HashMap<(usize, usize), u32> = HashMap::new();
         for placement in placements {
             let node_id = node_ids
-                .get(placement.node)
+                .get(&placement.node)
                 .ok_or_else(|| ClusterError::BadPlacement(format!("no node {}", placement.node)))?;
             let app = self
                 .apps
@@ -769,10 +769,31 @@ impl Cluster {
         let mut allocations = Vec::new();
         for placement in placements {
             for _ in 0..placement.count {
-                allocations.push(self.create_container(placement, &node_ids[placement.node], now));
+                allocations.push(self.create_container(placement, &node_ids[&placement.node], now));
             }
         }
         Ok(allocations)
+    }
+
+    /// The ids of the nodes at these positions (in id order, as a snapshot
+    /// numbers them), copied only for the nodes named: a round that places
+    /// a few containers copies a few ids, not every node's.
+    fn ids_of_nodes(&self, positions: impl Iterator<Item = usize>) -> HashMap<usize, String> {
+        let mut wanted: Vec<usize> = positions.collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut ids = HashMap::with_capacity(wanted.len());
+        let mut wanted = wanted.into_iter().peekable();
+        for (position, id) in self.nodes.keys().enumerate() {
+            let Some(&next) = wanted.peek() else {
+                break;
+            };
+            if next == position {
+                ids.insert(position, id.clone());
+                wanted.next();
+            }
+        }
+        ids
     }
 
     fn create_container(&mut self, placement: &Placement, node_id: &str, now: u64) -> Allocation {

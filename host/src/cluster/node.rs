@@ -54,7 +54,7 @@ pub struct Node {
     /// The answer numbered `response_id`, kept for an agent that numbers
     /// its heartbeats; none before the first such answer.
     #[serde(skip)]
-    pub last_answer: Option<crate::protocol::node::NodeOrders>,
+    pub last_answer: Option<std::sync::Arc<crate::protocol::node::NodeOrders>>,
 }
 
 /// What an agent tells of itself at registration.

@@ -59,5 +59,6 @@ impl ResourceTracker for LocalTracker {
     fn heartbeat(&mut self, node: &str, beat: &Heartbeat) -> Result<NodeOrders, TrackerError> {
         let (node, beat) = (node.to_string(), beat.clone());
         self.call(move |rm, caller| rm.node_heartbeat(caller, &node, &beat))
+            .map(std::sync::Arc::unwrap_or_clone)
     }
 }

@@ -255,7 +255,7 @@ impl ResourceManager {
         caller: &Caller,
         id: &str,
         heartbeat: &Heartbeat,
-    ) -> Result<NodeOrders, RequestError> {
+    ) -> Result<std::sync::Arc<NodeOrders>, RequestError> {
         self.security
             .check_node(caller, "send a node heartbeat")
             .map_err(RequestError::NotAllowed)?;
