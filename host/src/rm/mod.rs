@@ -16,6 +16,7 @@ pub mod recovery;
 pub mod requests;
 pub mod sim_nodes;
 pub mod timers;
+mod writer;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -394,14 +395,7 @@ impl ResourceManager {
         if self.store.is_none() {
             return Ok(());
         }
-        self.save_policies();
-        if std::mem::take(&mut self.queues_changed) {
-            let json = serde_json::to_string(self.cluster.queues()).expect("queues serialize");
-            self.unsaved.set_setting(recovery::QUEUES_SETTING, &json);
-        }
-        self.cluster.take_changes(&mut self.unsaved);
-        self.quota.take_changes(&mut self.unsaved);
-        self.accounting.take_changes(&mut self.unsaved);
+        self.gather_unsaved();
         let store = self.store.as_ref().expect("checked above");
         if self.unsaved.is_empty() {
             return Ok(());
@@ -420,6 +414,35 @@ impl ResourceManager {
             }
         }
         result
+    }
+
+    /// Adds every change since the last commit — the cluster's, then the
+    /// quota service's — to the unsaved writes.
+    fn gather_unsaved(&mut self) {
+        self.save_policies();
+        if std::mem::take(&mut self.queues_changed) {
+            let json = serde_json::to_string(self.cluster.queues()).expect("queues serialize");
+            self.unsaved.set_setting(recovery::QUEUES_SETTING, &json);
+        }
+        self.cluster.take_changes(&mut self.unsaved);
+        self.quota.take_changes(&mut self.unsaved);
+        self.accounting.take_changes(&mut self.unsaved);
+    }
+
+    /// The changes since the last commit, for the store's writer.
+    fn take_unsaved(&mut self) -> Batch {
+        self.gather_unsaved();
+        std::mem::take(&mut self.unsaved)
+    }
+
+    /// A writer for the store on a thread of its own, when commits may be
+    /// pipelined: there is a store, and no quota event log (whose lines
+    /// are written only once the loop knows their commit held).
+    fn start_writer(&self) -> Option<std::io::Result<writer::Writer>> {
+        match (&self.store, &self.event_log) {
+            (Some(store), None) => Some(writer::Writer::start(store.clone())),
+            _ => None,
+        }
     }
 
     /// The time by the resource manager's clock, in ms since the epoch
@@ -907,6 +930,14 @@ pub fn spawn(
                 );
                 tokio::pin!(stop);
                 let mut replies: Vec<Reply> = Vec::new();
+                let writer = match rm.start_writer() {
+                    Some(Ok(writer)) => Some(writer),
+                    Some(Err(error)) => {
+                        tracing::warn!(%error, "cannot start the store's writer; commits are made on the loop");
+                        None
+                    }
+                    None => None,
+                };
                 loop {
                     let next = start + Duration::from_millis(timers.next_due());
                     // Biased: a stop first, then due timers (a flood of
@@ -933,6 +964,19 @@ pub fn spawn(
                         },
                     }
                     let _ = guarded("flush", || rm.flush_quota());
+                    if let Some(writer) = &writer {
+                        // The writer answers once the writes are durable;
+                        // the loop goes on meanwhile.
+                        let writes = guarded("commit", || rm.take_unsaved()).unwrap_or_default();
+                        writer.write(writer::Turn {
+                            writes,
+                            replies: std::mem::take(&mut replies),
+                        });
+                        if writer.is_fenced() {
+                            break;
+                        }
+                        continue;
+                    }
                     let committed = commit(&mut rm);
                     for reply in replies.drain(..) {
                         reply(committed.clone().map_err(|e| e.to_string()));
@@ -941,6 +985,9 @@ pub fn spawn(
                         tracing::error!(%why, "another server is active: this one stops writing and stops");
                         break;
                     }
+                }
+                if let Some(writer) = writer {
+                    writer.finish();
                 }
                 let _ = guarded("shutdown", || rm.shutdown());
                 let _ = commit(&mut rm);
