@@ -239,6 +239,9 @@ struct Timeline {
     /// they were sent in: shows whether slow answers come in bursts.
     slowest_us: Vec<AtomicU64>,
     over_10ms: Vec<AtomicU64>,
+    /// The latest a heartbeat was sent after its tick (µs), by second: a
+    /// generator that falls behind shows here, not in the server's answers.
+    latest_send_us: Vec<AtomicU64>,
 }
 
 impl Timeline {
@@ -251,6 +254,7 @@ impl Timeline {
             acknowledged: zeros(),
             slowest_us: zeros(),
             over_10ms: zeros(),
+            latest_send_us: zeros(),
         }
     }
 
@@ -276,6 +280,21 @@ impl Timeline {
         }
         if us > 10_000 {
             Timeline::add(&self.over_10ms, self.start, sent, 1);
+        }
+    }
+
+    /// Records how long after its `tick` a heartbeat was `sent`.
+    fn send_lateness(&self, tick: Instant, sent: Instant) {
+        if sent < self.start {
+            return;
+        }
+        let second = sent.duration_since(self.start).as_secs() as usize;
+        let us = sent
+            .duration_since(tick)
+            .as_micros()
+            .min(u128::from(u64::MAX)) as u64;
+        if let Some(latest) = self.latest_send_us.get(second) {
+            latest.fetch_max(us, Ordering::Relaxed);
         }
     }
 
@@ -552,6 +571,7 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
         let beat = agent.heartbeat(run);
         let body = serde_json::to_vec(&beat).expect("a heartbeat serializes");
         let sent = Instant::now();
+        shared.timeline.send_lateness(tick, sent);
         let counted = sent >= window_start && sent < window_end;
         let answer = agent.conn.post(&path, &args.user, &body).await;
         let latency = sent.elapsed();
@@ -892,6 +912,15 @@ async fn run(args: Args, address: String) -> anyhow::Result<()> {
     println!(
         "                 over 10 ms: {}",
         join(Timeline::seconds(&shared.timeline.over_10ms, from, span))
+    );
+    println!(
+        "                 latest send after its tick (ms): {}",
+        join(
+            Timeline::seconds(&shared.timeline.latest_send_us, from, span)
+                .into_iter()
+                .map(|us| us / 1000)
+                .collect()
+        )
     );
     let launches = shared.launches_total.load(Ordering::Relaxed);
     let acknowledged = shared.acknowledged_total.load(Ordering::Relaxed);
