@@ -966,12 +966,16 @@ pub fn spawn(
                     let _ = guarded("flush", || rm.flush_quota());
                     if let Some(writer) = &writer {
                         // The writer answers once the writes are durable;
-                        // the loop goes on meanwhile.
+                        // with more commands waiting, the loop goes on
+                        // with them meanwhile.
                         let writes = guarded("commit", || rm.take_unsaved()).unwrap_or_default();
-                        writer.write(writer::Turn {
-                            writes,
-                            replies: std::mem::take(&mut replies),
-                        });
+                        writer.write(
+                            writer::Turn {
+                                writes,
+                                replies: std::mem::take(&mut replies),
+                            },
+                            !inbox.is_empty(),
+                        );
                         if writer.is_fenced() {
                             break;
                         }

@@ -1,7 +1,9 @@
-//! The store's writer: commits the event loop's batches on a thread of its
-//! own, in the order the loop made them, and answers each batch's commands
-//! once it is durable — so the loop goes on with the next commands while
-//! the last ones are written (a pipelined group commit).
+//! The store's writer: commits the event loop's batches, in the order the
+//! loop made them, and answers each batch's commands once it is durable.
+//! While a commit is in flight, the next batches go to a thread of its own
+//! (`weft-store`), so the loop goes on with the next commands while the
+//! last ones are written (a pipelined group commit); when none is, the loop
+//! commits itself, sparing a light load the hop to another thread.
 //!
 //! What callers see is as before: no answer leaves before the changes of
 //! its command, and of every command before it, are in the store. A failed
@@ -9,9 +11,8 @@
 //! (another server is active) refuses every answer from then on and tells
 //! the loop to stop.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
 
 use crate::metrics::metrics;
 use crate::store::{Batch, Store, StoreError};
@@ -29,88 +30,131 @@ pub(super) struct Turn {
 /// The loop's end of the writer.
 pub(super) struct Writer {
     turns: Option<mpsc::SyncSender<Turn>>,
-    fenced: Arc<AtomicBool>,
+    shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What the loop and the writer's thread both reach.
+struct Shared {
+    store: Store,
+    /// Writes a failed commit kept: they go first in the next one.
+    kept: Mutex<Batch>,
+    /// Turns handed to the thread and not yet answered.
+    in_flight: AtomicUsize,
+    /// A commit was fenced: another server is active.
+    fenced: AtomicBool,
 }
 
 impl Writer {
     /// Starts the writer of `store`.
     pub(super) fn start(store: Store) -> std::io::Result<Writer> {
         let (turns, inbox) = mpsc::sync_channel::<Turn>(QUEUED_BATCHES);
-        let fenced = Arc::new(AtomicBool::new(false));
-        let told = fenced.clone();
+        let shared = Arc::new(Shared {
+            store,
+            kept: Mutex::new(Batch::default()),
+            in_flight: AtomicUsize::new(0),
+            fenced: AtomicBool::new(false),
+        });
+        let theirs = shared.clone();
         let thread = std::thread::Builder::new()
             .name("weft-store".into())
-            .spawn(move || write_turns(&store, &inbox, &told))?;
+            .spawn(move || write_turns(&theirs, &inbox))?;
         Ok(Writer {
             turns: Some(turns),
-            fenced,
+            shared,
             thread: Some(thread),
         })
     }
 
-    /// Hands a turn over (waiting while the writer is `QUEUED_BATCHES`
-    /// behind).
-    pub(super) fn write(&self, turn: Turn) {
+    /// Writes `turn` and answers it: here and now if the loop has nothing
+    /// else waiting (`busy` false) and nothing is in flight (every turn
+    /// before it is answered), else on the writer's thread (waiting while
+    /// it is `QUEUED_BATCHES` behind).
+    pub(super) fn write(&self, turn: Turn, busy: bool) {
+        if !busy && self.shared.in_flight.load(Ordering::SeqCst) == 0 {
+            self.shared.write(turn);
+            return;
+        }
+        self.shared.in_flight.fetch_add(1, Ordering::SeqCst);
         if let Some(turns) = &self.turns
             && let Err(mpsc::SendError(turn)) = turns.send(turn)
         {
-            // The writer is gone (it panicked): nothing is durable.
+            // The thread is gone (it panicked): nothing is durable.
+            self.shared.in_flight.fetch_sub(1, Ordering::SeqCst);
             answer(turn.replies, Err("the store's writer stopped".into()));
         }
     }
 
     /// Whether a commit was fenced: another server is active.
     pub(super) fn is_fenced(&self) -> bool {
-        self.fenced.load(Ordering::SeqCst)
+        self.shared.fenced.load(Ordering::SeqCst)
     }
 
-    /// Waits until every turn handed over is written (or refused).
+    /// Waits until every turn handed over is written (or refused), then
+    /// tries once more to write what a failed commit kept.
     pub(super) fn finish(mut self) {
         self.turns = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+        let kept = std::mem::take(&mut *self.shared.kept());
+        if !kept.is_empty()
+            && !self.is_fenced()
+            && let Err(error) = commit(&self.shared.store, &kept)
+        {
+            tracing::error!(%error, writes = kept.len(), "the store refused the last commit; these writes are lost");
+        }
+    }
+}
+
+impl Shared {
+    fn kept(&self) -> std::sync::MutexGuard<'_, Batch> {
+        self.kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Commits `turn`'s writes after any kept, then answers its commands.
+    fn write(&self, turn: Turn) {
+        if self.fenced.load(Ordering::SeqCst) {
+            answer(turn.replies, Err("another server is active".into()));
+            return;
+        }
+        let mut kept = self.kept();
+        let mut writes = std::mem::take(&mut *kept);
+        writes.append(turn.writes);
+        match commit(&self.store, &writes) {
+            Ok(()) => {
+                drop(kept);
+                answer(turn.replies, Ok(()));
+            }
+            Err(error) => {
+                if error.is_fenced() {
+                    tracing::error!(%error, "another server is active: this one stops writing and stops");
+                    self.fenced.store(true, Ordering::SeqCst);
+                } else {
+                    tracing::error!(%error, writes = writes.len(), "the store refused a commit; its writes are kept for the next");
+                    *kept = writes;
+                }
+                drop(kept);
+                answer(turn.replies, Err(error.to_string()));
+            }
         }
     }
 }
 
 /// The writer's thread: each turn (with any queued behind it: one
 /// transaction for all of them) committed, then answered.
-fn write_turns(store: &Store, inbox: &mpsc::Receiver<Turn>, fenced: &AtomicBool) {
-    // Writes a failed commit kept: they go first in the next one.
-    let mut kept = Batch::default();
-    while let Ok(first) = inbox.recv() {
-        let mut writes = std::mem::take(&mut kept);
-        writes.append(first.writes);
-        let mut replies = first.replies;
+fn write_turns(shared: &Shared, inbox: &mpsc::Receiver<Turn>) {
+    while let Ok(mut turn) = inbox.recv() {
+        let mut turns = 1;
         while let Ok(next) = inbox.try_recv() {
-            writes.append(next.writes);
-            replies.extend(next.replies);
+            turn.writes.append(next.writes);
+            turn.replies.extend(next.replies);
+            turns += 1;
         }
-        if fenced.load(Ordering::SeqCst) {
-            answer(replies, Err("another server is active".into()));
-            continue;
-        }
-        match commit(store, &writes) {
-            Ok(()) => answer(replies, Ok(())),
-            Err(error) => {
-                if error.is_fenced() {
-                    tracing::error!(%error, "another server is active: this one stops writing and stops");
-                    fenced.store(true, Ordering::SeqCst);
-                } else {
-                    tracing::error!(%error, writes = writes.len(), "the store refused a commit; its writes are kept for the next");
-                    kept = writes;
-                }
-                answer(replies, Err(error.to_string()));
-            }
-        }
-    }
-    // The loop has stopped: one last try for writes a failed commit kept.
-    if !kept.is_empty()
-        && !fenced.load(Ordering::SeqCst)
-        && let Err(error) = commit(store, &kept)
-    {
-        tracing::error!(%error, writes = kept.len(), "the store refused the last commit; these writes are lost");
+        shared.write(turn);
+        shared.in_flight.fetch_sub(turns, Ordering::SeqCst);
     }
 }
 
@@ -167,8 +211,9 @@ mod tests {
         let writer = Writer::start(store.clone()).unwrap();
         let (answers, answered) = mpsc::channel();
         let names: Vec<String> = (0..50).map(|i| format!("w{i:02}")).collect();
-        for name in &names {
-            writer.write(turn(name, &store, &answers));
+        // In runs: some here and now, some on the thread behind others.
+        for (i, name) in names.iter().enumerate() {
+            writer.write(turn(name, &store, &answers), i % 7 < 4);
         }
         writer.finish();
         let got: Vec<_> = answered.try_iter().collect();
@@ -177,7 +222,10 @@ mod tests {
             assert_eq!(name, &names[i], "answered in the order written");
             assert_eq!(committed, &Ok(()));
             for before in &names[..=i] {
-                assert!(held.contains(before), "{name} answered before {before} was stored");
+                assert!(
+                    held.contains(before),
+                    "{name} answered before {before} was stored"
+                );
             }
         }
     }
