@@ -57,6 +57,8 @@
 #                                  synchronous_commit off, to see what the flush costs)
 #   MAX_APPS [1000000]
 #   SUBMIT_SERVE_ARGS [""]  more `weft serve` arguments for submit, e.g. "--sim-nodes 20x1048576mb,4096vcores"
+#   FILL_APPS [0]          submit: that many apps are submitted (and stay pending) before the
+#                          generator starts, so the rate is measured beside that many pending apps
 #   SUBMIT_APP_DURATION_MS [1000]  each submitted container's duration (with SUBMIT_SERVE_ARGS
 #                          giving nodes and a short duration, apps end and leave the active set)
 #   LEASES ["6000 1500"]  FAILOVER_RUNS [5]  SETTLE_S [3]  PENDING_APPS [0]
@@ -76,6 +78,7 @@ DURATION_S=${DURATION_S:-10}
 BACKENDS=${BACKENDS:-sqlite postgres}
 MAX_APPS=${MAX_APPS:-1000000}
 SUBMIT_SERVE_ARGS=${SUBMIT_SERVE_ARGS:-}
+FILL_APPS=${FILL_APPS:-0}
 SUBMIT_APP_DURATION_MS=${SUBMIT_APP_DURATION_MS:-1000}
 LEASES=${LEASES:-6000 1500}
 FAILOVER_RUNS=${FAILOVER_RUNS:-5}
@@ -189,7 +192,12 @@ submit() {
         # shellcheck disable=SC2086  # SUBMIT_SERVE_ARGS is split on purpose
         start_server server "$PORT" "$dir" "${store_args[@]}" $SUBMIT_SERVE_ARGS
         [ "$backend" = sqlite ] || wait_state "$PORT" ACTIVE
-        say "submit run $run, $backend, concurrency $c ($start UTC, load $before)"
+        if [ "$FILL_APPS" -gt 0 ]; then
+          "$GEN" fill --server "http://127.0.0.1:$PORT" --apps "$FILL_APPS" --concurrency 32 \
+            >"$dir/fill.out" 2>"$dir/fill.err" || die "the fill failed: $(tail -3 "$dir/fill.err")"
+          say "filled: $(tail -1 "$dir/fill.out")"
+        fi
+        say "submit run $run, $backend, concurrency $c, $FILL_APPS apps pending before ($start UTC, load $before)"
         "$GEN" submit --server "http://127.0.0.1:$PORT" --concurrency "$c" --warmup-s "$WARMUP_S" \
           --duration-s "$DURATION_S" --server-pid "$SERVER_PID" --label "$backend" --duration-ms "$SUBMIT_APP_DURATION_MS" \
           >"$dir/generator.out" 2>"$dir/generator.err" || die "the generator failed: $(tail -3 "$dir/generator.err")"
