@@ -450,3 +450,45 @@ fn a_yarn_client_submits_with_new_application_and_a_submission_context() {
     );
     server.stop();
 }
+
+#[test]
+fn the_local_agent_launches_what_is_placed_without_waiting_for_its_heartbeat() {
+    // Heartbeats ten minutes apart: a launch that waited for the agent's
+    // next heartbeat, rather than being told of the placement at once,
+    // would not come within the limit below.
+    let dir = crate::support::shared_tempdir();
+    let server = Server::start_with_local_agent(
+        &dir.path().join("data"),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=600000",
+        ],
+        None,
+    );
+    server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
+        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
+    });
+    let ran = weft_within(
+        &[
+            "app",
+            "run",
+            "--server",
+            &server.base,
+            "-n",
+            "6",
+            "--vcores",
+            "1",
+            "--memory",
+            "64mb",
+            "--wait",
+            "--",
+            "true",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+}

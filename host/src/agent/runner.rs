@@ -159,7 +159,10 @@ impl<T: ResourceTracker> AgentLoop<T> {
             }
             // Out of band, as YARN's NodeManager does when a container ends
             // (but not sooner than MIN_GAP after the last one).
-            if something_ended && self.registered && answered {
+            // And when the server says containers were placed here since
+            // (an agent in its process): their launch need not wait.
+            let placed = self.tracker.orders_waiting();
+            if (something_ended || placed) && self.registered && answered {
                 next_beat = next_beat.min(last_beat + MIN_GAP);
             }
             if Instant::now() >= next_beat {

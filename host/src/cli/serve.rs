@@ -389,6 +389,7 @@ fn start_local_agent(
         runtime: runtime.handle().clone(),
         caller: security.caller(&crate::security::service_user()),
         heartbeat_interval: Duration::from_millis(settings.nodes.heartbeat_interval_ms),
+        placed: Default::default(),
     };
     let identity = NodeIdentity {
         node_id,

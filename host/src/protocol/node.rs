@@ -291,4 +291,11 @@ pub trait ResourceTracker: Send {
     /// Moves on from the server that gave the last answer (a former
     /// active's, of an old epoch): the next request goes to the next one.
     fn pass_over(&mut self) {}
+
+    /// Whether the server placed containers on this node since the last
+    /// call, so the next heartbeat should not wait for its interval (known
+    /// only in process; over HTTP the orders come with the next heartbeat).
+    fn orders_waiting(&self) -> bool {
+        false
+    }
 }

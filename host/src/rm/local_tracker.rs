@@ -2,6 +2,8 @@
 //! protocol's requests as commands to the event loop, with the same answers
 //! as over HTTP.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::requests::RequestError;
@@ -24,6 +26,8 @@ pub struct LocalTracker {
     /// How often the agent should heartbeat: the registration's answer
     /// (`yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`).
     pub heartbeat_interval: Duration,
+    /// Set by the event loop when it places containers on this node.
+    pub placed: Arc<AtomicBool>,
 }
 
 impl LocalTracker {
@@ -47,7 +51,12 @@ impl ResourceTracker for LocalTracker {
     fn register(&mut self, request: &RegisterNode) -> Result<RegisteredNode, TrackerError> {
         let request = request.clone();
         let request_node_id = request.node_id.clone();
-        let registered = self.call(move |rm, caller| rm.register_node(caller, &request))?;
+        let placed = self.placed.clone();
+        let registered = self.call(move |rm, caller| {
+            let registered = rm.register_node(caller, &request)?;
+            rm.flag_placements_on(&request.node_id, placed);
+            Ok(registered)
+        })?;
         Ok(RegisteredNode {
             node_id: request_node_id,
             heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u64,
@@ -58,7 +67,18 @@ impl ResourceTracker for LocalTracker {
 
     fn heartbeat(&mut self, node: &str, beat: &Heartbeat) -> Result<NodeOrders, TrackerError> {
         let (node, beat) = (node.to_string(), beat.clone());
-        self.call(move |rm, caller| rm.node_heartbeat(caller, &node, &beat))
-            .map(std::sync::Arc::unwrap_or_clone)
+        let placed = self.placed.clone();
+        self.call(move |rm, caller| {
+            let orders = rm.node_heartbeat(caller, &node, &beat)?;
+            // This answer orders every placement so far: only those made
+            // after it (by a later round) call for the next heartbeat.
+            placed.store(false, Ordering::Release);
+            Ok(orders)
+        })
+        .map(Arc::unwrap_or_clone)
+    }
+
+    fn orders_waiting(&self) -> bool {
+        self.placed.swap(false, Ordering::Acquire)
     }
 }

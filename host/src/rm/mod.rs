@@ -90,6 +90,10 @@ pub struct ResourceManager {
     accounting: Accounting,
     /// The last grant's number, once read from the store.
     last_grant: Option<u64>,
+    /// Agents in this process told at once when containers are placed on
+    /// their node (the local agent): by node id, a flag its loop reads
+    /// between heartbeats, so the launch does not wait for its next one.
+    placement_flags: HashMap<String, Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl std::fmt::Debug for ResourceManager {
@@ -340,6 +344,7 @@ impl ResourceManager {
             event_log: None,
             accounting: Accounting::new(settings.accounting_enabled),
             last_grant: None,
+            placement_flags: HashMap::new(),
         })
     }
 
@@ -656,10 +661,19 @@ impl ResourceManager {
 
     /// Containers placed: those that run at once (on simulated nodes) are
     /// charged from now; an agent's from when it reports them running.
+    /// From now on `flag` is set whenever containers are placed on node
+    /// `node` (an agent in this process: see `local_tracker.rs`).
+    pub fn flag_placements_on(&mut self, node: &str, flag: Arc<std::sync::atomic::AtomicBool>) {
+        self.placement_flags.insert(node.to_string(), flag);
+    }
+
     fn containers_allocated(&mut self, allocations: &[Allocation], now: u64) {
         for allocation in allocations {
             let c = &allocation.container;
             tracing::debug!(container = %c.id, app = %c.app, node = %c.node, "container allocated");
+            if let Some(flag) = self.placement_flags.get(&c.node) {
+                flag.store(true, std::sync::atomic::Ordering::Release);
+            }
             if let Some(started) = c.launched_ms {
                 self.start_charging(c, &allocation.project, &allocation.user, started, now);
             }
