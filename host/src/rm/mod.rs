@@ -659,14 +659,14 @@ impl ResourceManager {
         }
     }
 
-    /// Containers placed: those that run at once (on simulated nodes) are
-    /// charged from now; an agent's from when it reports them running.
     /// From now on `flag` is set whenever containers are placed on node
     /// `node` (an agent in this process: see `local_tracker.rs`).
     pub fn flag_placements_on(&mut self, node: &str, flag: Arc<std::sync::atomic::AtomicBool>) {
         self.placement_flags.insert(node.to_string(), flag);
     }
 
+    /// Containers placed: those that run at once (on simulated nodes) are
+    /// charged from now; an agent's from when it reports them running.
     fn containers_allocated(&mut self, allocations: &[Allocation], now: u64) {
         for allocation in allocations {
             let c = &allocation.container;
@@ -982,14 +982,20 @@ pub fn spawn(
                         // The writer answers once the writes are durable;
                         // with more commands waiting, the loop goes on
                         // with them meanwhile.
-                        let writes = guarded("commit", || rm.take_unsaved()).unwrap_or_default();
-                        writer.write(
-                            writer::Turn {
-                                writes,
-                                replies: std::mem::take(&mut replies),
-                            },
-                            !inbox.is_empty(),
-                        );
+                        let replies = std::mem::take(&mut replies);
+                        match guarded("commit", || rm.take_unsaved()) {
+                            Ok(writes) => writer.write(
+                                writer::Turn { writes, replies },
+                                !inbox.is_empty(),
+                            ),
+                            // What was gathered stays unsaved for the next
+                            // turn; these commands are not known durable.
+                            Err(panicked) => {
+                                for reply in replies {
+                                    reply(Err(panicked.to_string()));
+                                }
+                            }
+                        }
                         if writer.is_fenced() {
                             break;
                         }
@@ -1005,7 +1011,10 @@ pub fn spawn(
                     }
                 }
                 if let Some(writer) = writer {
-                    writer.finish();
+                    // Writes a failed commit kept go first in the last one.
+                    let mut kept = writer.finish();
+                    kept.append(std::mem::take(&mut rm.unsaved));
+                    rm.unsaved = kept;
                 }
                 let _ = guarded("shutdown", || rm.shutdown());
                 let _ = commit(&mut rm);

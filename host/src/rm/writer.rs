@@ -7,9 +7,14 @@
 //!
 //! What callers see is as before: no answer leaves before the changes of
 //! its command, and of every command before it, are in the store. A failed
-//! commit keeps its writes, which go first in the next one; a fenced commit
-//! (another server is active) refuses every answer from then on and tells
-//! the loop to stop.
+//! (or panicking) commit keeps its writes, which go first in the next one;
+//! a fenced commit (another server is active) refuses every answer from
+//! then on and tells the loop to stop.
+//!
+//! The loop's other writes — reservations and their counter, saved by the
+//! reservation service in transactions of their own — may land before
+//! batches still queued here: they touch only rows no batch writes. A
+//! direct write of rows the batches also write would have to come here.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -76,12 +81,13 @@ impl Writer {
             return;
         }
         self.shared.in_flight.fetch_add(1, Ordering::SeqCst);
-        if let Some(turns) = &self.turns
-            && let Err(mpsc::SendError(turn)) = turns.send(turn)
-        {
-            // The thread is gone (it panicked): nothing is durable.
+        let Some(turns) = &self.turns else {
+            return;
+        };
+        if let Err(mpsc::SendError(turn)) = turns.send(turn) {
+            // The thread is gone: the loop writes this turn itself.
             self.shared.in_flight.fetch_sub(1, Ordering::SeqCst);
-            answer(turn.replies, Err("the store's writer stopped".into()));
+            self.shared.write(turn);
         }
     }
 
@@ -90,20 +96,14 @@ impl Writer {
         self.shared.fenced.load(Ordering::SeqCst)
     }
 
-    /// Waits until every turn handed over is written (or refused), then
-    /// tries once more to write what a failed commit kept.
-    pub(super) fn finish(mut self) {
+    /// Waits until every turn handed over is written (or refused), and
+    /// gives back what a failed commit kept, for the loop's last commit.
+    pub(super) fn finish(mut self) -> Batch {
         self.turns = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        let kept = std::mem::take(&mut *self.shared.kept());
-        if !kept.is_empty()
-            && !self.is_fenced()
-            && let Err(error) = commit(&self.shared.store, &kept)
-        {
-            tracing::error!(%error, writes = kept.len(), "the store refused the last commit; these writes are lost");
-        }
+        std::mem::take(&mut *self.shared.kept())
     }
 }
 
@@ -123,7 +123,18 @@ impl Shared {
         let mut kept = self.kept();
         let mut writes = std::mem::take(&mut *kept);
         writes.append(turn.writes);
-        match commit(&self.store, &writes) {
+        // A panic in the store is a failed commit, not a dead writer.
+        let committed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            commit(&self.store, &writes)
+        }))
+        .unwrap_or_else(|_| {
+            metrics().store_commit_failures.inc();
+            Err(StoreError::Database {
+                target: self.store.target().to_string(),
+                message: "the commit panicked (a bug; logged)".into(),
+            })
+        });
+        match committed {
             Ok(()) => {
                 drop(kept);
                 answer(turn.replies, Ok(()));
