@@ -161,8 +161,9 @@ impl<T: ResourceTracker> AgentLoop<T> {
             // (but not sooner than MIN_GAP after the last one).
             // And when the server says containers were placed here since
             // (an agent in its process): their launch need not wait.
-            let placed = self.tracker.orders_waiting();
-            if (something_ended || placed) && self.registered && answered {
+            let can_beat = self.registered && answered;
+            let placed = can_beat && self.tracker.orders_waiting();
+            if (something_ended || placed) && can_beat {
                 next_beat = next_beat.min(last_beat + MIN_GAP);
             }
             if Instant::now() >= next_beat {

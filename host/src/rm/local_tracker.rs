@@ -69,10 +69,15 @@ impl ResourceTracker for LocalTracker {
         let (node, beat) = (node.to_string(), beat.clone());
         let placed = self.placed.clone();
         self.call(move |rm, caller| {
+            let numbered = |rm: &ResourceManager| rm.cluster().node(&node).map(|n| n.response_id);
+            let before = numbered(rm);
             let orders = rm.node_heartbeat(caller, &node, &beat)?;
-            // This answer orders every placement so far: only those made
-            // after it (by a later round) call for the next heartbeat.
-            placed.store(false, Ordering::Release);
+            // A new answer orders every placement so far: only those made
+            // after it (by a later round) call for the next heartbeat. (A
+            // repeated answer is the one before, which may not.)
+            if numbered(rm) != before {
+                placed.store(false, Ordering::Release);
+            }
             Ok(orders)
         })
         .map(Arc::unwrap_or_clone)
