@@ -388,6 +388,22 @@ fn a_declared_body_too_large_is_refused_before_it_is_sent() {
         "PUT /ws/v1/policies/pricing HTTP/1.1\r\nhost: x\r\nx-weft-user: mallory\r\ncontent-length: 63000000\r\nconnection: close\r\n\r\n",
     );
     assert!(status.contains(" 403 "), "{status:?}");
+    // A route that reads no body answers a request that declared one, and
+    // says it closes the connection, whose unread rest it cannot serve
+    // another request from (the client did not ask to close it).
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address(&server)).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"POST /ws/v1/cluster/apps/new-application HTTP/1.1\r\nhost: x\r\nx-weft-user: alice\r\ncontent-length: 1000\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 200"), "{answer}");
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
     server.stop();
 }
 

@@ -68,7 +68,7 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
     }
 }
 
-/// The caller `auth::authenticate` established for this request.
+/// The caller `auth::admit` established for this request (`gate.rs`).
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
 
@@ -152,12 +152,15 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct RouteBodyLimit(pub usize);
 
-/// Refuses a request whose Content-Length is above its route's limit with
-/// 413, before a byte of its body is read.
+/// Refuses a request whose Content-Length is above its route's limit (a
+/// route not given one: the smallest, `MAX_BODY_BYTES`) with 413, before a
+/// byte of its body is read.
 fn refuse_oversized(request: &Request) -> Result<(), ApiError> {
-    let Some(RouteBodyLimit(limit)) = request.extensions().get::<RouteBodyLimit>().copied() else {
-        return Ok(());
-    };
+    let RouteBodyLimit(limit) = request
+        .extensions()
+        .get::<RouteBodyLimit>()
+        .copied()
+        .unwrap_or(RouteBodyLimit(crate::limits::MAX_BODY_BYTES));
     let declared = request
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)

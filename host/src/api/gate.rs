@@ -1,6 +1,6 @@
-//! The one layer every request passes before routing: who is asking
-//! (`auth.rs`), refused at once if no one may; and a body left unread by
-//! its handler closes the connection after the answer.
+//! The one layer around every route (and the fallback) that every request
+//! passes: who is asking (`auth.rs`), refused at once if no one may; and a
+//! body left unread by its handler closes the connection after the answer.
 //!
 //! Written as a plain tower service rather than `axum::middleware::from_fn`
 //! layers: those clone their inner service and box a future for every
@@ -79,19 +79,25 @@ where
             }),
         };
         let mut request = Request::from_parts(parts, body);
-        // A panic while authenticating is one 500, as one in a handler is.
-        let admitted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // A panic while authenticating is one 500 (logged and counted), as
+        // one in a handler is.
+        let refusal = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             auth::admit(&self.state, &mut request)
-        }))
-        .unwrap_or_else(|_| Err(ApiError::internal("authentication failed (a bug)")));
-        match admitted {
-            Ok(()) => GateFuture::Admitted {
-                future: self.inner.call(request),
-                read_to_end,
-            },
-            Err(refusal) => GateFuture::Refused {
-                response: Some(close_unless_read(refusal.into_response(), &read_to_end)),
-            },
+        })) {
+            Ok(Ok(())) => {
+                return GateFuture::Admitted {
+                    future: self.inner.call(request),
+                    read_to_end,
+                };
+            }
+            Ok(Err(refusal)) => refusal.into_response(),
+            Err(payload) => {
+                tracing::error!("a panic while authenticating a request");
+                super::error::panic_response(payload)
+            }
+        };
+        GateFuture::Refused {
+            response: Some(close_unless_read(refusal, &read_to_end)),
         }
     }
 }
