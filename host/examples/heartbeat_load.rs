@@ -900,14 +900,18 @@ async fn run(args: Args, address: String) -> anyhow::Result<()> {
         "  per second     answered: {}",
         join(Timeline::seconds(&shared.timeline.heartbeats, from, span))
     );
-    println!(
-        "                 slowest (ms): {}",
+    // A row of µs figures, shown in whole ms.
+    let join_ms = |counts: &[AtomicU64]| {
         join(
-            Timeline::seconds(&shared.timeline.slowest_us, from, span)
+            Timeline::seconds(counts, from, span)
                 .into_iter()
                 .map(|us| us / 1000)
-                .collect()
+                .collect(),
         )
+    };
+    println!(
+        "                 slowest (ms): {}",
+        join_ms(&shared.timeline.slowest_us)
     );
     println!(
         "                 over 10 ms: {}",
@@ -915,12 +919,7 @@ async fn run(args: Args, address: String) -> anyhow::Result<()> {
     );
     println!(
         "                 latest send after its tick (ms): {}",
-        join(
-            Timeline::seconds(&shared.timeline.latest_send_us, from, span)
-                .into_iter()
-                .map(|us| us / 1000)
-                .collect()
-        )
+        join_ms(&shared.timeline.latest_send_us)
     );
     let launches = shared.launches_total.load(Ordering::Relaxed);
     let acknowledged = shared.acknowledged_total.load(Ordering::Relaxed);
