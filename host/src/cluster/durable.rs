@@ -30,9 +30,9 @@ pub struct Changes {
     /// Apps let go by the retention: deleted with their containers.
     dropped_apps: BTreeSet<String>,
     /// Containers started or ended: id → (app, number).
-    containers: BTreeMap<String, (String, u64)>,
+    containers: foldhash::HashMap<String, (String, u64)>,
     /// Container records an app let go of (beyond its newest 10,000).
-    dropped_containers: BTreeSet<String>,
+    dropped_containers: foldhash::HashSet<String>,
     nodes: BTreeSet<String>,
     /// Node ids whose owner changed (claimed or released).
     owners: BTreeSet<String>,

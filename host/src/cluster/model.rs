@@ -6,6 +6,8 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
+use foldhash::HashMapExt;
+
 use serde::Serialize;
 
 use super::AccountingRecord;
@@ -226,7 +228,7 @@ pub struct Cluster {
     pub(super) queues: QueueTree,
     pub(super) nodes: BTreeMap<String, Node>,
     pub(super) apps: AppTable,
-    pub(super) app_index: HashMap<String, usize>,
+    pub(super) app_index: foldhash::HashMap<String, usize>,
     /// Apps ever ended, by how (they outlive the table's retention).
     pub(super) finished_total: usize,
     pub(super) failed_total: usize,
@@ -235,7 +237,7 @@ pub struct Cluster {
     pub(super) active: BTreeSet<usize>,
     /// How many of them each leaf, and each user in it, has.
     pub(super) active_counts: ActiveCounts,
-    pub(super) containers: HashMap<String, Container>,
+    pub(super) containers: foldhash::HashMap<String, Container>,
     /// When containers on simulated nodes end: (end ms, container id).
     pub(super) simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
     pub(super) next_container: u64,
@@ -254,7 +256,7 @@ pub struct Cluster {
     /// Who registered each agent node id first: theirs (and only theirs
     /// to register or heartbeat for) until an administrator releases it,
     /// also while the node is lost, and across restarts.
-    pub(super) node_owners: HashMap<String, String>,
+    pub(super) node_owners: foldhash::HashMap<String, String>,
     /// The accounting records of apps ended since
     /// [`Cluster::take_ended_apps`]: made as each ends, before the table
     /// may let it go.
@@ -284,20 +286,20 @@ impl Cluster {
             queues,
             nodes: BTreeMap::new(),
             apps: AppTable::new(usize::MAX),
-            app_index: HashMap::new(),
+            app_index: foldhash::HashMap::new(),
             finished_total: 0,
             failed_total: 0,
             killed_total: 0,
             active: BTreeSet::new(),
             active_counts: ActiveCounts::default(),
-            containers: HashMap::new(),
+            containers: foldhash::HashMap::new(),
             simulated_ends: BinaryHeap::new(),
             next_container: 1,
             failing: Vec::new(),
             changes: None,
             epoch: 0,
             lost_nodes: BTreeMap::new(),
-            node_owners: HashMap::new(),
+            node_owners: foldhash::HashMap::new(),
             ended_apps: Vec::new(),
         }
     }

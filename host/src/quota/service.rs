@@ -22,7 +22,7 @@
 //! service had: after a crash, each container's usage is charged exactly
 //! once, from its stored charged-until time.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -117,12 +117,12 @@ pub struct UnitPrices {
 /// module's docs).
 pub struct QuotaService {
     settings: QuotaSettings,
-    running: HashMap<String, Tracked>,
+    running: foldhash::HashMap<String, Tracked>,
     /// How many running containers each group has.
-    groups: HashMap<Group, u32>,
+    groups: foldhash::HashMap<Group, u32>,
     /// Containers started or resized since the last QUOTA_COMPUTE: they owe
     /// from their own `last_charged_ms`, not from the last QUOTA_COMPUTE.
-    fresh: HashSet<String>,
+    fresh: foldhash::HashSet<String>,
     last_compute_ms: u64,
     owed: Vec<Owed>,
     multiplicators: PriceMultiplicators,
@@ -150,7 +150,7 @@ struct QuotaChanges {
     last_compute: bool,
     /// Containers whose own charged-until time moved, or that stopped
     /// being charged.
-    containers: BTreeSet<String>,
+    containers: foldhash::HashSet<String>,
 }
 
 /// The setting under which the last QUOTA_COMPUTE's time is kept.
@@ -197,9 +197,9 @@ impl QuotaService {
         QuotaService {
             ledger: QuotaLedger::new(settings.default_credits),
             settings,
-            running: HashMap::new(),
-            groups: HashMap::new(),
-            fresh: HashSet::new(),
+            running: Default::default(),
+            groups: Default::default(),
+            fresh: Default::default(),
             last_compute_ms: 0,
             owed: Vec::new(),
             multiplicators: UNIT_MULTIPLICATORS,
