@@ -708,11 +708,28 @@ pub struct StoredContainer {
     pub charged_until_ms: Option<u64>,
 }
 
+/// A container's record upsert; its charged-until time is left as it was.
+const PUT_CONTAINER: &str =
+    "INSERT INTO container (id, app, seq, running, record) VALUES (?1, ?2, ?3, ?4, ?5)
+     ON CONFLICT (id) DO UPDATE SET running = excluded.running, record = excluded.record";
+
+/// [`PUT_CONTAINER`] that also sets the charged-until time (`?6`).
+const PUT_CONTAINER_CHARGED: &str =
+    "INSERT INTO container (id, app, seq, running, record, charged_until_ms)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+     ON CONFLICT (id) DO UPDATE SET running = excluded.running, record = excluded.record,
+         charged_until_ms = excluded.charged_until_ms";
+
 /// The writes of one transaction, built by the event loop and the services
 /// (each method is one table's upsert or delete).
 #[derive(Debug, Default)]
 pub struct Batch {
     statements: Vec<Statement>,
+    /// Where each container's record upsert is in `statements`, so that a
+    /// charged-until time set after it goes into the same row write
+    /// instead of an UPDATE of its own (a container that starts or ends
+    /// changes both at once: one B-tree walk instead of two).
+    container_puts: foldhash::HashMap<String, usize>,
 }
 
 impl Batch {
@@ -728,6 +745,10 @@ impl Batch {
 
     /// Adds `other`'s writes after these.
     pub fn append(&mut self, other: Batch) {
+        // Later writes are no longer folded into earlier records: a
+        // charged-until time for a container in `other` could otherwise
+        // land in a record upsert that precedes other's statements.
+        self.container_puts.clear();
         self.statements.extend(other.statements);
     }
 
@@ -799,9 +820,10 @@ impl Batch {
     /// A container's record; `running` while it runs. Its charged-until
     /// time is set apart ([`Batch::charged_until`]) and kept here.
     pub fn put_container(&mut self, id: &str, app: &str, seq: u64, running: bool, record: String) {
+        self.container_puts
+            .insert(id.to_string(), self.statements.len());
         self.push(
-            "INSERT INTO container (id, app, seq, running, record) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (id) DO UPDATE SET running = excluded.running, record = excluded.record",
+            PUT_CONTAINER,
             vec![
                 id.into(),
                 app.into(),
@@ -820,6 +842,14 @@ impl Batch {
     /// Up to when a running container has been charged (`None`: it is no
     /// longer charged by the quota service).
     pub fn charged_until(&mut self, id: &str, ms: Option<u64>) {
+        if let Some(&at) = self.container_puts.get(id) {
+            // Nothing between that upsert and here writes this row's
+            // charged-until time (the map is cleared when batches merge).
+            let put = &mut self.statements[at];
+            put.sql = PUT_CONTAINER_CHARGED;
+            put.params.push(ms.into());
+            return;
+        }
         self.push(
             "UPDATE container SET charged_until_ms = ?2 WHERE id = ?1",
             vec![id.into(), ms.into()],
@@ -954,5 +984,62 @@ mod tests {
             [("r1".into(), "root.plan".into(), "{\"a\":2}".into())]
         );
         assert_eq!(store.counter("reservation").unwrap(), 7);
+    }
+
+    #[test]
+    fn a_charged_until_time_joins_its_records_upsert_in_one_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let stored = |store: &Store| {
+            let mut rows: Vec<_> = store
+                .containers()
+                .unwrap()
+                .into_iter()
+                .map(|c| (c.record, c.running, c.charged_until_ms))
+                .collect();
+            rows.sort_by(|a, b| a.0.cmp(&b.0));
+            rows
+        };
+
+        let mut batch = Batch::default();
+        batch.put_app("a1", 1, "{}".into());
+        batch.put_container("c1", "a1", 1, true, "r1".into());
+        batch.put_container("c2", "a1", 2, true, "r2".into());
+        batch.charged_until("c1", Some(5));
+        batch.charged_until("c3", Some(9)); // no record in this batch, no row
+        assert_eq!(batch.len(), 4, "c1's time joined its upsert");
+        store.commit(&batch).unwrap();
+        assert_eq!(
+            stored(&store),
+            [("r1".into(), true, Some(5)), ("r2".into(), true, None)]
+        );
+
+        // A later upsert without a time keeps the stored one; one with a
+        // time (ended: none) replaces it.
+        let mut batch = Batch::default();
+        batch.put_container("c1", "a1", 1, true, "r1b".into());
+        batch.put_container("c2", "a1", 2, false, "r2b".into());
+        batch.charged_until("c2", Some(7));
+        store.commit(&batch).unwrap();
+        let mut batch = Batch::default();
+        batch.put_container("c2", "a1", 2, false, "r2c".into());
+        batch.charged_until("c2", None);
+        store.commit(&batch).unwrap();
+        assert_eq!(
+            stored(&store),
+            [("r1b".into(), true, Some(5)), ("r2c".into(), false, None)]
+        );
+
+        // After batches merge, a time is an UPDATE of its own again, after
+        // every merged statement.
+        let mut first = Batch::default();
+        first.put_container("c1", "a1", 1, true, "r1c".into());
+        let mut second = Batch::default();
+        second.charged_until("c1", Some(11));
+        first.append(second);
+        first.charged_until("c1", Some(12));
+        assert_eq!(first.len(), 3);
+        store.commit(&first).unwrap();
+        assert_eq!(stored(&store)[0], ("r1c".into(), true, Some(12)));
     }
 }

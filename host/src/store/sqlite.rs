@@ -10,6 +10,10 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use super::{Backend, Dialect, Fence, Row, Statement, StoreError, Value, migrations};
 
+/// The page cache of the store's connection, in KiB (64 MiB at most, held
+/// only as the database grows into it).
+const PAGE_CACHE_KIB: i64 = 64 * 1024;
+
 /// The store on SQLite: one connection to `weft.db` (or to a database in
 /// memory) and, for a file, the lock that keeps other servers off its
 /// directory.
@@ -54,6 +58,13 @@ impl SqliteBackend {
                 .pragma_update(None, pragma, value)
                 .map_err(|e| fail(format!("PRAGMA {pragma}: {e}")))?;
         }
+        // SQLite's default page cache (2 MB) is far smaller than a busy
+        // cluster's container table: every upsert then reads its B-tree
+        // pages back through the OS, and a large commit spills dirty pages
+        // to the WAL before it ends. A negative size is in KiB.
+        connection
+            .pragma_update(None, "cache_size", -PAGE_CACHE_KIB)
+            .map_err(|e| fail(format!("PRAGMA cache_size: {e}")))?;
         connection
             .busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| fail(e.to_string()))?;
