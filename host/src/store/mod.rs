@@ -846,8 +846,12 @@ impl Batch {
             // Nothing between that upsert and here writes this row's
             // charged-until time (the map is cleared when batches merge).
             let put = &mut self.statements[at];
-            put.sql = PUT_CONTAINER_CHARGED;
-            put.params.push(ms.into());
+            if put.sql == PUT_CONTAINER_CHARGED {
+                put.params[5] = ms.into();
+            } else {
+                put.sql = PUT_CONTAINER_CHARGED;
+                put.params.push(ms.into());
+            }
             return;
         }
         self.push(
@@ -1005,7 +1009,8 @@ mod tests {
         batch.put_app("a1", 1, "{}".into());
         batch.put_container("c1", "a1", 1, true, "r1".into());
         batch.put_container("c2", "a1", 2, true, "r2".into());
-        batch.charged_until("c1", Some(5));
+        batch.charged_until("c1", Some(4));
+        batch.charged_until("c1", Some(5)); // the later time wins
         batch.charged_until("c3", Some(9)); // no record in this batch, no row
         assert_eq!(batch.len(), 4, "c1's time joined its upsert");
         store.commit(&batch).unwrap();
