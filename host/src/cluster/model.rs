@@ -256,6 +256,8 @@ pub struct Cluster {
     /// Who registered each agent node id first: theirs (and only theirs
     /// to register or heartbeat for) until an administrator releases it,
     /// also while the node is lost, and across restarts.
+    /// (foldhash, seeded per map, resists chosen keys less than SipHash;
+    /// node ids come only from callers `node-acl` admits.)
     pub(super) node_owners: foldhash::HashMap<String, String>,
     /// The accounting records of apps ended since
     /// [`Cluster::take_ended_apps`]: made as each ends, before the table

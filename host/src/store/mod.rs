@@ -844,7 +844,9 @@ impl Batch {
     pub fn charged_until(&mut self, id: &str, ms: Option<u64>) {
         if let Some(&at) = self.container_puts.get(id) {
             // Nothing between that upsert and here writes this row's
-            // charged-until time (the map is cleared when batches merge).
+            // charged-until time (the map is cleared when batches merge),
+            // and a delete of the row in between leaves it gone either way
+            // (the separate UPDATE would have matched no row).
             let put = &mut self.statements[at];
             if put.sql == PUT_CONTAINER_CHARGED {
                 put.params[5] = ms.into();
