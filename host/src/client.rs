@@ -305,6 +305,24 @@ impl Client {
         self.answer(path, response)
     }
 
+    /// GETs `path` from the server `base` alone (no failover, and which
+    /// server is current is left as it is), waiting up to `wait` beyond
+    /// the usual time for its answer: a request the server holds open (an
+    /// agent's wait for orders). The JSON body of a 2xx answer.
+    pub fn get_waiting(&self, base: &str, path: &str, wait: Duration) -> anyhow::Result<Value> {
+        let request = self
+            .agent
+            .get(format!("{base}{path}"))
+            .config()
+            .timeout_recv_response(Some(ANSWER_TIMEOUT + wait))
+            .build();
+        let response = self
+            .with_user(request)
+            .call()
+            .with_context(|| format!("{base}{path}"))?;
+        self.answer(path, response)
+    }
+
     /// The server that answered last as active (the first listed before
     /// any answered): where the next request goes first.
     pub fn current_server(&self) -> &str {

@@ -492,3 +492,172 @@ fn the_local_agent_launches_what_is_placed_without_waiting_for_its_heartbeat() {
         String::from_utf8_lossy(&ran.stderr)
     );
 }
+
+#[test]
+fn a_remote_agent_launches_what_is_placed_without_waiting_for_its_heartbeat() {
+    // As the local agent's test above, for `weft agent` over HTTP: its wait
+    // for orders, held open beside the heartbeats, ends when the round
+    // places containers on its node, and it heartbeats for them at once.
+    let dir = crate::support::shared_tempdir();
+    let server = Server::start_in(
+        &dir.path().join("data"),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=600000",
+        ],
+    );
+    let agent = start_agent(&server, dir.path());
+    server.wait_for("/ws/v1/cluster/nodes", "the agent", |b| {
+        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
+    });
+    for round in 0..2 {
+        let ran = weft_within(
+            &[
+                "app",
+                "run",
+                "--server",
+                &server.base,
+                "-n",
+                "6",
+                "--vcores",
+                "1",
+                "--memory",
+                "64mb",
+                "--wait",
+                "--",
+                "true",
+            ],
+            Duration::from_secs(60),
+        );
+        assert!(
+            ran.status.success(),
+            "round {round}: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+    }
+    drop(agent);
+    server.stop();
+}
+
+#[test]
+fn waits_for_orders_and_for_an_apps_end_are_owned_bounded_and_end_when_awaited() {
+    let server = Server::start(&[]);
+    let (status, body) = server.post_json_as(
+        "/ws/v1/cluster/nodes/register",
+        &serde_json::json!({"node_id": "n1", "memory_mb": 4096, "vcores": 4, "running": []}),
+        Some("nm"),
+    );
+    assert_eq!(status, 200, "{body}");
+    let orders = "/ws/v1/cluster/nodes/n1/orders-waiting";
+    let (status, body) = server.get_as(&format!("{orders}?wait_ms=30001"), Some("nm"));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("wait_ms"), "{body}");
+    let (status, body) = server.get_as(&format!("{orders}?wait_ms=10"), Some("someone-else"));
+    assert_eq!(
+        status, 403,
+        "only the node's registrant waits for its orders: {body}"
+    );
+    let (status, body) = server.get_as(
+        "/ws/v1/cluster/nodes/nobody-registered/orders-waiting?wait_ms=10",
+        Some("nm"),
+    );
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = server.get_as(&format!("{orders}?wait_ms=10"), Some("nm"));
+    assert_eq!(
+        (status, &body["orders_waiting"]),
+        (200, &serde_json::json!(false)),
+        "{body}"
+    );
+
+    // A wait held open ends when a container is placed on the node; a
+    // second one meanwhile is refused.
+    std::thread::scope(|scope| {
+        let held = scope.spawn(|| {
+            let begun = Instant::now();
+            let answer = server.get_as(&format!("{orders}?wait_ms=30000"), Some("nm"));
+            (answer, begun.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let (status, body) = server.get_as(&format!("{orders}?wait_ms=10"), Some("nm"));
+        assert_eq!(status, 409, "one wait per node: {body}");
+        server.submit("p", 1, 60_000);
+        let ((status, body), waited) = held.join().unwrap();
+        assert_eq!(
+            (status, &body["orders_waiting"]),
+            (200, &serde_json::json!(true)),
+            "{body}"
+        );
+        assert!(
+            waited < Duration::from_secs(25),
+            "the placement ended the wait ({waited:?})"
+        );
+    });
+    // Until a heartbeat's answer carries the placement, a wait answers at
+    // once; after it, it waits again.
+    let (status, body) = server.get_as(&format!("{orders}?wait_ms=30000"), Some("nm"));
+    assert_eq!(
+        (status, &body["orders_waiting"]),
+        (200, &serde_json::json!(true)),
+        "{body}"
+    );
+    let (status, body) = server.post_json_as(
+        "/ws/v1/cluster/nodes/n1/heartbeat",
+        &serde_json::json!({"response_id": 0, "running": []}),
+        Some("nm"),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["allocations"].as_array().map(Vec::len),
+        Some(1),
+        "{body}"
+    );
+    let (status, body) = server.get_as(&format!("{orders}?wait_ms=10"), Some("nm"));
+    assert_eq!(
+        (status, &body["orders_waiting"]),
+        (200, &serde_json::json!(false)),
+        "{body}"
+    );
+
+    // An app's state, waited for: bounded, and answered when it ends.
+    let app = server.submit("p", 1, 60_000);
+    let state = format!("/ws/v1/cluster/apps/{app}/state");
+    let (status, body) = server.get(&format!("{state}?wait_ms=30001"));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("wait_ms"), "{body}");
+    let (status, body) = server.get(&format!("{state}?wait_ms=10"));
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        matches!(body["state"].as_str(), Some("ACCEPTED" | "RUNNING")),
+        "{body}"
+    );
+    let (status, body) = server.get("/ws/v1/cluster/apps/application_1_9999/state?wait_ms=10");
+    assert_eq!(status, 404, "{body}");
+    std::thread::scope(|scope| {
+        let held = scope.spawn(|| {
+            let begun = Instant::now();
+            (
+                server.get(&format!("{state}?wait_ms=30000")),
+                begun.elapsed(),
+            )
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let (status, body) = server.request(
+            "PUT",
+            &state,
+            &[("content-type", "application/json")],
+            Some(br#"{"state": "KILLED"}"#),
+        );
+        assert_eq!(status, 200, "{body}");
+        let ((status, body), waited) = held.join().unwrap();
+        assert_eq!(
+            (status, &body["state"]),
+            (200, &serde_json::json!("KILLED")),
+            "{body}"
+        );
+        assert!(
+            waited < Duration::from_secs(25),
+            "the kill ended the wait ({waited:?})"
+        );
+    });
+    server.stop();
+}

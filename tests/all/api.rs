@@ -79,6 +79,8 @@ fn in_process() -> &'static InProcess {
             heartbeat_interval_ms: 1000,
             policy_loads: Default::default(),
             live: Default::default(),
+            // Never stops: the sender is dropped.
+            stopping: tokio::sync::watch::channel(false).1,
         };
         InProcess {
             router: router(state),
@@ -237,6 +239,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ws/v1/cluster/scheduler/app-activities/{id}"),
     ("POST", "/ws/v1/cluster/nodes/register"),
     ("POST", "/ws/v1/cluster/nodes/{id}/heartbeat"),
+    ("GET", "/ws/v1/cluster/nodes/{id}/orders-waiting"),
     ("POST", "/ws/v1/cluster/nodes/{id}/release"),
     ("GET", "/ws/v1/cluster/apps"),
     ("POST", "/ws/v1/cluster/apps"),

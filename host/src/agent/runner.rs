@@ -151,7 +151,9 @@ impl<T: ResourceTracker> AgentLoop<T> {
                     );
                 }
             }
-            let ended = self.executor.poll();
+            // Ends are found first and tidied after the heartbeat that
+            // reports them, so the server learns of them sooner.
+            let ended = self.executor.poll_ends();
             let something_ended = !ended.is_empty();
             for end in ended {
                 tracing::info!(container = %end.container_id, exit_status = end.exit_status, "container ended");
@@ -183,6 +185,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
                     }
                 };
             }
+            self.executor.tidy();
             let wait = next_beat
                 .saturating_duration_since(Instant::now())
                 .min(POLL);

@@ -1,5 +1,7 @@
 //! Cluster, node and application endpoints, in YARN's shapes.
 
+use std::time::Duration;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -13,9 +15,11 @@ use crate::cluster::{
     App, AppFilter, AppState, Ask, Node, NodeKind, OTHER_YARN_APP_STATES, SubmitApp,
 };
 use crate::limits::{DEFAULT_APPS_PAGE, MAX_APPS_PAGE};
-use crate::protocol::node::{Heartbeat, NodeOrders, RegisterNode, RegisteredNode};
-use crate::rm::ResourceManager;
+use crate::protocol::node::{
+    Heartbeat, MAX_ORDERS_WAIT_MS, NodeOrders, OrdersWaiting, RegisterNode, RegisteredNode,
+};
 use crate::rm::requests::NodeReleased;
+use crate::rm::{ResourceManager, notices};
 use crate::scheduler::diagnostics;
 use crate::security::Caller;
 
@@ -476,6 +480,55 @@ pub(super) async fn heartbeat(
     Ok(Json(orders))
 }
 
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct OrdersWaitQuery {
+    /// How long to wait for placements, in ms (0, the default, answers at
+    /// once; at most 30000).
+    wait_ms: Option<u64>,
+}
+
+/// Waits up to `wait_ms` for containers to be placed on node `id` and
+/// says whether any wait for its next heartbeat, so its agent need not
+/// wait for its interval to launch them (the orders come in the
+/// heartbeat's answer). From the caller that registered it; one wait per
+/// node at a time; a stopping server ends it.
+#[utoipa::path(get, path = "/ws/v1/cluster/nodes/{id}/orders-waiting", tag = "nodes",
+    params(("id" = String, Path, description = "The node id"), OrdersWaitQuery),
+    responses((status = 200, body = OrdersWaiting), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 409, body = RemoteException)))]
+pub(super) async fn orders_waiting(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<OrdersWaitQuery>,
+) -> Result<Json<OrdersWaiting>, ApiError> {
+    let wait_ms = query.wait_ms.unwrap_or(0);
+    if wait_ms > MAX_ORDERS_WAIT_MS {
+        return Err(ApiError::bad_request(format!(
+            "wait_ms is {wait_ms}, but may be at most {MAX_ORDERS_WAIT_MS}"
+        )));
+    }
+    let notice = state
+        .rm
+        .with(move |rm: &mut ResourceManager| rm.node_placement_notice(&caller, &id))
+        .await??;
+    let mut stopping = state.stopping.clone();
+    let stopped = async move {
+        // A server that cannot stop (its sender gone) never ends a wait.
+        if stopping.wait_for(|stop| *stop).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let waited = tokio::select! {
+        waited = notice.wait(Duration::from_millis(wait_ms)) => waited,
+        () = stopped => Ok(false),
+    };
+    let orders_waiting = waited.map_err(ApiError::conflict)?;
+    Ok(Json(OrdersWaiting { orders_waiting }))
+}
+
 /// Frees a node id for whoever registers it next (administrators only).
 /// A node id belongs to whoever registered it first, also while it is
 /// lost; releasing a registered node loses it now: its containers end
@@ -868,21 +921,68 @@ pub(super) struct AppStateBody {
     state: String,
 }
 
-/// An app's state.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct AppStateQuery {
+    /// Weft's addition: wait up to this many ms for the app to end before
+    /// answering (0, the default, answers at once, as YARN; at most 30000).
+    wait_ms: Option<u64>,
+}
+
+/// The longest a client may wait for an app's end in one request (ms).
+const MAX_APP_STATE_WAIT_MS: u64 = 30_000;
+
+/// An app's state; with `wait_ms`, answered when the app ends (FINISHED,
+/// FAILED or KILLED) or the wait runs out, whichever is first, so a client
+/// following an app learns of its end at once without polling.
 #[utoipa::path(get, path = "/ws/v1/cluster/apps/{id}/state", tag = "apps",
-    params(("id" = String, Path, description = "The application id")),
-    responses((status = 200, body = AppStateBody), (status = 401, body = RemoteException),
-        (status = 404, body = RemoteException)))]
+    params(("id" = String, Path, description = "The application id"), AppStateQuery),
+    responses((status = 200, body = AppStateBody), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 404, body = RemoteException)))]
 pub(super) async fn app_state(
     State(state): State<ApiState>,
     ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<AppStateQuery>,
 ) -> Result<Json<AppStateBody>, ApiError> {
-    let wanted = id.clone();
-    let found = state
-        .rm
-        .with(move |rm: &mut ResourceManager| rm.cluster().app(&wanted).map(|a| a.state))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("application {id} not found")))?;
+    let wait_ms = query.wait_ms.unwrap_or(0);
+    if wait_ms > MAX_APP_STATE_WAIT_MS {
+        return Err(ApiError::bad_request(format!(
+            "wait_ms is {wait_ms}, but may be at most {MAX_APP_STATE_WAIT_MS}"
+        )));
+    }
+    let read = |wait: bool| {
+        let (handle, wanted) = (state.rm.clone(), id.clone());
+        async move {
+            handle
+                .with(move |rm: &mut ResourceManager| {
+                    if wait {
+                        rm.app_end_wait(&wanted)
+                    } else {
+                        rm.cluster().app(&wanted).map(|a| (a.state, None))
+                    }
+                })
+                .await
+        }
+    };
+    let not_found = || ApiError::not_found(format!("application {id} not found"));
+    let (found, end) = read(wait_ms > 0).await?.ok_or_else(not_found)?;
+    let found = match end {
+        None => found,
+        Some(end) => {
+            let mut stopping = state.stopping.clone();
+            let stopped = async move {
+                // A server that cannot stop (its sender gone) never ends a wait.
+                if stopping.wait_for(|stop| *stop).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                _ = notices::app_ended(end, Duration::from_millis(wait_ms)) => {}
+                () = stopped => {}
+            }
+            read(false).await?.ok_or_else(not_found)?.0
+        }
+    };
     Ok(Json(AppStateBody {
         state: found.as_str().into(),
     }))

@@ -66,6 +66,9 @@ pub struct ApiState {
     pub policy_loads: Arc<tokio::sync::Mutex<()>>,
     /// The web UI's live topics (GET /ws/v1/events).
     pub live: Arc<events::Live>,
+    /// Turns true when the server stops: requests that wait (an agent's
+    /// wait for orders) end then rather than hold the stop up.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for ApiState {
@@ -88,6 +91,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(cluster::node)))
         .routes(small(routes!(cluster::register_node)))
         .routes(small(routes!(cluster::heartbeat)))
+        .routes(small(routes!(cluster::orders_waiting)))
         .routes(small(routes!(cluster::release_node)))
         .routes(small(routes!(cluster::apps, cluster::submit_app)))
         .routes(small(routes!(yarn_apps::new_application)))

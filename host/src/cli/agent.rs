@@ -35,6 +35,13 @@ pub(super) struct AgentArgs {
     /// Where the agent serves container logs to the resource manager.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     logs_listen: SocketAddr,
+    /// How long each wait for orders is held open beside the heartbeats,
+    /// so containers placed here launch at once rather than at the next
+    /// heartbeat (0: no waits; at most 30000). Each costs one more
+    /// connection to the server.
+    #[arg(long, value_name = "MS", default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(0..=crate::protocol::node::MAX_ORDERS_WAIT_MS))]
+    order_wait_ms: u64,
 }
 
 pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
@@ -88,7 +95,7 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
     let thread = agent::spawn_loop(
         identity,
         settings.agent.log_retain,
-        HttpTracker { client },
+        HttpTracker::new(client, std::time::Duration::from_millis(args.order_wait_ms)),
         executor,
         stop.clone(),
         true,

@@ -290,24 +290,28 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
 /// How long an app may wait for its containers before `--wait` says why.
 const SAY_WHY_AFTER: Duration = Duration::from_secs(3);
 
-/// The longest pause between two looks at a waited-for app: 200 ms, as
-/// YARN's client polls (`yarn.client.application-client-protocol.poll-interval-ms`),
-/// so `--wait` returns within a fifth of a second of the end.
-const WAIT_POLL_MAX: Duration = Duration::from_millis(200);
+/// How long one wait for the app's end is held open by the server
+/// (`GET …/state?wait_ms=`): it answers the moment the app ends, so
+/// `--wait` returns then; between waits the app's report is read again,
+/// to say why it waits.
+const END_WAIT: Duration = Duration::from_secs(2);
 
-/// Polls the app until it has ended; returns its report. While containers
+/// The shortest time between two reads of the app's report: a server that
+/// answers a wait at once (one that waits on many apps) is not asked again
+/// in a busy loop.
+const LOOK_GAP: Duration = Duration::from_millis(200);
+
+/// Follows the app until it has ended; returns its report. While containers
 /// of it have waited a few seconds, says why on stderr (and again when the
 /// reason changes), so a wait is never silent.
 fn wait_for_end(client: &Client, id: &str) -> anyhow::Result<Value> {
-    let mut pause = Duration::from_millis(20);
     let begun = std::time::Instant::now();
     let mut said: Option<String> = None;
+    let ended = |state: Option<&str>| matches!(state, Some("FINISHED" | "FAILED" | "KILLED"));
     loop {
+        let looked = std::time::Instant::now();
         let app = client.get(&format!("/ws/v1/cluster/apps/{}", encode(id)))?["app"].clone();
-        if matches!(
-            app["state"].as_str(),
-            Some("FINISHED" | "FAILED" | "KILLED")
-        ) {
+        if ended(app["state"].as_str()) {
             return Ok(app);
         }
         let waiting = app["pendingContainers"].as_u64().unwrap_or(0) > 0;
@@ -322,8 +326,14 @@ fn wait_for_end(client: &Client, id: &str) -> anyhow::Result<Value> {
             eprintln!("{id} waits{position}: {reason}");
             said = Some(reason.to_string());
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(WAIT_POLL_MAX);
+        let state = client.get(&format!(
+            "/ws/v1/cluster/apps/{}/state?wait_ms={}",
+            encode(id),
+            END_WAIT.as_millis()
+        ))?;
+        if !ended(state["state"].as_str()) {
+            std::thread::sleep(LOOK_GAP.saturating_sub(looked.elapsed()));
+        }
     }
 }
 

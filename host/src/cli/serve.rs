@@ -305,6 +305,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
             live: Arc::new(crate::api::Live::new(
                 settings.http.event_stream_lifetime,
             )),
+            stopping: stop_rx.clone(),
         };
         // stdout gets the one line a user needs; logs go to stderr.
         println!(

@@ -253,6 +253,19 @@ impl NodeOrders {
     }
 }
 
+/// The longest an agent's wait for orders is held open, in ms
+/// (`GET /ws/v1/cluster/nodes/{id}/orders-waiting?wait_ms=`).
+pub const MAX_ORDERS_WAIT_MS: u64 = 30_000;
+
+/// The answer to an agent's wait for orders: whether containers were
+/// placed on its node since its last answer (then it heartbeats at once
+/// for them), or the wait ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct OrdersWaiting {
+    /// Placements wait for the node's next heartbeat.
+    pub orders_waiting: bool,
+}
+
 /// Why a request to the tracker got no answer to act on.
 #[derive(Debug, thiserror::Error)]
 pub enum TrackerError {
@@ -293,8 +306,9 @@ pub trait ResourceTracker: Send {
     fn pass_over(&mut self) {}
 
     /// Whether the server placed containers on this node since the last
-    /// call, so the next heartbeat should not wait for its interval (known
-    /// only in process; over HTTP the orders come with the next heartbeat).
+    /// call, so the next heartbeat should not wait for its interval (in
+    /// process a flag the server sets; over HTTP a wait kept open beside
+    /// the heartbeats).
     fn orders_waiting(&self) -> bool {
         false
     }

@@ -3,11 +3,10 @@
 //! as over HTTP.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::requests::RequestError;
-use super::{ResourceManager, RmHandle};
+use super::{PlacementNotice, ResourceManager, RmHandle};
 use crate::protocol::node::{
     Heartbeat, NodeOrders, RegisterNode, RegisteredNode, ResourceTracker, TrackerError,
 };
@@ -26,8 +25,9 @@ pub struct LocalTracker {
     /// How often the agent should heartbeat: the registration's answer
     /// (`yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`).
     pub heartbeat_interval: Duration,
-    /// Set by the event loop when it places containers on this node.
-    pub placed: Arc<AtomicBool>,
+    /// Set by the event loop when it places containers on this node (from
+    /// the last registration on).
+    pub placed: Option<Arc<PlacementNotice>>,
 }
 
 impl LocalTracker {
@@ -51,12 +51,11 @@ impl ResourceTracker for LocalTracker {
     fn register(&mut self, request: &RegisterNode) -> Result<RegisteredNode, TrackerError> {
         let request = request.clone();
         let request_node_id = request.node_id.clone();
-        let placed = self.placed.clone();
-        let registered = self.call(move |rm, caller| {
+        let (registered, notice) = self.call(move |rm, caller| {
             let registered = rm.register_node(caller, &request)?;
-            rm.flag_placements_on(&request.node_id, placed);
-            Ok(registered)
+            Ok((registered, rm.placement_notice(&request.node_id)))
         })?;
+        self.placed = Some(notice);
         Ok(RegisteredNode {
             node_id: request_node_id,
             heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u64,
@@ -67,23 +66,11 @@ impl ResourceTracker for LocalTracker {
 
     fn heartbeat(&mut self, node: &str, beat: &Heartbeat) -> Result<NodeOrders, TrackerError> {
         let (node, beat) = (node.to_string(), beat.clone());
-        let placed = self.placed.clone();
-        self.call(move |rm, caller| {
-            let numbered = |rm: &ResourceManager| rm.cluster().node(&node).map(|n| n.response_id);
-            let before = numbered(rm);
-            let orders = rm.node_heartbeat(caller, &node, &beat)?;
-            // A new answer orders every placement so far: only those made
-            // after it (by a later round) call for the next heartbeat. (A
-            // repeated answer is the one before, which may not.)
-            if numbered(rm) != before {
-                placed.store(false, Ordering::Release);
-            }
-            Ok(orders)
-        })
-        .map(Arc::unwrap_or_clone)
+        self.call(move |rm, caller| rm.node_heartbeat(caller, &node, &beat))
+            .map(Arc::unwrap_or_clone)
     }
 
     fn orders_waiting(&self) -> bool {
-        self.placed.swap(false, Ordering::Acquire)
+        self.placed.as_ref().is_some_and(|notice| notice.take())
     }
 }

@@ -10,6 +10,7 @@
 pub mod assemble;
 pub mod budget;
 pub mod local_tracker;
+pub mod notices;
 pub mod policy_load;
 pub mod policy_watch;
 pub mod recovery;
@@ -41,6 +42,7 @@ use crate::store::{Batch, Store, StoreError};
 
 use crate::reservation::follower;
 use crate::reservation::service::{ReservationError, ReservationService};
+use notices::{AppEndWaits, PlacementNotice};
 use timers::{Timer, Timers};
 
 /// The owner of simulated nodes: no caller can heartbeat for them.
@@ -90,10 +92,12 @@ pub struct ResourceManager {
     accounting: Accounting,
     /// The last grant's number, once read from the store.
     last_grant: Option<u64>,
-    /// Agents in this process told at once when containers are placed on
-    /// their node (the local agent): by node id, a flag its loop reads
-    /// between heartbeats, so the launch does not wait for its next one.
-    placement_flags: HashMap<String, Arc<std::sync::atomic::AtomicBool>>,
+    /// Agents told at once when containers are placed on their node, so
+    /// the launch does not wait for their next heartbeat: by node id, for
+    /// the local agent and remote agents that wait for orders.
+    placement_notices: foldhash::HashMap<String, Arc<PlacementNotice>>,
+    /// Clients waiting for their app's end, told the moment it ends.
+    app_end_waits: AppEndWaits,
 }
 
 impl std::fmt::Debug for ResourceManager {
@@ -344,7 +348,8 @@ impl ResourceManager {
             event_log: None,
             accounting: Accounting::new(settings.accounting_enabled),
             last_grant: None,
-            placement_flags: HashMap::new(),
+            placement_notices: HashMap::default(),
+            app_end_waits: AppEndWaits::default(),
         })
     }
 
@@ -659,10 +664,32 @@ impl ResourceManager {
         }
     }
 
-    /// From now on `flag` is set whenever containers are placed on node
-    /// `node` (an agent in this process: see `local_tracker.rs`).
-    pub fn flag_placements_on(&mut self, node: &str, flag: Arc<std::sync::atomic::AtomicBool>) {
-        self.placement_flags.insert(node.to_string(), flag);
+    /// App `id`'s state and, if it has not ended, something to wait on for
+    /// its end (none while too many apps are waited on: the caller looks
+    /// again later); none if there is no such app.
+    pub fn app_end_wait(
+        &mut self,
+        id: &str,
+    ) -> Option<(AppState, Option<tokio::sync::watch::Receiver<bool>>)> {
+        let state = self.cluster.app(id)?.state;
+        let wait = if state.has_ended() {
+            None
+        } else {
+            self.app_end_waits.wait_for(id)
+        };
+        Some((state, wait))
+    }
+
+    /// The notice of placements on node `node`, from now on told of each
+    /// (made on first use: only nodes whose agent asks for it have one).
+    pub fn placement_notice(&mut self, node: &str) -> Arc<PlacementNotice> {
+        if let Some(notice) = self.placement_notices.get(node) {
+            return notice.clone();
+        }
+        let notice = Arc::new(PlacementNotice::default());
+        self.placement_notices
+            .insert(node.to_string(), notice.clone());
+        notice
     }
 
     /// Containers placed: those that run at once (on simulated nodes) are
@@ -671,8 +698,8 @@ impl ResourceManager {
         for allocation in allocations {
             let c = &allocation.container;
             tracing::debug!(container = %c.id, app = %c.app, node = %c.node, "container allocated");
-            if let Some(flag) = self.placement_flags.get(&c.node) {
-                flag.store(true, std::sync::atomic::Ordering::Release);
+            if let Some(notice) = self.placement_notices.get(&c.node) {
+                notice.placed();
             }
             if let Some(started) = c.launched_ms {
                 self.start_charging(c, &allocation.project, &allocation.user, started, now);
@@ -852,6 +879,11 @@ impl ResourceManager {
     /// keeps them: a simulation has nowhere to).
     fn take_ended_apps(&mut self) {
         let ended = self.cluster.take_ended_apps();
+        if !self.app_end_waits.is_empty() {
+            for record in &ended {
+                self.app_end_waits.ended(&record.app_id);
+            }
+        }
         if self.store.is_some() {
             for record in ended {
                 self.accounting.app_ended(record);

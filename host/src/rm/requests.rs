@@ -4,7 +4,9 @@
 //! same code. A refusal changes nothing.
 
 use super::ResourceManager;
-use crate::cluster::{AgentInfo, AgentReport, App, AppState, ClusterError, NodeKind, SubmitApp};
+use crate::cluster::{
+    AgentInfo, AgentReport, App, AppState, ClusterError, NodeKind, SubmitApp, TakenReport,
+};
 use crate::limits;
 use crate::protocol::node::{ContainerEnd, Heartbeat, RegisterNode, exit_status};
 use crate::protocol::node::{KillOrder, NodeOrders};
@@ -240,6 +242,8 @@ impl ResourceManager {
         self.containers_lost(&lost, now);
         // A recovery waits for it no longer.
         self.node_back(id);
+        // Its next registrant, whoever it is, starts with a notice of its own.
+        self.placement_notices.remove(id);
         tracing::warn!(node = %id, owner = owner.as_deref().unwrap_or(""), lost = lost.len(), by = %caller.user, "node id released");
         Ok(NodeReleased {
             node_id: id.to_string(),
@@ -309,7 +313,33 @@ impl ResourceManager {
         if !taken.ended().is_empty() {
             self.schedule_on_freed_resources();
         }
-        Ok(self.cluster.answer_agent(id, taken).orders)
+        let new_answer = matches!(taken, TakenReport::New { .. });
+        let orders = self.cluster.answer_agent(id, taken).orders;
+        // A new answer carries every placement so far (a repeated one is
+        // the answer before, which may not).
+        if new_answer && let Some(notice) = self.placement_notices.get(id) {
+            notice.answered();
+        }
+        Ok(orders)
+    }
+
+    /// The notice of placements on node `id`, for its owner to wait on
+    /// (`GET /ws/v1/cluster/nodes/{id}/orders-waiting`).
+    pub fn node_placement_notice(
+        &mut self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<std::sync::Arc<super::PlacementNotice>, RequestError> {
+        self.security
+            .check_node(caller, "wait for a node's orders")
+            .map_err(RequestError::NotAllowed)?;
+        limits::name("node_id", id)?;
+        let node = self
+            .cluster
+            .node(id)
+            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
+        check_owner(caller, node, "wait for its orders")?;
+        Ok(self.placement_notice(id))
     }
 }
 

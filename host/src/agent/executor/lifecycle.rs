@@ -26,6 +26,11 @@ impl Executor {
             );
             self.record_end(end);
         }
+    }
+
+    /// Removes the cgroups of ended containers (killing what is left in
+    /// them); those that cannot be removed yet are tried again next time.
+    pub(super) fn remove_cgroups(&mut self) {
         self.cgroups_to_remove.retain(|cgroup| {
             cgroup.kill_all();
             cgroup.remove().is_err()
@@ -229,10 +234,10 @@ impl Settings {
             .as_ref()
             .is_some_and(|cgroup| cgroup.memory_killed(ended_by_sigkill));
         if let Some(cgroup) = process.cgroup.take() {
+            // Emptied now; removed by the next tidy, after the end is
+            // reported (an rmdir per hierarchy is most of an end's cost).
             cgroup.kill_all();
-            if cgroup.remove().is_err() {
-                cgroups_to_remove.push(cgroup);
-            }
+            cgroups_to_remove.push(cgroup);
         } else {
             self.clean_cgroup(&process.container_id, cgroups_to_remove);
         }

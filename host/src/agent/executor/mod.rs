@@ -483,9 +483,24 @@ impl Executor {
     /// containers that ended since the last call (each once per agent
     /// process; after a restart, recovered ends are returned again).
     pub fn poll(&mut self) -> Vec<ContainerEnd> {
+        let ended = self.poll_ends();
+        self.tidy();
+        ended
+    }
+
+    /// [`Executor::poll`] without its tidying: the ends, found as soon as
+    /// possible, for a caller that reports them before it calls
+    /// [`Executor::tidy`].
+    pub fn poll_ends(&mut self) -> Vec<ContainerEnd> {
         self.advance(Instant::now());
-        self.remover.poll();
         std::mem::take(&mut self.unreported)
+    }
+
+    /// Removes what ended containers leave behind: their cgroups, and the
+    /// dirs being removed in the background.
+    pub fn tidy(&mut self) {
+        self.remove_cgroups();
+        self.remover.poll();
     }
 
     /// Sleeps until a running container's main process ends, or for at
@@ -692,6 +707,7 @@ impl Executor {
         let deadline = now + Duration::from_secs(1);
         loop {
             self.advance(Instant::now());
+            self.remove_cgroups();
             let running = self
                 .containers
                 .values()
