@@ -661,3 +661,34 @@ fn waits_for_orders_and_for_an_apps_end_are_owned_bounded_and_end_when_awaited()
     });
     server.stop();
 }
+
+#[test]
+fn waits_end_within_the_servers_idle_timeout_rather_than_be_cut() {
+    // A connection silent for weft.http.idle-timeout-ms is closed: a wait
+    // longer than that answers before it, as if it had run out.
+    let server = Server::start(&["--set", "weft.http.idle-timeout-ms=600"]);
+    let (status, body) = server.post_json_as(
+        "/ws/v1/cluster/nodes/register",
+        &serde_json::json!({"node_id": "n1", "memory_mb": 4096, "vcores": 4, "running": []}),
+        Some("nm"),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server.get_as(
+        "/ws/v1/cluster/nodes/n1/orders-waiting?wait_ms=5000",
+        Some("nm"),
+    );
+    assert_eq!(
+        (status, &body["orders_waiting"]),
+        (200, &serde_json::json!(false)),
+        "{body}"
+    );
+    // An app that does not end within the wait: its state, not a cut.
+    let app = server.submit("p", 1, 60_000);
+    let (status, body) = server.get(&format!("/ws/v1/cluster/apps/{app}/state?wait_ms=5000"));
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        matches!(body["state"].as_str(), Some("ACCEPTED" | "RUNNING")),
+        "{body}"
+    );
+    server.stop();
+}

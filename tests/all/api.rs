@@ -81,6 +81,7 @@ fn in_process() -> &'static InProcess {
             live: Default::default(),
             // Never stops: the sender is dropped.
             stopping: tokio::sync::watch::channel(false).1,
+            longest_wait: std::time::Duration::from_secs(30),
         };
         InProcess {
             router: router(state),

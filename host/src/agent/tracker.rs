@@ -207,11 +207,15 @@ impl OrdersWaiter {
                     }
                 }
                 Err(error) => {
-                    tracing::debug!(
-                        error = format!("{error:#}"),
-                        "the wait for orders failed; trying again"
-                    );
-                    self.pause(retry);
+                    if retry == FIRST_RETRY {
+                        tracing::warn!(
+                            error = format!("{error:#}"),
+                            "the wait for orders failed; launches wait for heartbeats until it answers again"
+                        );
+                    }
+                    // Tried again sooner once a heartbeat is answered (the
+                    // server may be back), but never sooner than FIRST_RETRY.
+                    self.pause(retry, before);
                     retry = (retry * 2).min(MAX_RETRY);
                 }
             }
@@ -230,11 +234,22 @@ impl OrdersWaiter {
         }
     }
 
-    /// Sleeps `pause`, or less if the tracker is dropped meanwhile.
-    fn pause(&self, pause: Duration) {
+    /// Sleeps `pause`, or less if the tracker is dropped, or if a heartbeat
+    /// is answered after the `before`th meanwhile (but at least
+    /// `FIRST_RETRY` then).
+    fn pause(&self, pause: Duration, before: u64) {
+        let begun = std::time::Instant::now();
         let answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = self
+        let (answers, _) = self
             .answered
-            .wait_timeout_while(answers, pause, |_| !self.stopped.load(Ordering::Acquire));
+            .wait_timeout_while(answers, pause, |answers| {
+                *answers <= before && !self.stopped.load(Ordering::Acquire)
+            })
+            .unwrap_or_else(|e| e.into_inner());
+        drop(answers);
+        let least = FIRST_RETRY.min(pause);
+        if !self.stopped.load(Ordering::Acquire) && begun.elapsed() < least {
+            std::thread::sleep(least.saturating_sub(begun.elapsed()));
+        }
     }
 }

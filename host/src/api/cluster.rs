@@ -480,11 +480,24 @@ pub(super) async fn heartbeat(
     Ok(Json(orders))
 }
 
+/// Resolves when the server stops: a request that waits ends then rather
+/// than hold the stop up. (A server that cannot stop, its sender gone,
+/// never resolves it.)
+fn server_stops(state: &ApiState) -> impl std::future::Future<Output = ()> + use<> {
+    let mut stopping = state.stopping.clone();
+    async move {
+        if stopping.wait_for(|stop| *stop).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(super) struct OrdersWaitQuery {
     /// How long to wait for placements, in ms (0, the default, answers at
-    /// once; at most 30000).
+    /// once; at most 30000, and less than `weft.http.idle-timeout-ms`).
+    #[param(maximum = 30000)]
     wait_ms: Option<u64>,
 }
 
@@ -514,15 +527,10 @@ pub(super) async fn orders_waiting(
         .rm
         .with(move |rm: &mut ResourceManager| rm.node_placement_notice(&caller, &id))
         .await??;
-    let mut stopping = state.stopping.clone();
-    let stopped = async move {
-        // A server that cannot stop (its sender gone) never ends a wait.
-        if stopping.wait_for(|stop| *stop).await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+    let stopped = server_stops(&state);
+    let wait = Duration::from_millis(wait_ms).min(state.longest_wait);
     let waited = tokio::select! {
-        waited = notice.wait(Duration::from_millis(wait_ms)) => waited,
+        waited = notice.wait(wait) => waited,
         () = stopped => Ok(false),
     };
     let orders_waiting = waited.map_err(ApiError::conflict)?;
@@ -925,7 +933,9 @@ pub(super) struct AppStateBody {
 #[into_params(parameter_in = Query)]
 pub(super) struct AppStateQuery {
     /// Weft's addition: wait up to this many ms for the app to end before
-    /// answering (0, the default, answers at once, as YARN; at most 30000).
+    /// answering (0, the default, answers at once, as YARN; at most 30000,
+    /// and less than `weft.http.idle-timeout-ms`).
+    #[param(maximum = 30000)]
     wait_ms: Option<u64>,
 }
 
@@ -969,15 +979,9 @@ pub(super) async fn app_state(
     let found = match end {
         None => found,
         Some(end) => {
-            let mut stopping = state.stopping.clone();
-            let stopped = async move {
-                // A server that cannot stop (its sender gone) never ends a wait.
-                if stopping.wait_for(|stop| *stop).await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            };
+            let stopped = server_stops(&state);
             tokio::select! {
-                _ = notices::app_ended(end, Duration::from_millis(wait_ms)) => {}
+                _ = notices::app_ended(end, Duration::from_millis(wait_ms).min(state.longest_wait)) => {}
                 () = stopped => {}
             }
             read(false).await?.ok_or_else(not_found)?.0

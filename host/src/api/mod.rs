@@ -69,6 +69,10 @@ pub struct ApiState {
     /// Turns true when the server stops: requests that wait (an agent's
     /// wait for orders) end then rather than hold the stop up.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// The longest a request may wait (a wait for orders or for an app's
+    /// end): within `weft.http.idle-timeout-ms`, which would otherwise cut
+    /// the connection of a request waiting in silence.
+    pub longest_wait: std::time::Duration,
 }
 
 impl std::fmt::Debug for ApiState {

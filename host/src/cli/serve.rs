@@ -306,6 +306,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
                 settings.http.event_stream_lifetime,
             )),
             stopping: stop_rx.clone(),
+            longest_wait: settings.http.idle_timeout * 3 / 4,
         };
         // stdout gets the one line a user needs; logs go to stderr.
         println!(

@@ -681,7 +681,7 @@ impl ResourceManager {
     }
 
     /// The notice of placements on node `node`, from now on told of each
-    /// (made on first use: only nodes whose agent asks for it have one).
+    /// (made when an agent registers the node).
     pub fn placement_notice(&mut self, node: &str) -> Arc<PlacementNotice> {
         if let Some(notice) = self.placement_notices.get(node) {
             return notice.clone();

@@ -91,10 +91,14 @@ pub struct AppEndWaits {
 
 impl AppEndWaits {
     /// Something to wait on for the end of app `id`, which has not ended;
-    /// none while [`MAX_APPS_WAITED_ON`] other apps are waited on.
+    /// none while [`MAX_APPS_WAITED_ON`] other apps are waited on (apps
+    /// whose waiters have all gone count no more).
     pub fn wait_for(&mut self, id: &str) -> Option<watch::Receiver<bool>> {
         if let Some(sender) = self.apps.get(id) {
             return Some(sender.subscribe());
+        }
+        if self.apps.len() >= MAX_APPS_WAITED_ON {
+            self.apps.retain(|_, sender| sender.receiver_count() > 0);
         }
         if self.apps.len() >= MAX_APPS_WAITED_ON {
             return None;
@@ -190,8 +194,9 @@ mod tests {
         assert!(waiting.await.unwrap());
         assert!(app_ended(first, Duration::from_secs(30)).await);
         assert!(waits.is_empty());
+        let mut held = Vec::new();
         for i in 0..MAX_APPS_WAITED_ON {
-            assert!(waits.wait_for(&format!("app_{i}")).is_some());
+            held.push(waits.wait_for(&format!("app_{i}")).unwrap());
         }
         assert!(waits.wait_for("one_too_many").is_none());
         assert!(
@@ -199,7 +204,12 @@ mod tests {
             "an app already waited on still is"
         );
         waits.ended("app_0");
-        assert!(waits.wait_for("one_too_many").is_some());
+        let kept = waits.wait_for("one_too_many").unwrap();
+        // Waiters that left (timed out, disconnected) free their app's place.
+        held.truncate(10);
+        assert!(waits.wait_for("after_they_left").is_some());
+        assert!(waits.len() <= 12, "{} apps still counted", waits.len());
+        drop(kept);
     }
 
     #[test]

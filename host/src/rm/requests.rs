@@ -214,6 +214,10 @@ impl ResourceManager {
             running,
             now,
         )?;
+        // From now on each placement on the node is noticed, whether or
+        // not its agent waits yet (a recovery places work on nodes as they
+        // come back, before their agents ask).
+        self.placement_notice(&request.node_id);
         let (lost, kill) = (registered.lost, registered.kill);
         self.containers_lost(&lost, now);
         self.agent_is_back(&request.node_id, now);
