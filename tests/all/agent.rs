@@ -468,29 +468,7 @@ fn the_local_agent_launches_what_is_placed_without_waiting_for_its_heartbeat() {
     server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
         b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
     });
-    let ran = weft_within(
-        &[
-            "app",
-            "run",
-            "--server",
-            &server.base,
-            "-n",
-            "6",
-            "--vcores",
-            "1",
-            "--memory",
-            "64mb",
-            "--wait",
-            "--",
-            "true",
-        ],
-        Duration::from_secs(60),
-    );
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
+    run_six_short_containers(&server, "the local agent");
 }
 
 #[test]
@@ -510,30 +488,11 @@ fn a_remote_agent_launches_what_is_placed_without_waiting_for_its_heartbeat() {
     server.wait_for("/ws/v1/cluster/nodes", "the agent", |b| {
         b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
     });
-    for round in 0..2 {
-        let ran = weft_within(
-            &[
-                "app",
-                "run",
-                "--server",
-                &server.base,
-                "-n",
-                "6",
-                "--vcores",
-                "1",
-                "--memory",
-                "64mb",
-                "--wait",
-                "--",
-                "true",
-            ],
-            Duration::from_secs(60),
-        );
-        assert!(
-            ran.status.success(),
-            "round {round}: {}",
-            String::from_utf8_lossy(&ran.stderr)
-        );
+    for round in [
+        "the remote agent, first app",
+        "the remote agent, second app",
+    ] {
+        run_six_short_containers(&server, round);
     }
     drop(agent);
     server.stop();
@@ -691,4 +650,33 @@ fn waits_end_within_the_servers_idle_timeout_rather_than_be_cut() {
         "{body}"
     );
     server.stop();
+}
+
+/// Runs six containers of `true` with `--wait`; fails (saying `what`) if
+/// they do not all succeed within a minute — far less than the ten-minute
+/// heartbeat interval of the tests above.
+fn run_six_short_containers(server: &Server, what: &str) {
+    let ran = weft_within(
+        &[
+            "app",
+            "run",
+            "--server",
+            &server.base,
+            "-n",
+            "6",
+            "--vcores",
+            "1",
+            "--memory",
+            "64mb",
+            "--wait",
+            "--",
+            "true",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(
+        ran.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
 }

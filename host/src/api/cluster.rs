@@ -480,6 +480,19 @@ pub(super) async fn heartbeat(
     Ok(Json(orders))
 }
 
+/// A request's `wait_ms` as a wait: none when absent, refused above
+/// [`MAX_ORDERS_WAIT_MS`] (naming the field and the limit), and cut to what
+/// the server's idle timeout allows.
+fn bounded_wait(wait_ms: Option<u64>, state: &ApiState) -> Result<Duration, ApiError> {
+    let wait_ms = wait_ms.unwrap_or(0);
+    if wait_ms > MAX_ORDERS_WAIT_MS {
+        return Err(ApiError::bad_request(format!(
+            "wait_ms is {wait_ms}, but may be at most {MAX_ORDERS_WAIT_MS}"
+        )));
+    }
+    Ok(Duration::from_millis(wait_ms).min(state.longest_wait))
+}
+
 /// Resolves when the server stops: a request that waits ends then rather
 /// than hold the stop up. (A server that cannot stop, its sender gone,
 /// never resolves it.)
@@ -517,18 +530,12 @@ pub(super) async fn orders_waiting(
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<OrdersWaitQuery>,
 ) -> Result<Json<OrdersWaiting>, ApiError> {
-    let wait_ms = query.wait_ms.unwrap_or(0);
-    if wait_ms > MAX_ORDERS_WAIT_MS {
-        return Err(ApiError::bad_request(format!(
-            "wait_ms is {wait_ms}, but may be at most {MAX_ORDERS_WAIT_MS}"
-        )));
-    }
+    let wait = bounded_wait(query.wait_ms, &state)?;
     let notice = state
         .rm
         .with(move |rm: &mut ResourceManager| rm.node_placement_notice(&caller, &id))
         .await??;
     let stopped = server_stops(&state);
-    let wait = Duration::from_millis(wait_ms).min(state.longest_wait);
     let waited = tokio::select! {
         waited = notice.wait(wait) => waited,
         () = stopped => Ok(false),
@@ -939,9 +946,6 @@ pub(super) struct AppStateQuery {
     wait_ms: Option<u64>,
 }
 
-/// The longest a client may wait for an app's end in one request (ms).
-const MAX_APP_STATE_WAIT_MS: u64 = 30_000;
-
 /// An app's state; with `wait_ms`, answered when the app ends (FINISHED,
 /// FAILED or KILLED) or the wait runs out, whichever is first, so a client
 /// following an app learns of its end at once without polling.
@@ -954,12 +958,7 @@ pub(super) async fn app_state(
     ApiPath(id): ApiPath<String>,
     ApiQuery(query): ApiQuery<AppStateQuery>,
 ) -> Result<Json<AppStateBody>, ApiError> {
-    let wait_ms = query.wait_ms.unwrap_or(0);
-    if wait_ms > MAX_APP_STATE_WAIT_MS {
-        return Err(ApiError::bad_request(format!(
-            "wait_ms is {wait_ms}, but may be at most {MAX_APP_STATE_WAIT_MS}"
-        )));
-    }
+    let wait = bounded_wait(query.wait_ms, &state)?;
     let read = |wait: bool| {
         let (handle, wanted) = (state.rm.clone(), id.clone());
         async move {
@@ -975,13 +974,13 @@ pub(super) async fn app_state(
         }
     };
     let not_found = || ApiError::not_found(format!("application {id} not found"));
-    let (found, end) = read(wait_ms > 0).await?.ok_or_else(not_found)?;
+    let (found, end) = read(!wait.is_zero()).await?.ok_or_else(not_found)?;
     let found = match end {
         None => found,
         Some(end) => {
             let stopped = server_stops(&state);
             tokio::select! {
-                _ = notices::app_ended(end, Duration::from_millis(wait_ms).min(state.longest_wait)) => {}
+                _ = notices::app_ended(end, wait) => {}
                 () = stopped => {}
             }
             read(false).await?.ok_or_else(not_found)?.0
