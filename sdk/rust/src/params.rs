@@ -21,8 +21,12 @@ pub struct Params {
     policy: String,
     standard: &'static [&'static str],
     pairs: Vec<(String, String)>,
-    /// Keys the policy asked for, in the order first asked.
-    asked: RefCell<Vec<String>>,
+    /// Per pair, whether the policy asked for its key.
+    used: RefCell<Vec<bool>>,
+    /// The keys the policy asked for, in the order first asked, joined by
+    /// ", " as the refusal lists them: one buffer, not a string per key,
+    /// because `configure` runs at every instantiation.
+    asked: RefCell<String>,
 }
 
 /// The standard keys of a policy kind: passed by the host whether or not the
@@ -40,8 +44,9 @@ impl Params {
         Params {
             policy: policy.to_string(),
             standard: standard_keys(kind),
+            used: RefCell::new(vec![false; pairs.len()]),
             pairs,
-            asked: RefCell::new(Vec::new()),
+            asked: RefCell::new(String::new()),
         }
     }
 
@@ -56,12 +61,23 @@ impl Params {
 
     /// The raw value of `key` (the last one given), trimmed; `None` if absent.
     pub fn str(&self, key: &str) -> Option<&str> {
-        self.remember(key);
-        self.pairs
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, value)| value.trim())
+        // The last pair with the key is the one read, and the one marked
+        // used (`refuse_unknown` counts earlier pairs of a used key as used).
+        let last = self.pairs.iter().rposition(|(k, _)| k == key);
+        let asked_before = match last {
+            Some(index) => std::mem::replace(&mut self.used.borrow_mut()[index], true),
+            // An absent key is looked for in the list itself (a key
+            // containing ", " may then be listed twice in a refusal).
+            None => self.asked.borrow().split(", ").any(|asked| asked == key),
+        };
+        if !asked_before {
+            let mut asked = self.asked.borrow_mut();
+            if !asked.is_empty() {
+                asked.push_str(", ");
+            }
+            asked.push_str(key);
+        }
+        last.map(|index| self.pairs[index].1.trim())
     }
 
     /// A finite number.
@@ -126,17 +142,24 @@ impl Params {
     /// standard key of its kind. The export glue calls this after
     /// `configure` succeeds.
     pub fn refuse_unknown(&self) -> Result<(), String> {
-        let asked = self.asked.borrow();
-        let unknown = self.pairs.iter().find(|(key, _)| {
-            !asked.iter().any(|a| a == key) && !self.standard.contains(&key.as_str())
+        let used = self.used.borrow();
+        let asked = |index: usize, key: &str| {
+            self.pairs[index..]
+                .iter()
+                .zip(&used[index..])
+                .any(|((k, _), used)| *used && k == key)
+        };
+        let unknown = self.pairs.iter().enumerate().find(|(index, (key, _))| {
+            !used[*index] && !self.standard.contains(&key.as_str()) && !asked(*index, key)
         });
-        let Some((key, value)) = unknown else {
+        let Some((_, (key, value))) = unknown else {
             return Ok(());
         };
+        let asked = self.asked.borrow();
         let takes = if asked.is_empty() {
             "takes no parameters".to_string()
         } else {
-            format!("takes {}", asked.join(", "))
+            format!("takes {asked}")
         };
         Err(format!(
             "unknown parameter {key:?} (given {key}={value}); {} {takes}",
@@ -156,13 +179,6 @@ impl Params {
         match value.parse::<f64>() {
             Ok(number) if valid(number) => Ok(Some(number)),
             _ => Err(self.refusal(key, value, must_be)),
-        }
-    }
-
-    fn remember(&self, key: &str) {
-        let mut asked = self.asked.borrow_mut();
-        if !asked.iter().any(|a| a == key) {
-            asked.push(key.to_string());
         }
     }
 }
@@ -272,12 +288,17 @@ mod tests {
     fn the_later_value_wins() {
         let p = params(&[("rate", "5"), ("rate", "1")]);
         assert_eq!(p.f64("rate"), Ok(Some(1.0)));
+        // The earlier value was given for a key the policy takes: not unknown.
+        assert_eq!(p.refuse_unknown(), Ok(()));
     }
 
     #[test]
     fn keys_never_asked_for_are_refused_listing_those_taken() {
         let p = params(&[("rate", "1"), ("discount", "10")]);
         assert_eq!(p.f64("rate"), Ok(Some(1.0)));
+        let _ = p.str("label");
+        // Keys asked twice, present or absent, are listed once.
+        let _ = p.str("rate");
         let _ = p.str("label");
         assert_eq!(
             p.refuse_unknown(),
