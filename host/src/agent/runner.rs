@@ -72,6 +72,9 @@ pub struct AgentLoop<T: ResourceTracker> {
     /// The last answer of an old epoch warned about (its server, its
     /// epoch, the highest then), so that each is warned about once.
     stale_warned: Option<(Option<String>, u64, u64)>,
+    /// Whether ends were found that no heartbeat has carried yet: they go
+    /// out before the ended containers' cgroups are removed.
+    ends_to_report: bool,
 }
 
 /// What an answer is to the agent, by who gave it and its epoch.
@@ -125,6 +128,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
             highest_epoch: 0,
             registered_with: None,
             stale_warned: None,
+            ends_to_report: false,
         }
     }
 
@@ -153,19 +157,14 @@ impl<T: ResourceTracker> AgentLoop<T> {
             }
             // Ends are found first and tidied after the heartbeat that
             // reports them, so the server learns of them sooner.
-            let ended = self.executor.poll_ends();
-            let something_ended = !ended.is_empty();
-            for end in ended {
-                tracing::info!(container = %end.container_id, exit_status = end.exit_status, "container ended");
-                self.unacknowledged.insert(end.container_id.clone(), end);
-            }
+            let something_ended = self.take_ends();
             // Out of band, as YARN's NodeManager does when a container ends
             // (but not sooner than MIN_GAP after the last one).
             // And when the server says containers were placed here since
             // (an agent in its process): their launch need not wait.
             let can_beat = self.registered && answered;
             let placed = can_beat && self.tracker.orders_waiting();
-            if (something_ended || placed) && can_beat {
+            if (self.ends_to_report || placed) && can_beat {
                 next_beat = next_beat.min(last_beat + MIN_GAP);
             }
             if Instant::now() >= next_beat {
@@ -185,10 +184,17 @@ impl<T: ResourceTracker> AgentLoop<T> {
                     }
                 };
             }
-            self.executor.tidy();
-            let wait = next_beat
-                .saturating_duration_since(Instant::now())
-                .min(POLL);
+            // Removing cgroups takes long (three rmdirs a container): not
+            // while ends wait to be reported, unless the server is away.
+            let more_to_tidy = (!self.ends_to_report || !answered) && self.executor.tidy();
+            // Ends not yet reported go out at once; cgroups left to remove
+            // are removed soon.
+            let due = if (self.ends_to_report && self.registered && answered) || more_to_tidy {
+                next_beat.min(last_beat + MIN_GAP)
+            } else {
+                next_beat
+            };
+            let wait = due.saturating_duration_since(Instant::now()).min(POLL);
             if woke && !something_ended {
                 woke = false;
                 std::thread::sleep(wait);
@@ -220,6 +226,8 @@ impl<T: ResourceTracker> AgentLoop<T> {
         };
         match self.tracker.heartbeat(&self.identity.node_id, &beat) {
             Ok(orders) => {
+                // Ends beyond what one heartbeat takes are still to report.
+                self.ends_to_report = self.unacknowledged.len() > beat.ended.len();
                 let server = self.tracker.server();
                 match judge(
                     self.highest_epoch,
@@ -341,6 +349,18 @@ impl<T: ResourceTracker> AgentLoop<T> {
                 self.executor.launch(order);
             }
         }
+    }
+
+    /// The containers that ended since the last look, kept to report until
+    /// acknowledged (the executor logs each); whether any did.
+    fn take_ends(&mut self) -> bool {
+        let ended = self.executor.poll_ends();
+        let something_ended = !ended.is_empty();
+        self.ends_to_report |= something_ended;
+        for end in ended {
+            self.unacknowledged.insert(end.container_id.clone(), end);
+        }
+        something_ended
     }
 
     fn running_ids(&self) -> Vec<String> {

@@ -29,12 +29,21 @@ impl Executor {
     }
 
     /// Removes the cgroups of ended containers (killing what is left in
-    /// them); those that cannot be removed yet are tried again next time.
-    pub(super) fn remove_cgroups(&mut self) {
+    /// them), within `budget` if one is given; those that cannot be
+    /// removed yet, or not within it, are tried again next time. Whether
+    /// the budget ran out before every cgroup was tried.
+    pub(super) fn remove_cgroups(&mut self, budget: Option<Duration>) -> bool {
+        let started = Instant::now();
+        let mut cut_short = false;
         self.cgroups_to_remove.retain(|cgroup| {
+            if cut_short || budget.is_some_and(|budget| started.elapsed() >= budget) {
+                cut_short = true;
+                return true;
+            }
             cgroup.kill_all();
             cgroup.remove().is_err()
         });
+        cut_short
     }
 
     /// Marks a container ended, persists its end (so a restarted agent

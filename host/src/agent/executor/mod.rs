@@ -83,6 +83,9 @@ pub const DEFAULT_STDERR_TAIL_BYTES: usize = 4096;
 /// an adopted container's exit code may take to appear after its process.
 const EXIT_CODE_FILE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The longest one [`Executor::tidy`] spends removing cgroups.
+const TIDY_BUDGET: Duration = Duration::from_millis(5);
+
 /// How the executor is set up (`weft agent`'s flags).
 #[derive(Debug, Clone)]
 pub struct ExecutorConfig {
@@ -484,7 +487,8 @@ impl Executor {
     /// process; after a restart, recovered ends are returned again).
     pub fn poll(&mut self) -> Vec<ContainerEnd> {
         let ended = self.poll_ends();
-        self.tidy();
+        self.remove_cgroups(None);
+        self.remover.poll();
         ended
     }
 
@@ -496,11 +500,16 @@ impl Executor {
         std::mem::take(&mut self.unreported)
     }
 
-    /// Removes what ended containers leave behind: their cgroups, and the
-    /// dirs being removed in the background.
-    pub fn tidy(&mut self) {
-        self.remove_cgroups();
+    /// Removes what ended containers leave behind: their cgroups (for at
+    /// most [`TIDY_BUDGET`]: three rmdirs a container, and a thousand
+    /// ended at once would hold the loop for a sixth of a second), and the
+    /// dirs being removed in the background. Whether cgroups are left for
+    /// the next call because the budget ran out (not those that failed:
+    /// they are tried again at the next call, whenever it is).
+    pub fn tidy(&mut self) -> bool {
+        let cut_short = self.remove_cgroups(Some(TIDY_BUDGET));
         self.remover.poll();
+        cut_short
     }
 
     /// Sleeps until a running container's main process ends, or for at
@@ -707,7 +716,7 @@ impl Executor {
         let deadline = now + Duration::from_secs(1);
         loop {
             self.advance(Instant::now());
-            self.remove_cgroups();
+            self.remove_cgroups(None);
             let running = self
                 .containers
                 .values()
