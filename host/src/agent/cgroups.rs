@@ -218,6 +218,18 @@ impl Cgroups {
 }
 
 impl ContainerCgroup {
+    /// A container's cgroup that is only `dir` (v1, no cpu or pids dir):
+    /// for tests of what removes cgroups, on plain dirs.
+    #[cfg(test)]
+    pub fn at(dir: PathBuf) -> ContainerCgroup {
+        ContainerCgroup {
+            version: CgroupVersion::V1,
+            memory_dir: dir,
+            cpu_dir: None,
+            pids_dir: None,
+        }
+    }
+
     /// The directories of this cgroup, one per hierarchy.
     fn dirs(&self) -> impl Iterator<Item = &Path> {
         let mut dirs: Vec<&Path> = vec![self.memory_dir.as_path()];

@@ -226,8 +226,9 @@ impl<T: ResourceTracker> AgentLoop<T> {
         };
         match self.tracker.heartbeat(&self.identity.node_id, &beat) {
             Ok(orders) => {
-                // Ends beyond what one heartbeat takes are still to report.
-                self.ends_to_report = self.unacknowledged.len() > beat.ended.len();
+                // Ends beyond what one heartbeat takes go in the next ones,
+                // at the interval: an early beat is for ends none carried.
+                self.ends_to_report = false;
                 let server = self.tracker.server();
                 match judge(
                     self.highest_epoch,

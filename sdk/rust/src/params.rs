@@ -61,15 +61,25 @@ impl Params {
 
     /// The raw value of `key` (the last one given), trimmed; `None` if absent.
     pub fn str(&self, key: &str) -> Option<&str> {
-        // The last pair with the key is the one read, and the one marked
-        // used (`refuse_unknown` counts earlier pairs of a used key as used).
-        let last = self.pairs.iter().rposition(|(k, _)| k == key);
-        let asked_before = match last {
-            Some(index) => std::mem::replace(&mut self.used.borrow_mut()[index], true),
-            // An absent key is looked for in the list itself (a key
-            // containing ", " may then be listed twice in a refusal).
-            None => self.asked.borrow().split(", ").any(|asked| asked == key),
-        };
+        // Every pair with the key is marked used (an earlier value of a
+        // key the policy takes is not unknown); the last one is read.
+        let mut last = None;
+        let mut asked_before = false;
+        {
+            let mut used = self.used.borrow_mut();
+            for (index, (k, _)) in self.pairs.iter().enumerate() {
+                if k == key {
+                    asked_before |= used[index];
+                    used[index] = true;
+                    last = Some(index);
+                }
+            }
+        }
+        // An absent key is looked for in the list itself (a key
+        // containing ", " may then be listed twice in a refusal).
+        if last.is_none() {
+            asked_before = self.asked.borrow().split(", ").any(|asked| asked == key);
+        }
         if !asked_before {
             let mut asked = self.asked.borrow_mut();
             if !asked.is_empty() {
@@ -143,16 +153,12 @@ impl Params {
     /// `configure` succeeds.
     pub fn refuse_unknown(&self) -> Result<(), String> {
         let used = self.used.borrow();
-        let asked = |index: usize, key: &str| {
-            self.pairs[index..]
-                .iter()
-                .zip(&used[index..])
-                .any(|((k, _), used)| *used && k == key)
-        };
-        let unknown = self.pairs.iter().enumerate().find(|(index, (key, _))| {
-            !used[*index] && !self.standard.contains(&key.as_str()) && !asked(*index, key)
-        });
-        let Some((_, (key, value))) = unknown else {
+        let unknown = self
+            .pairs
+            .iter()
+            .zip(used.iter())
+            .find(|((key, _), used)| !**used && !self.standard.contains(&key.as_str()));
+        let Some(((key, value), _)) = unknown else {
             return Ok(());
         };
         let asked = self.asked.borrow();

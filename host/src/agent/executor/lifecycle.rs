@@ -18,37 +18,57 @@ impl Executor {
             }
         }
         for end in ended {
-            tracing::info!(
-                container = %end.container_id,
-                exit_status = end.exit_status,
-                diagnostics = %end.diagnostics,
-                "container ended"
-            );
             self.record_end(end);
         }
     }
 
     /// Removes the cgroups of ended containers (killing what is left in
-    /// them), within `budget` if one is given; those that cannot be
-    /// removed yet, or not within it, are tried again next time. Whether
-    /// the budget ran out before every cgroup was tried.
+    /// them): the new ones in order, then those that failed before and
+    /// are due again. Within `budget` if one is given; without one, every
+    /// cgroup is tried, due or not. Those that fail wait [`CGROUP_RETRY`].
+    /// Whether the budget ran out before every new one was tried.
     pub(super) fn remove_cgroups(&mut self, budget: Option<Duration>) -> bool {
         let started = Instant::now();
-        let mut cut_short = false;
-        self.cgroups_to_remove.retain(|cgroup| {
-            if cut_short || budget.is_some_and(|budget| started.elapsed() >= budget) {
-                cut_short = true;
-                return true;
-            }
+        let out_of_time = || budget.is_some_and(|budget| started.elapsed() >= budget);
+        let removed = |cgroup: &ContainerCgroup| {
             cgroup.kill_all();
-            cgroup.remove().is_err()
-        });
+            cgroup.remove().is_ok()
+        };
+        let mut failed = Vec::new();
+        let mut cut_short = false;
+        let mut untried = Vec::new();
+        for cgroup in std::mem::take(&mut self.cgroups_to_remove) {
+            if cut_short || out_of_time() {
+                cut_short = true;
+                untried.push(cgroup);
+            } else if !removed(&cgroup) {
+                failed.push((cgroup, started + CGROUP_RETRY));
+            }
+        }
+        self.cgroups_to_remove = untried;
+        let mut waiting = Vec::new();
+        for (cgroup, due) in std::mem::take(&mut self.cgroups_to_retry) {
+            let not_yet = budget.is_some() && due > started;
+            if not_yet || cut_short || out_of_time() {
+                waiting.push((cgroup, due));
+            } else if !removed(&cgroup) {
+                failed.push((cgroup, started + CGROUP_RETRY));
+            }
+        }
+        waiting.extend(failed);
+        self.cgroups_to_retry = waiting;
         cut_short
     }
 
-    /// Marks a container ended, persists its end (so a restarted agent
-    /// reports the same) and queues it for the next poll.
+    /// Marks a container ended, logs and persists its end (so a restarted
+    /// agent reports the same) and queues it for the next poll.
     pub(super) fn record_end(&mut self, end: ContainerEnd) {
+        tracing::info!(
+            container = %end.container_id,
+            exit_status = end.exit_status,
+            diagnostics = %end.diagnostics,
+            "container ended"
+        );
         if check_id("container id", &end.container_id).is_ok() {
             let dir = self.settings.layout.private_dir(&end.container_id);
             if dir.is_dir()

@@ -86,6 +86,10 @@ const EXIT_CODE_FILE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest one [`Executor::tidy`] spends removing cgroups.
 const TIDY_BUDGET: Duration = Duration::from_millis(5);
 
+/// How long a cgroup whose removal failed waits before it is tried again
+/// (a stuck one is not tried in every turn of the loop).
+const CGROUP_RETRY: Duration = Duration::from_secs(2);
+
 /// How the executor is set up (`weft agent`'s flags).
 #[derive(Debug, Clone)]
 pub struct ExecutorConfig {
@@ -172,6 +176,9 @@ pub struct Executor {
     /// Cgroups of ended containers that still held processes when they
     /// ended; emptied and removed by later polls.
     cgroups_to_remove: Vec<ContainerCgroup>,
+    /// Cgroups whose removal failed (a process stuck in the kernel, a dir a
+    /// container made inside its own), each with when to try it again.
+    cgroups_to_retry: Vec<(ContainerCgroup, Instant)>,
     /// Dirs of old containers being removed.
     remover: Remover,
     /// The helper process monitors are forked from, if started
@@ -386,6 +393,7 @@ impl Executor {
             containers: BTreeMap::new(),
             unreported: Vec::new(),
             cgroups_to_remove: Vec::new(),
+            cgroups_to_retry: Vec::new(),
             remover: Remover::default(),
             spawner: None,
         };
@@ -504,8 +512,8 @@ impl Executor {
     /// most [`TIDY_BUDGET`]: three rmdirs a container, and a thousand
     /// ended at once would hold the loop for a sixth of a second), and the
     /// dirs being removed in the background. Whether cgroups are left for
-    /// the next call because the budget ran out (not those that failed:
-    /// they are tried again at the next call, whenever it is).
+    /// the next call because the budget ran out before trying them (those
+    /// that failed are tried again [`CGROUP_RETRY`] later).
     pub fn tidy(&mut self) -> bool {
         let cut_short = self.remove_cgroups(Some(TIDY_BUDGET));
         self.remover.poll();
@@ -721,7 +729,8 @@ impl Executor {
                 .containers
                 .values()
                 .any(|t| matches!(t, Tracked::Running(_)));
-            if (!running && self.cgroups_to_remove.is_empty()) || Instant::now() >= deadline {
+            let removed = self.cgroups_to_remove.is_empty() && self.cgroups_to_retry.is_empty();
+            if (!running && removed) || Instant::now() >= deadline {
                 break;
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -736,6 +745,9 @@ impl Drop for Executor {
     /// they are empty.
     fn drop(&mut self) {
         let deadline = Instant::now() + Duration::from_millis(250);
+        let retried = std::mem::take(&mut self.cgroups_to_retry);
+        self.cgroups_to_remove
+            .extend(retried.into_iter().map(|(cgroup, _)| cgroup));
         loop {
             self.cgroups_to_remove.retain(|cgroup| {
                 cgroup.kill_all();

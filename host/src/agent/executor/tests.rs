@@ -934,3 +934,59 @@ fn parses_proc_stat_and_tails() {
     assert_eq!(read_exit_code(&layout, "c"), None);
     assert!(ended_at(&layout, "c") <= now_ms());
 }
+
+/// A cgroup that cannot be removed (here a dir with a dir inside, as a
+/// container could make in its own cgroup) waits before it is tried again,
+/// and does not keep those queued after it from being removed, nor keep
+/// `tidy` saying it was cut short.
+#[test]
+fn a_cgroup_that_cannot_be_removed_waits_and_holds_nothing_up() {
+    let bench = Bench::new();
+    let mut executor = bench.open();
+    let stuck: Vec<PathBuf> = (0..3)
+        .map(|i| bench.dir.path().join(format!("stuck-{i}")))
+        .collect();
+    for dir in &stuck {
+        fs::create_dir_all(dir.join("inside")).unwrap();
+    }
+    let fine = bench.dir.path().join("fine");
+    fs::create_dir(&fine).unwrap();
+    executor
+        .cgroups_to_remove
+        .extend(stuck.iter().cloned().map(ContainerCgroup::at));
+    executor
+        .cgroups_to_remove
+        .push(ContainerCgroup::at(fine.clone()));
+
+    assert!(!executor.tidy(), "every cgroup was tried within the budget");
+    assert!(
+        !fine.exists(),
+        "the removable cgroup behind the stuck ones is gone"
+    );
+    assert!(executor.cgroups_to_remove.is_empty());
+    assert_eq!(executor.cgroups_to_retry.len(), 3);
+    let due: Vec<Instant> = executor
+        .cgroups_to_retry
+        .iter()
+        .map(|(_, due)| *due)
+        .collect();
+    assert!(due.iter().all(|due| *due > Instant::now()));
+    // Not tried again before they are due.
+    assert!(!executor.tidy());
+    assert_eq!(
+        executor
+            .cgroups_to_retry
+            .iter()
+            .map(|(_, due)| *due)
+            .collect::<Vec<_>>(),
+        due
+    );
+    // Once the obstacle is gone, an unbudgeted pass (as at shutdown)
+    // removes them, due or not.
+    for dir in &stuck {
+        fs::remove_dir(dir.join("inside")).unwrap();
+    }
+    assert!(!executor.remove_cgroups(None));
+    assert!(executor.cgroups_to_retry.is_empty());
+    assert!(stuck.iter().all(|dir| !dir.exists()));
+}
