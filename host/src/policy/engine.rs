@@ -54,7 +54,10 @@ const TABLE_KEEP_RESIDENT_BYTES: usize = 2 << 20;
 /// bundled policy's memory starts at one 64 KiB page (its stack is 32 KiB,
 /// see .cargo/config.toml), so this covers it and its first growth. Linux's
 /// PAGEMAP_SCAN (finding only the pages written) costs more than copying
-/// that much: about 2 µs a reset against 1.
+/// that much: about 2 µs a reset against 1. The price is paid by policies
+/// with memories of many MiB (Python, JavaScript): the pages beyond this
+/// come back by page faults at the next instantiation, about 0.2 ms more
+/// for a Python one (BENCHMARKS.md). wasmtime sets this per engine.
 const MEMORY_KEEP_RESIDENT_BYTES: usize = 128 << 10;
 
 /// What a policy's store holds: its name for the log, a WASI context that
