@@ -652,6 +652,57 @@ fn waits_end_within_the_servers_idle_timeout_rather_than_be_cut() {
     server.stop();
 }
 
+#[test]
+fn waits_beyond_the_servers_places_for_them_are_only_looks() {
+    // weft.http.max-waiting-requests: one wait holds the only place; the
+    // next answers at once with the state now, and the place is free again
+    // once the first is answered.
+    let server = Server::start(&["--set", "weft.http.max-waiting-requests=1"]);
+    let app = server.submit("p", 1, 60_000);
+    let state = format!("/ws/v1/cluster/apps/{app}/state");
+    std::thread::scope(|scope| {
+        let held = scope.spawn(|| server.get(&format!("{state}?wait_ms=30000")));
+        std::thread::sleep(Duration::from_millis(300));
+        let begun = Instant::now();
+        let (status, body) = server.get(&format!("{state}?wait_ms=30000"));
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            matches!(body["state"].as_str(), Some("ACCEPTED" | "RUNNING")),
+            "{body}"
+        );
+        assert!(
+            begun.elapsed() < Duration::from_secs(10),
+            "a wait without a place answers at once ({:?})",
+            begun.elapsed()
+        );
+        let (status, body) = server.request(
+            "PUT",
+            &state,
+            &[("content-type", "application/json")],
+            Some(br#"{"state": "KILLED"}"#),
+        );
+        assert_eq!(status, 200, "{body}");
+        let (status, body) = held.join().unwrap();
+        assert_eq!(
+            (status, &body["state"]),
+            (200, &serde_json::json!("KILLED")),
+            "{body}"
+        );
+    });
+    // The place is free again: a wait on a second app waits (here until
+    // its short wait runs out).
+    let other = server.submit("p", 1, 60_000);
+    let begun = Instant::now();
+    let (status, body) = server.get(&format!("/ws/v1/cluster/apps/{other}/state?wait_ms=1500"));
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        begun.elapsed() >= Duration::from_millis(1_000),
+        "the freed place was taken and the wait held ({:?})",
+        begun.elapsed()
+    );
+    server.stop();
+}
+
 /// Runs six containers of `true` with `--wait`; fails (saying `what`) if
 /// they do not all succeed within a minute — far less than the ten-minute
 /// heartbeat interval of the tests above.

@@ -82,6 +82,7 @@ fn in_process() -> &'static InProcess {
             // Never stops: the sender is dropped.
             stopping: tokio::sync::watch::channel(false).1,
             longest_wait: std::time::Duration::from_secs(30),
+            waiting_places: Arc::new(tokio::sync::Semaphore::new(4096)),
         };
         InProcess {
             router: router(state),

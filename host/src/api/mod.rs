@@ -73,6 +73,10 @@ pub struct ApiState {
     /// end): within `weft.http.idle-timeout-ms`, which would otherwise cut
     /// the connection of a request waiting in silence.
     pub longest_wait: std::time::Duration,
+    /// Places for requests waiting for an app's end
+    /// (`weft.http.max-waiting-requests`): with none free, a wait answers
+    /// at once, so waiters cannot pile up beyond the connection limits.
+    pub waiting_places: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for ApiState {

@@ -307,6 +307,12 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
             )),
             stopping: stop_rx.clone(),
             longest_wait: settings.http.idle_timeout * 3 / 4,
+            waiting_places: Arc::new(tokio::sync::Semaphore::new(
+                settings
+                    .http
+                    .max_waiting_requests
+                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
         };
         // stdout gets the one line a user needs; logs go to stderr.
         println!(

@@ -314,6 +314,9 @@ pub struct HttpSettings {
     pub max_connections_per_client: usize,
     /// How long one stream of `GET /ws/v1/events` lasts.
     pub event_stream_lifetime: Duration,
+    /// Requests that may wait at once for an app's end; beyond it a wait
+    /// answers at once.
+    pub max_waiting_requests: usize,
 }
 
 /// The PEM files the API is served over TLS with (`weft.http.tls.*`, set
@@ -511,6 +514,7 @@ impl Settings {
             event_stream_lifetime: Duration::from_millis(
                 read.whole("weft.http.event-stream-lifetime-ms")?,
             ),
+            max_waiting_requests: read.whole("weft.http.max-waiting-requests")? as usize,
         };
         let accounting_enabled = read.flag("weft.accounting.enabled")?;
         #[cfg(test)]

@@ -334,6 +334,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "connections one client address may hold open at once; more from it are closed at once",
     ),
     (
+        "weft.http.max-waiting-requests",
+        ValueType::Whole {
+            min: 0,
+            max: 1_000_000,
+        },
+        "4096",
+        "requests that may wait at once for an app's end (GET …/apps/{id}/state?wait_ms=); beyond it a wait answers at once with the state now",
+    ),
+    (
         "yarn.resourcemanager.reservation-system.enable",
         ValueType::Flag,
         "true",
