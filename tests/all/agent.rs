@@ -600,19 +600,9 @@ fn waits_for_orders_and_for_an_apps_end_are_owned_bounded_and_end_when_awaited()
             )
         });
         std::thread::sleep(Duration::from_millis(300));
-        let (status, body) = server.request(
-            "PUT",
-            &state,
-            &[("content-type", "application/json")],
-            Some(br#"{"state": "KILLED"}"#),
-        );
-        assert_eq!(status, 200, "{body}");
-        let ((status, body), waited) = held.join().unwrap();
-        assert_eq!(
-            (status, &body["state"]),
-            (200, &serde_json::json!("KILLED")),
-            "{body}"
-        );
+        kill_app(&server, &state);
+        let (answer, waited) = held.join().unwrap();
+        assert_killed(&answer);
         assert!(
             waited < Duration::from_secs(25),
             "the kill ended the wait ({waited:?})"
@@ -675,19 +665,8 @@ fn waits_beyond_the_servers_places_for_them_are_only_looks() {
             "a wait without a place answers at once ({:?})",
             begun.elapsed()
         );
-        let (status, body) = server.request(
-            "PUT",
-            &state,
-            &[("content-type", "application/json")],
-            Some(br#"{"state": "KILLED"}"#),
-        );
-        assert_eq!(status, 200, "{body}");
-        let (status, body) = held.join().unwrap();
-        assert_eq!(
-            (status, &body["state"]),
-            (200, &serde_json::json!("KILLED")),
-            "{body}"
-        );
+        kill_app(&server, &state);
+        assert_killed(&held.join().unwrap());
     });
     // The place is free again: a wait on a second app waits (here until
     // its short wait runs out).
@@ -701,6 +680,27 @@ fn waits_beyond_the_servers_places_for_them_are_only_looks() {
         begun.elapsed()
     );
     server.stop();
+}
+
+/// Kills the app whose state resource is `state`, as YARN's
+/// `PUT …/apps/{id}/state {"state": "KILLED"}`.
+fn kill_app(server: &Server, state: &str) {
+    let (status, body) = server.request(
+        "PUT",
+        state,
+        &[("content-type", "application/json")],
+        Some(br#"{"state": "KILLED"}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+}
+
+/// The answer to a wait on an app that was killed meanwhile.
+fn assert_killed((status, body): &(u16, serde_json::Value)) {
+    assert_eq!(
+        (*status, &body["state"]),
+        (200, &serde_json::json!("KILLED")),
+        "{body}"
+    );
 }
 
 /// Runs six containers of `true` with `--wait`; fails (saying `what`) if

@@ -961,9 +961,10 @@ pub(super) async fn app_state(
     let mut wait = bounded_wait(query.wait_ms, &state)?;
     // A place among the requests that wait, held to the answer; with none
     // free (weft.http.max-waiting-requests), the wait is only a look.
-    let place = match wait.is_zero() {
-        true => None,
-        false => state.waiting_places.clone().try_acquire_owned().ok(),
+    let place = if wait.is_zero() {
+        None
+    } else {
+        state.waiting_places.clone().try_acquire_owned().ok()
     };
     if place.is_none() {
         wait = Duration::ZERO;

@@ -307,11 +307,9 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
             )),
             stopping: stop_rx.clone(),
             longest_wait: settings.http.idle_timeout * 3 / 4,
+            // At most 1,000,000 (properties.rs), far below MAX_PERMITS.
             waiting_places: Arc::new(tokio::sync::Semaphore::new(
-                settings
-                    .http
-                    .max_waiting_requests
-                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+                settings.http.max_waiting_requests,
             )),
         };
         // stdout gets the one line a user needs; logs go to stderr.
