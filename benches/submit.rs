@@ -26,6 +26,7 @@ fn request(user: usize) -> SubmitApp {
         application_id: None,
         application_type: None,
         tags: Vec::new(),
+        lifetime_s: None,
     }
 }
 

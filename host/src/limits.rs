@@ -26,6 +26,10 @@ pub const MAX_ASKS_PER_APP: usize = 100;
 pub const MAX_CONTAINERS_PER_ASK: u32 = 100_000;
 /// How long a simulated container may run: 30 days.
 pub const MAX_DURATION_MS: u64 = 30 * 24 * 3600 * 1000;
+/// An app's lifetime, and a queue's maximum or default one, in seconds: 10
+/// years (YARN's `maximum-application-lifetime`, `default-application-lifetime`
+/// and an app's LIFETIME timeout).
+pub const MAX_APP_LIFETIME_S: u64 = 10 * 365 * 24 * 3600;
 /// The latest time Weft accepts: 9999-12-31T23:59:59.999Z, in ms since the epoch.
 pub const MAX_TIME_MS: u64 = 253_402_300_799_999;
 /// Names and ids: apps, users, projects, queues, nodes, containers.
@@ -229,6 +233,7 @@ mod tests {
         assert!((MAX_NODES as u64) * u64::from(MAX_GPUS) <= u64::from(u32::MAX));
         assert!((MAX_NODES as u64).checked_mul(MAX_MEMORY_MB).is_some());
         assert!(MAX_TIME_MS.checked_add(MAX_DURATION_MS).is_some());
+        assert!(MAX_TIME_MS.checked_add(MAX_APP_LIFETIME_S * 1000).is_some());
         const { assert!(MAX_TIME_MS < 1 << 48) };
     }
 

@@ -236,6 +236,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ws/v1/cluster/apps/{id}/priority"),
     ("GET", "/ws/v1/cluster/apps/{id}/timeouts"),
     ("GET", "/ws/v1/cluster/apps/{id}/timeouts/{type}"),
+    ("PUT", "/ws/v1/cluster/apps/{id}/timeout"),
     ("GET", "/ws/v1/cluster/scheduler-conf"),
     ("GET", "/ws/v1/cluster/scheduler/activities"),
     ("GET", "/ws/v1/cluster/scheduler/app-activities/{id}"),

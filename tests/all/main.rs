@@ -16,6 +16,7 @@ mod first_hour;
 mod guest_output;
 mod hostile_tenant;
 mod layering;
+mod lifetimes;
 mod policy_cache;
 mod policy_new;
 mod policy_runtime;

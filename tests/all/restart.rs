@@ -331,6 +331,7 @@ mod crash_anywhere {
                 reservation_id: None,
                 application_type: None,
                 tags: Vec::new(),
+                lifetime_s: None,
             };
             ids.push(rm.submit_app(&caller, request, "test").unwrap().id);
         }

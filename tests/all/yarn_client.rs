@@ -253,6 +253,19 @@ fn yarn_api_client_reads_everything_and_kills_an_app() {
         "LIFETIME"
     );
     assert_eq!(seen["timeout"]["timeout"]["expiryTime"], "UNLIMITED");
+    // A lifetime set through the client, in its own format, and read back.
+    assert_eq!(
+        seen["timeout_set"]["timeout"]["expiryTime"],
+        seen["timeout_asked"]
+    );
+    assert_eq!(
+        seen["timeout_after"]["timeout"]["expiryTime"],
+        seen["timeout_asked"]
+    );
+    let left = seen["timeout_after"]["timeout"]["remainingTimeInSeconds"]
+        .as_i64()
+        .unwrap();
+    assert!((3500..=3600).contains(&left), "{}", seen["timeout_after"]);
     let properties = seen["scheduler_conf"]["property"].as_array().unwrap();
     assert!(
         properties

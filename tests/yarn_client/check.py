@@ -104,6 +104,12 @@ seen["queue"] = rm.cluster_get_application_queue(RUNNING).data
 seen["priority"] = rm.cluster_get_application_priority(RUNNING).data
 seen["timeouts"] = rm.cluster_application_timeouts(RUNNING).data
 seen["timeout"] = rm.cluster_application_timeout(RUNNING, "LIFETIME").data
+# A lifetime set as the client sends it (YARN's ISO 8601), then read back.
+seen["timeout_asked"] = time.strftime(
+    "%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime(int(time.time()) + 3600))
+seen["timeout_set"] = rm.cluster_update_application_timeout(
+    RUNNING, "LIFETIME", seen["timeout_asked"]).data
+seen["timeout_after"] = rm.cluster_application_timeout(RUNNING, "LIFETIME").data
 seen["reservations"] = rm.cluster_reservations(queue="default").data
 seen["scheduler_conf"] = rm.cluster_scheduler_conf_mutation().data
 seen["activities"] = rm.scheduler_activities().data

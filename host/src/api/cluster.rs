@@ -642,6 +642,8 @@ pub(super) struct AppInfo {
     vcore_seconds: u64,
     #[serde(rename = "gpuSeconds")]
     gpu_seconds: u64,
+    /// YARN's timeouts: the app's LIFETIME (`UNLIMITED` without one).
+    timeouts: super::app_timeouts::AppTimeoutList,
 }
 
 impl AppInfo {
@@ -704,6 +706,7 @@ impl AppInfo {
             asks: app.asks.clone(),
             diagnostics: (!app.diagnostics.is_empty()).then(|| app.diagnostics.clone()),
             position_in_queue: None,
+            timeouts: super::app_timeouts::AppTimeoutList::of(app, now),
         }
     }
 }

@@ -11,6 +11,7 @@
 
 mod accounting;
 mod admin;
+mod app_timeouts;
 mod auth;
 mod cluster;
 mod containers;
@@ -113,8 +114,9 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(yarn_reads::attempt_container)))
         .routes(small(routes!(yarn_reads::app_queue)))
         .routes(small(routes!(yarn_reads::app_priority)))
-        .routes(small(routes!(yarn_reads::app_timeouts)))
-        .routes(small(routes!(yarn_reads::app_timeout)))
+        .routes(small(routes!(app_timeouts::app_timeouts)))
+        .routes(small(routes!(app_timeouts::app_timeout)))
+        .routes(small(routes!(app_timeouts::update_timeout)))
         .routes(small(routes!(yarn_reads::scheduler_conf)))
         .routes(small(routes!(yarn_reads::scheduler_activities)))
         .routes(small(routes!(yarn_reads::app_activities)))

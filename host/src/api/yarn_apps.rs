@@ -168,6 +168,7 @@ impl YarnSubmission {
             reservation_id: self.reservation_id,
             application_type: self.application_type,
             tags: self.application_tags.map(|t| t.tag).unwrap_or_default(),
+            lifetime_s: None,
         }
     }
 }

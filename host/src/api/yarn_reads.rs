@@ -1,7 +1,7 @@
 //! YARN's read-only resources that existing clients call (yarn-api-client's
 //! ResourceManager among them), answered from what Weft knows: the web
 //! UI's `/cluster` page that clients probe for the active server, an app's
-//! one attempt and its containers, its queue, priority and lifetime,
+//! one attempt and its containers, its queue and priority,
 //! application statistics, the scheduler's configuration, and scheduler
 //! activities (which Weft does not record).
 
@@ -456,78 +456,6 @@ pub(super) async fn app_priority(
 ) -> Result<Json<AppPriority>, ApiError> {
     let (_, priority) = queue_and_priority(&state, id).await?;
     Ok(Json(AppPriority { priority }))
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub(super) struct AppTimeoutsResponse {
-    timeouts: AppTimeoutList,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub(super) struct AppTimeoutList {
-    timeout: Vec<AppTimeout>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub(super) struct AppTimeoutResponse {
-    timeout: AppTimeout,
-}
-
-/// YARN's app timeout: Weft sets no lifetime on apps, so LIFETIME is
-/// UNLIMITED.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(super) struct AppTimeout {
-    #[serde(rename = "type")]
-    kind: String,
-    expiry_time: String,
-    remaining_time_in_seconds: i64,
-}
-
-fn unlimited_lifetime() -> AppTimeout {
-    AppTimeout {
-        kind: "LIFETIME".into(),
-        expiry_time: "UNLIMITED".into(),
-        remaining_time_in_seconds: -1,
-    }
-}
-
-/// An app's timeouts: its LIFETIME, unlimited.
-#[utoipa::path(get, path = "/ws/v1/cluster/apps/{id}/timeouts", tag = "apps",
-    params(("id" = String, Path, description = "The application id")),
-    responses((status = 200, body = AppTimeoutsResponse), (status = 401, body = RemoteException),
-        (status = 404, body = RemoteException)))]
-pub(super) async fn app_timeouts(
-    State(state): State<ApiState>,
-    ApiPath(id): ApiPath<String>,
-) -> Result<Json<AppTimeoutsResponse>, ApiError> {
-    queue_and_priority(&state, id).await?;
-    Ok(Json(AppTimeoutsResponse {
-        timeouts: AppTimeoutList {
-            timeout: vec![unlimited_lifetime()],
-        },
-    }))
-}
-
-/// One of an app's timeouts: YARN knows only LIFETIME.
-#[utoipa::path(get, path = "/ws/v1/cluster/apps/{id}/timeouts/{type}", tag = "apps",
-    params(("id" = String, Path, description = "The application id"),
-        ("type" = String, Path, description = "LIFETIME")),
-    responses((status = 200, body = AppTimeoutResponse), (status = 400, body = RemoteException),
-        (status = 401, body = RemoteException), (status = 404, body = RemoteException)))]
-pub(super) async fn app_timeout(
-    State(state): State<ApiState>,
-    ApiPath((id, kind)): ApiPath<(String, String)>,
-) -> Result<Json<AppTimeoutResponse>, ApiError> {
-    if !kind.eq_ignore_ascii_case("LIFETIME") {
-        return Err(ApiError::bad_request(format!(
-            "no timeout type {kind:?}: YARN's only one is LIFETIME"
-        )));
-    }
-    queue_and_priority(&state, id).await?;
-    Ok(Json(AppTimeoutResponse {
-        timeout: unlimited_lifetime(),
-    }))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -41,6 +41,17 @@ pub(super) enum AppCommand {
         server: ServerArgs,
         id: String,
     },
+    /// Set an app's lifetime to end SECONDS from now (as `yarn application
+    /// -updateLifetime`), cut to its queue's maximum-application-lifetime
+    /// counted from its submission. Past it the app is killed.
+    Lifetime {
+        #[command(flatten)]
+        server: ServerArgs,
+        id: String,
+        /// Seconds from now, at least 1.
+        #[arg(value_parser = clap::value_parser!(u64).range(1..=crate::limits::MAX_APP_LIFETIME_S))]
+        seconds: u64,
+    },
     /// The stdout (or --stderr) of an app's containers.
     Logs {
         #[command(flatten)]
@@ -116,6 +127,11 @@ pub(super) struct RunArgs {
     /// Follow the app to its end and exit with its status.
     #[arg(long)]
     wait: bool,
+    /// How long the app may live, in seconds from its submission (YARN's
+    /// LIFETIME), cut to its queue's maximum-application-lifetime; past it
+    /// the app is killed. Default: the queue's default-application-lifetime.
+    #[arg(long, value_name = "SECONDS")]
+    lifetime: Option<u64>,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -170,6 +186,11 @@ pub(super) fn run(command: AppCommand) -> anyhow::Result<()> {
             println!("{id}: {}", answer["state"].as_str().unwrap_or("?"));
             Ok(())
         }
+        AppCommand::Lifetime {
+            server,
+            id,
+            seconds,
+        } => update_lifetime(&server, &id, seconds),
         AppCommand::Logs {
             server,
             id,
@@ -256,6 +277,7 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
             "env": env,
             "max_attempts": args.max_attempts,
         }],
+        "lifetime_s": args.lifetime,
     });
     let client = args.server.client()?;
     let answer = client.post_json("/ws/v1/cluster/apps", &body)?;
@@ -476,6 +498,26 @@ fn print_apps(apps: &[Value]) {
     }
 }
 
+/// Sets app `id`'s lifetime to end `seconds` from now (this machine's
+/// clock, as YARN's CLI), and says when it ends.
+fn update_lifetime(server: &ServerArgs, id: &str, seconds: u64) -> anyhow::Result<()> {
+    let expiry = chrono::Utc::now() + chrono::Duration::seconds(i64::try_from(seconds)?);
+    let asked = expiry.format("%Y-%m-%dT%H:%M:%S%.3f%z").to_string();
+    let answer = server.client()?.put_json(
+        &format!("/ws/v1/cluster/apps/{}/timeout", encode(id)),
+        &json!({"timeout": {"type": "LIFETIME", "expiryTime": asked}}),
+    )?;
+    let now = text(&answer["timeout"]["expiryTime"]);
+    if now == asked {
+        println!("{id}: its lifetime now ends at {now}");
+    } else {
+        println!(
+            "{id}: its lifetime ends at {now} (its queue's maximum-application-lifetime, or the app has ended)"
+        );
+    }
+    Ok(())
+}
+
 fn print_status(app: &Value) {
     for (label, key) in [
         ("id", "id"),
@@ -494,6 +536,15 @@ fn print_status(app: &Value) {
         ("credits", "credits"),
     ] {
         println!("{label:>13}: {}", text(&app[key]));
+    }
+    let lifetime = &app["timeouts"]["timeout"][0];
+    match lifetime["expiryTime"].as_str() {
+        Some("UNLIMITED") | None => println!("{:>13}: unlimited", "lifetime"),
+        Some(expiry) => println!(
+            "{:>13}: ends {expiry} ({} s left)",
+            "lifetime",
+            text(&lifetime["remainingTimeInSeconds"])
+        ),
     }
     if let Some(diagnostics) = app["diagnostics"].as_str() {
         println!("  diagnostics: {diagnostics}");

@@ -470,6 +470,7 @@ mod tests {
             application_id: None,
             application_type: None,
             tags: Vec::new(),
+            lifetime_s: None,
         };
         cluster.submit(request, "test", 0).unwrap();
         let placement = Placement {

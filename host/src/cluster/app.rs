@@ -172,6 +172,13 @@ pub struct SubmitApp {
     #[serde(default)]
     #[schema(max_items = 10)]
     pub tags: Vec<String>,
+    /// How long it may live, in seconds from its submission (YARN's
+    /// LIFETIME timeout), 1 to 315,360,000 (10 years); cut to its queue's
+    /// `maximum-application-lifetime`. Left out: the queue's
+    /// `default-application-lifetime`, if any. Past it the app is killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 315_360_000_u64)]
+    pub lifetime_s: Option<u64>,
 }
 
 /// A tag as it is kept and matched: trimmed, lower case (as YARN keeps it).
@@ -212,6 +219,9 @@ impl SubmitApp {
         if let Some(kind) = &self.application_type {
             name("application_type", kind.trim())?;
             no_comma("application_type", kind)?;
+        }
+        if let Some(lifetime_s) = self.lifetime_s {
+            within("lifetime_s", lifetime_s, 1, MAX_APP_LIFETIME_S)?;
         }
         at_most("tags", self.tags.len(), MAX_APP_TAGS)?;
         for (i, tag) in self.tags.iter().enumerate() {
@@ -516,6 +526,10 @@ pub struct App {
     pub usage: ResourceSeconds,
     /// The time, in ms since the epoch, `usage` is counted up to.
     pub usage_counted_ms: u64,
+    /// When its lifetime ends, in ms since the epoch (YARN's LIFETIME
+    /// timeout): an app still active then is killed. None: no lifetime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifetime_deadline_ms: Option<u64>,
 }
 
 impl App {

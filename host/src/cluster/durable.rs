@@ -143,6 +143,9 @@ pub(super) struct StoredApp {
     /// Absent in older rows: then its containers' ends counted (at least).
     #[serde(default)]
     pub containers_run: u32,
+    /// When its lifetime ends; absent in older rows and for apps without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime_deadline_ms: Option<u64>,
 }
 
 fn default_application_type() -> String {
@@ -254,6 +257,7 @@ impl StoredApp {
             tags: app.tags.clone(),
             usage: app.usage,
             usage_counted_ms: app.usage_counted_ms,
+            lifetime_deadline_ms: app.lifetime_deadline_ms,
         }
     }
 
@@ -310,6 +314,7 @@ impl StoredApp {
             // Rows from before usage was counted start counting when their
             // app was submitted.
             usage_counted_ms: self.usage_counted_ms.max(self.submit_time_ms),
+            lifetime_deadline_ms: self.lifetime_deadline_ms,
         }
     }
 }
@@ -555,6 +560,7 @@ impl Cluster {
             restored.apps += 1;
         }
         self.count_active_apps();
+        self.index_lifetimes();
         let mut records: Vec<StoredContainerRecord> = Vec::with_capacity(stored.containers.len());
         let mut running = Vec::new();
         for (record, is_running) in &stored.containers {
@@ -662,6 +668,7 @@ mod tests {
             application_id: None,
             application_type: None,
             tags: Vec::new(),
+            lifetime_s: Some(3_600),
         };
         let id = cluster.submit(request, "host-1", 10).unwrap().id.clone();
         cluster.app_index(&id).unwrap()
@@ -899,6 +906,11 @@ mod tests {
         );
         again.restore(stored(&store), 60).unwrap();
         assert_eq!(picture(&again), picture(&restored));
+        // Lifetimes come back (in the picture), and end when they did.
+        let active = again.active_apps().count();
+        assert!(active > 0);
+        assert!(again.apps_past_lifetime(3_600_009).is_empty());
+        assert_eq!(again.apps_past_lifetime(3_600_010).len(), active);
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod active;
 mod agent_link;
 mod app;
 mod durable;
+mod lifetime;
 mod model;
 mod node;
 mod table;
@@ -18,6 +19,7 @@ pub use app::{
     SIMULATED_COMMAND_MS, SubmitApp,
 };
 pub use durable::{Changes, RestoreError, Restored, StoredCluster};
+pub use lifetime::LifetimeRefusal;
 pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,
 };

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::AccountingRecord;
 use super::active::ActiveCounts;
 use super::durable::{self, Changes};
+use super::lifetime::Lifetimes;
 use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, SubmitApp};
 use crate::protocol::node::exit_status;
@@ -237,6 +238,8 @@ pub struct Cluster {
     pub(super) active: BTreeSet<usize>,
     /// How many of them each leaf, and each user in it, has.
     pub(super) active_counts: ActiveCounts,
+    /// When those with a lifetime must end.
+    pub(super) lifetimes: Lifetimes,
     pub(super) containers: foldhash::HashMap<String, Container>,
     /// When containers on simulated nodes end: (end ms, container id).
     pub(super) simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
@@ -294,6 +297,7 @@ impl Cluster {
             killed_total: 0,
             active: BTreeSet::new(),
             active_counts: ActiveCounts::default(),
+            lifetimes: Lifetimes::default(),
             containers: foldhash::HashMap::new(),
             simulated_ends: BinaryHeap::new(),
             next_container: 1,
@@ -404,6 +408,7 @@ impl Cluster {
             && let Some(app) = self.apps.get(index)
         {
             self.active_counts.remove(app.queue_index, &app.user);
+            self.lifetimes.remove(index, app.lifetime_deadline_ms);
         }
         if let Some(app) = self.apps.get(index) {
             self.ended_apps.push(AccountingRecord::of(app));
@@ -641,6 +646,9 @@ impl Cluster {
         }
         let queue_name = queue.name.clone();
         request.check()?;
+        let lifetime_deadline_ms = queue
+            .lifetime_s(request.lifetime_s)
+            .map(|seconds| now.saturating_add(seconds.saturating_mul(1000)));
         let active = self.active_counts.of_queue(queue_index);
         if active >= queue.maximum_applications {
             return Err(ClusterError::QueueFull {
@@ -713,6 +721,7 @@ impl Cluster {
             }),
             usage: Default::default(),
             usage_counted_ms: now,
+            lifetime_deadline_ms,
         };
         let number = match number {
             Some(number) => {
@@ -726,6 +735,7 @@ impl Cluster {
         self.active.insert(number);
         let app = &self.apps[number];
         self.active_counts.add(app.queue_index, &app.user);
+        self.lifetimes.add(number, app.lifetime_deadline_ms);
         Ok(app)
     }
 
@@ -1188,6 +1198,7 @@ mod tests {
             application_id: None,
             application_type: None,
             tags: Vec::new(),
+            lifetime_s: None,
         }
     }
 
@@ -1539,6 +1550,7 @@ mod tests {
             application_id: None,
             application_type: None,
             tags: Vec::new(),
+            lifetime_s: None,
         };
         assert!(matches!(
             cluster.submit(request.clone(), "test", 0),

@@ -94,6 +94,15 @@ pub struct Queue {
     /// Set when the queue is `reservable`: the settings of its plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reservations: Option<ReservationSettings>,
+    /// `maximum-application-lifetime`: the longest an app of this queue
+    /// lives, in seconds from its submission; a longer lifetime asked for
+    /// is cut to it. None when it is 0 or unset here and on every parent
+    /// (a queue inherits its parent's when its own is unset or negative).
+    pub maximum_application_lifetime_s: Option<u64>,
+    /// `default-application-lifetime`: the lifetime of an app that asks
+    /// for none, in seconds (inherited as the maximum is); never above the
+    /// maximum, and the maximum itself when unset.
+    pub default_application_lifetime_s: Option<u64>,
 }
 
 /// A reservable queue's settings, with YARN's property names.
@@ -132,6 +141,21 @@ impl Queue {
     pub fn is_leaf(&self) -> bool {
         self.children.is_empty()
     }
+
+    /// The lifetime, in seconds, of an app submitted here asking for
+    /// `requested` (YARN's CapacityScheduler.checkAndGetApplicationLifetime):
+    /// what it asks for, cut to the queue's maximum; the queue's default
+    /// when it asks for none; None for no lifetime.
+    pub fn lifetime_s(&self, requested: Option<u64>) -> Option<u64> {
+        match (
+            requested.filter(|&s| s > 0),
+            self.maximum_application_lifetime_s,
+        ) {
+            (Some(asked), Some(maximum)) => Some(asked.min(maximum)),
+            (Some(asked), None) => Some(asked),
+            (None, _) => self.default_application_lifetime_s,
+        }
+    }
 }
 
 /// Attributes Weft reads; the reservation ones are kept for the reservation
@@ -161,6 +185,8 @@ const QUEUE_ATTRIBUTES: &[&str] = &[
     "reservation-planner",
     "reservation-move-on-expiry",
     "reservation-enforcement-window",
+    "maximum-application-lifetime",
+    "default-application-lifetime",
 ];
 
 /// Properties that belong to the scheduler, not a queue.
@@ -243,6 +269,8 @@ impl QueueTree {
             acl_submit_applications: default_acl.into(),
             acl_administer_queue: default_acl.into(),
             reservations: None,
+            maximum_application_lifetime_s: None,
+            default_application_lifetime_s: None,
         });
         let queues_property = format!("{PREFIX}{path}.queues");
         if let Some(children) = properties.get(&queues_property) {
@@ -440,6 +468,36 @@ impl QueueTree {
                 reason: "only a leaf queue can be reservable".into(),
             });
         }
+        // As YARN's QueueAppLifetimeAndLimitSettings: a maximum unset here
+        // (or negative) is the parent's, 0 is none; a default unset here is
+        // the nearest parent's cut to this maximum, or else the maximum; a
+        // default set here may not exceed the maximum.
+        let maximum_lifetime =
+            inherited_lifetime(properties, &path, "maximum-application-lifetime")?;
+        let own_default = value("default-application-lifetime")
+            .map(|(property, text)| lifetime(&property, text))
+            .transpose()?
+            .flatten();
+        let default_lifetime = match own_default {
+            Some(Some(default)) => {
+                if let Some(maximum) = maximum_lifetime
+                    && default > maximum
+                {
+                    return Err(QueueError::BadValue {
+                        property: key("default-application-lifetime"),
+                        reason: format!(
+                            "{default} s exceeds the queue's maximum-application-lifetime of {maximum} s"
+                        ),
+                    });
+                }
+                Some(default)
+            }
+            Some(None) => None,
+            None => inherited_lifetime(properties, &path, "default-application-lifetime")?
+                .map(|default| maximum_lifetime.map_or(default, |maximum| default.min(maximum))),
+        };
+        queue.maximum_application_lifetime_s = maximum_lifetime;
+        queue.default_application_lifetime_s = default_lifetime.or(maximum_lifetime);
         let queue_maximum = value("maximum-applications")
             .map(|(property, text)| parse::<u64>(&property, text, "a whole number"))
             .transpose()?;
@@ -560,6 +618,46 @@ fn percent(property: &str, text: &str) -> Result<f64, QueueError> {
     }
 }
 
+/// A lifetime `attribute` of the queue at `path`, in seconds, as YARN's
+/// AbstractCSQueue inherits it: the queue's own when set to 0 or more (0
+/// means none), else its parent's, and so on up to root.
+fn inherited_lifetime(
+    properties: &QueueProperties,
+    path: &str,
+    attribute: &str,
+) -> Result<Option<u64>, QueueError> {
+    let mut path = Some(path);
+    while let Some(queue) = path {
+        let property = format!("{PREFIX}{queue}.{attribute}");
+        if let Some(text) = properties.get(&property)
+            && let Some(own) = lifetime(&property, text)?
+        {
+            return Ok(own);
+        }
+        path = queue.rsplit_once('.').map(|(parent, _)| parent);
+    }
+    Ok(None)
+}
+
+/// A lifetime property in seconds: None when negative (inherit), Some(None)
+/// for 0 (no lifetime), Some(Some(s)) up to
+/// [`crate::limits::MAX_APP_LIFETIME_S`].
+fn lifetime(property: &str, text: &str) -> Result<Option<Option<u64>>, QueueError> {
+    let seconds = parse::<i64>(property, text, "a whole number of seconds")?;
+    match u64::try_from(seconds) {
+        Err(_) => Ok(None),
+        Ok(0) => Ok(Some(None)),
+        Ok(s) if s <= crate::limits::MAX_APP_LIFETIME_S => Ok(Some(Some(s))),
+        Ok(s) => Err(QueueError::BadValue {
+            property: property.into(),
+            reason: format!(
+                "{s} s is above the most Weft takes, {} s (10 years)",
+                crate::limits::MAX_APP_LIFETIME_S
+            ),
+        }),
+    }
+}
+
 fn parse<T: std::str::FromStr>(
     property: &str,
     text: &str,
@@ -658,6 +756,55 @@ mod tests {
     }
 
     #[test]
+    fn lifetimes_inherit_as_yarn_and_cut_what_an_app_asks_for() {
+        let mut pairs = seed_001();
+        pairs.push(("root.maximum-application-lifetime", "3600"));
+        pairs.push(("root.default-application-lifetime", "600"));
+        // development: its own maximum below root's default, which it inherits cut.
+        pairs.push((
+            "root.engineering.development.maximum-application-lifetime",
+            "300",
+        ));
+        // qa: no maximum at all (0), its own default.
+        pairs.push(("root.engineering.qa.maximum-application-lifetime", "0"));
+        pairs.push(("root.engineering.qa.default-application-lifetime", "30"));
+        // marketing: negative inherits root's.
+        pairs.push(("root.marketing.maximum-application-lifetime", "-1"));
+        let tree = QueueTree::from_properties(&properties(&pairs)).unwrap();
+        let queue = |name: &str| &tree.queues()[tree.leaf(name).unwrap()];
+        let lifetimes = |name: &str| {
+            let q = queue(name);
+            (
+                q.maximum_application_lifetime_s,
+                q.default_application_lifetime_s,
+            )
+        };
+        assert_eq!(lifetimes("development"), (Some(300), Some(300)));
+        assert_eq!(lifetimes("qa"), (None, Some(30)));
+        assert_eq!(lifetimes("marketing"), (Some(3600), Some(600)));
+        assert_eq!(lifetimes("support"), (Some(3600), Some(600)));
+        // What an app asks for, cut to the maximum; the default without.
+        assert_eq!(queue("development").lifetime_s(Some(1000)), Some(300));
+        assert_eq!(queue("development").lifetime_s(Some(10)), Some(10));
+        assert_eq!(queue("support").lifetime_s(None), Some(600));
+        assert_eq!(queue("qa").lifetime_s(Some(100_000)), Some(100_000));
+        assert_eq!(queue("qa").lifetime_s(None), Some(30));
+        // A maximum alone is the default too; nothing set, no lifetime.
+        let mut only_maximum = QueueProperties::defaults();
+        only_maximum.set(
+            &format!("{PREFIX}root.default.maximum-application-lifetime"),
+            "90",
+        );
+        let tree = QueueTree::from_properties(&only_maximum).unwrap();
+        let default = &tree.queues()[tree.leaf("default").unwrap()];
+        assert_eq!(default.lifetime_s(None), Some(90));
+        let tree = QueueTree::from_properties(&QueueProperties::defaults()).unwrap();
+        let default = &tree.queues()[tree.leaf("default").unwrap()];
+        assert_eq!(default.lifetime_s(None), None);
+        assert_eq!(default.lifetime_s(Some(5)), Some(5));
+    }
+
+    #[test]
     fn reservable_queues_have_yarn_defaults_and_their_settings() {
         let mut pairs = seed_001();
         pairs.push(("root.support.reservable", "true"));
@@ -745,7 +892,7 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        let cases: [(&[(&str, &str)], &str); 10] = [
+        let cases: [(&[(&str, &str)], &str); 13] = [
             (&[("root.support.capacity", "20")], "sum to 110"),
             (
                 &[
@@ -777,6 +924,21 @@ mod tests {
             ),
             (&[("root.support.user-limit-factor", "0")], "above 0"),
             (&[("root.support.state", "PAUSED")], "RUNNING or STOPPED"),
+            (
+                &[("root.support.maximum-application-lifetime", "soon")],
+                "whole number of seconds",
+            ),
+            (
+                &[("root.support.default-application-lifetime", "315360001")],
+                "10 years",
+            ),
+            (
+                &[
+                    ("root.support.maximum-application-lifetime", "60"),
+                    ("root.support.default-application-lifetime", "61"),
+                ],
+                "exceeds the queue's maximum-application-lifetime of 60 s",
+            ),
             (
                 &[
                     ("root.marketing.queues", "qa"),

@@ -545,6 +545,16 @@ impl ResourceManager {
         active
     }
 
+    /// YARN's RMAppLifetimeMonitor, before a round: apps past their
+    /// lifetime are killed, saying so, their containers charged up to now
+    /// (so none is placed for them in the round).
+    fn end_lifetimes(&mut self, now: u64) {
+        for index in self.cluster.apps_past_lifetime(now) {
+            let ended = self.cluster.kill_app(index, Cluster::LIFETIME_ENDED, now);
+            self.containers_finished(&ended, now);
+        }
+    }
+
     /// Whether the reservation a submission names (if any) is in the plan of
     /// its queue; the reason if not.
     fn check_app_reservation(
@@ -619,6 +629,7 @@ impl ResourceManager {
         if self.awaiting_nodes(now) {
             return;
         }
+        self.end_lifetimes(now);
         let reservations = self.active_reservations(now);
         let held = self.held_projects();
         let (quota, pricing) = (&self.quota, self.policies.pricing());

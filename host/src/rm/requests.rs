@@ -5,7 +5,8 @@
 
 use super::ResourceManager;
 use crate::cluster::{
-    AgentInfo, AgentReport, App, AppState, ClusterError, NodeKind, SubmitApp, TakenReport,
+    AgentInfo, AgentReport, App, AppState, ClusterError, LifetimeRefusal, NodeKind, SubmitApp,
+    TakenReport,
 };
 use crate::limits;
 use crate::protocol::node::{ContainerEnd, Heartbeat, RegisterNode, exit_status};
@@ -442,6 +443,46 @@ impl ResourceManager {
             .apps()
             .get(index)
             .map_or(AppState::Killed, |app| app.state))
+    }
+}
+
+impl ResourceManager {
+    /// Sets app `id`'s lifetime to end at `expiry_ms` for `caller` (its
+    /// user, a queue or cluster administrator; YARN's
+    /// updateApplicationTimeouts): cut to its queue's
+    /// `maximum-application-lifetime` from its submission, refused for a
+    /// time not in the future; an app that has ended keeps its own (as in
+    /// YARN). Returns the app's deadline now.
+    pub fn update_lifetime(
+        &mut self,
+        caller: &Caller,
+        id: &str,
+        expiry_ms: u64,
+    ) -> Result<Option<u64>, RequestError> {
+        let index = self
+            .cluster
+            .app_index(id)
+            .ok_or_else(|| RequestError::Unknown(format!("application {id} not found")))?;
+        let app = &self.cluster.apps()[index];
+        self.security
+            .check_app_owner(
+                caller,
+                &app.user,
+                self.cluster.queues(),
+                app.queue_index,
+                "change the lifetime of",
+            )
+            .map_err(RequestError::NotAllowed)?;
+        let now = self.now();
+        let deadline = self
+            .cluster
+            .set_lifetime_deadline(index, expiry_ms, now)
+            .map_err(|refusal| match refusal {
+                LifetimeRefusal::NotInFuture { .. } => RequestError::Invalid(refusal.to_string()),
+                LifetimeRefusal::NoSuchApp(_) => RequestError::Unknown(refusal.to_string()),
+            })?;
+        tracing::info!(app = id, deadline_ms = ?deadline, by = %caller.user, "application lifetime changed");
+        Ok(deadline)
     }
 }
 

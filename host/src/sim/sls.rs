@@ -224,6 +224,7 @@ fn app(job: Job) -> Result<ScenarioApp, String> {
         priority: 0,
         asks,
         reservation: None,
+        lifetime_s: None,
     })
 }
 

@@ -13,13 +13,20 @@ import { facts, pageHead, panel, reloadOn } from './panel.js';
 const ENDED = new Set(['FINISHED', 'FAILED', 'KILLED']);
 const LOG_TAIL_BYTES = 65536;
 const text = String;
+// YARN's LIFETIME timeout: an ISO time with a +hhmm offset, or UNLIMITED.
+const LIFETIME = ['timeouts', 'timeout', 0];
+const lifetimeEnd = (expiry) => (expiry === 'UNLIMITED' ? 'unlimited'
+  : time(Date.parse(String(expiry).replace(/([+-]\d\d)(\d\d)$/, '$1:$2'))));
+const lifetimeLeft = (seconds) => (seconds < 0 ? '—' : duration(seconds * 1000));
 
 const FIELDS = [
   ['Name', 'name', text], ['User', 'user', text], ['Queue', 'queue', text], ['Project', 'project', text],
   ['State', 'state', text], ['Final status', 'finalStatus', text], ['Priority', 'priority', count],
   ['Type', 'applicationType', text], ['Tags', 'applicationTags', text], ['Position in queue', 'positionInQueue', count],
   ['Submitted', 'submittedTime', time], ['Started', 'startedTime', time], ['Finished', 'finishedTime', time],
-  ['Elapsed', 'elapsedTime', duration], ['Progress', 'progress', progress], ['Credits', 'credits', credits],
+  ['Elapsed', 'elapsedTime', duration], ['Lifetime ends', [...LIFETIME, 'expiryTime'], lifetimeEnd],
+  ['Lifetime left', [...LIFETIME, 'remainingTimeInSeconds'], lifetimeLeft],
+  ['Progress', 'progress', progress], ['Credits', 'credits', credits],
   ['Memory', 'allocatedMB', mb], ['VCores', 'allocatedVCores', count], ['GPUs', 'allocatedGPUs', count],
   ['Running containers', 'runningContainers', count], ['Pending containers', 'pendingContainers', count],
   ['Finished containers', 'finishedContainers', count], ['Failed containers', 'failedContainers', count],

@@ -1,5 +1,6 @@
 //! Jumping over idle virtual time: when the cluster cannot change before
-//! the next submission, reservation boundary or container end, and the
+//! the next submission, reservation boundary, container end or end of an
+//! app's lifetime, and the
 //! error for a run nothing could ever move on.
 
 use super::*;
@@ -97,7 +98,11 @@ impl Idle {
                     // long before u64::MAX; this cannot panic regardless.
                     .map(|c| c.start_time_ms.saturating_add(c.duration_ms))
                     .min();
-                let wake = next_end.into_iter().chain(next_submission).min();
+                let wake = next_end
+                    .into_iter()
+                    .chain(next_submission)
+                    .chain(rm.cluster().next_lifetime_end())
+                    .min();
                 timers.scheduling.skip_to(wake);
             }
             return Ok(());
@@ -112,13 +117,16 @@ impl Idle {
             _ => now,
         };
         self.since = Some((since, seen));
+        // An app's lifetime ending kills it: the cluster changes then too.
+        let lifetime_end = rm.cluster().next_lifetime_end();
         let wake = if pending {
             next_submission
                 .into_iter()
                 .chain(next_boundary(placed, now, since))
+                .chain(lifetime_end)
                 .min()
         } else {
-            next_submission
+            next_submission.into_iter().chain(lifetime_end).min()
         };
         let wake = match (wake, pending, end_ms) {
             (Some(wake), _, _) => Some(wake),

@@ -189,6 +189,7 @@ fn simulate(
         end_ms: 0,
         apps_submitted: 0,
         apps_finished: 0,
+        apps_past_lifetime: 0,
         observations: Vec::new(),
         wait_time_ms: BTreeMap::new(),
         utilization: Vec::new(),
@@ -273,6 +274,7 @@ fn simulate(
                 application_id: None,
                 application_type: None,
                 tags: Vec::new(),
+                lifetime_s: app.lifetime_s,
             };
             // The use case the API runs, as the app's own user.
             let caller = rm.security().caller(&app.user);
@@ -339,6 +341,12 @@ fn simulate(
         .apps()
         .iter()
         .filter(|a| a.state == crate::cluster::AppState::Finished)
+        .count();
+    summary.apps_past_lifetime = rm
+        .cluster()
+        .apps()
+        .iter()
+        .filter(|a| a.diagnostics == crate::cluster::Cluster::LIFETIME_ENDED)
         .count();
     summary.wait_time_ms = wait_times(&rm);
     for (app_id, name) in reserved_apps {

@@ -12,6 +12,9 @@ pub struct Summary {
     pub apps_submitted: usize,
     /// Apps that finished (not those that failed or were killed).
     pub apps_finished: usize,
+    /// Apps killed at the end of their lifetime.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub apps_past_lifetime: usize,
     /// One per distinct `observe_at_ms` the run reached, in time order.
     pub observations: Vec<Observation>,
     /// Per leaf queue: from submission to first container, in ms.

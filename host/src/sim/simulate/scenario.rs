@@ -208,6 +208,11 @@ pub struct ScenarioApp {
     /// The scenario reservation (by name) it runs in.
     #[serde(default)]
     pub reservation: Option<String>,
+    /// How long it may live, in seconds from its submission (1 to 10
+    /// years), cut to its queue's `maximum-application-lifetime`; the
+    /// queue's default when left out. Past it the app is killed.
+    #[serde(default)]
+    pub lifetime_s: Option<u64>,
 }
 
 pub(super) fn default_queue() -> String {
@@ -337,6 +342,14 @@ impl Scenario {
             limits::name(format_args!("{label}: user"), &app.user)?;
             limits::name(format_args!("{label}: queue"), &app.queue)?;
             limits::name(format_args!("{label}: project"), &app.project)?;
+            if let Some(lifetime_s) = app.lifetime_s {
+                limits::within(
+                    format_args!("{label}: lifetime_s"),
+                    lifetime_s,
+                    1,
+                    limits::MAX_APP_LIFETIME_S,
+                )?;
+            }
             limits::within(
                 format_args!("{label}: the number of asks"),
                 app.asks.len(),

@@ -273,3 +273,46 @@ fn recurring_reservations_are_waited_for_one_whole_cycle() {
     assert_eq!(next_boundary(&with_one_off, 10_000, 0), Some(10_500));
     assert_eq!(lcm(u64::MAX, u64::MAX - 1), None);
 }
+
+#[test]
+fn apps_past_their_lifetime_are_killed_then_and_charged_up_to_it() {
+    // a's two containers would run 60 s but its lifetime is 10 s; b waits
+    // behind them for a whole vcore node and lives 5 s; c has no lifetime.
+    let text = format!(
+        r#"
+{SETTINGS}
+[[nodes]]
+count = 1
+memory_mb = 4096
+vcores = 2
+[[apps]]
+submit_ms = 0
+user = "a"
+project = "p"
+lifetime_s = 10
+asks = [{{ count = 2, memory_mb = 1024, vcores = 1, duration_ms = 60000 }}]
+[[apps]]
+submit_ms = 1000
+user = "b"
+project = "q"
+lifetime_s = 5
+asks = [{{ count = 1, memory_mb = 1024, vcores = 2, duration_ms = 1000 }}]
+[[apps]]
+submit_ms = 2000
+user = "c"
+project = "r"
+asks = [{{ count = 1, memory_mb = 1024, vcores = 1, duration_ms = 1000 }}]
+"#
+    );
+    let (jumped, stepped) = run_both(&text);
+    assert_eq!(jumped["apps_past_lifetime"], 2, "{jumped:#}");
+    assert_eq!(jumped["apps_finished"], 1);
+    // a is charged for its two containers up to 10 s (and not 60 s): two
+    // vcores for about 10 s at the base price, times the multiplicator.
+    let a = jumped["credits"]["p"].as_f64().unwrap();
+    assert!((15.0..=45.0).contains(&a), "a charged {a}");
+    assert!(jumped["credits"].get("q").is_none_or(|q| q == 0.0));
+    assert_eq!(jumped["apps_past_lifetime"], stepped["apps_past_lifetime"]);
+    assert_eq!(jumped["credits"], stepped["credits"]);
+    assert_eq!(jumped["end_ms"], stepped["end_ms"]);
+}
