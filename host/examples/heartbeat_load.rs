@@ -383,6 +383,8 @@ impl Agent {
             isolation: Some("none: simulated by heartbeat_load".into()),
             http_address: None,
             logs_secret: None,
+            rack: None,
+            attributes: Default::default(),
         }
     }
 

@@ -30,6 +30,14 @@ pub const MAX_DURATION_MS: u64 = 30 * 24 * 3600 * 1000;
 /// years (YARN's `maximum-application-lifetime`, `default-application-lifetime`
 /// and an app's LIFETIME timeout).
 pub const MAX_APP_LIFETIME_S: u64 = 10 * 365 * 24 * 3600;
+/// A node's rack path (YARN's network location, `/dc1/rack7`): bytes.
+pub const MAX_RACK_BYTES: usize = 256;
+/// Levels in a rack path.
+pub const MAX_RACK_LEVELS: usize = 8;
+/// Attributes one node may carry (YARN's node attributes, key=value).
+pub const MAX_NODE_ATTRIBUTES: usize = 64;
+/// Bytes in a node attribute's key, and in its value (YARN's limit).
+pub const MAX_NODE_ATTRIBUTE_BYTES: usize = 255;
 /// The latest time Weft accepts: 9999-12-31T23:59:59.999Z, in ms since the epoch.
 pub const MAX_TIME_MS: u64 = 253_402_300_799_999;
 /// Names and ids: apps, users, projects, queues, nodes, containers.
@@ -159,6 +167,82 @@ pub fn at_most(field: impl Display, count: usize, max: usize) -> Result<(), OutO
     Ok(())
 }
 
+/// A rack path as YARN's NetworkTopology takes it: `/` then at most
+/// [`MAX_RACK_LEVELS`] levels of `[A-Za-z0-9._-]` separated by `/`, at most
+/// [`MAX_RACK_BYTES`] in all.
+pub fn rack(field: impl Display, text: &str) -> Result<(), OutOfBounds> {
+    let levels: Vec<&str> = text.strip_prefix('/').unwrap_or("").split('/').collect();
+    let rule = if !text.starts_with('/') {
+        Some("but a rack path starts with / (e.g. /dc1/rack7)".to_string())
+    } else if text.len() > MAX_RACK_BYTES {
+        Some(format!("but may be at most {MAX_RACK_BYTES} bytes long"))
+    } else if levels.len() > MAX_RACK_LEVELS {
+        Some(format!("but may have at most {MAX_RACK_LEVELS} levels"))
+    } else if levels.iter().any(|l| {
+        l.is_empty()
+            || !l
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    }) {
+        Some("but each level is one or more of A-Z a-z 0-9 . _ -".to_string())
+    } else {
+        None
+    };
+    match rule {
+        None => Ok(()),
+        Some(rule) => Err(OutOfBounds {
+            field: field.to_string(),
+            value: format!("{:?}", text.chars().take(40).collect::<String>()),
+            rule,
+        }),
+    }
+}
+
+/// Node attributes as YARN takes them: at most [`MAX_NODE_ATTRIBUTES`];
+/// a key is a name `[A-Za-z0-9][A-Za-z0-9._-]*`, with an optional prefix
+/// before a `/` of the same form (`nm.yarn.io/gpu-model`); a value is empty
+/// or `[A-Za-z0-9][A-Za-z0-9._-]*`; each at most
+/// [`MAX_NODE_ATTRIBUTE_BYTES`].
+pub fn node_attributes<'a>(
+    field: impl Display,
+    attributes: impl ExactSizeIterator<Item = (&'a String, &'a String)>,
+) -> Result<(), OutOfBounds> {
+    at_most(&field, attributes.len(), MAX_NODE_ATTRIBUTES)?;
+    let word = |text: &str| {
+        text.bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    };
+    for (key, value) in attributes {
+        let key_ok = key.len() <= MAX_NODE_ATTRIBUTE_BYTES
+            && match key.split_once('/') {
+                Some((prefix, name)) => word(prefix) && word(name),
+                None => word(key),
+            };
+        let value_ok = value.len() <= MAX_NODE_ATTRIBUTE_BYTES && (value.is_empty() || word(value));
+        if !(key_ok && value_ok) {
+            return Err(OutOfBounds {
+                field: format!("{field}.{}", key.chars().take(40).collect::<String>()),
+                value: format!(
+                    "{:?}",
+                    format!("{key}={value}")
+                        .chars()
+                        .take(80)
+                        .collect::<String>()
+                ),
+                rule: format!(
+                    "but a key is [prefix/]name and a value empty or one word, each of A-Z a-z 0-9 . _ - \
+                     starting with a letter or digit, at most {MAX_NODE_ATTRIBUTE_BYTES} bytes"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The largest quota event log `weft replay` reads (it holds the whole log
 /// in memory, parsed, before charging anything): 1 GiB.
 /// `weft.quota.event-log-max-mb` is bounded by it, so every log a server
@@ -235,6 +319,60 @@ mod tests {
         assert!(MAX_TIME_MS.checked_add(MAX_DURATION_MS).is_some());
         assert!(MAX_TIME_MS.checked_add(MAX_APP_LIFETIME_S * 1000).is_some());
         const { assert!(MAX_TIME_MS < 1 << 48) };
+    }
+
+    #[test]
+    fn racks_and_node_attributes_follow_yarns_rules() {
+        for good in ["/default-rack", "/dc1/rack-7", "/a.b/c_d/1/2/3/4/5/6"] {
+            assert!(rack("rack", good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "/",
+            "rack",
+            "/a//b",
+            "/a/",
+            "/a b",
+            "/1/2/3/4/5/6/7/8/9",
+        ] {
+            let error = rack("rack", bad).unwrap_err().to_string();
+            assert!(error.starts_with("rack is"), "{bad}: {error}");
+        }
+        assert!(rack("rack", &format!("/{}", "r".repeat(256))).is_err());
+        let check = |pairs: &[(&str, &str)]| {
+            let map: std::collections::BTreeMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            node_attributes("attributes", map.iter())
+        };
+        assert!(
+            check(&[
+                ("gpu-model", "a100"),
+                ("nm.yarn.io/os", "linux"),
+                ("ssd", "")
+            ])
+            .is_ok()
+        );
+        for (key, value) in [
+            ("gpu model", "a"),
+            ("-gpu", "a"),
+            ("a/b/c", "x"),
+            ("/os", "x"),
+            ("os/", "x"),
+            ("os", "-x"),
+            ("os", "a b"),
+        ] {
+            let error = check(&[(key, value)]).unwrap_err().to_string();
+            assert!(
+                error.starts_with(&format!("attributes.{key}")),
+                "{key}={value}: {error}"
+            );
+        }
+        assert!(check(&[("k", &"v".repeat(256))]).is_err());
+        let many: Vec<(String, String)> = (0..65).map(|i| (format!("k{i}"), "v".into())).collect();
+        let refs: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert!(check(&refs).unwrap_err().to_string().contains("at most 64"));
     }
 
     #[test]

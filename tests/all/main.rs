@@ -22,6 +22,7 @@ mod policy_new;
 mod policy_runtime;
 mod policy_test;
 mod queues;
+mod racks;
 mod replay;
 mod reservations;
 mod restart;

@@ -38,6 +38,10 @@ pub struct NodeIdentity {
     pub http_address: String,
     /// The bearer secret its log server wants, given at registration.
     pub logs_secret: String,
+    /// Its rack (`weft agent --rack`), or none for YARN's default one.
+    pub rack: Option<String>,
+    /// Its attributes (`weft agent --attribute KEY=VALUE`).
+    pub attributes: std::collections::BTreeMap<String, String>,
 }
 
 /// How often the loop looks at its containers between heartbeats (it wakes
@@ -287,6 +291,8 @@ impl<T: ResourceTracker> AgentLoop<T> {
             )),
             http_address: Some(self.identity.http_address.clone()),
             logs_secret: Some(self.identity.logs_secret.clone()),
+            rack: self.identity.rack.clone(),
+            attributes: self.identity.attributes.clone(),
         };
         let registration = self.tracker.register(&request)?;
         let server = self.tracker.server();
@@ -530,6 +536,8 @@ mod tests {
             resources: Resources::new(1024, 1, 0),
             http_address: "http://127.0.0.1:1".into(),
             logs_secret: "s".into(),
+            rack: None,
+            attributes: Default::default(),
         };
         let tracker = Scripted {
             answers: answers.into(),

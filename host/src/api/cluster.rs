@@ -237,7 +237,8 @@ pub(super) struct NodeResponse {
 #[serde(rename_all = "camelCase")]
 pub(super) struct NodeInfo {
     id: String,
-    /// Weft has no racks: every node is in YARN's default one.
+    /// Its rack (YARN's network location): `/default-rack` unless its
+    /// agent registered one.
     rack: String,
     kind: NodeKind,
     /// RUNNING, or LOST for a node that stopped heartbeating.
@@ -272,6 +273,46 @@ pub(super) struct NodeInfo {
     /// Where the agent serves container logs (as `nodeHTTPAddress`).
     #[serde(skip_serializing_if = "String::is_empty")]
     http_address: String,
+    /// Its attributes, as YARN reports node attributes.
+    node_attributes_info: NodeAttributesInfo,
+}
+
+/// YARN's `nodeAttributesInfo`: `{"nodeAttributeInfo": [...]}`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct NodeAttributesInfo {
+    node_attribute_info: Vec<NodeAttributeInfo>,
+}
+
+/// One node attribute as YARN reports it: a key `prefix/name` (an agent's
+/// key without a prefix has YARN's `nm.yarn.io`, the node manager's), its
+/// type (always STRING) and value.
+#[derive(Debug, Serialize, ToSchema)]
+pub(super) struct NodeAttributeInfo {
+    prefix: String,
+    name: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    value: String,
+}
+
+impl NodeAttributesInfo {
+    fn of(attributes: &std::collections::BTreeMap<String, String>) -> NodeAttributesInfo {
+        NodeAttributesInfo {
+            node_attribute_info: attributes
+                .iter()
+                .map(|(key, value)| {
+                    let (prefix, name) = key.split_once('/').unwrap_or(("nm.yarn.io", key));
+                    NodeAttributeInfo {
+                        prefix: prefix.into(),
+                        name: name.into(),
+                        kind: "STRING",
+                        value: value.clone(),
+                    }
+                })
+                .collect(),
+        }
+    }
 }
 
 impl NodeInfo {
@@ -304,7 +345,7 @@ impl NodeInfo {
         };
         NodeInfo {
             id: n.id.clone(),
-            rack: "/default-rack".into(),
+            rack: n.rack().into(),
             kind: n.kind,
             state: state.into(),
             node_host_name,
@@ -322,6 +363,7 @@ impl NodeInfo {
             available_gpus: if running { free.gpus } else { 0 },
             isolation: n.agent.isolation.clone(),
             http_address: address,
+            node_attributes_info: NodeAttributesInfo::of(&n.agent.attributes),
         }
     }
 }

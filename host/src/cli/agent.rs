@@ -23,6 +23,14 @@ pub(super) struct AgentArgs {
     /// machine, less yarn.nodemanager.resource.system-reserved-memory-mb).
     #[arg(long, value_name = "SPEC")]
     resources: Option<String>,
+    /// The node's rack (YARN's network location), e.g. /dc1/rack7
+    /// (default: /default-rack).
+    #[arg(long, value_name = "PATH")]
+    rack: Option<String>,
+    /// An attribute of the node (YARN's node attributes), KEY=VALUE, e.g.
+    /// gpu-model=a100 (repeatable).
+    #[arg(long = "attribute", value_name = "KEY=VALUE")]
+    attributes: Vec<String>,
     /// The node's id (default: the host name).
     #[arg(long)]
     node_id: Option<String>,
@@ -53,6 +61,15 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
     };
     let node_id = args.node_id.clone().unwrap_or_else(machine::host_name);
     crate::limits::name("--node-id", &node_id)?;
+    if let Some(rack) = &args.rack {
+        crate::limits::rack("--rack", rack)?;
+    }
+    let mut attributes = std::collections::BTreeMap::new();
+    for pair in &args.attributes {
+        let (key, value) = super::parse_pair(pair).map_err(anyhow::Error::msg)?;
+        attributes.insert(key, value);
+    }
+    crate::limits::node_attributes("--attribute", attributes.iter())?;
     let base = std::env::temp_dir().join("weft-agent");
     let dirs = AgentDirs {
         work_dir: args.work_dir.clone().unwrap_or_else(|| base.join("work")),
@@ -88,6 +105,8 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
         resources,
         http_address,
         logs_secret,
+        rack: args.rack.clone(),
+        attributes,
     };
     // A clean stop (Ctrl-C, SIGTERM) kills the containers, as YARN's
     // NodeManager does without supervised recovery; a kill -9 leaves them

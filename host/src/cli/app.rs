@@ -232,15 +232,16 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<28} {:<8} {:<9} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
-        "NODE", "STATE", "KIND", "USED MB", "FREE MB", "USED VC", "FREE VC", "CONT."
+        "{:<28} {:<8} {:<9} {:<16} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
+        "NODE", "STATE", "KIND", "RACK", "USED MB", "FREE MB", "USED VC", "FREE VC", "CONT."
     );
     for n in &nodes {
         println!(
-            "{:<28} {:<8} {:<9} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
+            "{:<28} {:<8} {:<9} {:<16} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
             text(&n["id"]),
             text(&n["state"]),
             text(&n["kind"]),
+            text(&n["rack"]),
             text(&n["usedMemoryMB"]),
             text(&n["availMemoryMB"]),
             text(&n["usedVirtualCores"]),

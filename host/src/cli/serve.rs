@@ -402,6 +402,8 @@ fn start_local_agent(
         resources,
         http_address,
         logs_secret,
+        rack: None,
+        attributes: Default::default(),
     };
     agent::spawn_loop(
         identity,

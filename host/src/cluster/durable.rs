@@ -196,6 +196,11 @@ pub(super) struct StoredNode {
     pub isolation: String,
     pub http_address: String,
     pub logs_secret: String,
+    /// Absent in older rows (the default rack, no attributes).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rack: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, String>,
 }
 
 /// What a restore put back, and what it could not.
@@ -468,6 +473,8 @@ impl Cluster {
                         isolation: node.agent.isolation.clone(),
                         http_address: node.agent.http_address.clone(),
                         logs_secret: node.agent.logs_secret.clone(),
+                        rack: node.agent.rack.clone(),
+                        attributes: node.agent.attributes.clone(),
                     }),
                 ),
                 _ => batch.delete_node(id),
@@ -522,6 +529,8 @@ impl Cluster {
                 isolation: node.isolation,
                 http_address: node.http_address,
                 logs_secret: node.logs_secret,
+                rack: node.rack,
+                attributes: node.attributes,
             };
             restored.nodes.push(node.id.clone());
             self.nodes.insert(node.id, live);
@@ -801,6 +810,8 @@ mod tests {
                     isolation: "cgroup v1".into(),
                     http_address: "http://n1:8042".into(),
                     logs_secret: "s3cret".into(),
+                    rack: "/dc1/rack7".into(),
+                    attributes: [("gpu-model".to_string(), "a100".to_string())].into(),
                 },
                 Some(&[]),
                 5,

@@ -70,9 +70,25 @@ pub struct AgentInfo {
     /// The secret the server shows to fetch its logs; never shown.
     #[serde(skip)]
     pub logs_secret: String,
+    /// Its rack, as registered; empty for YARN's default one (see
+    /// [`Node::rack`]).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub rack: String,
+    /// Its attributes (YARN's node attributes), as registered.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, String>,
 }
 
 impl Node {
+    /// Its rack: the one its agent registered, else YARN's `/default-rack`.
+    pub fn rack(&self) -> &str {
+        if self.agent.rack.is_empty() {
+            crate::protocol::node::DEFAULT_RACK
+        } else {
+            &self.agent.rack
+        }
+    }
+
     /// A node of `kind` offering `capacity`, registered by `owner` at `now`
     /// (ms since the epoch, its first heartbeat), with nothing allocated.
     pub fn new(id: String, kind: NodeKind, capacity: Resources, owner: String, now: u64) -> Node {

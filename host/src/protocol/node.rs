@@ -147,7 +147,21 @@ pub struct RegisterNode {
     #[serde(default)]
     #[schema(max_length = 256)]
     pub logs_secret: Option<String>,
+    /// Its rack (YARN's network location): `/` then at most 8 levels of
+    /// `[A-Za-z0-9._-]`, at most 256 bytes; [`DEFAULT_RACK`] when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 256)]
+    pub rack: Option<String>,
+    /// Its attributes (YARN's node attributes), key to value, at most 64:
+    /// a key `[prefix/]name`, a value empty or one word (`[A-Za-z0-9._-]`,
+    /// each starting with a letter or digit), each at most 255 bytes;
+    /// e.g. `gpu-model` = `a100`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attributes: BTreeMap<String, String>,
 }
+
+/// The rack of a node that names none (YARN's `/default-rack`).
+pub const DEFAULT_RACK: &str = "/default-rack";
 
 /// A node's heartbeat: what ended (and, from an agent, what runs and the
 /// number of the last answer it got).

@@ -192,6 +192,17 @@ impl ResourceManager {
             isolation: bounded_text("isolation", request.isolation.as_deref())?,
             http_address: check_http_address(request.http_address.as_deref())?,
             logs_secret: check_secret(request.logs_secret.as_deref())?,
+            rack: match &request.rack {
+                Some(rack) => {
+                    limits::rack("rack", rack)?;
+                    rack.clone()
+                }
+                None => String::new(),
+            },
+            attributes: {
+                limits::node_attributes("attributes", request.attributes.iter())?;
+                request.attributes.clone()
+            },
         };
         if let Some(node) = self.cluster.node(&request.node_id) {
             check_owner(caller, node, "register it again")?;

@@ -1,5 +1,5 @@
 // render/nodes.js — the nodes table (GET /ws/v1/cluster/nodes): state, kind,
-// containers, memory / vcores / GPUs allocated against capacity as bars,
+// rack, containers, memory / vcores / GPUs allocated against capacity as bars,
 // the last heartbeat and the health report.
 
 import { segment } from '../api.js';
@@ -16,7 +16,7 @@ export function renderNodes(body, data) {
   }
   const withGpus = nodes.some((n) => n.usedGPUs + n.availableGPUs > 0);
   const rows = nodes.map((node, index) => nodeRow(node, index, withGpus));
-  body.replaceChildren(table('nodes', ['Node', 'State', 'Kind', ['Containers', 'num'], 'Memory', 'VCores',
+  body.replaceChildren(table('nodes', ['Node', 'State', 'Kind', 'Rack', ['Containers', 'num'], 'Memory', 'VCores',
     withGpus ? 'GPUs' : null, 'Last heartbeat', 'Health'].filter(Boolean), rows));
 }
 
@@ -40,6 +40,7 @@ function nodeRow(node, index, withGpus) {
     el('td', { class: 'mono' }, el('a', { href: `#/node/${segment(node.id)}` }, node.id)),
     el('td', null, badge(node.state)),
     el('td', null, node.kind),
+    el('td', { class: 'mono' }, f('rack', String)),
     num(f('numContainers', count)),
     el('td', null, memory),
     el('td', null, vcores),

@@ -35,7 +35,15 @@ export function mountNodePage(outlet, id) {
         ['Containers', f('numContainers', count)], ['Last heartbeat', f('lastHealthUpdate', time)],
         ['Health report', node.healthReport ? f('healthReport', String) : 'healthy'],
         ['Isolation', f('isolation', String)], ['Version', f('version', String)],
+        ['Attributes', attributes(node)],
       ]));
   }
   return reloadOn(['nodes'], load);
+}
+
+/** Its attributes as prefix/name=value, or a dash. */
+function attributes(node) {
+  const list = node.nodeAttributesInfo?.nodeAttributeInfo ?? [];
+  if (list.length === 0) return el('span', { class: 'muted' }, '—');
+  return el('span', { class: 'mono' }, list.map((a) => `${a.prefix}/${a.name}=${a.value}`).join(' '));
 }
