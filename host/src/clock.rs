@@ -5,6 +5,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// `ms` since the epoch as YARN writes times (`yyyy-MM-dd'T'HH:mm:ss.SSSZ`,
+/// e.g. `2026-11-27T09:36:16.678+0000`), in UTC; the number itself if it
+/// is beyond what a date holds.
+pub fn iso8601(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(chrono::DateTime::<chrono::Utc>::from_timestamp_millis)
+        .map_or_else(
+            || ms.to_string(),
+            |time| time.format("%Y-%m-%dT%H:%M:%S%.3f%z").to_string(),
+        )
+}
+
 /// Milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + std::fmt::Debug {
     /// The current time, in ms since the Unix epoch.

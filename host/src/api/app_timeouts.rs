@@ -6,13 +6,14 @@
 
 use axum::Json;
 use axum::extract::State;
-use chrono::{DateTime, Utc};
+use chrono::DateTime;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::extract::{ApiPath, JsonBody};
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
+use crate::clock::iso8601;
 use crate::cluster::App;
 use crate::rm::ResourceManager;
 use crate::rm::requests::RequestError;
@@ -68,7 +69,7 @@ impl AppTimeout {
             },
             Some(deadline) => AppTimeout {
                 kind: LIFETIME.into(),
-                expiry_time: format_iso8601(deadline),
+                expiry_time: iso8601(deadline),
                 remaining_time_in_seconds: if app.state.has_ended() {
                     0
                 } else {
@@ -77,18 +78,6 @@ impl AppTimeout {
             },
         }
     }
-}
-
-/// `ms` since the epoch as YARN writes times: `yyyy-MM-dd'T'HH:mm:ss.SSSZ`,
-/// in UTC (`+0000`).
-fn format_iso8601(ms: u64) -> String {
-    i64::try_from(ms)
-        .ok()
-        .and_then(DateTime::<Utc>::from_timestamp_millis)
-        .map_or_else(
-            || ms.to_string(),
-            |time| time.format("%Y-%m-%dT%H:%M:%S%.3f%z").to_string(),
-        )
 }
 
 /// An expiry time as YARN takes it (`2026-11-27T09:36:16.678+0530`), or
@@ -143,13 +132,13 @@ pub(super) async fn app_timeouts(
     }))
 }
 
-/// Refuses a timeout type other than LIFETIME (any case, as YARN).
-fn check_type(kind: &str) -> Result<(), ApiError> {
+/// Refuses a timeout type (`field`) other than LIFETIME (any case, as YARN).
+fn check_type(field: &str, kind: &str) -> Result<(), ApiError> {
     if kind.trim().eq_ignore_ascii_case(LIFETIME) {
         Ok(())
     } else {
         Err(ApiError::bad_request(format!(
-            "no timeout type {:?}: YARN's only one is LIFETIME",
+            "{field} {:?} is no timeout type: YARN's only one is LIFETIME",
             kind.chars().take(64).collect::<String>()
         )))
     }
@@ -165,7 +154,7 @@ pub(super) async fn app_timeout(
     State(state): State<ApiState>,
     ApiPath((id, kind)): ApiPath<(String, String)>,
 ) -> Result<Json<AppTimeoutResponse>, ApiError> {
-    check_type(&kind)?;
+    check_type("type", &kind)?;
     let timeout = timeout_of(&state, id).await?;
     Ok(Json(AppTimeoutResponse { timeout }))
 }
@@ -218,7 +207,7 @@ pub(super) async fn update_timeout(
             "timeout.type or timeout.expiryTime is missing (YARN: \"Timeout type or ExpiryTime is null.\")",
         ));
     };
-    check_type(&kind)?;
+    check_type("timeout.type", &kind)?;
     let expiry_ms = parse_expiry(&expiry)?;
     let timeout = state
         .rm
@@ -241,7 +230,7 @@ mod tests {
     #[test]
     fn expiry_times_read_as_yarn_writes_them_and_as_rfc_3339() {
         let ms = 1_795_772_176_678;
-        assert_eq!(format_iso8601(ms), "2026-11-27T09:36:16.678+0000");
+        assert_eq!(iso8601(ms), "2026-11-27T09:36:16.678+0000");
         assert_eq!(parse_expiry("2026-11-27T09:36:16.678+0000").unwrap(), ms);
         assert_eq!(parse_expiry("2026-11-27T15:06:16.678+0530").unwrap(), ms);
         assert_eq!(parse_expiry("2026-11-27T15:06:16.678+05:30").unwrap(), ms);

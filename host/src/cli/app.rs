@@ -130,7 +130,8 @@ pub(super) struct RunArgs {
     /// How long the app may live, in seconds from its submission (YARN's
     /// LIFETIME), cut to its queue's maximum-application-lifetime; past it
     /// the app is killed. Default: the queue's default-application-lifetime.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS",
+        value_parser = clap::value_parser!(u64).range(1..=crate::limits::MAX_APP_LIFETIME_S))]
     lifetime: Option<u64>,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]

@@ -36,7 +36,11 @@ pub enum LifetimeRefusal {
     #[error("no application number {0}")]
     NoSuchApp(usize),
     /// The new end is not after now.
-    #[error("the new expiry time {expiry_ms} ms is not in the future (now {now_ms} ms)")]
+    #[error(
+        "timeout.expiryTime {} is not in the future (now {})",
+        crate::clock::iso8601(*expiry_ms),
+        crate::clock::iso8601(*now_ms)
+    )]
     NotInFuture {
         /// The end asked for, in ms since the epoch.
         expiry_ms: u64,

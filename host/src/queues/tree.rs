@@ -469,9 +469,12 @@ impl QueueTree {
             });
         }
         // As YARN's QueueAppLifetimeAndLimitSettings: a maximum unset here
-        // (or negative) is the parent's, 0 is none; a default unset here is
-        // the nearest parent's cut to this maximum, or else the maximum; a
-        // default set here may not exceed the maximum.
+        // (or negative) is the parent's, 0 is none. A default unset here is
+        // the parent's (as in force there) cut to this maximum if a default
+        // is set on some ancestor, else this maximum; a default of none is
+        // the maximum; a default set here may not exceed the maximum (root's
+        // is not checked, as in YARN: apps run only in leaves).
+        let parent = queue.parent;
         let maximum_lifetime =
             inherited_lifetime(properties, &path, "maximum-application-lifetime")?;
         let own_default = value("default-application-lifetime")
@@ -482,6 +485,7 @@ impl QueueTree {
             Some(Some(default)) => {
                 if let Some(maximum) = maximum_lifetime
                     && default > maximum
+                    && parent.is_some()
                 {
                     return Err(QueueError::BadValue {
                         property: key("default-application-lifetime"),
@@ -493,9 +497,21 @@ impl QueueTree {
                 Some(default)
             }
             Some(None) => None,
-            None => inherited_lifetime(properties, &path, "default-application-lifetime")?
-                .map(|default| maximum_lifetime.map_or(default, |maximum| default.min(maximum))),
+            None => match parent {
+                Some(parent)
+                    if set_on_an_ancestor(properties, &path, "default-application-lifetime")? =>
+                {
+                    // YARN's min(parent's, this maximum), where no maximum
+                    // (-1) makes it none.
+                    self.queues[parent]
+                        .default_application_lifetime_s
+                        .zip(maximum_lifetime)
+                        .map(|(default, maximum)| default.min(maximum))
+                }
+                _ => maximum_lifetime,
+            },
         };
+        let queue = &mut self.queues[index];
         queue.maximum_application_lifetime_s = maximum_lifetime;
         queue.default_application_lifetime_s = default_lifetime.or(maximum_lifetime);
         let queue_maximum = value("maximum-applications")
@@ -639,21 +655,39 @@ fn inherited_lifetime(
     Ok(None)
 }
 
+/// Whether some ancestor of the queue at `path` sets `attribute` (to 0 or
+/// more: negative counts as unset).
+fn set_on_an_ancestor(
+    properties: &QueueProperties,
+    path: &str,
+    attribute: &str,
+) -> Result<bool, QueueError> {
+    let mut ancestor = path.rsplit_once('.').map(|(parent, _)| parent);
+    while let Some(queue) = ancestor {
+        let property = format!("{PREFIX}{queue}.{attribute}");
+        if let Some(text) = properties.get(&property)
+            && lifetime(&property, text)?.is_some()
+        {
+            return Ok(true);
+        }
+        ancestor = queue.rsplit_once('.').map(|(parent, _)| parent);
+    }
+    Ok(false)
+}
+
 /// A lifetime property in seconds: None when negative (inherit), Some(None)
 /// for 0 (no lifetime), Some(Some(s)) up to
 /// [`crate::limits::MAX_APP_LIFETIME_S`].
 fn lifetime(property: &str, text: &str) -> Result<Option<Option<u64>>, QueueError> {
-    let seconds = parse::<i64>(property, text, "a whole number of seconds")?;
-    match u64::try_from(seconds) {
-        Err(_) => Ok(None),
-        Ok(0) => Ok(Some(None)),
-        Ok(s) if s <= crate::limits::MAX_APP_LIFETIME_S => Ok(Some(Some(s))),
-        Ok(s) => Err(QueueError::BadValue {
+    // i128: a number too large for i64 is told as above the bound.
+    const MAX: i128 = crate::limits::MAX_APP_LIFETIME_S as i128;
+    match parse::<i128>(property, text, "a whole number of seconds")? {
+        ..0 => Ok(None),
+        0 => Ok(Some(None)),
+        seconds @ 1..=MAX => Ok(Some(Some(seconds as u64))),
+        seconds => Err(QueueError::BadValue {
             property: property.into(),
-            reason: format!(
-                "{s} s is above the most Weft takes, {} s (10 years)",
-                crate::limits::MAX_APP_LIFETIME_S
-            ),
+            reason: format!("{seconds} s is above the most Weft takes, {MAX} s (10 years)"),
         }),
     }
 }
@@ -783,6 +817,20 @@ mod tests {
         assert_eq!(lifetimes("qa"), (None, Some(30)));
         assert_eq!(lifetimes("marketing"), (Some(3600), Some(600)));
         assert_eq!(lifetimes("support"), (Some(3600), Some(600)));
+        // engineering inherits root's default cut to its maximum; its
+        // children inherit that (YARN's min of the parent's in force).
+        let engineering = tree
+            .queues()
+            .iter()
+            .find(|q| q.name == "engineering")
+            .unwrap();
+        assert_eq!(
+            (
+                engineering.maximum_application_lifetime_s,
+                engineering.default_application_lifetime_s
+            ),
+            (Some(3600), Some(600))
+        );
         // What an app asks for, cut to the maximum; the default without.
         assert_eq!(queue("development").lifetime_s(Some(1000)), Some(300));
         assert_eq!(queue("development").lifetime_s(Some(10)), Some(10));
@@ -802,6 +850,39 @@ mod tests {
         let default = &tree.queues()[tree.leaf("default").unwrap()];
         assert_eq!(default.lifetime_s(None), None);
         assert_eq!(default.lifetime_s(Some(5)), Some(5));
+        // A default on root alone gives a leaf with no maximum none (YARN's
+        // min(600, -1)).
+        let mut only_root_default = QueueProperties::defaults();
+        only_root_default.set(&format!("{PREFIX}root.default-application-lifetime"), "600");
+        let tree = QueueTree::from_properties(&only_root_default).unwrap();
+        assert_eq!(
+            tree.queues()[tree.leaf("default").unwrap()].lifetime_s(None),
+            None
+        );
+        // The parent's default in force (cut to its maximum), not the
+        // ancestor's as written: 300, not 600.
+        let mut pairs = vec![
+            ("root.queues", "a"),
+            ("root.a.capacity", "100"),
+            ("root.a.queues", "x"),
+            ("root.a.x.capacity", "100"),
+            ("root.default-application-lifetime", "600"),
+            ("root.maximum-application-lifetime", "3600"),
+            ("root.a.maximum-application-lifetime", "300"),
+            ("root.a.x.maximum-application-lifetime", "1000"),
+        ];
+        let tree = QueueTree::from_properties(&properties(&pairs)).unwrap();
+        assert_eq!(
+            tree.queues()[tree.leaf("x").unwrap()].lifetime_s(None),
+            Some(300)
+        );
+        // Beyond i64 is told as above the bound.
+        pairs.push((
+            "root.a.x.default-application-lifetime",
+            "9223372036854775808",
+        ));
+        let error = QueueTree::from_properties(&properties(&pairs)).unwrap_err();
+        assert!(error.to_string().contains("10 years"), "{error}");
     }
 
     #[test]

@@ -626,10 +626,12 @@ impl ResourceManager {
         for (container, at) in ended {
             self.container_finished(&container, at);
         }
+        // Lifetimes end whether or not nodes are still awaited after a
+        // restart (YARN's lifetime monitor is not the scheduler's).
+        self.end_lifetimes(now);
         if self.awaiting_nodes(now) {
             return;
         }
-        self.end_lifetimes(now);
         let reservations = self.active_reservations(now);
         let held = self.held_projects();
         let (quota, pricing) = (&self.quota, self.policies.pricing());

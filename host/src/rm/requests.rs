@@ -475,6 +475,11 @@ impl ResourceManager {
             .app_index(id)
             .ok_or_else(|| RequestError::Unknown(format!("application {id} not found")))?;
         let app = &self.cluster.apps()[index];
+        // An ended app keeps its lifetime (and its queue may be gone since:
+        // only active apps follow a refresh of the queues).
+        if app.state.has_ended() {
+            return Ok(app.lifetime_deadline_ms);
+        }
         self.security
             .check_app_owner(
                 caller,

@@ -51,14 +51,16 @@ impl Placed {
 ///
 /// Both jumps rest on one assumption, which the scheduling policy contract
 /// states (docs/policy-authors.md): a round that placed nothing places
-/// nothing again until the cluster changes — an app submitted, a container
-/// ended, a reservation started or ended. Reclaim needs running containers
+/// nothing again until the cluster changes — an app submitted or killed at
+/// the end of its lifetime, a container ended, a reservation started or
+/// ended. Reclaim needs running containers
 /// to take back, and simulated nodes are never lost, so nothing else moves.
 #[derive(Default)]
 pub(super) struct Idle {
-    /// Since when nothing has run, and the apps and admitted reservations
-    /// there were then (a submission since ends the stretch).
-    since: Option<(u64, (usize, usize))>,
+    /// Since when nothing has run, and the apps (submitted, active) and
+    /// admitted reservations there were then (a submission or a lifetime's
+    /// end since ends the stretch).
+    since: Option<(u64, (usize, usize, usize))>,
 }
 
 impl Idle {
@@ -66,8 +68,9 @@ impl Idle {
     /// moves the timers over time in which nothing can change.
     ///
     /// - Nothing runs and nothing is owed: the cluster stays as it is until
-    ///   the next submission — or, if apps are pending, the next time a
-    ///   reservation starts or ends — so every timer skips to then, on its
+    ///   the next submission or end of an app's lifetime — or, if apps are
+    ///   pending, the next time a reservation starts or ends — so every
+    ///   timer skips to then, on its
     ///   phase. QUOTA_COMPUTE would charge nothing (its utilization samples
     ///   are left out); the multiplicator step would be given the same
     ///   utilization each time, and `multiplicators` depends on it alone
@@ -76,7 +79,7 @@ impl Idle {
     ///   finish: an error, or with `end_ms` a jump to the end.
     /// - Containers run, nothing is pending and there are no reservation
     ///   plans: a round only ends containers, so rounds skip to the next
-    ///   container end or submission. QUOTA_COMPUTE keeps firing.
+    ///   container end, submission or end of an app's lifetime. QUOTA_COMPUTE keeps firing.
     pub(super) fn skip_after_round(
         &mut self,
         rm: &mut ResourceManager,
@@ -111,7 +114,13 @@ impl Idle {
             // A failed flush is retried at the next; keep stepping.
             return Ok(());
         }
-        let seen = (rm.cluster().apps().len(), placed.len());
+        // Apps submitted, apps active (a lifetime's end kills one) and
+        // reservations: a change in any ends the quiet stretch.
+        let seen = (
+            rm.cluster().apps().len(),
+            rm.cluster().active_apps().count(),
+            placed.len(),
+        );
         let since = match self.since {
             Some((since, then)) if then == seen => since,
             _ => now,
