@@ -231,6 +231,17 @@ impl ResourceSeconds {
         }
     }
 }
+impl std::ops::Add for ResourceSeconds {
+    type Output = ResourceSeconds;
+    fn add(self, other: ResourceSeconds) -> ResourceSeconds {
+        ResourceSeconds {
+            memory_mb_seconds: self.memory_mb_seconds + other.memory_mb_seconds,
+            vcore_seconds: self.vcore_seconds + other.vcore_seconds,
+            gpu_seconds: self.gpu_seconds + other.gpu_seconds,
+        }
+    }
+}
+
 /// The one resource spec: `MEMmb,VCORESvcores[,GPUSgpus]`, e.g.
 /// `8192mb,8vcores,1gpus`, as `weft agent --resources` and each node of
 /// `--sim-nodes` take it; the reason if not.

@@ -218,6 +218,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/isActive"),
     ("GET", "/ws/v1/cluster/metrics"),
     ("GET", "/ws/v1/cluster/scheduler"),
+    ("GET", "/ws/v1/cluster/usage"),
     ("GET", "/ws/v1/cluster/nodes"),
     ("GET", "/ws/v1/cluster/nodes/{id}"),
     ("GET", "/cluster"),

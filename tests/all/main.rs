@@ -34,5 +34,6 @@ mod shadow;
 mod simulate;
 mod store_postgres;
 mod support;
+mod usage;
 mod web_ui;
 mod yarn_client;

@@ -26,6 +26,7 @@ mod reservation;
 mod scheduler;
 pub mod server;
 mod ui;
+mod usage;
 mod yarn_apps;
 mod yarn_reads;
 
@@ -96,6 +97,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(cluster::cluster_info)))
         .routes(small(routes!(cluster::cluster_metrics)))
         .routes(small(routes!(scheduler::scheduler)))
+        .routes(small(routes!(usage::usage)))
         .routes(small(routes!(cluster::nodes)))
         .routes(small(routes!(cluster::node)))
         .routes(small(routes!(cluster::register_node)))

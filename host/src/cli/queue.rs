@@ -1,7 +1,8 @@
 //! `weft queue list`: the queue tree of a running server as a table —
 //! configured, maximum and absolute capacities, what each queue uses (of
 //! its capacity and of the cluster), its apps and what they still ask for
-//! (seed 002 §5.4) — or as JSON for scripts.
+//! (seed 002 §5.4) — or as JSON for scripts; `weft queue usage`: each
+//! queue's and user's fading use.
 
 use clap::Subcommand;
 use serde_json::Value;
@@ -18,10 +19,29 @@ pub(super) enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Each queue's and user's use, fading by half every
+    /// weft.scheduler.usage.half-life-ms (what fair-share policies weigh).
+    Usage {
+        #[command(flatten)]
+        server: ServerArgs,
+        /// The most users listed (those with the most use first).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        users: u64,
+        /// Print GET /ws/v1/cluster/usage as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub(super) fn run(command: QueueCommand) -> anyhow::Result<()> {
-    let QueueCommand::List { server, json } = command;
+    let (server, json) = match command {
+        QueueCommand::List { server, json } => (server, json),
+        QueueCommand::Usage {
+            server,
+            users,
+            json,
+        } => return usage(&server, users, json),
+    };
     let answer = server.client()?.get("/ws/v1/cluster/scheduler")?;
     let root = &answer["scheduler"]["schedulerInfo"];
     if json {
@@ -29,6 +49,48 @@ pub(super) fn run(command: QueueCommand) -> anyhow::Result<()> {
         return Ok(());
     }
     print!("{}", table(root));
+    Ok(())
+}
+
+/// `weft queue usage`: queues, then the users with the most use.
+fn usage(server: &ServerArgs, users: u64, json: bool) -> anyhow::Result<()> {
+    let answer = server
+        .client()?
+        .get(&format!("/ws/v1/cluster/usage?limit={users}"))?;
+    let usage = &answer["usage"];
+    if json {
+        println!("{}", serde_json::to_string_pretty(usage)?);
+        return Ok(());
+    }
+    let figure = |v: &Value, key: &str| format!("{:.0}", v[key].as_f64().unwrap_or(0.0));
+    let half_life_h = usage["halfLifeMs"].as_f64().unwrap_or(0.0) / 3_600_000.0;
+    println!("use fading by half every {half_life_h} h (0: not fading)");
+    println!(
+        "{:<40} {:>16} {:>14} {:>12}",
+        "QUEUE", "MB-SECONDS", "VCORE-SECONDS", "GPU-SECONDS"
+    );
+    for q in usage["queues"].as_array().map_or(&[][..], |q| q) {
+        println!(
+            "{:<40} {:>16} {:>14} {:>12}",
+            q["queue"].as_str().unwrap_or("-"),
+            figure(q, "memorySeconds"),
+            figure(q, "vcoreSeconds"),
+            figure(q, "gpuSeconds")
+        );
+    }
+    println!(
+        "\n{:<40} {:>16} {:>14} {:>12}",
+        "USER", "MB-SECONDS", "VCORE-SECONDS", "GPU-SECONDS"
+    );
+    for u in usage["users"].as_array().map_or(&[][..], |u| u) {
+        println!(
+            "{:<40} {:>16} {:>14} {:>12}",
+            u["user"].as_str().unwrap_or("-"),
+            figure(u, "memorySeconds"),
+            figure(u, "vcoreSeconds"),
+            figure(u, "gpuSeconds")
+        );
+    }
     Ok(())
 }
 

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::decayed_usage::DecayedUsage;
 use super::model::EndCause;
 use super::node::AgentInfo;
 use super::{App, AppState, Ask, Cluster, Container, ContainerRecord, Launch, Node, NodeKind};
@@ -37,6 +38,8 @@ pub struct Changes {
     /// Node ids whose owner changed (claimed or released).
     owners: BTreeSet<String>,
     totals: bool,
+    /// The fading use of users and queues, to store (`decayed_usage.rs`).
+    decayed_usage: bool,
 }
 
 impl Changes {
@@ -49,6 +52,7 @@ impl Changes {
             && self.nodes.is_empty()
             && self.owners.is_empty()
             && !self.totals
+            && !self.decayed_usage
     }
 }
 
@@ -102,6 +106,15 @@ pub(super) fn totals_changed(changes: &mut Option<Changes>) {
         changes.totals = true;
     }
 }
+
+pub(super) fn decayed_usage_changed(changes: &mut Option<Changes>) {
+    if let Some(changes) = changes {
+        changes.decayed_usage = true;
+    }
+}
+
+/// The setting that keeps the fading use of users and queues.
+const DECAYED_USAGE_SETTING: &str = "scheduler.decayed-usage";
 
 /// The setting that keeps the apps ever ended, by how (beyond retention).
 const TOTALS_SETTING: &str = "cluster.app-totals";
@@ -409,6 +422,8 @@ pub struct StoredCluster {
     pub node_owners: Vec<(String, String)>,
     /// The totals setting, if stored.
     pub totals: Option<String>,
+    /// The fading use of users and queues, if stored.
+    pub decayed_usage: Option<String>,
 }
 
 /// A stored record that does not parse.
@@ -486,10 +501,51 @@ impl Cluster {
                 None => batch.delete_node_owner(id),
             }
         }
+        if changes.decayed_usage {
+            batch.set_setting(DECAYED_USAGE_SETTING, &json(&self.decayed));
+        }
         if changes.totals {
             let totals = [self.finished_total, self.failed_total, self.killed_total];
             batch.set_setting(TOTALS_SETTING, &json(&totals));
         }
+    }
+
+    /// The fading use as stored (its half-life the one configured now),
+    /// and what the running containers hold from the stored update on.
+    fn restore_decayed_usage(&mut self, stored: Option<&str>) -> Result<(), RestoreError> {
+        if let Some(stored) = stored {
+            let usage: DecayedUsage = parse("decayed usage", stored)?;
+            self.decayed = DecayedUsage {
+                half_life_ms: self.decayed.half_life_ms,
+                ..usage
+            };
+        }
+        let mut running: Vec<(u64, &str, &str, Resources)> = self
+            .containers
+            .values()
+            .filter_map(|c| {
+                let app = &self.apps[*self.app_index.get(&c.app)?];
+                let queue = self.queues.queues().get(app.queue_index)?;
+                Some((
+                    c.start_time_ms,
+                    queue.path.as_str(),
+                    app.user.as_str(),
+                    c.resources,
+                ))
+            })
+            .collect();
+        running.sort_by_key(|&(start, ..)| start);
+        let mut decayed = std::mem::take(&mut self.decayed);
+        for (start, queue, user, resources) in running {
+            decayed.resume(queue, user, resources, start);
+        }
+        self.decayed = decayed;
+        Ok(())
+    }
+
+    /// The name of the setting [`StoredCluster::decayed_usage`] is read from.
+    pub fn decayed_usage_setting() -> &'static str {
+        DECAYED_USAGE_SETTING
     }
 
     /// The name of the setting [`StoredCluster::totals`] is read from.
@@ -619,6 +675,7 @@ impl Cluster {
                 self.apps[number].containers.drain(..extra);
             }
         }
+        self.restore_decayed_usage(stored.decayed_usage.as_deref())?;
         if let Some(totals) = &stored.totals {
             let [finished, failed, killed]: [usize; 3] = parse("totals", totals)?;
             self.finished_total = finished;
@@ -733,6 +790,11 @@ mod tests {
             nodes: store.nodes().unwrap(),
             node_owners: store.node_owners().unwrap(),
             totals: store.settings().unwrap().get(TOTALS_SETTING).cloned(),
+            decayed_usage: store
+                .settings()
+                .unwrap()
+                .get(DECAYED_USAGE_SETTING)
+                .cloned(),
         }
     }
 

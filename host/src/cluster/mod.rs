@@ -6,6 +6,7 @@ mod accounting_record;
 mod active;
 mod agent_link;
 mod app;
+mod decayed_usage;
 mod durable;
 mod lifetime;
 mod model;
@@ -18,6 +19,7 @@ pub use app::{
     App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Launch, OTHER_YARN_APP_STATES,
     SIMULATED_COMMAND_MS, SubmitApp,
 };
+pub use decayed_usage::{DecayedUsage, Fading};
 pub use durable::{Changes, RestoreError, Restored, StoredCluster};
 pub use lifetime::LifetimeRefusal;
 pub use model::{

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::AccountingRecord;
 use super::active::ActiveCounts;
+use super::decayed_usage::DecayedUsage;
 use super::durable::{self, Changes};
 use super::lifetime::Lifetimes;
 use super::table::AppTable;
@@ -240,6 +241,8 @@ pub struct Cluster {
     pub(super) active_counts: ActiveCounts,
     /// When those with a lifetime must end.
     pub(super) lifetimes: Lifetimes,
+    /// What each user and leaf queue held, fading with time.
+    pub(super) decayed: DecayedUsage,
     pub(super) containers: foldhash::HashMap<String, Container>,
     /// When containers on simulated nodes end: (end ms, container id).
     pub(super) simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
@@ -267,6 +270,10 @@ pub struct Cluster {
     /// may let it go.
     pub(super) ended_apps: Vec<AccountingRecord>,
 }
+
+/// `weft.scheduler.usage.half-life-ms` unless set: 7 days (Slurm's
+/// PriorityDecayHalfLife).
+pub(super) const DEFAULT_USAGE_HALF_LIFE_MS: u64 = 7 * 24 * 3600 * 1000;
 
 /// How many lost nodes the cluster remembers for the nodes listing.
 pub const LOST_NODES_KEPT: usize = 1_000;
@@ -298,6 +305,7 @@ impl Cluster {
             active: BTreeSet::new(),
             active_counts: ActiveCounts::default(),
             lifetimes: Lifetimes::default(),
+            decayed: DecayedUsage::new(DEFAULT_USAGE_HALF_LIFE_MS),
             containers: foldhash::HashMap::new(),
             simulated_ends: BinaryHeap::new(),
             next_container: 1,
@@ -832,6 +840,8 @@ impl Cluster {
         };
         self.next_container += 1;
         app.hold(resources, now);
+        let queue = &self.queues.queues()[app.queue_index].path;
+        self.decayed.hold(queue, &app.user, resources, now);
         app.running_containers += 1;
         app.containers_run = app.containers_run.saturating_add(1);
         if app.state == AppState::Accepted {
@@ -1029,6 +1039,10 @@ impl Cluster {
         };
         let app = &mut self.apps[index];
         app.release(container.resources, container.start_time_ms, now);
+        if let Some(queue) = self.queues.queues().get(app.queue_index) {
+            self.decayed
+                .release(&queue.path, &app.user, container.resources, now);
+        }
         app.running_containers = app.running_containers.saturating_sub(1);
         // Records are in creation order: found by number, not by a walk.
         if let Ok(at) = app

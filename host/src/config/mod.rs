@@ -149,6 +149,9 @@ pub struct SchedulerSettings {
     /// `yarn.scheduler.maximum-allocation-*`); 0 in a field: the largest
     /// registered node's.
     pub maximum_allocation: crate::resources::Resources,
+    /// `weft.scheduler.usage.half-life-ms`: users' and queues' use fades by
+    /// half in this time (0: it does not fade).
+    pub usage_half_life_ms: u64,
 }
 
 /// How the resource manager tracks nodes (YARN's NodeManager heartbeats and
@@ -402,6 +405,7 @@ impl Settings {
                 read.whole_u32("yarn.scheduler.maximum-allocation-vcores")?,
                 read.whole_u32("yarn.resource-types.yarn.io/gpu.maximum-allocation")?,
             ),
+            usage_half_life_ms: read.whole("weft.scheduler.usage.half-life-ms")?,
         };
         // Read the patience even when reclaim is off, so a bad value is
         // refused either way (and the read is counted by the tests).

@@ -457,6 +457,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "ms between two scheduling rounds",
     ),
     (
+        "weft.scheduler.usage.half-life-ms",
+        ValueType::Whole {
+            min: 0,
+            max: 315_360_000_000,
+        },
+        "604800000",
+        "each user's and queue's use fades by half in this time (7 days, as Slurm's PriorityDecayHalfLife; 0: it does not fade); GET /ws/v1/cluster/usage shows it",
+    ),
+    (
         "weft.policy.scheduling",
         ValueType::Text,
         "builtin:capacity",

@@ -325,6 +325,7 @@ impl ResourceManager {
             ReservationService::open(settings, &queues, reservation_store, &policies, now)?;
         let mut cluster = Cluster::new(now, queues);
         cluster.keep_ended_apps(settings.max_completed_applications);
+        cluster.set_usage_half_life(settings.scheduler.usage_half_life_ms);
         Ok(ResourceManager {
             cluster,
             quota,
@@ -834,6 +835,7 @@ impl ResourceManager {
         self.record_quota_event(now, || QuotaEvent::Compute);
         self.flush_quota();
         self.quota.sample_burn(now);
+        self.cluster.save_decayed_usage(now);
         let sharing = self.policies.sharing();
         if sharing.active().is_some() {
             self.reservations.forget_ended(sharing, now);
