@@ -38,6 +38,9 @@ pub const MAX_RACK_LEVELS: usize = 8;
 pub const MAX_NODE_ATTRIBUTES: usize = 64;
 /// Bytes in a node attribute's key, and in its value (YARN's limit).
 pub const MAX_NODE_ATTRIBUTE_BYTES: usize = 255;
+/// Users whose fading use is kept (`weft.scheduler.usage.half-life-ms`):
+/// beyond, those holding nothing with the least use are let go.
+pub const MAX_USAGE_USERS: usize = 50_000;
 /// The latest time Weft accepts: 9999-12-31T23:59:59.999Z, in ms since the epoch.
 pub const MAX_TIME_MS: u64 = 253_402_300_799_999;
 /// Names and ids: apps, users, projects, queues, nodes, containers.
@@ -198,15 +201,20 @@ pub fn rack(field: impl Display, text: &str) -> Result<(), OutOfBounds> {
     }
 }
 
-/// Node attributes as YARN takes them: at most [`MAX_NODE_ATTRIBUTES`];
-/// a key is a name `[A-Za-z0-9][A-Za-z0-9._-]*`, with an optional prefix
-/// before a `/` of the same form (`nm.yarn.io/gpu-model`); a value is empty
-/// or `[A-Za-z0-9][A-Za-z0-9._-]*`; each at most
+/// YARN's prefix of the attributes a node's own agent reports (`rm.yarn.io`
+/// is the resource manager's, set centrally).
+pub const AGENT_ATTRIBUTE_PREFIX: &str = "nm.yarn.io";
+
+/// An agent's node attributes as YARN takes them from a NodeManager, with
+/// their keys in full (`nm.yarn.io/name`): at most [`MAX_NODE_ATTRIBUTES`];
+/// a key is a name `[A-Za-z0-9][A-Za-z0-9._-]*`, with YARN's prefix
+/// [`AGENT_ATTRIBUTE_PREFIX`] before a `/` or none (then it is given it),
+/// each name once; a value is empty or of the same form; each at most
 /// [`MAX_NODE_ATTRIBUTE_BYTES`].
 pub fn node_attributes<'a>(
     field: impl Display,
     attributes: impl ExactSizeIterator<Item = (&'a String, &'a String)>,
-) -> Result<(), OutOfBounds> {
+) -> Result<std::collections::BTreeMap<String, String>, OutOfBounds> {
     at_most(&field, attributes.len(), MAX_NODE_ATTRIBUTES)?;
     let word = |text: &str| {
         text.bytes()
@@ -216,31 +224,43 @@ pub fn node_attributes<'a>(
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
     };
+    let mut full = std::collections::BTreeMap::new();
     for (key, value) in attributes {
-        let key_ok = key.len() <= MAX_NODE_ATTRIBUTE_BYTES
-            && match key.split_once('/') {
-                Some((prefix, name)) => word(prefix) && word(name),
-                None => word(key),
-            };
+        let refuse = |rule: String| OutOfBounds {
+            field: format!("{field}.{}", key.chars().take(40).collect::<String>()),
+            value: format!(
+                "{:?}",
+                format!("{key}={value}")
+                    .chars()
+                    .take(80)
+                    .collect::<String>()
+            ),
+            rule,
+        };
+        let (prefix, name) = key
+            .split_once('/')
+            .unwrap_or((AGENT_ATTRIBUTE_PREFIX, key.as_str()));
+        let key_ok = key.len() <= MAX_NODE_ATTRIBUTE_BYTES && word(prefix) && word(name);
         let value_ok = value.len() <= MAX_NODE_ATTRIBUTE_BYTES && (value.is_empty() || word(value));
         if !(key_ok && value_ok) {
-            return Err(OutOfBounds {
-                field: format!("{field}.{}", key.chars().take(40).collect::<String>()),
-                value: format!(
-                    "{:?}",
-                    format!("{key}={value}")
-                        .chars()
-                        .take(80)
-                        .collect::<String>()
-                ),
-                rule: format!(
-                    "but a key is [prefix/]name and a value empty or one word, each of A-Z a-z 0-9 . _ - \
-                     starting with a letter or digit, at most {MAX_NODE_ATTRIBUTE_BYTES} bytes"
-                ),
-            });
+            return Err(refuse(format!(
+                "but a key is [prefix/]name and a value empty or one word, each of A-Z a-z 0-9 . _ - \
+                 starting with a letter or digit, at most {MAX_NODE_ATTRIBUTE_BYTES} bytes"
+            )));
+        }
+        if prefix != AGENT_ATTRIBUTE_PREFIX {
+            return Err(refuse(format!(
+                "but an agent's attributes have YARN's prefix {AGENT_ATTRIBUTE_PREFIX} (or none)"
+            )));
+        }
+        if full
+            .insert(format!("{prefix}/{name}"), value.clone())
+            .is_some()
+        {
+            return Err(refuse("but it names an attribute given already".into()));
         }
     }
-    Ok(())
+    Ok(full)
 }
 
 /// The largest quota event log `weft replay` reads (it holds the whole log

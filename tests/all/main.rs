@@ -13,6 +13,7 @@ mod failover;
 mod failover_clients;
 mod fault_run;
 mod first_hour;
+mod gangs;
 mod guest_output;
 mod hostile_tenant;
 mod layering;

@@ -76,6 +76,14 @@ fn an_agents_rack_and_attributes_are_reported_and_bad_ones_refused_by_name() {
         (json!({"attributes": {"gpu": "-a100"}}), "attributes.gpu"),
         (json!({"attributes": {"a/b/c": "x"}}), "attributes.a/b/c"),
         (
+            json!({"attributes": {"rm.yarn.io/os": "x"}}),
+            "prefix nm.yarn.io",
+        ),
+        (
+            json!({"attributes": {"os": "a", "nm.yarn.io/os": "b"}}),
+            "given already",
+        ),
+        (
             json!({"attributes": {"k": "v".repeat(256)}}),
             "attributes.k",
         ),

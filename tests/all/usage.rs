@@ -81,7 +81,8 @@ fn users_and_queues_use_fades_is_shown_and_survives_a_restart() {
     assert_eq!(status, 400, "{body}");
     assert!(body.to_string().contains("limit"), "{body}");
 
-    // Stored at each QUOTA_COMPUTE: back after a restart, a little faded.
+    // Stored at the stop (and every minute it changes): back after a
+    // restart, a little faded.
     std::thread::sleep(std::time::Duration::from_millis(500));
     server.stop();
     let server = Server::start_in(&data, &settings);

@@ -284,9 +284,8 @@ pub(super) struct NodeAttributesInfo {
     node_attribute_info: Vec<NodeAttributeInfo>,
 }
 
-/// One node attribute as YARN reports it: a key `prefix/name` (an agent's
-/// key without a prefix has YARN's `nm.yarn.io`, the node manager's), its
-/// type (always STRING) and value.
+/// One node attribute as YARN reports it: its prefix (an agent's are
+/// `nm.yarn.io`, the node manager's), name, type (always STRING) and value.
 #[derive(Debug, Serialize, ToSchema)]
 pub(super) struct NodeAttributeInfo {
     prefix: String,
@@ -302,7 +301,9 @@ impl NodeAttributesInfo {
             node_attribute_info: attributes
                 .iter()
                 .map(|(key, value)| {
-                    let (prefix, name) = key.split_once('/').unwrap_or(("nm.yarn.io", key));
+                    let (prefix, name) = key
+                        .split_once('/')
+                        .unwrap_or((crate::limits::AGENT_ATTRIBUTE_PREFIX, key));
                     NodeAttributeInfo {
                         prefix: prefix.into(),
                         name: name.into(),

@@ -163,6 +163,7 @@ impl YarnSubmission {
                 )),
                 env,
                 max_attempts: self.max_app_attempts,
+                gang: None,
             }],
             application_id: Some(self.application_id),
             reservation_id: self.reservation_id,

@@ -69,7 +69,7 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
         let (key, value) = super::parse_pair(pair).map_err(anyhow::Error::msg)?;
         attributes.insert(key, value);
     }
-    crate::limits::node_attributes("--attribute", attributes.iter())?;
+    let attributes = crate::limits::node_attributes("--attribute", attributes.iter())?;
     let base = std::env::temp_dir().join("weft-agent");
     let dirs = AgentDirs {
         work_dir: args.work_dir.clone().unwrap_or_else(|| base.join("work")),

@@ -99,10 +99,61 @@ pub struct AskSpec {
     #[serde(default = "default_max_attempts")]
     #[schema(minimum = 1, maximum = 100)]
     pub max_attempts: u32,
+    /// All or nothing (a gang, as YuniKorn's task groups and Kueue's
+    /// all-or-nothing admission): at least `minimum` of its containers are
+    /// placed in one round, or none is; once they have been, the rest
+    /// place as they can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang: Option<GangSpec>,
 }
 
 fn default_max_attempts() -> u32 {
     1
+}
+
+/// A gang ask's terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GangSpec {
+    /// Containers placed together at the least: 1 to the ask's count.
+    #[schema(minimum = 1, maximum = 100_000)]
+    pub minimum: u32,
+    /// How long after the app's submission the gang may wait to be placed
+    /// whole: 1 ms to 30 days; left out, as long as it takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 2_592_000_000_u64)]
+    pub timeout_ms: Option<u64>,
+    /// Then: `fail` (the app fails, saying why; the default) or `place`
+    /// (its containers are placed as they can).
+    #[serde(default)]
+    pub on_timeout: GangTimeout,
+}
+
+/// What becomes of a gang not placed whole in time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GangTimeout {
+    /// The app fails.
+    #[default]
+    Fail,
+    /// Its containers are placed as they can.
+    Place,
+}
+
+/// A gang ask's state: its terms, when it must be placed by, and whether it
+/// has been (its minimum placed in one round).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Gang {
+    /// Containers placed together at the least.
+    pub minimum: u32,
+    /// When it must have been placed, in ms since the epoch; none: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// What happens at the deadline.
+    pub on_timeout: GangTimeout,
+    /// Whether it has been placed whole (or released at its deadline):
+    /// from then on its containers place as they can.
+    pub placed: bool,
 }
 
 impl AskSpec {
@@ -118,6 +169,7 @@ impl AskSpec {
             command: None,
             env: BTreeMap::new(),
             max_attempts: 1,
+            gang: None,
         }
     }
 }
@@ -286,6 +338,22 @@ impl SubmitApp {
                 None => {}
             }
             check_env(&format!("asks[{i}].env"), &ask.env)?;
+            if let Some(gang) = &ask.gang {
+                within(
+                    format!("asks[{i}].gang.minimum"),
+                    gang.minimum,
+                    1,
+                    ask.count.max(1),
+                )?;
+                if let Some(timeout_ms) = gang.timeout_ms {
+                    within(
+                        format!("asks[{i}].gang.timeout_ms"),
+                        timeout_ms,
+                        1,
+                        MAX_DURATION_MS,
+                    )?;
+                }
+            }
         }
         Ok(())
     }
@@ -321,6 +389,9 @@ pub struct Ask {
     /// taken before fresh ones.
     #[serde(skip)]
     pub retries: Vec<u32>,
+    /// All or nothing: its gang, if it is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gang: Option<Gang>,
 }
 
 /// The most container records one app keeps (the oldest go first).
@@ -363,8 +434,8 @@ pub struct Launch {
 }
 
 impl Ask {
-    /// The ask a submission's spec becomes.
-    pub fn from_spec(spec: &AskSpec) -> Ask {
+    /// The ask a submission's spec becomes, submitted at `now`.
+    pub fn from_spec(spec: &AskSpec, now: u64) -> Ask {
         Ask {
             resources: Resources::new(spec.memory_mb, spec.vcores, spec.gpus),
             duration_ms: spec.duration_ms,
@@ -376,6 +447,12 @@ impl Ask {
             pending: spec.count,
             max_attempts: spec.max_attempts,
             retries: Vec::new(),
+            gang: spec.gang.map(|gang| Gang {
+                minimum: gang.minimum,
+                deadline_ms: gang.timeout_ms.map(|t| now.saturating_add(t)),
+                on_timeout: gang.on_timeout,
+                placed: false,
+            }),
         }
     }
 

@@ -9,6 +9,7 @@ use std::f64::consts::LN_2;
 
 use serde::{Deserialize, Serialize};
 
+use crate::limits::MAX_USAGE_USERS;
 use crate::resources::{ResourceSeconds, Resources};
 
 /// One user's or leaf queue's fading use.
@@ -41,13 +42,14 @@ impl Fading {
     }
 
     /// Whether nothing is left of it worth keeping: nothing held and less
-    /// than a millionth of a resource-second in each figure.
+    /// than one resource-second in each figure (a difference fair sharing
+    /// cannot feel).
     fn is_spent(&self, now: u64, half_life_ms: u64) -> bool {
         let value = self.at(now, half_life_ms);
         self.held == Resources::ZERO
-            && value.memory_mb_seconds < 1e-6
-            && value.vcore_seconds < 1e-6
-            && value.gpu_seconds < 1e-6
+            && value.memory_mb_seconds < 1.0
+            && value.vcore_seconds < 1.0
+            && value.gpu_seconds < 1.0
     }
 }
 
@@ -91,7 +93,17 @@ pub struct DecayedUsage {
     pub queues: HashMap<String, Fading>,
     /// By user.
     pub users: HashMap<String, Fading>,
+    /// Whether it changed since it was last stored.
+    #[serde(skip)]
+    dirty: bool,
+    /// When it was last stored, in ms since the epoch.
+    #[serde(skip)]
+    saved_ms: u64,
 }
+
+/// How often it is stored at most (with QUOTA_COMPUTE, when it changed):
+/// a crash loses at most this much of it.
+const USAGE_SAVE_INTERVAL_MS: u64 = 60_000;
 
 impl DecayedUsage {
     /// No use yet, fading with `half_life_ms`.
@@ -105,10 +117,10 @@ impl DecayedUsage {
     /// A container of `user` in leaf `queue` holds `resources` from `start`.
     pub(super) fn hold(&mut self, queue: &str, user: &str, resources: Resources, start: u64) {
         let half_life_ms = self.half_life_ms;
-        for fading in [entry(&mut self.queues, queue), entry(&mut self.users, user)] {
-            if fading.at_ms == 0 {
-                fading.at_ms = start;
-            }
+        for fading in [
+            entry(&mut self.queues, queue, start),
+            entry(&mut self.users, user, start),
+        ] {
             fading.advance(start, half_life_ms);
             // Started before the last update (a restore, a clock stepped
             // back): the stretch between counts for it too.
@@ -116,22 +128,22 @@ impl DecayedUsage {
             fading.value = add(fading.value, resources, missed_ms);
             fading.held += resources;
         }
+        self.dirty = true;
     }
 
     /// A container running at a restore, of `user` in leaf `queue`,
     /// holding `resources` since `start`: what it held up to the stored
     /// update is in the stored value already. Called in order of start.
     pub(super) fn resume(&mut self, queue: &str, user: &str, resources: Resources, start: u64) {
-        for fading in [entry(&mut self.queues, queue), entry(&mut self.users, user)] {
-            if fading.at_ms == 0 || start > fading.at_ms {
-                // Started after the stored update: counted from its start.
-                if fading.at_ms == 0 {
-                    fading.at_ms = start;
-                }
-                fading.advance(start, self.half_life_ms);
-            }
+        for fading in [
+            entry(&mut self.queues, queue, start),
+            entry(&mut self.users, user, start),
+        ] {
+            // Started after the stored update: counted from its start.
+            fading.advance(start, self.half_life_ms);
             fading.held += resources;
         }
+        self.dirty = true;
     }
 
     /// A container of `user` in leaf `queue` that held `resources` ended at
@@ -139,13 +151,32 @@ impl DecayedUsage {
     /// what was counted for it past its end is taken back.
     pub(super) fn release(&mut self, queue: &str, user: &str, resources: Resources, end: u64) {
         let half_life_ms = self.half_life_ms;
-        for fading in [entry(&mut self.queues, queue), entry(&mut self.users, user)] {
+        for fading in [
+            entry(&mut self.queues, queue, end),
+            entry(&mut self.users, user, end),
+        ] {
             fading.advance(end, half_life_ms);
             let (_, counted_past_end_ms) =
                 fade(fading.at_ms.saturating_sub(end) as f64, half_life_ms);
             fading.value = add(fading.value, resources, -counted_past_end_ms);
             fading.held = fading.held.saturating_sub(&resources);
         }
+        self.dirty = true;
+    }
+
+    /// A leaf queue moved from path `old` to `new` (refreshQueues) while
+    /// its apps' running containers held `held`: from `now` on that is
+    /// held under the new path.
+    pub(super) fn move_held(&mut self, old: &str, new: &str, held: Resources, now: u64) {
+        let half_life_ms = self.half_life_ms;
+        if let Some(fading) = self.queues.get_mut(old) {
+            fading.advance(now, half_life_ms);
+            fading.held = fading.held.saturating_sub(&held);
+        }
+        let fading = entry(&mut self.queues, new, now);
+        fading.advance(now, half_life_ms);
+        fading.held += held;
+        self.dirty = true;
     }
 
     /// Leaf queue `path`'s use at `now`.
@@ -162,16 +193,39 @@ impl DecayedUsage {
             .map_or_else(ResourceSeconds::default, |f| f.at(now, self.half_life_ms))
     }
 
-    /// Brings every entry up to `now` and lets go of those with nothing
-    /// left (before it is stored: the stored form is then small and exact).
+    /// Lets go of the entries with nothing left worth keeping, and of the
+    /// users beyond [`MAX_USAGE_USERS`] holding nothing with the least use
+    /// (before it is stored: the stored form stays small).
     pub(super) fn settle(&mut self, now: u64) {
         let half_life_ms = self.half_life_ms;
         for map in [&mut self.queues, &mut self.users] {
             map.retain(|_, fading| !fading.is_spent(now, half_life_ms));
-            for fading in map.values_mut() {
-                fading.advance(now, half_life_ms);
+        }
+        if self.users.len() > MAX_USAGE_USERS {
+            let mut idle: Vec<(f64, String)> = self
+                .users
+                .iter()
+                .filter(|(_, f)| f.held == Resources::ZERO)
+                .map(|(user, f)| (f.at(now, half_life_ms).vcore_seconds, user.clone()))
+                .collect();
+            idle.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+            let excess = self.users.len() - MAX_USAGE_USERS;
+            for (_, user) in idle.into_iter().take(excess) {
+                self.users.remove(&user);
             }
         }
+    }
+
+    /// Whether it should be stored now: it changed, and was last stored
+    /// [`USAGE_SAVE_INTERVAL_MS`] ago or more (or `at_once`).
+    pub(super) fn due(&mut self, now: u64, at_once: bool) -> bool {
+        let due =
+            self.dirty && (at_once || now.saturating_sub(self.saved_ms) >= USAGE_SAVE_INTERVAL_MS);
+        if due {
+            self.dirty = false;
+            self.saved_ms = now;
+        }
+        due
     }
 }
 
@@ -187,18 +241,28 @@ impl super::Cluster {
         &self.decayed
     }
 
-    /// Brings the fading use up to `now` and has it stored with the next
-    /// commit (the resource manager does so at each QUOTA_COMPUTE, not at
-    /// every container's start and end).
-    pub fn save_decayed_usage(&mut self, now: u64) {
-        self.decayed.settle(now);
-        super::durable::decayed_usage_changed(&mut self.changes);
+    /// Has the fading use stored with the next commit if it changed and
+    /// was last stored [`USAGE_SAVE_INTERVAL_MS`] ago (or `at_once`, at a
+    /// stop). The resource manager asks at each QUOTA_COMPUTE, not at every
+    /// container's start and end: a crash loses at most that interval.
+    pub fn save_decayed_usage(&mut self, now: u64, at_once: bool) {
+        if self.decayed.due(now, at_once) {
+            self.decayed.settle(now);
+            super::durable::decayed_usage_changed(&mut self.changes);
+        }
     }
 }
 
-fn entry<'a>(map: &'a mut HashMap<String, Fading>, key: &str) -> &'a mut Fading {
+/// `key`'s entry, new ones counted from `now`.
+fn entry<'a>(map: &'a mut HashMap<String, Fading>, key: &str, now: u64) -> &'a mut Fading {
     if !map.contains_key(key) {
-        map.insert(key.to_string(), Fading::default());
+        map.insert(
+            key.to_string(),
+            Fading {
+                at_ms: now,
+                ..Fading::default()
+            },
+        );
     }
     map.get_mut(key).expect("inserted above")
 }
@@ -249,8 +313,9 @@ mod tests {
         usage.hold("root.a", "alice", one, 0);
         usage.hold("root.a", "alice", one, 0);
         // The first is learnt to have ended at 10 s only at 20 s (another
-        // event brought the entry up to 20 s first).
-        usage.settle(20_000);
+        // event, here a container holding nothing, brought the entry up to
+        // 20 s first).
+        usage.hold("root.a", "alice", Resources::ZERO, 20_000);
         usage.release("root.a", "alice", one, 10_000);
         let mut exact = DecayedUsage::new(HOUR);
         exact.hold("root.a", "alice", one, 0);
@@ -266,12 +331,30 @@ mod tests {
     }
 
     #[test]
+    fn a_leaf_moved_to_another_parent_takes_what_runs_with_it() {
+        let mut usage = DecayedUsage::new(0);
+        let one = Resources::new(1024, 1, 0);
+        usage.hold("root.x.a", "alice", one, 0);
+        usage.move_held("root.x.a", "root.y.a", one, 10_000);
+        usage.release("root.y.a", "alice", one, 15_000);
+        let at = |path: &str, now: u64| usage.queue_at(path, now).vcore_seconds;
+        assert!(
+            (at("root.x.a", 100_000) - 10.0).abs() < 1e-9,
+            "stops growing"
+        );
+        assert!((at("root.y.a", 100_000) - 5.0).abs() < 1e-9);
+        assert!((vcore_seconds(&usage, "alice", 100_000) - 15.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn settling_lets_go_of_what_is_spent_and_keeps_what_runs() {
         let mut usage = DecayedUsage::new(1_000);
         let one = Resources::new(1024, 1, 0);
         usage.hold("root.a", "alice", one, 0);
         usage.release("root.a", "alice", one, 1_000);
         usage.hold("root.a", "bob", one, 0);
+        assert!(usage.due(100_000, false), "changed, never stored");
+        assert!(!usage.due(100_001, false), "just stored");
         usage.settle(100_000);
         assert!(!usage.users.contains_key("alice"), "faded to nothing");
         assert!(usage.users.contains_key("bob"), "holds something");

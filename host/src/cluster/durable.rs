@@ -175,6 +175,9 @@ pub(super) struct StoredAsk {
     pub pending: u32,
     pub max_attempts: u32,
     pub retries: Vec<u32>,
+    /// Absent in older rows and for asks that are no gang.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang: Option<super::Gang>,
 }
 
 /// A container as stored: where it runs (or ran) and, once ended, how.
@@ -260,6 +263,7 @@ impl StoredApp {
                     pending: ask.pending,
                     max_attempts: ask.max_attempts,
                     retries: ask.retries.clone(),
+                    gang: ask.gang,
                 })
                 .collect(),
             finished_containers: app.finished_containers,
@@ -307,6 +311,7 @@ impl StoredApp {
                     pending: ask.pending,
                     max_attempts: ask.max_attempts,
                     retries: ask.retries,
+                    gang: ask.gang,
                 })
                 .collect(),
             used: Resources::ZERO,
@@ -514,11 +519,9 @@ impl Cluster {
     /// and what the running containers hold from the stored update on.
     fn restore_decayed_usage(&mut self, stored: Option<&str>) -> Result<(), RestoreError> {
         if let Some(stored) = stored {
-            let usage: DecayedUsage = parse("decayed usage", stored)?;
-            self.decayed = DecayedUsage {
-                half_life_ms: self.decayed.half_life_ms,
-                ..usage
-            };
+            let mut usage: DecayedUsage = parse("decayed usage", stored)?;
+            usage.half_life_ms = self.decayed.half_life_ms;
+            self.decayed = usage;
         }
         let mut running: Vec<(u64, &str, &str, Resources)> = self
             .containers
@@ -626,6 +629,7 @@ impl Cluster {
         }
         self.count_active_apps();
         self.index_lifetimes();
+        self.index_gangs();
         let mut records: Vec<StoredContainerRecord> = Vec::with_capacity(stored.containers.len());
         let mut running = Vec::new();
         for (record, is_running) in &stored.containers {

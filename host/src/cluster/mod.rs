@@ -8,6 +8,7 @@ mod agent_link;
 mod app;
 mod decayed_usage;
 mod durable;
+mod gang;
 mod lifetime;
 mod model;
 mod node;
@@ -16,8 +17,8 @@ mod table;
 pub use accounting_record::AccountingRecord;
 pub use agent_link::{AgentReport, HeartbeatOutcome, TakenReport};
 pub use app::{
-    App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Launch, OTHER_YARN_APP_STATES,
-    SIMULATED_COMMAND_MS, SubmitApp,
+    App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Gang, GangSpec, GangTimeout, Launch,
+    OTHER_YARN_APP_STATES, SIMULATED_COMMAND_MS, SubmitApp,
 };
 pub use decayed_usage::{DecayedUsage, Fading};
 pub use durable::{Changes, RestoreError, Restored, StoredCluster};

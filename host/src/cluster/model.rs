@@ -14,6 +14,7 @@ use super::AccountingRecord;
 use super::active::ActiveCounts;
 use super::decayed_usage::DecayedUsage;
 use super::durable::{self, Changes};
+use super::gang::GangDeadlines;
 use super::lifetime::Lifetimes;
 use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, SubmitApp};
@@ -241,6 +242,8 @@ pub struct Cluster {
     pub(super) active_counts: ActiveCounts,
     /// When those with a lifetime must end.
     pub(super) lifetimes: Lifetimes,
+    /// When their gangs not yet placed whole time out.
+    pub(super) gang_deadlines: GangDeadlines,
     /// What each user and leaf queue held, fading with time.
     pub(super) decayed: DecayedUsage,
     pub(super) containers: foldhash::HashMap<String, Container>,
@@ -305,6 +308,7 @@ impl Cluster {
             active: BTreeSet::new(),
             active_counts: ActiveCounts::default(),
             lifetimes: Lifetimes::default(),
+            gang_deadlines: GangDeadlines::default(),
             decayed: DecayedUsage::new(DEFAULT_USAGE_HALF_LIFE_MS),
             containers: foldhash::HashMap::new(),
             simulated_ends: BinaryHeap::new(),
@@ -417,6 +421,7 @@ impl Cluster {
         {
             self.active_counts.remove(app.queue_index, &app.user);
             self.lifetimes.remove(index, app.lifetime_deadline_ms);
+            self.gang_deadlines.remove_app(index, app);
         }
         if let Some(app) = self.apps.get(index) {
             self.ended_apps.push(AccountingRecord::of(app));
@@ -441,7 +446,7 @@ impl Cluster {
 
     /// refreshQueues: takes a new tree. Refused, changing nothing, if an app
     /// still running or pending names a leaf queue the new tree lacks.
-    pub fn replace_queues(&mut self, queues: QueueTree) -> Result<(), ClusterError> {
+    pub fn replace_queues(&mut self, queues: QueueTree, now: u64) -> Result<(), ClusterError> {
         let mut moved = Vec::new();
         for &index in &self.active {
             let app = &self.apps[index];
@@ -454,7 +459,17 @@ impl Cluster {
             moved.push((index, leaf));
         }
         for (index, leaf) in moved {
-            self.apps[index].queue_index = leaf;
+            let app = &mut self.apps[index];
+            // What its running containers hold fades under its new path
+            // from now on (a leaf may move to another parent).
+            let (old, new) = (
+                &self.queues.queues()[app.queue_index].path,
+                &queues.queues()[leaf].path,
+            );
+            if old != new {
+                self.decayed.move_held(old, new, app.used, now);
+            }
+            app.queue_index = leaf;
         }
         self.queues = queues;
         self.count_active_apps();
@@ -703,7 +718,11 @@ impl Cluster {
             submit_time_ms: now,
             start_time_ms: None,
             finish_time_ms: None,
-            asks: request.asks.iter().map(Ask::from_spec).collect(),
+            asks: request
+                .asks
+                .iter()
+                .map(|a| Ask::from_spec(a, now))
+                .collect(),
             used: Resources::ZERO,
             running_containers: 0,
             finished_containers: 0,
@@ -744,6 +763,7 @@ impl Cluster {
         let app = &self.apps[number];
         self.active_counts.add(app.queue_index, &app.user);
         self.lifetimes.add(number, app.lifetime_deadline_ms);
+        self.gang_deadlines.add_app(number, app);
         Ok(app)
     }
 
@@ -824,6 +844,11 @@ impl Cluster {
         // A failed container's slot asked for again runs as its next attempt.
         let attempt = ask.retries.pop().unwrap_or(1);
         ask.pending -= 1;
+        // Its gang is placed whole: the round's gang check kept this
+        // placement only with the rest of its minimum.
+        if let Some(gang) = &mut ask.gang {
+            gang.placed = true;
+        }
         let (resources, duration_ms) = (ask.resources, ask.simulated_duration_ms());
         let app_seq = placement.app + 1;
         let seq = self.next_container;
@@ -921,6 +946,12 @@ impl Cluster {
             }
         }
         ended
+    }
+
+    /// Fails an active app for `cause` (a gang not placed in time): as
+    /// [`Cluster::kill_app`], but FAILED.
+    pub fn fail_app(&mut self, index: usize, cause: &str, now: u64) -> Vec<Container> {
+        self.end_app(index, AppState::Failed, cause, now)
     }
 
     /// Kills an active app: its pending containers are dropped and its
@@ -1267,7 +1298,7 @@ mod tests {
             2
         );
         // The leaves are renumbered: c comes first, then b, a.
-        cluster.replace_queues(tree("c,b,a,d")).unwrap();
+        cluster.replace_queues(tree("c,b,a,d"), 0).unwrap();
         assert_eq!(cluster.active_counts, walked(&cluster));
         let a = cluster.queues.leaf("a").unwrap();
         assert_eq!(

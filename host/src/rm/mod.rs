@@ -27,7 +27,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::accounting::Accounting;
 use crate::clock::Clock;
-use crate::cluster::{Allocation, AppState, Cluster, ClusterError, Container, NodeKind, Placement};
+use crate::cluster::{
+    Allocation, AppState, Cluster, ClusterError, Container, GangTimeout, NodeKind, Placement,
+};
 use crate::config::Settings;
 use crate::metrics::{StateLabels, metrics};
 use crate::policy::{PolicyKind, PolicyRuntime, Utilization, in_force};
@@ -556,6 +558,27 @@ impl ResourceManager {
         }
     }
 
+    /// Gangs still not placed whole at their deadline: their app fails,
+    /// saying why, or they place as they can from now on, as each says.
+    fn end_gang_waits(&mut self, now: u64) {
+        for (index, ask, gang) in self.cluster.gangs_past_deadline(now) {
+            match gang.on_timeout {
+                GangTimeout::Fail => {
+                    let cause = format!(
+                        "its gang (ask {ask}) of at least {} containers could not be placed whole in time",
+                        gang.minimum
+                    );
+                    let ended = self.cluster.fail_app(index, &cause, now);
+                    self.containers_finished(&ended, now);
+                }
+                GangTimeout::Place => {
+                    tracing::info!(app = %self.cluster.apps()[index].id, ask, minimum = gang.minimum, "gang not placed whole in time; its containers place as they can");
+                    self.cluster.release_gang(index, ask);
+                }
+            }
+        }
+    }
+
     /// Whether the reservation a submission names (if any) is in the plan of
     /// its queue; the reason if not.
     fn check_app_reservation(
@@ -633,6 +656,7 @@ impl ResourceManager {
         if self.awaiting_nodes(now) {
             return;
         }
+        self.end_gang_waits(now);
         let reservations = self.active_reservations(now);
         let held = self.held_projects();
         let (quota, pricing) = (&self.quota, self.policies.pricing());
@@ -835,7 +859,7 @@ impl ResourceManager {
         self.record_quota_event(now, || QuotaEvent::Compute);
         self.flush_quota();
         self.quota.sample_burn(now);
-        self.cluster.save_decayed_usage(now);
+        self.cluster.save_decayed_usage(now, false);
         let sharing = self.policies.sharing();
         if sharing.active().is_some() {
             self.reservations.forget_ended(sharing, now);
@@ -926,6 +950,8 @@ impl ResourceManager {
     /// A clean stop: every running container is charged up to now.
     pub fn shutdown(&mut self) {
         self.quota_compute();
+        let now = self.now();
+        self.cluster.save_decayed_usage(now, true);
         tracing::info!(
             running = self.quota.running_containers(),
             "quota charged up to the stop"

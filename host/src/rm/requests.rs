@@ -199,10 +199,7 @@ impl ResourceManager {
                 }
                 None => String::new(),
             },
-            attributes: {
-                limits::node_attributes("attributes", request.attributes.iter())?;
-                request.attributes.clone()
-            },
+            attributes: limits::node_attributes("attributes", request.attributes.iter())?,
         };
         if let Some(node) = self.cluster.node(&request.node_id) {
             check_owner(caller, node, "register it again")?;
@@ -525,7 +522,7 @@ impl ResourceManager {
         let prepared = self
             .reservations
             .prepare_queues(&tree, &self.policies.clone())?;
-        self.cluster.replace_queues(tree)?;
+        self.cluster.replace_queues(tree, self.now())?;
         self.reservations.apply_queues(prepared, &self.policies);
         self.queues_changed = true;
         Ok(())

@@ -67,6 +67,19 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
         )
     } else if let Some(limit) = user_limit_reached(cluster, app_index, usage) {
         limit
+    } else if let Some(gang) = app
+        .asks
+        .iter()
+        .filter(|a| a.pending > 0)
+        .find_map(|a| a.gang.filter(|g| !g.placed).map(|g| (a, g)))
+    {
+        let (ask, gang) = gang;
+        format!(
+            "waiting to place its gang of at least {} × {} whole (all or nothing): {} free in the cluster",
+            gang.minimum,
+            ask.resources,
+            capacity.saturating_sub(&cluster.allocated())
+        )
     } else {
         let queue = &tree[app.queue_index];
         let dominant = usage[app.queue_index].dominant_share(&capacity);

@@ -356,6 +356,8 @@ pub fn schedule(
                 .any(|w| (w.0, w.1, w.2) == (p.app, p.ask, p.node) && p.count <= w.3)
         }));
     }
+    // Gangs are placed whole or not at all, however the policy placed them.
+    let placements = cluster.whole_gangs(placements);
     Ok(cluster.allocate(&placements, now)?)
 }
 

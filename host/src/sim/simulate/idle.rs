@@ -105,6 +105,7 @@ impl Idle {
                     .into_iter()
                     .chain(next_submission)
                     .chain(rm.cluster().next_lifetime_end())
+                    .chain(rm.cluster().next_gang_deadline())
                     .min();
                 timers.scheduling.skip_to(wake);
             }
@@ -126,8 +127,15 @@ impl Idle {
             _ => now,
         };
         self.since = Some((since, seen));
-        // An app's lifetime ending kills it: the cluster changes then too.
-        let lifetime_end = rm.cluster().next_lifetime_end();
+        // An app's lifetime ending kills it, a gang's deadline fails its app
+        // or releases it: the cluster changes then too.
+        let lifetime_end = [
+            rm.cluster().next_lifetime_end(),
+            rm.cluster().next_gang_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let wake = if pending {
             next_submission
                 .into_iter()
