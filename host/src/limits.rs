@@ -240,7 +240,9 @@ pub fn node_attributes<'a>(
         let (prefix, name) = key
             .split_once('/')
             .unwrap_or((AGENT_ATTRIBUTE_PREFIX, key.as_str()));
-        let key_ok = key.len() <= MAX_NODE_ATTRIBUTE_BYTES && word(prefix) && word(name);
+        // The key as kept, prefix and all, within the bound.
+        let key_ok =
+            prefix.len() + 1 + name.len() <= MAX_NODE_ATTRIBUTE_BYTES && word(prefix) && word(name);
         let value_ok = value.len() <= MAX_NODE_ATTRIBUTE_BYTES && (value.is_empty() || word(value));
         if !(key_ok && value_ok) {
             return Err(refuse(format!(

@@ -124,3 +124,92 @@ fn a_gang_starts_all_together_or_not_at_all_and_times_out_as_it_asked() {
     );
     server.stop();
 }
+
+#[test]
+fn gangs_that_split_the_room_do_not_wait_on_each_other_and_one_that_cannot_fit_blocks_nobody() {
+    // Two queues of half the cluster each, which may each take it all;
+    // 8 vcores over two nodes.
+    let server = Server::start(&[
+        "--sim-nodes",
+        "2x8192mb,4vcores",
+        "--set",
+        "yarn.scheduler.capacity.root.queues=a,b",
+        "--set",
+        "yarn.scheduler.capacity.root.a.capacity=50",
+        "--set",
+        "yarn.scheduler.capacity.root.b.capacity=50",
+        "--set",
+        "yarn.scheduler.capacity.root.a.maximum-capacity=100",
+        "--set",
+        "yarn.scheduler.capacity.root.b.maximum-capacity=100",
+        "--set",
+        "yarn.scheduler.capacity.root.a.user-limit-factor=2",
+        "--set",
+        "yarn.scheduler.capacity.root.b.user-limit-factor=2",
+        "--set",
+        "yarn.scheduler.capacity.root.a.acl_submit_applications=*",
+        "--set",
+        "yarn.scheduler.capacity.root.b.acl_submit_applications=*",
+    ]);
+    let submit_to = |queue: &str, user: &str, ask: Value| {
+        id(&server.post_json_as(
+            "/ws/v1/cluster/apps",
+            &json!({"queue": queue, "user": user, "project": "p", "asks": [ask]}),
+            Some(user),
+        ))
+    };
+    // The cluster full for a moment, then two gangs of six, one per queue:
+    // each round would give each half the room, which neither can use.
+    let busy = submit_to(
+        "a",
+        "carol",
+        json!({"count": 8, "memory_mb": 1024, "vcores": 1, "duration_ms": 1500}),
+    );
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{busy}"),
+        "eight running",
+        |b| b["app"]["runningContainers"] == 8,
+    );
+    let gang = json!({"count": 6, "memory_mb": 1024, "vcores": 1, "duration_ms": 500,
+        "gang": {"minimum": 6}});
+    let (first, second) = (
+        submit_to("a", "alice", gang.clone()),
+        submit_to("b", "bob", gang),
+    );
+    for app in [&first, &second] {
+        server.wait_for(
+            &format!("/ws/v1/cluster/apps/{app}"),
+            "both gangs to run",
+            |b| b["app"]["state"] == "FINISHED",
+        );
+    }
+
+    // A gang no queue could ever hold whole blocks nobody behind it, and
+    // its pending reason says why it waits.
+    let never = submit_to(
+        "b",
+        "mallory",
+        json!({"count": 100, "memory_mb": 1024, "vcores": 1, "duration_ms": 500,
+            "gang": {"minimum": 100}}),
+    );
+    let small = submit_to(
+        "b",
+        "bob",
+        json!({"count": 2, "memory_mb": 1024, "vcores": 1, "duration_ms": 300}),
+    );
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{small}"),
+        "the small app",
+        |b| b["app"]["state"] == "FINISHED",
+    );
+    let (_, waiting) = server.get(&format!("/ws/v1/cluster/apps/{never}"));
+    assert_eq!(waiting["app"]["state"], "ACCEPTED", "{waiting}");
+    assert!(
+        waiting["app"]["diagnostics"]
+            .as_str()
+            .unwrap()
+            .contains("more than queue root.b may ever hold"),
+        "{waiting}"
+    );
+    server.stop();
+}

@@ -219,8 +219,9 @@ impl DecayedUsage {
     /// Whether it should be stored now: it changed, and was last stored
     /// [`USAGE_SAVE_INTERVAL_MS`] ago or more (or `at_once`).
     pub(super) fn due(&mut self, now: u64, at_once: bool) -> bool {
-        let due =
-            self.dirty && (at_once || now.saturating_sub(self.saved_ms) >= USAGE_SAVE_INTERVAL_MS);
+        // A clock stepped back behind the last save saves at once.
+        let due = self.dirty
+            && (at_once || now < self.saved_ms || now - self.saved_ms >= USAGE_SAVE_INTERVAL_MS);
         if due {
             self.dirty = false;
             self.saved_ms = now;

@@ -43,6 +43,26 @@ fn waiting_gangs(app: &App) -> impl Iterator<Item = (usize, Gang)> + '_ {
 }
 
 impl Cluster {
+    /// The gangs `placements` would place in part (fewer than their minimum,
+    /// not yet placed whole), as (app number, ask index), in app order.
+    pub fn gangs_in_part(&self, placements: &[Placement]) -> Vec<(usize, usize)> {
+        let mut placed: std::collections::BTreeMap<(usize, usize), u64> = Default::default();
+        for p in placements {
+            *placed.entry((p.app, p.ask)).or_default() += u64::from(p.count);
+        }
+        placed
+            .into_iter()
+            .filter(|&((app, ask), count)| {
+                self.apps
+                    .get(app)
+                    .and_then(|a| a.asks.get(ask))
+                    .and_then(|a| a.gang)
+                    .is_some_and(|g| !g.placed && count < u64::from(g.minimum))
+            })
+            .map(|(key, _)| key)
+            .collect()
+    }
+
     /// `placements` less those of gangs they would place in part: a gang not
     /// yet placed whole keeps its placements only if together they place at
     /// least its minimum.

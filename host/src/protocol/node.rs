@@ -153,9 +153,11 @@ pub struct RegisterNode {
     #[schema(max_length = 256)]
     pub rack: Option<String>,
     /// Its attributes (YARN's node attributes), key to value, at most 64:
-    /// a key `[prefix/]name`, a value empty or one word (`[A-Za-z0-9._-]`,
-    /// each starting with a letter or digit), each at most 255 bytes;
-    /// e.g. `gpu-model` = `a100`.
+    /// a key `name` or `nm.yarn.io/name` (YARN's NodeManager prefix, which a
+    /// name without one is given; `rm.yarn.io` is the resource manager's
+    /// and refused), a value empty or one word (`[A-Za-z0-9._-]`, each
+    /// starting with a letter or digit), each at most 255 bytes with the
+    /// prefix; e.g. `gpu-model` = `a100`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub attributes: BTreeMap<String, String>,
 }

@@ -562,6 +562,15 @@ impl ResourceManager {
     /// saying why, or they place as they can from now on, as each says.
     fn end_gang_waits(&mut self, now: u64) {
         for (index, ask, gang) in self.cluster.gangs_past_deadline(now) {
+            // An earlier gang of the same app may have failed it just now
+            // (and the retention let it go).
+            let Some(app) = self.cluster.apps().get(index) else {
+                continue;
+            };
+            if app.state.has_ended() {
+                continue;
+            }
+            let app_id = app.id.clone();
             match gang.on_timeout {
                 GangTimeout::Fail => {
                     let cause = format!(
@@ -572,7 +581,7 @@ impl ResourceManager {
                     self.containers_finished(&ended, now);
                 }
                 GangTimeout::Place => {
-                    tracing::info!(app = %self.cluster.apps()[index].id, ask, minimum = gang.minimum, "gang not placed whole in time; its containers place as they can");
+                    tracing::info!(app = %app_id, ask, minimum = gang.minimum, "gang not placed whole in time; its containers place as they can");
                     self.cluster.release_gang(index, ask);
                 }
             }

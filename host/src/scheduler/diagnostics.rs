@@ -74,12 +74,22 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
         .find_map(|a| a.gang.filter(|g| !g.placed).map(|g| (a, g)))
     {
         let (ask, gang) = gang;
-        format!(
-            "waiting to place its gang of at least {} × {} whole (all or nothing): {} free in the cluster",
-            gang.minimum,
-            ask.resources,
-            capacity.saturating_sub(&cluster.allocated())
-        )
+        let queue = &tree[app.queue_index];
+        let whole = ask.resources.saturating_times(gang.minimum);
+        let most = whole.dominant_share(&capacity).percent;
+        if most > queue.absolute_maximum_capacity + 1e-9 {
+            format!(
+                "its gang of at least {} × {} ({whole}, {most:.1}% of the cluster) is more than queue {} may ever hold ({:.1}%): it waits for the cluster to grow, or for its timeout",
+                gang.minimum, ask.resources, queue.path, queue.absolute_maximum_capacity
+            )
+        } else {
+            format!(
+                "waiting to place its gang of at least {} × {} whole (all or nothing): {} free in the cluster",
+                gang.minimum,
+                ask.resources,
+                capacity.saturating_sub(&cluster.allocated())
+            )
+        }
     } else {
         let queue = &tree[app.queue_index];
         let dominant = usage[app.queue_index].dominant_share(&capacity);

@@ -190,6 +190,23 @@ impl Round {
         }
     }
 
+    /// Leaves the asks of `left_out` (cluster app, ask) out of the snapshot,
+    /// for a pass again without gangs the last pass placed in part.
+    fn leave_out(&mut self, left_out: &std::collections::HashSet<(usize, usize)>) {
+        let keep: Vec<bool> = self.asks.iter().map(|o| !left_out.contains(o)).collect();
+        fn retain<T>(column: &mut Vec<T>, keep: &[bool]) {
+            let mut flags = keep.iter();
+            column.retain(|_| *flags.next().unwrap_or(&true));
+        }
+        let asks = &mut self.snapshot.asks;
+        retain(&mut asks.app, &keep);
+        retain(&mut asks.pending, &keep);
+        retain(&mut asks.memory_mb, &keep);
+        retain(&mut asks.vcores, &keep);
+        retain(&mut asks.gpus, &keep);
+        retain(&mut self.asks, &keep);
+    }
+
     /// Where cluster app `app_index` is in the snapshot, if it is.
     pub fn app_position(&self, app_index: usize) -> Option<u32> {
         self.apps.get(&app_index).copied()
@@ -337,29 +354,52 @@ pub fn schedule(
     if !cluster.has_pending() || cluster.nodes().next().is_none() {
         return Ok(Vec::new());
     }
-    let round = Round::new(cluster, now, reservations, held);
+    let mut round = Round::new(cluster, now, reservations, held);
     if round.snapshot.asks.app.is_empty() {
         return Ok(Vec::new()); // all that is pending is held
     }
-    let placements = policy.schedule(&round.snapshot)?;
-    let mut placements = round.placements(&placements);
-    if let Some(admit) = admit {
-        let wanted: Vec<(usize, usize, usize, u32)> = placements
-            .iter()
-            .map(|p| (p.app, p.ask, p.node, p.count))
-            .collect();
-        placements = admit(cluster, placements);
-        // Only fewer: never a placement the policy did not make.
-        debug_assert!(placements.iter().all(|p| {
-            wanted
+    let mut admit = admit;
+    let mut left_out = std::collections::HashSet::new();
+    let mut alone: Option<(usize, usize)> = None;
+    let mut pass = 1;
+    loop {
+        let placements = policy.schedule(&round.snapshot)?;
+        let mut placements = round.placements(&placements);
+        if let Some(admit) = admit.as_mut() {
+            let wanted: Vec<(usize, usize, usize, u32)> = placements
                 .iter()
-                .any(|w| (w.0, w.1, w.2) == (p.app, p.ask, p.node) && p.count <= w.3)
-        }));
+                .map(|p| (p.app, p.ask, p.node, p.count))
+                .collect();
+            placements = admit(cluster, placements);
+            // Only fewer: never a placement the policy did not make.
+            debug_assert!(placements.iter().all(|p| {
+                wanted
+                    .iter()
+                    .any(|w| (w.0, w.1, w.2) == (p.app, p.ask, p.node) && p.count <= w.3)
+            }));
+        }
+        // Gangs are placed whole or not at all, however the policy placed
+        // them. One placed in part would waste what the policy gave it, and
+        // two could split the room between them round after round: the
+        // round is asked again with the first of them alone in play, then
+        // without it, so the room goes to what can use it.
+        let partial = cluster.gangs_in_part(&placements);
+        if partial.is_empty() || pass == MAX_GANG_PASSES {
+            let placements = cluster.whole_gangs(placements);
+            return Ok(cluster.allocate(&placements, now)?);
+        }
+        let first = partial[0];
+        let keep_first = alone != Some(first);
+        left_out.extend(partial.into_iter().filter(|g| !(keep_first && *g == first)));
+        alone = keep_first.then_some(first);
+        round.leave_out(&left_out);
+        pass += 1;
     }
-    // Gangs are placed whole or not at all, however the policy placed them.
-    let placements = cluster.whole_gangs(placements);
-    Ok(cluster.allocate(&placements, now)?)
 }
+
+/// How often one round asks the policy at most when gangs are placed in
+/// part (see [`schedule`]).
+const MAX_GANG_PASSES: usize = 4;
 
 #[cfg(test)]
 mod tests {

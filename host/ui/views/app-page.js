@@ -78,10 +78,13 @@ function asks(src, list) {
     return el('tr', { 'data-key': String(i) },
       num(f('count', count)), num(f('pending', count)), num(f(['resources', 'memory_mb'], mb)),
       num(f(['resources', 'vcores'], count)), num(f(['resources', 'gpus'], count)),
-      num(f('duration_ms', duration)), num(f('max_attempts', count)));
+      num(f('duration_ms', duration)), num(f('max_attempts', count)),
+      // A gang: its minimum, and whether it has been placed whole.
+      num(f(['gang', 'minimum'], count), ask.gang ? (ask.gang.placed ? ' placed' : ' waiting') : null));
   });
   return el('div', null, el('h3', null, 'Asks'), table('asks', [['Containers', 'num'], ['Pending', 'num'],
-    ['Memory', 'num'], ['VCores', 'num'], ['GPUs', 'num'], ['Duration', 'num'], ['Max attempts', 'num']], rows));
+    ['Memory', 'num'], ['VCores', 'num'], ['GPUs', 'num'], ['Duration', 'num'], ['Max attempts', 'num'],
+    ['Gang (at least)', 'num']], rows));
 }
 
 async function loadContainers(appSrc, appId, body, log) {
