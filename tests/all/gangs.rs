@@ -122,6 +122,34 @@ fn a_gang_starts_all_together_or_not_at_all_and_times_out_as_it_asked() {
         started >= submitted + 800,
         "placed only at its deadline: {done}"
     );
+
+    // From the command line: `--gang` reaches the ask, refused by name
+    // when bigger than the ask, run whole otherwise.
+    let run = |args: &[&str]| {
+        let mut all = vec!["app", "run", "--server", &server.base, "--memory", "64mb"];
+        all.extend_from_slice(args);
+        crate::support::weft_within(&all, std::time::Duration::from_secs(60))
+    };
+    let refused = run(&["-n", "2", "--gang", "3", "--", "/bin/true"]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("asks[0].gang.minimum"), "{stderr}");
+    let whole = run(&[
+        "-n",
+        "4",
+        "--gang",
+        "4",
+        "--gang-timeout-ms",
+        "60000",
+        "--wait",
+        "--",
+        "/bin/true",
+    ]);
+    assert!(
+        whole.status.success(),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
     server.stop();
 }
 

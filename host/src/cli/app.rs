@@ -133,6 +133,19 @@ pub(super) struct RunArgs {
     #[arg(long, value_name = "SECONDS",
         value_parser = clap::value_parser!(u64).range(1..=crate::limits::MAX_APP_LIFETIME_S))]
     lifetime: Option<u64>,
+    /// All or nothing: at least MIN of the containers start together, or
+    /// none does (a gang).
+    #[arg(long, value_name = "MIN")]
+    gang: Option<u32>,
+    /// How long after submission the gang may wait to start whole (default:
+    /// as long as it takes).
+    #[arg(long, value_name = "MS", requires = "gang")]
+    gang_timeout_ms: Option<u64>,
+    /// What happens to a gang not started whole in time: fail (the app
+    /// fails) or place (its containers start as they can).
+    #[arg(long, value_name = "fail|place", requires = "gang_timeout_ms",
+        value_parser = ["fail", "place"])]
+    gang_on_timeout: Option<String>,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -266,6 +279,13 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
     } else {
         json!({"argv": args.command})
     };
+    let gang = args.gang.map(|minimum| {
+        json!({
+            "minimum": minimum,
+            "timeout_ms": args.gang_timeout_ms,
+            "on_timeout": args.gang_on_timeout.as_deref().unwrap_or("fail"),
+        })
+    });
     let body = json!({
         "name": args.name,
         "queue": args.queue,
@@ -278,6 +298,7 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
             "command": command,
             "env": env,
             "max_attempts": args.max_attempts,
+            "gang": gang,
         }],
         "lifetime_s": args.lifetime,
     });
