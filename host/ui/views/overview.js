@@ -1,4 +1,5 @@
-// views/overview.js — the main page (#/): cluster metrics, queues, prices,
+// views/overview.js — the main page (#/): cluster metrics, queues, their
+// users' fading use, prices,
 // budgets, apps, nodes, policies and the submit form, each drawn from the
 // latest data of its live topic.
 
@@ -11,11 +12,13 @@ import { mountPolicies } from '../render/policies.js';
 import { renderPrices } from '../render/prices.js';
 import { renderQueues } from '../render/queues.js';
 import { renderSubmitForm } from '../render/submit.js';
+import { mountUsage } from '../render/usage.js';
 import { follow, panel } from './panel.js';
 
 export function mountOverview(outlet) {
   const metrics = panel('metrics', 'Cluster metrics');
   const queues = panel('queues', 'Queues');
+  const usage = panel('usage', 'Fading use');
   const prices = panel('prices', 'Prices');
   const budgets = panel('budgets', 'Budgets');
   const apps = panel('apps', 'Applications');
@@ -25,11 +28,12 @@ export function mountOverview(outlet) {
   renderSubmitForm(submit.body);
 
   outlet.replaceChildren(el('div', { class: 'overview' },
-    [metrics, queues, prices, budgets, apps, nodes, policies, submit].map((p) => p.section)));
+    [metrics, queues, usage, prices, budgets, apps, nodes, policies, submit].map((p) => p.section)));
 
   const updateApps = mountApps(apps.body);
   const updatePolicies = mountPolicies(policies.body);
   const stops = [
+    mountUsage(usage.body),
     follow('metrics', metrics.body, (data) => renderMetrics(metrics.body, data)),
     follow('scheduler', queues.body, (data) => renderQueues(queues.body, data)),
     follow('prices', prices.body, (data) => renderPrices(prices.body, data)),
