@@ -4,33 +4,24 @@
 //! The scheduling policy need not know: the host holds a gang back however
 //! the policy places it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
+use super::deadlines::Deadlines;
 use super::model::{Cluster, Placement};
 use super::{App, Gang};
 
-/// The gangs not yet placed whole that have a deadline, as (deadline ms,
-/// app number, ask index): an entry for each such ask of an active app.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct GangDeadlines(BTreeSet<(u64, usize, usize)>);
-
-impl GangDeadlines {
-    /// App `number`'s gangs with a deadline (at its submission or restore).
-    pub(super) fn add_app(&mut self, number: usize, app: &App) {
-        for (index, gang) in waiting_gangs(app) {
-            if let Some(deadline) = gang.deadline_ms {
-                self.0.insert((deadline, number, index));
-            }
-        }
+/// App `number`'s gangs not yet placed whole fall due at their deadlines
+/// (at its submission or restore), keyed (app number, ask index).
+pub(super) fn add_gangs(deadlines: &mut Deadlines<(usize, usize)>, number: usize, app: &App) {
+    for (index, gang) in waiting_gangs(app) {
+        deadlines.insert(gang.deadline_ms, (number, index));
     }
+}
 
-    /// App `number` has ended: its gangs wait no longer.
-    pub(super) fn remove_app(&mut self, number: usize, app: &App) {
-        for (index, ask) in app.asks.iter().enumerate() {
-            if let Some(deadline) = ask.gang.and_then(|g| g.deadline_ms) {
-                self.0.remove(&(deadline, number, index));
-            }
-        }
+/// App `number` has ended: its gangs wait no longer.
+pub(super) fn remove_gangs(deadlines: &mut Deadlines<(usize, usize)>, number: usize, app: &App) {
+    for (index, ask) in app.asks.iter().enumerate() {
+        deadlines.remove(ask.gang.and_then(|g| g.deadline_ms), (number, index));
     }
 }
 
@@ -94,10 +85,7 @@ impl Cluster {
     /// fails the app or releases the gang).
     pub fn gangs_past_deadline(&mut self, now: u64) -> Vec<(usize, usize, Gang)> {
         let mut past = Vec::new();
-        while let Some(&(deadline, number, index)) = self.gang_deadlines.0.first()
-            && deadline <= now
-        {
-            self.gang_deadlines.0.pop_first();
+        for (number, index) in self.gang_deadlines.take_due(now) {
             let gang = self
                 .apps
                 .get(number)
@@ -114,10 +102,7 @@ impl Cluster {
 
     /// When the next gang's deadline is, if any waits with one.
     pub fn next_gang_deadline(&self) -> Option<u64> {
-        self.gang_deadlines
-            .0
-            .first()
-            .map(|&(deadline, ..)| deadline)
+        self.gang_deadlines.next_due()
     }
 
     /// Releases gang `ask` of app `number` at its deadline: its containers
@@ -133,10 +118,10 @@ impl Cluster {
 
     /// Indexes the gang deadlines of the active apps again (after a restore).
     pub(super) fn index_gangs(&mut self) {
-        self.gang_deadlines = GangDeadlines::default();
+        self.gang_deadlines = Default::default();
         for &number in &self.active {
             if let Some(app) = self.apps.get(number) {
-                self.gang_deadlines.add_app(number, app);
+                add_gangs(&mut self.gang_deadlines, number, app);
             }
         }
     }

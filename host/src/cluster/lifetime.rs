@@ -1,33 +1,8 @@
 //! Apps' lifetimes (YARN's LIFETIME timeout): when each active app's ends,
-//! kept in deadline order so finding the apps past theirs costs nothing
-//! while none is, and a new deadline an owner sets.
-
-use std::collections::BTreeSet;
+//! kept in deadline order (`deadlines.rs`) so finding the apps past theirs
+//! costs nothing while none is, and a new deadline an owner sets.
 
 use super::model::Cluster;
-
-/// The active apps that have a lifetime, as (deadline in ms, app number):
-/// an entry for every active app whose `lifetime_deadline_ms` is set, and
-/// no other.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(super) struct Lifetimes(BTreeSet<(u64, usize)>);
-
-impl Lifetimes {
-    /// App `number`'s lifetime ends at `deadline` (or it has none).
-    pub(super) fn add(&mut self, number: usize, deadline: Option<u64>) {
-        if let Some(deadline) = deadline {
-            self.0.insert((deadline, number));
-        }
-    }
-
-    /// App `number`, whose lifetime ended at `deadline` (if it had one),
-    /// has ended or has a new one.
-    pub(super) fn remove(&mut self, number: usize, deadline: Option<u64>) {
-        if let Some(deadline) = deadline {
-            self.0.remove(&(deadline, number));
-        }
-    }
-}
 
 /// Why an app's new lifetime was refused; nothing changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,19 +33,12 @@ impl Cluster {
     /// The active apps whose lifetime has ended by `now`, by deadline
     /// (their entries are taken out: the caller kills them).
     pub fn apps_past_lifetime(&mut self, now: u64) -> Vec<usize> {
-        let mut past = Vec::new();
-        while let Some(&(deadline, number)) = self.lifetimes.0.first()
-            && deadline <= now
-        {
-            self.lifetimes.0.pop_first();
-            past.push(number);
-        }
-        past
+        self.lifetimes.take_due(now)
     }
 
     /// When the next lifetime of an active app ends, if any has one.
     pub fn next_lifetime_end(&self) -> Option<u64> {
-        self.lifetimes.0.first().map(|&(deadline, _)| deadline)
+        self.lifetimes.next_due()
     }
 
     /// Sets active app `index`'s lifetime to end at `expiry_ms` (YARN's
@@ -108,8 +76,8 @@ impl Cluster {
             None => expiry_ms,
         };
         let old = app.lifetime_deadline_ms;
-        self.lifetimes.remove(index, old);
-        self.lifetimes.add(index, Some(deadline));
+        self.lifetimes.remove(old, index);
+        self.lifetimes.insert(Some(deadline), index);
         let app = &mut self.apps[index];
         app.lifetime_deadline_ms = Some(deadline);
         super::durable::app_changed(&mut self.changes, &app.id);
@@ -118,10 +86,10 @@ impl Cluster {
 
     /// Indexes the lifetimes of the active apps again (after a restore).
     pub(super) fn index_lifetimes(&mut self) {
-        self.lifetimes = Lifetimes::default();
+        self.lifetimes = Default::default();
         for &number in &self.active {
             if let Some(app) = self.apps.get(number) {
-                self.lifetimes.add(number, app.lifetime_deadline_ms);
+                self.lifetimes.insert(app.lifetime_deadline_ms, number);
             }
         }
     }

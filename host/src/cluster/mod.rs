@@ -6,6 +6,7 @@ mod accounting_record;
 mod active;
 mod agent_link;
 mod app;
+mod deadlines;
 mod decayed_usage;
 mod durable;
 mod gang;

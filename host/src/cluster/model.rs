@@ -12,10 +12,9 @@ use serde::Serialize;
 
 use super::AccountingRecord;
 use super::active::ActiveCounts;
+use super::deadlines::Deadlines;
 use super::decayed_usage::DecayedUsage;
 use super::durable::{self, Changes};
-use super::gang::GangDeadlines;
-use super::lifetime::Lifetimes;
 use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, SubmitApp};
 use crate::protocol::node::exit_status;
@@ -240,10 +239,11 @@ pub struct Cluster {
     pub(super) active: BTreeSet<usize>,
     /// How many of them each leaf, and each user in it, has.
     pub(super) active_counts: ActiveCounts,
-    /// When those with a lifetime must end.
-    pub(super) lifetimes: Lifetimes,
-    /// When their gangs not yet placed whole time out.
-    pub(super) gang_deadlines: GangDeadlines,
+    /// When those with a lifetime must end, by app number.
+    pub(super) lifetimes: Deadlines<usize>,
+    /// When their gangs not yet placed whole time out, by (app number,
+    /// ask index).
+    pub(super) gang_deadlines: Deadlines<(usize, usize)>,
     /// What each user and leaf queue held, fading with time.
     pub(super) decayed: DecayedUsage,
     pub(super) containers: foldhash::HashMap<String, Container>,
@@ -307,8 +307,8 @@ impl Cluster {
             killed_total: 0,
             active: BTreeSet::new(),
             active_counts: ActiveCounts::default(),
-            lifetimes: Lifetimes::default(),
-            gang_deadlines: GangDeadlines::default(),
+            lifetimes: Deadlines::default(),
+            gang_deadlines: Deadlines::default(),
             decayed: DecayedUsage::new(DEFAULT_USAGE_HALF_LIFE_MS),
             containers: foldhash::HashMap::new(),
             simulated_ends: BinaryHeap::new(),
@@ -420,8 +420,8 @@ impl Cluster {
             && let Some(app) = self.apps.get(index)
         {
             self.active_counts.remove(app.queue_index, &app.user);
-            self.lifetimes.remove(index, app.lifetime_deadline_ms);
-            self.gang_deadlines.remove_app(index, app);
+            self.lifetimes.remove(app.lifetime_deadline_ms, index);
+            super::gang::remove_gangs(&mut self.gang_deadlines, index, app);
         }
         if let Some(app) = self.apps.get(index) {
             self.ended_apps.push(AccountingRecord::of(app));
@@ -762,8 +762,8 @@ impl Cluster {
         self.active.insert(number);
         let app = &self.apps[number];
         self.active_counts.add(app.queue_index, &app.user);
-        self.lifetimes.add(number, app.lifetime_deadline_ms);
-        self.gang_deadlines.add_app(number, app);
+        self.lifetimes.insert(app.lifetime_deadline_ms, number);
+        super::gang::add_gangs(&mut self.gang_deadlines, number, app);
         Ok(app)
     }
 
