@@ -17,16 +17,12 @@ const USERS: usize = 100;
 fn request(user: usize) -> SubmitApp {
     SubmitApp {
         name: "bench".into(),
-        queue: "default".into(),
-        user: format!("u{user}"),
-        project: "demo".into(),
-        priority: 0,
-        asks: vec![AskSpec::sized(1, 1024, 1, 0, 1000)],
-        reservation_id: None,
-        application_id: None,
-        application_type: None,
-        tags: Vec::new(),
-        lifetime_s: None,
+        ..SubmitApp::new(
+            &format!("u{user}"),
+            "default",
+            "demo",
+            vec![AskSpec::sized(1, 1024, 1, 0, 1000)],
+        )
     }
 }
 

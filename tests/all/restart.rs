@@ -322,16 +322,12 @@ mod crash_anywhere {
         for (i, duration) in [1500, 2300, 800, 4100, 3000, 1200].into_iter().enumerate() {
             let request = SubmitApp {
                 name: format!("app-{i}"),
-                queue: "default".into(),
-                user: String::new(),
-                project: "p".into(),
-                priority: 0,
-                asks: vec![AskSpec::sized(3, 1024, 1, 0, duration)],
-                application_id: None,
-                reservation_id: None,
-                application_type: None,
-                tags: Vec::new(),
-                lifetime_s: None,
+                ..SubmitApp::new(
+                    "",
+                    "default",
+                    "p",
+                    vec![AskSpec::sized(3, 1024, 1, 0, duration)],
+                )
             };
             ids.push(rm.submit_app(&caller, request, "test").unwrap().id);
         }

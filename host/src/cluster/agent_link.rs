@@ -461,16 +461,7 @@ mod tests {
         ask.max_attempts = max_attempts;
         let request = SubmitApp {
             name: "t".into(),
-            queue: "default".into(),
-            user: "alice".into(),
-            project: "p".into(),
-            priority: 0,
-            asks: vec![ask],
-            reservation_id: None,
-            application_id: None,
-            application_type: None,
-            tags: Vec::new(),
-            lifetime_s: None,
+            ..SubmitApp::new("alice", "default", "p", vec![ask])
         };
         cluster.submit(request, "test", 0).unwrap();
         let placement = Placement {

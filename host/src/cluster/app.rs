@@ -254,6 +254,25 @@ fn no_comma(field: &str, text: &str) -> Result<(), OutOfBounds> {
 pub(super) const DEFAULT_APPLICATION_TYPE: &str = "YARN";
 
 impl SubmitApp {
+    /// `user`'s submission of `asks` to leaf `queue`, charged to `project`,
+    /// every other field as when left out (name "app", priority 0, no
+    /// reservation, id, type, tags or lifetime).
+    pub fn new(user: &str, queue: &str, project: &str, asks: Vec<AskSpec>) -> SubmitApp {
+        SubmitApp {
+            name: default_name(),
+            queue: queue.into(),
+            user: user.into(),
+            project: project.into(),
+            priority: 0,
+            asks,
+            application_id: None,
+            reservation_id: None,
+            application_type: None,
+            tags: Vec::new(),
+            lifetime_s: None,
+        }
+    }
+
     /// Every field within its documented bound (`limits.rs`); the refusal
     /// names the field and the limit.
     pub fn check(&self) -> Result<(), OutOfBounds> {

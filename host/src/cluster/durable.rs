@@ -729,16 +729,9 @@ mod tests {
     fn submit(cluster: &mut Cluster, user: &str, asks: Vec<AskSpec>) -> usize {
         let request = SubmitApp {
             name: format!("{user}'s"),
-            queue: "default".into(),
-            user: user.into(),
-            project: "demo".into(),
             priority: 2,
-            asks,
-            reservation_id: None,
-            application_id: None,
-            application_type: None,
-            tags: Vec::new(),
             lifetime_s: Some(3_600),
+            ..SubmitApp::new(user, "default", "demo", asks)
         };
         let id = cluster.submit(request, "host-1", 10).unwrap().id.clone();
         cluster.app_index(&id).unwrap()

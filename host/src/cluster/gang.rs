@@ -4,7 +4,7 @@
 //! The scheduling policy need not know: the host holds a gang back however
 //! the policy places it.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::deadlines::Deadlines;
 use super::model::{Cluster, Placement};
@@ -25,6 +25,18 @@ pub(super) fn remove_gangs(deadlines: &mut Deadlines<(usize, usize)>, number: us
     }
 }
 
+/// `placements` less those of the gangs `partial` (sorted, as
+/// [`Cluster::gangs_in_part`] gives them).
+pub fn without_gangs(placements: Vec<Placement>, partial: &[(usize, usize)]) -> Vec<Placement> {
+    if partial.is_empty() {
+        return placements;
+    }
+    placements
+        .into_iter()
+        .filter(|p| partial.binary_search(&(p.app, p.ask)).is_err())
+        .collect()
+}
+
 /// `app`'s asks whose gang has not been placed whole.
 fn waiting_gangs(app: &App) -> impl Iterator<Item = (usize, Gang)> + '_ {
     app.asks
@@ -37,47 +49,36 @@ impl Cluster {
     /// The gangs `placements` would place in part (fewer than their minimum,
     /// not yet placed whole), as (app number, ask index), in app order.
     pub fn gangs_in_part(&self, placements: &[Placement]) -> Vec<(usize, usize)> {
-        let mut placed: std::collections::BTreeMap<(usize, usize), u64> = Default::default();
+        let waiting = |p: &Placement| {
+            self.apps
+                .get(p.app)
+                .and_then(|app| app.asks.get(p.ask))
+                .and_then(|ask| ask.gang)
+                .filter(|gang| !gang.placed)
+        };
+        // Most rounds place no waiting gang: then nothing is counted.
+        let mut placed: BTreeMap<(usize, usize), (u64, u32)> = BTreeMap::new();
         for p in placements {
-            *placed.entry((p.app, p.ask)).or_default() += u64::from(p.count);
+            if let Some(gang) = waiting(p) {
+                let (count, _) = placed.entry((p.app, p.ask)).or_insert((0, gang.minimum));
+                *count += u64::from(p.count);
+            }
         }
         placed
             .into_iter()
-            .filter(|&((app, ask), count)| {
-                self.apps
-                    .get(app)
-                    .and_then(|a| a.asks.get(ask))
-                    .and_then(|a| a.gang)
-                    .is_some_and(|g| !g.placed && count < u64::from(g.minimum))
-            })
+            .filter(|&(_, (count, minimum))| count < u64::from(minimum))
             .map(|(key, _)| key)
             .collect()
     }
 
     /// `placements` less those of gangs they would place in part: a gang not
     /// yet placed whole keeps its placements only if together they place at
-    /// least its minimum.
+    /// least its minimum. (The scheduler keeps the gangs in part of its last
+    /// pass and drops them with [`without_gangs`].)
+    #[cfg(test)]
     pub fn whole_gangs(&self, placements: Vec<Placement>) -> Vec<Placement> {
-        let mut placed: HashMap<(usize, usize), u64> = HashMap::new();
-        for p in &placements {
-            *placed.entry((p.app, p.ask)).or_default() += u64::from(p.count);
-        }
-        placements
-            .into_iter()
-            .filter(|p| {
-                let gang = self
-                    .apps
-                    .get(p.app)
-                    .and_then(|app| app.asks.get(p.ask))
-                    .and_then(|ask| ask.gang);
-                match gang {
-                    Some(gang) if !gang.placed => {
-                        placed.get(&(p.app, p.ask)).copied().unwrap_or(0) >= u64::from(gang.minimum)
-                    }
-                    _ => true,
-                }
-            })
-            .collect()
+        let partial = self.gangs_in_part(&placements);
+        without_gangs(placements, &partial)
     }
 
     /// The gangs still not placed whole at their deadline, by deadline, as
@@ -151,16 +152,7 @@ mod tests {
         ask.gang = Some(gang);
         let request = SubmitApp {
             name: "gang".into(),
-            queue: "default".into(),
-            user: "u".into(),
-            project: "p".into(),
-            priority: 0,
-            asks: vec![ask],
-            reservation_id: None,
-            application_id: None,
-            application_type: None,
-            tags: Vec::new(),
-            lifetime_s: None,
+            ..SubmitApp::new("u", "default", "p", vec![ask])
         };
         let id = cluster.submit(request, "t", 0).unwrap().id.clone();
         cluster.app_index(&id).unwrap()

@@ -114,16 +114,13 @@ mod tests {
     fn submit(cluster: &mut Cluster, lifetime_s: Option<u64>, now: u64) -> usize {
         let request = SubmitApp {
             name: "timed".into(),
-            queue: "default".into(),
-            user: "alice".into(),
-            project: "demo".into(),
-            priority: 0,
-            asks: vec![AskSpec::sized(1, 1024, 1, 0, 60_000)],
-            reservation_id: None,
-            application_id: None,
-            application_type: None,
-            tags: Vec::new(),
             lifetime_s,
+            ..SubmitApp::new(
+                "alice",
+                "default",
+                "demo",
+                vec![AskSpec::sized(1, 1024, 1, 0, 60_000)],
+            )
         };
         let id = cluster.submit(request, "test", now).unwrap().id.clone();
         cluster.app_index(&id).unwrap()

@@ -23,6 +23,7 @@ pub use app::{
 };
 pub use decayed_usage::{DecayedUsage, Fading};
 pub use durable::{Changes, RestoreError, Restored, StoredCluster};
+pub use gang::without_gangs;
 pub use lifetime::LifetimeRefusal;
 pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,

@@ -1234,16 +1234,12 @@ mod tests {
     fn request(queue: &str, user: &str, count: u32, duration_ms: u64) -> SubmitApp {
         SubmitApp {
             name: "t".into(),
-            queue: queue.into(),
-            user: user.into(),
-            project: "demo".into(),
-            priority: 0,
-            asks: vec![AskSpec::sized(count, 1024, 1, 0, duration_ms)],
-            reservation_id: None,
-            application_id: None,
-            application_type: None,
-            tags: Vec::new(),
-            lifetime_s: None,
+            ..SubmitApp::new(
+                user,
+                queue,
+                "demo",
+                vec![AskSpec::sized(count, 1024, 1, 0, duration_ms)],
+            )
         }
     }
 
@@ -1586,16 +1582,7 @@ mod tests {
         let mut cluster = test_cluster();
         let mut request = SubmitApp {
             name: "t".into(),
-            queue: "nope".into(),
-            user: "a".into(),
-            project: "p".into(),
-            priority: 0,
-            asks: vec![],
-            reservation_id: None,
-            application_id: None,
-            application_type: None,
-            tags: Vec::new(),
-            lifetime_s: None,
+            ..SubmitApp::new("a", "nope", "p", vec![])
         };
         assert!(matches!(
             cluster.submit(request.clone(), "test", 0),

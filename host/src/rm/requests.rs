@@ -428,10 +428,7 @@ impl ResourceManager {
     /// charged up to now. An app already ended stays as it is. Returns its
     /// state.
     pub fn kill_app(&mut self, caller: &Caller, id: &str) -> Result<AppState, RequestError> {
-        let index = self
-            .cluster
-            .app_index(id)
-            .ok_or_else(|| RequestError::Unknown(format!("application {id} not found")))?;
+        let index = self.app_number(id)?;
         let app = &self.cluster.apps()[index];
         // Killing an app that has ended changes nothing (and its queue may
         // be gone since: only active apps follow a refresh of the queues).
@@ -467,10 +464,7 @@ impl ResourceManager {
         id: &str,
         expiry_ms: u64,
     ) -> Result<Option<u64>, RequestError> {
-        let index = self
-            .cluster
-            .app_index(id)
-            .ok_or_else(|| RequestError::Unknown(format!("application {id} not found")))?;
+        let index = self.app_number(id)?;
         let app = &self.cluster.apps()[index];
         // An ended app keeps its lifetime (and its queue may be gone since:
         // only active apps follow a refresh of the queues).
@@ -630,13 +624,17 @@ pub struct LogLocation {
 }
 
 impl ResourceManager {
+    /// The number of app `id` (kept, active or ended), or why not.
+    fn app_number(&self, id: &str) -> Result<usize, RequestError> {
+        self.cluster
+            .app_index(id)
+            .ok_or_else(|| RequestError::Unknown(format!("application {id} not found")))
+    }
+
     /// App `id` for `caller`, who must be its user or an administrator of
     /// its queue or of the cluster, to `action` it.
     fn owned_app(&self, caller: &Caller, id: &str, action: &str) -> Result<&App, RequestError> {
-        let app = self
-            .cluster
-            .app(id)
-            .ok_or_else(|| RequestError::Unknown(format!("application {id} not found")))?;
+        let app = &self.cluster.apps()[self.app_number(id)?];
         self.security
             .check_app_owner(
                 caller,

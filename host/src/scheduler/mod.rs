@@ -385,7 +385,7 @@ pub fn schedule(
         // without it, so the room goes to what can use it.
         let partial = cluster.gangs_in_part(&placements);
         if partial.is_empty() || pass == MAX_GANG_PASSES {
-            let placements = cluster.whole_gangs(placements);
+            let placements = crate::cluster::without_gangs(placements, &partial);
             return Ok(cluster.allocate(&placements, now)?);
         }
         let first = partial[0];
@@ -435,16 +435,13 @@ mod tests {
     fn submit(cluster: &mut Cluster, user: &str, reservation: Option<&str>) {
         let request = SubmitApp {
             name: user.into(),
-            queue: "plan".into(),
-            user: user.into(),
-            project: "p".into(),
-            priority: 0,
-            asks: vec![AskSpec::sized(10, 1024, 1, 0, 1000)],
             reservation_id: reservation.map(String::from),
-            application_id: None,
-            application_type: None,
-            tags: Vec::new(),
-            lifetime_s: None,
+            ..SubmitApp::new(
+                user,
+                "plan",
+                "p",
+                vec![AskSpec::sized(10, 1024, 1, 0, 1000)],
+            )
         };
         cluster.submit(request, "test", 0).unwrap();
     }
