@@ -385,6 +385,7 @@ impl Agent {
             logs_secret: None,
             rack: None,
             attributes: Default::default(),
+            labels: Vec::new(),
         }
     }
 

@@ -265,6 +265,55 @@ pub fn node_attributes<'a>(
     Ok(full)
 }
 
+/// The most node labels (YARN's partitions) a cluster has.
+pub const MAX_NODE_LABELS: usize = 256;
+
+/// The longest node label name, in bytes (YARN's NodeLabelUtil).
+pub const MAX_NODE_LABEL_BYTES: usize = 255;
+
+/// A node label's name as YARN's NodeLabelUtil checks it: one to
+/// [`MAX_NODE_LABEL_BYTES`] bytes of A-Z a-z 0-9 _ -, starting with a
+/// letter or digit.
+pub fn node_label(field: impl Display, text: &str) -> Result<(), OutOfBounds> {
+    let ok = text.len() <= MAX_NODE_LABEL_BYTES
+        && text
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b));
+    if ok {
+        return Ok(());
+    }
+    Err(OutOfBounds {
+        field: field.to_string(),
+        value: format!("{:?}", text.chars().take(40).collect::<String>()),
+        rule: format!(
+            "but a node label is 1 to {MAX_NODE_LABEL_BYTES} of A-Z a-z 0-9 _ - starting with a letter or digit"
+        ),
+    })
+}
+
+/// A node label expression as YARN takes it on an app or an ask: one
+/// label, or empty for the default partition (surrounding spaces are
+/// dropped). YARN accepts no `&&` or `||` between labels; neither does Weft.
+pub fn node_label_expression(field: impl Display, text: &str) -> Result<String, OutOfBounds> {
+    let label = text.trim();
+    if label.contains("&&") || label.contains("||") {
+        return Err(OutOfBounds {
+            field: field.to_string(),
+            value: format!("{:?}", text.chars().take(40).collect::<String>()),
+            rule: "but an expression names one label: && and || are not supported (as in YARN)"
+                .into(),
+        });
+    }
+    if !label.is_empty() {
+        node_label(field, label)?;
+    }
+    Ok(label.to_string())
+}
+
 /// The largest quota event log `weft replay` reads (it holds the whole log
 /// in memory, parsed, before charging anything): 1 GiB.
 /// `weft.quota.event-log-max-mb` is bounded by it, so every log a server

@@ -16,6 +16,7 @@ mod first_hour;
 mod gangs;
 mod guest_output;
 mod hostile_tenant;
+mod labels;
 mod layering;
 mod lifetimes;
 mod policy_cache;

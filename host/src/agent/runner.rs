@@ -42,6 +42,8 @@ pub struct NodeIdentity {
     pub rack: Option<String>,
     /// Its attributes (`weft agent --attribute KEY=VALUE`).
     pub attributes: std::collections::BTreeMap<String, String>,
+    /// Its node label (`weft agent --labels`), none or one.
+    pub labels: Vec<String>,
 }
 
 /// How often the loop looks at its containers between heartbeats (it wakes
@@ -293,6 +295,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
             logs_secret: Some(self.identity.logs_secret.clone()),
             rack: self.identity.rack.clone(),
             attributes: self.identity.attributes.clone(),
+            labels: self.identity.labels.clone(),
         };
         let registration = self.tracker.register(&request)?;
         let server = self.tracker.server();
@@ -538,6 +541,7 @@ mod tests {
             logs_secret: "s".into(),
             rack: None,
             attributes: Default::default(),
+            labels: Vec::new(),
         };
         let tracker = Scripted {
             answers: answers.into(),

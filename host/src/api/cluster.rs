@@ -240,6 +240,8 @@ pub(super) struct NodeInfo {
     /// Its rack (YARN's network location): `/default-rack` unless its
     /// agent registered one.
     rack: String,
+    /// Its node label (YARN's partition): none, or one.
+    node_labels: Vec<String>,
     kind: NodeKind,
     /// RUNNING, or LOST for a node that stopped heartbeating.
     state: String,
@@ -347,6 +349,11 @@ impl NodeInfo {
         NodeInfo {
             id: n.id.clone(),
             rack: n.rack().into(),
+            node_labels: if n.partition.is_empty() {
+                Vec::new()
+            } else {
+                vec![n.partition.clone()]
+            },
             kind: n.kind,
             state: state.into(),
             node_host_name,
@@ -687,6 +694,10 @@ pub(super) struct AppInfo {
     gpu_seconds: u64,
     /// YARN's timeouts: the app's LIFETIME (`UNLIMITED` without one).
     timeouts: super::app_timeouts::AppTimeoutList,
+    /// The node label it was submitted with (YARN's
+    /// appNodeLabelExpression); absent when it named none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    app_node_label_expression: Option<String>,
 }
 
 impl AppInfo {
@@ -750,6 +761,8 @@ impl AppInfo {
             diagnostics: (!app.diagnostics.is_empty()).then(|| app.diagnostics.clone()),
             position_in_queue: None,
             timeouts: super::app_timeouts::AppTimeoutList::of(app, now),
+            app_node_label_expression: (!app.node_label_expression.is_empty())
+                .then(|| app.node_label_expression.clone()),
         }
     }
 }

@@ -19,6 +19,7 @@ mod error;
 mod events;
 mod extract;
 mod gate;
+mod node_labels;
 mod openapi;
 mod policies;
 mod quota;
@@ -104,6 +105,13 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(cluster::heartbeat)))
         .routes(small(routes!(cluster::orders_waiting)))
         .routes(small(routes!(cluster::release_node)))
+        .routes(small(routes!(node_labels::get_node_labels)))
+        .routes(small(routes!(node_labels::add_node_labels)))
+        .routes(small(routes!(node_labels::remove_node_labels)))
+        .routes(small(routes!(node_labels::replace_labels)))
+        .routes(small(routes!(node_labels::replace_node_to_labels)))
+        .routes(small(routes!(node_labels::get_labels)))
+        .routes(small(routes!(node_labels::get_node_to_labels)))
         .routes(small(routes!(cluster::apps, cluster::submit_app)))
         .routes(small(routes!(yarn_apps::new_application)))
         .routes(small(routes!(cluster::app)))

@@ -1,5 +1,8 @@
 //! `GET /ws/v1/cluster/scheduler`: the queue tree as YARN's Capacity
-//! Scheduler reports it — configured, absolute and used capacities, per queue.
+//! Scheduler reports it — configured, absolute and used capacities, per queue
+//! and, when the cluster has node labels, per partition (YARN's
+//! `capacities.queueCapacitiesByPartition` and
+//! `resources.resourceUsagesByPartition`).
 
 use std::collections::BTreeMap;
 
@@ -79,9 +82,176 @@ pub(super) struct QueueInfo {
     max_applications: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     ordering_policy_info: Option<String>,
+    /// Its shares of each partition it may use (only when the cluster
+    /// has node labels; "" is the default partition).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capacities: Option<PartitionCapacities>,
+    /// What it holds and waits for in each partition it may use (only
+    /// when the cluster has node labels).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<PartitionResources>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(no_recursion)]
     queues: Option<QueueList>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PartitionCapacities {
+    queue_capacities_by_partition: Vec<PartitionCapacity>,
+}
+
+/// A queue's share of one partition, in percent (of its parent's share,
+/// and of the partition's nodes), and how much of it is used.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PartitionCapacity {
+    partition_name: String,
+    capacity: f64,
+    used_capacity: f64,
+    max_capacity: f64,
+    absolute_capacity: f64,
+    absolute_used_capacity: f64,
+    absolute_max_capacity: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PartitionResources {
+    resource_usages_by_partition: Vec<PartitionUsage>,
+}
+
+/// What a queue's apps hold and wait for in one partition.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PartitionUsage {
+    partition_name: String,
+    used: ResourcesInfo,
+    pending: ResourcesInfo,
+}
+
+/// The partitions of a labelled cluster: each one's nodes' capacity, and
+/// what each active app holds and waits for in it.
+struct Partitions {
+    /// "" first, then each label.
+    names: Vec<String>,
+    capacity: Vec<Resources>,
+    /// Per partition, each queue's share of it (None: it may not use it).
+    shares: Vec<Vec<Option<crate::queues::Share>>>,
+    /// (app index, partition) → held there.
+    used: std::collections::HashMap<(usize, usize), Resources>,
+    /// (app index, partition) → pending there.
+    pending: std::collections::HashMap<(usize, usize), Resources>,
+}
+
+impl Partitions {
+    /// None when the cluster has no labels (one partition: the queue's
+    /// own figures say it all).
+    fn of(cluster: &Cluster) -> Option<Partitions> {
+        if cluster.node_labels().is_empty() {
+            return None;
+        }
+        let mut names = vec![String::new()];
+        names.extend(
+            cluster
+                .node_labels()
+                .iter()
+                .map(|(name, _)| name.to_string()),
+        );
+        let position = |label: &str| names.iter().position(|n| n == label);
+        let mut capacity = vec![Resources::ZERO; names.len()];
+        let mut used = std::collections::HashMap::new();
+        for node in cluster.nodes() {
+            let Some(p) = position(&node.partition) else {
+                continue;
+            };
+            capacity[p] += node.capacity;
+            for container in node
+                .containers
+                .iter()
+                .filter_map(|id| cluster.container(id))
+            {
+                if let Some(app) = cluster.app_index(&container.app) {
+                    *used.entry((app, p)).or_insert(Resources::ZERO) += container.resources;
+                }
+            }
+        }
+        let mut pending = std::collections::HashMap::new();
+        for index in cluster.active_apps() {
+            for ask in &cluster.apps()[index].asks {
+                let Some(p) = position(&ask.partition) else {
+                    continue;
+                };
+                let waiting = ask.resources.times(ask.pending).unwrap_or(Resources::ZERO);
+                *pending.entry((index, p)).or_insert(Resources::ZERO) += waiting;
+            }
+        }
+        let shares = names
+            .iter()
+            .map(|name| cluster.queues().partition_shares(name))
+            .collect();
+        Some(Partitions {
+            names,
+            capacity,
+            shares,
+            used,
+            pending,
+        })
+    }
+
+    /// The per-partition figures of the queue at `index` in the tree.
+    fn of_queue(
+        &self,
+        cluster: &Cluster,
+        index: usize,
+    ) -> (PartitionCapacities, PartitionResources) {
+        let mut capacities = Vec::new();
+        let mut usages = Vec::new();
+        for (p, name) in self.names.iter().enumerate() {
+            let Some(share) = self.shares[p][index] else {
+                continue; // it may not use this one
+            };
+            let mut used = Resources::ZERO;
+            let mut pending = Resources::ZERO;
+            for app in cluster.active_apps() {
+                if is_within(cluster, cluster.apps()[app].queue_index, index) {
+                    used += self.used.get(&(app, p)).copied().unwrap_or(Resources::ZERO);
+                    pending += self
+                        .pending
+                        .get(&(app, p))
+                        .copied()
+                        .unwrap_or(Resources::ZERO);
+                }
+            }
+            let absolute_used = used.dominant_share(&self.capacity[p]).percent;
+            capacities.push(PartitionCapacity {
+                partition_name: name.clone(),
+                capacity: share.capacity,
+                used_capacity: if share.absolute_capacity > 0.0 {
+                    absolute_used / share.absolute_capacity * 100.0
+                } else {
+                    0.0
+                },
+                max_capacity: share.maximum_capacity,
+                absolute_capacity: share.absolute_capacity,
+                absolute_used_capacity: absolute_used,
+                absolute_max_capacity: share.absolute_maximum_capacity,
+            });
+            usages.push(PartitionUsage {
+                partition_name: name.clone(),
+                used: used.into(),
+                pending: pending.into(),
+            });
+        }
+        (
+            PartitionCapacities {
+                queue_capacities_by_partition: capacities,
+            },
+            PartitionResources {
+                resource_usages_by_partition: usages,
+            },
+        )
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -112,7 +282,10 @@ pub(super) async fn scheduler(
 ) -> Result<Json<SchedulerResponse>, ApiError> {
     let mut info = state
         .rm
-        .with(|rm: &mut ResourceManager| queue_info(rm.cluster(), 0))
+        .with(|rm: &mut ResourceManager| {
+            let partitions = Partitions::of(rm.cluster());
+            queue_info(rm.cluster(), partitions.as_ref(), 0)
+        })
         .await?;
     info.kind = Some("capacityScheduler".into());
     Ok(Json(SchedulerResponse {
@@ -122,7 +295,7 @@ pub(super) async fn scheduler(
     }))
 }
 
-fn queue_info(cluster: &Cluster, index: usize) -> QueueInfo {
+fn queue_info(cluster: &Cluster, partitions: Option<&Partitions>, index: usize) -> QueueInfo {
     let queue = &cluster.queues().queues()[index];
     let mut used = Resources::ZERO;
     let mut pending = Resources::ZERO;
@@ -162,8 +335,15 @@ fn queue_info(cluster: &Cluster, index: usize) -> QueueInfo {
         user_limit_factor: None,
         max_applications: None,
         ordering_policy_info: None,
+        capacities: None,
+        resources: None,
         queues: None,
     };
+    if let Some(partitions) = partitions {
+        let (capacities, resources) = partitions.of_queue(cluster, index);
+        info.capacities = Some(capacities);
+        info.resources = Some(resources);
+    }
     if queue.is_leaf() {
         let mut users: BTreeMap<&str, (Resources, u32, u32)> = BTreeMap::new();
         for app in cluster
@@ -200,7 +380,7 @@ fn queue_info(cluster: &Cluster, index: usize) -> QueueInfo {
         let children = queue
             .children
             .iter()
-            .map(|&c| queue_info(cluster, c))
+            .map(|&c| queue_info(cluster, partitions, c))
             .collect();
         info.queues = Some(QueueList { queue: children });
     }

@@ -96,6 +96,16 @@ pub(super) struct YarnSubmission {
     application_type: Option<String>,
     #[serde(rename = "application-tags", default)]
     application_tags: Option<ApplicationTags>,
+    /// The node label its containers run in (one label; "" for the
+    /// default partition).
+    #[serde(rename = "app-node-label-expression", default)]
+    #[schema(max_length = 255)]
+    app_node_label_expression: Option<String>,
+    /// The node label its AM container runs in: its only container here,
+    /// so this wins over `app-node-label-expression`.
+    #[serde(rename = "am-container-node-label-expression", default)]
+    #[schema(max_length = 255)]
+    am_container_node_label_expression: Option<String>,
 }
 
 /// YARN's `application-tags`: `{"tag": ["a", "b"]}`.
@@ -164,12 +174,14 @@ impl YarnSubmission {
                 env,
                 max_attempts: self.max_app_attempts,
                 gang: None,
+                node_label_expression: self.am_container_node_label_expression,
             }],
             application_id: Some(self.application_id),
             reservation_id: self.reservation_id,
             application_type: self.application_type,
             tags: self.application_tags.map(|t| t.tag).unwrap_or_default(),
             lifetime_s: None,
+            node_label_expression: self.app_node_label_expression,
         }
     }
 }

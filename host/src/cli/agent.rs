@@ -31,6 +31,11 @@ pub(super) struct AgentArgs {
     /// gpu-model=a100 (repeatable).
     #[arg(long = "attribute", value_name = "KEY=VALUE")]
     attributes: Vec<String>,
+    /// The node's label (YARN's partition, e.g. gpu), one the cluster has
+    /// (POST /ws/v1/cluster/add-node-labels, weft label add); an
+    /// administrator's replace-labels overrides it (default: none).
+    #[arg(long, value_name = "LABEL")]
+    labels: Option<String>,
     /// The node's id (default: the host name).
     #[arg(long)]
     node_id: Option<String>,
@@ -70,6 +75,10 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
         attributes.insert(key, value);
     }
     let attributes = crate::limits::node_attributes("--attribute", attributes.iter())?;
+    let labels: Vec<String> = args.labels.iter().map(|l| l.trim().to_string()).collect();
+    for label in &labels {
+        crate::limits::node_label("--labels", label)?;
+    }
     let base = std::env::temp_dir().join("weft-agent");
     let dirs = AgentDirs {
         work_dir: args.work_dir.clone().unwrap_or_else(|| base.join("work")),
@@ -107,6 +116,7 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
         logs_secret,
         rack: args.rack.clone(),
         attributes,
+        labels,
     };
     // A clean stop (Ctrl-C, SIGTERM) kills the containers, as YARN's
     // NodeManager does without supervised recovery; a kill -9 leaves them

@@ -146,6 +146,11 @@ pub(super) struct RunArgs {
     #[arg(long, value_name = "fail|place", requires = "gang_timeout_ms",
         value_parser = ["fail", "place"])]
     gang_on_timeout: Option<String>,
+    /// The node label (partition) its containers run in, e.g. gpu (YARN's
+    /// node label expression; default: its queue's
+    /// default-node-label-expression).
+    #[arg(long, value_name = "LABEL")]
+    label: Option<String>,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -246,16 +251,27 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<28} {:<8} {:<9} {:<16} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
-        "NODE", "STATE", "KIND", "RACK", "USED MB", "FREE MB", "USED VC", "FREE VC", "CONT."
+        "{:<28} {:<8} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
+        "NODE",
+        "STATE",
+        "KIND",
+        "RACK",
+        "LABEL",
+        "USED MB",
+        "FREE MB",
+        "USED VC",
+        "FREE VC",
+        "CONT."
     );
     for n in &nodes {
+        let label = n["nodeLabels"][0].as_str().unwrap_or("-");
         println!(
-            "{:<28} {:<8} {:<9} {:<16} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
+            "{:<28} {:<8} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
             text(&n["id"]),
             text(&n["state"]),
             text(&n["kind"]),
             text(&n["rack"]),
+            label,
             text(&n["usedMemoryMB"]),
             text(&n["availMemoryMB"]),
             text(&n["usedVirtualCores"]),
@@ -301,6 +317,7 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
             "gang": gang,
         }],
         "lifetime_s": args.lifetime,
+        "node_label_expression": args.label,
     });
     let client = args.server.client()?;
     let answer = client.post_json("/ws/v1/cluster/apps", &body)?;

@@ -6,6 +6,7 @@
 mod agent;
 mod app;
 mod bench;
+mod label;
 mod policy;
 mod policy_new;
 mod queue;
@@ -48,6 +49,9 @@ enum Command {
     /// The queues of a running server.
     #[command(subcommand)]
     Queue(queue::QueueCommand),
+    /// The node labels (partitions) of a running server.
+    #[command(subcommand)]
+    Label(label::LabelCommand),
     /// Projects' credits and budgets on a running server; grants.
     #[command(subcommand)]
     Quota(quota::QuotaCommand),
@@ -129,6 +133,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::App(command) => app::run(command),
         Command::Node(command) => app::run_node(command),
         Command::Queue(command) => queue::run(command),
+        Command::Label(command) => label::run(command),
         Command::Quota(command) => quota::run(command),
         Command::Accounting(command) => quota::run_accounting(command),
         Command::Replay(args) => replay::run(args),

@@ -112,7 +112,70 @@ fn table(root: &Value) -> String {
         "PENDING MB"
     );
     rows(root, 0, &mut out);
+    // A cluster with node labels: each queue's share and use of each label.
+    let mut labelled = String::new();
+    partition_rows(root, 0, &mut labelled);
+    if !labelled.is_empty() {
+        out.push_str(&format!(
+            "\n{:<28} {:<14} {:>6} {:>6} {:>8} {:>8} {:>8} {:>10} {:>7} {:>11}\n",
+            "QUEUE",
+            "PARTITION",
+            "CAP%",
+            "MAX%",
+            "ABSCAP%",
+            "ABSMAX%",
+            "ABSUSED%",
+            "USED MB",
+            "USED VC",
+            "PENDING MB"
+        ));
+        out.push_str(&labelled);
+    }
     out
+}
+
+/// Each queue's figures of each node label (not the default partition,
+/// which the first table shows), children under their parent.
+fn partition_rows(queue: &Value, depth: usize, out: &mut String) {
+    let name = format!(
+        "{}{}",
+        "  ".repeat(depth),
+        queue["queueName"].as_str().unwrap_or("?")
+    );
+    let capacities = queue["capacities"]["queueCapacitiesByPartition"].as_array();
+    let usages = queue["resources"]["resourceUsagesByPartition"].as_array();
+    for capacity in capacities.into_iter().flatten() {
+        let partition = capacity["partitionName"].as_str().unwrap_or("");
+        if partition.is_empty() {
+            continue;
+        }
+        let usage = usages
+            .into_iter()
+            .flatten()
+            .find(|u| u["partitionName"].as_str() == Some(partition))
+            .unwrap_or(&Value::Null);
+        let percent = |field: &str| match capacity[field].as_f64() {
+            Some(x) => format!("{x:.1}"),
+            None => "-".into(),
+        };
+        let whole = |value: &Value| value.as_u64().map_or("-".into(), |x| x.to_string());
+        out.push_str(&format!(
+            "{:<28} {:<14} {:>6} {:>6} {:>8} {:>8} {:>8} {:>10} {:>7} {:>11}\n",
+            name,
+            partition,
+            percent("capacity"),
+            percent("maxCapacity"),
+            percent("absoluteCapacity"),
+            percent("absoluteMaxCapacity"),
+            percent("absoluteUsedCapacity"),
+            whole(&usage["used"]["memory"]),
+            whole(&usage["used"]["vCores"]),
+            whole(&usage["pending"]["memory"]),
+        ));
+    }
+    for child in queue["queues"]["queue"].as_array().into_iter().flatten() {
+        partition_rows(child, depth + 1, out);
+    }
 }
 
 fn rows(queue: &Value, depth: usize, out: &mut String) {

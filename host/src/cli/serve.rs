@@ -404,6 +404,7 @@ fn start_local_agent(
         logs_secret,
         rack: None,
         attributes: Default::default(),
+        labels: Vec::new(),
     };
     agent::spawn_loop(
         identity,

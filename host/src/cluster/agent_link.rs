@@ -146,8 +146,10 @@ impl Cluster {
         } else {
             lost = self.register_node(id, NodeKind::Remote, capacity, owner, now)?;
         }
+        let partition = self.partition_of(id, &agent.label);
         let node = self.nodes.get_mut(id).expect("registered above");
         node.agent = agent;
+        node.partition = partition;
         node.response_id = 0;
         node.last_answer = None;
         for container in running {

@@ -105,6 +105,13 @@ pub struct AskSpec {
     /// place as they can.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gang: Option<GangSpec>,
+    /// The node label (partition) its containers run in (YARN's
+    /// ResourceRequest nodeLabelExpression): one label, or "" for the
+    /// default partition; left out, the app's expression, else its queue's
+    /// `default-node-label-expression`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 255)]
+    pub node_label_expression: Option<String>,
 }
 
 fn default_max_attempts() -> u32 {
@@ -170,6 +177,7 @@ impl AskSpec {
             env: BTreeMap::new(),
             max_attempts: 1,
             gang: None,
+            node_label_expression: None,
         }
     }
 }
@@ -231,6 +239,17 @@ pub struct SubmitApp {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 315_360_000_u64)]
     pub lifetime_s: Option<u64>,
+    /// The node label (partition) its asks run in unless they name one
+    /// (YARN's `app-node-label-expression`): one label, or "" for the
+    /// default partition; left out, its queue's
+    /// `default-node-label-expression`. The queue must be able to use it.
+    #[serde(
+        default,
+        alias = "app-node-label-expression",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(max_length = 255)]
+    pub node_label_expression: Option<String>,
 }
 
 /// A tag as it is kept and matched: trimmed, lower case (as YARN keeps it).
@@ -270,6 +289,7 @@ impl SubmitApp {
             application_type: None,
             tags: Vec::new(),
             lifetime_s: None,
+            node_label_expression: None,
         }
     }
 
@@ -293,6 +313,9 @@ impl SubmitApp {
         }
         if let Some(lifetime_s) = self.lifetime_s {
             within("lifetime_s", lifetime_s, 1, MAX_APP_LIFETIME_S)?;
+        }
+        if let Some(expression) = &self.node_label_expression {
+            node_label_expression("node_label_expression", expression)?;
         }
         at_most("tags", self.tags.len(), MAX_APP_TAGS)?;
         for (i, tag) in self.tags.iter().enumerate() {
@@ -357,6 +380,9 @@ impl SubmitApp {
                 None => {}
             }
             check_env(&format!("asks[{i}].env"), &ask.env)?;
+            if let Some(expression) = &ask.node_label_expression {
+                node_label_expression(format!("asks[{i}].node_label_expression"), expression)?;
+            }
             if let Some(gang) = &ask.gang {
                 within(
                     format!("asks[{i}].gang.minimum"),
@@ -411,6 +437,11 @@ pub struct Ask {
     /// All or nothing: its gang, if it is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gang: Option<Gang>,
+    /// The node label (partition) its containers run in; "" for the
+    /// default partition, which may also borrow a non-exclusive label's
+    /// idle room.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub partition: String,
 }
 
 /// The most container records one app keeps (the oldest go first).
@@ -453,8 +484,11 @@ pub struct Launch {
 }
 
 impl Ask {
-    /// The ask a submission's spec becomes, submitted at `now`.
-    pub fn from_spec(spec: &AskSpec, now: u64) -> Ask {
+    /// The ask a submission's spec becomes, submitted at `now`, in
+    /// `partition` (its expression resolved, see [`Cluster::submit`]).
+    ///
+    /// [`Cluster::submit`]: super::Cluster::submit
+    pub fn from_spec(spec: &AskSpec, partition: String, now: u64) -> Ask {
         Ask {
             resources: Resources::new(spec.memory_mb, spec.vcores, spec.gpus),
             duration_ms: spec.duration_ms,
@@ -472,6 +506,7 @@ impl Ask {
                 on_timeout: gang.on_timeout,
                 placed: false,
             }),
+            partition,
         }
     }
 
@@ -626,6 +661,9 @@ pub struct App {
     /// timeout): an app still active then is killed. None: no lifetime.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lifetime_deadline_ms: Option<u64>,
+    /// The node label expression it was submitted with ("" for none).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub node_label_expression: String,
 }
 
 impl App {

@@ -40,6 +40,8 @@ pub struct Changes {
     totals: bool,
     /// The fading use of users and queues, to store (`decayed_usage.rs`).
     decayed_usage: bool,
+    /// The node labels and what is set on nodes (`labels.rs`).
+    labels: bool,
 }
 
 impl Changes {
@@ -53,6 +55,7 @@ impl Changes {
             && self.owners.is_empty()
             && !self.totals
             && !self.decayed_usage
+            && !self.labels
     }
 }
 
@@ -113,6 +116,15 @@ pub(super) fn decayed_usage_changed(changes: &mut Option<Changes>) {
     }
 }
 
+pub(super) fn labels_changed(changes: &mut Option<Changes>) {
+    if let Some(changes) = changes {
+        changes.labels = true;
+    }
+}
+
+/// The setting that keeps the node labels and what is set on nodes.
+const LABELS_SETTING: &str = "cluster.node-labels";
+
 /// The setting that keeps the fading use of users and queues.
 const DECAYED_USAGE_SETTING: &str = "scheduler.decayed-usage";
 
@@ -159,6 +171,9 @@ pub(super) struct StoredApp {
     /// When its lifetime ends; absent in older rows and for apps without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifetime_deadline_ms: Option<u64>,
+    /// Its node label expression as submitted; absent in older rows.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_label_expression: String,
 }
 
 fn default_application_type() -> String {
@@ -178,6 +193,9 @@ pub(super) struct StoredAsk {
     /// Absent in older rows and for asks that are no gang.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gang: Option<super::Gang>,
+    /// The partition it runs in; absent in older rows (the default one).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub partition: String,
 }
 
 /// A container as stored: where it runs (or ran) and, once ended, how.
@@ -217,6 +235,9 @@ pub(super) struct StoredNode {
     pub rack: String,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub attributes: BTreeMap<String, String>,
+    /// The label its agent named; absent in older rows (none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
 }
 
 /// What a restore put back, and what it could not.
@@ -264,6 +285,7 @@ impl StoredApp {
                     max_attempts: ask.max_attempts,
                     retries: ask.retries.clone(),
                     gang: ask.gang,
+                    partition: ask.partition.clone(),
                 })
                 .collect(),
             finished_containers: app.finished_containers,
@@ -280,6 +302,7 @@ impl StoredApp {
             usage: app.usage,
             usage_counted_ms: app.usage_counted_ms,
             lifetime_deadline_ms: app.lifetime_deadline_ms,
+            node_label_expression: app.node_label_expression.clone(),
         }
     }
 
@@ -312,6 +335,7 @@ impl StoredApp {
                     max_attempts: ask.max_attempts,
                     retries: ask.retries,
                     gang: ask.gang,
+                    partition: ask.partition,
                 })
                 .collect(),
             used: Resources::ZERO,
@@ -338,6 +362,7 @@ impl StoredApp {
             // app was submitted.
             usage_counted_ms: self.usage_counted_ms.max(self.submit_time_ms),
             lifetime_deadline_ms: self.lifetime_deadline_ms,
+            node_label_expression: self.node_label_expression,
         }
     }
 }
@@ -429,6 +454,8 @@ pub struct StoredCluster {
     pub totals: Option<String>,
     /// The fading use of users and queues, if stored.
     pub decayed_usage: Option<String>,
+    /// The node labels and what is set on nodes, if stored.
+    pub labels: Option<String>,
 }
 
 /// A stored record that does not parse.
@@ -495,6 +522,7 @@ impl Cluster {
                         logs_secret: node.agent.logs_secret.clone(),
                         rack: node.agent.rack.clone(),
                         attributes: node.agent.attributes.clone(),
+                        label: node.agent.label.clone(),
                     }),
                 ),
                 _ => batch.delete_node(id),
@@ -508,6 +536,9 @@ impl Cluster {
         }
         if changes.decayed_usage {
             batch.set_setting(DECAYED_USAGE_SETTING, &json(&self.decayed));
+        }
+        if changes.labels {
+            batch.set_setting(LABELS_SETTING, &json(&self.labels));
         }
         if changes.totals {
             let totals = [self.finished_total, self.failed_total, self.killed_total];
@@ -551,6 +582,11 @@ impl Cluster {
         DECAYED_USAGE_SETTING
     }
 
+    /// The name of the setting [`StoredCluster::labels`] is read from.
+    pub fn labels_setting() -> &'static str {
+        LABELS_SETTING
+    }
+
     /// The name of the setting [`StoredCluster::totals`] is read from.
     pub fn totals_setting() -> &'static str {
         TOTALS_SETTING
@@ -567,6 +603,9 @@ impl Cluster {
     pub fn restore(&mut self, stored: StoredCluster, now: u64) -> Result<Restored, RestoreError> {
         let mut restored = Restored::default();
         self.node_owners.extend(stored.node_owners.iter().cloned());
+        if let Some(labels) = &stored.labels {
+            self.restore_labels(parse("node labels", labels)?);
+        }
         for record in &stored.nodes {
             let node: StoredNode = parse("node", record)?;
             if self.nodes.contains_key(&node.id) {
@@ -590,7 +629,9 @@ impl Cluster {
                 logs_secret: node.logs_secret,
                 rack: node.rack,
                 attributes: node.attributes,
+                label: node.label.clone(),
             };
+            live.partition = self.partition_of(&node.id, &node.label);
             restored.nodes.push(node.id.clone());
             self.nodes.insert(node.id, live);
         }
@@ -764,14 +805,16 @@ mod tests {
                     n.allocated,
                     n.containers.clone(),
                     n.agent.clone(),
+                    n.partition.clone(),
                 )
             })
             .collect();
         let mut containers: Vec<_> = cluster.containers().cloned().collect();
         containers.sort_by_key(|c| c.seq);
         format!(
-            "{apps:?}\n{nodes:?}\n{containers:?}\n{:?}",
-            cluster.app_totals()
+            "{apps:?}\n{nodes:?}\n{containers:?}\n{:?}\n{:?}",
+            cluster.app_totals(),
+            cluster.node_labels()
         )
     }
 
@@ -792,6 +835,7 @@ mod tests {
                 .unwrap()
                 .get(DECAYED_USAGE_SETTING)
                 .cloned(),
+            labels: store.settings().unwrap().get(LABELS_SETTING).cloned(),
         }
     }
 
@@ -861,6 +905,9 @@ mod tests {
         let mut cluster = tracked_cluster();
         let store = Store::in_memory();
         cluster
+            .add_node_labels(&[("gpu".into(), true), ("spare".into(), false)])
+            .unwrap();
+        cluster
             .register_agent(
                 "n1",
                 Resources::new(8192, 8, 1),
@@ -871,10 +918,16 @@ mod tests {
                     logs_secret: "s3cret".into(),
                     rack: "/dc1/rack7".into(),
                     attributes: [("gpu-model".to_string(), "a100".to_string())].into(),
+                    label: "gpu".into(),
                 },
                 Some(&[]),
                 5,
             )
+            .unwrap();
+        // An administrator's label wins over the agent's, also at restore:
+        // non-exclusive, its idle room runs the asks below.
+        cluster
+            .replace_node_labels(&[("n1".into(), Some("spare".into()))])
             .unwrap();
         let mut ask = AskSpec::sized(4, 1024, 1, 0, 60_000);
         ask.max_attempts = 3;

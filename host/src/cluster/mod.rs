@@ -10,6 +10,7 @@ mod deadlines;
 mod decayed_usage;
 mod durable;
 mod gang;
+mod labels;
 mod lifetime;
 mod model;
 mod node;
@@ -24,6 +25,7 @@ pub use app::{
 pub use decayed_usage::{DecayedUsage, Fading};
 pub use durable::{Changes, RestoreError, Restored, StoredCluster};
 pub use gang::without_gangs;
+pub use labels::{LabelError, NodeLabels};
 pub use lifetime::LifetimeRefusal;
 pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,

@@ -160,6 +160,28 @@ pub enum ClusterError {
         "{0} node ids are owned already, the most there may be; an administrator releases unused ones (weft node release ID)"
     )]
     TooManyOwnedNodes(usize),
+    /// A label expression naming a label the cluster does not have (the
+    /// field and the label given).
+    #[error("{field}: no node label {label:?} exists (the cluster's labels: {known})")]
+    UnknownLabel {
+        /// The field that names it.
+        field: String,
+        /// The label.
+        label: String,
+        /// The cluster's labels, comma-separated.
+        known: String,
+    },
+    /// A label expression naming a label the app's queue may not use
+    /// (YARN's accessible-node-labels).
+    #[error("{field}: queue {queue} may not use node label {label:?} (its accessible-node-labels)")]
+    LabelNotAccessible {
+        /// The field that names it.
+        field: String,
+        /// The queue's path.
+        queue: String,
+        /// The label.
+        label: String,
+    },
     /// A release of one of this server's simulated nodes (its id given),
     /// which no caller owns.
     #[error("node {0} is a simulated node of this server, which no caller owns")]
@@ -246,6 +268,8 @@ pub struct Cluster {
     pub(super) gang_deadlines: Deadlines<(usize, usize)>,
     /// What each user and leaf queue held, fading with time.
     pub(super) decayed: DecayedUsage,
+    /// The node labels, and which node has which (`labels.rs`).
+    pub(super) labels: super::NodeLabels,
     pub(super) containers: foldhash::HashMap<String, Container>,
     /// When containers on simulated nodes end: (end ms, container id).
     pub(super) simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
@@ -310,6 +334,7 @@ impl Cluster {
             lifetimes: Deadlines::default(),
             gang_deadlines: Deadlines::default(),
             decayed: DecayedUsage::new(DEFAULT_USAGE_HALF_LIFE_MS),
+            labels: Default::default(),
             containers: foldhash::HashMap::new(),
             simulated_ends: BinaryHeap::new(),
             next_container: 1,
@@ -521,10 +546,9 @@ impl Cluster {
         }
         let lost = self.lose_node(id, now);
         self.lost_nodes.remove(id);
-        self.nodes.insert(
-            id.to_string(),
-            Node::new(id.to_string(), kind, capacity, owner.to_string(), now),
-        );
+        let mut node = Node::new(id.to_string(), kind, capacity, owner.to_string(), now);
+        node.partition = self.partition_of(id, "");
+        self.nodes.insert(id.to_string(), node);
         durable::node_changed(&mut self.changes, id);
         Ok(lost)
     }
@@ -672,6 +696,26 @@ impl Cluster {
         let lifetime_deadline_ms = queue
             .lifetime_s(request.lifetime_s)
             .map(|seconds| now.saturating_add(seconds.saturating_mul(1000)));
+        let app_expression = request
+            .node_label_expression
+            .as_deref()
+            .map(str::trim)
+            .unwrap_or(&queue.partitions.default_label_expression);
+        let mut partitions = Vec::with_capacity(request.asks.len());
+        for (i, ask) in request.asks.iter().enumerate() {
+            let (field, label) = match ask.node_label_expression.as_deref() {
+                Some(label) => (format!("asks[{i}].node_label_expression"), label.trim()),
+                None if request.node_label_expression.is_some() => {
+                    ("node_label_expression".to_string(), app_expression)
+                }
+                None => (
+                    format!("queue {}'s default-node-label-expression", queue.path),
+                    app_expression,
+                ),
+            };
+            self.check_label(queue_index, &field, label)?;
+            partitions.push(label.to_string());
+        }
         let active = self.active_counts.of_queue(queue_index);
         if active >= queue.maximum_applications {
             return Err(ClusterError::QueueFull {
@@ -721,7 +765,8 @@ impl Cluster {
             asks: request
                 .asks
                 .iter()
-                .map(|a| Ask::from_spec(a, now))
+                .zip(partitions)
+                .map(|(a, partition)| Ask::from_spec(a, partition, now))
                 .collect(),
             used: Resources::ZERO,
             running_containers: 0,
@@ -749,6 +794,10 @@ impl Cluster {
             usage: Default::default(),
             usage_counted_ms: now,
             lifetime_deadline_ms,
+            node_label_expression: request
+                .node_label_expression
+                .map(|e| e.trim().to_string())
+                .unwrap_or_default(),
         };
         let number = match number {
             Some(number) => {
@@ -765,6 +814,40 @@ impl Cluster {
         self.lifetimes.insert(app.lifetime_deadline_ms, number);
         super::gang::add_gangs(&mut self.gang_deadlines, number, app);
         Ok(app)
+    }
+
+    /// Refuses a label (named by `field`) the cluster lacks or leaf
+    /// `queue_index` may not use; "" (the default partition) is always fine.
+    fn check_label(
+        &self,
+        queue_index: usize,
+        field: &str,
+        label: &str,
+    ) -> Result<(), ClusterError> {
+        if label.is_empty() {
+            return Ok(());
+        }
+        if self.labels.exclusive(label).is_none() {
+            let known: Vec<&str> = self.labels.iter().map(|(name, _)| name).collect();
+            return Err(ClusterError::UnknownLabel {
+                field: field.into(),
+                label: label.into(),
+                known: if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                },
+            });
+        }
+        let queue = &self.queues.queues()[queue_index];
+        if !queue.partitions.may_use(label) {
+            return Err(ClusterError::LabelNotAccessible {
+                field: field.into(),
+                queue: queue.path.clone(),
+                label: label.into(),
+            });
+        }
+        Ok(())
     }
 
     /// Creates the containers of `placements`, which the scheduler has checked
@@ -789,9 +872,14 @@ impl Cluster {
             let ask = app.asks.get(placement.ask).ok_or_else(|| {
                 ClusterError::BadPlacement(format!("app {} has no ask {}", app.id, placement.ask))
             })?;
-            let node_free = free
-                .entry(placement.node)
-                .or_insert_with(|| self.nodes[node_id].free());
+            let node = &self.nodes[node_id];
+            if !self.may_run_on(&ask.partition, &node.partition) {
+                return Err(ClusterError::BadPlacement(format!(
+                    "{} of {} asks for partition {:?}: node {node_id} is in {:?}",
+                    ask.resources, app.id, ask.partition, node.partition
+                )));
+            }
+            let node_free = free.entry(placement.node).or_insert_with(|| node.free());
             let ask_pending = pending
                 .entry((placement.app, placement.ask))
                 .or_insert(ask.pending);

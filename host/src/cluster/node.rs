@@ -38,6 +38,9 @@ pub struct Node {
     pub owner: String,
     /// What a remote node's agent says of itself (isolation, address).
     pub agent: AgentInfo,
+    /// The node label (partition) it is in: an administrator's, else its
+    /// agent's; "" for the default partition (`labels.rs`).
+    pub partition: String,
     /// Its containers the agent has reported running; the others are
     /// ordered launched in every heartbeat answer until it does.
     #[serde(skip)]
@@ -77,6 +80,9 @@ pub struct AgentInfo {
     /// Its attributes (YARN's node attributes), as registered.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub attributes: BTreeMap<String, String>,
+    /// The node label it named (`weft agent --labels`); empty for none.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub label: String,
 }
 
 impl Node {
@@ -101,6 +107,7 @@ impl Node {
             last_heartbeat_ms: now,
             owner,
             agent: AgentInfo::default(),
+            partition: String::new(),
             launched: BTreeSet::new(),
             to_kill: BTreeMap::new(),
             response_id: 0,

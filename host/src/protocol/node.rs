@@ -160,6 +160,12 @@ pub struct RegisterNode {
     /// prefix; e.g. `gpu-model` = `a100`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub attributes: BTreeMap<String, String>,
+    /// Its node label (YARN's partition, as a NodeManager reports it with
+    /// distributed labels): at most one, a label the cluster has; none for
+    /// the default partition. An administrator's replace-labels overrides it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 1)]
+    pub labels: Vec<String>,
 }
 
 /// The rack of a node that names none (YARN's `/default-rack`).

@@ -4,9 +4,11 @@
 //! Scheduler documentation states: at every level the children's capacities
 //! sum to 100, each is at least 1, and maximum-capacity is at least capacity.
 
+mod partitions;
 mod properties;
 mod tree;
 
+pub use partitions::{QueuePartitions, Share};
 pub use properties::{PREFIX, QueueProperties};
 pub use tree::{Ordering, Queue, QueueState, QueueTree, ReservationSettings};
 

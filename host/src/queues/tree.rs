@@ -103,6 +103,9 @@ pub struct Queue {
     /// for none, in seconds (inherited as the maximum is); never above the
     /// maximum, and the maximum itself when unset.
     pub default_application_lifetime_s: Option<u64>,
+    /// Its shares of node labels and the label its apps default to
+    /// (`partitions.rs`).
+    pub partitions: super::partitions::QueuePartitions,
 }
 
 /// A reservable queue's settings, with YARN's property names.
@@ -187,6 +190,8 @@ const QUEUE_ATTRIBUTES: &[&str] = &[
     "reservation-enforcement-window",
     "maximum-application-lifetime",
     "default-application-lifetime",
+    super::partitions::ACCESSIBLE,
+    super::partitions::DEFAULT_EXPRESSION,
 ];
 
 /// Properties that belong to the scheduler, not a queue.
@@ -233,6 +238,7 @@ impl QueueTree {
         for index in 0..tree.queues.len() {
             tree.configure(index, properties, maximum_applications)?;
         }
+        super::partitions::configure(&mut tree.queues, properties)?;
         tree.check_capacities()?;
         tree.check_unique_leaves()?;
         Ok(tree)
@@ -271,6 +277,7 @@ impl QueueTree {
             reservations: None,
             maximum_application_lifetime_s: None,
             default_application_lifetime_s: None,
+            partitions: Default::default(),
         });
         let queues_property = format!("{PREFIX}{path}.queues");
         if let Some(children) = properties.get(&queues_property) {
@@ -339,7 +346,12 @@ impl QueueTree {
                 });
             };
             let attribute = &rest[queue.path.len() + 1..];
-            if !QUEUE_ATTRIBUTES.contains(&attribute) && !attribute.starts_with("ordering-policy.")
+            let per_label = attribute
+                .strip_prefix(super::partitions::ACCESSIBLE)
+                .is_some_and(|tail| tail.starts_with('.'));
+            if !QUEUE_ATTRIBUTES.contains(&attribute)
+                && !attribute.starts_with("ordering-policy.")
+                && !per_label
             {
                 // `root.a.b.capacity` where b is not declared looks like an unknown attribute
                 // of a; say it is an unknown queue when the tail has more than one part.
@@ -607,6 +619,17 @@ impl QueueTree {
             .position(|q| q.is_leaf() && (q.name == name || q.path == name))
     }
 
+    /// Every queue's share of partition `label` ("" the default one), None
+    /// where a queue may not use it (`partitions.rs`).
+    pub fn partition_shares(&self, label: &str) -> Vec<Option<super::partitions::Share>> {
+        super::partitions::shares_of(&self.queues, label)
+    }
+
+    /// The properties that name node label `label`.
+    pub fn properties_naming_label(&self, label: &str) -> Vec<String> {
+        super::partitions::properties_naming(&self.queues, label)
+    }
+
     /// Leaf queue names, for error messages.
     pub fn leaf_names(&self) -> Vec<&str> {
         self.queues
@@ -617,7 +640,7 @@ impl QueueTree {
     }
 }
 
-fn percent(property: &str, text: &str) -> Result<f64, QueueError> {
+pub(super) fn percent(property: &str, text: &str) -> Result<f64, QueueError> {
     let reason = || {
         if text.contains('[') || text.ends_with('w') {
             format!("{text:?}: only percentages are supported, not absolute resources or weights")

@@ -9,6 +9,7 @@
 
 pub mod assemble;
 pub mod budget;
+mod labels;
 pub mod local_tracker;
 pub mod notices;
 pub mod policy_load;

@@ -103,6 +103,7 @@ impl ResourceManager {
             node_owners: store.node_owners()?,
             totals: settings.get(Cluster::totals_setting()).cloned(),
             decayed_usage: settings.get(Cluster::decayed_usage_setting()).cloned(),
+            labels: settings.get(Cluster::labels_setting()).cloned(),
         };
         // Each server reads its own queue files (as YARN's RMs do); one that
         // differs from the configuration in force before is worth a word.

@@ -200,6 +200,7 @@ impl ResourceManager {
                 None => String::new(),
             },
             attributes: limits::node_attributes("attributes", request.attributes.iter())?,
+            label: self.agent_label(&request.labels)?,
         };
         if let Some(node) = self.cluster.node(&request.node_id) {
             check_owner(caller, node, "register it again")?;

@@ -38,21 +38,63 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
     }
     let capacity = cluster.capacity();
     let tree = cluster.queues().queues();
-    let largest = cluster.nodes().fold(Resources::ZERO, |most, n| Resources {
-        memory_mb: most.memory_mb.max(n.capacity.memory_mb),
-        vcores: most.vcores.max(n.capacity.vcores),
-        gpus: most.gpus.max(n.capacity.gpus),
-    });
+    // The largest node an ask for `partition` may run on, and how many.
+    let largest_for = |partition: &str| {
+        let nodes = cluster
+            .nodes()
+            .filter(|n| cluster.may_run_on(partition, &n.partition));
+        nodes.fold((Resources::ZERO, 0), |(most, count), n| {
+            let most = Resources {
+                memory_mb: most.memory_mb.max(n.capacity.memory_mb),
+                vcores: most.vcores.max(n.capacity.vcores),
+                gpus: most.gpus.max(n.capacity.gpus),
+            };
+            (most, count + 1)
+        })
+    };
     let share = |used: &Resources| used.dominant_share(&capacity).percent;
-    let reason = if let Some(ask) = app
-        .asks
-        .iter()
-        .find(|a| a.pending > 0 && !a.resources.fits_in(&largest))
-    {
-        format!(
-            "no node can fit the ask {}: the largest node offers {largest}",
-            ask.resources
-        )
+    let pending: Vec<&crate::cluster::Ask> = app.asks.iter().filter(|a| a.pending > 0).collect();
+    let unfit = pending.iter().find_map(|ask| {
+        let (largest, nodes) = largest_for(&ask.partition);
+        (!ask.resources.fits_in(&largest)).then_some((ask, largest, nodes))
+    });
+    let labelled = pending.iter().find(|a| !a.partition.is_empty());
+    let reason = if let Some((ask, largest, nodes)) = unfit {
+        match (ask.partition.as_str(), nodes) {
+            ("", _) => format!(
+                "no node can fit the ask {}: the largest node offers {largest}",
+                ask.resources
+            ),
+            (label, 0) => format!(
+                "no node is in partition {label:?}: its asks wait for one (weft agent --labels {label}, or POST /ws/v1/cluster/nodes/{{id}}/replace-labels?labels={label})"
+            ),
+            (label, _) => format!(
+                "no node of partition {label:?} can fit the ask {}: the largest offers {largest}",
+                ask.resources
+            ),
+        }
+    } else if let Some(ask) = labelled {
+        let label = ask.partition.as_str();
+        let shares = cluster.queues().partition_shares(label);
+        let share = shares[app.queue_index];
+        let (room, free) = cluster
+            .nodes()
+            .filter(|n| n.partition == label)
+            .fold((Resources::ZERO, Resources::ZERO), |(room, free), n| {
+                (room + n.capacity, free + n.free())
+            });
+        match share {
+            Some(share) if share.absolute_capacity <= 0.0 => format!(
+                "queue {} is guaranteed none of partition {label:?} (its accessible-node-labels.{label}.capacity is 0), so its users may hold none of it ({room} in all, {free} free)",
+                tree[app.queue_index].path
+            ),
+            _ => format!(
+                "waiting for resources in partition {label:?}: {free} free of {room}; queue {} is guaranteed {:.1}% of it, at most {:.1}%",
+                tree[app.queue_index].path,
+                share.map_or(0.0, |s| s.absolute_capacity),
+                share.map_or(0.0, |s| s.absolute_maximum_capacity)
+            ),
+        }
     } else if let Some(full) = ancestors(cluster, app.queue_index)
         .find(|&q| share(&usage[q]) + 1e-9 >= tree[q].absolute_maximum_capacity)
     {

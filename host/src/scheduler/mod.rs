@@ -10,6 +10,15 @@
 //! the queue's user limit. Apps of a reservation go in its child, so the
 //! policy serves them ahead of the queue's other apps; apps of a reservation
 //! not yet started ask for nothing.
+//!
+//! Node labels (YARN's partitions, `cluster/labels.rs`): a cluster with
+//! labels is scheduled one partition at a time — each round's snapshot has
+//! only that partition's nodes, the queues' shares of it (a queue that may
+//! not use it has none), what apps hold there, and the asks for it — then
+//! each non-exclusive label lends its idle room to the asks for the default
+//! partition (queues that may not use the label may grow to all of it,
+//! with no user limit but their maximum; YARN's "ignore exclusivity"
+//! allocation). Reservations hold the default partition only.
 
 pub mod diagnostics;
 pub mod reclaim;
@@ -59,6 +68,65 @@ pub enum ScheduleError {
 /// snapshot, and their waiting is no demand to reclaim for.
 pub type HeldProjects = std::collections::HashSet<String>;
 
+/// What one round schedules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    /// Every node and every ask: the cluster has no labels.
+    Whole,
+    /// The nodes of one partition ("" the default one), and the asks for it.
+    Partition(String),
+    /// The nodes of a non-exclusive label, and the asks for the default
+    /// partition, which may borrow its idle room.
+    Lending(String),
+}
+
+impl Part {
+    /// The rounds a scheduling pass makes, in order: the whole cluster when
+    /// it has no labels; else the default partition, each label, then each
+    /// non-exclusive label lending (its own asks first, as YARN serves them).
+    pub fn all(cluster: &Cluster) -> Vec<Part> {
+        let labels = cluster.node_labels();
+        if labels.is_empty() {
+            return vec![Part::Whole];
+        }
+        let mut parts = vec![Part::Partition(String::new())];
+        parts.extend(
+            labels
+                .iter()
+                .map(|(label, _)| Part::Partition(label.into())),
+        );
+        parts.extend(
+            labels
+                .iter()
+                .filter(|(_, exclusive)| !exclusive)
+                .map(|(label, _)| Part::Lending(label.into())),
+        );
+        parts
+    }
+
+    /// Whether a node in `partition` is in this part.
+    fn has_node(&self, partition: &str) -> bool {
+        match self {
+            Part::Whole => true,
+            Part::Partition(label) | Part::Lending(label) => label == partition,
+        }
+    }
+
+    /// Whether an ask for `partition` is scheduled in this part.
+    fn has_ask(&self, partition: &str) -> bool {
+        match self {
+            Part::Whole => true,
+            Part::Partition(label) => label == partition,
+            Part::Lending(_) => partition.is_empty(),
+        }
+    }
+
+    /// Whether the plan follower's reservations apply (the default partition).
+    fn has_reservations(&self) -> bool {
+        matches!(self, Part::Whole) || *self == Part::Partition(String::new())
+    }
+}
+
 /// A snapshot and how its ask and app indices map back to the cluster.
 #[derive(Debug)]
 pub struct Round {
@@ -68,6 +136,9 @@ pub struct Round {
     asks: Vec<(usize, usize)>,
     /// Cluster app index → snapshot app index.
     apps: HashMap<usize, u32>,
+    /// Snapshot node index → the node's position in the cluster; None
+    /// when the snapshot has every node (the same positions).
+    nodes: Option<Vec<usize>>,
 }
 
 impl Round {
@@ -80,6 +151,23 @@ impl Round {
         reservations: &[ActiveReservation],
         held: &HeldProjects,
     ) -> Round {
+        Round::of_part(cluster, now, reservations, held, &Part::Whole)
+    }
+
+    /// As [`Round::new`], of `part` of the cluster (see the module
+    /// documentation).
+    pub fn of_part(
+        cluster: &Cluster,
+        now: u64,
+        reservations: &[ActiveReservation],
+        held: &HeldProjects,
+        part: &Part,
+    ) -> Round {
+        let reservations = if part.has_reservations() {
+            reservations
+        } else {
+            &[]
+        };
         let mut nodes = Nodes {
             free_memory_mb: vec![],
             free_vcores: vec![],
@@ -88,7 +176,15 @@ impl Round {
             capacity_vcores: vec![],
             capacity_gpus: vec![],
         };
-        for node in cluster.nodes() {
+        let whole = *part == Part::Whole;
+        let mut node_positions = Vec::new();
+        for (position, node) in cluster.nodes().enumerate() {
+            if !whole {
+                if !part.has_node(&node.partition) {
+                    continue;
+                }
+                node_positions.push(position);
+            }
             let free = node.free();
             nodes.free_memory_mb.push(free.memory_mb);
             nodes.free_vcores.push(free.vcores.into());
@@ -112,6 +208,14 @@ impl Round {
             used_vcores: vec![],
             used_gpus: vec![],
         };
+        partition_shares(cluster, part, &mut queues);
+        // What each app holds in this part: all it holds, unless the
+        // cluster is partitioned.
+        let used_here = (!whole).then(|| used_on(cluster, &node_positions));
+        let used_of = |app_index: usize, app: &crate::cluster::App| match &used_here {
+            None => app.used,
+            Some(used) => used.get(&app_index).copied().unwrap_or_default(),
+        };
         let plan_queues = PlanQueues::add(cluster, reservations, &mut queues);
         let queue_count = queues.parent.len();
         queues.used_memory_mb = vec![0; queue_count];
@@ -120,11 +224,12 @@ impl Round {
         // A queue's use is its apps' plus, for a parent, its children's.
         for app_index in cluster.active_apps() {
             let app = &cluster.apps()[app_index];
+            let used = used_of(app_index, app);
             let mut queue = plan_queues.queue_of(app).0;
             loop {
-                queues.used_memory_mb[queue] += app.used.memory_mb;
-                queues.used_vcores[queue] += u64::from(app.used.vcores);
-                queues.used_gpus[queue] += u64::from(app.used.gpus);
+                queues.used_memory_mb[queue] += used.memory_mb;
+                queues.used_vcores[queue] += u64::from(used.vcores);
+                queues.used_gpus[queue] += u64::from(used.gpus);
                 if queue == 0 {
                     break;
                 }
@@ -164,10 +269,12 @@ impl Round {
                 .push(*users.entry(app.user.as_str()).or_insert(next_user));
             apps.priority.push(app.priority);
             apps.submit_time_ms.push(millis(app.submit_time_ms));
-            apps.used_memory_mb.push(app.used.memory_mb);
-            apps.used_vcores.push(app.used.vcores.into());
-            apps.used_gpus.push(app.used.gpus.into());
+            let used = used_of(app_index, app);
+            apps.used_memory_mb.push(used.memory_mb);
+            apps.used_vcores.push(used.vcores.into());
+            apps.used_gpus.push(used.gpus.into());
             let asks_now = app.asks.iter().enumerate().filter(|_| may_ask);
+            let asks_now = asks_now.filter(|(_, a)| whole || part.has_ask(&a.partition));
             for (ask_index, ask) in asks_now.filter(|(_, a)| a.pending > 0) {
                 asks.app.push(snapshot_index);
                 asks.pending.push(ask.pending);
@@ -187,6 +294,15 @@ impl Round {
             },
             asks: ask_origin,
             apps: app_positions,
+            nodes: (!whole).then_some(node_positions),
+        }
+    }
+
+    /// Where snapshot node `index` is in the cluster's node order.
+    pub fn node_position(&self, index: u32) -> usize {
+        match &self.nodes {
+            None => index as usize,
+            Some(positions) => positions.get(index as usize).copied().unwrap_or(usize::MAX),
         }
     }
 
@@ -220,12 +336,61 @@ impl Round {
                 Placement {
                     app,
                     ask,
-                    node: placements.node[i] as usize,
+                    node: self.node_position(placements.node[i]),
                     count: placements.count[i],
                 }
             })
             .collect()
     }
+}
+
+/// Sets the queues' shares to those of `part`'s partition (the default
+/// partition's are the tree's own). A queue that may not use a label has no
+/// share of it; lending, it may grow to all the label's idle room.
+fn partition_shares(cluster: &Cluster, part: &Part, queues: &mut Queues) {
+    let (label, lending) = match part {
+        Part::Whole => return,
+        Part::Partition(label) if label.is_empty() => return,
+        Part::Partition(label) => (label.as_str(), false),
+        Part::Lending(label) => (label.as_str(), true),
+    };
+    let shares = cluster.queues().partition_shares(label);
+    for (queue, share) in shares.iter().enumerate() {
+        let (capacity, maximum) = match share {
+            Some(share) => (share.capacity, share.maximum_capacity),
+            None if lending => (0.0, 100.0),
+            None => (0.0, 0.0),
+        };
+        queues.capacity[queue] = capacity;
+        queues.maximum_capacity[queue] = maximum;
+        if lending {
+            // Borrowed room is idle room: no user limit but the queue's.
+            queues.user_limit_factor[queue] = None;
+        }
+    }
+}
+
+/// What each active app (by cluster index) holds on the nodes at
+/// `positions` (in the cluster's node order, ascending).
+fn used_on(cluster: &Cluster, positions: &[usize]) -> HashMap<usize, crate::resources::Resources> {
+    let mut used: HashMap<usize, crate::resources::Resources> = HashMap::new();
+    let mut wanted = positions.iter().peekable();
+    for (position, node) in cluster.nodes().enumerate() {
+        if wanted.peek() != Some(&&position) {
+            continue;
+        }
+        wanted.next();
+        for container in node
+            .containers
+            .iter()
+            .filter_map(|id| cluster.container(id))
+        {
+            if let Some(app) = cluster.app_index(&container.app) {
+                *used.entry(app).or_default() += container.resources;
+            }
+        }
+    }
+    used
 }
 
 /// The queues the plan follower adds to a snapshot, and which apps go in them.
@@ -354,11 +519,31 @@ pub fn schedule(
     if !cluster.has_pending() || cluster.nodes().next().is_none() {
         return Ok(Vec::new());
     }
-    let mut round = Round::new(cluster, now, reservations, held);
-    if round.snapshot.asks.app.is_empty() {
-        return Ok(Vec::new()); // all that is pending is held
-    }
     let mut admit = admit;
+    let mut allocations = Vec::new();
+    for part in Part::all(cluster) {
+        let round = Round::of_part(cluster, now, reservations, held, &part);
+        if round.snapshot.asks.app.is_empty() || round.snapshot.nodes.free_memory_mb.is_empty() {
+            continue; // nothing asked for here (or all that is, is held), or no node
+        }
+        let admit: Option<Admit<'_>> = match admit.as_mut() {
+            Some(admit) => Some(&mut **admit),
+            None => None,
+        };
+        allocations.extend(schedule_round(cluster, policy, round, admit, now)?);
+    }
+    Ok(allocations)
+}
+
+/// One round of [`schedule`]: asks `policy` about `round`, again while
+/// gangs are placed in part, and allocates what it places.
+fn schedule_round(
+    cluster: &mut Cluster,
+    policy: &dyn Scheduling,
+    mut round: Round,
+    mut admit: Option<Admit<'_>>,
+    now: u64,
+) -> Result<Vec<Allocation>, ScheduleError> {
     let mut left_out = std::collections::HashSet::new();
     let mut alone: Option<(usize, usize)> = None;
     let mut pass = 1;
@@ -404,7 +589,7 @@ const MAX_GANG_PASSES: usize = 4;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{AskSpec, NodeKind, SubmitApp};
+    use crate::cluster::{AskSpec, NodeKind, Placement, SubmitApp};
     use crate::queues::{QueueProperties, QueueTree};
     use crate::resources::Resources;
 
@@ -484,6 +669,143 @@ mod tests {
         assert_eq!(round.snapshot.apps.queue, [3, 4, 4]);
         // carol's reservation has not started: she asks for nothing yet.
         assert_eq!(round.snapshot.asks.app, [0, 1]);
+    }
+
+    /// Places every ask's containers on the first nodes with room, in
+    /// order; knows nothing of labels (the host's snapshot does).
+    struct Greedy;
+
+    impl Scheduling for Greedy {
+        fn schedule(&self, snapshot: &Snapshot) -> Result<Placements, CallError> {
+            let nodes = &snapshot.nodes;
+            let mut free: Vec<(u64, u64)> = (0..nodes.free_memory_mb.len())
+                .map(|n| (nodes.free_memory_mb[n], nodes.free_vcores[n]))
+                .collect();
+            let mut placements = Placements {
+                ask: vec![],
+                node: vec![],
+                count: vec![],
+            };
+            let asks = &snapshot.asks;
+            for ask in 0..asks.app.len() {
+                let mut left = asks.pending[ask];
+                for (node, room) in free.iter_mut().enumerate() {
+                    let mut count = 0;
+                    while left > 0 && room.0 >= asks.memory_mb[ask] && room.1 >= asks.vcores[ask] {
+                        room.0 -= asks.memory_mb[ask];
+                        room.1 -= asks.vcores[ask];
+                        left -= 1;
+                        count += 1;
+                    }
+                    if count > 0 {
+                        placements.ask.push(ask as u32);
+                        placements.node.push(node as u32);
+                        placements.count.push(count);
+                    }
+                }
+            }
+            Ok(placements)
+        }
+
+        fn preempt(&self, _: &Snapshot, _: &Containers) -> Result<Vec<u32>, CallError> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn a_labelled_cluster_is_scheduled_one_partition_at_a_time() {
+        let mut properties = QueueProperties::default();
+        for (name, value) in [
+            ("root.queues", "ml,web"),
+            ("root.ml.capacity", "50"),
+            ("root.web.capacity", "50"),
+            ("root.ml.accessible-node-labels", "gpu,spare"),
+            ("root.ml.accessible-node-labels.gpu.capacity", "100"),
+            ("root.ml.accessible-node-labels.spare.capacity", "100"),
+            ("root.web.accessible-node-labels", ""),
+        ] {
+            properties.set(&format!("yarn.scheduler.capacity.{name}"), value);
+        }
+        let mut cluster = Cluster::new(1, QueueTree::from_properties(&properties).unwrap());
+        for id in ["a-plain", "b-gpu", "c-spare"] {
+            let size = Resources::new(4096, 4, 0);
+            cluster
+                .register_node(id, NodeKind::Simulated, size, "t", 0)
+                .unwrap();
+        }
+        cluster
+            .add_node_labels(&[("gpu".into(), true), ("spare".into(), false)])
+            .unwrap();
+        cluster
+            .replace_node_labels(&[
+                ("b-gpu".into(), Some("gpu".into())),
+                ("c-spare".into(), Some("spare".into())),
+            ])
+            .unwrap();
+        let submit = |cluster: &mut Cluster, queue: &str, label: Option<&str>, count: u32| {
+            let request = SubmitApp {
+                node_label_expression: label.map(String::from),
+                ..SubmitApp::new(
+                    "u",
+                    queue,
+                    "p",
+                    vec![AskSpec::sized(count, 1024, 1, 0, 1000)],
+                )
+            };
+            cluster.submit(request, "test", 0).map(|app| app.id.clone())
+        };
+        // web may use no label; a label the cluster lacks is named.
+        let refused = submit(&mut cluster, "web", Some("gpu"), 1).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("queue root.web may not use node label \"gpu\""),
+            "{refused}"
+        );
+        let refused = submit(&mut cluster, "ml", Some("tpu"), 1).unwrap_err();
+        assert!(
+            refused.to_string().contains("no node label \"tpu\" exists"),
+            "{refused}"
+        );
+        let gpu = submit(&mut cluster, "ml", Some("gpu"), 6).unwrap();
+        // Eight for the default partition: four on its node, four lent by spare.
+        let plain = submit(&mut cluster, "web", None, 10).unwrap();
+        let placed = schedule(&mut cluster, &Greedy, &[], &HeldProjects::new(), None, 0).unwrap();
+        let on = |app: &str| {
+            let mut nodes: Vec<&str> = placed
+                .iter()
+                .filter(|a| a.container.app == app)
+                .map(|a| a.container.node.as_str())
+                .collect();
+            nodes.dedup();
+            nodes
+        };
+        assert_eq!(
+            on(&gpu),
+            ["b-gpu"],
+            "only the gpu partition, however much is free elsewhere"
+        );
+        assert_eq!(
+            on(&plain),
+            ["a-plain", "c-spare"],
+            "its own nodes, then spare's idle room"
+        );
+        assert_eq!(placed.len(), 4 + 4 + 4);
+        // The host refuses a placement across partitions, whoever makes it.
+        let gpu_index = cluster.app_index(&gpu).unwrap();
+        let across = cluster.allocate(
+            &[Placement {
+                app: gpu_index,
+                ask: 0,
+                node: 0,
+                count: 1,
+            }],
+            0,
+        );
+        assert!(
+            matches!(across, Err(ClusterError::BadPlacement(_))),
+            "{across:?}"
+        );
     }
 
     #[test]

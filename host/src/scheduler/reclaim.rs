@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::{ActiveReservation, HeldProjects, Round, ScheduleError, Scheduling, diagnostics};
+use super::{ActiveReservation, HeldProjects, Part, Round, ScheduleError, Scheduling, diagnostics};
 use crate::cluster::{Cluster, Container};
 use crate::policy::Containers;
 
@@ -96,8 +96,10 @@ impl Starvation {
     }
 }
 
-/// Asks `policy` which containers to take back and preempts them. Returns
-/// the preempted containers.
+/// Asks `policy` which containers to take back and preempts them, one
+/// partition at a time when the cluster has labels (what a queue holds in
+/// one partition says nothing of its share of another). Returns the
+/// preempted containers.
 pub fn reclaim(
     cluster: &mut Cluster,
     policy: &dyn Scheduling,
@@ -105,7 +107,29 @@ pub fn reclaim(
     held: &HeldProjects,
     now: u64,
 ) -> Result<Vec<Container>, ScheduleError> {
-    let round = Round::new(cluster, now, reservations, held);
+    let mut preempted = Vec::new();
+    for part in Part::all(cluster) {
+        if matches!(part, Part::Lending(_)) {
+            continue; // what is lent is in the label's own round
+        }
+        let round = Round::of_part(cluster, now, reservations, held, &part);
+        let (running, running_ids) = running_in(cluster, &round);
+        if running_ids.is_empty() {
+            continue;
+        }
+        let victims = policy.preempt(&round.snapshot, &running)?;
+        preempted.extend(
+            victims
+                .iter()
+                .filter_map(|&v| cluster.preempt(&running_ids[v as usize], now)),
+        );
+    }
+    Ok(preempted)
+}
+
+/// The containers running on `round`'s nodes, as its snapshot numbers
+/// them, with their ids.
+fn running_in(cluster: &Cluster, round: &Round) -> (Containers, Vec<String>) {
     let mut running = Containers {
         app: vec![],
         node: vec![],
@@ -115,9 +139,13 @@ pub fn reclaim(
         start_time_ms: vec![],
     };
     let mut running_ids = Vec::new();
+    let nodes: Vec<&crate::cluster::Node> = cluster.nodes().collect();
     // Node by node, in the snapshot's node order: each container's node
     // index is where it is found, never looked up (and never guessed).
-    for (node_index, node) in cluster.nodes().enumerate() {
+    for node_index in 0..round.snapshot.nodes.free_memory_mb.len() as u32 {
+        let Some(node) = nodes.get(round.node_position(node_index)) else {
+            continue;
+        };
         for container in node
             .containers
             .iter()
@@ -130,7 +158,7 @@ pub fn reclaim(
                 continue;
             };
             running.app.push(app);
-            running.node.push(node_index as u32);
+            running.node.push(node_index);
             running.memory_mb.push(container.resources.memory_mb);
             running.vcores.push(container.resources.vcores.into());
             running.gpus.push(container.resources.gpus.into());
@@ -140,12 +168,5 @@ pub fn reclaim(
             running_ids.push(container.id.clone());
         }
     }
-    if running_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let victims = policy.preempt(&round.snapshot, &running)?;
-    Ok(victims
-        .iter()
-        .filter_map(|&v| cluster.preempt(&running_ids[v as usize], now))
-        .collect())
+    (running, running_ids)
 }

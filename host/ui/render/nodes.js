@@ -1,5 +1,5 @@
 // render/nodes.js — the nodes table (GET /ws/v1/cluster/nodes): state, kind,
-// rack, containers, memory / vcores / GPUs allocated against capacity as bars,
+// rack, node label, containers, memory / vcores / GPUs allocated against capacity as bars,
 // the last heartbeat and the health report.
 
 import { segment } from '../api.js';
@@ -16,7 +16,7 @@ export function renderNodes(body, data) {
   }
   const withGpus = nodes.some((n) => n.usedGPUs + n.availableGPUs > 0);
   const rows = nodes.map((node, index) => nodeRow(node, index, withGpus));
-  body.replaceChildren(table('nodes', ['Node', 'State', 'Kind', 'Rack', ['Containers', 'num'], 'Memory', 'VCores',
+  body.replaceChildren(table('nodes', ['Node', 'State', 'Kind', 'Rack', 'Label', ['Containers', 'num'], 'Memory', 'VCores',
     withGpus ? 'GPUs' : null, 'Last heartbeat', 'Health'].filter(Boolean), rows));
 }
 
@@ -41,6 +41,7 @@ function nodeRow(node, index, withGpus) {
     el('td', null, badge(node.state)),
     el('td', null, node.kind),
     el('td', { class: 'mono' }, f('rack', String)),
+    el('td', { class: 'mono' }, node.nodeLabels?.[0] ?? el('span', { class: 'muted' }, '—')),
     num(f('numContainers', count)),
     el('td', null, memory),
     el('td', null, vcores),

@@ -1,6 +1,8 @@
 // render/queues.js — the queue tree (GET /ws/v1/cluster/scheduler, nested in
 // queues.queue) with YARN's bar per queue: capacity (dashed), used (green),
-// used over capacity (orange), maximum (light); apps, users and pending.
+// used over capacity (orange), maximum (light); apps, users and pending;
+// and, when the cluster has node labels, each queue's share and use of
+// each label (capacities.queueCapacitiesByPartition).
 
 import { el, figuresAt, table, num } from '../dom.js';
 import { count, mb, percent } from '../format.js';
@@ -15,7 +17,36 @@ export function renderQueues(body, data) {
     'Queue', 'Capacity · used · max (of the cluster)', ['Capacity', 'num'], ['Used', 'num'],
     ['Used of capacity', 'num'], ['Max', 'num'], ['Apps', 'num'], 'Users (active · pending apps)',
     ['Pending', 'num'],
-  ], rows));
+  ], rows), ...partitions(data.scheduler.schedulerInfo));
+}
+
+/** The per-label table (nothing when the cluster has no labels): every
+ *  queue's share of each label it may use, and what it holds there. */
+function partitions(root) {
+  const rows = [];
+  const visit = (queue, base, depth) => {
+    (queue.capacities?.queueCapacitiesByPartition ?? []).forEach((capacity, i) => {
+      if (capacity.partitionName === '') return; // the table above
+      const usages = queue.resources?.resourceUsagesByPartition ?? [];
+      const u = usages.findIndex((x) => x.partitionName === capacity.partitionName);
+      const f = figuresAt(SRC, `${base}/capacities/queueCapacitiesByPartition/${i}`, capacity);
+      const g = u < 0 ? null : figuresAt(SRC, `${base}/resources/resourceUsagesByPartition/${u}`, usages[u]);
+      rows.push(el('tr', { 'data-key': `${queue.queuePath}/${capacity.partitionName}` },
+        el('td', { class: 'queue-name', style: { paddingLeft: `${0.5 + depth * 1.2}em` }, title: queue.queuePath }, queue.queueName),
+        el('td', { class: 'mono' }, capacity.partitionName),
+        num(f('absoluteCapacity', percent)),
+        num(f('absoluteUsedCapacity', percent)),
+        num(f('absoluteMaxCapacity', percent)),
+        num(g ? [g(['used', 'memory'], mb), ' · ', g(['used', 'vCores'], count), ' vc'] : '—'),
+        num(g ? [g(['pending', 'memory'], mb), ' · ', g(['pending', 'vCores'], count), ' vc'] : '—')));
+    });
+    (queue.queues?.queue ?? []).forEach((child, i) => visit(child, `${base}/queues/queue/${i}`, depth + 1));
+  };
+  visit(root, '/scheduler/schedulerInfo', 0);
+  if (rows.length === 0) return [];
+  return [el('h3', null, 'Node labels (partitions)'), table('queue-partitions', [
+    'Queue', 'Label', ['Capacity', 'num'], ['Used', 'num'], ['Max', 'num'], ['Holds', 'num'], ['Pending', 'num'],
+  ], rows)];
 }
 
 function walk(queue, base, depth, rows) {

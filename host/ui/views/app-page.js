@@ -22,7 +22,8 @@ const lifetimeLeft = (seconds) => (seconds < 0 ? '—' : duration(seconds * 1000
 const FIELDS = [
   ['Name', 'name', text], ['User', 'user', text], ['Queue', 'queue', text], ['Project', 'project', text],
   ['State', 'state', text], ['Final status', 'finalStatus', text], ['Priority', 'priority', count],
-  ['Type', 'applicationType', text], ['Tags', 'applicationTags', text], ['Position in queue', 'positionInQueue', count],
+  ['Type', 'applicationType', text], ['Tags', 'applicationTags', text],
+  ['Node label', 'appNodeLabelExpression', text], ['Position in queue', 'positionInQueue', count],
   ['Submitted', 'submittedTime', time], ['Started', 'startedTime', time], ['Finished', 'finishedTime', time],
   ['Elapsed', 'elapsedTime', duration], ['Lifetime ends', [...LIFETIME, 'expiryTime'], lifetimeEnd],
   ['Lifetime left', [...LIFETIME, 'remainingTimeInSeconds'], lifetimeLeft],
@@ -80,11 +81,13 @@ function asks(src, list) {
       num(f(['resources', 'vcores'], count)), num(f(['resources', 'gpus'], count)),
       num(f('duration_ms', duration)), num(f('max_attempts', count)),
       // A gang: its minimum, and whether it has been placed whole.
-      num(f(['gang', 'minimum'], count), ask.gang ? (ask.gang.placed ? ' placed' : ' waiting') : null));
+      num(f(['gang', 'minimum'], count), ask.gang ? (ask.gang.placed ? ' placed' : ' waiting') : null),
+      // Its partition: a node label, or the default one.
+      el('td', { class: 'mono' }, ask.partition ? f('partition', text) : el('span', { class: 'muted' }, 'default')));
   });
   return el('div', null, el('h3', null, 'Asks'), table('asks', [['Containers', 'num'], ['Pending', 'num'],
     ['Memory', 'num'], ['VCores', 'num'], ['GPUs', 'num'], ['Duration', 'num'], ['Max attempts', 'num'],
-    ['Gang (at least)', 'num']], rows));
+    ['Gang (at least)', 'num'], 'Node label'], rows));
 }
 
 async function loadContainers(appSrc, appId, body, log) {

@@ -32,6 +32,7 @@ export function mountNodePage(outlet, id) {
       facts([
         ['State', f('state', String)], ['Kind', f('kind', String)], ['Owner', f('owner', String)],
         ['Host', f('nodeHostName', String)], ['Log address', f('httpAddress', String)], ['Rack', f('rack', String)],
+        ['Label', node.nodeLabels?.[0] ?? 'none (the default partition)'],
         ['Containers', f('numContainers', count)], ['Last heartbeat', f('lastHealthUpdate', time)],
         ['Health report', node.healthReport ? f('healthReport', String) : 'healthy'],
         ['Isolation', f('isolation', String)], ['Version', f('version', String)],

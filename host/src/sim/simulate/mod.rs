@@ -275,6 +275,7 @@ fn simulate(
                 application_type: None,
                 tags: Vec::new(),
                 lifetime_s: app.lifetime_s,
+                node_label_expression: None,
             };
             // The use case the API runs, as the app's own user.
             let caller = rm.security().caller(&app.user);
