@@ -78,6 +78,17 @@ impl ResourceManager {
         Ok(())
     }
 
+    /// A simulation's labels, as its operator sets them up before any app
+    /// arrives: `labels` added, then `nodes` (simulated ones) set.
+    pub fn set_up_node_labels(
+        &mut self,
+        labels: &[(String, bool)],
+        nodes: &[(String, Option<String>)],
+    ) -> Result<(), LabelError> {
+        self.cluster.add_node_labels(labels)?;
+        self.cluster.replace_node_labels(nodes)
+    }
+
     /// The label an agent's registration names, checked: at most one, and
     /// one the cluster has.
     pub(super) fn agent_label(&self, labels: &[String]) -> Result<String, RequestError> {

@@ -121,6 +121,7 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
                 memory_mb: NODE_MEMORY_MB,
                 vcores: NODE_VCORES,
                 gpus: 0,
+                label: None,
             }]
         }
     };
@@ -135,6 +136,7 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
         end_ms: None,
         apps,
         reservations: Vec::new(),
+        labels: Vec::new(),
     })
 }
 
@@ -151,6 +153,7 @@ fn node_group(node: &SlsNode) -> Result<NodeGroup, String> {
         memory_mb,
         vcores,
         gpus: 0,
+        label: None,
     })
 }
 
@@ -225,6 +228,7 @@ fn app(job: Job) -> Result<ScenarioApp, String> {
         asks,
         reservation: None,
         lifetime_s: None,
+        node_label_expression: None,
     })
 }
 

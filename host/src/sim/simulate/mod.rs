@@ -154,14 +154,26 @@ fn simulate(
         recover: None,
     })?;
     let mut node_number = 0;
+    let mut labelled = Vec::new();
     for group in &scenario.nodes {
         for _ in 0..group.count {
             node_number += 1;
             let capacity = Resources::new(group.memory_mb, group.vcores, group.gpus);
-            rm.add_simulated_node(&format!("node-{node_number:05}"), capacity)
+            let id = format!("node-{node_number:05}");
+            rm.add_simulated_node(&id, capacity)
                 .map_err(|e| anyhow::anyhow!("node group {group:?}: {e}"))?;
+            if let Some(label) = &group.label {
+                labelled.push((id, Some(label.clone())));
+            }
         }
     }
+    let labels: Vec<(String, bool)> = scenario
+        .labels
+        .iter()
+        .map(|l| (l.name.clone(), l.exclusive))
+        .collect();
+    rm.set_up_node_labels(&labels, &labelled)
+        .map_err(|e| anyhow::anyhow!("the scenario's labels: {e}"))?;
 
     let mut apps: Vec<&ScenarioApp> = scenario.apps.iter().collect();
     apps.sort_by_key(|a| a.submit_ms);
@@ -275,7 +287,7 @@ fn simulate(
                 application_type: None,
                 tags: Vec::new(),
                 lifetime_s: app.lifetime_s,
-                node_label_expression: None,
+                node_label_expression: app.node_label_expression.clone(),
             };
             // The use case the API runs, as the app's own user.
             let caller = rm.security().caller(&app.user);

@@ -38,6 +38,9 @@ pub struct Scenario {
     /// system as the REST API submits them.
     #[serde(default)]
     pub reservations: Vec<ScenarioReservation>,
+    /// Node labels (YARN's partitions) the node groups may carry.
+    #[serde(default)]
+    pub labels: Vec<ScenarioLabel>,
 }
 
 /// A reservation of the scenario: YARN's definition in Weft's field names.
@@ -142,6 +145,26 @@ pub struct NodeGroup {
     /// Each node's GPUs; 0 when left out.
     #[serde(default)]
     pub gpus: u32,
+    /// Their node label (partition), one of the scenario's `labels`; none
+    /// when left out (the default partition).
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// A node label of the scenario (YARN's partition).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioLabel {
+    /// Its name (YARN's rules for label names).
+    pub name: String,
+    /// Whether only asks for it run on its nodes (the default), or it
+    /// lends idle room to asks for the default partition.
+    #[serde(default = "exclusive_by_default")]
+    pub exclusive: bool,
+}
+
+fn exclusive_by_default() -> bool {
+    true
 }
 
 /// The queue tree: a file, properties on top of it, or neither (the
@@ -213,6 +236,10 @@ pub struct ScenarioApp {
     /// queue's default when left out. Past it the app is killed.
     #[serde(default)]
     pub lifetime_s: Option<u64>,
+    /// The node label its asks run in unless they name one (YARN's
+    /// app-node-label-expression); its queue's default when left out.
+    #[serde(default)]
+    pub node_label_expression: Option<String>,
 }
 
 pub(super) fn default_queue() -> String {
@@ -316,9 +343,16 @@ impl Scenario {
         for (i, &t) in self.observe_at_ms.iter().enumerate() {
             limits::within(format_args!("observe_at_ms[{i}]"), t, 0, MAX_TIME_MS)?;
         }
+        limits::at_most("labels", self.labels.len(), limits::MAX_NODE_LABELS)?;
+        for (i, label) in self.labels.iter().enumerate() {
+            limits::node_label(format_args!("labels[{i}].name"), &label.name)?;
+        }
         let mut nodes: usize = 0;
         for (i, group) in self.nodes.iter().enumerate() {
             let field = |name: &str| format!("nodes[{i}].{name}");
+            if let Some(label) = &group.label {
+                limits::node_label(field("label"), label)?;
+            }
             limits::within(field("count"), group.count as usize, 0, MAX_NODES)?;
             limits::within(field("memory_mb"), group.memory_mb, 1, MAX_MEMORY_MB)?;
             limits::within(field("vcores"), group.vcores, 1, MAX_VCORES)?;
@@ -342,6 +376,12 @@ impl Scenario {
             limits::name(format_args!("{label}: user"), &app.user)?;
             limits::name(format_args!("{label}: queue"), &app.queue)?;
             limits::name(format_args!("{label}: project"), &app.project)?;
+            if let Some(expression) = &app.node_label_expression {
+                limits::node_label_expression(
+                    format_args!("{label}: node_label_expression"),
+                    expression,
+                )?;
+            }
             if let Some(lifetime_s) = app.lifetime_s {
                 limits::within(
                     format_args!("{label}: lifetime_s"),
@@ -364,6 +404,9 @@ impl Scenario {
                 limits::within(field("gpus"), ask.gpus, 0, MAX_GPUS)?;
                 if let Some(duration_ms) = ask.duration_ms {
                     limits::within(field("duration_ms"), duration_ms, 1, MAX_DURATION_MS)?;
+                }
+                if let Some(expression) = &ask.node_label_expression {
+                    limits::node_label_expression(field("node_label_expression"), expression)?;
                 }
             }
         }
@@ -410,15 +453,42 @@ impl Scenario {
         Ok(())
     }
 
-    /// Apps need nodes, and each ask a node it fits on: otherwise the run
-    /// could never finish.
+    /// Apps need nodes, and each ask a node it fits on in its partition
+    /// (its node label expression, else its app's; the default partition
+    /// may also use non-exclusive labels' nodes): otherwise the run could
+    /// never finish. Labels named must be the scenario's.
     pub(super) fn check_fits(&self) -> Result<(), String> {
-        let sizes: BTreeSet<(u64, u32, u32)> = self
-            .nodes
-            .iter()
-            .filter(|g| g.count > 0)
-            .map(|g| (g.memory_mb, g.vcores, g.gpus))
-            .collect();
+        let mut exclusive: HashMap<&str, bool> = HashMap::new();
+        for label in &self.labels {
+            if exclusive.insert(&label.name, label.exclusive).is_some() {
+                return Err(format!(
+                    "two labels of the scenario are named {:?}",
+                    label.name
+                ));
+            }
+        }
+        let declared = |label: &str, what: &dyn Fn() -> String| {
+            if label.is_empty() || exclusive.contains_key(label) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: node label {label:?} is not one of the scenario's labels (add it to [[labels]])",
+                    what()
+                ))
+            }
+        };
+        // Node sizes by partition ("" the default one).
+        let mut sizes: BTreeMap<&str, BTreeSet<(u64, u32, u32)>> = BTreeMap::new();
+        for (i, group) in self.nodes.iter().enumerate() {
+            let label = group.label.as_deref().unwrap_or("");
+            declared(label, &|| format!("nodes[{i}].label"))?;
+            if group.count > 0 {
+                sizes
+                    .entry(label)
+                    .or_default()
+                    .insert((group.memory_mb, group.vcores, group.gpus));
+            }
+        }
         if let Some(app) = self.apps.first()
             && sizes.is_empty()
         {
@@ -427,23 +497,50 @@ impl Scenario {
                 app_label(0, app)
             ));
         }
-        let most = sizes.iter().fold((0, 0, 0), |(m, v, g), &(nm, nv, ng)| {
-            (m.max(nm), v.max(nv), g.max(ng))
-        });
+        // Where an ask for `partition` may run.
+        let room = |partition: &str| -> Vec<(u64, u32, u32)> {
+            sizes
+                .iter()
+                .filter(|(label, _)| {
+                    **label == partition
+                        || (partition.is_empty() && exclusive.get(**label) == Some(&false))
+                })
+                .flat_map(|(_, sizes)| sizes.iter().copied())
+                .collect()
+        };
         // Many asks share a size (an SLS trace has one per task): each size
-        // is looked for among the node sizes once.
-        let mut fits: HashMap<(u64, u32, u32), bool> = HashMap::new();
+        // is looked for among the node sizes once per partition.
+        let mut fits: HashMap<(&str, (u64, u32, u32)), bool> = HashMap::new();
         for (index, app) in self.apps.iter().enumerate() {
             for (j, ask) in app.asks.iter().enumerate() {
+                let partition = ask
+                    .node_label_expression
+                    .as_deref()
+                    .or(app.node_label_expression.as_deref())
+                    .unwrap_or("")
+                    .trim();
+                declared(partition, &|| {
+                    format!("{}: asks[{j}]", app_label(index, app))
+                })?;
                 let size = (ask.memory_mb, ask.vcores, ask.gpus);
-                let fits = *fits.entry(size).or_insert_with(|| {
-                    sizes
+                let fits = *fits.entry((partition, size)).or_insert_with(|| {
+                    room(partition)
                         .iter()
                         .any(|&(m, v, g)| m >= size.0 && v >= size.1 && g >= size.2)
                 });
                 if !fits {
+                    let most = room(partition)
+                        .iter()
+                        .fold((0, 0, 0), |(m, v, g), &(nm, nv, ng)| {
+                            (m.max(nm), v.max(nv), g.max(ng))
+                        });
+                    let nodes = if partition.is_empty() {
+                        "every node".to_string()
+                    } else {
+                        format!("every node of label {partition:?}")
+                    };
                     return Err(format!(
-                        "{}: asks[{j}] ({} MB, {} vcores, {} GPUs) is larger than every node (the nodes offer at most {} MB, {} vcores, {} GPUs)",
+                        "{}: asks[{j}] ({} MB, {} vcores, {} GPUs) is larger than {nodes} (they offer at most {} MB, {} vcores, {} GPUs)",
                         app_label(index, app),
                         size.0,
                         size.1,

@@ -316,3 +316,101 @@ asks = [{{ count = 1, memory_mb = 1024, vcores = 1, duration_ms = 1000 }}]
     assert_eq!(jumped["credits"], stepped["credits"]);
     assert_eq!(jumped["end_ms"], stepped["end_ms"]);
 }
+
+/// Three 2-vcore nodes: one plain, one labelled gpu (exclusive), one spare
+/// (non-exclusive); queue ml holds all of both labels, and web's one user
+/// may take the whole default partition.
+fn labelled(apps: &str) -> String {
+    format!(
+        r#"
+{SETTINGS}
+[[labels]]
+name = "gpu"
+[[labels]]
+name = "spare"
+exclusive = false
+[[nodes]]
+count = 1
+memory_mb = 4096
+vcores = 2
+[[nodes]]
+count = 1
+memory_mb = 4096
+vcores = 2
+label = "gpu"
+[[nodes]]
+count = 1
+memory_mb = 4096
+vcores = 2
+label = "spare"
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "ml,web"
+"yarn.scheduler.capacity.root.ml.capacity" = "50"
+"yarn.scheduler.capacity.root.web.capacity" = "50"
+"yarn.scheduler.capacity.root.web.user-limit-factor" = "2"
+"yarn.scheduler.capacity.root.ml.accessible-node-labels" = "gpu,spare"
+"yarn.scheduler.capacity.root.ml.accessible-node-labels.gpu.capacity" = "100"
+"yarn.scheduler.capacity.root.ml.accessible-node-labels.spare.capacity" = "100"
+{apps}
+"#
+    )
+}
+
+#[test]
+fn scenarios_carry_node_labels_and_asks_run_only_in_their_partition() {
+    // Four 10 s containers for gpu: its one node runs two at a time (20 s),
+    // however idle the others are.
+    let gpu = labelled(
+        r#"[[apps]]
+submit_ms = 0
+user = "a"
+queue = "ml"
+node_label_expression = "gpu"
+asks = [{ count = 4, memory_mb = 1024, vcores = 1, duration_ms = 10000 }]"#,
+    );
+    let (jumped, stepped) = run_both(&gpu);
+    let end = jumped["end_ms"].as_u64().unwrap();
+    assert!((20_000..30_000).contains(&end), "{jumped:#}");
+    assert_eq!(jumped["end_ms"], stepped["end_ms"]);
+    // Four for the default partition: its node and spare's idle room run
+    // them all at once (10 s), never the gpu node.
+    let plain = labelled(
+        r#"[[apps]]
+submit_ms = 0
+user = "b"
+queue = "web"
+asks = [{ count = 4, memory_mb = 1024, vcores = 1, duration_ms = 10000 }]"#,
+    );
+    let (jumped, _) = run_both(&plain);
+    let end = jumped["end_ms"].as_u64().unwrap();
+    assert!((10_000..20_000).contains(&end), "{jumped:#}");
+
+    // Labels the scenario does not declare, or asks no node of their
+    // label can hold, are refused up front, by name.
+    for (apps, says) in [
+        (
+            r#"[[apps]]
+submit_ms = 0
+user = "a"
+queue = "ml"
+node_label_expression = "tpu"
+asks = [{ count = 1, memory_mb = 1024, vcores = 1, duration_ms = 10 }]"#,
+            "node label \"tpu\" is not one of the scenario's labels",
+        ),
+        (
+            r#"[[apps]]
+submit_ms = 0
+user = "a"
+queue = "ml"
+asks = [{ count = 1, memory_mb = 1024, vcores = 3, duration_ms = 10, node_label_expression = "gpu" }]"#,
+            "larger than every node of label \"gpu\"",
+        ),
+    ] {
+        let error = scenario(&labelled(apps)).check().unwrap_err();
+        assert!(error.contains(says), "{error}");
+    }
+    let undeclared = labelled("[[apps]]\nsubmit_ms = 0\nuser = \"a\"\nasks = [{ count = 1, memory_mb = 1, vcores = 1, duration_ms = 1 }]")
+        .replace("label = \"spare\"", "label = \"ssd\"");
+    let error = scenario(&undeclared).check().unwrap_err();
+    assert!(error.contains("nodes[2].label"), "{error}");
+}
