@@ -265,6 +265,11 @@ pub fn node_attributes<'a>(
     Ok(full)
 }
 
+/// The most allocation tags one ask's containers carry.
+pub const MAX_ALLOCATION_TAGS: usize = 10;
+/// Bytes in one allocation tag.
+pub const MAX_ALLOCATION_TAG_BYTES: usize = 128;
+
 /// The most node labels (YARN's partitions) a cluster has.
 pub const MAX_NODE_LABELS: usize = 256;
 

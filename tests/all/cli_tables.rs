@@ -77,7 +77,8 @@ fn queue_and_node_tables_show_what_the_api_reports() {
     let (_, nodes) = server.get("/ws/v1/cluster/nodes");
     let first = &nodes["nodes"]["node"][0];
     assert_eq!(columns[3], "/default-rack", "{table}");
-    assert_eq!(columns[4], first["usedMemoryMB"].to_string(), "{table}");
-    assert_eq!(columns[5], first["availMemoryMB"].to_string(), "{table}");
+    assert_eq!(columns[4], "-", "no label: {table}");
+    assert_eq!(columns[5], first["usedMemoryMB"].to_string(), "{table}");
+    assert_eq!(columns[6], first["availMemoryMB"].to_string(), "{table}");
     server.stop();
 }

@@ -175,6 +175,8 @@ impl YarnSubmission {
                 max_attempts: self.max_app_attempts,
                 gang: None,
                 node_label_expression: self.am_container_node_label_expression,
+                allocation_tags: Vec::new(),
+                placement_constraint: None,
             }],
             application_id: Some(self.application_id),
             reservation_id: self.reservation_id,

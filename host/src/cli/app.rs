@@ -14,7 +14,7 @@ use crate::client::{Client, ServerArgs, encode};
 pub(super) enum AppCommand {
     /// Submit COMMAND as an app of N containers (and with --wait follow it
     /// to its end, exiting with its status).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// The apps, as a table (or --json).
     List {
         #[command(flatten)]
@@ -151,6 +151,15 @@ pub(super) struct RunArgs {
     /// default-node-label-expression).
     #[arg(long, value_name = "LABEL")]
     label: Option<String>,
+    /// An allocation tag its containers carry, for placement constraints
+    /// (repeatable), e.g. zk.
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Where its containers may go, in YARN's placement-constraint form:
+    /// NOTIN,NODE,zk (one per node with --tag zk), IN,RACK,db,
+    /// CARDINALITY,NODE,web,0,2; all/TAG counts every app's containers.
+    #[arg(long, value_name = "CONSTRAINT")]
+    constraint: Option<String>,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -158,7 +167,7 @@ pub(super) struct RunArgs {
 
 pub(super) fn run(command: AppCommand) -> anyhow::Result<()> {
     match command {
-        AppCommand::Run(args) => run_app(args),
+        AppCommand::Run(args) => run_app(*args),
         AppCommand::List {
             server,
             queue,
@@ -315,6 +324,8 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
             "env": env,
             "max_attempts": args.max_attempts,
             "gang": gang,
+            "allocation_tags": args.tags,
+            "placement_constraint": args.constraint,
         }],
         "lifetime_s": args.lifetime,
         "node_label_expression": args.label,

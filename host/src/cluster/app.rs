@@ -112,6 +112,20 @@ pub struct AskSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 255)]
     pub node_label_expression: Option<String>,
+    /// Tags its containers carry, for placement constraints (YARN's
+    /// allocation tags): at most 10, each 1 to 128 bytes of
+    /// `A-Z a-z 0-9 . _ -`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 10)]
+    pub allocation_tags: Vec<String>,
+    /// Where its containers may go, in YARN's placement-constraint form:
+    /// `NOTIN,NODE,zk` (not where a `zk` container runs), `IN,RACK,db`,
+    /// `CARDINALITY,NODE,web,0,2` (where 0 to 2 run); `all/TAG` counts
+    /// every app's containers, a plain tag the app's own. The host checks
+    /// it against every placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 256)]
+    pub placement_constraint: Option<String>,
 }
 
 fn default_max_attempts() -> u32 {
@@ -178,6 +192,8 @@ impl AskSpec {
             max_attempts: 1,
             gang: None,
             node_label_expression: None,
+            allocation_tags: Vec::new(),
+            placement_constraint: None,
         }
     }
 }
@@ -383,6 +399,16 @@ impl SubmitApp {
             if let Some(expression) = &ask.node_label_expression {
                 node_label_expression(format!("asks[{i}].node_label_expression"), expression)?;
             }
+            super::constraints::check_tags(
+                &format!("asks[{i}].allocation_tags"),
+                &ask.allocation_tags,
+            )?;
+            if let Some(constraint) = &ask.placement_constraint {
+                super::PlacementConstraint::parse(
+                    &format!("asks[{i}].placement_constraint"),
+                    constraint,
+                )?;
+            }
             if let Some(gang) = &ask.gang {
                 within(
                     format!("asks[{i}].gang.minimum"),
@@ -442,6 +468,27 @@ pub struct Ask {
     /// idle room.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub partition: String,
+    /// Tags its containers carry (YARN's allocation tags).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allocation_tags: Vec<String>,
+    /// Where its containers may go (`constraints.rs`).
+    #[serde(
+        rename = "placement_constraint",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "constraint_text"
+    )]
+    #[schema(value_type = Option<String>)]
+    pub constraint: Option<super::PlacementConstraint>,
+}
+
+fn constraint_text<S: serde::Serializer>(
+    constraint: &Option<super::PlacementConstraint>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match constraint {
+        Some(constraint) => serializer.serialize_str(&constraint.text),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// The most container records one app keeps (the oldest go first).
@@ -507,6 +554,12 @@ impl Ask {
                 placed: false,
             }),
             partition,
+            allocation_tags: spec.allocation_tags.clone(),
+            // Checked with the submission (SubmitApp::check).
+            constraint: spec
+                .placement_constraint
+                .as_deref()
+                .and_then(|text| super::PlacementConstraint::parse("", text).ok()),
         }
     }
 

@@ -196,6 +196,11 @@ pub(super) struct StoredAsk {
     /// The partition it runs in; absent in older rows (the default one).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub partition: String,
+    /// Absent in older rows and for asks without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allocation_tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<super::PlacementConstraint>,
 }
 
 /// A container as stored: where it runs (or ran) and, once ended, how.
@@ -286,6 +291,8 @@ impl StoredApp {
                     retries: ask.retries.clone(),
                     gang: ask.gang,
                     partition: ask.partition.clone(),
+                    allocation_tags: ask.allocation_tags.clone(),
+                    constraint: ask.constraint.clone(),
                 })
                 .collect(),
             finished_containers: app.finished_containers,
@@ -336,6 +343,8 @@ impl StoredApp {
                     retries: ask.retries,
                     gang: ask.gang,
                     partition: ask.partition,
+                    allocation_tags: ask.allocation_tags,
+                    constraint: ask.constraint,
                 })
                 .collect(),
             used: Resources::ZERO,

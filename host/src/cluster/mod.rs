@@ -6,6 +6,7 @@ mod accounting_record;
 mod active;
 mod agent_link;
 mod app;
+mod constraints;
 mod deadlines;
 mod decayed_usage;
 mod durable;
@@ -22,6 +23,7 @@ pub use app::{
     App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Gang, GangSpec, GangTimeout, Launch,
     OTHER_YARN_APP_STATES, SIMULATED_COMMAND_MS, SubmitApp,
 };
+pub use constraints::{PlacementConstraint, Scope, TagCounts};
 pub use decayed_usage::{DecayedUsage, Fading};
 pub use durable::{Changes, RestoreError, Restored, StoredCluster};
 pub use gang::without_gangs;

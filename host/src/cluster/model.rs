@@ -858,6 +858,14 @@ impl Cluster {
         placements: &[Placement],
         now: u64,
     ) -> Result<Vec<Allocation>, ClusterError> {
+        let total = |list: &[Placement]| list.iter().map(|p| u64::from(p.count)).sum::<u64>();
+        if self.any_constrained(placements)
+            && total(&self.within_constraints(placements.to_vec())) != total(placements)
+        {
+            return Err(ClusterError::BadPlacement(
+                "a placement breaks its ask's placement constraint".into(),
+            ));
+        }
         let node_ids = self.ids_of_nodes(placements.iter().map(|p| p.node));
         let mut free: HashMap<usize, Resources> = HashMap::new();
         let mut pending: HashMap<(usize, usize), u32> = HashMap::new();

@@ -59,6 +59,13 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
         (!ask.resources.fits_in(&largest)).then_some((ask, largest, nodes))
     });
     let labelled = pending.iter().find(|a| !a.partition.is_empty());
+    // A constrained ask no node of its partition may take now.
+    let blocked = app.asks.iter().enumerate().find_map(|(i, ask)| {
+        let constraint = ask.constraint.as_ref().filter(|_| ask.pending > 0)?;
+        let counts = cluster.tag_counts(app_index, i)?;
+        let mut nodes = cluster.nodes().filter(|n| n.partition == ask.partition);
+        (!nodes.any(|n| counts.allows(n))).then_some(constraint)
+    });
     let reason = if let Some((ask, largest, nodes)) = unfit {
         match (ask.partition.as_str(), nodes) {
             ("", _) => format!(
@@ -73,6 +80,10 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
                 ask.resources
             ),
         }
+    } else if let Some(constraint) = blocked {
+        format!(
+            "no node satisfies its placement constraint {constraint} now: it waits for containers to end or nodes to join"
+        )
     } else if let Some(ask) = labelled {
         let label = ask.partition.as_str();
         let shares = cluster.queues().partition_shares(label);

@@ -19,6 +19,15 @@
 //! partition (queues that may not use the label may grow to all of it,
 //! with no user limit but their maximum; YARN's "ignore exclusivity"
 //! allocation). Reservations hold the default partition only.
+//!
+//! Placement constraints (`cluster/constraints.rs`): an ask with one is
+//! left out of those rounds and placed in a round of its own, whose
+//! snapshot holds only the nodes of its partition its constraint allows
+//! now; what the policy places there is cut, container by container, to
+//! what the constraint allows (each placed container counting), and
+//! `Cluster::allocate` checks it again. At most
+//! [`MAX_CONSTRAINED_ROUNDS`] such rounds a pass; the rest wait for the
+//! next.
 
 pub mod diagnostics;
 pub mod reclaim;
@@ -78,6 +87,18 @@ pub enum Part {
     /// The nodes of a non-exclusive label, and the asks for the default
     /// partition, which may borrow its idle room.
     Lending(String),
+    /// One ask with a placement constraint (app, ask), in its partition,
+    /// and the nodes (positions in the cluster, ascending) it may use now.
+    Constrained {
+        /// Its app's index in the cluster.
+        app: usize,
+        /// The ask's index in the app.
+        ask: usize,
+        /// Its partition.
+        partition: String,
+        /// Where it may go now.
+        nodes: Vec<usize>,
+    },
 }
 
 impl Part {
@@ -104,26 +125,84 @@ impl Part {
         parts
     }
 
-    /// Whether a node in `partition` is in this part.
-    fn has_node(&self, partition: &str) -> bool {
+    /// The rounds of the asks with placement constraints (see the module
+    /// documentation), at most [`MAX_CONSTRAINED_ROUNDS`]; the projects in
+    /// `held` wait.
+    fn constrained(cluster: &Cluster, held: &HeldProjects) -> Vec<Part> {
+        let mut parts = Vec::new();
+        for app_index in cluster.active_apps() {
+            let app = &cluster.apps()[app_index];
+            if held.contains(&app.project) {
+                continue;
+            }
+            for (ask_index, ask) in app.asks.iter().enumerate() {
+                if ask.pending == 0 || ask.constraint.is_none() {
+                    continue;
+                }
+                let Some(counts) = cluster.tag_counts(app_index, ask_index) else {
+                    continue;
+                };
+                let nodes: Vec<usize> = cluster
+                    .nodes()
+                    .enumerate()
+                    .filter(|(_, node)| node.partition == ask.partition && counts.allows(node))
+                    .map(|(position, _)| position)
+                    .collect();
+                if nodes.is_empty() {
+                    continue; // nowhere now: its reason says so
+                }
+                parts.push(Part::Constrained {
+                    app: app_index,
+                    ask: ask_index,
+                    partition: ask.partition.clone(),
+                    nodes,
+                });
+                if parts.len() == MAX_CONSTRAINED_ROUNDS {
+                    return parts;
+                }
+            }
+        }
+        parts
+    }
+
+    /// Whether the node at `position`, in `partition`, is in this part.
+    fn has_node(&self, position: usize, partition: &str) -> bool {
         match self {
             Part::Whole => true,
             Part::Partition(label) | Part::Lending(label) => label == partition,
+            Part::Constrained { nodes, .. } => nodes.binary_search(&position).is_ok(),
         }
     }
 
-    /// Whether an ask for `partition` is scheduled in this part.
-    fn has_ask(&self, partition: &str) -> bool {
+    /// Whether app `app`'s ask `index` is scheduled in this part.
+    fn has_ask(&self, app: usize, index: usize, ask: &crate::cluster::Ask) -> bool {
+        if let Part::Constrained { app: a, ask: i, .. } = self {
+            return (*a, *i) == (app, index);
+        }
+        // Constrained asks have rounds of their own.
+        ask.constraint.is_none()
+            && match self {
+                Part::Whole => true,
+                Part::Partition(label) => *label == ask.partition,
+                Part::Lending(_) => ask.partition.is_empty(),
+                Part::Constrained { .. } => false,
+            }
+    }
+
+    /// The partition whose queue shares apply, and whether it is lent.
+    fn shares(&self) -> Option<(&str, bool)> {
         match self {
-            Part::Whole => true,
-            Part::Partition(label) => label == partition,
-            Part::Lending(_) => partition.is_empty(),
+            Part::Whole => None,
+            Part::Partition(label) => Some((label, false)),
+            Part::Lending(label) => Some((label, true)),
+            Part::Constrained { partition, .. } => Some((partition, false)),
         }
     }
 
     /// Whether the plan follower's reservations apply (the default partition).
     fn has_reservations(&self) -> bool {
-        matches!(self, Part::Whole) || *self == Part::Partition(String::new())
+        self.shares()
+            .is_none_or(|(label, lending)| label.is_empty() && !lending)
     }
 }
 
@@ -180,7 +259,7 @@ impl Round {
         let mut node_positions = Vec::new();
         for (position, node) in cluster.nodes().enumerate() {
             if !whole {
-                if !part.has_node(&node.partition) {
+                if !part.has_node(position, &node.partition) {
                     continue;
                 }
                 node_positions.push(position);
@@ -274,7 +353,7 @@ impl Round {
             apps.used_vcores.push(used.vcores.into());
             apps.used_gpus.push(used.gpus.into());
             let asks_now = app.asks.iter().enumerate().filter(|_| may_ask);
-            let asks_now = asks_now.filter(|(_, a)| whole || part.has_ask(&a.partition));
+            let asks_now = asks_now.filter(|(i, a)| part.has_ask(app_index, *i, a));
             for (ask_index, ask) in asks_now.filter(|(_, a)| a.pending > 0) {
                 asks.app.push(snapshot_index);
                 asks.pending.push(ask.pending);
@@ -348,11 +427,10 @@ impl Round {
 /// partition's are the tree's own). A queue that may not use a label has no
 /// share of it; lending, it may grow to all the label's idle room.
 fn partition_shares(cluster: &Cluster, part: &Part, queues: &mut Queues) {
-    let (label, lending) = match part {
-        Part::Whole => return,
-        Part::Partition(label) if label.is_empty() => return,
-        Part::Partition(label) => (label.as_str(), false),
-        Part::Lending(label) => (label.as_str(), true),
+    let (label, lending) = match part.shares() {
+        None => return,
+        Some(("", false)) => return,
+        Some(share) => share,
     };
     let shares = cluster.queues().partition_shares(label);
     for (queue, share) in shares.iter().enumerate() {
@@ -522,17 +600,54 @@ pub fn schedule(
     let mut admit = admit;
     let mut allocations = Vec::new();
     for part in Part::all(cluster) {
-        let round = Round::of_part(cluster, now, reservations, held, &part);
-        if round.snapshot.asks.app.is_empty() || round.snapshot.nodes.free_memory_mb.is_empty() {
-            continue; // nothing asked for here (or all that is, is held), or no node
-        }
         let admit: Option<Admit<'_>> = match admit.as_mut() {
             Some(admit) => Some(&mut **admit),
             None => None,
         };
-        allocations.extend(schedule_round(cluster, policy, round, admit, now)?);
+        allocations.extend(schedule_part(
+            cluster,
+            policy,
+            reservations,
+            held,
+            admit,
+            now,
+            &part,
+        )?);
+    }
+    // Constrained asks go after the others, against what those placed.
+    for part in Part::constrained(cluster, held) {
+        let admit: Option<Admit<'_>> = match admit.as_mut() {
+            Some(admit) => Some(&mut **admit),
+            None => None,
+        };
+        allocations.extend(schedule_part(
+            cluster,
+            policy,
+            reservations,
+            held,
+            admit,
+            now,
+            &part,
+        )?);
     }
     Ok(allocations)
+}
+
+/// The round of `part`, if it has asks and nodes.
+fn schedule_part(
+    cluster: &mut Cluster,
+    policy: &dyn Scheduling,
+    reservations: &[ActiveReservation],
+    held: &HeldProjects,
+    admit: Option<Admit<'_>>,
+    now: u64,
+    part: &Part,
+) -> Result<Vec<Allocation>, ScheduleError> {
+    let round = Round::of_part(cluster, now, reservations, held, part);
+    if round.snapshot.asks.app.is_empty() || round.snapshot.nodes.free_memory_mb.is_empty() {
+        return Ok(Vec::new()); // nothing asked for here (or all that is, is held), or no node
+    }
+    schedule_round(cluster, policy, round, admit, now)
 }
 
 /// One round of [`schedule`]: asks `policy` about `round`, again while
@@ -549,7 +664,8 @@ fn schedule_round(
     let mut pass = 1;
     loop {
         let placements = policy.schedule(&round.snapshot)?;
-        let mut placements = round.placements(&placements);
+        // What breaks a placement constraint is cut, container by container.
+        let mut placements = cluster.within_constraints(round.placements(&placements));
         if let Some(admit) = admit.as_mut() {
             let wanted: Vec<(usize, usize, usize, u32)> = placements
                 .iter()
@@ -581,6 +697,10 @@ fn schedule_round(
         pass += 1;
     }
 }
+
+/// The most rounds of asks with placement constraints one pass makes (one
+/// policy call or more each).
+pub const MAX_CONSTRAINED_ROUNDS: usize = 8;
 
 /// How often one round asks the policy at most when gangs are placed in
 /// part (see [`schedule`]).

@@ -83,11 +83,14 @@ function asks(src, list) {
       // A gang: its minimum, and whether it has been placed whole.
       num(f(['gang', 'minimum'], count), ask.gang ? (ask.gang.placed ? ' placed' : ' waiting') : null),
       // Its partition: a node label, or the default one.
-      el('td', { class: 'mono' }, ask.partition ? f('partition', text) : el('span', { class: 'muted' }, 'default')));
+      el('td', { class: 'mono' }, ask.partition ? f('partition', text) : el('span', { class: 'muted' }, 'default')),
+      // Its allocation tags and placement constraint, if any.
+      el('td', { class: 'mono' }, (ask.allocation_tags ?? []).join(', ') || el('span', { class: 'muted' }, '—')),
+      el('td', { class: 'mono' }, ask.placement_constraint ?? el('span', { class: 'muted' }, '—')));
   });
   return el('div', null, el('h3', null, 'Asks'), table('asks', [['Containers', 'num'], ['Pending', 'num'],
     ['Memory', 'num'], ['VCores', 'num'], ['GPUs', 'num'], ['Duration', 'num'], ['Max attempts', 'num'],
-    ['Gang (at least)', 'num'], 'Node label'], rows));
+    ['Gang (at least)', 'num'], 'Node label', 'Tags', 'Constraint'], rows));
 }
 
 async function loadContainers(appSrc, appId, body, log) {
