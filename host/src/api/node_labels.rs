@@ -61,12 +61,17 @@ impl NodeLabelsInfo {
 #[serde(untagged)]
 pub(super) enum AddLabels {
     /// `{"nodeLabelsInfo": {"nodeLabelInfo": …}}`.
-    Wrapped {
-        #[serde(rename = "nodeLabelsInfo")]
-        node_labels_info: LabelList,
-    },
+    Wrapped(WrappedLabels),
     /// `{"nodeLabelInfo": …}`.
     Plain(LabelList),
+}
+
+/// NodeLabelsInfo with its root.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WrappedLabels {
+    #[serde(rename = "nodeLabelsInfo")]
+    node_labels_info: LabelList,
 }
 
 /// `{"nodeLabelInfo": [{"name": "gpu", "exclusivity": true}]}`; one entry
@@ -98,6 +103,7 @@ impl<T> OneOrMany<T> {
 
 /// A label to add: exclusive unless it says otherwise (as in YARN).
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub(super) struct NewLabel {
     name: String,
     #[serde(default)]
@@ -157,7 +163,7 @@ pub(super) async fn add_node_labels(
     JsonBody(body): JsonBody<AddLabels>,
 ) -> Result<Json<NodeLabelsInfo>, ApiError> {
     let list = match body {
-        AddLabels::Wrapped { node_labels_info } => node_labels_info,
+        AddLabels::Wrapped(wrapped) => wrapped.node_labels_info,
         AddLabels::Plain(list) => list,
     };
     let labels = list

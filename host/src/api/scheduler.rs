@@ -138,10 +138,10 @@ struct Partitions {
     capacity: Vec<Resources>,
     /// Per partition, each queue's share of it (None: it may not use it).
     shares: Vec<Vec<Option<crate::queues::Share>>>,
-    /// (app index, partition) → held there.
-    used: std::collections::HashMap<(usize, usize), Resources>,
-    /// (app index, partition) → pending there.
-    pending: std::collections::HashMap<(usize, usize), Resources>,
+    /// Per partition, what each queue's apps (its subtree's) hold there.
+    used: Vec<Vec<Resources>>,
+    /// Per partition, what each queue's apps wait for there.
+    pending: Vec<Vec<Resources>>,
 }
 
 impl Partitions {
@@ -159,8 +159,18 @@ impl Partitions {
                 .map(|(name, _)| name.to_string()),
         );
         let position = |label: &str| names.iter().position(|n| n == label);
+        let tree = cluster.queues().queues();
         let mut capacity = vec![Resources::ZERO; names.len()];
-        let mut used = std::collections::HashMap::new();
+        let mut used = vec![vec![Resources::ZERO; tree.len()]; names.len()];
+        let mut pending = used.clone();
+        // Added to a queue and every queue above it.
+        let add = |figures: &mut Vec<Vec<Resources>>, p: usize, leaf: usize, what: Resources| {
+            let mut queue = Some(leaf);
+            while let Some(q) = queue.filter(|&q| q < tree.len()) {
+                figures[p][q] += what;
+                queue = tree[q].parent;
+            }
+        };
         for node in cluster.nodes() {
             let Some(p) = position(&node.partition) else {
                 continue;
@@ -171,19 +181,18 @@ impl Partitions {
                 .iter()
                 .filter_map(|id| cluster.container(id))
             {
-                if let Some(app) = cluster.app_index(&container.app) {
-                    *used.entry((app, p)).or_insert(Resources::ZERO) += container.resources;
+                if let Some(app) = cluster.app(&container.app) {
+                    add(&mut used, p, app.queue_index, container.resources);
                 }
             }
         }
-        let mut pending = std::collections::HashMap::new();
-        for index in cluster.active_apps() {
-            for ask in &cluster.apps()[index].asks {
+        for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
+            for ask in &app.asks {
                 let Some(p) = position(&ask.partition) else {
                     continue;
                 };
                 let waiting = ask.resources.times(ask.pending).unwrap_or(Resources::ZERO);
-                *pending.entry((index, p)).or_insert(Resources::ZERO) += waiting;
+                add(&mut pending, p, app.queue_index, waiting);
             }
         }
         let shares = names
@@ -200,29 +209,14 @@ impl Partitions {
     }
 
     /// The per-partition figures of the queue at `index` in the tree.
-    fn of_queue(
-        &self,
-        cluster: &Cluster,
-        index: usize,
-    ) -> (PartitionCapacities, PartitionResources) {
+    fn of_queue(&self, index: usize) -> (PartitionCapacities, PartitionResources) {
         let mut capacities = Vec::new();
         let mut usages = Vec::new();
         for (p, name) in self.names.iter().enumerate() {
             let Some(share) = self.shares[p][index] else {
                 continue; // it may not use this one
             };
-            let mut used = Resources::ZERO;
-            let mut pending = Resources::ZERO;
-            for app in cluster.active_apps() {
-                if is_within(cluster, cluster.apps()[app].queue_index, index) {
-                    used += self.used.get(&(app, p)).copied().unwrap_or(Resources::ZERO);
-                    pending += self
-                        .pending
-                        .get(&(app, p))
-                        .copied()
-                        .unwrap_or(Resources::ZERO);
-                }
-            }
+            let (used, pending) = (self.used[p][index], self.pending[p][index]);
             let absolute_used = used.dominant_share(&self.capacity[p]).percent;
             capacities.push(PartitionCapacity {
                 partition_name: name.clone(),
@@ -340,7 +334,7 @@ fn queue_info(cluster: &Cluster, partitions: Option<&Partitions>, index: usize) 
         queues: None,
     };
     if let Some(partitions) = partitions {
-        let (capacities, resources) = partitions.of_queue(cluster, index);
+        let (capacities, resources) = partitions.of_queue(index);
         info.capacities = Some(capacities);
         info.resources = Some(resources);
     }

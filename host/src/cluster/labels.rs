@@ -88,8 +88,17 @@ impl Cluster {
     /// the same exclusivity is left as it is.
     pub fn add_node_labels(&mut self, labels: &[(String, bool)]) -> Result<(), LabelError> {
         let mut added = self.labels.labels.clone();
+        let mut named = std::collections::BTreeSet::new();
         for (i, (name, exclusive)) in labels.iter().enumerate() {
             limits::node_label(format!("nodeLabelInfo[{i}].name"), name)?;
+            if !named.insert(name) {
+                return Err(limits::OutOfBounds {
+                    field: format!("nodeLabelInfo[{i}].name"),
+                    value: format!("{name:?}"),
+                    rule: "but the body names it twice".into(),
+                }
+                .into());
+            }
             match added.get(name) {
                 Some(&was) if was != *exclusive => {
                     return Err(LabelError::Exists {
@@ -196,7 +205,10 @@ impl Cluster {
     ) -> Result<(), LabelError> {
         limits::at_most("nodeToLabels", mapping.len(), limits::MAX_NODES)?;
         for (node, label) in mapping {
-            if !self.nodes.contains_key(node) && !self.lost_nodes.contains_key(node) {
+            let known = self.nodes.contains_key(node)
+                || self.lost_nodes.contains_key(node)
+                || self.labels.assigned.contains_key(node);
+            if !known {
                 return Err(LabelError::UnknownNode(node.clone()));
             }
             if let Some(label) = label
@@ -216,6 +228,13 @@ impl Cluster {
             durable::labels_changed(&mut self.changes);
         }
         Ok(())
+    }
+
+    /// Drops what an administrator set on node `id` (its id is released).
+    pub(super) fn forget_node_label(&mut self, id: &str) {
+        if self.labels.assigned.remove(id).is_some() {
+            durable::labels_changed(&mut self.changes);
+        }
     }
 
     /// The partition node `id` is in now that it registers (its agent
@@ -318,6 +337,44 @@ mod tests {
             .remove_node_labels(&["spare".into(), "gpu".into()])
             .unwrap();
         assert!(cluster.node_labels().is_empty());
+    }
+
+    #[test]
+    fn a_refresh_that_strands_a_waiting_ask_and_a_labelled_reservation_app_are_refused() {
+        let queues = |labels: &str| {
+            let mut properties = crate::queues::QueueProperties::defaults();
+            properties.set(
+                "yarn.scheduler.capacity.root.default.accessible-node-labels",
+                labels,
+            );
+            QueueTree::from_properties(&properties).unwrap()
+        };
+        let mut cluster = Cluster::new(1, queues("gpu"));
+        cluster.add_node_labels(&[("gpu".into(), true)]).unwrap();
+        let ask = crate::cluster::AskSpec::sized(1, 1024, 1, 0, 1000);
+        let request = crate::cluster::SubmitApp {
+            node_label_expression: Some("gpu".into()),
+            ..crate::cluster::SubmitApp::new("u", "default", "p", vec![ask])
+        };
+        let in_reservation = crate::cluster::SubmitApp {
+            reservation_id: Some("r".into()),
+            ..request.clone()
+        };
+        let refused = cluster.submit(in_reservation, "t", 0).unwrap_err();
+        assert!(
+            refused.to_string().contains("cannot be reserved"),
+            "{refused}"
+        );
+        cluster.submit(request, "t", 0).unwrap();
+        let refused = cluster.replace_queues(queues(" "), 0).unwrap_err();
+        assert!(
+            refused.to_string().contains("may no longer use"),
+            "{refused}"
+        );
+        assert!(
+            cluster.queues().queues()[1].partitions.may_use("gpu"),
+            "kept"
+        );
     }
 
     #[test]

@@ -392,6 +392,9 @@ impl Cluster {
         durable::owner_changed(&mut self.changes, id);
         let lost = self.lose_node(id, now);
         self.lost_nodes.remove(id);
+        // Forgotten, the id's label goes too: its next registrant starts
+        // where its agent says.
+        self.forget_node_label(id);
         Ok((owner, lost))
     }
 
@@ -481,6 +484,19 @@ impl Cluster {
                     app.queue, app.id
                 ))
             })?;
+            // An ask waiting for a label its queue may no longer use would
+            // wait for ever.
+            let partitions = &queues.queues()[leaf].partitions;
+            if let Some(ask) = app
+                .asks
+                .iter()
+                .find(|a| a.pending > 0 && !partitions.may_use(&a.partition))
+            {
+                return Err(ClusterError::BadSubmission(format!(
+                    "application {} waits for node label {:?}, which queue {} may no longer use in the new configuration (its accessible-node-labels)",
+                    app.id, ask.partition, app.queue
+                )));
+            }
             moved.push((index, leaf));
         }
         for (index, leaf) in moved {
@@ -714,6 +730,12 @@ impl Cluster {
                 ),
             };
             self.check_label(queue_index, &field, label)?;
+            // Reservations hold the default partition only.
+            if request.reservation_id.is_some() && !label.is_empty() {
+                return Err(ClusterError::BadSubmission(format!(
+                    "{field}: an app in a reservation runs in the default partition; node label {label:?} cannot be reserved"
+                )));
+            }
             partitions.push(label.to_string());
         }
         let active = self.active_counts.of_queue(queue_index);
@@ -1288,6 +1310,14 @@ impl Cluster {
     pub fn capacity(&self) -> Resources {
         self.nodes
             .values()
+            .fold(Resources::ZERO, |sum, n| sum + n.capacity)
+    }
+
+    /// What the nodes of partition `label` ("" the default one) offer in all.
+    pub fn partition_capacity(&self, label: &str) -> Resources {
+        self.nodes
+            .values()
+            .filter(|n| n.partition == label)
             .fold(Resources::ZERO, |sum, n| sum + n.capacity)
     }
 

@@ -80,6 +80,25 @@ pub enum QueueError {
         /// Each child's capacity property as `name=value`, comma-separated.
         properties: String,
     },
+    /// Children's capacities of a node label that do not sum to what their
+    /// parent holds of it (100 where it holds some, else 0).
+    #[error(
+        "the capacities of label {label:?} of the children of {parent} sum to {sum}, not {expected} (the parent holds {held}% of it; {properties})"
+    )]
+    LabelCapacitySum {
+        /// The parent queue's path.
+        parent: String,
+        /// The label.
+        label: String,
+        /// The parent's capacity of it, in percent.
+        held: f64,
+        /// What the children's capacities of it sum to.
+        sum: f64,
+        /// What they must sum to: 100 or 0.
+        expected: f64,
+        /// Each child's capacity property of it as `name=value`.
+        properties: String,
+    },
     /// Two leaf queues with one name (apps name a leaf by its name alone).
     #[error(
         "queue name {name:?} is used by two leaf queues ({first} and {second}); leaf names must be unique"

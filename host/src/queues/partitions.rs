@@ -87,7 +87,16 @@ fn read(
     let bad = |property: String, reason: String| QueueError::BadValue { property, reason };
     let accessible = match properties.get(&key(ACCESSIBLE)) {
         None => parent.and_then(|p| p.accessible.clone()),
-        Some(text) if text.trim() == "*" => None,
+        Some(text) if text.trim() == "*" => {
+            if parent.is_some_and(|p| p.accessible.is_some()) {
+                return Err(bad(
+                    key(ACCESSIBLE),
+                    "\"*\" (every label) is more than the parent queue may use; name the labels"
+                        .into(),
+                ));
+            }
+            None
+        }
         Some(text) => {
             let mut labels = BTreeSet::new();
             for label in text.split(',').map(str::trim).filter(|l| !l.is_empty()) {
@@ -192,8 +201,9 @@ fn read(
     Ok(partitions)
 }
 
-/// At every level the children's capacities of a label sum to 100 where
-/// any child sets one (as YARN checks each partition's).
+/// At every level, as YARN checks each partition: where the parent holds
+/// some of a label (root holds all of every label a child names), its
+/// children's capacities of it sum to 100; where it holds none, to 0.
 fn check_sums(queues: &[Queue]) -> Result<(), QueueError> {
     for parent in queues.iter().filter(|q| !q.is_leaf()) {
         let mut sums: BTreeMap<&str, f64> = BTreeMap::new();
@@ -202,8 +212,22 @@ fn check_sums(queues: &[Queue]) -> Result<(), QueueError> {
                 *sums.entry(label).or_default() += share.capacity;
             }
         }
+        if parent.parent.is_some() {
+            for label in parent.partitions.shares.keys() {
+                sums.entry(label).or_default();
+            }
+        }
         for (label, sum) in sums {
-            if sum > 0.0 && (sum - 100.0).abs() > 1e-6 {
+            let held = match parent.parent {
+                None => 100.0,
+                Some(_) => parent
+                    .partitions
+                    .shares
+                    .get(label)
+                    .map_or(0.0, |s| s.capacity),
+            };
+            let expected = if held > 0.0 { 100.0 } else { 0.0 };
+            if (sum - expected).abs() > 1e-6 {
                 let properties = parent
                     .children
                     .iter()
@@ -216,10 +240,17 @@ fn check_sums(queues: &[Queue]) -> Result<(), QueueError> {
                     })
                     .collect::<Vec<_>>()
                     .join(", ");
-                return Err(QueueError::CapacitySum {
-                    parent: format!("{} (label {label:?})", parent.path),
+                return Err(QueueError::LabelCapacitySum {
+                    parent: parent.path.clone(),
+                    label: label.into(),
+                    held,
                     sum,
-                    properties,
+                    expected,
+                    properties: if properties.is_empty() {
+                        "none is set".into()
+                    } else {
+                        properties
+                    },
                 });
             }
         }
@@ -383,7 +414,7 @@ mod tests {
         };
         refused(
             &[("root.eng.accessible-node-labels.gpu.capacity", "60")],
-            "children of root (label \"gpu\") sum to 60",
+            "label \"gpu\" of the children of root sum to 60, not 100",
         );
         refused(
             &[
@@ -430,6 +461,37 @@ mod tests {
         refused(
             &[("root.accessible-node-labels.gpu.capacity", "50")],
             "root holds all of every label",
+        );
+        refused(
+            &[
+                ("root.eng.accessible-node-labels", "gpu"),
+                ("root.eng.queues", "ml"),
+                ("root.eng.ml.capacity", "100"),
+                ("root.eng.ml.accessible-node-labels", "*"),
+            ],
+            "root.eng.ml.accessible-node-labels: \"*\" (every label) is more than the parent",
+        );
+        // eng holds all of gpu, but none of its children has any of it.
+        refused(
+            &[
+                ("root.eng.accessible-node-labels.gpu.capacity", "100"),
+                ("root.eng.queues", "ml"),
+                ("root.eng.ml.capacity", "100"),
+            ],
+            "label \"gpu\" of the children of root.eng sum to 0, not 100",
+        );
+        // ops holds none of gpu, but its child claims all of it.
+        refused(
+            &[
+                ("root.eng.accessible-node-labels.gpu.capacity", "100"),
+                ("root.eng.queues", "ml"),
+                ("root.eng.ml.capacity", "100"),
+                ("root.eng.ml.accessible-node-labels.gpu.capacity", "100"),
+                ("root.ops.queues", "x"),
+                ("root.ops.x.capacity", "100"),
+                ("root.ops.x.accessible-node-labels.gpu.capacity", "100"),
+            ],
+            "label \"gpu\" of the children of root.ops sum to 100, not 0",
         );
     }
 }

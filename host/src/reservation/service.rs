@@ -174,9 +174,10 @@ impl ReservationService {
         }
     }
 
-    /// Sets each plan's capacity to its queue's guarantee of the cluster now.
+    /// Sets each plan's capacity to its queue's guarantee of the cluster now
+    /// (of its default partition: reservations hold no node label).
     pub fn refresh_capacities(&mut self, cluster: &Cluster) {
-        let total = cluster.capacity();
+        let total = cluster.partition_capacity("");
         for plan in self.system.plans_mut() {
             let percent = self.guarantees.get(plan.queue()).copied().unwrap_or(0.0);
             plan.set_capacity(share(total, percent));

@@ -134,12 +134,15 @@ impl ResourceManager {
     /// new containers than its credits pay for at their minimum runtime,
     /// after what it has already committed: its running containers' rest
     /// of their minimum, usage owed and not yet charged, and the minimum
-    /// of those placed but not yet started (in the policy's order; the rest wait). One pricing call.
+    /// of those placed but not yet started, and `earlier`, what this
+    /// pass's earlier rounds admitted (in the policy's order; the rest
+    /// wait). One pricing call.
     pub(crate) fn affordable(
         quota: &crate::quota::QuotaService,
         pricing: &dyn crate::quota::Pricing,
         cluster: &crate::cluster::Cluster,
         placements: Vec<Placement>,
+        earlier: &[Placement],
     ) -> Vec<Placement> {
         let minimum = quota.settings().min_runtime_ms as f64 / 1000.0;
         let size = |p: &Placement| cluster.apps()[p.app].asks[p.ask].resources;
@@ -158,6 +161,15 @@ impl ResourceManager {
             let project = projects.get(&*project).copied().unwrap_or_default();
             committed_rows.push(project);
             rows.push((resources, seconds));
+        }
+        // What earlier rounds of this pass admitted (other partitions,
+        // constrained asks): allocated, but not yet known to the quota.
+        for placement in earlier {
+            let project = cluster.apps()[placement.app].project.as_str();
+            if let Some(project) = projects.get(project).copied() {
+                committed_rows.push(project);
+                rows.push((size(placement), minimum * f64::from(placement.count)));
+            }
         }
         for container in cluster.containers().filter(|c| c.launched_ms.is_none()) {
             let project = cluster.app(&container.app).map(|a| a.project.as_str());

@@ -670,8 +670,13 @@ impl ResourceManager {
         let reservations = self.active_reservations(now);
         let held = self.held_projects();
         let (quota, pricing) = (&self.quota, self.policies.pricing());
+        // One pass may be several rounds (partitions, constrained asks):
+        // each round's check counts what the rounds before it admitted.
+        let mut admitted: Vec<Placement> = Vec::new();
         let mut afford = |cluster: &Cluster, placements: Vec<Placement>| {
-            Self::affordable(quota, pricing, cluster, placements)
+            let now_admitted = Self::affordable(quota, pricing, cluster, placements, &admitted);
+            admitted.extend_from_slice(&now_admitted);
+            now_admitted
         };
         let admit: Option<scheduler::Admit<'_>> = self.budgets_trim_rounds().then_some(&mut afford);
         match scheduler::schedule(

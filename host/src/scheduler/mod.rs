@@ -16,9 +16,10 @@
 //! only that partition's nodes, the queues' shares of it (a queue that may
 //! not use it has none), what apps hold there, and the asks for it — then
 //! each non-exclusive label lends its idle room to the asks for the default
-//! partition (queues that may not use the label may grow to all of it,
-//! with no user limit but their maximum; YARN's "ignore exclusivity"
-//! allocation). Reservations hold the default partition only.
+//! partition (YARN's "ignore exclusivity" allocation), shared out as the
+//! default partition is — each queue's own capacity and maximum, of the
+//! lent nodes — but with no user limit below the queue's maximum.
+//! Reservations hold the default partition only.
 //!
 //! Placement constraints (`cluster/constraints.rs`): an ask with one is
 //! left out of those rounds and placed in a round of its own, whose
@@ -105,23 +106,41 @@ impl Part {
     /// The rounds a scheduling pass makes, in order: the whole cluster when
     /// it has no labels; else the default partition, each label, then each
     /// non-exclusive label lending (its own asks first, as YARN serves them).
+    /// Partitions without nodes, or without asks for them, get no round
+    /// (nor does lending without asks for the default partition).
     pub fn all(cluster: &Cluster) -> Vec<Part> {
         let labels = cluster.node_labels();
         if labels.is_empty() {
             return vec![Part::Whole];
         }
-        let mut parts = vec![Part::Partition(String::new())];
-        parts.extend(
-            labels
+        let with_nodes: std::collections::HashSet<&str> =
+            cluster.nodes().map(|n| n.partition.as_str()).collect();
+        let mut asked: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
+            for ask in app
+                .asks
                 .iter()
-                .map(|(label, _)| Part::Partition(label.into())),
-        );
-        parts.extend(
-            labels
-                .iter()
-                .filter(|(_, exclusive)| !exclusive)
-                .map(|(label, _)| Part::Lending(label.into())),
-        );
+                .filter(|a| a.pending > 0 && a.constraint.is_none())
+            {
+                asked.insert(&ask.partition);
+            }
+        }
+        let mut parts = Vec::new();
+        if asked.contains("") && with_nodes.contains("") {
+            parts.push(Part::Partition(String::new()));
+        }
+        for (label, _) in labels.iter() {
+            if asked.contains(label) && with_nodes.contains(label) {
+                parts.push(Part::Partition(label.into()));
+            }
+        }
+        if asked.contains("") {
+            for (label, exclusive) in labels.iter() {
+                if !exclusive && with_nodes.contains(label) {
+                    parts.push(Part::Lending(label.into()));
+                }
+            }
+        }
         parts
     }
 
@@ -425,26 +444,24 @@ impl Round {
 
 /// Sets the queues' shares to those of `part`'s partition (the default
 /// partition's are the tree's own). A queue that may not use a label has no
-/// share of it; lending, it may grow to all the label's idle room.
+/// share of it. Lent room is shared as the default partition is (the tree's
+/// own shares, which nest), with no user limit below a queue's maximum.
 fn partition_shares(cluster: &Cluster, part: &Part, queues: &mut Queues) {
-    let (label, lending) = match part.shares() {
-        None => return,
-        Some(("", false)) => return,
-        Some(share) => share,
+    let label = match part.shares() {
+        None | Some(("", false)) => return,
+        Some((_, true)) => {
+            for factor in &mut queues.user_limit_factor {
+                *factor = None;
+            }
+            return;
+        }
+        Some((label, false)) => label,
     };
     let shares = cluster.queues().partition_shares(label);
     for (queue, share) in shares.iter().enumerate() {
-        let (capacity, maximum) = match share {
-            Some(share) => (share.capacity, share.maximum_capacity),
-            None if lending => (0.0, 100.0),
-            None => (0.0, 0.0),
-        };
+        let (capacity, maximum) = share.map_or((0.0, 0.0), |s| (s.capacity, s.maximum_capacity));
         queues.capacity[queue] = capacity;
         queues.maximum_capacity[queue] = maximum;
-        if lending {
-            // Borrowed room is idle room: no user limit but the queue's.
-            queues.user_limit_factor[queue] = None;
-        }
     }
 }
 
@@ -496,7 +513,8 @@ impl<'a> PlanQueues<'a> {
             return plan; // the common case: the configured tree as it is
         }
         let tree = cluster.queues().queues();
-        let total = cluster.capacity();
+        // Reservations hold the default partition (all of a cluster without labels).
+        let total = cluster.partition_capacity("");
         let in_use: std::collections::HashSet<(usize, &str)> = cluster
             .active_apps()
             .filter_map(|i| {
@@ -599,36 +617,33 @@ pub fn schedule(
     }
     let mut admit = admit;
     let mut allocations = Vec::new();
-    for part in Part::all(cluster) {
-        let admit: Option<Admit<'_>> = match admit.as_mut() {
-            Some(admit) => Some(&mut **admit),
-            None => None,
-        };
-        allocations.extend(schedule_part(
-            cluster,
-            policy,
-            reservations,
-            held,
-            admit,
-            now,
-            &part,
-        )?);
-    }
     // Constrained asks go after the others, against what those placed.
-    for part in Part::constrained(cluster, held) {
+    let mut parts = Part::all(cluster);
+    let mut constrained_added = false;
+    let mut next = 0;
+    loop {
+        if next == parts.len() && !constrained_added {
+            constrained_added = true;
+            parts.extend(Part::constrained(cluster, held));
+        }
+        let Some(part) = parts.get(next) else {
+            break;
+        };
+        next += 1;
         let admit: Option<Admit<'_>> = match admit.as_mut() {
             Some(admit) => Some(&mut **admit),
             None => None,
         };
-        allocations.extend(schedule_part(
-            cluster,
-            policy,
-            reservations,
-            held,
-            admit,
-            now,
-            &part,
-        )?);
+        match schedule_part(cluster, policy, reservations, held, admit, now, part) {
+            Ok(placed) => allocations.extend(placed),
+            // What earlier rounds allocated stands (and is charged): the
+            // failed round's asks wait for the next pass, as do the rest.
+            Err(error) if !allocations.is_empty() => {
+                tracing::warn!(%error, "a scheduling round failed; the pass ends with what earlier rounds placed");
+                break;
+            }
+            Err(error) => return Err(error),
+        }
     }
     Ok(allocations)
 }

@@ -11,12 +11,14 @@ use std::collections::HashMap;
 use super::{ActiveReservation, HeldProjects, Part, Round, ScheduleError, Scheduling, diagnostics};
 use crate::cluster::{Cluster, Container};
 use crate::policy::Containers;
+use crate::resources::Resources;
 
 /// Since when each starved leaf queue, and each starved reservation, has
 /// been starved.
 #[derive(Debug, Default)]
 pub struct Starvation {
-    since: HashMap<usize, u64>,
+    /// (leaf, partition) → since when.
+    since: HashMap<(usize, String), u64>,
     reservations_since: HashMap<String, u64>,
 }
 
@@ -68,6 +70,9 @@ impl Starvation {
         self.update_queues(cluster, &waiting, now, after_ms) || reservation_waited
     }
 
+    /// A leaf is starved in a partition when an app of it waits for that
+    /// partition and the leaf holds less of it than it is guaranteed (in a
+    /// cluster without labels, the one partition is the whole cluster).
     fn update_queues(
         &mut self,
         cluster: &Cluster,
@@ -76,17 +81,59 @@ impl Starvation {
         after_ms: u64,
     ) -> bool {
         let tree = cluster.queues().queues();
-        let usage = diagnostics::queue_usage(cluster);
-        let capacity = cluster.capacity();
-        let mut starved: HashMap<usize, u64> = HashMap::new();
+        let labelled = !cluster.node_labels().is_empty();
+        // What each leaf holds in each partition.
+        let mut usage: HashMap<(usize, &str), Resources> = HashMap::new();
+        if labelled {
+            for node in cluster.nodes() {
+                for container in node
+                    .containers
+                    .iter()
+                    .filter_map(|id| cluster.container(id))
+                {
+                    if let Some(app) = cluster.app(&container.app) {
+                        *usage.entry((app.queue_index, &node.partition)).or_default() +=
+                            container.resources;
+                    }
+                }
+            }
+        } else {
+            for (queue, used) in diagnostics::queue_usage(cluster).into_iter().enumerate() {
+                usage.insert((queue, ""), used);
+            }
+        }
+        let mut guarantees: HashMap<&str, (Resources, Vec<Option<crate::queues::Share>>)> =
+            HashMap::new();
+        let mut starved: HashMap<(usize, String), u64> = HashMap::new();
         for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
             let queue = app.queue_index;
-            if !waiting(app) || starved.contains_key(&queue) {
+            if !waiting(app) {
                 continue;
             }
-            let (m, v, g) = usage[queue].fractions_of(&capacity);
-            if m.max(v).max(g) * 100.0 + 1e-9 < tree[queue].absolute_capacity {
-                starved.insert(queue, *self.since.get(&queue).unwrap_or(&now));
+            for ask in app.asks.iter().filter(|a| a.pending > 0) {
+                let partition = ask.partition.as_str();
+                let key = (queue, partition.to_string());
+                if starved.contains_key(&key) {
+                    continue;
+                }
+                let (capacity, shares) = guarantees.entry(partition).or_insert_with(|| {
+                    if labelled {
+                        let shares = cluster.queues().partition_shares(partition);
+                        (cluster.partition_capacity(partition), shares)
+                    } else {
+                        (cluster.capacity(), Vec::new())
+                    }
+                });
+                let guaranteed = if labelled {
+                    shares[queue].map_or(0.0, |s| s.absolute_capacity)
+                } else {
+                    tree[queue].absolute_capacity
+                };
+                let used = usage.get(&(queue, partition)).copied().unwrap_or_default();
+                if used.dominant_share(capacity).percent + 1e-9 < guaranteed {
+                    let since = self.since.get(&key).copied().unwrap_or(now);
+                    starved.insert(key, since);
+                }
             }
         }
         self.since = starved;
@@ -117,7 +164,15 @@ pub fn reclaim(
         if running_ids.is_empty() {
             continue;
         }
-        let victims = policy.preempt(&round.snapshot, &running)?;
+        let victims = match policy.preempt(&round.snapshot, &running) {
+            Ok(victims) => victims,
+            // What earlier partitions preempted stands (and is charged).
+            Err(error) if !preempted.is_empty() => {
+                tracing::warn!(%error, "reclaim failed in a partition; what was preempted before stands");
+                break;
+            }
+            Err(error) => return Err(error.into()),
+        };
         preempted.extend(
             victims
                 .iter()

@@ -540,7 +540,7 @@ impl Scenario {
                         format!("every node of label {partition:?}")
                     };
                     return Err(format!(
-                        "{}: asks[{j}] ({} MB, {} vcores, {} GPUs) is larger than {nodes} (they offer at most {} MB, {} vcores, {} GPUs)",
+                        "{}: asks[{j}] ({} MB, {} vcores, {} GPUs) is larger than {nodes} (the nodes offer at most {} MB, {} vcores, {} GPUs)",
                         app_label(index, app),
                         size.0,
                         size.1,
