@@ -23,16 +23,6 @@ fn id(answer: (u16, Value)) -> String {
     answer.1["app"]["id"].as_str().unwrap().to_string()
 }
 
-fn nodes_of(server: &Server, app: &str) -> Vec<String> {
-    let (_, body) = server.get(&format!("/ws/v1/cluster/apps/{app}/containers"));
-    body["containers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["node"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn anti_affinity_is_never_broken_and_says_why_it_waits() {
     // Three nodes of four vcores: room for twelve, but anti-affinity
@@ -57,7 +47,7 @@ fn anti_affinity_is_never_broken_and_says_why_it_waits() {
     });
     // A few more rounds: still three, one a node; the fourth says why.
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    let nodes = nodes_of(&server, &zk);
+    let nodes = server.container_nodes(&zk);
     assert_eq!(nodes.len(), 3, "{nodes:?}");
     assert_eq!(nodes.iter().collect::<BTreeSet<_>>().len(), 3, "{nodes:?}");
     let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{zk}"));
@@ -110,7 +100,7 @@ fn anti_affinity_is_never_broken_and_says_why_it_waits() {
                     >= 4
         },
     );
-    let nodes = nodes_of(&server, &cli);
+    let nodes = server.container_nodes(&cli);
     for node in nodes.iter().collect::<BTreeSet<_>>() {
         let on = nodes.iter().filter(|n| *n == node).count();
         assert!(on <= 2, "{nodes:?}");

@@ -42,13 +42,7 @@ fn submit(server: &Server, queue: &str, label: Option<&str>, count: u32) -> (u16
 }
 
 fn nodes_of(server: &Server, app: &str) -> BTreeSet<String> {
-    let (_, body) = server.get(&format!("/ws/v1/cluster/apps/{app}/containers"));
-    body["containers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["node"].as_str().unwrap().to_string())
-        .collect()
+    server.container_nodes(app).into_iter().collect()
 }
 
 /// The `partition` figures of queue `name` in the scheduler view.

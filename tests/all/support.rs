@@ -312,6 +312,17 @@ impl Server {
         body["app"]["id"].as_str().unwrap().to_string()
     }
 
+    /// The nodes app `app`'s containers ran on, one per container, oldest first.
+    pub(crate) fn container_nodes(&self, app: &str) -> Vec<String> {
+        let (_, body) = self.get(&format!("/ws/v1/cluster/apps/{app}/containers"));
+        body["containers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no containers of {app}: {body}"))
+            .iter()
+            .map(|c| c["node"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// Polls `path` until `done` holds for its body, or panics after 30 s.
     pub(crate) fn wait_for(&self, path: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
         let started = Instant::now();

@@ -728,18 +728,24 @@ mod tests {
     use crate::queues::{QueueProperties, QueueTree};
     use crate::resources::Resources;
 
+    /// The tree of `yarn.scheduler.capacity.` properties `pairs`.
+    fn tree(pairs: &[(&str, &str)]) -> QueueTree {
+        let mut properties = QueueProperties::default();
+        for (name, value) in pairs {
+            properties.set(&format!("yarn.scheduler.capacity.{name}"), value);
+        }
+        QueueTree::from_properties(&properties).unwrap()
+    }
+
     /// 100 GB; root.a 40 %, root.plan 60 % and reservable.
     fn cluster() -> Cluster {
-        let mut properties = QueueProperties::default();
-        for (name, value) in [
+        let queues = tree(&[
             ("root.queues", "a,plan"),
             ("root.a.capacity", "40"),
             ("root.plan.capacity", "60"),
             ("root.plan.reservable", "true"),
-        ] {
-            properties.set(&format!("yarn.scheduler.capacity.{name}"), value);
-        }
-        let mut cluster = Cluster::new(1, QueueTree::from_properties(&properties).unwrap());
+        ]);
+        let mut cluster = Cluster::new(1, queues);
         cluster
             .register_node(
                 "n",
@@ -849,8 +855,7 @@ mod tests {
 
     #[test]
     fn a_labelled_cluster_is_scheduled_one_partition_at_a_time() {
-        let mut properties = QueueProperties::default();
-        for (name, value) in [
+        let queues = tree(&[
             ("root.queues", "ml,web"),
             ("root.ml.capacity", "50"),
             ("root.web.capacity", "50"),
@@ -858,10 +863,8 @@ mod tests {
             ("root.ml.accessible-node-labels.gpu.capacity", "100"),
             ("root.ml.accessible-node-labels.spare.capacity", "100"),
             ("root.web.accessible-node-labels", ""),
-        ] {
-            properties.set(&format!("yarn.scheduler.capacity.{name}"), value);
-        }
-        let mut cluster = Cluster::new(1, QueueTree::from_properties(&properties).unwrap());
+        ]);
+        let mut cluster = Cluster::new(1, queues);
         for id in ["a-plain", "b-gpu", "c-spare"] {
             let size = Resources::new(4096, 4, 0);
             cluster
