@@ -20,6 +20,7 @@ mod hostile_tenant;
 mod labels;
 mod layering;
 mod lifetimes;
+mod locality;
 mod policy_cache;
 mod policy_new;
 mod policy_runtime;

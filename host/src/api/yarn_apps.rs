@@ -177,6 +177,7 @@ impl YarnSubmission {
                 node_label_expression: self.am_container_node_label_expression,
                 allocation_tags: Vec::new(),
                 placement_constraint: None,
+                locality: None,
             }],
             application_id: Some(self.application_id),
             reservation_id: self.reservation_id,

@@ -160,6 +160,18 @@ pub(super) struct RunArgs {
     /// CARDINALITY,NODE,web,0,2; all/TAG counts every app's containers.
     #[arg(long, value_name = "CONSTRAINT")]
     constraint: Option<String>,
+    /// A node it would rather run on (repeatable; YARN's resourceName):
+    /// after node-locality-delay missed scheduling opportunities, its rack;
+    /// then anywhere.
+    #[arg(long = "prefer-node", value_name = "NODE")]
+    prefer_nodes: Vec<String>,
+    /// A rack it would rather run on (repeatable).
+    #[arg(long = "prefer-rack", value_name = "RACK")]
+    prefer_racks: Vec<String>,
+    /// Never run elsewhere than the preferred nodes and racks (YARN's
+    /// relaxLocality=false).
+    #[arg(long)]
+    strict_locality: bool,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -311,6 +323,13 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
             "on_timeout": args.gang_on_timeout.as_deref().unwrap_or("fail"),
         })
     });
+    let locality = (!args.prefer_nodes.is_empty() || !args.prefer_racks.is_empty()).then(|| {
+        json!({
+            "nodes": args.prefer_nodes,
+            "racks": args.prefer_racks,
+            "relax_locality": !args.strict_locality,
+        })
+    });
     let body = json!({
         "name": args.name,
         "queue": args.queue,
@@ -326,6 +345,7 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
             "gang": gang,
             "allocation_tags": args.tags,
             "placement_constraint": args.constraint,
+            "locality": locality,
         }],
         "lifetime_s": args.lifetime,
         "node_label_expression": args.label,

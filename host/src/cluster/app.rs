@@ -126,6 +126,11 @@ pub struct AskSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 256)]
     pub placement_constraint: Option<String>,
+    /// Where it would rather run (YARN's resourceName and relaxLocality):
+    /// its nodes first, after `node-locality-delay` missed scheduling
+    /// opportunities their racks, then — relaxing — anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locality: Option<super::LocalitySpec>,
 }
 
 fn default_max_attempts() -> u32 {
@@ -194,6 +199,7 @@ impl AskSpec {
             node_label_expression: None,
             allocation_tags: Vec::new(),
             placement_constraint: None,
+            locality: None,
         }
     }
 }
@@ -409,6 +415,9 @@ impl SubmitApp {
                     constraint,
                 )?;
             }
+            if let Some(locality) = &ask.locality {
+                locality.check(&format!("asks[{i}].locality"))?;
+            }
             if let Some(gang) = &ask.gang {
                 within(
                     format!("asks[{i}].gang.minimum"),
@@ -479,6 +488,10 @@ pub struct Ask {
     )]
     #[schema(value_type = Option<String>)]
     pub constraint: Option<super::PlacementConstraint>,
+    /// Where it would rather run, and where delay scheduling stands.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub locality: Option<super::Locality>,
 }
 
 fn constraint_text<S: serde::Serializer>(
@@ -560,6 +573,7 @@ impl Ask {
                 .placement_constraint
                 .as_deref()
                 .and_then(|text| super::PlacementConstraint::parse("", text).ok()),
+            locality: spec.locality.as_ref().map(super::Locality::from_spec),
         }
     }
 

@@ -201,6 +201,8 @@ pub(super) struct StoredAsk {
     pub allocation_tags: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constraint: Option<super::PlacementConstraint>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locality: Option<super::Locality>,
 }
 
 /// A container as stored: where it runs (or ran) and, once ended, how.
@@ -293,6 +295,7 @@ impl StoredApp {
                     partition: ask.partition.clone(),
                     allocation_tags: ask.allocation_tags.clone(),
                     constraint: ask.constraint.clone(),
+                    locality: ask.locality.clone(),
                 })
                 .collect(),
             finished_containers: app.finished_containers,
@@ -345,6 +348,7 @@ impl StoredApp {
                     partition: ask.partition,
                     allocation_tags: ask.allocation_tags,
                     constraint: ask.constraint,
+                    locality: ask.locality,
                 })
                 .collect(),
             used: Resources::ZERO,

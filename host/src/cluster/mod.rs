@@ -13,6 +13,7 @@ mod durable;
 mod gang;
 mod labels;
 mod lifetime;
+mod locality;
 mod model;
 mod node;
 mod table;
@@ -29,6 +30,7 @@ pub use durable::{Changes, RestoreError, Restored, StoredCluster};
 pub use gang::without_gangs;
 pub use labels::{LabelError, NodeLabels};
 pub use lifetime::LifetimeRefusal;
+pub use locality::{Level, Locality, LocalitySpec};
 pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,
 };

@@ -967,6 +967,11 @@ impl Cluster {
         if let Some(gang) = &mut ask.gang {
             gang.placed = true;
         }
+        // Placed: delay scheduling starts again (YARN's
+        // resetSchedulingOpportunities).
+        if let Some(locality) = &mut ask.locality {
+            locality.reset();
+        }
         let (resources, duration_ms) = (ask.resources, ask.simulated_duration_ms());
         let app_seq = placement.app + 1;
         let seq = self.next_container;

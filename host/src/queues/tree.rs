@@ -208,6 +208,9 @@ const GLOBAL_ATTRIBUTES: &[&str] = &[
 
 const DEFAULT_MAXIMUM_APPLICATIONS: u64 = 10_000;
 
+/// YARN's default `node-locality-delay`.
+const DEFAULT_NODE_LOCALITY_DELAY: u32 = 40;
+
 /// The validated queue tree: every queue, root first, and the properties it
 /// was built from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -216,6 +219,14 @@ pub struct QueueTree {
     /// The properties it was built from (YARN's scheduler-conf shows them).
     #[serde(skip)]
     properties: QueueProperties,
+    /// Delay scheduling (YARN's `node-locality-delay`, default 40): the
+    /// scheduling opportunities an ask with locality misses before it may
+    /// go to a node of its racks.
+    pub node_locality_delay: u32,
+    /// YARN's `rack-locality-additional-delay`: more missed opportunities
+    /// before it may go anywhere; None (-1, the default) for YARN's
+    /// L × C / N (its locations × its containers / the cluster's nodes).
+    pub rack_locality_additional_delay: Option<u32>,
 }
 
 impl QueueTree {
@@ -224,7 +235,29 @@ impl QueueTree {
         let mut tree = QueueTree {
             queues: Vec::new(),
             properties: properties.clone(),
+            node_locality_delay: DEFAULT_NODE_LOCALITY_DELAY,
+            rack_locality_additional_delay: None,
         };
+        let delay = |name: &str| -> Result<Option<i64>, QueueError> {
+            let property = format!("{PREFIX}{name}");
+            let Some(text) = properties.get(&property) else {
+                return Ok(None);
+            };
+            let value = parse::<i64>(&property, text, "a whole number")?;
+            if !(-1..=i64::from(u32::MAX)).contains(&value) {
+                return Err(QueueError::BadValue {
+                    property,
+                    reason: format!("{value} is not -1 or a count of scheduling opportunities"),
+                });
+            }
+            Ok(Some(value))
+        };
+        if let Some(value) = delay("node-locality-delay")? {
+            // -1 turns delay scheduling off in YARN: no wait for a node.
+            tree.node_locality_delay = u32::try_from(value).unwrap_or(0);
+        }
+        tree.rack_locality_additional_delay =
+            delay("rack-locality-additional-delay")?.and_then(|value| u32::try_from(value).ok());
         tree.declare("root", None, properties, 0)?;
         tree.check_every_property_belongs(properties)?;
         let maximum_applications = match properties.get(&format!("{PREFIX}maximum-applications")) {

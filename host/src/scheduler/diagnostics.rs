@@ -84,6 +84,33 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
         format!(
             "no node satisfies its placement constraint {constraint} now: it waits for containers to end or nodes to join"
         )
+    } else if let Some(locality) = pending
+        .iter()
+        .filter_map(|a| a.locality.as_ref())
+        .find(|l| l.level != crate::cluster::Level::OffSwitch)
+    {
+        let places: Vec<&str> = locality
+            .nodes
+            .iter()
+            .chain(&locality.racks)
+            .map(String::as_str)
+            .collect();
+        let next = match (locality.level, locality.relax_locality) {
+            (crate::cluster::Level::NodeLocal, _) => "before it may go to their racks",
+            (_, true) => "before it may go anywhere",
+            (_, false) => "and keeps to them (it does not relax locality)",
+        };
+        format!(
+            "waiting for a {} place on {}: {} scheduling opportunities missed (node-locality-delay {}) {next}",
+            if locality.level == crate::cluster::Level::NodeLocal {
+                "node-local"
+            } else {
+                "rack-local"
+            },
+            places.join(", "),
+            locality.missed_opportunities,
+            cluster.queues().node_locality_delay,
+        )
     } else if let Some(ask) = labelled {
         let label = ask.partition.as_str();
         let shares = cluster.queues().partition_shares(label);

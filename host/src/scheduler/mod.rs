@@ -21,10 +21,12 @@
 //! lent nodes — but with no user limit below the queue's maximum.
 //! Reservations hold the default partition only.
 //!
-//! Placement constraints (`cluster/constraints.rs`): an ask with one is
-//! left out of those rounds and placed in a round of its own, whose
-//! snapshot holds only the nodes of its partition its constraint allows
-//! now; what the policy places there is cut, container by container, to
+//! Placement constraints (`cluster/constraints.rs`) and locality
+//! (`cluster/locality.rs`): an ask with a constraint, or with locality not
+//! yet relaxed to anywhere, is left out of those rounds and placed in a
+//! round of its own, whose snapshot holds only the nodes of its partition
+//! its constraint and its locality's level allow now (after the pass,
+//! asks with locality that got nothing count their missed opportunities); what the policy places there is cut, container by container, to
 //! what the constraint allows (each placed container counting), and
 //! `Cluster::allocate` checks it again. At most
 //! [`MAX_CONSTRAINED_ROUNDS`] such rounds a pass; the rest wait for the
@@ -117,11 +119,7 @@ impl Part {
             cluster.nodes().map(|n| n.partition.as_str()).collect();
         let mut asked: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
-            for ask in app
-                .asks
-                .iter()
-                .filter(|a| a.pending > 0 && a.constraint.is_none())
-            {
+            for ask in app.asks.iter().filter(|a| a.pending > 0 && !restricted(a)) {
                 asked.insert(&ask.partition);
             }
         }
@@ -155,18 +153,12 @@ impl Part {
                 continue;
             }
             for (ask_index, ask) in app.asks.iter().enumerate() {
-                if ask.pending == 0 || ask.constraint.is_none() {
+                if ask.pending == 0 || !restricted(ask) {
                     continue;
                 }
-                let Some(counts) = cluster.tag_counts(app_index, ask_index) else {
+                let Some(nodes) = cluster.restricted_nodes(app_index, ask_index) else {
                     continue;
                 };
-                let nodes: Vec<usize> = cluster
-                    .nodes()
-                    .enumerate()
-                    .filter(|(_, node)| node.partition == ask.partition && counts.allows(node))
-                    .map(|(position, _)| position)
-                    .collect();
                 if nodes.is_empty() {
                     continue; // nowhere now: its reason says so
                 }
@@ -199,7 +191,7 @@ impl Part {
             return (*a, *i) == (app, index);
         }
         // Constrained asks have rounds of their own.
-        ask.constraint.is_none()
+        !restricted(ask)
             && match self {
                 Part::Whole => true,
                 Part::Partition(label) => *label == ask.partition,
@@ -645,7 +637,23 @@ pub fn schedule(
             Err(error) => return Err(error),
         }
     }
+    // Asks with locality that got nothing this pass missed its offers.
+    let placed: std::collections::HashSet<(usize, usize)> = allocations
+        .iter()
+        .filter_map(|a| Some((cluster.app_index(&a.container.app)?, a.container.ask)))
+        .collect();
+    cluster.count_missed_opportunities(&placed);
     Ok(allocations)
+}
+
+/// Whether `ask` is placed in a round of its own (a placement constraint,
+/// or locality not yet relaxed to anywhere).
+fn restricted(ask: &crate::cluster::Ask) -> bool {
+    ask.constraint.is_some()
+        || ask
+            .locality
+            .as_ref()
+            .is_some_and(|l| l.level != crate::cluster::Level::OffSwitch)
 }
 
 /// The round of `part`, if it has asks and nodes.

@@ -1,0 +1,92 @@
+//! Locality and delay scheduling through the real binary (YARN's
+//! resourceName, relaxLocality and node-locality-delay): an ask lands on
+//! its node when it can, waits there while it is full for the configured
+//! number of missed opportunities (saying so), then relaxes; a strict ask
+//! never does; bad localities are refused by name.
+
+use serde_json::{Value, json};
+
+use crate::support::Server;
+
+fn submit(server: &Server, count: u32, locality: Value) -> (u16, Value) {
+    server.post_json(
+        "/ws/v1/cluster/apps",
+        &json!({"project": "p", "asks": [{"count": count, "memory_mb": 1024, "vcores": 1,
+            "duration_ms": 60_000, "locality": locality}]}),
+    )
+}
+
+fn id(answer: (u16, Value)) -> String {
+    assert_eq!(answer.0, 202, "{}", answer.1);
+    answer.1["app"]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn an_ask_lands_node_local_when_it_can_and_relaxes_after_the_delay() {
+    // Three nodes of two vcores; a pass offers each once, so a delay of 6
+    // is two passes' worth. The racks are all the default one: rack-local
+    // is anywhere, and no additional delay before off-switch.
+    let server = Server::start(&[
+        "--sim-nodes",
+        "3x4096mb,2vcores",
+        "--set",
+        "yarn.scheduler.capacity.node-locality-delay=6",
+        "--set",
+        "yarn.scheduler.capacity.rack-locality-additional-delay=0",
+    ]);
+    for (locality, says) in [
+        (json!({}), "asks[0].locality"),
+        (json!({"racks": ["rack7"]}), "asks[0].locality.racks[0]"),
+        (
+            json!({"nodes": ["n".repeat(300)]}),
+            "asks[0].locality.nodes[0]",
+        ),
+        (json!({"nodes": ["x"], "near": true}), "near"),
+    ] {
+        let (status, body) = submit(&server, 1, locality.clone());
+        assert_eq!(status, 400, "{locality}: {body}");
+        assert!(body.to_string().contains(says), "{locality}: {body}");
+    }
+
+    // Room on sim-0002: both land there.
+    let first = id(submit(&server, 2, json!({"nodes": ["sim-0002:8041"]})));
+    server.wait_for(&format!("/ws/v1/cluster/apps/{first}"), "two", |b| {
+        b["app"]["runningContainers"] == 2
+    });
+    assert_eq!(server.container_nodes(&first), ["sim-0002:8041"; 2]);
+
+    // sim-0002 is full now: the next waits for it, saying so, then relaxes.
+    let relaxed = id(submit(&server, 1, json!({"nodes": ["sim-0002:8041"]})));
+    let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{relaxed}"));
+    let reason = app["app"]["diagnostics"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        reason.contains("waiting for a node-local place on sim-0002:8041"),
+        "{app}"
+    );
+    server.wait_for(&format!("/ws/v1/cluster/apps/{relaxed}"), "relaxed", |b| {
+        b["app"]["runningContainers"] == 1
+    });
+    let nodes = server.container_nodes(&relaxed);
+    assert_ne!(
+        nodes,
+        ["sim-0002:8041"],
+        "it went elsewhere after the delay"
+    );
+
+    // A strict one keeps to its node however long it waits.
+    let strict = id(submit(
+        &server,
+        1,
+        json!({"nodes": ["sim-0002:8041"], "relax_locality": false}),
+    ));
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{strict}"));
+    assert_eq!(app["app"]["runningContainers"], 0, "{app}");
+    let reason = app["app"]["diagnostics"].as_str().unwrap_or_default();
+    assert!(reason.contains("does not relax locality"), "{app}");
+    let missed = &app["app"]["asks"][0]["locality"]["missed_opportunities"];
+    assert!(missed.as_u64().unwrap_or(0) >= 6, "{app}");
+}
