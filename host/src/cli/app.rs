@@ -323,6 +323,11 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
             "on_timeout": args.gang_on_timeout.as_deref().unwrap_or("fail"),
         })
     });
+    if args.strict_locality && args.prefer_nodes.is_empty() && args.prefer_racks.is_empty() {
+        anyhow::bail!(
+            "--strict-locality keeps an app to its --prefer-node and --prefer-rack places: name one"
+        );
+    }
     let locality = (!args.prefer_nodes.is_empty() || !args.prefer_racks.is_empty()).then(|| {
         json!({
             "nodes": args.prefer_nodes,

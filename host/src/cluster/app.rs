@@ -120,7 +120,7 @@ pub struct AskSpec {
     pub allocation_tags: Vec<String>,
     /// Where its containers may go, in YARN's placement-constraint form:
     /// `NOTIN,NODE,zk` (not where a `zk` container runs), `IN,RACK,db`,
-    /// `CARDINALITY,NODE,web,0,2` (where 0 to 2 run); `all/TAG` counts
+    /// `CARDINALITY,NODE,web,0,2` (where 0 to 2 run already, as YARN counts); `all/TAG` counts
     /// every app's containers, a plain tag the app's own. The host checks
     /// it against every placement.
     #[serde(default, skip_serializing_if = "Option::is_none")]

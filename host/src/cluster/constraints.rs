@@ -3,7 +3,8 @@
 //! and its constraint says where they may go by the tags already on a node
 //! or rack — `NOTIN,NODE,zk` (anti-affinity: not where a `zk` container
 //! runs), `IN,RACK,db` (affinity: only where one does) or
-//! `CARDINALITY,NODE,web,0,2` (only where 0 to 2 `web` containers run).
+//! `CARDINALITY,NODE,web,0,2` (only where 0 to 2 `web` containers run
+//! already: counted before placing, as YARN counts, so up to 3 with its own).
 //! Tags count the app's own containers, or every app's with the `all/`
 //! namespace (`NOTIN,NODE,all/hbase`), as YARN's namespaces `self` and
 //! `all`. A container counts against the constraint once placed, so

@@ -270,6 +270,9 @@ pub struct Cluster {
     pub(super) decayed: DecayedUsage,
     /// The node labels, and which node has which (`labels.rs`).
     pub(super) labels: super::NodeLabels,
+    /// Where the next pass starts among the asks placed in rounds of their
+    /// own (constrained or located), so each gets its turn.
+    restricted_turn: usize,
     pub(super) containers: foldhash::HashMap<String, Container>,
     /// When containers on simulated nodes end: (end ms, container id).
     pub(super) simulated_ends: BinaryHeap<Reverse<(u64, String)>>,
@@ -335,6 +338,7 @@ impl Cluster {
             gang_deadlines: Deadlines::default(),
             decayed: DecayedUsage::new(DEFAULT_USAGE_HALF_LIFE_MS),
             labels: Default::default(),
+            restricted_turn: 0,
             containers: foldhash::HashMap::new(),
             simulated_ends: BinaryHeap::new(),
             next_container: 1,
@@ -957,6 +961,13 @@ impl Cluster {
     }
 
     fn create_container(&mut self, placement: &Placement, node_id: &str, now: u64) -> Allocation {
+        let local = match (
+            &self.apps[placement.app].asks[placement.ask].locality,
+            self.nodes.get(node_id),
+        ) {
+            (Some(locality), Some(node)) => locality.is_local(node, &self.nodes),
+            _ => false,
+        };
         let app = &mut self.apps[placement.app];
         let ask = &mut app.asks[placement.ask];
         // A failed container's slot asked for again runs as its next attempt.
@@ -967,9 +978,12 @@ impl Cluster {
         if let Some(gang) = &mut ask.gang {
             gang.placed = true;
         }
-        // Placed: delay scheduling starts again (YARN's
-        // resetSchedulingOpportunities).
-        if let Some(locality) = &mut ask.locality {
+        // Placed on one of its places: delay scheduling starts again
+        // (YARN's resetSchedulingOpportunities, not after an off-switch
+        // placement).
+        if let Some(locality) = &mut ask.locality
+            && local
+        {
             locality.reset();
         }
         let (resources, duration_ms) = (ask.resources, ask.simulated_duration_ms());
@@ -1316,6 +1330,17 @@ impl Cluster {
         self.nodes
             .values()
             .fold(Resources::ZERO, |sum, n| sum + n.capacity)
+    }
+
+    /// Where the next pass starts among the asks placed in rounds of
+    /// their own (see `scheduler::Part`).
+    pub fn restricted_turn(&self) -> usize {
+        self.restricted_turn
+    }
+
+    /// Sets where the next pass starts among them.
+    pub fn set_restricted_turn(&mut self, turn: usize) {
+        self.restricted_turn = turn;
     }
 
     /// What the nodes of partition `label` ("" the default one) offer in all.

@@ -102,7 +102,9 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
         };
         format!(
             "waiting for a {} place on {}: {} scheduling opportunities missed (node-locality-delay {}) {next}",
-            if locality.level == crate::cluster::Level::NodeLocal {
+            if locality.level == crate::cluster::Level::NodeLocal
+                || locality.racks.is_empty() && !locality.relax_locality
+            {
                 "node-local"
             } else {
                 "rack-local"

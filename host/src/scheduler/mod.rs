@@ -145,43 +145,71 @@ impl Part {
     /// The rounds of the asks with placement constraints (see the module
     /// documentation), at most [`MAX_CONSTRAINED_ROUNDS`]; the projects in
     /// `held` wait.
-    fn constrained(cluster: &Cluster, held: &HeldProjects) -> Vec<Part> {
-        let mut parts = Vec::new();
+    fn constrained(cluster: &mut Cluster, held: &HeldProjects) -> Vec<Part> {
+        let mut candidates = Vec::new();
         for app_index in cluster.active_apps() {
             let app = &cluster.apps()[app_index];
             if held.contains(&app.project) {
                 continue;
             }
             for (ask_index, ask) in app.asks.iter().enumerate() {
-                if ask.pending == 0 || !restricted(ask) {
-                    continue;
-                }
-                let Some(nodes) = cluster.restricted_nodes(app_index, ask_index) else {
-                    continue;
-                };
-                if nodes.is_empty() {
-                    continue; // nowhere now: its reason says so
-                }
-                parts.push(Part::Constrained {
-                    app: app_index,
-                    ask: ask_index,
-                    partition: ask.partition.clone(),
-                    nodes,
-                });
-                if parts.len() == MAX_CONSTRAINED_ROUNDS {
-                    return parts;
+                if ask.pending > 0 && restricted(ask) {
+                    candidates.push((app_index, ask_index));
                 }
             }
         }
+        if candidates.is_empty() {
+            return Vec::new();
+        }
+        // Taken in turn from where the last pass stopped, so a few asks
+        // that never place cannot keep the others' turns; at most
+        // MAX_RESTRICTED_EXAMINED looked at a pass (each costs a walk of
+        // the containers).
+        let start = cluster.restricted_turn() % candidates.len();
+        let mut parts = Vec::new();
+        let mut examined = 0;
+        while examined < candidates.len().min(MAX_RESTRICTED_EXAMINED)
+            && parts.len() < MAX_CONSTRAINED_ROUNDS
+        {
+            let (app_index, ask_index) = candidates[(start + examined) % candidates.len()];
+            examined += 1;
+            let Some(nodes) = cluster.restricted_nodes(app_index, ask_index) else {
+                continue;
+            };
+            if nodes.is_empty() {
+                continue; // nowhere now: its reason says so
+            }
+            let partition = cluster.apps()[app_index].asks[ask_index].partition.clone();
+            parts.push(Part::Constrained {
+                app: app_index,
+                ask: ask_index,
+                partition,
+                nodes,
+            });
+        }
+        cluster.set_restricted_turn(start + examined);
         parts
     }
 
-    /// Whether the node at `position`, in `partition`, is in this part.
-    fn has_node(&self, position: usize, partition: &str) -> bool {
+    /// Whether the node at `position` may take containers in this part
+    /// (it is in the snapshot with no room otherwise).
+    fn offers(&self, position: usize) -> bool {
+        match self {
+            Part::Constrained { nodes, .. } => nodes.binary_search(&position).is_ok(),
+            _ => true,
+        }
+    }
+
+    /// Whether a node in `partition` is in this part.
+    fn has_node(&self, partition: &str) -> bool {
         match self {
             Part::Whole => true,
             Part::Partition(label) | Part::Lending(label) => label == partition,
-            Part::Constrained { nodes, .. } => nodes.binary_search(&position).is_ok(),
+            // Its whole partition, so its queue's use and limits are of
+            // all of it; the nodes it may not use show no room.
+            Part::Constrained {
+                partition: label, ..
+            } => label == partition,
         }
     }
 
@@ -270,12 +298,16 @@ impl Round {
         let mut node_positions = Vec::new();
         for (position, node) in cluster.nodes().enumerate() {
             if !whole {
-                if !part.has_node(position, &node.partition) {
+                if !part.has_node(&node.partition) {
                     continue;
                 }
                 node_positions.push(position);
             }
-            let free = node.free();
+            let free = if part.offers(position) {
+                node.free()
+            } else {
+                crate::resources::Resources::ZERO
+            };
             nodes.free_memory_mb.push(free.memory_mb);
             nodes.free_vcores.push(free.vcores.into());
             nodes.free_gpus.push(free.gpus.into());
@@ -724,6 +756,9 @@ fn schedule_round(
 /// The most rounds of asks with placement constraints one pass makes (one
 /// policy call or more each).
 pub const MAX_CONSTRAINED_ROUNDS: usize = 8;
+
+/// The most constrained or located asks one pass looks at.
+const MAX_RESTRICTED_EXAMINED: usize = 64;
 
 /// How often one round asks the policy at most when gangs are placed in
 /// part (see [`schedule`]).
