@@ -24,13 +24,14 @@
 //! Placement constraints (`cluster/constraints.rs`) and locality
 //! (`cluster/locality.rs`): an ask with a constraint, or with locality not
 //! yet relaxed to anywhere, is left out of those rounds and placed in a
-//! round of its own, whose snapshot holds only the nodes of its partition
-//! its constraint and its locality's level allow now (after the pass,
-//! asks with locality that got nothing count their missed opportunities); what the policy places there is cut, container by container, to
+//! round of its own, whose snapshot holds its partition with room only on
+//! the nodes its constraint and its locality's level allow now (so its
+//! queue's limits are of the whole partition; after the pass, asks with
+//! locality that got nothing count their missed opportunities); what the policy places there is cut, container by container, to
 //! what the constraint allows (each placed container counting), and
 //! `Cluster::allocate` checks it again. At most
-//! [`MAX_CONSTRAINED_ROUNDS`] such rounds a pass; the rest wait for the
-//! next.
+//! [`MAX_CONSTRAINED_ROUNDS`] such rounds a pass, the asks taking turns
+//! across passes.
 
 pub mod diagnostics;
 pub mod reclaim;
