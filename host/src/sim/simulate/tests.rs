@@ -360,28 +360,19 @@ label = "spare"
 fn scenarios_carry_node_labels_and_asks_run_only_in_their_partition() {
     // Four 10 s containers for gpu: its one node runs two at a time (20 s),
     // however idle the others are.
-    let gpu = labelled(
-        r#"[[apps]]
-submit_ms = 0
-user = "a"
-queue = "ml"
-node_label_expression = "gpu"
-asks = [{ count = 4, memory_mb = 1024, vcores = 1, duration_ms = 10000 }]"#,
-    );
-    let (jumped, stepped) = run_both(&gpu);
+    // Four 10 s containers of one app in `queue`, with `extra` lines.
+    let four = |queue: &str, extra: &str| {
+        labelled(&format!(
+            "[[apps]]\nsubmit_ms = 0\nuser = \"a\"\nqueue = \"{queue}\"\n{extra}\nasks = [{{ count = 4, memory_mb = 1024, vcores = 1, duration_ms = 10000 }}]"
+        ))
+    };
+    let (jumped, stepped) = run_both(&four("ml", "node_label_expression = \"gpu\""));
     let end = jumped["end_ms"].as_u64().unwrap();
     assert!((20_000..30_000).contains(&end), "{jumped:#}");
     assert_eq!(jumped["end_ms"], stepped["end_ms"]);
     // Four for the default partition: its node and spare's idle room run
     // them all at once (10 s), never the gpu node.
-    let plain = labelled(
-        r#"[[apps]]
-submit_ms = 0
-user = "b"
-queue = "web"
-asks = [{ count = 4, memory_mb = 1024, vcores = 1, duration_ms = 10000 }]"#,
-    );
-    let (jumped, _) = run_both(&plain);
+    let (jumped, _) = run_both(&four("web", ""));
     let end = jumped["end_ms"].as_u64().unwrap();
     assert!((10_000..20_000).contains(&end), "{jumped:#}");
 
