@@ -287,9 +287,11 @@ fn bench_load_under_calls(
     let slot = runtime.pricing();
 
     let usage = caller_usage(CALLER_BATCH);
-    let multiplicators = versions[0]
-        .multiplicators(UTILIZATION)
-        .expect("multiplicators");
+    let market = weft_host::policy::Market {
+        utilization: UTILIZATION,
+        ..weft_host::policy::sample_market()
+    };
+    let multiplicators = versions[0].multiplicators(&market).expect("multiplicators");
     let expected = versions
         .each_ref()
         .map(|v| v.charge(&usage, multiplicators).expect("charges"));
@@ -400,14 +402,14 @@ fn bench_load_under_calls(
 }
 
 fn caller_usage(n: usize) -> Usage {
-    Usage {
-        seconds: (0..n).map(|i| 1.0 + (i % SECONDS_CYCLE) as f64).collect(),
-        memory_mb: (0..n)
+    Usage::of_columns(
+        (0..n).map(|i| 1.0 + (i % SECONDS_CYCLE) as f64).collect(),
+        (0..n)
             .map(|i| MEMORY_UNIT_MB * (1 + (i % MEMORY_CYCLE) as u64))
             .collect(),
-        vcores: (0..n).map(|i| 1 + (i % VCORES_CYCLE) as u64).collect(),
-        gpus: (0..n).map(|i| u64::from(i % GPU_EVERY == 0)).collect(),
-    }
+        (0..n).map(|i| 1 + (i % VCORES_CYCLE) as u64).collect(),
+        (0..n).map(|i| u64::from(i % GPU_EVERY == 0)).collect(),
+    )
 }
 
 /// This run's medians, and the instantiation target's verdict.

@@ -89,7 +89,11 @@ impl Subjects {
         )
         .expect("standard parameters");
 
-        let wit_multiplicators = version.multiplicators(UTILIZATION).expect("multiplicators");
+        let market = weft_host::policy::Market {
+            utilization: UTILIZATION,
+            ..weft_host::policy::sample_market()
+        };
+        let wit_multiplicators = version.multiplicators(&market).expect("multiplicators");
         let native_multiplicators = native.multiplicators_for(weft_policy::pricing::Utilization {
             memory: UTILIZATION.memory,
             vcores: UTILIZATION.vcores,

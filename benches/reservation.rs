@@ -95,6 +95,7 @@ impl Decision {
                 start - self.window_ms,
                 end + self.window_ms,
                 None,
+                weft_host::reservation::plan::Terms::default(),
             )
             .expect("a plan of valid reservations")
     }
@@ -128,6 +129,14 @@ fn to_native(admission: policy::Admission) -> weft_policy::sharing::Admission {
         to_ms: admission.to_ms,
         candidate: timeline(admission.candidate),
         user_committed: timeline(admission.user_committed),
+        context: wit::PlanContext {
+            now_ms: admission.context.now_ms,
+            reservation_name: admission.context.reservation_name,
+            recurring: admission.context.recurring,
+            reservations: admission.context.reservations,
+            user_reservations: admission.context.user_reservations,
+            users: admission.context.users,
+        },
         plan_committed: timeline(admission.plan_committed),
     };
     weft_policy::sharing::Admission::new(record).expect("a well-formed admission")

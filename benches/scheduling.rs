@@ -15,7 +15,7 @@ use weft_host::clock::VirtualClock;
 use weft_host::config::CallLimits;
 use weft_host::config::Settings;
 use weft_host::policy::{self, PolicyEngine, PolicyKind, PolicyRuntime, PolicySource};
-use weft_policy::scheduling::{Snapshot, wit};
+use weft_policy::scheduling::{Snapshot, SnapshotBuilder, wit};
 
 /// The workload: nodes, parents × leaves per parent, apps per leaf, containers per app.
 const NODES: usize = 10_000;
@@ -27,8 +27,12 @@ const APPS_PER_LEAF: usize = 1;
 const CONTAINERS_PER_APP: u32 = 100;
 const CONTAINER_MEMORY_MB: u64 = 2048;
 
+/// Racks the nodes are spread over.
+const RACKS: usize = 20;
+
 /// The snapshot as the SDK's WIT record, from which both the native view
-/// and the host's record are made.
+/// and the host's record are made: the context a server fills in filled in
+/// too (racks, queue paths, app names, types and projects).
 fn snapshot_record() -> wit::Snapshot {
     let nodes = wit::Nodes {
         free_memory_mb: vec![NODE_MEMORY_MB; NODES],
@@ -37,6 +41,8 @@ fn snapshot_record() -> wit::Snapshot {
         capacity_memory_mb: vec![NODE_MEMORY_MB; NODES],
         capacity_vcores: vec![NODE_VCORES; NODES],
         capacity_gpus: vec![0; NODES],
+        partition: vec![0; NODES],
+        rack: (0..NODES).map(|n| (n % RACKS) as u32).collect(),
     };
     let mut queues = wit::Queues::default();
     let mut add_queue = |parent: u32, capacity: f64| {
@@ -70,6 +76,10 @@ fn snapshot_record() -> wit::Snapshot {
             apps.used_memory_mb.push(0);
             apps.used_vcores.push(0);
             apps.used_gpus.push(0);
+            apps.name.push(format!("job-{app}"));
+            apps.application_type.push("SPARK".into());
+            apps.project
+                .push(["ml", "web", "etl", "default"][app as usize % 4].into());
             asks.app.push(app);
             asks.pending.push(CONTAINERS_PER_APP);
             asks.memory_mb.push(CONTAINER_MEMORY_MB);
@@ -77,55 +87,78 @@ fn snapshot_record() -> wit::Snapshot {
             asks.gpus.push(0);
         }
     }
-    wit::Snapshot {
+    let mut record = SnapshotBuilder::complete(wit::Snapshot {
         now_ms: 0,
         nodes,
         queues,
         apps,
         asks,
-    }
+        ..wit::Snapshot::default()
+    });
+    record.racks = (0..RACKS).map(|r| format!("/dc1/rack{r}")).collect();
+    record
 }
 
-/// The same snapshot in the WIT's types.
+/// The same snapshot in the host's WIT types.
 fn wit_snapshot(s: &wit::Snapshot) -> policy::Snapshot {
-    policy::Snapshot {
-        now_ms: s.now_ms,
-        nodes: policy::Nodes {
-            free_memory_mb: s.nodes.free_memory_mb.clone(),
-            free_vcores: s.nodes.free_vcores.clone(),
-            free_gpus: s.nodes.free_gpus.clone(),
-            capacity_memory_mb: s.nodes.capacity_memory_mb.clone(),
-            capacity_vcores: s.nodes.capacity_vcores.clone(),
-            capacity_gpus: s.nodes.capacity_gpus.clone(),
+    let (n, q, a, k) = (&s.nodes, &s.queues, &s.apps, &s.asks);
+    let mut snapshot = policy::Snapshot::of_columns(
+        s.now_ms,
+        policy::Nodes {
+            free_memory_mb: n.free_memory_mb.clone(),
+            free_vcores: n.free_vcores.clone(),
+            free_gpus: n.free_gpus.clone(),
+            capacity_memory_mb: n.capacity_memory_mb.clone(),
+            capacity_vcores: n.capacity_vcores.clone(),
+            capacity_gpus: n.capacity_gpus.clone(),
+            partition: n.partition.clone(),
+            rack: n.rack.clone(),
         },
-        queues: policy::Queues {
-            parent: s.queues.parent.clone(),
-            capacity: s.queues.capacity.clone(),
-            maximum_capacity: s.queues.maximum_capacity.clone(),
-            minimum_user_limit_percent: s.queues.minimum_user_limit_percent.clone(),
-            user_limit_factor: s.queues.user_limit_factor.clone(),
-            fair: s.queues.fair.clone(),
-            used_memory_mb: s.queues.used_memory_mb.clone(),
-            used_vcores: s.queues.used_vcores.clone(),
-            used_gpus: s.queues.used_gpus.clone(),
+        policy::Queues {
+            path: q.path.clone(),
+            parent: q.parent.clone(),
+            capacity: q.capacity.clone(),
+            maximum_capacity: q.maximum_capacity.clone(),
+            minimum_user_limit_percent: q.minimum_user_limit_percent.clone(),
+            user_limit_factor: q.user_limit_factor.clone(),
+            fair: q.fair.clone(),
+            used_memory_mb: q.used_memory_mb.clone(),
+            used_vcores: q.used_vcores.clone(),
+            used_gpus: q.used_gpus.clone(),
+            decayed_memory_mb_seconds: q.decayed_memory_mb_seconds.clone(),
+            decayed_vcore_seconds: q.decayed_vcore_seconds.clone(),
+            decayed_gpu_seconds: q.decayed_gpu_seconds.clone(),
         },
-        apps: policy::Apps {
-            queue: s.apps.queue.clone(),
-            user: s.apps.user.clone(),
-            priority: s.apps.priority.clone(),
-            submit_time_ms: s.apps.submit_time_ms.clone(),
-            used_memory_mb: s.apps.used_memory_mb.clone(),
-            used_vcores: s.apps.used_vcores.clone(),
-            used_gpus: s.apps.used_gpus.clone(),
+        policy::Apps {
+            queue: a.queue.clone(),
+            user: a.user.clone(),
+            priority: a.priority.clone(),
+            submit_time_ms: a.submit_time_ms.clone(),
+            used_memory_mb: a.used_memory_mb.clone(),
+            used_vcores: a.used_vcores.clone(),
+            used_gpus: a.used_gpus.clone(),
+            name: a.name.clone(),
+            application_type: a.application_type.clone(),
+            project: a.project.clone(),
+            start_time_ms: a.start_time_ms.clone(),
+            deadline_ms: a.deadline_ms.clone(),
+            user_decayed_memory_mb_seconds: a.user_decayed_memory_mb_seconds.clone(),
+            user_decayed_vcore_seconds: a.user_decayed_vcore_seconds.clone(),
+            user_decayed_gpu_seconds: a.user_decayed_gpu_seconds.clone(),
         },
-        asks: policy::Asks {
-            app: s.asks.app.clone(),
-            pending: s.asks.pending.clone(),
-            memory_mb: s.asks.memory_mb.clone(),
-            vcores: s.asks.vcores.clone(),
-            gpus: s.asks.gpus.clone(),
+        policy::Asks {
+            app: k.app.clone(),
+            pending: k.pending.clone(),
+            memory_mb: k.memory_mb.clone(),
+            vcores: k.vcores.clone(),
+            gpus: k.gpus.clone(),
+            // Every ask as the builder makes it: default partition, no
+            // locality, gang or constraint (the host's defaults).
+            ..policy::Asks::empty()
         },
-    }
+    );
+    snapshot.racks = s.racks.clone();
+    snapshot
 }
 
 fn scheduling(c: &mut Criterion) {

@@ -67,9 +67,12 @@ fn quota(n: usize) -> QuotaService {
         quota
             .start(
                 &format!("container_{i}"),
-                &format!("app_{i}"),
-                &format!("project{}", i % 10),
-                "bench",
+                weft_host::policy::ChargeContext {
+                    app: format!("app_{i}"),
+                    project: format!("project{}", i % 10),
+                    user: "bench".into(),
+                    ..weft_host::policy::ChargeContext::anonymous()
+                },
                 Resources::new(1024 * (1 + (i as u64 % 8)), 1 + (i as u32 % 4), 0),
                 0,
             )

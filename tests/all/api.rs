@@ -279,6 +279,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/ws/v1/admin/refresh-queues"),
     ("GET", "/ws/v1/quota/projects"),
     ("GET", "/ws/v1/quota/prices"),
+    ("POST", "/ws/v1/quota/quote"),
     ("GET", "/ws/v1/quota/budgets"),
     ("GET", "/ws/v1/quota/projects/{project}"),
     ("POST", "/ws/v1/quota/projects/{project}/grant"),

@@ -331,3 +331,115 @@ fn stop_running_preempts_a_project_at_zero_and_accounting_can_be_off() {
     );
     server.stop();
 }
+
+/// A quote is the pricing policy's price of an app before it is submitted:
+/// `POST /ws/v1/quota/quote` and `weft app run --quote` answer it, checked
+/// as a submission; with budgets enforced, an app whose containers'
+/// minimum runtime alone would cost more than its project has left is
+/// refused at submission, saying both figures.
+#[test]
+fn quotes_price_an_app_before_it_runs_and_budgets_refuse_what_cannot_be_paid() {
+    let args = [
+        "--sim-nodes",
+        "1x8192mb,8vcores",
+        "--set",
+        "weft.quota.budget.enforce=refuse-new",
+        "--set",
+        "yarn.admin.acl=admin",
+        "--set",
+        // Ten seconds at least, each container.
+        "yarn.resourcemanager.quota.min.runtime=10000",
+    ];
+    let server = Server::start(&args);
+    // The bundled flat price: one credit a second per vcore or GB.
+    let (status, quote) = server.post_json_as(
+        "/ws/v1/quota/quote",
+        &json!({"app": app("p1", 3, 60_000), "duration_ms": 20_000}),
+        Some("alice"),
+    );
+    assert_eq!(status, 200, "{quote}");
+    assert_eq!(quote["credits"], 60.0, "3 containers × 20 s × 1: {quote}");
+    assert_eq!(quote["asks"][0]["duration_ms"], 20_000);
+    assert_eq!(quote["project"], "p1");
+    // Shorter than the minimum runtime: quoted for the minimum.
+    let (_, short) = server.post_json_as(
+        "/ws/v1/quota/quote",
+        &json!({"app": app("p1", 1, 1000)}),
+        Some("alice"),
+    );
+    assert_eq!(short["credits"], 10.0, "{short}");
+    // Checked as a submission: bounds, queues and unknown fields by name.
+    for (bad, words) in [
+        (
+            json!({"app": app("p1", 1, 1000), "duration_ms": 0}),
+            "duration_ms",
+        ),
+        (
+            json!({"app": {"queue": "nope", "project": "p", "asks": [{"count": 1, "memory_mb": 1, "vcores": 1, "duration_ms": 1}]}}),
+            "nope",
+        ),
+        (json!({"app": app("p1", 1, 1000), "extra": 1}), "extra"),
+    ] {
+        let (status, body) = server.post_json_as("/ws/v1/quota/quote", &bad, Some("alice"));
+        assert_eq!(status, 400, "{bad}: {body}");
+        let message = body["RemoteException"]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(message.contains(words), "{bad}: {message}");
+    }
+    // The CLI prints the same figures and submits nothing.
+    let printed = weft_stdout(&[
+        "app",
+        "run",
+        "--server",
+        &server.base,
+        "--project",
+        "p1",
+        "-n",
+        "3",
+        "--memory",
+        "1gb",
+        "--quote",
+        "20",
+        "--",
+        "/bin/true",
+    ]);
+    assert!(
+        printed.starts_with("60.00 credits (project p1"),
+        "{printed}"
+    );
+    let (_, apps) = server.get("/ws/v1/cluster/apps");
+    assert!(
+        apps["apps"].is_null() || apps["apps"]["app"].as_array().is_none_or(|a| a.is_empty()),
+        "{apps}"
+    );
+
+    // 25 credits: one container's minimum (10) fits; a gang of three (30)
+    // or one container of 4 GB and 4 vcores (40) could never start.
+    let (status, _) = server.post_json_as(
+        "/ws/v1/quota/projects/p1/grant",
+        &json!({"credits": 25}),
+        Some("admin"),
+    );
+    assert_eq!(status, 200);
+    let mut gang = app("p1", 3, 100);
+    gang["asks"][0]["gang"] = json!({"minimum": 3});
+    let mut big = app("p1", 1, 100);
+    big["asks"][0]["memory_mb"] = json!(4096);
+    big["asks"][0]["vcores"] = json!(4);
+    for (refused, cost) in [(gang, "30.00"), (big, "40.00")] {
+        let (status, body) = server.post_json_as("/ws/v1/cluster/apps", &refused, Some("alice"));
+        assert_eq!(status, 403, "{body}");
+        let message = body["RemoteException"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("25.00 credits left")
+                && message.contains(&format!("would cost {cost}")),
+            "{message}"
+        );
+    }
+    // Three without a gang can start one at a time: accepted (the rounds
+    // admit what the credits pay for).
+    let (status, body) =
+        server.post_json_as("/ws/v1/cluster/apps", &app("p1", 3, 100), Some("alice"));
+    assert_eq!(status, 202, "{body}");
+}

@@ -9,6 +9,7 @@ mod api;
 mod bounds;
 mod budgets;
 mod cli_tables;
+mod compat;
 mod constraints;
 mod failover;
 mod failover_clients;

@@ -179,7 +179,14 @@ fn pricing_project_end_to_end(language: &str, install: bool, build_limit: Durati
         "--set",
         &format!("weft.quota.event-log={}", events.display()),
     ]);
-    let load = format!("{} --server {}", step(&printed, "load"), server.base);
+    // Project ml pays twice the others, nights half price: the template's
+    // context pricing, switched on by its parameters.
+    let pricing_params = "--param project.ml=2 --param night.factor=0.5";
+    let load = format!(
+        "{} {pricing_params} --server {}",
+        step(&printed, "load"),
+        server.base
+    );
     let loaded = shell(&dir, &load, Duration::from_secs(300));
     let (stdout, stderr) = (
         String::from_utf8_lossy(&loaded.stdout),
@@ -194,18 +201,76 @@ fn pricing_project_end_to_end(language: &str, install: bool, build_limit: Durati
     assert_eq!(body["active"]["name"], "my-pricing", "{body}");
     assert_eq!(body["active"]["version"], "0.1.0", "{body}");
 
-    // The README's last step, as written: the logged events priced again by
-    // the new policy and by a baseline.
-    let id = server.submit("demo", 2, 200);
-    server.wait_for(
-        &format!("/ws/v1/cluster/apps/{id}"),
-        "the app to end",
-        |b| b["app"]["state"] == "FINISHED",
+    // Two apps alike but for their project: ml pays twice as much (both
+    // run at the same time of day, so any night discount is the same).
+    let ids = [server.submit("demo", 2, 200), server.submit("ml", 2, 200)];
+    for id in &ids {
+        server.wait_for(
+            &format!("/ws/v1/cluster/apps/{id}"),
+            "the app to end",
+            |b| b["app"]["state"] == "FINISHED",
+        );
+    }
+    let (_, ledger) = server.get("/ws/v1/quota/projects");
+    let used = |project: &str| ledger[project]["total_used"].as_f64().unwrap_or(0.0);
+    assert!(
+        used("demo") > 0.0 && (used("ml") / used("demo") - 2.0).abs() < 1e-6,
+        "ml pays twice demo: {ledger}"
     );
     server.stop();
     let artifact = contract
         .strip_prefix("weft policy test ")
         .unwrap_or_else(|| panic!("the contract step names the component: {contract}"));
+    // The server's log replayed by the same policy gives the server's ledger.
+    // `weft replay LOG` with this policy and its parameters, as JSON.
+    let replay_with_policy = |log: &Path| -> serde_json::Value {
+        let command = format!(
+            "weft replay {} --pricing {artifact} {pricing_params}",
+            log.display()
+        );
+        serde_json::from_str(&shell_ok(&dir, &command, Duration::from_secs(300))).unwrap()
+    };
+    let replayed = replay_with_policy(&events);
+    for project in ["demo", "ml"] {
+        let again = replayed["projects"][project]["total_used"]
+            .as_f64()
+            .unwrap_or(-1.0);
+        assert!(
+            (again - used(project)).abs() < 1e-6 * used(project).max(1.0),
+            "{project}: the server charged {}, its replay {again}",
+            used(project)
+        );
+    }
+    // Nights at half price: an hour of one container by day and by night.
+    let night_log = root.path().join("night.jsonl");
+    let hour = 3_600_000u64;
+    let day0 = 1_700_006_400_000u64; // a midnight, UTC
+    let line = |t: u64, event: &str, c: &str| match event {
+        "start" => format!(
+            r#"{{"t": {t}, "event": "start", "container": "{c}", "app": "application_1_0001", "project": "{c}", "user": "u", "memory_mb": 1024, "vcores": 1}}"#
+        ),
+        _ => format!(r#"{{"t": {t}, "event": "finish", "container": "{c}"}}"#),
+    };
+    let lines = [
+        line(day0 + 2 * hour, "start", "night"),
+        line(day0 + 3 * hour, "finish", "night"),
+        line(day0 + 12 * hour, "start", "day"),
+        line(day0 + 13 * hour, "finish", "day"),
+    ];
+    std::fs::write(&night_log, lines.join("\n")).unwrap();
+    let nights = replay_with_policy(&night_log);
+    let (night, day) = (
+        nights["projects"]["night"]["total_used"]
+            .as_f64()
+            .unwrap_or(0.0),
+        nights["projects"]["day"]["total_used"]
+            .as_f64()
+            .unwrap_or(0.0),
+    );
+    assert!(
+        day > 0.0 && (night / day - 0.5).abs() < 1e-9,
+        "night {night}, day {day}: {nights}"
+    );
     let replay = format!(
         "weft replay {} --pricing {artifact} --baseline builtin:flat-pricing",
         events.display()

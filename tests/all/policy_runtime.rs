@@ -56,12 +56,7 @@ fn active_sha(runtime: &PolicyRuntime, kind: PolicyKind) -> String {
 }
 
 fn usage() -> Usage {
-    Usage {
-        seconds: vec![10.0, 5.0],
-        memory_mb: vec![2048, 1024],
-        vcores: vec![1, 4],
-        gpus: vec![0, 0],
-    }
+    Usage::of_columns(vec![10.0, 5.0], vec![2048, 1024], vec![1, 4], vec![0, 0])
 }
 
 const UNIT: PriceMultiplicators = PriceMultiplicators {
@@ -374,11 +369,13 @@ fn hot_swap_during_calls_fails_no_call() {
             let (mut ok, mut failed) = (0u64, 0u64);
             while !stop.load(std::sync::atomic::Ordering::Relaxed) || ok == 0 {
                 let slot = runtime.pricing();
-                let m = slot.multiplicators(Utilization {
+                let mut market = weft_host::policy::sample_market();
+                market.utilization = Utilization {
                     memory: 0.9,
                     vcores: 0.1,
                     gpus: 0.0,
-                });
+                };
+                let m = slot.multiplicators(&market);
                 match m.and_then(|m| slot.charge(&usage(), m)) {
                     Ok(_) => ok += 1,
                     Err(_) => failed += 1,
@@ -450,12 +447,7 @@ fn clock_pricing(clock: &VirtualClock, pairs: &[(&str, &str)]) -> Result<PolicyR
 
 /// One container that owes nothing: its charge is the guest's reading alone.
 fn nothing_owed() -> Usage {
-    Usage {
-        seconds: vec![0.0],
-        memory_mb: vec![1024],
-        vcores: vec![1],
-        gpus: vec![0],
-    }
+    Usage::of_columns(vec![0.0], vec![1024], vec![1], vec![0])
 }
 
 #[test]

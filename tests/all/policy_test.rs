@@ -43,7 +43,7 @@ fn a_volume_discount_passes_check_but_fails_the_contract() {
     let report = text(&test);
     assert!(!test.status.success(), "{report}");
     assert!(
-        report.contains("FAIL  each row is priced as if alone"),
+        report.contains("FAIL  each row is priced from its own row and context alone"),
         "{report}"
     );
     assert!(
@@ -60,7 +60,10 @@ fn a_volume_discount_passes_check_but_fails_the_contract() {
         .filter(|c| c["passed"] == false)
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(failed, ["each row is priced as if alone"]);
+    assert_eq!(
+        failed,
+        ["each row is priced from its own row and context alone"]
+    );
 }
 
 #[test]
@@ -138,7 +141,9 @@ fn a_component_for_another_wit_version_is_refused_saying_which() {
         let said = text(&output);
         assert!(!output.status.success(), "{said}");
         assert!(
-            said.contains("built for weft:policy@0.1.0, but this Weft speaks weft:policy@0.2.0"),
+            said.contains(
+                "built for weft:policy@0.1.0, but this Weft speaks weft:policy@0.3.0 (and loads components built for 0.2.0)"
+            ),
             "{command}: {said}"
         );
     }

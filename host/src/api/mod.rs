@@ -155,6 +155,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(admin::refresh_queues)))
         .routes(small(routes!(quota::projects)))
         .routes(small(routes!(quota::prices)))
+        .routes(small(routes!(quota::quote)))
         .routes(small(routes!(quota::budgets)))
         .routes(small(routes!(quota::project)))
         .routes(small(routes!(quota::grant)))

@@ -17,6 +17,7 @@ use super::{ApiError, ApiState};
 use crate::quota::{ProjectQuota, UnitPrices};
 use crate::rm::ResourceManager;
 use crate::rm::budget::{Budgets, GRANTS_SHOWN, ProjectBudget, ProjectDetail};
+use crate::rm::charging::{Quote, QuoteApp};
 use crate::security::Caller;
 
 /// Every project's credits: `{"PROJECT": {"remaining": …, "total_used": …}}`,
@@ -32,6 +33,27 @@ pub(super) async fn projects(
         .with(|rm: &mut ResourceManager| rm.quota().ledger().projects().clone())
         .await?;
     Ok(Json(projects.into_iter().collect()))
+}
+
+/// What an app would cost if submitted now: the pricing policy's `quote`
+/// for each of its asks (the body is `POST /ws/v1/cluster/apps`'s, under
+/// `app`, with how long its containers would run). Checked as a submission
+/// is; nothing is submitted.
+#[utoipa::path(post, path = "/ws/v1/quota/quote", tag = "quota",
+    request_body = QuoteApp,
+    responses((status = 200, body = Quote), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 500, description = "the pricing policy cannot quote now", body = RemoteException)))]
+pub(super) async fn quote(
+    State(state): State<ApiState>,
+    caller: Caller,
+    JsonBody(request): JsonBody<QuoteApp>,
+) -> Result<Json<Quote>, ApiError> {
+    let quote = state
+        .rm
+        .with(move |rm: &mut ResourceManager| rm.quote_app(&caller, request))
+        .await??;
+    Ok(Json(quote))
 }
 
 /// Every project's budget: credits left, burn rate (credits spent in the
@@ -143,7 +165,7 @@ pub(super) async fn prices(State(state): State<ApiState>) -> Result<Json<Prices>
             let pricing = policies.pricing();
             let settings = *rm.quota().settings();
             let multiplicators = rm.quota().multiplicators();
-            let unit_prices = rm.quota().unit_prices(pricing);
+            let unit_prices = rm.quota().unit_prices(pricing, rm.now());
             let name = pricing.active().map(|v| v.info.name.clone());
             (settings, multiplicators, unit_prices, name)
         })

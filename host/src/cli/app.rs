@@ -172,6 +172,11 @@ pub(super) struct RunArgs {
     /// relaxLocality=false).
     #[arg(long)]
     strict_locality: bool,
+    /// Say what the app would cost at today's prices, its containers each
+    /// running SECONDS (default: an hour), and submit nothing.
+    #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "3600",
+        value_parser = clap::value_parser!(u64).range(1..=crate::limits::MAX_APP_LIFETIME_S))]
+    quote: Option<u64>,
     /// The command and its arguments (after --).
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -356,6 +361,12 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
         "node_label_expression": args.label,
     });
     let client = args.server.client()?;
+    if let Some(seconds) = args.quote {
+        let request = json!({"app": body, "duration_ms": seconds * 1000});
+        let quote = client.post_json("/ws/v1/quota/quote", &request)?;
+        print_quote(&quote);
+        return Ok(());
+    }
     let answer = client.post_json("/ws/v1/cluster/apps", &body)?;
     let id = answer["app"]["id"]
         .as_str()
@@ -382,6 +393,28 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
                 .unwrap_or(1);
             std::process::exit(code as i32);
         }
+    }
+}
+
+/// `weft app run --quote`'s answer: the total, each ask, and what the
+/// project has left.
+fn print_quote(quote: &Value) {
+    let credits = quote["credits"].as_f64().unwrap_or(f64::NAN);
+    let left = quote["credits_left"].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "{credits:.2} credits (project {}, {left:.2} left; priced by {})",
+        text(&quote["project"]),
+        quote["pricing_policy"]
+            .as_str()
+            .unwrap_or("no pricing policy"),
+    );
+    for ask in quote["asks"].as_array().into_iter().flatten() {
+        println!(
+            "  {} containers × {} s: {:.2} credits",
+            ask["containers"],
+            ask["duration_ms"].as_u64().unwrap_or(0) / 1000,
+            ask["credits"].as_f64().unwrap_or(f64::NAN)
+        );
     }
 }
 

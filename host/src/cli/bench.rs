@@ -12,8 +12,8 @@ use serde::Serialize;
 use crate::clock::VirtualClock;
 use crate::config::Settings;
 use crate::policy::{
-    Admission, Apps, Asks, CallError, Nodes, PlanSettings, PolicyEngine, PolicyKind, PolicySource,
-    PolicyVersion, Queues, SharingResources, Snapshot, Timeline, Usage, Utilization, inspect,
+    Admission, Apps, Asks, CallError, ChargeContext, Nodes, PlanSettings, PolicyEngine, PolicyKind,
+    PolicySource, PolicyVersion, Queues, SharingResources, Snapshot, Timeline, Usage, inspect,
 };
 
 #[derive(Debug, Args)]
@@ -138,11 +138,7 @@ fn measure(version: &PolicyVersion, batch: u32, budget: Duration) -> anyhow::Res
     let call: Box<dyn Fn() -> Result<(), CallError>> = match version.info.kind {
         PolicyKind::Pricing => {
             let usage = sample_usage(batch);
-            let multiplicators = version.multiplicators(Utilization {
-                memory: 0.6,
-                vcores: 0.4,
-                gpus: 0.9,
-            })?;
+            let multiplicators = version.multiplicators(&crate::policy::sample_market())?;
             Box::new(move || version.charge(&usage, multiplicators).map(drop))
         }
         PolicyKind::Scheduling => {
@@ -185,15 +181,43 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[index]
 }
 
-/// `n` containers of mixed sizes, some with GPUs.
+/// `n` containers of mixed sizes, some with GPUs, of eight apps in four
+/// projects, each row with its context and an interval ending now (the
+/// context filled in as a server fills it).
 pub(super) fn sample_usage(n: u32) -> Usage {
-    let n = n as usize;
-    Usage {
-        seconds: (0..n).map(|i| 1.0 + (i % 10) as f64).collect(),
-        memory_mb: (0..n).map(|i| 1024 * (1 + (i % 8) as u64)).collect(),
-        vcores: (0..n).map(|i| 1 + (i % 4) as u64).collect(),
-        gpus: (0..n).map(|i| u64::from(i % 7 == 0)).collect(),
+    let contexts: Vec<ChargeContext> = (0..8)
+        .map(|i| ChargeContext {
+            app: format!("application_1700000000000_{:04}", i + 1),
+            queue: format!("root.q{}", i % 2),
+            user: format!("user{}", i % 3),
+            project: ["ml", "web", "etl", "default"][i % 4].into(),
+            application_type: "SPARK".into(),
+            application_tags: vec![format!("team:{}", i % 4)],
+            priority: (i % 3) as i32,
+            node_label: if i.is_multiple_of(4) {
+                "gpu".into()
+            } else {
+                String::new()
+            },
+            ..ChargeContext::anonymous()
+        })
+        .collect();
+    let mut usage = Usage::empty();
+    usage.contexts = contexts;
+    const NOW: i64 = 1_700_000_000_000;
+    for i in 0..n as usize {
+        let seconds = 1.0 + (i % 10) as f64;
+        usage.push(crate::policy::UsageRow {
+            seconds,
+            memory_mb: 1024 * (1 + (i % 8) as u64),
+            vcores: 1 + (i % 4) as u64,
+            gpus: u64::from(i % 7 == 0),
+            start_ms: NOW - (seconds * 1000.0) as i64,
+            end_ms: NOW,
+            context: (i % 8) as u32,
+        });
     }
+    usage
 }
 
 /// A reservation of 10 GB for an hour, validated against a plan whose
@@ -245,6 +269,14 @@ pub(super) fn sample_admission(n: u32) -> Admission {
         },
         user_committed: timeline(1024),
         plan_committed: timeline(2048),
+        context: crate::policy::PlanContext {
+            now_ms: 0,
+            reservation_name: "bench".into(),
+            recurring: false,
+            reservations: steps as u32,
+            user_reservations: steps as u32 / 2,
+            users: 2,
+        },
     }
 }
 
@@ -253,17 +285,18 @@ pub(super) fn sample_admission(n: u32) -> Admission {
 pub(super) fn sample_snapshot(n: u32) -> Snapshot {
     let asks = n.div_ceil(10) as usize;
     let nodes = n.div_ceil(8) as usize;
-    Snapshot {
-        now_ms: 0,
-        nodes: Nodes {
+    Snapshot::of_columns(
+        0,
+        Nodes {
             free_memory_mb: vec![8192; nodes],
             free_vcores: vec![8; nodes],
             free_gpus: vec![0; nodes],
             capacity_memory_mb: vec![8192; nodes],
             capacity_vcores: vec![8; nodes],
             capacity_gpus: vec![0; nodes],
+            ..Nodes::empty()
         },
-        queues: Queues {
+        Queues {
             parent: vec![0, 0],
             capacity: vec![100.0; 2],
             maximum_capacity: vec![100.0; 2],
@@ -273,8 +306,9 @@ pub(super) fn sample_snapshot(n: u32) -> Snapshot {
             used_memory_mb: vec![0; 2],
             used_vcores: vec![0; 2],
             used_gpus: vec![0; 2],
+            ..Queues::empty()
         },
-        apps: Apps {
+        Apps {
             queue: vec![1; asks],
             user: (0..asks as u32).map(|i| i % 10).collect(),
             priority: vec![0; asks],
@@ -282,15 +316,17 @@ pub(super) fn sample_snapshot(n: u32) -> Snapshot {
             used_memory_mb: vec![0; asks],
             used_vcores: vec![0; asks],
             used_gpus: vec![0; asks],
+            ..Apps::empty()
         },
-        asks: Asks {
+        Asks {
             app: (0..asks as u32).collect(),
             pending: (0..asks as u32).map(|i| (n - i * 10).min(10)).collect(),
             memory_mb: vec![1024; asks],
             vcores: vec![1; asks],
             gpus: vec![0; asks],
+            ..Asks::empty()
         },
-    }
+    )
 }
 
 fn print_table(report: &Report) {

@@ -120,3 +120,15 @@ impl Node {
         self.capacity.saturating_sub(&self.allocated)
     }
 }
+
+impl super::Cluster {
+    /// Gives node `id` (if there is one) `rack` ("" YARN's default) and
+    /// `attributes`, as its agent's registration does: for simulated nodes,
+    /// which have no agent. Checked by the caller.
+    pub fn describe_node(&mut self, id: &str, rack: String, attributes: BTreeMap<String, String>) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            node.agent.rack = rack;
+            node.agent.attributes = attributes;
+        }
+    }
+}

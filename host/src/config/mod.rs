@@ -15,6 +15,10 @@ pub use properties::{CAPACITY_PREFIX, ConfigError, PROPERTIES, Properties, Value
 
 pub(crate) use properties::flatten;
 
+/// YARN's default `yarn.scheduler.capacity.node-locality-delay`: missed
+/// scheduling opportunities before an ask may go rack-local (the queue
+/// tree reads the setting; policies' samples assume it).
+pub const DEFAULT_NODE_LOCALITY_DELAY: u32 = 40;
 /// Everything configurable, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {

@@ -1,6 +1,8 @@
 //! The one place `bindgen!` runs: host-side bindings for each policy world,
-//! and the `host` interface every policy imports. Only the names the rest of
-//! the host needs are re-exported.
+//! of the WIT this host speaks (`wit/`, weft:policy@0.3.0) and of the one
+//! before it (`host/wit-0.2.0/`, which `compat.rs` adapts to), and the `host`
+//! interface every policy imports. Only the names the rest of the host needs
+//! are re-exported.
 
 use wasmtime::component::HasSelf;
 
@@ -44,20 +46,56 @@ mod generated {
             },
         });
     }
+    /// weft:policy@0.2.0, frozen: components built for it still load.
+    pub(in crate::policy) mod v0_2 {
+        pub(in crate::policy) mod pricing {
+            wasmtime::component::bindgen!({
+                world: "pricing-policy",
+                path: "wit-0.2.0",
+            });
+        }
+        pub(in crate::policy) mod scheduling {
+            wasmtime::component::bindgen!({
+                world: "scheduling-policy",
+                path: "wit-0.2.0",
+                with: {
+                    "weft:policy/types": super::pricing::weft::policy::types,
+                    "weft:policy/host": super::pricing::weft::policy::host,
+                },
+            });
+        }
+        pub(in crate::policy) mod sharing {
+            wasmtime::component::bindgen!({
+                world: "sharing-policy",
+                path: "wit-0.2.0",
+                with: {
+                    "weft:policy/types": super::pricing::weft::policy::types,
+                    "weft:policy/host": super::pricing::weft::policy::host,
+                },
+            });
+        }
+    }
 }
 
+pub(super) use generated::v0_2;
+
 pub use generated::pricing::exports::weft::policy::pricing::{
-    PriceMultiplicators, Usage, Utilization,
+    ChargeContext, Market, PartitionLoad, PriceMultiplicators, QueueLoad, QuoteRequest, Usage,
+    Utilization,
 };
 pub(super) use generated::pricing::weft::policy::types::PolicyKind as WitPolicyKind;
-pub use generated::pricing::weft::policy::types::{PolicyInfo, Resources as SharingResources};
+pub use generated::pricing::weft::policy::types::{
+    Attribute, ExecutionType, PolicyInfo, Resources as SharingResources,
+};
 pub(super) use generated::pricing::{PricingPolicy, PricingPolicyPre};
 pub use generated::scheduling::exports::weft::policy::scheduling::{
-    Apps, Asks, Containers, Nodes, Placements, Queues, Snapshot,
+    AppTags, Apps, AskNodes, AskRacks, AskTags, Asks, ConstraintScope, ContainerTags, Containers,
+    LocalityDelays, LocalityLevel, NodeAttributes, Nodes, PartitionShares, Partitions,
+    PlacementConstraint, Placements, Queues, Round, RoundKind, Snapshot, TagCounts,
 };
 pub(super) use generated::scheduling::{SchedulingPolicy, SchedulingPolicyPre};
 pub use generated::sharing::exports::weft::policy::sharing::{
-    Admission, PlanSettings, Rejection, Timeline,
+    Admission, PlanContext, PlanSettings, Rejection, Timeline,
 };
 pub(super) use generated::sharing::{SharingPolicy, SharingPolicyPre};
 
@@ -79,11 +117,28 @@ impl Host for GuestState {
 
 impl generated::pricing::weft::policy::types::Host for GuestState {}
 
+impl v0_2::pricing::weft::policy::host::Host for GuestState {
+    fn log(&mut self, level: v0_2::pricing::weft::policy::host::Level, message: String) {
+        use v0_2::pricing::weft::policy::host::Level as Old;
+        let level = match level {
+            Old::Trace => Level::Trace,
+            Old::Debug => Level::Debug,
+            Old::Info => Level::Info,
+            Old::Warn => Level::Warn,
+            Old::Error => Level::Error,
+        };
+        Host::log(self, level, message);
+    }
+}
+
+impl v0_2::pricing::weft::policy::types::Host for GuestState {}
+
 /// Adds the `host` and `types` imports of both worlds to `linker`.
 pub(super) fn add_host_imports(
     linker: &mut wasmtime::component::Linker<GuestState>,
 ) -> wasmtime::Result<()> {
-    // The two worlds import the same interfaces, so one world's
-    // add_to_linker covers both.
-    generated::pricing::PricingPolicy::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
+    // The worlds of one version import the same interfaces, so one world's
+    // add_to_linker covers them all; each version has its own.
+    generated::pricing::PricingPolicy::add_to_linker::<_, HasSelf<_>>(linker, |state| state)?;
+    v0_2::pricing::PricingPolicy::add_to_linker::<_, HasSelf<_>>(linker, |state| state)
 }

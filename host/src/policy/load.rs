@@ -7,9 +7,9 @@ use std::sync::Arc;
 use wasmtime::component::Component;
 
 use super::bindings::{
-    Admission, Apps, Asks, Nodes, PlanSettings, PolicyInfo, PricingPolicyPre, Queues,
-    SchedulingPolicyPre, SharingPolicyPre, SharingResources, Snapshot, Timeline, Usage,
-    Utilization, WitPolicyKind,
+    Admission, Apps, Asks, ChargeContext, Market, Nodes, PlanContext, PlanSettings, PolicyInfo,
+    PriceMultiplicators, PricingPolicyPre, Queues, QuoteRequest, SchedulingPolicyPre,
+    SharingPolicyPre, SharingResources, Snapshot, Timeline, Usage, Utilization, WitPolicyKind,
 };
 use super::engine::{CompiledComponent, PolicyEngine, call_seed};
 use super::version::{Prepared, VersionInfo, now_ms};
@@ -37,7 +37,8 @@ pub enum LoadError {
     /// The component imports or exports `weft:policy` at a version this
     /// host does not speak (see [`WIT_VERSION`]).
     #[error(
-        "the component was built for weft:policy@{built_for}, but this Weft speaks weft:policy@{WIT_VERSION}; rebuild it against this version's WIT (`weft policy new` writes it)"
+        "the component was built for weft:policy@{built_for}, but this Weft speaks weft:policy@{WIT_VERSION} (and loads components built for {}); rebuild it against this version's WIT (`weft policy new` writes it)",
+        super::compat::VERSION
     )]
     IncompatibleWit {
         /// The `weft:policy` version the component names that this host does
@@ -113,8 +114,8 @@ pub fn prepare_compiled(
     compiled: &CompiledComponent,
     params: Vec<(String, String)>,
 ) -> Result<Arc<PolicyVersion>, LoadError> {
-    check_wit_version(engine, &compiled.component)?;
-    let prepared = type_check(engine, kind, &compiled.component)?;
+    let adapted = check_wit_version(engine, &compiled.component)?;
+    let prepared = type_check(engine, kind, &compiled.component, adapted)?;
     let sha256 = compiled.sha256;
     let mut first = [0u8; 8];
     first.copy_from_slice(&sha256[..8]);
@@ -160,10 +161,10 @@ pub fn inspect(
     params: &[(String, String)],
 ) -> Result<Arc<PolicyVersion>, LoadError> {
     let compiled = compile(engine, bytes)?;
-    check_wit_version(engine, &compiled.component)?;
+    let adapted = check_wit_version(engine, &compiled.component)?;
     let kind = PolicyKind::ALL
         .into_iter()
-        .find(|kind| type_check(engine, *kind, &compiled.component).is_ok())
+        .find(|kind| type_check(engine, *kind, &compiled.component, adapted).is_ok())
         .ok_or_else(|| {
             LoadError::Compile("the component implements no Weft policy world (scheduling-policy, pricing-policy or sharing-policy)".into())
         })?;
@@ -191,14 +192,16 @@ pub fn compile(engine: &PolicyEngine, bytes: &[u8]) -> Result<CompiledComponent,
 }
 
 /// The version of the `weft:policy` WIT package this host implements
-/// (wit/*.wit). Components built for another 0.x minor version (or another
-/// major version) do not link.
-pub const WIT_VERSION: &str = "0.2.0";
+/// (wit/*.wit). Components built for 0.2.0 load too, adapted
+/// (`compat.rs`); those built for any other 0.x minor version (or another
+/// major version) are refused.
+pub const WIT_VERSION: &str = "0.3.0";
 
 /// Refuses a component whose `weft:policy` imports or exports are of a
 /// version this host does not speak, saying which, rather than leaving the
-/// linker's "no import named …" to explain it.
-fn check_wit_version(engine: &PolicyEngine, component: &Component) -> Result<(), LoadError> {
+/// linker's "no import named …" to explain it. Returns whether it was built
+/// for 0.2.0 (to be adapted).
+fn check_wit_version(engine: &PolicyEngine, component: &Component) -> Result<bool, LoadError> {
     let ty = component.component_type();
     let engine = engine.engine();
     let names: Vec<&str> = ty
@@ -211,32 +214,48 @@ fn check_wit_version(engine: &PolicyEngine, component: &Component) -> Result<(),
         .filter_map(|name| name.strip_prefix("weft:policy/")?.split_once('@'))
         .map(|(_, version)| version)
         .collect();
-    match versions.iter().find(|v| !compatible(v)) {
-        Some(other) => Err(LoadError::IncompatibleWit {
+    if let Some(other) = versions
+        .iter()
+        .find(|v| !compatible(v, WIT_VERSION) && !compatible(v, super::compat::VERSION))
+    {
+        return Err(LoadError::IncompatibleWit {
             built_for: other.to_string(),
-        }),
-        None => Ok(()),
+        });
     }
+    let old = versions
+        .iter()
+        .any(|v| compatible(v, super::compat::VERSION));
+    let current = versions.iter().any(|v| compatible(v, WIT_VERSION));
+    if old && current {
+        return Err(LoadError::Compile(format!(
+            "the component names both weft:policy@{} and @{WIT_VERSION}; build it against one",
+            super::compat::VERSION
+        )));
+    }
+    Ok(old)
 }
 
 /// Semver compatibility as the component model applies it: the same major
 /// version, and for 0.x the same minor.
-fn compatible(version: &str) -> bool {
+fn compatible(version: &str, ours: &str) -> bool {
     let parts = |v: &str| -> Option<(u64, u64)> {
         let mut numbers = v.split(['.', '-', '+']).map(str::parse::<u64>);
         Some((numbers.next()?.ok()?, numbers.next()?.ok()?))
     };
-    match (parts(version), parts(WIT_VERSION)) {
+    match (parts(version), parts(ours)) {
         (Some((0, minor)), Some((0, ours))) => minor == ours,
         (Some((major, _)), Some((ours, _))) => major == ours,
         _ => false,
     }
 }
 
+/// The component pre-linked for `kind`'s world, of this host's WIT or
+/// (`adapted`) of 0.2.0.
 fn type_check(
     engine: &PolicyEngine,
     kind: PolicyKind,
     component: &Component,
+    adapted: bool,
 ) -> Result<Prepared, LoadError> {
     let wrong_world = |e: wasmtime::Error| LoadError::WrongWorld {
         kind,
@@ -246,6 +265,20 @@ fn type_check(
         .linker()
         .instantiate_pre(component)
         .map_err(wrong_world)?;
+    use super::bindings::v0_2;
+    if adapted {
+        return match kind {
+            PolicyKind::Pricing => v0_2::pricing::PricingPolicyPre::new(instance_pre)
+                .map(Prepared::OldPricing)
+                .map_err(wrong_world),
+            PolicyKind::Scheduling => v0_2::scheduling::SchedulingPolicyPre::new(instance_pre)
+                .map(Prepared::OldScheduling)
+                .map_err(wrong_world),
+            PolicyKind::Sharing => v0_2::sharing::SharingPolicyPre::new(instance_pre)
+                .map(Prepared::OldSharing)
+                .map_err(wrong_world),
+        };
+    }
     match kind {
         PolicyKind::Pricing => PricingPolicyPre::new(instance_pre)
             .map(Prepared::Pricing)
@@ -281,6 +314,18 @@ fn describe(
         Prepared::Sharing(pre) => pre
             .instantiate(&mut store)
             .and_then(|p| p.call_describe(&mut store)),
+        Prepared::OldPricing(pre) => pre
+            .instantiate(&mut store)
+            .and_then(|p| p.call_describe(&mut store))
+            .map(super::compat::policy_info),
+        Prepared::OldScheduling(pre) => pre
+            .instantiate(&mut store)
+            .and_then(|p| p.call_describe(&mut store))
+            .map(super::compat::policy_info),
+        Prepared::OldSharing(pre) => pre
+            .instantiate(&mut store)
+            .and_then(|p| p.call_describe(&mut store))
+            .map(super::compat::policy_info),
     };
     described.map_err(|e| LoadError::failed(super::engine::call_failed(&store, e)))
 }
@@ -290,21 +335,18 @@ fn describe(
 fn self_check(version: &PolicyVersion) -> Result<(), CallError> {
     match version.info.kind {
         PolicyKind::Pricing => {
-            let utilization = Utilization {
-                memory: 0.5,
-                vcores: 0.25,
-                gpus: 1.0,
-            };
-            let multiplicators = version.multiplicators(utilization)?;
+            let multiplicators = version.multiplicators(&sample_market())?;
             validate::multiplicators(&multiplicators).map_err(CallError::from)?;
-            let usage = Usage {
-                seconds: vec![10.0, 1.0, 0.0],
-                memory_mb: vec![1024, 8192, 512],
-                vcores: vec![1, 4, 1],
-                gpus: vec![0, 1, 0],
-            };
+            let usage = Usage::of_columns(
+                vec![10.0, 1.0, 0.0],
+                vec![1024, 8192, 512],
+                vec![1, 4, 1],
+                vec![0, 1, 0],
+            );
             let charges = version.charge(&usage, multiplicators)?;
-            validate::charges(&charges, usage.seconds.len()).map_err(CallError::from)
+            validate::charges(&charges, usage.seconds.len()).map_err(CallError::from)?;
+            let quote = version.quote(&sample_quote(), multiplicators)?;
+            validate::quote(quote).map_err(CallError::from)
         }
         PolicyKind::Scheduling => {
             let snapshot = sample_snapshot();
@@ -323,6 +365,37 @@ fn self_check(version: &PolicyVersion) -> Result<(), CallError> {
             })?;
             validate::timeline(&available).map_err(CallError::from)
         }
+    }
+}
+
+/// A half-busy cluster of one partition and one queue, after flat prices.
+pub fn sample_market() -> Market {
+    Market {
+        now_ms: 0,
+        utilization: Utilization {
+            memory: 0.5,
+            vcores: 0.25,
+            gpus: 1.0,
+        },
+        partitions: vec![],
+        queues: vec![],
+        last: PriceMultiplicators {
+            general: 1.0,
+            gpu: 1.0,
+        },
+    }
+}
+
+/// Two containers of 1 GB and 1 vcore for a minute.
+pub(crate) fn sample_quote() -> QuoteRequest {
+    QuoteRequest {
+        context: ChargeContext::anonymous(),
+        memory_mb: 1024,
+        vcores: 1,
+        gpus: 0,
+        containers: 2,
+        start_ms: 0,
+        duration_ms: 60_000,
     }
 }
 
@@ -353,22 +426,31 @@ pub(crate) fn sample_admission() -> Admission {
         candidate: block(30_000, 90_000, 4096, 4),
         user_committed: block(0, 60_000, 2048, 2),
         plan_committed: block(0, 60_000, 2048, 2),
+        context: PlanContext {
+            now_ms: 0,
+            reservation_name: "sample".into(),
+            recurring: false,
+            reservations: 1,
+            user_reservations: 1,
+            users: 1,
+        },
     }
 }
 
 /// Two nodes, one queue, one app asking for three containers.
 pub(crate) fn sample_snapshot() -> Snapshot {
-    Snapshot {
-        now_ms: 0,
-        nodes: Nodes {
+    Snapshot::of_columns(
+        0,
+        Nodes {
             free_memory_mb: vec![4096, 2048],
             free_vcores: vec![4, 2],
             free_gpus: vec![0, 1],
             capacity_memory_mb: vec![4096, 4096],
             capacity_vcores: vec![4, 4],
             capacity_gpus: vec![0, 1],
+            ..Nodes::empty()
         },
-        queues: Queues {
+        Queues {
             parent: vec![0],
             capacity: vec![100.0],
             maximum_capacity: vec![100.0],
@@ -378,8 +460,9 @@ pub(crate) fn sample_snapshot() -> Snapshot {
             used_memory_mb: vec![2048],
             used_vcores: vec![2],
             used_gpus: vec![0],
+            ..Queues::empty()
         },
-        apps: Apps {
+        Apps {
             queue: vec![0],
             user: vec![0],
             priority: vec![0],
@@ -387,13 +470,15 @@ pub(crate) fn sample_snapshot() -> Snapshot {
             used_memory_mb: vec![0],
             used_vcores: vec![0],
             used_gpus: vec![0],
+            ..Apps::empty()
         },
-        asks: Asks {
+        Asks {
             app: vec![0],
             pending: vec![3],
             memory_mb: vec![1024],
             vcores: vec![1],
             gpus: vec![0],
+            ..Asks::empty()
         },
-    }
+    )
 }

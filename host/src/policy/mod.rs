@@ -8,12 +8,14 @@
 
 mod bindings;
 mod cache;
+mod compat;
 pub mod contract;
 mod engine;
 mod events;
 pub mod in_force;
 mod load;
 mod output;
+mod records;
 mod registry;
 mod shadow;
 mod slot;
@@ -29,13 +31,19 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use bindings::{
-    Admission, Apps, Asks, Containers, Nodes, Placements, PlanSettings, PolicyInfo,
-    PriceMultiplicators, Queues, Rejection, SharingResources, Snapshot, Timeline, Usage,
-    Utilization,
+    Admission, AppTags, Apps, AskNodes, AskRacks, AskTags, Asks, Attribute, ChargeContext,
+    ConstraintScope, ContainerTags, Containers, ExecutionType, LocalityDelays, LocalityLevel,
+    Market, NodeAttributes, Nodes, PartitionLoad, PartitionShares, Partitions, PlacementConstraint,
+    Placements, PlanContext, PlanSettings, PolicyInfo, PriceMultiplicators, QueueLoad, Queues,
+    QuoteRequest, Rejection, Round, RoundKind, SharingResources, Snapshot, TagCounts, Timeline,
+    Usage, Utilization,
 };
 pub use cache::{CacheError, CompileCache};
 pub use engine::{CompiledComponent, PolicyEngine};
-pub use load::{LoadError, WIT_VERSION, compile, inspect, prepare, prepare_compiled};
+pub use load::{
+    LoadError, WIT_VERSION, compile, inspect, prepare, prepare_compiled, sample_market,
+};
+pub use records::UsageRow;
 pub use registry::{PolicySource, builtin, builtin_names};
 pub use shadow::{
     PricingComparison, ProjectCredits, SchedulingComparison, Shadow, ShadowReport, ShadowSlot,

@@ -13,7 +13,7 @@ use arc_swap::ArcSwapOption;
 use serde::Serialize;
 
 use super::bindings::{
-    Admission, Placements, PriceMultiplicators, Rejection, Snapshot, Usage, Utilization,
+    Admission, Market, Placements, PriceMultiplicators, Rejection, Snapshot, Usage,
 };
 use super::stats::{CallCost, CallStats};
 use super::version::now_ms;
@@ -32,7 +32,7 @@ const OTHER_PROJECTS: &str = "(other projects)";
 /// One live call, with the active version's answer.
 pub(super) enum Job {
     Multiplicators {
-        utilization: Utilization,
+        market: Box<Market>,
         active: PriceMultiplicators,
     },
     /// `rows[i]` is the project of usage row i and how many containers it
@@ -301,8 +301,8 @@ fn answer(
     own_multiplicators: Option<PriceMultiplicators>,
 ) -> Result<Answer, CallError> {
     Ok(match job {
-        Job::Multiplicators { utilization, .. } => {
-            let m = version.multiplicators(*utilization)?;
+        Job::Multiplicators { market, .. } => {
+            let m = version.multiplicators(market)?;
             validate::multiplicators(&m).map_err(CallError::from)?;
             Answer::Multiplicators(m)
         }

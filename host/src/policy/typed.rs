@@ -5,8 +5,8 @@
 use std::ops::Deref;
 
 use super::bindings::{
-    Admission, Containers, Placements, PlanSettings, PriceMultiplicators, Rejection, Snapshot,
-    Timeline, Usage, Utilization,
+    Admission, Containers, Market, Placements, PlanSettings, PriceMultiplicators, QuoteRequest,
+    Rejection, Snapshot, Timeline, Usage,
 };
 use super::shadow::{Job, ShadowSlot};
 use super::{CallError, PolicyKind, PolicySlot, validate};
@@ -32,19 +32,28 @@ impl PricingSlot {
     }
 
     /// Finite multiplicators, each at least 0. A shadow gets the same step.
-    pub fn multiplicators(
-        &self,
-        utilization: Utilization,
-    ) -> Result<PriceMultiplicators, CallError> {
+    pub fn multiplicators(&self, market: &Market) -> Result<PriceMultiplicators, CallError> {
         let multiplicators = self.0.call(|version| {
-            let multiplicators = version.multiplicators(utilization)?;
+            let multiplicators = version.multiplicators(market)?;
             checked(validate::multiplicators(&multiplicators), multiplicators)
         })?;
         self.1.offer(|| Job::Multiplicators {
-            utilization,
+            market: Box::new(market.clone()),
             active: multiplicators,
         });
         Ok(multiplicators)
+    }
+
+    /// A finite quote of at least 0 for `request`.
+    pub fn quote(
+        &self,
+        request: &QuoteRequest,
+        multiplicators: PriceMultiplicators,
+    ) -> Result<f64, CallError> {
+        self.0.call(|version| {
+            let credits = version.quote(request, multiplicators)?;
+            checked(validate::quote(credits), credits)
+        })
     }
 
     /// Hands a charge the active version made to the shadow, if one runs:

@@ -25,6 +25,16 @@ pub fn charges(charges: &[f64], containers: usize) -> Result<(), InvalidOutput> 
     }
 }
 
+/// A quote must be finite and not negative.
+pub fn quote(credits: f64) -> Result<(), InvalidOutput> {
+    if !credits.is_finite() || credits < 0.0 {
+        return Err(InvalidOutput(format!(
+            "returned a quote of {credits} credits; it must be finite and at least 0"
+        )));
+    }
+    Ok(())
+}
+
 /// PriceMultiplicators must be finite and not negative.
 pub fn multiplicators(m: &PriceMultiplicators) -> Result<(), InvalidOutput> {
     for (name, value) in [("general", m.general), ("gpu", m.gpu)] {

@@ -10,10 +10,11 @@ use serde::Serialize;
 use wasmtime::Store;
 
 use super::bindings::{
-    Admission, Containers, Placements, PlanSettings, PriceMultiplicators, PricingPolicy,
-    PricingPolicyPre, Rejection, SchedulingPolicy, SchedulingPolicyPre, SharingPolicy,
-    SharingPolicyPre, Snapshot, Timeline, Usage, Utilization,
+    Admission, Containers, Market, Placements, PlanSettings, PriceMultiplicators, PricingPolicy,
+    PricingPolicyPre, QuoteRequest, Rejection, SchedulingPolicy, SchedulingPolicyPre,
+    SharingPolicy, SharingPolicyPre, Snapshot, Timeline, Usage, v0_2,
 };
+use super::compat;
 use super::engine::{GuestState, PolicyEngine, call_failed, call_seed, code_bytes};
 use super::{CallError, PolicyKind};
 
@@ -39,17 +40,49 @@ pub struct VersionInfo {
     pub loaded_at_ms: u64,
 }
 
-/// The pre-linked component for one world.
+/// The pre-linked component for one world, of this host's WIT or of
+/// 0.2.0 (`Old*`, called through `compat.rs`).
 pub(super) enum Prepared {
     Pricing(PricingPolicyPre<GuestState>),
     Scheduling(SchedulingPolicyPre<GuestState>),
     Sharing(SharingPolicyPre<GuestState>),
+    OldPricing(v0_2::pricing::PricingPolicyPre<GuestState>),
+    OldScheduling(v0_2::scheduling::SchedulingPolicyPre<GuestState>),
+    OldSharing(v0_2::sharing::SharingPolicyPre<GuestState>),
+}
+
+impl Prepared {
+    /// The weft:policy version the component was built for.
+    pub(super) fn wit_version(&self) -> &'static str {
+        match self {
+            Prepared::Pricing(_) | Prepared::Scheduling(_) | Prepared::Sharing(_) => {
+                super::WIT_VERSION
+            }
+            Prepared::OldPricing(_) | Prepared::OldScheduling(_) | Prepared::OldSharing(_) => {
+                compat::VERSION
+            }
+        }
+    }
+
+    fn component(&self) -> &wasmtime::component::Component {
+        match self {
+            Prepared::Pricing(pre) => pre.instance_pre().component(),
+            Prepared::Scheduling(pre) => pre.instance_pre().component(),
+            Prepared::Sharing(pre) => pre.instance_pre().component(),
+            Prepared::OldPricing(pre) => pre.instance_pre().component(),
+            Prepared::OldScheduling(pre) => pre.instance_pre().component(),
+            Prepared::OldSharing(pre) => pre.instance_pre().component(),
+        }
+    }
 }
 
 enum Bindings {
     Pricing(PricingPolicy),
     Scheduling(SchedulingPolicy),
     Sharing(SharingPolicy),
+    OldPricing(v0_2::pricing::PricingPolicy),
+    OldScheduling(v0_2::scheduling::SchedulingPolicy),
+    OldSharing(v0_2::sharing::SharingPolicy),
 }
 
 struct Warm {
@@ -115,34 +148,25 @@ impl PolicyVersion {
         let mut store = self.engine.new_store(self.info.name.as_str().into());
         self.begin_call(&mut store);
         let params = &self.info.params;
+        // Each world's bindings are their own type: the same two calls on each.
+        macro_rules! instantiate {
+            ($pre:expr, $variant:ident) => {{
+                let bindings = $pre
+                    .instantiate(&mut store)
+                    .map_err(|e| call_failed(&store, e))?;
+                let configured = bindings
+                    .call_configure(&mut store, params)
+                    .map_err(|e| call_failed(&store, e))?;
+                (Bindings::$variant(bindings), configured)
+            }};
+        }
         let (bindings, configured) = match &self.prepared {
-            Prepared::Pricing(pre) => {
-                let bindings = pre
-                    .instantiate(&mut store)
-                    .map_err(|e| call_failed(&store, e))?;
-                let configured = bindings
-                    .call_configure(&mut store, params)
-                    .map_err(|e| call_failed(&store, e))?;
-                (Bindings::Pricing(bindings), configured)
-            }
-            Prepared::Scheduling(pre) => {
-                let bindings = pre
-                    .instantiate(&mut store)
-                    .map_err(|e| call_failed(&store, e))?;
-                let configured = bindings
-                    .call_configure(&mut store, params)
-                    .map_err(|e| call_failed(&store, e))?;
-                (Bindings::Scheduling(bindings), configured)
-            }
-            Prepared::Sharing(pre) => {
-                let bindings = pre
-                    .instantiate(&mut store)
-                    .map_err(|e| call_failed(&store, e))?;
-                let configured = bindings
-                    .call_configure(&mut store, params)
-                    .map_err(|e| call_failed(&store, e))?;
-                (Bindings::Sharing(bindings), configured)
-            }
+            Prepared::Pricing(pre) => instantiate!(pre, Pricing),
+            Prepared::Scheduling(pre) => instantiate!(pre, Scheduling),
+            Prepared::Sharing(pre) => instantiate!(pre, Sharing),
+            Prepared::OldPricing(pre) => instantiate!(pre, OldPricing),
+            Prepared::OldScheduling(pre) => instantiate!(pre, OldScheduling),
+            Prepared::OldSharing(pre) => instantiate!(pre, OldSharing),
         };
         configured.map_err(CallError::Refused)?;
         Ok(Warm { store, bindings })
@@ -187,16 +211,15 @@ impl PolicyVersion {
         ))
     }
 
-    /// Calls the pricing world's `multiplicators` with the cluster's
-    /// `utilization`.
-    pub fn multiplicators(
-        &self,
-        utilization: Utilization,
-    ) -> Result<PriceMultiplicators, CallError> {
+    /// Calls the pricing world's `multiplicators` with the cluster's load
+    /// (`market`; a 0.2.0 policy sees its utilization only).
+    pub fn multiplicators(&self, market: &Market) -> Result<PriceMultiplicators, CallError> {
         self.with_instance(|store, bindings| match bindings {
-            Bindings::Pricing(p) => p
+            Bindings::Pricing(p) => p.weft_policy_pricing().call_multiplicators(store, market),
+            Bindings::OldPricing(p) => p
                 .weft_policy_pricing()
-                .call_multiplicators(store, utilization),
+                .call_multiplicators(store, compat::utilization(market))
+                .map(compat::multiplicators_from_old),
             _ => Err(self.wrong_world()),
         })
     }
@@ -213,6 +236,42 @@ impl PolicyVersion {
                 p.weft_policy_pricing()
                     .call_charge(store, usage, multiplicators)
             }
+            Bindings::OldPricing(p) => p.weft_policy_pricing().call_charge(
+                store,
+                &compat::usage(usage),
+                compat::multiplicators_to_old(multiplicators),
+            ),
+            _ => Err(self.wrong_world()),
+        })
+    }
+
+    /// Calls the pricing world's `quote`: what `request` would cost, all its
+    /// containers together. A 0.2.0 policy prices one container's row with
+    /// `charge`, times the containers.
+    pub fn quote(
+        &self,
+        request: &QuoteRequest,
+        multiplicators: PriceMultiplicators,
+    ) -> Result<f64, CallError> {
+        self.with_instance(|store, bindings| match bindings {
+            Bindings::Pricing(p) => {
+                p.weft_policy_pricing()
+                    .call_quote(store, request, multiplicators)
+            }
+            Bindings::OldPricing(p) => p
+                .weft_policy_pricing()
+                .call_charge(
+                    store,
+                    &compat::quote_row(request),
+                    compat::multiplicators_to_old(multiplicators),
+                )
+                .and_then(|prices| match prices.as_slice() {
+                    [one] => Ok(one * f64::from(request.containers)),
+                    _ => Err(wasmtime::Error::msg(format!(
+                        "charge returned {} prices for the one row of a quote",
+                        prices.len()
+                    ))),
+                }),
             _ => Err(self.wrong_world()),
         })
     }
@@ -221,6 +280,10 @@ impl PolicyVersion {
     pub fn schedule(&self, snapshot: &Snapshot) -> Result<Placements, CallError> {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Scheduling(s) => s.weft_policy_scheduling().call_schedule(store, snapshot),
+            Bindings::OldScheduling(s) => s
+                .weft_policy_scheduling()
+                .call_schedule(store, &compat::snapshot(snapshot))
+                .map(compat::placements),
             _ => Err(self.wrong_world()),
         })
     }
@@ -236,6 +299,11 @@ impl PolicyVersion {
             Bindings::Scheduling(s) => s
                 .weft_policy_scheduling()
                 .call_preempt(store, snapshot, running),
+            Bindings::OldScheduling(s) => s.weft_policy_scheduling().call_preempt(
+                store,
+                &compat::snapshot(snapshot),
+                &compat::containers(running),
+            ),
             _ => Err(self.wrong_world()),
         })
     }
@@ -245,6 +313,9 @@ impl PolicyVersion {
     pub fn window(&self, settings: &PlanSettings) -> Result<i64, CallError> {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Sharing(s) => s.weft_policy_sharing().call_window(store, settings),
+            Bindings::OldSharing(s) => s
+                .weft_policy_sharing()
+                .call_window(store, &compat::plan_settings(settings)),
             _ => Err(self.wrong_world()),
         })
     }
@@ -254,6 +325,10 @@ impl PolicyVersion {
     pub fn validate(&self, admission: &Admission) -> Result<Result<(), Rejection>, CallError> {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Sharing(s) => s.weft_policy_sharing().call_validate(store, admission),
+            Bindings::OldSharing(s) => s
+                .weft_policy_sharing()
+                .call_validate(store, &compat::admission(admission))
+                .map(|answer| answer.map_err(compat::rejection)),
             _ => Err(self.wrong_world()),
         })
     }
@@ -263,18 +338,24 @@ impl PolicyVersion {
     pub fn available(&self, admission: &Admission) -> Result<Timeline, CallError> {
         self.with_instance(|store, bindings| match bindings {
             Bindings::Sharing(s) => s.weft_policy_sharing().call_available(store, admission),
+            Bindings::OldSharing(s) => s
+                .weft_policy_sharing()
+                .call_available(store, &compat::admission(admission))
+                .map(compat::timeline_from_old),
             _ => Err(self.wrong_world()),
         })
+    }
+
+    /// The weft:policy version the component was built for (this host's,
+    /// or 0.2.0, adapted).
+    pub fn wit_version(&self) -> &'static str {
+        self.prepared.wit_version()
     }
 
     /// Bytes of compiled code this version holds (shared with every other
     /// version of the same component).
     pub fn code_bytes(&self) -> usize {
-        code_bytes(match &self.prepared {
-            Prepared::Pricing(pre) => pre.instance_pre().component(),
-            Prepared::Scheduling(pre) => pre.instance_pre().component(),
-            Prepared::Sharing(pre) => pre.instance_pre().component(),
-        })
+        code_bytes(self.prepared.component())
     }
 
     /// Counts a failed call; returns how many calls in a row have failed.

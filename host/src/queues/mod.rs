@@ -10,7 +10,9 @@ mod tree;
 
 pub use partitions::{QueuePartitions, Share};
 pub use properties::{PREFIX, QueueProperties};
-pub use tree::{Ordering, Queue, QueueState, QueueTree, ReservationSettings};
+pub use tree::{
+    DEFAULT_NODE_LOCALITY_DELAY, Ordering, Queue, QueueState, QueueTree, ReservationSettings,
+};
 
 use std::collections::BTreeMap;
 use std::path::Path;

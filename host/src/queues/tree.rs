@@ -208,8 +208,7 @@ const GLOBAL_ATTRIBUTES: &[&str] = &[
 
 const DEFAULT_MAXIMUM_APPLICATIONS: u64 = 10_000;
 
-/// YARN's default `node-locality-delay`.
-const DEFAULT_NODE_LOCALITY_DELAY: u32 = 40;
+pub use crate::config::DEFAULT_NODE_LOCALITY_DELAY;
 
 /// The validated queue tree: every queue, root first, and the properties it
 /// was built from.

@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::ChargedContainer;
-use super::events::{EventLine, QuotaEvent};
+use super::events::{EventLine, LoggedContext, QuotaEvent};
+use crate::policy::ChargeContext;
+use crate::resources::Resources;
 
 /// The property naming the file.
 pub const PATH_PROPERTY: &str = "weft.quota.event-log";
@@ -200,16 +202,39 @@ impl EventLog {
 /// later of its own charged-until time and the last QUOTA_COMPUTE
 /// (`last_compute_ms`), as the quota service charges it on.
 pub fn running(container: &ChargedContainer, charged_until_ms: u64) -> QuotaEvent {
+    let context = &container.context;
     QuotaEvent::Running {
         container: container.id.clone(),
-        app: container.app.clone(),
-        project: container.project.clone(),
-        user: container.user.clone(),
+        app: context.app.clone(),
+        project: context.project.clone(),
+        user: context.user.clone(),
         memory_mb: container.resources.memory_mb,
         vcores: container.resources.vcores,
         gpus: container.resources.gpus,
         started_ms: container.started_ms,
         charged_until_ms,
+        context: LoggedContext::of(context),
+    }
+}
+
+/// The line of a container charged from now (or from `started_ms`, if it
+/// started before the server learnt of it), in `context`.
+pub fn start(
+    container: &str,
+    context: ChargeContext,
+    resources: Resources,
+    started_ms: Option<u64>,
+) -> QuotaEvent {
+    QuotaEvent::Start {
+        container: container.into(),
+        context: LoggedContext::of(&context),
+        app: context.app,
+        project: context.project,
+        user: context.user,
+        memory_mb: resources.memory_mb,
+        vcores: resources.vcores,
+        gpus: resources.gpus,
+        started_ms,
     }
 }
 
@@ -253,6 +278,7 @@ mod tests {
             vcores: 1,
             gpus: 0,
             started_ms: None,
+            context: Default::default(),
         }
     }
 

@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::limits::{self, MAX_GPUS, MAX_MEMORY_MB, MAX_TIME_MS, MAX_VCORES, OutOfBounds};
+use crate::policy::{Attribute, ChargeContext, ExecutionType, PartitionLoad, QueueLoad};
 
 /// A line of the log that cannot be taken, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -19,6 +20,129 @@ pub struct LineError {
     pub line: usize,
     /// Why it is refused (the field and its bounds, when one is out of them).
     pub reason: String,
+}
+
+/// What a charge is for beyond its app, project and user, as a line of the
+/// log carries it (`charge-context` of wit/pricing.wit): written by servers
+/// since weft:policy@0.3.0, so a replay prices each row in the context the
+/// server priced it in. Older lines have none: replayed with empty fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoggedContext {
+    /// The app's leaf queue's full path.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub queue: String,
+    /// YARN's application type.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub application_type: String,
+    /// The app's tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub application_tags: Vec<String>,
+    /// The app's priority.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
+    /// The node's label ("" the default partition).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_label: String,
+    /// The node's attributes.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub node_attributes: std::collections::BTreeMap<String, String>,
+    /// The reservation the app runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<String>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+impl LoggedContext {
+    /// What `context` adds to its app, project and user.
+    pub fn of(context: &ChargeContext) -> LoggedContext {
+        LoggedContext {
+            queue: context.queue.clone(),
+            application_type: context.application_type.clone(),
+            application_tags: context.application_tags.clone(),
+            priority: context.priority,
+            node_label: context.node_label.clone(),
+            node_attributes: context
+                .node_attributes
+                .iter()
+                .map(|a| (a.key.clone(), a.value.clone()))
+                .collect(),
+            reservation: context.reservation.clone(),
+        }
+    }
+
+    /// The whole context, with its app, project and user.
+    pub fn with(&self, app: &str, project: &str, user: &str) -> ChargeContext {
+        ChargeContext {
+            app: app.into(),
+            queue: self.queue.clone(),
+            user: user.into(),
+            project: project.into(),
+            application_type: self.application_type.clone(),
+            application_tags: self.application_tags.clone(),
+            priority: self.priority,
+            node_label: self.node_label.clone(),
+            node_attributes: self
+                .node_attributes
+                .iter()
+                .map(|(key, value)| Attribute {
+                    key: key.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
+            execution_type: ExecutionType::Guaranteed,
+            reservation: self.reservation.clone(),
+        }
+    }
+
+    /// Its fields within the bounds a server's own have.
+    fn check(&self) -> Result<(), OutOfBounds> {
+        let optional = |field: &str, text: &str| match text.is_empty() {
+            true => Ok(()),
+            false => limits::name(field, text),
+        };
+        optional("queue", &self.queue)?;
+        optional("application_type", &self.application_type)?;
+        limits::at_most(
+            "application_tags",
+            self.application_tags.len(),
+            limits::MAX_APP_TAGS,
+        )?;
+        for tag in &self.application_tags {
+            limits::at_most("application_tags[]", tag.len(), limits::MAX_APP_TAG_BYTES)?;
+            limits::name("application_tags[]", tag)?;
+        }
+        if !self.node_label.is_empty() {
+            limits::node_label("node_label", &self.node_label)?;
+        }
+        limits::at_most(
+            "node_attributes",
+            self.node_attributes.len(),
+            limits::MAX_NODE_ATTRIBUTES,
+        )?;
+        for (key, value) in &self.node_attributes {
+            limits::at_most(
+                "node_attributes key",
+                key.len(),
+                limits::MAX_NODE_ATTRIBUTE_BYTES,
+            )?;
+            limits::at_most(
+                "node_attributes value",
+                value.len(),
+                limits::MAX_NODE_ATTRIBUTE_BYTES,
+            )?;
+            limits::name("node_attributes key", key)?;
+            if value.chars().any(char::is_control) {
+                limits::name("node_attributes value", value)?;
+            }
+        }
+        match &self.reservation {
+            Some(reservation) => limits::name("reservation", reservation),
+            None => Ok(()),
+        }
+    }
 }
 
 /// One line of the log.
@@ -57,6 +181,9 @@ pub enum QuotaEvent {
         /// server learnt of late): charged from then.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         started_ms: Option<u64>,
+        /// What else its charges are for.
+        #[serde(flatten)]
+        context: LoggedContext,
     },
     /// CONTAINER_UPDATE: the old size is charged up to `t`, this one after.
     Update {
@@ -97,7 +224,7 @@ pub enum QuotaEvent {
     },
     /// A QUOTA_COMPUTE the server ran.
     Compute,
-    /// A multiplicator step the server ran, with the utilization it saw.
+    /// A multiplicator step the server ran, with the load it saw.
     MultiplicatorStep {
         /// Memory allocated plus pending over the cluster's capacity (above 1
         /// when more is asked than there is).
@@ -107,6 +234,13 @@ pub enum QuotaEvent {
         /// GPUs, as `memory` (0 when left out).
         #[serde(default)]
         gpus: f64,
+        /// Each partition's capacity, use and pending demand (none in
+        /// older logs).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        partitions: Vec<PartitionLoad>,
+        /// Each leaf queue's guarantee, use and pending demand.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        queues: Vec<QueueLoad>,
     },
     /// The server recovered its state (a start, restart or failover); the
     /// `running` lines after it at the same `t` are every container it
@@ -134,6 +268,9 @@ pub enum QuotaEvent {
         /// Up to when the server had charged it, in ms: it is charged again
         /// from then.
         charged_until_ms: u64,
+        /// What else its charges are for.
+        #[serde(flatten)]
+        context: LoggedContext,
     },
 }
 
@@ -182,6 +319,7 @@ fn utilization_of(event: &QuotaEvent) -> Option<[f64; 3]> {
             memory,
             vcores,
             gpus,
+            ..
         } => Some([*memory, *vcores, *gpus]),
         _ => None,
     }
@@ -246,8 +384,10 @@ fn check_bounds(parsed: &EventLine) -> Result<(), OutOfBounds> {
             vcores,
             gpus,
             started_ms,
+            context,
         } => {
             names(container, app, project, user)?;
+            context.check()?;
             if let Some(started) = started_ms {
                 limits::within("started_ms", *started, 0, parsed.t)?;
             }
@@ -292,18 +432,33 @@ fn check_bounds(parsed: &EventLine) -> Result<(), OutOfBounds> {
             gpus,
             started_ms,
             charged_until_ms,
+            context,
         } => {
             names(container, app, project, user)?;
+            context.check()?;
             resources(*memory_mb, *vcores, *gpus)?;
             limits::within("started_ms", *started_ms, 0, MAX_TIME_MS)?;
             limits::within("charged_until_ms", *charged_until_ms, 0, MAX_TIME_MS).map(|_| ())
         }
-        QuotaEvent::Utilization { .. }
-        | QuotaEvent::MultiplicatorStep { .. }
-        | QuotaEvent::Compute
-        | QuotaEvent::Recovery => Ok(()),
+        QuotaEvent::MultiplicatorStep {
+            partitions, queues, ..
+        } => {
+            limits::at_most("partitions", partitions.len(), limits::MAX_NODE_LABELS + 1)?;
+            limits::at_most("queues", queues.len(), MAX_LOGGED_QUEUES)?;
+            for partition in partitions.iter().filter(|p| !p.name.is_empty()) {
+                limits::node_label("partitions[].name", &partition.name)?;
+            }
+            for queue in queues {
+                limits::name("queues[].path", &queue.path)?;
+            }
+            Ok(())
+        }
+        QuotaEvent::Utilization { .. } | QuotaEvent::Compute | QuotaEvent::Recovery => Ok(()),
     }
 }
+
+/// The most leaf queues a multiplicator step's line may carry.
+const MAX_LOGGED_QUEUES: usize = 100_000;
 
 /// Every update and finish names a running container, and no container
 /// starts twice (a recovery may find one running again, though).

@@ -15,17 +15,21 @@ mod service;
 pub use budget::{BURN_WINDOW_MS, BudgetState, BurnRates};
 pub use event_log::EventLog;
 pub use ledger::{Charge, DailyKey, LedgerDelta, ProjectQuota, QuotaLedger, day_of};
-pub use service::{ChargedContainer, QuotaError, QuotaService, UnitPrices};
+pub use service::{
+    ChargedContainer, Context, QuotaError, QuotaService, Uncharged, UnitPrices, usage_of,
+};
 
-use crate::policy::{CallError, PolicySlot, PriceMultiplicators, PricingSlot, Usage, Utilization};
+use crate::policy::{
+    CallError, Market, PolicySlot, PriceMultiplicators, PricingSlot, QuoteRequest, Usage,
+};
 
 /// What the quota service needs from a pricing policy. The host's
 /// implementation is the [`PricingSlot`] (WASM, with fallback, checked);
 /// benchmarks and tests may price natively.
 pub trait Pricing {
-    /// The price multiplicators for `utilization` (a PriceMultiplicatorService
-    /// step).
-    fn multiplicators(&self, utilization: Utilization) -> Result<PriceMultiplicators, CallError>;
+    /// The price multiplicators for the cluster's load (a
+    /// PriceMultiplicatorService step).
+    fn multiplicators(&self, market: &Market) -> Result<PriceMultiplicators, CallError>;
     /// The credits each row of `usage` costs at `multiplicators`: one per row,
     /// for one container.
     fn charge(
@@ -33,6 +37,14 @@ pub trait Pricing {
         usage: &Usage,
         multiplicators: PriceMultiplicators,
     ) -> Result<Vec<f64>, CallError>;
+
+    /// What `request` would cost at `multiplicators`, all its containers
+    /// together.
+    fn quote(
+        &self,
+        request: &QuoteRequest,
+        multiplicators: PriceMultiplicators,
+    ) -> Result<f64, CallError>;
 
     /// Moves whenever what the policy answers may have changed (a load or
     /// rollback), so answers can be kept until then; `None`: never keep.
@@ -60,8 +72,16 @@ pub trait Pricing {
 }
 
 impl Pricing for PricingSlot {
-    fn multiplicators(&self, utilization: Utilization) -> Result<PriceMultiplicators, CallError> {
-        PricingSlot::multiplicators(self, utilization)
+    fn multiplicators(&self, market: &Market) -> Result<PriceMultiplicators, CallError> {
+        PricingSlot::multiplicators(self, market)
+    }
+
+    fn quote(
+        &self,
+        request: &QuoteRequest,
+        multiplicators: PriceMultiplicators,
+    ) -> Result<f64, CallError> {
+        PricingSlot::quote(self, request, multiplicators)
     }
 
     fn charge(

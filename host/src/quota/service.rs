@@ -4,10 +4,14 @@
 //! QUOTA_COMPUTE. Also holds the current price multiplicators.
 //!
 //! QUOTA_COMPUTE does not visit every container: running containers are
-//! counted per (project, user, app, size), and every container that has not started
-//! or changed size since the last QUOTA_COMPUTE owes exactly the time since it,
-//! so each group owes one row that stands for all of them. Only containers
-//! started or resized since then owe rows of their own.
+//! counted per (context, size) — the context being who and what the usage is
+//! for (app, project, user, queue, the node's label…, what the pricing
+//! policy's `charge` sees with each row) — and every container that has not
+//! started or changed size since the last QUOTA_COMPUTE owes exactly the
+//! time since it, so each group owes one row that stands for all of them.
+//! Only containers started or resized since then owe rows of their own.
+//! Every row covers an interval of the host clock, which it carries to the
+//! policy.
 //!
 //! Events only record what is owed; [`QuotaService::flush`] prices everything
 //! owed in one policy call and applies it to the ledger. If pricing fails,
@@ -32,7 +36,9 @@ use super::budget::{BudgetState, BurnRates};
 use super::ledger::{Charge, LedgerDelta, QuotaLedger};
 use crate::config::QuotaSettings;
 use crate::metrics::{ProjectLabels, metrics};
-use crate::policy::{CallError, PriceMultiplicators, Usage, Utilization};
+use crate::policy::{
+    CallError, ChargeContext, Market, PriceMultiplicators, QuoteRequest, Usage, UsageRow,
+};
 use crate::resources::Resources;
 use crate::store::{Batch, Store, StoreError};
 
@@ -53,6 +59,29 @@ pub enum QuotaError {
     Store(#[from] StoreError),
 }
 
+/// Who and what a container's usage is for, shared by the containers and
+/// rows that have the same one (see [`QuotaService::context`]).
+pub type Context = Arc<ChargeContext>;
+
+/// A [`Context`] compared by address: contexts are shared, so one address
+/// is one context, and hashing it costs nothing.
+#[derive(Debug, Clone)]
+struct Shared(Context);
+
+impl PartialEq for Shared {
+    fn eq(&self, other: &Shared) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Shared {}
+
+impl std::hash::Hash for Shared {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.0).hash(state);
+    }
+}
+
 /// A container the service is charging.
 #[derive(Debug, Clone)]
 struct Tracked {
@@ -60,6 +89,7 @@ struct Tracked {
     user: Arc<str>,
     /// Its app, whose credits it adds to.
     app: Arc<str>,
+    context: Context,
     resources: Resources,
     started_ms: u64,
     /// When an event of its own last charged it. QUOTA_COMPUTE charges every
@@ -69,35 +99,75 @@ struct Tracked {
 }
 
 impl Tracked {
+    fn new(context: Context, resources: Resources, started_ms: u64, charged_ms: u64) -> Tracked {
+        Tracked {
+            project: context.project.as_str().into(),
+            user: context.user.as_str().into(),
+            app: context.app.as_str().into(),
+            context,
+            resources,
+            started_ms,
+            last_charged_ms: charged_ms,
+        }
+    }
+
     fn group(&self) -> Group {
-        (
-            self.project.clone(),
-            self.user.clone(),
-            self.app.clone(),
-            self.resources,
-        )
+        (Shared(self.context.clone()), self.resources)
     }
 }
 
-/// Running containers of one project, user, app and size are priced together.
-type Group = (Arc<str>, Arc<str>, Arc<str>, Resources);
+/// Running containers of one context and size are priced together.
+type Group = (Shared, Resources);
 
 /// Usage recorded by an event, not yet priced: `containers` containers of
-/// one size, each owing `seconds`.
+/// one size, each owing `seconds`, over [`from_ms`, `to_ms`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Owed {
     project: Arc<str>,
     user: Arc<str>,
     app: Arc<str>,
+    /// What the policy sees the row with (an anonymous one for rows stored
+    /// before contexts were).
+    #[serde(default = "anonymous_context")]
+    context: Context,
     resources: Resources,
     seconds: f64,
     containers: u32,
     at_ms: u64,
+    /// The interval charged (rows stored before intervals were end at
+    /// `at_ms`).
+    #[serde(default)]
+    from_ms: Option<u64>,
+    #[serde(default)]
+    to_ms: Option<u64>,
 }
 
-/// What unit prices depend on: the multiplicators (as bits) and the
-/// pricing policy's generation.
-type PricesKey = (u64, u64, u64);
+fn anonymous_context() -> Context {
+    Arc::new(ChargeContext::anonymous())
+}
+
+impl Owed {
+    /// The interval it covers, in ms: as recorded, or `seconds` up to when
+    /// it was owed.
+    fn interval(&self) -> (i64, i64) {
+        let to = self.to_ms.unwrap_or(self.at_ms);
+        let from = self
+            .from_ms
+            .unwrap_or_else(|| to.saturating_sub((self.seconds * 1000.0) as u64));
+        (clock_ms(from), clock_ms(to.max(from)))
+    }
+}
+
+/// A host clock reading as the WIT's `s64` (Weft's times are at most
+/// year 9999, far inside it).
+fn clock_ms(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// What unit prices depend on: the multiplicators (as bits), the pricing
+/// policy's generation, and the minute (a policy may price by the time of
+/// day).
+type PricesKey = (u64, u64, u64, u64);
 
 /// Credits per second for one unit of each resource, at today's multiplicators.
 #[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
@@ -139,6 +209,45 @@ pub struct QuotaService {
     /// What changed since [`QuotaService::take_changes`]; `None`: nothing
     /// is stored (replay, simulation).
     changes: Option<QuotaChanges>,
+    /// The contexts in use, each once ([`QuotaService::context`]).
+    contexts: foldhash::HashMap<ContextKey, Context>,
+}
+
+/// What tells two contexts apart: every field of [`ChargeContext`].
+type ContextKey = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    Vec<String>,
+    i32,
+    String,
+    Vec<(String, String)>,
+    bool,
+    Option<String>,
+);
+
+fn context_key(c: &ChargeContext) -> ContextKey {
+    (
+        c.app.clone(),
+        c.queue.clone(),
+        c.user.clone(),
+        c.project.clone(),
+        c.application_type.clone(),
+        c.application_tags.clone(),
+        c.priority,
+        c.node_label.clone(),
+        c.node_attributes
+            .iter()
+            .map(|a| (a.key.clone(), a.value.clone()))
+            .collect(),
+        matches!(
+            c.execution_type,
+            crate::policy::ExecutionType::Opportunistic
+        ),
+        c.reservation.clone(),
+    )
 }
 
 /// What the service changed since the store last took it.
@@ -161,12 +270,8 @@ const LAST_COMPUTE_SETTING: &str = "quota.last-compute-ms";
 pub struct ChargedContainer {
     /// The container's id.
     pub id: String,
-    /// Its app's id.
-    pub app: String,
-    /// The project it is charged to.
-    pub project: String,
-    /// The user it is charged to.
-    pub user: String,
+    /// Who and what it is charged for (its app, project, user…).
+    pub context: ChargeContext,
     /// Its size.
     pub resources: Resources,
     /// When it started to run, in ms since the epoch: its minimum runtime
@@ -208,7 +313,24 @@ impl QuotaService {
             charged_projects: Vec::new(),
             unit_prices_cache: Default::default(),
             changes: None,
+            contexts: Default::default(),
         }
+    }
+
+    /// `context`, shared with every container and row that has the same
+    /// one: rows of one context and size are priced as one, and a batch
+    /// sends each context once.
+    pub fn context(&mut self, context: ChargeContext) -> Context {
+        self.contexts
+            .entry(context_key(&context))
+            .or_insert_with(|| Arc::new(context))
+            .clone()
+    }
+
+    /// Lets go of contexts no container or row holds any longer.
+    fn forget_unused_contexts(&mut self) {
+        self.contexts
+            .retain(|_, context| Arc::strong_count(context) > 1);
     }
 
     /// A service whose changes are stored, with the ledger, the owed usage,
@@ -249,14 +371,13 @@ impl QuotaService {
         if !self.settings.enabled || self.running.contains_key(&container.id) {
             return;
         }
-        let mut tracked = Tracked {
-            project: container.project.into(),
-            user: container.user.into(),
-            app: container.app.into(),
-            resources: container.resources,
-            started_ms: container.started_ms,
-            last_charged_ms: container.charged_until_ms,
-        };
+        let context = self.context(container.context);
+        let mut tracked = Tracked::new(
+            context,
+            container.resources,
+            container.started_ms,
+            container.charged_until_ms,
+        );
         if tracked.last_charged_ms < self.last_compute_ms {
             let owed = owe(&mut tracked, self.last_compute_ms, self.last_compute_ms);
             self.owed.extend(owed);
@@ -274,14 +395,13 @@ impl QuotaService {
         if !self.settings.enabled || self.running.contains_key(&container.id) {
             return;
         }
-        let tracked = Tracked {
-            project: container.project.into(),
-            user: container.user.into(),
-            app: container.app.into(),
-            resources: container.resources,
-            started_ms: container.started_ms,
-            last_charged_ms: container.charged_until_ms,
-        };
+        let context = self.context(container.context);
+        let tracked = Tracked::new(
+            context,
+            container.resources,
+            container.started_ms,
+            container.charged_until_ms,
+        );
         *self.groups.entry(tracked.group()).or_insert(0) += 1;
         if tracked.last_charged_ms > self.last_compute_ms {
             self.fresh.insert(container.id.clone());
@@ -353,9 +473,7 @@ impl QuotaService {
     pub fn start(
         &mut self,
         container: &str,
-        app: &str,
-        project: &str,
-        user: &str,
+        context: ChargeContext,
         resources: Resources,
         now: u64,
     ) -> Result<(), QuotaError> {
@@ -365,14 +483,8 @@ impl QuotaService {
         if self.running.contains_key(container) {
             return Err(QuotaError::AlreadyStarted(container.into()));
         }
-        let mut tracked = Tracked {
-            project: project.into(),
-            user: user.into(),
-            app: app.into(),
-            resources,
-            started_ms: now,
-            last_charged_ms: now,
-        };
+        let context = self.context(context);
+        let mut tracked = Tracked::new(context, resources, now, now);
         if now < self.last_compute_ms {
             let owed = owe(&mut tracked, self.last_compute_ms, self.last_compute_ms);
             self.owed.extend(owed);
@@ -474,16 +586,19 @@ impl QuotaService {
             self.container_changed(&container);
         }
         let seconds = (now - self.last_compute_ms) as f64 / 1000.0;
-        for ((project, user, app, resources), containers) in since_last {
+        for ((Shared(context), resources), containers) in since_last {
             if containers > 0 {
                 self.owed.push(Owed {
-                    project,
-                    user,
-                    app,
+                    project: context.project.as_str().into(),
+                    user: context.user.as_str().into(),
+                    app: context.app.as_str().into(),
+                    context,
                     resources,
                     seconds,
                     containers,
                     at_ms: now,
+                    from_ms: Some(self.last_compute_ms),
+                    to_ms: Some(now),
                 });
             }
         }
@@ -500,20 +615,10 @@ impl QuotaService {
         if self.owed.is_empty() {
             return Ok(0.0);
         }
-        let usage = Usage {
-            seconds: self.owed.iter().map(|o| o.seconds).collect(),
-            memory_mb: self.owed.iter().map(|o| o.resources.memory_mb).collect(),
-            vcores: self
-                .owed
-                .iter()
-                .map(|o| u64::from(o.resources.vcores))
-                .collect(),
-            gpus: self
-                .owed
-                .iter()
-                .map(|o| u64::from(o.resources.gpus))
-                .collect(),
-        };
+        let usage = usage_of(self.owed.iter().map(|o| {
+            let (from, to) = o.interval();
+            (&o.context, o.resources, o.seconds, from, to)
+        }));
         // A row's price is for one container; the policy prices each row on
         // its own, so a row standing for n containers costs n times as much.
         let prices = pricing.charge(&usage, self.multiplicators)?;
@@ -576,6 +681,7 @@ impl QuotaService {
             changes.ledger.merge(delta);
             changes.owed = true;
         }
+        self.forget_unused_contexts();
         Ok(credits.iter().sum())
     }
 
@@ -584,13 +690,14 @@ impl QuotaService {
     pub fn update_multiplicators(
         &mut self,
         pricing: &dyn Pricing,
-        utilization: Utilization,
+        mut market: Market,
     ) -> Result<PriceMultiplicators, QuotaError> {
         if !self.settings.variable_price {
             self.multiplicators = UNIT_MULTIPLICATORS;
             return Ok(self.multiplicators);
         }
-        self.multiplicators = pricing.multiplicators(utilization)?;
+        market.last = self.multiplicators;
+        self.multiplicators = pricing.multiplicators(&market)?;
         if let Some(changes) = self.changed() {
             changes.multiplicators = true;
         }
@@ -605,10 +712,15 @@ impl QuotaService {
 
     /// What one second of one unit of each resource costs now, asked of the
     /// pricing policy itself so the answer is what would be charged.
-    pub fn unit_prices(&self, pricing: &dyn Pricing) -> Result<UnitPrices, CallError> {
+    pub fn unit_prices(&self, pricing: &dyn Pricing, now: u64) -> Result<UnitPrices, CallError> {
         let key = pricing.generation().map(|generation| {
             let m = self.multiplicators;
-            (m.general.to_bits(), m.gpu.to_bits(), generation)
+            (
+                m.general.to_bits(),
+                m.gpu.to_bits(),
+                generation,
+                now / 60_000,
+            )
         });
         let mut cache = self
             .unit_prices_cache
@@ -619,12 +731,22 @@ impl QuotaService {
         {
             return Ok(*prices);
         }
-        let usage = Usage {
-            seconds: vec![1.0; 3],
-            memory_mb: vec![0, self.settings.unit_memory_mb, 0],
-            vcores: vec![1, 0, 0],
-            gpus: vec![0, 0, u64::from(self.settings.unit_gpus)],
-        };
+        // The second from now, for no one in particular: a policy that
+        // prices by context or time of day may charge others otherwise.
+        let context = anonymous_context();
+        let (from, to) = (clock_ms(now), clock_ms(now.saturating_add(1000)));
+        let unit = |memory_mb, vcores, gpus| Resources::new(memory_mb, vcores, gpus);
+        let usage = usage_of([
+            (&context, unit(0, 1, 0), 1.0, from, to),
+            (
+                &context,
+                unit(self.settings.unit_memory_mb, 0, 0),
+                1.0,
+                from,
+                to,
+            ),
+            (&context, unit(0, 0, self.settings.unit_gpus), 1.0, from, to),
+        ]);
         let prices = pricing.charge(&usage, self.multiplicators)?;
         let prices = UnitPrices {
             vcore: prices[0],
@@ -657,12 +779,9 @@ impl QuotaService {
     /// their running containers' rest of the minimum runtime (should their
     /// work end now), per (project, size), and the usage owed and not yet
     /// priced — as (project, size, seconds) rows.
-    pub fn uncharged(
-        &self,
-        projects: &std::collections::HashSet<&str>,
-    ) -> Vec<(Arc<str>, Resources, f64)> {
+    pub fn uncharged(&self, projects: &std::collections::HashSet<&str>) -> Vec<Uncharged> {
         let minimum = self.settings.min_runtime_ms;
-        let mut unpaid: HashMap<(Arc<str>, Resources), u64> = HashMap::new();
+        let mut rows = Vec::new();
         for tracked in self.running.values() {
             if !projects.contains(&*tracked.project) {
                 continue;
@@ -670,42 +789,73 @@ impl QuotaService {
             let charged_to = tracked.last_charged_ms.max(self.last_compute_ms);
             let owed_to = tracked.started_ms.saturating_add(minimum);
             if owed_to > charged_to {
-                *unpaid
-                    .entry((tracked.project.clone(), tracked.resources))
-                    .or_insert(0) += owed_to - charged_to;
+                rows.push(Uncharged {
+                    project: tracked.project.clone(),
+                    context: tracked.context.clone(),
+                    resources: tracked.resources,
+                    seconds: (owed_to - charged_to) as f64 / 1000.0,
+                    from_ms: charged_to,
+                });
             }
         }
-        let mut rows: Vec<(Arc<str>, Resources, f64)> = unpaid
-            .into_iter()
-            .map(|((project, resources), ms)| (project, resources, ms as f64 / 1000.0))
-            .collect();
         // Owed and not yet priced (a container that ended this event).
         for owed in &self.owed {
             if projects.contains(&*owed.project) {
-                rows.push((
-                    owed.project.clone(),
-                    owed.resources,
-                    owed.seconds * f64::from(owed.containers),
-                ));
+                rows.push(Uncharged {
+                    project: owed.project.clone(),
+                    context: owed.context.clone(),
+                    resources: owed.resources,
+                    seconds: owed.seconds * f64::from(owed.containers),
+                    from_ms: u64::try_from(owed.interval().0).unwrap_or(0),
+                });
             }
         }
         rows
     }
 
-    /// Prices `rows` of (size, seconds) at today's multiplicators, in one
-    /// call.
+    /// Prices `rows` at today's multiplicators, in one call: each its
+    /// context, size and seconds from its start.
     pub fn price_rows(
         &self,
         pricing: &dyn Pricing,
-        rows: &[(Resources, f64)],
+        rows: &[Uncharged],
     ) -> Result<Vec<f64>, CallError> {
-        let usage = Usage {
-            seconds: rows.iter().map(|(_, seconds)| *seconds).collect(),
-            memory_mb: rows.iter().map(|(r, _)| r.memory_mb).collect(),
-            vcores: rows.iter().map(|(r, _)| u64::from(r.vcores)).collect(),
-            gpus: rows.iter().map(|(r, _)| u64::from(r.gpus)).collect(),
-        };
+        let usage = usage_of(rows.iter().map(|row| {
+            let from = clock_ms(row.from_ms);
+            let ms = (row.seconds * 1000.0).clamp(0.0, 1e15) as i64;
+            (
+                &row.context,
+                row.resources,
+                row.seconds,
+                from,
+                from.saturating_add(ms),
+            )
+        }));
         pricing.charge(&usage, self.multiplicators)
+    }
+
+    /// What `containers` containers of `resources` would cost in `context`
+    /// from `start_ms` for `duration_ms`, at today's multiplicators: the
+    /// pricing policy's `quote`.
+    pub fn quote(
+        &self,
+        pricing: &dyn Pricing,
+        context: ChargeContext,
+        resources: Resources,
+        containers: u32,
+        start_ms: u64,
+        duration_ms: u64,
+    ) -> Result<f64, CallError> {
+        let request = QuoteRequest {
+            context,
+            memory_mb: resources.memory_mb,
+            vcores: u64::from(resources.vcores),
+            gpus: u64::from(resources.gpus),
+            containers,
+            start_ms: clock_ms(start_ms),
+            duration_ms: clock_ms(duration_ms),
+        };
+        pricing.quote(&request, self.multiplicators)
     }
 
     /// The credits `project` has left (negative: in debt).
@@ -759,17 +909,62 @@ impl QuotaService {
 /// What `tracked` owes up to `until`; it is then charged up to `until`.
 /// `at` is when the charge happens (it picks the ledger day).
 fn owe(tracked: &mut Tracked, until: u64, at: u64) -> Option<Owed> {
-    let millis = until.saturating_sub(tracked.last_charged_ms);
+    let from = tracked.last_charged_ms;
+    let millis = until.saturating_sub(from);
     tracked.last_charged_ms = tracked.last_charged_ms.max(until);
     (millis > 0).then(|| Owed {
         project: tracked.project.clone(),
         user: tracked.user.clone(),
         app: tracked.app.clone(),
+        context: tracked.context.clone(),
         resources: tracked.resources,
         seconds: millis as f64 / 1000.0,
         containers: 1,
         at_ms: at,
+        from_ms: Some(from),
+        to_ms: Some(until),
     })
+}
+
+/// A row the ledger does not hold yet (see [`QuotaService::uncharged`]).
+#[derive(Debug, Clone)]
+pub struct Uncharged {
+    /// The project it will be charged to.
+    pub project: Arc<str>,
+    /// Who and what it is for.
+    pub context: Context,
+    /// Its size.
+    pub resources: Resources,
+    /// How long, in seconds (for all the containers it stands for).
+    pub seconds: f64,
+    /// From when, in ms.
+    pub from_ms: u64,
+}
+
+/// The WIT usage of `rows` (context, size, seconds, from, to), each context
+/// sent once.
+pub fn usage_of<'a>(
+    rows: impl IntoIterator<Item = (&'a Context, Resources, f64, i64, i64)>,
+) -> Usage {
+    let mut usage = Usage::empty();
+    let mut index: HashMap<*const ChargeContext, u32> = HashMap::new();
+    for (context, resources, seconds, start_ms, end_ms) in rows {
+        let next = usage.contexts.len() as u32;
+        let at = *index.entry(Arc::as_ptr(context)).or_insert_with(|| {
+            usage.contexts.push((**context).clone());
+            next
+        });
+        usage.push(UsageRow {
+            seconds,
+            memory_mb: resources.memory_mb,
+            vcores: u64::from(resources.vcores),
+            gpus: u64::from(resources.gpus),
+            start_ms,
+            end_ms: end_ms.max(start_ms),
+            context: at,
+        });
+    }
+    usage
 }
 
 #[cfg(test)]
@@ -780,7 +975,7 @@ mod tests {
     fn a_start_before_the_last_compute_owes_the_time_up_to_it() {
         let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
         quota.compute(10_000);
-        quota.start("late", "a", "p", "u", gb, 4_000).unwrap();
+        quota.start("late", ctx("a", "p", "u"), gb, 4_000).unwrap();
         quota.compute(12_000);
         quota.finish("late", 13_000, false).unwrap();
         quota.flush(&PerGbSecond).unwrap();
@@ -791,8 +986,8 @@ mod tests {
     fn the_minimum_runtime_is_charged_only_when_its_own_work_ended_it() {
         let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
         quota.settings.min_runtime_ms = 10_000;
-        quota.start("own", "a", "p", "u", gb, 0).unwrap();
-        quota.start("system", "a", "q", "u", gb, 0).unwrap();
+        quota.start("own", ctx("a", "p", "u"), gb, 0).unwrap();
+        quota.start("system", ctx("a", "q", "u"), gb, 0).unwrap();
         quota.finish("own", 1_000, true).unwrap();
         quota.finish("system", 1_000, false).unwrap();
         quota.flush(&PerGbSecond).unwrap();
@@ -804,8 +999,11 @@ mod tests {
     struct PerGbSecond;
 
     impl Pricing for PerGbSecond {
-        fn multiplicators(&self, _: Utilization) -> Result<PriceMultiplicators, CallError> {
+        fn multiplicators(&self, _: &Market) -> Result<PriceMultiplicators, CallError> {
             Ok(UNIT_MULTIPLICATORS)
+        }
+        fn quote(&self, _: &QuoteRequest, _: PriceMultiplicators) -> Result<f64, CallError> {
+            Ok(0.0)
         }
         fn charge(&self, usage: &Usage, _: PriceMultiplicators) -> Result<Vec<f64>, CallError> {
             Ok(usage
@@ -814,6 +1012,16 @@ mod tests {
                 .zip(&usage.memory_mb)
                 .map(|(seconds, mb)| seconds * *mb as f64 / 1024.0)
                 .collect())
+        }
+    }
+
+    /// The context of `app`'s containers, of `project` and `user`.
+    fn ctx(app: &str, project: &str, user: &str) -> ChargeContext {
+        ChargeContext {
+            app: app.into(),
+            project: project.into(),
+            user: user.into(),
+            ..ChargeContext::anonymous()
         }
     }
 
@@ -833,10 +1041,10 @@ mod tests {
         let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
         // Three 1 GB containers of one group, one started between computes,
         // one resized, one finished between computes.
-        quota.start("a", "app", "p", "u", gb, 0).unwrap();
-        quota.start("b", "app", "p", "u", gb, 0).unwrap();
+        quota.start("a", ctx("app", "p", "u"), gb, 0).unwrap();
+        quota.start("b", ctx("app", "p", "u"), gb, 0).unwrap();
         quota.compute(10_000); // a, b: 10 s each
-        quota.start("c", "app", "p", "u", gb, 14_000).unwrap();
+        quota.start("c", ctx("app", "p", "u"), gb, 14_000).unwrap();
         quota
             .update("b", Resources::new(2048, 1, 0), 15_000)
             .unwrap(); // b: 5 s at 1 GB
@@ -857,9 +1065,9 @@ mod tests {
     fn each_app_is_told_what_its_containers_were_charged() {
         let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
         // Two apps of one project, user and size: grouped apart.
-        quota.start("a1", "app1", "p", "u", gb, 0).unwrap();
-        quota.start("a2", "app1", "p", "u", gb, 0).unwrap();
-        quota.start("b1", "app2", "p", "u", gb, 0).unwrap();
+        quota.start("a1", ctx("app1", "p", "u"), gb, 0).unwrap();
+        quota.start("a2", ctx("app1", "p", "u"), gb, 0).unwrap();
+        quota.start("b1", ctx("app2", "p", "u"), gb, 0).unwrap();
         quota.compute(10_000);
         quota.finish("b1", 15_000, true).unwrap();
         quota.flush(&PerGbSecond).unwrap();
@@ -873,9 +1081,9 @@ mod tests {
     #[test]
     fn a_container_started_at_a_compute_joins_its_group_at_once() {
         let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
-        quota.start("a", "app", "p", "u", gb, 0).unwrap();
+        quota.start("a", ctx("app", "p", "u"), gb, 0).unwrap();
         quota.compute(10_000);
-        quota.start("b", "app", "p", "u", gb, 10_000).unwrap();
+        quota.start("b", ctx("app", "p", "u"), gb, 10_000).unwrap();
         quota.compute(20_000);
         quota.finish("b", 25_000, true).unwrap();
         quota.flush(&PerGbSecond).unwrap();
@@ -885,5 +1093,68 @@ mod tests {
             "{}",
             used(&quota, "p")
         );
+    }
+
+    /// Records the usage it is asked to price; charges nothing.
+    #[derive(Default)]
+    struct Recording(std::sync::Mutex<Vec<Usage>>);
+
+    impl Pricing for Recording {
+        fn multiplicators(&self, _: &Market) -> Result<PriceMultiplicators, CallError> {
+            Ok(UNIT_MULTIPLICATORS)
+        }
+        fn charge(&self, usage: &Usage, _: PriceMultiplicators) -> Result<Vec<f64>, CallError> {
+            self.0.lock().unwrap().push(usage.clone());
+            Ok(vec![0.0; usage.len()])
+        }
+        fn quote(&self, _: &QuoteRequest, _: PriceMultiplicators) -> Result<f64, CallError> {
+            Ok(0.0)
+        }
+    }
+
+    #[test]
+    fn each_row_carries_its_context_and_the_interval_it_covers() {
+        let (mut quota, gb) = (service(), Resources::new(1024, 1, 0));
+        let ml = ChargeContext {
+            node_label: "gpu".into(),
+            ..ctx("app1", "ml", "u")
+        };
+        quota.start("a", ml.clone(), gb, 0).unwrap();
+        quota.start("b", ml.clone(), gb, 0).unwrap();
+        quota
+            .start("c", ctx("app2", "web", "u"), gb, 4_000)
+            .unwrap();
+        quota.compute(10_000);
+        let pricing = Recording::default();
+        quota.flush(&pricing).unwrap();
+        let batches = pricing.0.lock().unwrap();
+        let usage = &batches[0];
+        // a and b share a context (sent once) and a row; c has its own.
+        assert_eq!(usage.contexts.len(), 2, "{usage:?}");
+        let rows: Vec<(String, i64, i64, f64)> = (0..usage.len())
+            .map(|i| {
+                let row = usage.row(i);
+                let context = &usage.contexts[row.context as usize];
+                (
+                    context.project.clone(),
+                    row.start_ms,
+                    row.end_ms,
+                    row.seconds,
+                )
+            })
+            .collect();
+        assert!(rows.contains(&("ml".into(), 0, 10_000, 10.0)), "{rows:?}");
+        assert!(
+            rows.contains(&("web".into(), 4_000, 10_000, 6.0)),
+            "{rows:?}"
+        );
+        let ml = usage.contexts.iter().find(|c| c.project == "ml").unwrap();
+        assert_eq!(ml.node_label, "gpu");
+        drop(batches);
+        // Nothing holds the contexts of ended containers once they are charged.
+        quota.finish("a", 11_000, false).unwrap();
+        quota.finish("b", 11_000, false).unwrap();
+        quota.flush(&pricing).unwrap();
+        assert_eq!(quota.contexts.len(), 1, "web's, still running");
     }
 }

@@ -87,6 +87,19 @@ pub struct PlacementRequest<'a> {
     /// The time of the request, in ms since the epoch: nothing is placed
     /// before it.
     pub now_ms: i64,
+    /// The reservation's name as submitted (may be empty), for the policy.
+    pub name: &'a str,
+}
+
+impl PlacementRequest<'_> {
+    /// What the sharing policy is told of the reservation itself.
+    fn terms(&self) -> crate::reservation::plan::Terms<'_> {
+        crate::reservation::plan::Terms {
+            now_ms: self.now_ms,
+            name: self.name,
+            recurring: self.contract.period_ms.is_some(),
+        }
+    }
 }
 
 /// One group of containers of one request, running together.
@@ -349,6 +362,7 @@ pub fn place<S: Sharing + ?Sized>(
         range.0.saturating_sub(window_ms),
         range.1.saturating_add(window_ms),
         request.replacing,
+        request.terms(),
     )?;
     match sharing.validate(&admission)? {
         Ok(()) => Ok(Placement { allocation, blocks }),
@@ -376,6 +390,7 @@ fn available<S: Sharing + ?Sized>(
         from.saturating_sub(window_ms),
         check_end.saturating_add(window_ms),
         request.replacing,
+        request.terms(),
     )?;
     let offered = RleTimeline::from_timeline(&sharing.available(&admission)?)
         .map_err(|error| CallError::InvalidOutput(format!("available: {error}")))?;
@@ -615,6 +630,7 @@ mod tests {
                 contract: &contract,
                 replacing: None,
                 now_ms: 0,
+                name: "",
             },
         )
     }
@@ -901,6 +917,7 @@ mod tests {
             contract: &job,
             replacing: None,
             now_ms: 95_000,
+            name: "",
         };
         let error = place(&plan(), &NoOverCommit::default(), &request).unwrap_err();
         let AgentError::NoRoom(shortfall) = &error else {
@@ -1023,6 +1040,7 @@ mod tests {
             contract: &contract,
             replacing: Some(&id(1)),
             now_ms: 0,
+            name: "",
         };
         assert_eq!(
             blocks(&place(&plan, &NoOverCommit::default(), &request).unwrap()),

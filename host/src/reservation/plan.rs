@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::definition::{DefinitionError, ReservationDefinition, ReservationId};
 use super::rle::{Amount, FOREVER, RleError, RleTimeline};
-use crate::policy::{Admission, PlanSettings, Timeline};
+use crate::policy::{Admission, PlanContext, PlanSettings, Timeline};
 use crate::resources::Resources;
 
 /// YARN's default `reservation-window` for a reservable queue
@@ -125,6 +125,18 @@ pub struct Allocation {
     pub end_ms: i64,
     /// What the reservation holds throughout it.
     pub resources: Resources,
+}
+
+/// What a sharing policy is told of the reservation a decision is about,
+/// beyond its user and allocation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Terms<'a> {
+    /// When the decision is made, in ms.
+    pub now_ms: i64,
+    /// The reservation's name as submitted.
+    pub name: &'a str,
+    /// Whether it recurs.
+    pub recurring: bool,
 }
 
 /// A reservation accepted into a plan.
@@ -565,6 +577,10 @@ impl Plan {
     /// when updating). With a candidate, the plan's commitments are cut to
     /// the candidate's span within the range, all over-commit can depend on:
     /// on a dense plan that is most of a decision's cost (see wit/sharing.wit).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "each is one part of the decision the WIT names"
+    )]
     pub fn admission(
         &self,
         user: &str,
@@ -573,6 +589,7 @@ impl Plan {
         from: i64,
         to: i64,
         excluding: Option<&ReservationId>,
+        terms: Terms<'_>,
     ) -> Result<Admission, PlanError> {
         let wit = |what: &'static str, columns: Result<Timeline, RleError>| {
             columns.map_err(|source| PlanError::Timeline {
@@ -602,7 +619,39 @@ impl Plan {
                     self.committed_columns(plan_from, plan_to.max(plan_from), None, excluding),
                 )?
             },
+            context: self.context(user, excluding, terms),
         })
+    }
+
+    /// The plan around a decision about a reservation of `user` (the
+    /// reservation `excluding` not counted).
+    fn context(
+        &self,
+        user: &str,
+        excluding: Option<&ReservationId>,
+        terms: Terms<'_>,
+    ) -> PlanContext {
+        let counted = self
+            .reservations
+            .values()
+            .filter(|r| Some(&r.id) != excluding);
+        let (mut reservations, mut own) = (0u32, 0u32);
+        let mut users = std::collections::BTreeSet::new();
+        for reservation in counted {
+            reservations = reservations.saturating_add(1);
+            if reservation.user == user {
+                own = own.saturating_add(1);
+            }
+            users.insert(reservation.user.as_str());
+        }
+        PlanContext {
+            now_ms: terms.now_ms,
+            reservation_name: terms.name.to_string(),
+            recurring: terms.recurring,
+            reservations,
+            user_reservations: own,
+            users: u32::try_from(users.len()).unwrap_or(u32::MAX),
+        }
     }
 
     /// [`Plan::committed`] as WIT columns. When only one-off reservations
@@ -797,7 +846,15 @@ pub(crate) mod tests {
             .unwrap();
         let candidate = RleTimeline::block(80, 120, Amount::new(4096, 4, 0));
         let admission = plan
-            .admission("alice", &id(1), &candidate, 60, 110, Some(&id(1)))
+            .admission(
+                "alice",
+                &id(1),
+                &candidate,
+                60,
+                110,
+                Some(&id(1)),
+                Terms::default(),
+            )
             .unwrap();
         assert_eq!(admission.settings.queue, "root.dedicated");
         assert_eq!(admission.settings.capacity.memory_mb, 10 * 1024);
@@ -812,7 +869,7 @@ pub(crate) mod tests {
         assert_eq!(admission.plan_committed.memory_mb, vec![1024, 0]);
         // Without the exclusion both are there.
         let admission = plan
-            .admission("alice", &id(3), &candidate, 60, 110, None)
+            .admission("alice", &id(3), &candidate, 60, 110, None, Terms::default())
             .unwrap();
         assert_eq!(admission.user_committed.memory_mb, vec![2048, 0]);
         assert_eq!(admission.plan_committed.at_ms, vec![80, 100, 110]);
@@ -820,7 +877,7 @@ pub(crate) mod tests {
         // With no candidate (the agent asking `available`), the whole range.
         let empty = RleTimeline::default();
         let admission = plan
-            .admission("alice", &id(3), &empty, 60, 110, None)
+            .admission("alice", &id(3), &empty, 60, 110, None, Terms::default())
             .unwrap();
         assert_eq!(admission.plan_committed.at_ms, vec![60, 100, 110]);
     }

@@ -613,6 +613,7 @@ impl ReservationSystem {
             contract,
             replacing,
             now_ms,
+            name: &definition.reservation_name,
         };
         let placement =
             agent::place(plan, sharing, &request).map_err(|source| SystemError::Placement {

@@ -11,12 +11,12 @@ use utoipa::ToSchema;
 use super::ResourceManager;
 use super::requests::RequestError;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::cluster::{Container, Placement};
 use crate::config::BudgetEnforcement;
 use crate::metrics::{ProjectLabels, label, metrics};
-use crate::quota::{BudgetState, DailyKey};
-use crate::resources::Resources;
+use crate::quota::{BudgetState, DailyKey, Uncharged};
 use crate::scheduler::HeldProjects;
 use crate::security::Caller;
 use crate::store::Grant;
@@ -138,46 +138,76 @@ impl ResourceManager {
     /// pass's earlier rounds admitted (in the policy's order; the rest
     /// wait). One pricing call.
     pub(crate) fn affordable(
-        quota: &crate::quota::QuotaService,
+        quota: &mut crate::quota::QuotaService,
         pricing: &dyn crate::quota::Pricing,
         cluster: &crate::cluster::Cluster,
         placements: Vec<Placement>,
         earlier: &[Placement],
+        now: u64,
     ) -> Vec<Placement> {
         let minimum = quota.settings().min_runtime_ms as f64 / 1000.0;
-        let size = |p: &Placement| cluster.apps()[p.app].asks[p.ask].resources;
+        let app_of = |p: &Placement| &cluster.apps()[p.app];
+        let size = |p: &Placement| app_of(p).asks[p.ask].resources;
         let projects: HashSet<&str> = placements
             .iter()
-            .map(|p| cluster.apps()[p.app].project.as_str())
+            .map(|p| app_of(p).project.as_str())
             .collect();
-        // Rows to price: each size new containers come in, for the minimum
-        // runtime; then what each project has committed already.
-        let mut sizes: Vec<Resources> = placements.iter().map(size).collect();
-        sizes.sort_by_key(|r| (r.memory_mb, r.vcores, r.gpus));
-        sizes.dedup();
-        let mut rows: Vec<(Resources, f64)> = sizes.iter().map(|r| (*r, minimum)).collect();
+        // A row for one new container of each placement, for the minimum
+        // runtime from now, in the context it would run in (its app's, on
+        // its node); then what each project has committed already.
+        let mut context_of = |app: &crate::cluster::App, node: Option<&str>| {
+            let node = node.and_then(|id| cluster.node(id));
+            quota.context(super::charging::charge_context(cluster, app, node))
+        };
+        let node_ids: Vec<&str> = cluster.nodes().map(|n| n.id.as_str()).collect();
+        let node_id = |p: &Placement| node_ids.get(p.node).copied();
+        let row = |context, resources, seconds| Uncharged {
+            project: Arc::from(""),
+            context,
+            resources,
+            seconds,
+            from_ms: now,
+        };
+        let mut rows: Vec<Uncharged> = placements
+            .iter()
+            .map(|p| row(context_of(app_of(p), node_id(p)), size(p), minimum))
+            .collect();
         let mut committed_rows: Vec<&str> = Vec::new();
-        for (project, resources, seconds) in quota.uncharged(&projects) {
-            let project = projects.get(&*project).copied().unwrap_or_default();
-            committed_rows.push(project);
-            rows.push((resources, seconds));
-        }
+        let mut committed = Vec::new();
         // What earlier rounds of this pass admitted (other partitions,
         // constrained asks): allocated, but not yet known to the quota.
         for placement in earlier {
-            let project = cluster.apps()[placement.app].project.as_str();
-            if let Some(project) = projects.get(project).copied() {
+            let app = app_of(placement);
+            if let Some(project) = projects.get(app.project.as_str()).copied() {
                 committed_rows.push(project);
-                rows.push((size(placement), minimum * f64::from(placement.count)));
+                let seconds = minimum * f64::from(placement.count);
+                committed.push(row(
+                    context_of(app, node_id(placement)),
+                    size(placement),
+                    seconds,
+                ));
             }
         }
         for container in cluster.containers().filter(|c| c.launched_ms.is_none()) {
-            let project = cluster.app(&container.app).map(|a| a.project.as_str());
-            if let Some(project) = project.and_then(|p| projects.get(p).copied()) {
+            let Some(app) = cluster.app(&container.app) else {
+                continue;
+            };
+            if let Some(project) = projects.get(app.project.as_str()).copied() {
                 committed_rows.push(project);
-                rows.push((container.resources, minimum));
+                let context = context_of(app, Some(container.node.as_str()));
+                committed.push(row(context, container.resources, minimum));
             }
         }
+        for uncharged in quota.uncharged(&projects) {
+            let project = projects
+                .get(&*uncharged.project)
+                .copied()
+                .unwrap_or_default();
+            committed_rows.push(project);
+            committed.push(uncharged);
+        }
+        let new_rows = rows.len();
+        rows.extend(committed);
         let charges = match quota.price_rows(pricing, &rows) {
             Ok(charges) => charges,
             Err(error) => {
@@ -185,9 +215,7 @@ impl ResourceManager {
                 return placements;
             }
         };
-        let (new, committed) = charges.split_at(sizes.len());
-        let charge_of: HashMap<Resources, f64> =
-            sizes.into_iter().zip(new.iter().copied()).collect();
+        let (new, committed) = charges.split_at(new_rows);
         let mut left: HashMap<&str, f64> = projects
             .iter()
             .map(|project| (*project, quota.credits_left(project)))
@@ -198,9 +226,8 @@ impl ResourceManager {
             }
         }
         let mut admitted = Vec::with_capacity(placements.len());
-        for mut placement in placements {
+        for (mut placement, charge) in placements.into_iter().zip(new.iter().copied()) {
             let project = cluster.apps()[placement.app].project.as_str();
-            let charge = charge_of.get(&size(&placement)).copied().unwrap_or(0.0);
             // Free (or not a number, which a checked policy never answers).
             if charge.is_nan() || charge <= 0.0 {
                 admitted.push(placement);
@@ -245,6 +272,56 @@ impl ResourceManager {
             self.quota.ledger().remaining(project),
             enforce.as_str()
         )))
+    }
+
+    /// Refuses, while budgets are enforced, an app nothing of which its
+    /// project can pay for: every ask's first step (one container, or its
+    /// gang's minimum) would cost more than the project has left for its
+    /// minimum runtime alone (`yarn.resourcemanager.quota.min.runtime`), at
+    /// today's prices — the pricing policy's `quote`. An app that can start
+    /// is accepted; the rounds then admit no more of it than its credits pay
+    /// for. A policy that cannot quote refuses nothing.
+    pub(crate) fn check_quote(
+        &self,
+        request: &crate::cluster::SubmitApp,
+        leaf: usize,
+    ) -> Result<(), RequestError> {
+        use super::charging::Containers;
+        let minimum = self.quota.settings().min_runtime_ms;
+        if self.enforcing() == BudgetEnforcement::Off || minimum == 0 {
+            return Ok(());
+        }
+        let now = self.now();
+        let pricing = self.policies.pricing();
+        let quoted = self.price_app(
+            request,
+            leaf,
+            Some(minimum),
+            Containers::First,
+            now,
+            pricing,
+        );
+        let asks = match quoted {
+            Ok((asks, _)) => asks,
+            Err(error) => {
+                tracing::warn!(%error, "cannot quote a submission; its budget is checked as it runs");
+                return Ok(());
+            }
+        };
+        let left = self.quota.credits_left(&request.project);
+        let Some(cheapest) = asks.iter().map(|a| a.credits).min_by(f64::total_cmp) else {
+            return Ok(());
+        };
+        if cheapest > left {
+            return Err(RequestError::OverBudget(format!(
+                "project {:?} has {left:.2} credits left, but the least of this app that can start would cost {cheapest:.2} for its minimum runtime of {} ms alone (yarn.resourcemanager.quota.min.runtime; weft.quota.budget.enforce = {}); an administrator can grant more (weft quota grant {} CREDITS)",
+                request.project,
+                minimum,
+                self.enforcing().as_str(),
+                request.project
+            )));
+        }
+        Ok(())
     }
 
     /// Why a pending app of a held project waits, with the figures.

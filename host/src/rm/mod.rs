@@ -9,6 +9,7 @@
 
 pub mod assemble;
 pub mod budget;
+pub mod charging;
 mod labels;
 pub mod local_tracker;
 pub mod notices;
@@ -36,7 +37,7 @@ use crate::metrics::{StateLabels, metrics};
 use crate::policy::{PolicyKind, PolicyRuntime, Utilization, in_force};
 use crate::queues::QueueTree;
 use crate::quota::events::QuotaEvent;
-use crate::quota::{ChargedContainer, EventLog, QuotaService};
+use crate::quota::{ChargedContainer, EventLog, QuotaService, event_log};
 use crate::resources::Resources;
 use crate::scheduler;
 use crate::scheduler::reclaim::{self, Starvation};
@@ -537,6 +538,17 @@ impl ResourceManager {
             .map(|_| ())
     }
 
+    /// Puts simulated node `id` on `rack` ("" the default one) with
+    /// `attributes` (checked by the caller), as an agent registers them.
+    pub fn place_simulated_node(
+        &mut self,
+        id: &str,
+        rack: String,
+        attributes: std::collections::BTreeMap<String, String>,
+    ) {
+        self.cluster.describe_node(id, rack, attributes);
+    }
+
     /// The plan follower's step before a round (`reservation/follower.rs`):
     /// apps of reservations that have ended move on or are killed (their
     /// containers charged up to now); returns the reservations active now.
@@ -669,16 +681,18 @@ impl ResourceManager {
         self.end_gang_waits(now);
         let reservations = self.active_reservations(now);
         let held = self.held_projects();
-        let (quota, pricing) = (&self.quota, self.policies.pricing());
+        let trim_rounds = self.budgets_trim_rounds();
+        let (quota, pricing) = (&mut self.quota, self.policies.pricing());
         // One pass may be several rounds (partitions, constrained asks):
         // each round's check counts what the rounds before it admitted.
         let mut admitted: Vec<Placement> = Vec::new();
         let mut afford = |cluster: &Cluster, placements: Vec<Placement>| {
-            let now_admitted = Self::affordable(quota, pricing, cluster, placements, &admitted);
+            let now_admitted =
+                Self::affordable(quota, pricing, cluster, placements, &admitted, now);
             admitted.extend_from_slice(&now_admitted);
             now_admitted
         };
-        let admit: Option<scheduler::Admit<'_>> = self.budgets_trim_rounds().then_some(&mut afford);
+        let admit: Option<scheduler::Admit<'_>> = trim_rounds.then_some(&mut afford);
         match scheduler::schedule(
             &mut self.cluster,
             self.policies.scheduling(),
@@ -755,7 +769,7 @@ impl ResourceManager {
                 notice.placed();
             }
             if let Some(started) = c.launched_ms {
-                self.start_charging(c, &allocation.project, &allocation.user, started, now);
+                self.start_charging(c, started, now);
             }
         }
         metrics()
@@ -774,38 +788,29 @@ impl ResourceManager {
             let Some(container) = self.cluster.container(id).cloned() else {
                 continue;
             };
-            let Some(app) = self.cluster.app(&container.app) else {
-                continue;
-            };
-            let (project, user) = (app.project.clone(), app.user.clone());
             let started = container.launched_ms.unwrap_or(now);
-            self.start_charging(&container, &project, &user, started, now);
+            self.start_charging(&container, started, now);
         }
     }
 
     /// CONTAINER_START for `container`, which started at `started`.
-    fn start_charging(
-        &mut self,
-        container: &Container,
-        project: &str,
-        user: &str,
-        started: u64,
-        now: u64,
-    ) {
+    fn start_charging(&mut self, container: &Container, started: u64, now: u64) {
         let c = container;
+        let Some(app) = self.cluster.app(&c.app) else {
+            return;
+        };
+        let context = charging::charge_context(&self.cluster, app, self.cluster.node(&c.node));
         match self
             .quota
-            .start(&c.id, &c.app, project, user, c.resources, started)
+            .start(&c.id, context.clone(), c.resources, started)
         {
-            Ok(()) => self.record_quota_event(now, || QuotaEvent::Start {
-                container: c.id.clone(),
-                app: c.app.clone(),
-                project: project.to_owned(),
-                user: user.to_owned(),
-                memory_mb: c.resources.memory_mb,
-                vcores: c.resources.vcores,
-                gpus: c.resources.gpus,
-                started_ms: (started != now).then_some(started),
+            Ok(()) => self.record_quota_event(now, || {
+                event_log::start(
+                    &c.id,
+                    context,
+                    c.resources,
+                    (started != now).then_some(started),
+                )
             }),
             Err(error) => tracing::error!(%error, "quota could not start charging a container"),
         }
@@ -844,11 +849,7 @@ impl ResourceManager {
         // It ran and ended before anything charged it (a short container
         // whose end came before any heartbeat listed it running).
         if self.quota.settings().enabled && self.quota.charged_until(&container.id).is_none() {
-            let Some(app) = self.cluster.app(&container.app) else {
-                return;
-            };
-            let (project, user) = (app.project.clone(), app.user.clone());
-            self.start_charging(container, &project, &user, started, at);
+            self.start_charging(container, started, at);
         }
         let minimum = container.ended_by_its_work();
         match self.quota.finish(&container.id, at, minimum) {
@@ -882,26 +883,26 @@ impl ResourceManager {
         self.update_gauges();
     }
 
-    /// The PriceMultiplicatorService step, from allocated plus pending over capacity.
+    /// The PriceMultiplicatorService step, from the cluster's load: its
+    /// utilization (allocated plus pending over capacity) and each
+    /// partition's and leaf queue's.
     pub fn multiplicator_step(&mut self) {
-        let capacity = self.cluster.capacity();
-        let demand = self.cluster.allocated() + self.cluster.pending();
-        let (memory, vcores, gpus) = demand.fractions_of(&capacity);
         let now = self.now();
+        let market = charging::market(&self.cluster, now);
+        let Utilization {
+            memory,
+            vcores,
+            gpus,
+        } = market.utilization;
         self.record_quota_event(now, || QuotaEvent::MultiplicatorStep {
             memory,
             vcores,
             gpus,
+            partitions: market.partitions.clone(),
+            queues: market.queues.clone(),
         });
         let pricing = self.policies.pricing();
-        match self.quota.update_multiplicators(
-            pricing,
-            Utilization {
-                memory,
-                vcores,
-                gpus,
-            },
-        ) {
+        match self.quota.update_multiplicators(pricing, market) {
             Ok(m) => tracing::debug!(
                 general = m.general,
                 gpu = m.gpu,

@@ -152,14 +152,13 @@ impl ResourceManager {
             let on_agent = restored
                 .and_then(|c| self.cluster.node(&c.node))
                 .is_some_and(|node| node.kind == NodeKind::Remote);
+            let node = restored.and_then(|c| self.cluster.node(&c.node));
             let container = ChargedContainer {
-                project: app.project.clone(),
-                user: app.user.clone(),
+                context: super::charging::charge_context(&self.cluster, app, node),
                 started_ms: restored
                     .and_then(|c| c.launched_ms)
                     .unwrap_or(charged.start_time_ms),
                 id: charged.id,
-                app: charged.app,
                 resources: charged.resources,
                 charged_until_ms,
             };

@@ -40,6 +40,9 @@ pub enum RequestError {
     /// allowed, as things stand.
     #[error("{0}")]
     OverBudget(String),
+    /// Not the caller's doing: the policy it needs failed.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl RequestError {
@@ -51,6 +54,7 @@ impl RequestError {
             RequestError::NotAllowed(_) | RequestError::OverBudget(_) => Refusal::NotAllowed,
             RequestError::Unknown(_) => Refusal::Unknown,
             RequestError::Conflict(_) => Refusal::Conflict,
+            RequestError::Unavailable(_) => Refusal::Fault,
         }
     }
 }
@@ -166,6 +170,9 @@ impl ResourceManager {
             }
         }
         self.check_budget(&request.project)?;
+        if let Some(leaf) = self.cluster.queues().leaf(&request.queue) {
+            self.check_quote(&request, leaf)?;
+        }
         let now = self.now();
         let app = self.cluster.submit(request, submitter, now)?.clone();
         self.app_ids.submitted(&app.id);

@@ -33,6 +33,7 @@
 //! [`MAX_CONSTRAINED_ROUNDS`] such rounds a pass, the asks taking turns
 //! across passes.
 
+mod context;
 pub mod diagnostics;
 pub mod reclaim;
 
@@ -287,16 +288,10 @@ impl Round {
         } else {
             &[]
         };
-        let mut nodes = Nodes {
-            free_memory_mb: vec![],
-            free_vcores: vec![],
-            free_gpus: vec![],
-            capacity_memory_mb: vec![],
-            capacity_vcores: vec![],
-            capacity_gpus: vec![],
-        };
+        let mut nodes = Nodes::empty();
         let whole = *part == Part::Whole;
         let mut node_positions = Vec::new();
+        let mut round_nodes = Vec::new();
         for (position, node) in cluster.nodes().enumerate() {
             if !whole {
                 if !part.has_node(&node.partition) {
@@ -304,6 +299,7 @@ impl Round {
                 }
                 node_positions.push(position);
             }
+            round_nodes.push(node);
             let free = if part.offers(position) {
                 node.free()
             } else {
@@ -318,6 +314,7 @@ impl Round {
         }
         let tree = cluster.queues().queues();
         let mut queues = Queues {
+            path: tree.iter().map(|q| q.path.clone()).collect(),
             parent: tree.iter().map(|q| q.parent.unwrap_or(0) as u32).collect(),
             capacity: tree.iter().map(|q| q.capacity).collect(),
             maximum_capacity: tree.iter().map(|q| q.maximum_capacity).collect(),
@@ -330,6 +327,7 @@ impl Round {
             used_memory_mb: vec![],
             used_vcores: vec![],
             used_gpus: vec![],
+            ..Queues::empty()
         };
         partition_shares(cluster, part, &mut queues);
         // What each app holds in this part: all it holds, unless the
@@ -359,22 +357,9 @@ impl Round {
                 queue = queues.parent[queue] as usize;
             }
         }
-        let mut apps = Apps {
-            queue: vec![],
-            user: vec![],
-            priority: vec![],
-            submit_time_ms: vec![],
-            used_memory_mb: vec![],
-            used_vcores: vec![],
-            used_gpus: vec![],
-        };
-        let mut asks = Asks {
-            app: vec![],
-            pending: vec![],
-            memory_mb: vec![],
-            vcores: vec![],
-            gpus: vec![],
-        };
+        let mut apps = Apps::empty();
+        let mut asks = Asks::empty();
+        let mut app_origin = Vec::new();
         let mut ask_origin = Vec::new();
         let mut app_positions = HashMap::new();
         let mut users: HashMap<&str, u32> = HashMap::new();
@@ -386,6 +371,7 @@ impl Round {
             let may_ask = may_ask && !held.contains(&app.project);
             let snapshot_index = apps.queue.len() as u32;
             app_positions.insert(app_index, snapshot_index);
+            app_origin.push(app_index);
             let next_user = users.len() as u32;
             apps.queue.push(queue as u32);
             apps.user
@@ -407,14 +393,16 @@ impl Round {
                 ask_origin.push((app_index, ask_index));
             }
         }
+        let mut snapshot = Snapshot::with_tables_empty(millis(now), nodes, queues, apps, asks);
+        let origins = context::Origins {
+            nodes: &round_nodes,
+            apps: &app_origin,
+            asks: &ask_origin,
+            tree_queues: tree.len(),
+        };
+        context::fill(cluster, now, part, &origins, &mut snapshot);
         Round {
-            snapshot: Snapshot {
-                now_ms: millis(now),
-                nodes,
-                queues,
-                apps,
-                asks,
-            },
+            snapshot,
             asks: ask_origin,
             apps: app_positions,
             nodes: (!whole).then_some(node_positions),
@@ -547,20 +535,25 @@ impl<'a> PlanQueues<'a> {
                 Some((app.queue_index, app.reservation_id.as_deref()?))
             })
             .collect();
-        let push =
-            |queues: &mut Queues, leaf: usize, capacity: f64, maximum: f64, factor: Option<f64>| {
-                queues.parent.push(leaf as u32);
-                queues.capacity.push(capacity);
-                queues.maximum_capacity.push(maximum);
-                queues
-                    .minimum_user_limit_percent
-                    .push(tree[leaf].minimum_user_limit_percent);
-                queues.user_limit_factor.push(factor);
-                queues
-                    .fair
-                    .push(tree[leaf].ordering_policy == Ordering::Fair);
-                queues.parent.len() - 1
-            };
+        let push = |queues: &mut Queues,
+                    leaf: usize,
+                    name: &str,
+                    capacity: f64,
+                    maximum: f64,
+                    factor: Option<f64>| {
+            queues.path.push(format!("{}.{name}", tree[leaf].path));
+            queues.parent.push(leaf as u32);
+            queues.capacity.push(capacity);
+            queues.maximum_capacity.push(maximum);
+            queues
+                .minimum_user_limit_percent
+                .push(tree[leaf].minimum_user_limit_percent);
+            queues.user_limit_factor.push(factor);
+            queues
+                .fair
+                .push(tree[leaf].ordering_policy == Ordering::Fair);
+            queues.parent.len() - 1
+        };
         let mut reserved_share: HashMap<usize, f64> = HashMap::new();
         for reservation in reservations {
             let leaf = reservation.queue_index;
@@ -574,7 +567,7 @@ impl<'a> PlanQueues<'a> {
             let (memory, vcores, gpus) = reservation.reserved.fractions_of(&total);
             let share = (memory.max(vcores).max(gpus) / guaranteed * 100.0).min(100.0);
             let factor = Some(tree[leaf].user_limit_factor);
-            let queue = push(queues, leaf, share, share, factor);
+            let queue = push(queues, leaf, &reservation.id, share, share, factor);
             plan.reservation_queue
                 .insert((leaf, reservation.id.as_str()), queue);
             *reserved_share.entry(leaf).or_insert(0.0) += share;
@@ -593,7 +586,7 @@ impl<'a> PlanQueues<'a> {
             // With no share left, the limit as a multiple of nothing is no
             // limit at all: the child's users are bounded by its maximum.
             let factor = (share > 0.0).then(|| queue.user_limit_factor * 100.0 / share);
-            let default = push(queues, leaf, share, maximum, factor);
+            let default = push(queues, leaf, "default", share, maximum, factor);
             plan.default_queue.insert(leaf, default);
         }
         plan
@@ -988,6 +981,65 @@ mod tests {
             matches!(across, Err(ClusterError::BadPlacement(_))),
             "{across:?}"
         );
+    }
+
+    #[test]
+    fn a_partitions_round_tells_the_policy_its_partition_nodes_shares_and_asks() {
+        let queues = tree(&[
+            ("root.queues", "ml,web"),
+            ("root.ml.capacity", "50"),
+            ("root.web.capacity", "50"),
+            ("root.ml.accessible-node-labels", "gpu"),
+            ("root.ml.accessible-node-labels.gpu.capacity", "100"),
+        ]);
+        let mut cluster = Cluster::new(1, queues);
+        for id in ["a-plain", "b-gpu"] {
+            let size = Resources::new(4096, 4, 0);
+            cluster
+                .register_node(id, NodeKind::Simulated, size, "t", 0)
+                .unwrap();
+        }
+        cluster.add_node_labels(&[("gpu".into(), true)]).unwrap();
+        cluster
+            .replace_node_labels(&[("b-gpu".into(), Some("gpu".into()))])
+            .unwrap();
+        cluster.describe_node(
+            "b-gpu",
+            "/dc1/rack2".into(),
+            [("nm.yarn.io/gpu-model".to_string(), "a100".to_string())].into(),
+        );
+        let request = SubmitApp {
+            node_label_expression: Some("gpu".into()),
+            tags: vec!["nightly".into()],
+            application_type: Some("SPARK".into()),
+            ..SubmitApp::new("u", "ml", "p", vec![AskSpec::sized(2, 1024, 1, 0, 1000)])
+        };
+        cluster.submit(request, "test", 0).unwrap();
+        let part = Part::Partition("gpu".into());
+        let round = Round::of_part(&cluster, 5, &[], &HeldProjects::new(), &part);
+        let s = &round.snapshot;
+        assert_eq!(s.round.kind, crate::policy::RoundKind::Partition);
+        assert_eq!(s.partitions.name, ["", "gpu"]);
+        assert_eq!(s.round.partition, 1);
+        assert_eq!(s.nodes.partition, [1], "only the gpu node");
+        assert_eq!(s.racks[s.nodes.rack[0] as usize], "/dc1/rack2");
+        assert_eq!(s.node_attributes.attribute[0].value, "a100");
+        assert_eq!(s.queues.path, ["root", "root.ml", "root.web"]);
+        // ml's share of gpu is all of it; web may use it (root's `*`,
+        // inherited) with no capacity.
+        let gpu_rows: Vec<(u32, f64)> = (0..s.partition_shares.queue.len())
+            .filter(|&r| s.partition_shares.partition[r] == 1)
+            .map(|r| (s.partition_shares.queue[r], s.partition_shares.capacity[r]))
+            .collect();
+        assert_eq!(gpu_rows, [(0, 100.0), (1, 100.0), (2, 0.0)]);
+        assert_eq!(s.apps.application_type, ["SPARK"]);
+        assert_eq!(s.app_tags.tag, ["nightly"]);
+        assert_eq!(s.asks.partition, [1]);
+        assert_eq!(
+            s.asks.locality_level,
+            [crate::policy::LocalityLevel::OffSwitch]
+        );
+        assert_eq!(s.asks.gang_minimum, [None]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use super::{ActiveReservation, HeldProjects, Part, Round, ScheduleError, Scheduling, diagnostics};
 use crate::cluster::{Cluster, Container};
-use crate::policy::Containers;
+use crate::policy::{Containers, ExecutionType};
 use crate::resources::Resources;
 
 /// Since when each starved leaf queue, and each starved reservation, has
@@ -185,14 +185,7 @@ pub fn reclaim(
 /// The containers running on `round`'s nodes, as its snapshot numbers
 /// them, with their ids.
 fn running_in(cluster: &Cluster, round: &Round) -> (Containers, Vec<String>) {
-    let mut running = Containers {
-        app: vec![],
-        node: vec![],
-        memory_mb: vec![],
-        vcores: vec![],
-        gpus: vec![],
-        start_time_ms: vec![],
-    };
+    let mut running = Containers::empty();
     let mut running_ids = Vec::new();
     let nodes: Vec<&crate::cluster::Node> = cluster.nodes().collect();
     // Node by node, in the snapshot's node order: each container's node
@@ -220,6 +213,15 @@ fn running_in(cluster: &Cluster, round: &Round) -> (Containers, Vec<String>) {
             running
                 .start_time_ms
                 .push(super::millis(container.start_time_ms));
+            running.execution_type.push(ExecutionType::Guaranteed);
+            let tags = cluster
+                .app(&container.app)
+                .and_then(|a| a.asks.get(container.ask))
+                .map_or(&[][..], |ask| &ask.allocation_tags[..]);
+            for tag in tags {
+                running.tags.container.push(running_ids.len() as u32);
+                running.tags.tag.push(tag.clone());
+            }
             running_ids.push(container.id.clone());
         }
     }

@@ -36,7 +36,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::clock::{Clock, VirtualClock};
-use crate::policy::Utilization;
+use crate::policy::{Market, PriceMultiplicators, Utilization};
 use crate::quota::events::{EventLine, Lifecycles, LineError, QuotaEvent, has_recorded_timers};
 use crate::quota::{ChargedContainer, Pricing, ProjectQuota, QuotaError, QuotaService};
 use crate::resources::Resources;
@@ -284,6 +284,24 @@ fn stop_charging(left_out: &[String], quota: &mut QuotaService) -> Result<(), Qu
     Ok(())
 }
 
+/// The most multiplicator steps run in one stretch with nothing running.
+const MAX_IDLE_STEPS: u32 = 64;
+
+/// The market of a log's line: its utilization at `t`, and nothing else
+/// known (a line may add what it recorded).
+fn market(t: u64, utilization: Utilization) -> Market {
+    Market {
+        now_ms: i64::try_from(t).unwrap_or(i64::MAX),
+        utilization,
+        partitions: Vec::new(),
+        queues: Vec::new(),
+        last: PriceMultiplicators {
+            general: 1.0,
+            gpu: 1.0,
+        },
+    }
+}
+
 /// The periodic timers of a log without recorded ones: QUOTA_COMPUTE and
 /// the multiplicator step on every multiple of their periods from 0.
 struct Timers {
@@ -328,7 +346,7 @@ impl Timers {
             // re-armed one period on (saturating at the end of time).
             if self.multiplicator.due(due) {
                 quota
-                    .update_multiplicators(pricing, self.utilization)
+                    .update_multiplicators(pricing, market(due, self.utilization))
                     .map_err(at)?;
             } else if self.compute.due(due) {
                 quota.compute(due);
@@ -344,21 +362,33 @@ impl Timers {
     /// - QUOTA_COMPUTE owes nothing with nothing running; all it changes is
     ///   when it last ran, so it runs once, at the last time due before `t`.
     /// - The multiplicator step is given one utilization throughout (only a
-    ///   log line changes it), and `multiplicators` depends on its
-    ///   utilization alone (docs/policy-authors.md), so one step stands for
-    ///   them all. It runs at the first time due, so a failing policy fails
-    ///   at the time stepping would report.
+    ///   log line changes it), and `multiplicators` depends on its market
+    ///   (docs/policy-authors.md), of which only `last` and the time move:
+    ///   steps run from the first time due (so a failing policy fails at the
+    ///   time stepping would report) until the answer stops changing (at
+    ///   most [`MAX_IDLE_STEPS`]), which then stands for the rest. A policy
+    ///   priced by the time of day sees only those steps' times; nothing
+    ///   runs meanwhile, so nothing is charged at the others.
     fn skip_idle(
         &mut self,
         t: u64,
         quota: &mut QuotaService,
         pricing: &dyn Pricing,
     ) -> Result<(), ReplayError> {
-        if let Some(due) = self.multiplicator.next.filter(|due| *due < t) {
-            quota
-                .update_multiplicators(pricing, self.utilization)
+        // Steps until the answer stops changing (a policy may smooth from
+        // `last`), then the rest stand as the last one.
+        let mut steps = 0;
+        while let Some(due) = self.multiplicator.next.filter(|due| *due < t) {
+            let last = quota.multiplicators();
+            let now = quota
+                .update_multiplicators(pricing, market(due, self.utilization))
                 .map_err(|source| ReplayError::Quota { t: due, source })?;
-            self.multiplicator.skip_to(Some(t));
+            steps += 1;
+            if now == last || steps == MAX_IDLE_STEPS {
+                self.multiplicator.skip_to(Some(t));
+                break;
+            }
+            self.multiplicator.due(due);
         }
         if self.compute.next.is_some_and(|due| due < t) {
             // t > 0 here, so its first multiple at or after is at least one
@@ -474,11 +504,10 @@ fn apply(
             vcores,
             gpus,
             started_ms,
+            context,
         } => quota.start(
             container,
-            app,
-            project,
-            user,
+            context.with(app, project, user),
             Resources::new(*memory_mb, *vcores, *gpus),
             started_ms.map_or(t, |started| started.min(t)),
         ),
@@ -517,15 +546,18 @@ fn apply(
             memory,
             vcores,
             gpus,
+            partitions,
+            queues,
         } => {
             let utilization = Utilization {
                 memory: *memory,
                 vcores: *vcores,
                 gpus: *gpus,
             };
-            quota
-                .update_multiplicators(pricing, utilization)
-                .map(|_| ())
+            let mut market = market(t, utilization);
+            market.partitions = partitions.clone();
+            market.queues = queues.clone();
+            quota.update_multiplicators(pricing, market).map(|_| ())
         }
         QuotaEvent::Recovery => Ok(()),
         QuotaEvent::Running {
@@ -538,12 +570,11 @@ fn apply(
             gpus,
             started_ms,
             charged_until_ms,
+            context,
         } => {
             let charged = ChargedContainer {
                 id: container.clone(),
-                app: app.clone(),
-                project: project.clone(),
-                user: user.clone(),
+                context: context.with(app, project, user),
                 resources: Resources::new(*memory_mb, *vcores, *gpus),
                 started_ms: *started_ms,
                 charged_until_ms: *charged_until_ms,
@@ -587,7 +618,8 @@ mod tests {
 
     use super::*;
     use crate::limits::{MAX_MEMORY_MB, MAX_TIME_MS};
-    use crate::policy::{CallError, PriceMultiplicators, Usage};
+    use crate::policy::{CallError, PriceMultiplicators, QuoteRequest, Usage};
+    use crate::quota::events::LoggedContext;
     use crate::quota::events::parse;
 
     /// One credit per GB-second at a general multiplicator of 1 + memory
@@ -598,13 +630,16 @@ mod tests {
     }
 
     impl Pricing for Counting {
-        fn multiplicators(&self, u: Utilization) -> Result<PriceMultiplicators, CallError> {
+        fn multiplicators(&self, market: &Market) -> Result<PriceMultiplicators, CallError> {
             self.multiplicator_calls
                 .set(self.multiplicator_calls.get() + 1);
             Ok(PriceMultiplicators {
-                general: 1.0 + u.memory,
+                general: 1.0 + market.utilization.memory,
                 gpu: 1.0,
             })
+        }
+        fn quote(&self, _: &QuoteRequest, _: PriceMultiplicators) -> Result<f64, CallError> {
+            Ok(0.0)
         }
         fn charge(&self, usage: &Usage, m: PriceMultiplicators) -> Result<Vec<f64>, CallError> {
             Ok(usage
@@ -962,6 +997,15 @@ mod tests {
                 vcores: 2,
                 gpus: 1,
                 started_ms: Some(3),
+                context: LoggedContext {
+                    queue: "root.ml".into(),
+                    application_type: "SPARK".into(),
+                    application_tags: vec!["nightly".into()],
+                    priority: 2,
+                    node_label: "gpu".into(),
+                    node_attributes: [("nm.yarn.io/gpu-model".into(), "a100".into())].into(),
+                    reservation: Some("reservation_1_0001".into()),
+                },
             },
             QuotaEvent::Update {
                 container: "c".into(),
@@ -973,6 +1017,8 @@ mod tests {
                 memory: 0.25,
                 vcores: 1.5,
                 gpus: 0.0,
+                partitions: vec![],
+                queues: vec![],
             },
             QuotaEvent::Compute,
             QuotaEvent::Finish {
@@ -991,6 +1037,7 @@ mod tests {
                 gpus: 3,
                 started_ms: 1,
                 charged_until_ms: 9,
+                context: LoggedContext::default(),
             },
             QuotaEvent::Finish {
                 container: "c".into(),

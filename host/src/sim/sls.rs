@@ -67,6 +67,9 @@ struct Task {
 
 #[derive(Debug, Deserialize)]
 struct Rack {
+    /// Its name (`rack1`): the nodes' network location is `/rack1`.
+    #[serde(default)]
+    rack: Option<String>,
     nodes: Vec<SlsNode>,
 }
 
@@ -97,14 +100,22 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
     }
     let node_groups = match nodes {
         Some(text) => {
-            let nodes: Vec<SlsNode> = values::<Rack>(text, "SLS rack")?
+            let nodes: Vec<(Option<String>, SlsNode)> = values::<Rack>(text, "SLS rack")?
                 .into_iter()
-                .flat_map(|rack| rack.nodes)
-                .filter(|node| node.node.is_some())
+                .flat_map(|rack| {
+                    let path = rack
+                        .rack
+                        .map(|name| format!("/{}", name.trim_start_matches('/')));
+                    rack.nodes.into_iter().map(move |node| (path.clone(), node))
+                })
+                .filter(|(_, node)| node.node.is_some())
                 .collect();
             limits::at_most("the SLS node list", nodes.len(), MAX_NODES)
                 .map_err(|e| e.to_string())?;
-            nodes.iter().map(node_group).collect::<Result<_, _>>()?
+            nodes
+                .iter()
+                .map(|(rack, node)| node_group(node, rack.clone()))
+                .collect::<Result<_, _>>()?
         }
         // Without a node list, one default node per host the trace names.
         None => {
@@ -122,6 +133,8 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
                 vcores: NODE_VCORES,
                 gpus: 0,
                 label: None,
+                rack: None,
+                attributes: Default::default(),
             }]
         }
     };
@@ -140,20 +153,25 @@ pub fn scenario(trace: &str, nodes: Option<&str>) -> Result<Scenario, String> {
     })
 }
 
-/// A node of the node list, of its given or SLS's default size.
-fn node_group(node: &SlsNode) -> Result<NodeGroup, String> {
+/// A node of the node list on `rack`, of its given or SLS's default size.
+fn node_group(node: &SlsNode, rack: Option<String>) -> Result<NodeGroup, String> {
     let name = node.node.as_deref().unwrap_or_default();
     let memory_mb = node.memory_mb.unwrap_or(NODE_MEMORY_MB);
     let vcores = node.vcores.unwrap_or(NODE_VCORES);
     let field = |what: &str| format!("SLS node {name:?}: {what}");
     limits::within(field("memory-mb"), memory_mb, 1, MAX_MEMORY_MB).map_err(|e| e.to_string())?;
     limits::within(field("vcores"), vcores, 1, MAX_VCORES).map_err(|e| e.to_string())?;
+    if let Some(rack) = &rack {
+        limits::rack(field("rack"), rack).map_err(|e| e.to_string())?;
+    }
     Ok(NodeGroup {
         count: 1,
         memory_mb,
         vcores,
         gpus: 0,
         label: None,
+        rack,
+        attributes: Default::default(),
     })
 }
 
@@ -229,6 +247,8 @@ fn app(job: Job) -> Result<ScenarioApp, String> {
         reservation: None,
         lifetime_s: None,
         node_label_expression: None,
+        application_type: Some("SLS".into()),
+        tags: Vec::new(),
     })
 }
 

@@ -399,6 +399,7 @@ mod tests {
             candidate,
             user_committed: user_committed.clone(),
             plan_committed: plan_committed.clone(),
+            context: Default::default(),
         }
     }
 

@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use capacity::{preempt, schedule};
-use weft_policy::scheduling::{Containers, Snapshot, wit};
+use weft_policy::scheduling::{Containers, Snapshot, SnapshotBuilder, wit};
 
 const GB: u64 = 1024;
 
@@ -31,6 +31,7 @@ fn cluster(
         capacity_memory_mb: vec![node.0; nodes],
         capacity_vcores: vec![node.1; nodes],
         capacity_gpus: vec![0; nodes],
+        ..wit::Nodes::default()
     };
     let mut q = wit::Queues::default();
     let push = |q: &mut wit::Queues, parent: u32, capacity: f64, fair: bool| {
@@ -71,13 +72,14 @@ fn cluster(
             k.gpus.push(0);
         }
     }
-    wit::Snapshot {
+    SnapshotBuilder::complete(wit::Snapshot {
         now_ms: 0,
         nodes,
         queues: q,
         apps: a,
         asks: k,
-    }
+        ..wit::Snapshot::default()
+    })
 }
 
 /// The checked snapshot of a record built above.

@@ -228,6 +228,8 @@ mod tests {
             vcores: rows.iter().map(|r| r.2).collect(),
             gpus: rows.iter().map(|r| r.3).collect(),
             start_time_ms: rows.iter().map(|r| r.4).collect(),
+            execution_type: vec![wit::ExecutionType::Guaranteed; rows.len()],
+            ..wit::Containers::default()
         };
         Containers::new(record, snapshot).expect("well-formed containers")
     }

@@ -34,7 +34,10 @@
 use std::collections::BTreeSet;
 
 use weft_policy::resources::EPSILON;
-use weft_policy::scheduling::{FreeNodes, NoRoom, Placements, Snapshot, longest_run};
+use weft_policy::scheduling::wit::LocalityLevel;
+use weft_policy::scheduling::{
+    FreeNodes, NoRoom, Placements, Snapshot, longest_run, schedule_keeping_rules,
+};
 use weft_policy::{Cluster, Resources};
 
 use crate::cluster::{QueueKey, Tree, ordered, queue_key, user_limit};
@@ -50,11 +53,17 @@ type AppKey = (u64, i64, u32);
 /// Every placement fits the room left by those before it and no ask gets
 /// more than it is pending.
 pub fn schedule(snapshot: &Snapshot) -> Placements {
-    let mut round = Round::new(snapshot);
-    while let Some(choice) = round.next_choice() {
-        round.place(choice);
-    }
-    round.placements
+    // What the host would refuse goes: containers against their ask's
+    // constraint, gangs in part (the round run again without them, so their
+    // room goes to the others). Partitions are kept by construction: a
+    // round's asks are for its nodes.
+    schedule_keeping_rules(snapshot, |snapshot| {
+        let mut round = Round::new(snapshot);
+        while let Some(choice) = round.next_choice() {
+            round.place(choice);
+        }
+        round.placements
+    })
 }
 
 /// What a step found: an ask that can take a container on `node`.
@@ -78,6 +87,7 @@ enum AppState {
 }
 
 struct Round<'a> {
+    snapshot: &'a Snapshot,
     cluster: Cluster,
     tree: Tree<'a>,
     /// Per queue: the most of each resource within its absolute maximum.
@@ -211,6 +221,7 @@ impl<'a> Round<'a> {
             path: Vec::new(),
             done_apps: Vec::new(),
             placements: Placements::default(),
+            snapshot,
             cluster,
             tree,
         };
@@ -356,7 +367,11 @@ impl<'a> Round<'a> {
             } else if !self.within_user_limit(leaf, user, size, 0) {
                 blocked = true;
             } else if let Some(node) = self.nodes.first_fit(size) {
-                return AppState::Place { position: p, node };
+                match self.node_for(self.order[p], size, node) {
+                    Some(node) => return AppState::Place { position: p, node },
+                    // Not where it may go yet: it waits for the delay.
+                    None => self.skip[p] = p + 1,
+                }
             } else {
                 self.no_room.remember(size);
                 self.skip[p] = p + 1;
@@ -368,6 +383,39 @@ impl<'a> Round<'a> {
         } else {
             AppState::Done
         }
+    }
+
+    /// Where ask `k` goes, `first` being the first node with room for
+    /// `size`: delay scheduling as YARN's Capacity Scheduler does it — its
+    /// preferred nodes first, then (once the host's delay lets it go
+    /// rack-local, after `node-locality-delay` missed opportunities) the
+    /// nodes of its racks and of its preferred nodes' racks, then (once
+    /// off-switch, after `rack-locality-additional-delay` more) any. None:
+    /// nowhere at its level now.
+    fn node_for(&self, k: usize, size: Resources, first: usize) -> Option<usize> {
+        let snapshot = self.snapshot;
+        let (preferred, racks) = (snapshot.ask_nodes(k), snapshot.ask_racks(k));
+        if preferred.is_empty() && racks.is_empty() {
+            return Some(first);
+        }
+        let fits = |n: usize| self.nodes.room(n).fits(size) >= 1;
+        if let Some(&n) = preferred.iter().find(|&&n| fits(n as usize)) {
+            return Some(n as usize);
+        }
+        let level = snapshot.asks().locality_level(k);
+        if level == LocalityLevel::NodeLocal {
+            return None;
+        }
+        let nodes = snapshot.nodes();
+        let on_a_rack_of_its = |n: usize| {
+            let rack = nodes.rack(n);
+            racks.contains(&(rack as u32))
+                || preferred.iter().any(|&p| nodes.rack(p as usize) == rack)
+        };
+        if let Some(n) = (0..nodes.len()).find(|&n| on_a_rack_of_its(n) && fits(n)) {
+            return Some(n);
+        }
+        (level == LocalityLevel::OffSwitch).then_some(first)
     }
 
     /// Whether one more container of `size` keeps the leaf and every

@@ -1,7 +1,7 @@
 //! Builders and checks the tests of every module share.
 
 use weft_policy::Resources;
-use weft_policy::scheduling::{Placements, Snapshot, wit};
+use weft_policy::scheduling::{Placements, Snapshot, SnapshotBuilder, wit};
 
 /// One gigabyte, the container size of most tests.
 pub(crate) const GB: u64 = 1024;
@@ -102,7 +102,8 @@ pub(crate) type AskRow = (u32, u32, u64, u64, u64);
 
 /// The checked snapshot of these rows.
 pub(crate) fn snapshot(nodes: &[NodeRow], queues: &[Q], apps: &[A], asks: &[AskRow]) -> Snapshot {
-    Snapshot::new(record(nodes, queues, apps, asks)).expect("a well-formed snapshot")
+    Snapshot::new(SnapshotBuilder::complete(record(nodes, queues, apps, asks)))
+        .expect("a well-formed snapshot")
 }
 
 /// The record of these rows, as the host would send it.
@@ -121,6 +122,7 @@ pub(crate) fn record(
             capacity_memory_mb: nodes.iter().map(|n| n.1.0).collect(),
             capacity_vcores: nodes.iter().map(|n| n.1.1).collect(),
             capacity_gpus: nodes.iter().map(|n| n.1.2).collect(),
+            ..wit::Nodes::default()
         },
         queues: wit::Queues {
             parent: queues.iter().map(|q| q.parent).collect(),
@@ -132,6 +134,7 @@ pub(crate) fn record(
             used_memory_mb: queues.iter().map(|q| q.used.0).collect(),
             used_vcores: queues.iter().map(|q| q.used.1).collect(),
             used_gpus: queues.iter().map(|q| q.used.2).collect(),
+            ..wit::Queues::default()
         },
         apps: wit::Apps {
             queue: apps.iter().map(|a| a.queue).collect(),
@@ -141,6 +144,7 @@ pub(crate) fn record(
             used_memory_mb: apps.iter().map(|a| a.used.0).collect(),
             used_vcores: apps.iter().map(|a| a.used.1).collect(),
             used_gpus: apps.iter().map(|a| a.used.2).collect(),
+            ..wit::Apps::default()
         },
         asks: wit::Asks {
             app: asks.iter().map(|a| a.0).collect(),
@@ -148,7 +152,9 @@ pub(crate) fn record(
             memory_mb: asks.iter().map(|a| a.2).collect(),
             vcores: asks.iter().map(|a| a.3).collect(),
             gpus: asks.iter().map(|a| a.4).collect(),
+            ..wit::Asks::default()
         },
+        ..wit::Snapshot::default()
     }
 }
 

@@ -60,7 +60,10 @@ impl Policy for Drf {
 
 impl SchedulingPolicy for Drf {
     fn schedule(&mut self, snapshot: &Snapshot) -> Placements {
-        schedule(snapshot)
+        // What the host would refuse goes: placements off an ask's
+        // partition, containers against its constraint, gangs in part (the
+        // round run again without them).
+        weft_policy::scheduling::schedule_keeping_rules(snapshot, schedule)
     }
 
     // `preempt` is left to its default: DRF here only shares out free room;

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use weft_policy::scheduling::{Snapshot, wit};
+use weft_policy::scheduling::{Snapshot, SnapshotBuilder, wit};
 
 use super::*;
 
@@ -411,7 +411,7 @@ fn use_room(record: &mut wit::Snapshot, app: usize, used: Row) {
 
 /// The checked snapshot of a record the tests made well-formed.
 fn checked(record: wit::Snapshot) -> Snapshot {
-    Snapshot::new(record).expect("a well-formed snapshot")
+    Snapshot::new(SnapshotBuilder::complete(record)).expect("a well-formed snapshot")
 }
 
 fn placed_per_ask(snapshot: &Snapshot, placements: &Placements) -> Vec<u32> {
@@ -809,6 +809,7 @@ fn large() -> wit::Snapshot {
         free_memory_mb: vec![64 * GB; node_count],
         free_vcores: vec![32; node_count],
         free_gpus: vec![2; node_count],
+        ..wit::Nodes::default()
     };
     // root; eng 60 (dev 50, qa 50); ops 40 (batch 70, adhoc 30 max 50)
     let tree: &[(u32, f64, f64)] = &[
@@ -836,6 +837,7 @@ fn large() -> wit::Snapshot {
         memory_mb: (0..ask_count).map(|i| shapes[i % 4].0).collect(),
         vcores: (0..ask_count).map(|i| shapes[i % 4].1).collect(),
         gpus: (0..ask_count).map(|i| shapes[i % 4].2).collect(),
+        ..wit::Asks::default()
     };
     record
 }
@@ -855,6 +857,7 @@ fn alternating() -> wit::Snapshot {
         memory_mb: vec![2 * GB; 2],
         vcores: vec![1; 2],
         gpus: vec![0; 2],
+        ..wit::Asks::default()
     };
     record
 }
@@ -872,6 +875,7 @@ fn host_bench() -> wit::Snapshot {
         capacity_memory_mb: vec![8 * GB; nodes],
         capacity_vcores: vec![8; nodes],
         capacity_gpus: vec![0; nodes],
+        ..wit::Nodes::default()
     };
     for a in 0..asks {
         push_app(&mut record.apps, 1, (a % 10) as u32, a as i64);
@@ -882,6 +886,7 @@ fn host_bench() -> wit::Snapshot {
         memory_mb: vec![GB; asks],
         vcores: vec![1; asks],
         gpus: vec![0; asks],
+        ..wit::Asks::default()
     };
     record
 }

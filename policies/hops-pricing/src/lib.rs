@@ -23,7 +23,7 @@
 //! tested with `cargo test -p hops-pricing` and the host can benchmark it.
 //! The WebAssembly glue is the `export_pricing!` line.
 
-use weft_policy::pricing::{Multiplicators, Usage, UsageRow, Utilization};
+use weft_policy::pricing::{Market, Multiplicators, Usage, UsageRow, Utilization};
 use weft_policy::resources::{finite, larger};
 use weft_policy::{Params, Policy, PricingPolicy};
 
@@ -104,8 +104,8 @@ impl Policy for HopsPricing {
 
 impl PricingPolicy for HopsPricing {
     /// The PriceMultiplicatorService step: multiplicators for this utilization.
-    fn multiplicators(&mut self, utilization: Utilization) -> Multiplicators {
-        self.multiplicators_for(utilization)
+    fn multiplicators(&mut self, market: &Market) -> Multiplicators {
+        self.multiplicators_for(market.utilization)
     }
 
     /// The price of one container for `row.seconds` of use, in credits: the

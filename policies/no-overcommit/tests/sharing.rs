@@ -35,6 +35,7 @@ fn record(candidate: Timeline, plan_committed: Timeline) -> wit::Admission {
         candidate,
         user_committed: Timeline::default(),
         plan_committed,
+        context: wit::PlanContext::default(),
     }
 }
 

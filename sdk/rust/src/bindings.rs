@@ -20,8 +20,15 @@ pub mod pricing {
         default_bindings_module: "weft_policy::bindings::pricing",
         additional_derives: [PartialEq],
         additional_type_attributes: {
-            "weft:policy/types@0.2.0/resources": [#[derive(Default, Eq, Hash, PartialOrd, Ord)]],
-            "weft:policy/pricing@0.2.0/usage": [#[derive(Default)]],
+            "weft:policy/types@0.3.0/resources": [#[derive(Default, Eq, Hash, PartialOrd, Ord)]],
+            "weft:policy/pricing@0.3.0/usage": [#[derive(Default)]],
+            "weft:policy/pricing@0.3.0/charge-context": [#[derive(Default)]],
+            "weft:policy/pricing@0.3.0/utilization": [#[derive(Default)]],
+            "weft:policy/pricing@0.3.0/price-multiplicators": [#[derive(Default)]],
+            "weft:policy/pricing@0.3.0/market": [#[derive(Default)]],
+            "weft:policy/pricing@0.3.0/partition-load": [#[derive(Default)]],
+            "weft:policy/pricing@0.3.0/queue-load": [#[derive(Default)]],
+            "weft:policy/pricing@0.3.0/quote-request": [#[derive(Default)]],
         },
     });
 }
@@ -36,17 +43,28 @@ pub mod scheduling {
         default_bindings_module: "weft_policy::bindings::scheduling",
         additional_derives: [PartialEq],
         additional_type_attributes: {
-            "weft:policy/scheduling@0.2.0/nodes": [#[derive(Default)]],
-            "weft:policy/scheduling@0.2.0/queues": [#[derive(Default)]],
-            "weft:policy/scheduling@0.2.0/apps": [#[derive(Default)]],
-            "weft:policy/scheduling@0.2.0/asks": [#[derive(Default)]],
-            "weft:policy/scheduling@0.2.0/containers": [#[derive(Default)]],
-            "weft:policy/scheduling@0.2.0/snapshot": [#[derive(Default)]],
-            "weft:policy/scheduling@0.2.0/placements": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/nodes": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/queues": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/apps": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/asks": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/containers": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/snapshot": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/placements": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/partitions": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/node-attributes": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/partition-shares": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/app-tags": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/ask-nodes": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/ask-racks": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/ask-tags": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/tag-counts": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/container-tags": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/locality-delays": [#[derive(Default)]],
+            "weft:policy/scheduling@0.3.0/round": [#[derive(Default)]],
         },
         with: {
-            "weft:policy/types@0.2.0": crate::bindings::pricing::weft::policy::types,
-            "weft:policy/host@0.2.0": crate::bindings::pricing::weft::policy::host,
+            "weft:policy/types@0.3.0": crate::bindings::pricing::weft::policy::types,
+            "weft:policy/host@0.3.0": crate::bindings::pricing::weft::policy::host,
         },
     });
 }
@@ -61,13 +79,40 @@ pub mod sharing {
         default_bindings_module: "weft_policy::bindings::sharing",
         additional_derives: [PartialEq],
         additional_type_attributes: {
-            "weft:policy/sharing@0.2.0/timeline": [#[derive(Default, Eq)]],
-            "weft:policy/sharing@0.2.0/plan-settings": [#[derive(Default)]],
-            "weft:policy/sharing@0.2.0/admission": [#[derive(Default)]],
+            "weft:policy/sharing@0.3.0/timeline": [#[derive(Default, Eq)]],
+            "weft:policy/sharing@0.3.0/plan-settings": [#[derive(Default)]],
+            "weft:policy/sharing@0.3.0/admission": [#[derive(Default)]],
+            "weft:policy/sharing@0.3.0/plan-context": [#[derive(Default)]],
         },
         with: {
-            "weft:policy/types@0.2.0": crate::bindings::pricing::weft::policy::types,
-            "weft:policy/host@0.2.0": crate::bindings::pricing::weft::policy::host,
+            "weft:policy/types@0.3.0": crate::bindings::pricing::weft::policy::types,
+            "weft:policy/host@0.3.0": crate::bindings::pricing::weft::policy::host,
         },
     });
+}
+
+// Defaults for the WIT's enums, so the records holding them can derive
+// `Default` for tests: the value a host sends when nothing says otherwise.
+impl Default for pricing::weft::policy::types::ExecutionType {
+    fn default() -> Self {
+        Self::Guaranteed
+    }
+}
+
+impl Default for scheduling::exports::weft::policy::scheduling::LocalityLevel {
+    fn default() -> Self {
+        Self::OffSwitch
+    }
+}
+
+impl Default for scheduling::exports::weft::policy::scheduling::RoundKind {
+    fn default() -> Self {
+        Self::Whole
+    }
+}
+
+impl Default for scheduling::exports::weft::policy::scheduling::ConstraintScope {
+    fn default() -> Self {
+        Self::Node
+    }
 }

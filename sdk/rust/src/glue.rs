@@ -83,13 +83,23 @@ pub fn configure<P: Policy>(
 /// `multiplicators`, for a pricing policy.
 pub fn multiplicators<P: PricingPolicy>(
     slot: &Slot<P>,
-    utilization: pricing::Utilization,
+    market: pricing::Market,
 ) -> pricing::Multiplicators {
     panic_hook::install();
-    let utilization = checked::<P, _>("multiplicators", pricing::check_utilization(utilization));
-    slot.with("multiplicators", |policy| {
-        policy.multiplicators(utilization)
-    })
+    let market = checked::<P, _>("multiplicators", pricing::check_market(market));
+    slot.with("multiplicators", |policy| policy.multiplicators(&market))
+}
+
+/// `quote`, for a pricing policy.
+pub fn quote<P: PricingPolicy>(
+    slot: &Slot<P>,
+    request: pricing::QuoteRequest,
+    multiplicators: pricing::Multiplicators,
+) -> f64 {
+    panic_hook::install();
+    let request = checked::<P, _>("quote", pricing::check_quote(request));
+    let multiplicators = checked::<P, _>("quote", pricing::check_multiplicators(multiplicators));
+    slot.with("quote", |policy| policy.quote(&request, multiplicators))
 }
 
 /// `charge`, for a pricing policy.
@@ -157,7 +167,7 @@ pub fn available<P: SharingPolicy>(
 mod tests {
     use super::*;
     use crate::Params;
-    use crate::pricing::{Multiplicators, UsageRow, Utilization};
+    use crate::pricing::{Market, Multiplicators, UsageRow, Utilization};
     use std::panic::{AssertUnwindSafe, catch_unwind};
 
     /// Charges `rate × seconds` per row; counts its `charge` calls.
@@ -179,9 +189,9 @@ mod tests {
     }
 
     impl PricingPolicy for Rated {
-        fn multiplicators(&mut self, utilization: Utilization) -> Multiplicators {
+        fn multiplicators(&mut self, market: &Market) -> Multiplicators {
             Multiplicators {
-                general: 1.0 + utilization.memory,
+                general: 1.0 + market.utilization.memory,
                 gpu: 1.0,
             }
         }
@@ -207,12 +217,8 @@ mod tests {
     }
 
     fn usage(seconds: &[f64]) -> pricing::wit::Usage {
-        pricing::wit::Usage {
-            seconds: seconds.to_vec(),
-            memory_mb: vec![0; seconds.len()],
-            vcores: vec![0; seconds.len()],
-            gpus: vec![0; seconds.len()],
-        }
+        let rows: Vec<_> = seconds.iter().map(|&s| (s, 0, 0, 0)).collect();
+        (*Usage::from_rows(&rows).unwrap()).clone()
     }
 
     const ONE: Multiplicators = Multiplicators {
@@ -263,12 +269,15 @@ mod tests {
         assert_eq!(charge(&slot, usage(&[1.0]), ONE), [4.0]);
         // Configuring again starts a new value: the call count restarts.
         slot.with("test", |policy| assert_eq!(policy.calls, 1));
-        let utilization = Utilization {
-            memory: 0.5,
-            vcores: 0.0,
-            gpus: 0.0,
+        let market = Market {
+            utilization: Utilization {
+                memory: 0.5,
+                vcores: 0.0,
+                gpus: 0.0,
+            },
+            ..Market::default()
         };
-        assert_eq!(multiplicators(&slot, utilization).general, 1.5);
+        assert_eq!(multiplicators(&slot, market).general, 1.5);
     }
 
     #[test]
@@ -290,7 +299,7 @@ mod tests {
         assert_eq!(
             ragged,
             "rated: charge refused a malformed input: usage: its columns differ in length \
-             (2 seconds, 2 memory-mb, 2 vcores, 1 gpus)"
+             (2 seconds, 2 memory-mb, 2 vcores, 1 gpus, 2 start-ms, 2 end-ms, 2 context)"
         );
         let nan = panic_message(|| {
             charge(

@@ -90,6 +90,31 @@ impl Params {
         last.map(|index| self.pairs[index].1.trim())
     }
 
+    /// The keys given that start with `prefix` (a family such as
+    /// `project.NAME`), each once, in the order first given, with the rest
+    /// of the key after the prefix. Read each with a typed getter (which
+    /// marks it taken); a refusal of unknown keys lists the family as
+    /// `prefix*`.
+    pub fn with_prefix(&self, prefix: &str) -> Vec<(String, String)> {
+        let mut keys: Vec<(String, String)> = Vec::new();
+        for (key, _) in &self.pairs {
+            if let Some(rest) = key.strip_prefix(prefix)
+                && !keys.iter().any(|(k, _)| k == key)
+            {
+                keys.push((key.clone(), rest.to_string()));
+            }
+        }
+        let family = format!("{prefix}*");
+        let mut asked = self.asked.borrow_mut();
+        if !asked.split(", ").any(|a| a == family) {
+            if !asked.is_empty() {
+                asked.push_str(", ");
+            }
+            asked.push_str(&family);
+        }
+        keys
+    }
+
     /// A finite number.
     pub fn f64(&self, key: &str) -> Result<Option<f64>, String> {
         self.number(key, "a number", |x| x.is_finite())
@@ -336,5 +361,20 @@ mod tests {
         let sharing = Params::of("demo", PolicyKind::Sharing, &[("price.base.general", "1")]);
         assert!(sharing.refuse_unknown().is_err());
         assert_eq!(standard_keys(PolicyKind::Pricing).len(), 8);
+    }
+
+    #[test]
+    fn a_family_of_keys_is_found_by_its_prefix() {
+        let params = params(&[
+            ("project.ml", "2"),
+            ("night.factor", "0.5"),
+            ("project.ml", "3"),
+        ]);
+        let family = params.with_prefix("project.");
+        assert_eq!(family, [("project.ml".to_string(), "ml".to_string())]);
+        assert_eq!(params.non_negative_f64("project.ml"), Ok(Some(3.0)));
+        // night.factor was never read: refused, the family listed.
+        let refused = params.refuse_unknown().unwrap_err();
+        assert!(refused.contains("takes project.*, project.ml"), "{refused}");
     }
 }

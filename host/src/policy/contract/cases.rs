@@ -14,16 +14,22 @@
 //! ```
 //!
 //! Field names are the WIT's with `_` for `-`. `tolerance` (default 1e-9,
-//! relative) applies to numbers compared.
+//! relative) applies to numbers compared. Inputs may leave out what
+//! weft:policy@0.2.0 did not have (cases written for it still run): a
+//! missing record is empty, a missing column of a record with rows is filled
+//! as `records.rs` fills it, and `multiplicators` may be given a bare
+//! utilization.
 
 use crate::limits::MAX_POLICY_CASES;
 use crate::limits::MAX_POLICY_CASES_BYTES;
 use serde::Deserialize;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::policy::PolicyKind;
 use crate::policy::bindings::{
-    Admission, Containers, Placements, PlanSettings, PriceMultiplicators, Snapshot, Timeline,
-    Usage, Utilization,
+    Admission, Apps, Asks, Containers, Market, Nodes, Placements, PlanContext, PlanSettings,
+    PriceMultiplicators, Queues, Snapshot, Timeline, Usage,
 };
 
 /// The most rows, nodes, apps, asks, containers or steps one case's input may have.
@@ -36,21 +42,142 @@ struct CaseLine {
     tolerance: Option<f64>,
     expect: serde_json::Value,
     #[serde(flatten)]
-    call: Call,
+    call: RawCall,
+}
+
+/// A call as written, its input not yet completed (see the module's docs).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RawCall {
+    Multiplicators(serde_json::Value),
+    Charge {
+        usage: serde_json::Value,
+        multiplicators: PriceMultiplicators,
+    },
+    Schedule(serde_json::Value),
+    Preempt {
+        snapshot: serde_json::Value,
+        running: serde_json::Value,
+    },
+    Window(PlanSettings),
+    Validate(serde_json::Value),
+    Available(serde_json::Value),
+}
+
+/// `given` laid over `template` (objects key by key, anything else
+/// replaced), then read as a `T`.
+fn over<T: Serialize + DeserializeOwned>(
+    template: &T,
+    given: serde_json::Value,
+) -> Result<T, String> {
+    fn merge(base: &mut serde_json::Value, given: serde_json::Value) {
+        match (base, given) {
+            (serde_json::Value::Object(base), serde_json::Value::Object(given)) => {
+                for (key, value) in given {
+                    match base.get_mut(&key) {
+                        Some(slot) => merge(slot, value),
+                        None => {
+                            base.insert(key, value);
+                        }
+                    }
+                }
+            }
+            (slot, value) => *slot = value,
+        }
+    }
+    let mut base = serde_json::to_value(template).map_err(|e| e.to_string())?;
+    merge(&mut base, given);
+    serde_json::from_value(base).map_err(|e| e.to_string())
+}
+
+fn snapshot(given: serde_json::Value) -> Result<Snapshot, String> {
+    let empty = Snapshot::of_columns(
+        0,
+        Nodes::empty(),
+        Queues::empty(),
+        Apps::empty(),
+        Asks::empty(),
+    );
+    Ok(over(&empty, given)?.complete())
+}
+
+fn admission(given: serde_json::Value) -> Result<Admission, String> {
+    let empty = Admission {
+        settings: PlanSettings {
+            queue: String::new(),
+            capacity: crate::policy::SharingResources {
+                memory_mb: 0,
+                vcores: 0,
+                gpus: 0,
+            },
+            reservation_window_ms: 0,
+            instantaneous_max_capacity: 100.0,
+            average_capacity: 100.0,
+        },
+        user: String::new(),
+        reservation_id: String::new(),
+        from_ms: 0,
+        to_ms: 0,
+        candidate: crate::policy::validate::empty_timeline(),
+        user_committed: crate::policy::validate::empty_timeline(),
+        plan_committed: crate::policy::validate::empty_timeline(),
+        context: PlanContext {
+            now_ms: 0,
+            reservation_name: String::new(),
+            recurring: false,
+            reservations: 0,
+            user_reservations: 0,
+            users: 0,
+        },
+    };
+    over(&empty, given)
+}
+
+impl RawCall {
+    fn complete(self) -> Result<Call, String> {
+        Ok(match self {
+            RawCall::Multiplicators(given) => {
+                // A bare utilization, as 0.2.0 took it.
+                let given = match given.get("utilization") {
+                    None => serde_json::json!({ "utilization": given }),
+                    Some(_) => given,
+                };
+                Call::Multiplicators(over(&crate::policy::sample_market(), given)?)
+            }
+            RawCall::Charge {
+                usage,
+                multiplicators,
+            } => Call::Charge {
+                usage: over(&Usage::empty(), usage)?.complete(),
+                multiplicators,
+            },
+            RawCall::Schedule(given) => Call::Schedule(Box::new(snapshot(given)?)),
+            RawCall::Preempt {
+                snapshot: s,
+                running,
+            } => Call::Preempt {
+                snapshot: Box::new(snapshot(s)?),
+                running: over(&Containers::empty(), running)?.complete(),
+            },
+            RawCall::Window(settings) => Call::Window(settings),
+            RawCall::Validate(given) => Call::Validate(admission(given)?),
+            RawCall::Available(given) => Call::Available(admission(given)?),
+        })
+    }
 }
 
 /// One call of a case, with its input.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug)]
 pub enum Call {
-    Multiplicators(Utilization),
+    Multiplicators(Market),
     Charge {
         usage: Usage,
         multiplicators: PriceMultiplicators,
     },
-    Schedule(Snapshot),
+    // Boxed: snapshots are large, the other inputs small.
+    Schedule(Box<Snapshot>),
     Preempt {
-        snapshot: Snapshot,
+        snapshot: Box<Snapshot>,
         running: Containers,
     },
     Window(PlanSettings),
@@ -130,16 +257,17 @@ pub fn parse(text: &str) -> Result<Vec<Case>, String> {
 
 fn parse_line(line: &str) -> Result<Case, String> {
     let parsed: CaseLine = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    let call = parsed.call.complete()?;
     let tolerance = parsed.tolerance.unwrap_or(1e-9);
     if !(tolerance.is_finite() && tolerance >= 0.0) {
         return Err(format!(
             "tolerance is {tolerance}; it must be finite and at least 0"
         ));
     }
-    check_input(&parsed.call)?;
+    check_input(&call)?;
     let expect = |what: &str| format!("expect: {what}");
     let value = parsed.expect;
-    let expected = match &parsed.call {
+    let expected = match &call {
         Call::Multiplicators(_) => Expected::Multiplicators(
             serde_json::from_value(value).map_err(|e| expect(&e.to_string()))?,
         ),
@@ -174,7 +302,7 @@ fn parse_line(line: &str) -> Result<Case, String> {
         line: 0,
         name: parsed.name,
         tolerance,
-        call: parsed.call,
+        call,
         expected,
     })
 }
@@ -190,8 +318,15 @@ pub(super) const DECISIONS: [&str; 4] = [
 /// The guarantees the host gives the inputs it builds itself.
 fn check_input(call: &Call) -> Result<(), String> {
     match call {
-        Call::Multiplicators(u) => {
-            finite(&[("memory", u.memory), ("vcores", u.vcores), ("gpus", u.gpus)])
+        Call::Multiplicators(market) => {
+            let (u, last) = (market.utilization, market.last);
+            finite(&[
+                ("memory", u.memory),
+                ("vcores", u.vcores),
+                ("gpus", u.gpus),
+                ("last.general", last.general),
+                ("last.gpu", last.gpu),
+            ])
         }
         Call::Charge {
             usage,
@@ -204,8 +339,17 @@ fn check_input(call: &Call) -> Result<(), String> {
                     ("memory_mb", usage.memory_mb.len()),
                     ("vcores", usage.vcores.len()),
                     ("gpus", usage.gpus.len()),
+                    ("start_ms", usage.start_ms.len()),
+                    ("end_ms", usage.end_ms.len()),
+                    ("context", usage.context.len()),
                 ],
             )?;
+            in_range("usage.context", &usage.context, usage.contexts.len())?;
+            if let Some(i) =
+                (0..usage.start_ms.len()).find(|&i| usage.start_ms[i] > usage.end_ms[i])
+            {
+                return Err(format!("usage.start_ms[{i}] is after usage.end_ms[{i}]"));
+            }
             if let Some(s) = usage
                 .seconds
                 .iter()
@@ -232,7 +376,20 @@ fn check_input(call: &Call) -> Result<(), String> {
                     ("vcores", running.vcores.len()),
                     ("gpus", running.gpus.len()),
                     ("start_time_ms", running.start_time_ms.len()),
+                    ("execution_type", running.execution_type.len()),
                 ],
+            )?;
+            same_lengths(
+                "running.tags",
+                &[
+                    ("container", running.tags.container.len()),
+                    ("tag", running.tags.tag.len()),
+                ],
+            )?;
+            in_range(
+                "running.tags.container",
+                &running.tags.container,
+                running.app.len(),
             )?;
             in_range("running.app", &running.app, snapshot.apps.queue.len())?;
             in_range(
@@ -277,8 +434,35 @@ fn check_snapshot(s: &Snapshot) -> Result<(), String> {
             ("capacity_memory_mb", nodes.capacity_memory_mb.len()),
             ("capacity_vcores", nodes.capacity_vcores.len()),
             ("capacity_gpus", nodes.capacity_gpus.len()),
+            ("partition", nodes.partition.len()),
+            ("rack", nodes.rack.len()),
         ],
     )?;
+    let partitions = s.partitions.name.len();
+    same_lengths(
+        "partitions",
+        &[
+            ("name", partitions),
+            ("exclusive", s.partitions.exclusive.len()),
+        ],
+    )?;
+    if s.partitions
+        .name
+        .first()
+        .is_none_or(|name| !name.is_empty())
+    {
+        return Err("partitions: entry 0 is the default partition, named \"\"".into());
+    }
+    in_range("round.partition", &[s.round.partition], partitions)?;
+    in_range("nodes.partition", &nodes.partition, partitions)?;
+    in_range("nodes.rack", &nodes.rack, s.racks.len())?;
+    let n = nodes.free_memory_mb.len();
+    let a = &s.node_attributes;
+    same_lengths(
+        "node_attributes",
+        &[("node", a.node.len()), ("attribute", a.attribute.len())],
+    )?;
+    in_range("node_attributes.node", &a.node, n)?;
     let q = &s.queues;
     same_lengths(
         "queues",
@@ -295,8 +479,27 @@ fn check_snapshot(s: &Snapshot) -> Result<(), String> {
             ("used_memory_mb", q.used_memory_mb.len()),
             ("used_vcores", q.used_vcores.len()),
             ("used_gpus", q.used_gpus.len()),
+            ("path", q.path.len()),
+            (
+                "decayed_memory_mb_seconds",
+                q.decayed_memory_mb_seconds.len(),
+            ),
+            ("decayed_vcore_seconds", q.decayed_vcore_seconds.len()),
+            ("decayed_gpu_seconds", q.decayed_gpu_seconds.len()),
         ],
     )?;
+    let shares = &s.partition_shares;
+    same_lengths(
+        "partition_shares",
+        &[
+            ("queue", shares.queue.len()),
+            ("partition", shares.partition.len()),
+            ("capacity", shares.capacity.len()),
+            ("maximum_capacity", shares.maximum_capacity.len()),
+        ],
+    )?;
+    in_range("partition_shares.queue", &shares.queue, q.parent.len())?;
+    in_range("partition_shares.partition", &shares.partition, partitions)?;
     if q.parent.is_empty() {
         return Err("queues: a snapshot has at least the root queue".into());
     }
@@ -311,7 +514,12 @@ fn check_snapshot(s: &Snapshot) -> Result<(), String> {
         .iter()
         .chain(&q.maximum_capacity)
         .chain(&q.minimum_user_limit_percent)
-        .chain(q.user_limit_factor.iter().flatten());
+        .chain(q.user_limit_factor.iter().flatten())
+        .chain(&q.decayed_memory_mb_seconds)
+        .chain(&q.decayed_vcore_seconds)
+        .chain(&q.decayed_gpu_seconds)
+        .chain(&shares.capacity)
+        .chain(&shares.maximum_capacity);
     if let Some(p) = percentages
         .into_iter()
         .find(|p| !(p.is_finite() && **p >= 0.0))
@@ -331,9 +539,42 @@ fn check_snapshot(s: &Snapshot) -> Result<(), String> {
             ("used_memory_mb", apps.used_memory_mb.len()),
             ("used_vcores", apps.used_vcores.len()),
             ("used_gpus", apps.used_gpus.len()),
+            ("name", apps.name.len()),
+            ("application_type", apps.application_type.len()),
+            ("project", apps.project.len()),
+            ("start_time_ms", apps.start_time_ms.len()),
+            ("deadline_ms", apps.deadline_ms.len()),
+            (
+                "user_decayed_memory_mb_seconds",
+                apps.user_decayed_memory_mb_seconds.len(),
+            ),
+            (
+                "user_decayed_vcore_seconds",
+                apps.user_decayed_vcore_seconds.len(),
+            ),
+            (
+                "user_decayed_gpu_seconds",
+                apps.user_decayed_gpu_seconds.len(),
+            ),
         ],
     )?;
     in_range("apps.queue", &apps.queue, q.parent.len())?;
+    let decayed = apps
+        .user_decayed_memory_mb_seconds
+        .iter()
+        .chain(&apps.user_decayed_vcore_seconds)
+        .chain(&apps.user_decayed_gpu_seconds);
+    if let Some(x) = decayed.into_iter().find(|x| !(x.is_finite() && **x >= 0.0)) {
+        return Err(format!(
+            "apps has the decayed use {x}; each must be finite and at least 0"
+        ));
+    }
+    let app_count = apps.queue.len();
+    same_lengths(
+        "app_tags",
+        &[("app", s.app_tags.app.len()), ("tag", s.app_tags.tag.len())],
+    )?;
+    in_range("app_tags.app", &s.app_tags.app, app_count)?;
     let asks = &s.asks;
     same_lengths(
         "asks",
@@ -343,9 +584,80 @@ fn check_snapshot(s: &Snapshot) -> Result<(), String> {
             ("memory_mb", asks.memory_mb.len()),
             ("vcores", asks.vcores.len()),
             ("gpus", asks.gpus.len()),
+            ("partition", asks.partition.len()),
+            ("locality_level", asks.locality_level.len()),
+            ("relax_locality", asks.relax_locality.len()),
+            ("missed_opportunities", asks.missed_opportunities.len()),
+            ("gang_minimum", asks.gang_minimum.len()),
+            ("constraint", asks.constraint.len()),
+            ("execution_type", asks.execution_type.len()),
         ],
     )?;
-    in_range("asks.app", &asks.app, apps.queue.len())
+    in_range("asks.app", &asks.app, app_count)?;
+    in_range("asks.partition", &asks.partition, partitions)?;
+    if let Some(k) = (0..asks.app.len())
+        .find(|&k| asks.gang_minimum[k].is_some_and(|g| g == 0 || g > asks.pending[k]))
+    {
+        return Err(format!(
+            "asks.gang_minimum[{k}] must be 1 to the ask's pending count"
+        ));
+    }
+    let ask_count = asks.app.len();
+    same_lengths(
+        "ask_nodes",
+        &[
+            ("ask", s.ask_nodes.ask.len()),
+            ("node", s.ask_nodes.node.len()),
+        ],
+    )?;
+    in_range("ask_nodes.ask", &s.ask_nodes.ask, ask_count)?;
+    in_range("ask_nodes.node", &s.ask_nodes.node, n)?;
+    same_lengths(
+        "ask_racks",
+        &[
+            ("ask", s.ask_racks.ask.len()),
+            ("rack", s.ask_racks.rack.len()),
+        ],
+    )?;
+    in_range("ask_racks.ask", &s.ask_racks.ask, ask_count)?;
+    in_range("ask_racks.rack", &s.ask_racks.rack, s.racks.len())?;
+    same_lengths(
+        "ask_tags",
+        &[("ask", s.ask_tags.ask.len()), ("tag", s.ask_tags.tag.len())],
+    )?;
+    in_range("ask_tags.ask", &s.ask_tags.ask, ask_count)?;
+    let t = &s.tag_counts;
+    same_lengths(
+        "tag_counts",
+        &[
+            ("node", t.node.len()),
+            ("app", t.app.len()),
+            ("tag", t.tag.len()),
+            ("count", t.count.len()),
+        ],
+    )?;
+    in_range("tag_counts.node", &t.node, n)?;
+    in_range("tag_counts.app", &t.app, app_count)?;
+    sorted("node_attributes.node", &a.node)?;
+    sorted("app_tags.app", &s.app_tags.app)?;
+    sorted("ask_nodes.ask", &s.ask_nodes.ask)?;
+    sorted("ask_racks.ask", &s.ask_racks.ask)?;
+    sorted("ask_tags.ask", &s.ask_tags.ask)?;
+    sorted("partition_shares.queue", &shares.queue)?;
+    sorted("tag_counts.node", &t.node)
+}
+
+/// A sparse table's items must ascend (the WIT says so).
+fn sorted(column: &str, items: &[u32]) -> Result<(), String> {
+    match items.windows(2).position(|w| w[0] > w[1]) {
+        Some(i) => Err(format!(
+            "{column}[{}] is {}, after {}; rows must be in item order",
+            i + 1,
+            items[i + 1],
+            items[i]
+        )),
+        None => Ok(()),
+    }
 }
 
 fn check_settings(settings: &PlanSettings) -> Result<(), String> {

@@ -2,9 +2,12 @@
 //! gives the same inputs, so a failure can be reproduced with `--seed`.
 //! Every input keeps the guarantees the WIT documents for the host's own.
 
+use crate::policy::UsageRow;
 use crate::policy::bindings::{
-    Admission, Apps, Asks, Containers, Nodes, PlanSettings, PriceMultiplicators, Queues,
-    SharingResources, Snapshot, Timeline, Usage, Utilization,
+    Admission, Apps, Asks, Attribute, ChargeContext, ConstraintScope, Containers, ExecutionType,
+    LocalityLevel, Market, Nodes, PartitionLoad, PlacementConstraint, PlanContext, PlanSettings,
+    PriceMultiplicators, QueueLoad, Queues, QuoteRequest, RoundKind, SharingResources, Snapshot,
+    Timeline, Usage, Utilization,
 };
 use crate::policy::engine::call_seed;
 
@@ -52,6 +55,85 @@ impl Inputs {
         }
     }
 
+    /// A market: a utilization, up to two partitions and three queues of
+    /// some load, at some time of some day, after some multiplicators.
+    pub(super) fn market(&mut self) -> Market {
+        let partitions = (0..self.below(3))
+            .map(|i| PartitionLoad {
+                name: ["", "gpu"][i as usize].into(),
+                capacity: self.load(),
+                used: self.load(),
+                pending: self.load(),
+            })
+            .collect();
+        let queues = (0..self.below(4))
+            .map(|i| QueueLoad {
+                path: format!("root.q{i}"),
+                guaranteed: self.load(),
+                used: self.load(),
+                pending: self.load(),
+            })
+            .collect();
+        Market {
+            now_ms: self.time_ms(),
+            utilization: self.utilization(),
+            partitions,
+            queues,
+            last: self.multiplicators(),
+        }
+    }
+
+    fn load(&mut self) -> SharingResources {
+        SharingResources {
+            memory_mb: self.pick(&[0, 1024, 65_536]),
+            vcores: self.pick(&[0, 1, 64]),
+            gpus: self.pick(&[0, 0, 4]),
+        }
+    }
+
+    /// An instant in 2023–2024, at any time of day.
+    fn time_ms(&mut self) -> i64 {
+        1_672_531_200_000 + self.below(2 * 365 * 86_400_000) as i64
+    }
+
+    /// One of a few contexts: projects `ml`, `web` and `default`, two queues,
+    /// a GPU partition, some tags and attributes, a reservation now and then.
+    fn context(&mut self) -> ChargeContext {
+        let app = self.below(6);
+        ChargeContext {
+            app: format!("application_1700000000000_{:04}", app + 1),
+            queue: self.pick(&["root.default", "root.research"]).into(),
+            user: self.pick(&["alice", "bob"]).into(),
+            project: self.pick(&["ml", "web", "default"]).into(),
+            application_type: self.pick(&["weft", "SPARK", "MAPREDUCE"]).into(),
+            application_tags: (0..self.below(3)).map(|i| format!("tag{i}")).collect(),
+            priority: self.pick(&[0, 0, 1, 10]),
+            node_label: self.pick(&["", "", "gpu"]).into(),
+            node_attributes: match self.below(3) {
+                0 => vec![Attribute {
+                    key: "nm.yarn.io/gpu-model".into(),
+                    value: "a100".into(),
+                }],
+                _ => vec![],
+            },
+            execution_type: ExecutionType::Guaranteed,
+            reservation: (self.below(5) == 0).then(|| "reservation_0_0001".into()),
+        }
+    }
+
+    /// A quote of 1 to 20 containers for up to a day, from any time.
+    pub(super) fn quote(&mut self) -> QuoteRequest {
+        QuoteRequest {
+            context: self.context(),
+            memory_mb: self.pick(&[0, 512, 1024, 8192]),
+            vcores: self.pick(&[0, 1, 2, 16]),
+            gpus: self.pick(&[0, 0, 1]),
+            containers: 1 + self.below(20) as u32,
+            start_ms: self.time_ms(),
+            duration_ms: self.pick(&[0, 1000, 60_000, 3_600_000, 86_400_000]),
+        }
+    }
+
     pub(super) fn multiplicators(&mut self) -> PriceMultiplicators {
         PriceMultiplicators {
             general: self.pick(&[1.0, 1.0, 1.5, 2.75]),
@@ -61,24 +143,27 @@ impl Inputs {
 
     /// `rows` containers of mixed sizes: some idle a while, some with GPUs,
     /// some charged for no time at all.
+    /// Rows of up to 5 contexts, over intervals at any time of day.
     pub(super) fn usage(&mut self, rows: usize) -> Usage {
-        let mut usage = Usage {
-            seconds: Vec::with_capacity(rows),
-            memory_mb: Vec::with_capacity(rows),
-            vcores: Vec::with_capacity(rows),
-            gpus: Vec::with_capacity(rows),
-        };
+        let mut usage = Usage::empty();
+        usage.contexts = (0..1 + self.below(5)).map(|_| self.context()).collect();
         for _ in 0..rows {
-            usage.seconds.push(match self.below(8) {
+            let seconds = match self.below(8) {
                 0 => 0.0,
                 1 => self.pick(&[1.0, 60.0, 3600.0, 86_400.0]),
                 _ => (self.unit() * 600.0 * 1000.0).round() / 1000.0,
-            });
-            usage
-                .memory_mb
-                .push(self.pick(&[0, 256, 1024, 2048, 4096, 16_384, 262_144]));
-            usage.vcores.push(self.pick(&[0, 1, 1, 2, 4, 16, 64]));
-            usage.gpus.push(self.pick(&[0, 0, 0, 0, 1, 2, 8]));
+            };
+            let start_ms = self.time_ms();
+            let row = UsageRow {
+                seconds,
+                memory_mb: self.pick(&[0, 256, 1024, 2048, 4096, 16_384, 262_144]),
+                vcores: self.pick(&[0, 1, 1, 2, 4, 16, 64]),
+                gpus: self.pick(&[0, 0, 0, 0, 1, 2, 8]),
+                start_ms,
+                end_ms: start_ms + (seconds * 1000.0) as i64,
+                context: self.below(usage.contexts.len() as u64) as u32,
+            };
+            usage.push(row);
         }
         usage
     }
@@ -87,14 +172,7 @@ impl Inputs {
     /// adding up to 100), up to 30 apps by up to 6 users, and their asks.
     pub(super) fn snapshot(&mut self) -> Snapshot {
         let node_count = 1 + self.below(40) as usize;
-        let mut nodes = Nodes {
-            free_memory_mb: vec![],
-            free_vcores: vec![],
-            free_gpus: vec![],
-            capacity_memory_mb: vec![],
-            capacity_vcores: vec![],
-            capacity_gpus: vec![],
-        };
+        let mut nodes = Nodes::empty();
         for _ in 0..node_count {
             let memory = self.pick(&[4096, 8192, 65_536]);
             let vcores = self.pick(&[4, 8, 32]);
@@ -117,6 +195,7 @@ impl Inputs {
             used_memory_mb: vec![0],
             used_vcores: vec![0],
             used_gpus: vec![0],
+            ..Queues::empty()
         };
         let share = 100.0 / leaves as f64;
         for _ in 0..leaves {
@@ -137,22 +216,8 @@ impl Inputs {
             queues.used_gpus.push(0);
         }
         let app_count = self.below(31) as usize;
-        let mut apps = Apps {
-            queue: vec![],
-            user: vec![],
-            priority: vec![],
-            submit_time_ms: vec![],
-            used_memory_mb: vec![],
-            used_vcores: vec![],
-            used_gpus: vec![],
-        };
-        let mut asks = Asks {
-            app: vec![],
-            pending: vec![],
-            memory_mb: vec![],
-            vcores: vec![],
-            gpus: vec![],
-        };
+        let mut apps = Apps::empty();
+        let mut asks = Asks::empty();
         let mut users = 0;
         for app in 0..app_count {
             let queue = 1 + self.below(leaves as u64) as u32;
@@ -185,25 +250,89 @@ impl Inputs {
                 asks.gpus.push(self.pick(&[0, 0, 0, 1]));
             }
         }
-        Snapshot {
-            now_ms: app_count as i64 * 1000 + 500,
-            nodes,
-            queues,
-            apps,
-            asks,
+        let mut snapshot =
+            Snapshot::of_columns(app_count as i64 * 1000 + 500, nodes, queues, apps, asks);
+        self.label(&mut snapshot);
+        self.constrain(&mut snapshot);
+        snapshot
+    }
+
+    /// Makes a third of the rounds labelled: a `gpu` partition's own round
+    /// (its nodes, its asks), or its idle room lent to the default
+    /// partition's asks; and puts every node on one of two racks.
+    fn label(&mut self, snapshot: &mut Snapshot) {
+        snapshot.racks = vec!["/rack1".into(), "/rack2".into()];
+        for rack in &mut snapshot.nodes.rack {
+            *rack = self.below(2) as u32;
+        }
+        let kind = match self.below(6) {
+            0 => RoundKind::Partition,
+            1 => RoundKind::Lending,
+            _ => return,
+        };
+        snapshot.partitions.name.push("gpu".into());
+        snapshot
+            .partitions
+            .exclusive
+            .push(kind == RoundKind::Partition);
+        snapshot.round.kind = kind;
+        snapshot.round.partition = 1;
+        snapshot.nodes.partition.fill(1);
+        if kind == RoundKind::Partition {
+            snapshot.asks.partition.fill(1);
+        }
+    }
+
+    /// Gives a fifth of the asks anti-affinity (at most one `zk` container
+    /// a node, some nodes holding one already) and a fifth a gang of at
+    /// least half their containers, and some asks a preferred node.
+    fn constrain(&mut self, snapshot: &mut Snapshot) {
+        let nodes = snapshot.nodes.free_memory_mb.len() as u64;
+        let apps = snapshot.apps.queue.len() as u64;
+        let mut tagged = false;
+        for k in 0..snapshot.asks.app.len() {
+            match self.below(5) {
+                0 => {
+                    snapshot.asks.constraint[k] = Some(PlacementConstraint {
+                        text: "NOTIN,NODE,all/zk".into(),
+                        scope: ConstraintScope::Node,
+                        tag: "zk".into(),
+                        all_apps: true,
+                        minimum: 0,
+                        maximum: 0,
+                    });
+                    snapshot.ask_tags.ask.push(k as u32);
+                    snapshot.ask_tags.tag.push("zk".into());
+                    tagged = true;
+                }
+                1 => {
+                    let pending = snapshot.asks.pending[k];
+                    snapshot.asks.gang_minimum[k] = Some(pending.div_ceil(2).max(1));
+                }
+                2 => {
+                    snapshot.ask_nodes.ask.push(k as u32);
+                    snapshot.ask_nodes.node.push(self.below(nodes) as u32);
+                    snapshot.asks.locality_level[k] = LocalityLevel::NodeLocal;
+                    snapshot.asks.missed_opportunities[k] = self.below(3) as u32;
+                }
+                _ => {}
+            }
+        }
+        if tagged && apps > 0 {
+            for node in 0..nodes {
+                if self.below(3) == 0 {
+                    snapshot.tag_counts.node.push(node as u32);
+                    snapshot.tag_counts.app.push(self.below(apps) as u32);
+                    snapshot.tag_counts.tag.push("zk".into());
+                    snapshot.tag_counts.count.push(1);
+                }
+            }
         }
     }
 
     /// Up to 60 running containers of the snapshot's apps on its nodes.
     pub(super) fn running(&mut self, snapshot: &Snapshot) -> Containers {
-        let mut running = Containers {
-            app: vec![],
-            node: vec![],
-            memory_mb: vec![],
-            vcores: vec![],
-            gpus: vec![],
-            start_time_ms: vec![],
-        };
+        let mut running = Containers::empty();
         let apps = snapshot.apps.queue.len() as u64;
         let nodes = snapshot.nodes.free_memory_mb.len() as u64;
         if apps == 0 || nodes == 0 {
@@ -218,6 +347,11 @@ impl Inputs {
             running
                 .start_time_ms
                 .push(self.below(snapshot.now_ms.max(1) as u64) as i64);
+            running.execution_type.push(ExecutionType::Guaranteed);
+            if self.below(4) == 0 {
+                running.tags.container.push(running.app.len() as u32 - 1);
+                running.tags.tag.push("zk".into());
+            }
         }
         running
     }
@@ -304,6 +438,14 @@ impl Inputs {
             candidate: empty(),
             user_committed,
             plan_committed,
+            context: PlanContext {
+                now_ms: self.time_ms(),
+                reservation_name: String::new(),
+                recurring: self.below(4) == 0,
+                reservations: self.below(10) as u32,
+                user_reservations: 0,
+                users: self.below(4) as u32,
+            },
         }
     }
 }

@@ -6,6 +6,7 @@
 
 mod cases;
 mod generate;
+mod rules;
 
 use std::sync::Arc;
 
@@ -211,21 +212,22 @@ fn pricing_properties(
     rounds: usize,
 ) {
     report.record(
-        "multiplicators are finite, at least 0, and equal for equal utilization",
+        "multiplicators are finite, at least 0, and equal for equal markets",
         (0..rounds)
             .try_for_each(|_| {
-                let utilization = inputs.utilization();
-                let first = slot.multiplicators(utilization).map_err(failed)?;
-                let second = slot.multiplicators(utilization).map_err(failed)?;
-                let other = again.multiplicators(utilization).map_err(failed)?;
+                let market = inputs.market();
+                let first = slot.multiplicators(&market).map_err(failed)?;
+                let second = slot.multiplicators(&market).map_err(failed)?;
+                let other = again.multiplicators(&market).map_err(failed)?;
                 if first != second || first != other {
                     return Err(format!(
-                        "{utilization:?} gave {first:?}, then {second:?}, and {other:?} on a new instance"
+                        "{:?} gave {first:?}, then {second:?}, and {other:?} on a new instance",
+                        market.utilization
                     ));
                 }
                 Ok(())
             })
-            .map(|()| format!("{rounds} utilizations")),
+            .map(|()| format!("{rounds} markets")),
     );
     let batches: Vec<(Usage, PriceMultiplicators)> = BATCH_SIZES
         .into_iter()
@@ -240,8 +242,12 @@ fn pricing_properties(
             .map(|()| format!("{} batches of 0 to 1000 rows", batches.len())),
     );
     report.record(
-        "each row is priced as if alone",
+        "each row is priced from its own row and context alone",
         row_independence(slot, inputs),
+    );
+    report.record(
+        "a quote is finite, at least 0, and what charge asks for its rows",
+        quotes(slot, inputs, rounds),
     );
     report.record(
         "equal usage gives equal charges, on this instance and a new one",
@@ -284,38 +290,84 @@ fn row_independence(slot: &PricingSlot, inputs: &mut Inputs) -> Result<String, S
         let in_reverse = reversed[rows - 1 - i];
         if !close(batch[i], alone, 1e-9) || !close(in_reverse, alone, 1e-9) {
             return Err(format!(
-                "row {i} ({} s, {} MB, {} vcores, {} GPUs) costs {alone} alone but {} in a batch of {rows} ({} with the batch reversed)",
+                "row {i} ({} s, {} MB, {} vcores, {} GPUs, project {}) costs {alone} alone but {} in a batch of {rows} ({} with the batch reversed)",
                 usage.seconds[i],
                 usage.memory_mb[i],
                 usage.vcores[i],
                 usage.gpus[i],
+                usage.contexts[usage.context[i] as usize].project,
                 batch[i],
                 in_reverse
             ));
         }
     }
     Ok(format!(
-        "{rows} rows priced in a batch, in reverse, and alone"
+        "{rows} rows of {} contexts priced in a batch, in reverse, and alone (its context alone with it)",
+        usage.contexts.len()
     ))
 }
 
-fn row(usage: &Usage, i: usize) -> Usage {
-    Usage {
-        seconds: vec![usage.seconds[i]],
-        memory_mb: vec![usage.memory_mb[i]],
-        vcores: vec![usage.vcores[i]],
-        gpus: vec![usage.gpus[i]],
+/// A quote for one container must be what `charge` asks for its row, and
+/// a quote for n containers n times that (within rounding).
+fn quotes(slot: &PricingSlot, inputs: &mut Inputs, rounds: usize) -> Result<String, String> {
+    for _ in 0..rounds {
+        let request = inputs.quote();
+        let multiplicators = inputs.multiplicators();
+        let quoted = slot.quote(&request, multiplicators).map_err(failed)?;
+        let mut usage = Usage::empty();
+        usage.contexts.push(request.context.clone());
+        usage.push(crate::policy::UsageRow {
+            seconds: request.duration_ms as f64 / 1000.0,
+            memory_mb: request.memory_mb,
+            vcores: request.vcores,
+            gpus: request.gpus,
+            start_ms: request.start_ms,
+            end_ms: request.start_ms.saturating_add(request.duration_ms),
+            context: 0,
+        });
+        let charged = slot.charge(&usage, multiplicators).map_err(failed)?[0];
+        let expected = charged * f64::from(request.containers);
+        if !close(quoted, expected, 1e-6) {
+            return Err(format!(
+                "{} containers of {} MB, {} vcores, {} GPUs for {} ms of project {} were quoted {quoted}, but charge asks {charged} each ({expected} in all)",
+                request.containers,
+                request.memory_mb,
+                request.vcores,
+                request.gpus,
+                request.duration_ms,
+                request.context.project
+            ));
+        }
     }
+    Ok(format!("{rounds} quotes, each against charge"))
 }
 
+/// Row `i` of `usage` alone, with its context alone.
+fn row(usage: &Usage, i: usize) -> Usage {
+    let mut alone = Usage::empty();
+    alone
+        .contexts
+        .push(usage.contexts[usage.context[i] as usize].clone());
+    alone.push(crate::policy::UsageRow {
+        context: 0,
+        ..usage.row(i)
+    });
+    alone
+}
+
+/// `usage`'s rows in reverse order, its contexts too.
 fn reverse(usage: &Usage) -> Usage {
-    let rev = |column: &[u64]| column.iter().rev().copied().collect();
-    Usage {
-        seconds: usage.seconds.iter().rev().copied().collect(),
-        memory_mb: rev(&usage.memory_mb),
-        vcores: rev(&usage.vcores),
-        gpus: rev(&usage.gpus),
+    let mut reversed = Usage::empty();
+    reversed.contexts = usage.contexts.iter().rev().cloned().collect();
+    let last = (usage.contexts.len() as u32).saturating_sub(1);
+    for i in (0..usage.len()).rev() {
+        let row = usage.row(i);
+        reversed.push(crate::policy::UsageRow {
+            context: last - row.context,
+            ..row
+        });
     }
+    reversed
 }
 
 fn scheduling_properties(
@@ -332,6 +384,30 @@ fn scheduling_properties(
             .iter()
             .try_for_each(|s| slot.schedule(s).map(drop).map_err(failed))
             .map(|()| format!("{rounds} snapshots of up to 40 nodes and 30 apps")),
+    );
+    let old = slot.active().map(|v| v.wit_version()) == Some(super::compat::VERSION);
+    report.record(
+        "placements keep partitions, constraints and gangs",
+        if old {
+            Ok(format!(
+                "not asked of a policy built for weft:policy@{}, which sees none of them: the host keeps them for it",
+                super::compat::VERSION
+            ))
+        } else {
+            snapshots
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, s)| {
+                let placements = slot.schedule(s).map_err(failed)?;
+                match rules::broken(s, &placements) {
+                    Some(broken) => Err(format!("snapshot {i}: {broken}")),
+                    None => Ok(()),
+                }
+            })
+            .map(|()| {
+                format!("{rounds} snapshots, some of a labelled partition, with anti-affinity, gangs and preferred nodes")
+            })
+        },
     );
     report.record(
         "equal snapshots give equal placements, on this instance and a new one",
@@ -508,8 +584,8 @@ fn wrong_kind(case: &Case, kind: PolicyKind) -> Result<String, String> {
 
 fn pricing_case(slot: &PricingSlot, case: &Case) -> Result<String, String> {
     match (&case.call, &case.expected) {
-        (Call::Multiplicators(utilization), Expected::Multiplicators(expected)) => {
-            let got = slot.multiplicators(*utilization).map_err(failed)?;
+        (Call::Multiplicators(market), Expected::Multiplicators(expected)) => {
+            let got = slot.multiplicators(market).map_err(failed)?;
             if close(got.general, expected.general, case.tolerance)
                 && close(got.gpu, expected.gpu, case.tolerance)
             {

@@ -162,6 +162,10 @@ fn simulate(
             let id = format!("node-{node_number:05}");
             rm.add_simulated_node(&id, capacity)
                 .map_err(|e| anyhow::anyhow!("node group {group:?}: {e}"))?;
+            // Checked up front (`Scenario::check`).
+            let attributes = crate::limits::node_attributes("attributes", group.attributes.iter())
+                .map_err(|e| anyhow::anyhow!("node group {group:?}: {e}"))?;
+            rm.place_simulated_node(&id, group.rack.clone().unwrap_or_default(), attributes);
             if let Some(label) = &group.label {
                 labelled.push((id, Some(label.clone())));
             }
@@ -284,8 +288,8 @@ fn simulate(
                 asks: app.asks.clone(),
                 reservation_id,
                 application_id: None,
-                application_type: None,
-                tags: Vec::new(),
+                application_type: app.application_type.clone(),
+                tags: app.tags.clone(),
                 lifetime_s: app.lifetime_s,
                 node_label_expression: app.node_label_expression.clone(),
             };

@@ -149,6 +149,13 @@ pub struct NodeGroup {
     /// when left out (the default partition).
     #[serde(default)]
     pub label: Option<String>,
+    /// Their rack (`/dc1/rack7`); YARN's `/default-rack` when left out.
+    #[serde(default)]
+    pub rack: Option<String>,
+    /// Their node attributes (`gpu-model = "a100"`; given YARN's
+    /// `nm.yarn.io/` prefix), as an agent's `--attribute`s.
+    #[serde(default)]
+    pub attributes: BTreeMap<String, String>,
 }
 
 /// A node label of the scenario (YARN's partition).
@@ -240,6 +247,12 @@ pub struct ScenarioApp {
     /// app-node-label-expression); its queue's default when left out.
     #[serde(default)]
     pub node_label_expression: Option<String>,
+    /// YARN's application type (`SPARK`…), which pricing may read.
+    #[serde(default)]
+    pub application_type: Option<String>,
+    /// Its application tags, which pricing may read.
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 pub(super) fn default_queue() -> String {
@@ -353,6 +366,10 @@ impl Scenario {
             if let Some(label) = &group.label {
                 limits::node_label(field("label"), label)?;
             }
+            if let Some(rack) = &group.rack {
+                limits::rack(field("rack"), rack)?;
+            }
+            limits::node_attributes(field("attributes"), group.attributes.iter())?;
             limits::within(field("count"), group.count as usize, 0, MAX_NODES)?;
             limits::within(field("memory_mb"), group.memory_mb, 1, MAX_MEMORY_MB)?;
             limits::within(field("vcores"), group.vcores, 1, MAX_VCORES)?;

@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::cluster::user_limit;
 use crate::testing::*;
+use weft_policy::scheduling::SnapshotBuilder;
 
 /// A table row: a cluster, the containers each app should get.
 struct Case {
@@ -396,7 +397,7 @@ fn submit(snapshot: &Snapshot, apps: &[A], asks: &[AskRow]) -> Snapshot {
         next.asks.vcores.push(vcores);
         next.asks.gpus.push(gpus);
     }
-    Snapshot::new(next).expect("a well-formed snapshot")
+    Snapshot::new(SnapshotBuilder::complete(next)).expect("a well-formed snapshot")
 }
 
 /// Gigabytes used per queue.
@@ -766,4 +767,41 @@ fn a_large_round_places_everything_it_has_room_for() {
     let placements = schedule(&snapshot);
     assert_valid(&snapshot, &placements);
     assert_eq!(placements.total(), 20_000);
+}
+
+/// Delay scheduling: an ask with a preferred node goes there while it is
+/// node-local, waits while that node is full, then takes its node's rack,
+/// then anywhere, as the host's level lets it.
+#[test]
+fn an_ask_with_locality_goes_node_local_then_rack_local_then_anywhere() {
+    use weft_policy::scheduling::wit::{AskNodes, LocalityLevel};
+    let gb = weft_policy::Resources::new(GB, 1, 0);
+    // Nodes 0 and 2 on rack 0, node 1 on rack 1; the ask prefers node 2.
+    let round = |free_on_preferred: u64, level: LocalityLevel| {
+        let mut record = SnapshotBuilder::new()
+            .node(gb.times(4), gb.times(4))
+            .node(gb.times(4), gb.times(4))
+            .node(gb.times(free_on_preferred), gb.times(4))
+            .queue(0, 100.0, 100.0)
+            .app(0, 0)
+            .ask(0, 1, gb)
+            .record();
+        record.racks = vec!["/r0".into(), "/r1".into()];
+        record.nodes.rack = vec![1, 0, 0];
+        record.ask_nodes = AskNodes {
+            ask: vec![0],
+            node: vec![2],
+        };
+        record.asks.locality_level[0] = level;
+        let snapshot = Snapshot::new(record).unwrap();
+        schedule(&snapshot).triples()
+    };
+    assert_eq!(round(4, LocalityLevel::NodeLocal), [(0, 2, 1)], "its node");
+    assert!(round(0, LocalityLevel::NodeLocal).is_empty(), "it waits");
+    assert_eq!(round(0, LocalityLevel::RackLocal), [(0, 1, 1)], "its rack");
+    assert_eq!(
+        round(0, LocalityLevel::OffSwitch),
+        [(0, 1, 1)],
+        "its rack first"
+    );
 }

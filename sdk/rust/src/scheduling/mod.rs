@@ -5,23 +5,30 @@
 //! [`export_scheduling!`](crate::export_scheduling).
 
 mod builder;
+mod context;
 mod free_nodes;
 mod placements;
+mod rules;
 mod runs;
 mod snapshot;
 
 pub use builder::SnapshotBuilder;
+pub use context::Groups;
 pub use free_nodes::{FreeNodes, NoRoom};
+pub use rules::{keep_rules, partial_gangs, schedule_keeping_rules};
 pub use runs::longest_run;
-pub use snapshot::{Apps, Asks, Containers, Nodes, Queues, Snapshot};
+pub use snapshot::{Apps, Asks, Containers, Nodes, Queues, ResourceSeconds, Snapshot};
 
 use crate::Policy;
 
 /// The WIT records of `weft:policy/scheduling`, as the host sends them.
 /// Tests build these and check them into views with `Snapshot::new`.
 pub mod wit {
+    pub use crate::bindings::pricing::weft::policy::types::{Attribute, ExecutionType};
     pub use crate::bindings::scheduling::exports::weft::policy::scheduling::{
-        Apps, Asks, Containers, Nodes, Placements, Queues, Snapshot,
+        AppTags, Apps, AskNodes, AskRacks, AskTags, Asks, ConstraintScope, ContainerTags,
+        Containers, LocalityDelays, LocalityLevel, NodeAttributes, Nodes, PartitionShares,
+        Partitions, PlacementConstraint, Placements, Queues, Round, RoundKind, Snapshot, TagCounts,
     };
 }
 
@@ -34,7 +41,9 @@ pub trait SchedulingPolicy: Policy {
     /// One scheduling round: which pending containers go where. The host
     /// applies the placements in order, or refuses them all if any names a
     /// node or ask that does not exist, places more than an ask's pending
-    /// count, or over-allocates a node. Equal snapshots must give equal
+    /// count, or over-allocates a node; it then refuses a placement outside
+    /// the ask's partition or against its constraint, and keeps none of a
+    /// gang placed below its minimum. Equal snapshots must give equal
     /// placements.
     fn schedule(&mut self, snapshot: &Snapshot) -> Placements;
 

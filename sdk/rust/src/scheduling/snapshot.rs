@@ -9,13 +9,16 @@
 //! every index points into the list it names; `free-*` is at most
 //! `capacity-*`; the queue tree lists a parent before its children with
 //! queue 0 the root; percentages are finite and in range; an app's queue is
-//! a leaf; user numbers are below the number of apps.
+//! a leaf; user numbers are below the number of apps; decayed use is finite
+//! and at least 0; a gang's minimum is 1 to its ask's pending count; sparse
+//! tables are in item order (see `context.rs`).
 
 use std::ops::Deref;
 
 use crate::malformed::{Malformed, same_lengths};
 use crate::resources::{Cluster, Resources};
 
+use super::context::{Groups, amounts, check_partitions, pairs};
 use super::wit;
 
 /// The nodes that can take containers.
@@ -42,16 +45,38 @@ pub struct Asks(wit::Asks);
 
 /// Running containers, the candidates for preemption.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Containers(wit::Containers);
+pub struct Containers {
+    record: wit::Containers,
+    tags: Groups,
+}
 
 /// Everything a scheduling round sees, checked.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapshot {
     now_ms: i64,
+    round: wit::Round,
+    partitions: wit::Partitions,
+    racks: Vec<String>,
     nodes: Nodes,
+    node_attributes: (wit::NodeAttributes, Groups),
     queues: Queues,
+    partition_shares: (wit::PartitionShares, Groups),
     apps: Apps,
+    app_tags: (wit::AppTags, Groups),
     asks: Asks,
+    ask_nodes: (wit::AskNodes, Groups),
+    ask_racks: (wit::AskRacks, Groups),
+    ask_tags: (wit::AskTags, Groups),
+    tag_counts: (wit::TagCounts, Groups),
+    locality_delays: wit::LocalityDelays,
+}
+
+/// Resource-seconds (decayed use): MB × s, vcores × s, GPUs × s.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ResourceSeconds {
+    pub memory_mb_seconds: f64,
+    pub vcore_seconds: f64,
+    pub gpu_seconds: f64,
 }
 
 /// Checks a record's row count: one length, at most `u32::MAX` rows.
@@ -112,6 +137,8 @@ impl Nodes {
                 ("capacity-memory-mb", record.capacity_memory_mb.len()),
                 ("capacity-vcores", record.capacity_vcores.len()),
                 ("capacity-gpus", record.capacity_gpus.len()),
+                ("partition", record.partition.len()),
+                ("rack", record.rack.len()),
             ],
         )?;
         let nodes = Nodes(record);
@@ -158,6 +185,18 @@ impl Nodes {
         )
     }
 
+    /// Node `n`'s partition: an index into [`Snapshot::partitions`].
+    #[inline]
+    pub fn partition(&self, n: usize) -> usize {
+        self.0.partition[n] as usize
+    }
+
+    /// Node `n`'s rack: an index into [`Snapshot::racks`].
+    #[inline]
+    pub fn rack(&self, n: usize) -> usize {
+        self.0.rack[n] as usize
+    }
+
     /// Every node's free room, in node order.
     pub fn free_rooms(&self) -> impl ExactSizeIterator<Item = Resources> + '_ {
         (0..self.len()).map(|n| self.free(n))
@@ -188,8 +227,26 @@ impl Queues {
                 ("used-memory-mb", record.used_memory_mb.len()),
                 ("used-vcores", record.used_vcores.len()),
                 ("used-gpus", record.used_gpus.len()),
+                ("path", record.path.len()),
+                (
+                    "decayed-memory-mb-seconds",
+                    record.decayed_memory_mb_seconds.len(),
+                ),
+                ("decayed-vcore-seconds", record.decayed_vcore_seconds.len()),
+                ("decayed-gpu-seconds", record.decayed_gpu_seconds.len()),
             ],
         )?;
+        amounts(
+            "queues",
+            "decayed-memory-mb-seconds",
+            &record.decayed_memory_mb_seconds,
+        )?;
+        amounts(
+            "queues",
+            "decayed-vcore-seconds",
+            &record.decayed_vcore_seconds,
+        )?;
+        amounts("queues", "decayed-gpu-seconds", &record.decayed_gpu_seconds)?;
         percentages("capacity", &record.capacity, Some(100.0))?;
         percentages("maximum-capacity", &record.maximum_capacity, None)?;
         percentages(
@@ -318,6 +375,22 @@ impl Queues {
         )
     }
 
+    /// Queue `q`'s full path (`root.a.b`).
+    #[inline]
+    pub fn name(&self, q: usize) -> &str {
+        &self.record.path[q]
+    }
+
+    /// Queue `q`'s decayed use, as of the round.
+    #[inline]
+    pub fn decayed(&self, q: usize) -> ResourceSeconds {
+        ResourceSeconds {
+            memory_mb_seconds: self.record.decayed_memory_mb_seconds[q],
+            vcore_seconds: self.record.decayed_vcore_seconds[q],
+            gpu_seconds: self.record.decayed_gpu_seconds[q],
+        }
+    }
+
     /// `q` and its ancestors up to the root, `q` first.
     #[inline]
     pub fn path(&self, q: usize) -> impl Iterator<Item = usize> + '_ {
@@ -352,7 +425,39 @@ impl Apps {
                 ("used-memory-mb", record.used_memory_mb.len()),
                 ("used-vcores", record.used_vcores.len()),
                 ("used-gpus", record.used_gpus.len()),
+                ("name", record.name.len()),
+                ("application-type", record.application_type.len()),
+                ("project", record.project.len()),
+                ("start-time-ms", record.start_time_ms.len()),
+                ("deadline-ms", record.deadline_ms.len()),
+                (
+                    "user-decayed-memory-mb-seconds",
+                    record.user_decayed_memory_mb_seconds.len(),
+                ),
+                (
+                    "user-decayed-vcore-seconds",
+                    record.user_decayed_vcore_seconds.len(),
+                ),
+                (
+                    "user-decayed-gpu-seconds",
+                    record.user_decayed_gpu_seconds.len(),
+                ),
             ],
+        )?;
+        amounts(
+            "apps",
+            "user-decayed-memory-mb-seconds",
+            &record.user_decayed_memory_mb_seconds,
+        )?;
+        amounts(
+            "apps",
+            "user-decayed-vcore-seconds",
+            &record.user_decayed_vcore_seconds,
+        )?;
+        amounts(
+            "apps",
+            "user-decayed-gpu-seconds",
+            &record.user_decayed_gpu_seconds,
         )?;
         indices("apps", "queue", &record.queue, queues.len(), "queues")?;
         if let Some(a) = record
@@ -402,6 +507,16 @@ impl Apps {
             self.0.used_gpus[a],
         )
     }
+
+    /// App `a`'s user's decayed use, as of the round.
+    #[inline]
+    pub fn user_decayed(&self, a: usize) -> ResourceSeconds {
+        ResourceSeconds {
+            memory_mb_seconds: self.0.user_decayed_memory_mb_seconds[a],
+            vcore_seconds: self.0.user_decayed_vcore_seconds[a],
+            gpu_seconds: self.0.user_decayed_gpu_seconds[a],
+        }
+    }
 }
 
 impl Asks {
@@ -415,9 +530,26 @@ impl Asks {
                 ("memory-mb", record.memory_mb.len()),
                 ("vcores", record.vcores.len()),
                 ("gpus", record.gpus.len()),
+                ("partition", record.partition.len()),
+                ("locality-level", record.locality_level.len()),
+                ("relax-locality", record.relax_locality.len()),
+                ("missed-opportunities", record.missed_opportunities.len()),
+                ("gang-minimum", record.gang_minimum.len()),
+                ("constraint", record.constraint.len()),
+                ("execution-type", record.execution_type.len()),
             ],
         )?;
         indices("asks", "app", &record.app, apps.len(), "apps")?;
+        let gangs = record.gang_minimum.iter().zip(&record.pending);
+        if let Some(k) = gangs
+            .clone()
+            .position(|(g, p)| g.is_some_and(|g| g == 0 || g > *p))
+        {
+            return Err(Malformed::new(format!(
+                "asks: gang-minimum[{k}] is {:?}, but it must be 1 to the ask's pending {}",
+                record.gang_minimum[k], record.pending[k]
+            )));
+        }
         Ok(Asks(record))
     }
 
@@ -442,12 +574,36 @@ impl Asks {
     pub fn size(&self, k: usize) -> Resources {
         Resources::new(self.0.memory_mb[k], self.0.vcores[k], self.0.gpus[k])
     }
+
+    /// Ask `k`'s partition: an index into [`Snapshot::partitions`].
+    #[inline]
+    pub fn partition(&self, k: usize) -> usize {
+        self.0.partition[k] as usize
+    }
+
+    /// How far from its preferred places ask `k` may go now.
+    #[inline]
+    pub fn locality_level(&self, k: usize) -> wit::LocalityLevel {
+        self.0.locality_level[k]
+    }
+
+    /// Ask `k`'s gang minimum, if it must be placed all together.
+    #[inline]
+    pub fn gang_minimum(&self, k: usize) -> Option<u32> {
+        self.0.gang_minimum[k]
+    }
+
+    /// Ask `k`'s placement constraint, if any.
+    #[inline]
+    pub fn constraint(&self, k: usize) -> Option<&wit::PlacementConstraint> {
+        self.0.constraint[k].as_ref()
+    }
 }
 
 impl Containers {
     /// Checks the running containers against the checked `snapshot`.
     pub fn new(record: wit::Containers, snapshot: &Snapshot) -> Result<Containers, Malformed> {
-        rows(
+        let count = rows(
             "containers",
             &[
                 ("app", record.app.len()),
@@ -456,6 +612,7 @@ impl Containers {
                 ("vcores", record.vcores.len()),
                 ("gpus", record.gpus.len()),
                 ("start-time-ms", record.start_time_ms.len()),
+                ("execution-type", record.execution_type.len()),
             ],
         )?;
         indices(
@@ -472,12 +629,19 @@ impl Containers {
             snapshot.nodes.len(),
             "nodes",
         )?;
-        Ok(Containers(record))
+        let t = &record.tags;
+        pairs(
+            "container-tags",
+            ("container", t.container.len()),
+            ("tag", t.tag.len()),
+        )?;
+        let tags = Groups::new("container-tags", &t.container, count, "container")?;
+        Ok(Containers { record, tags })
     }
 
     /// The number of containers.
     pub fn len(&self) -> usize {
-        self.0.app.len()
+        self.record.app.len()
     }
 
     /// Whether there are none.
@@ -488,19 +652,28 @@ impl Containers {
     /// Container `c`'s app.
     #[inline]
     pub fn app(&self, c: usize) -> usize {
-        self.0.app[c] as usize
+        self.record.app[c] as usize
     }
 
     /// Container `c`'s node.
     #[inline]
     pub fn node(&self, c: usize) -> usize {
-        self.0.node[c] as usize
+        self.record.node[c] as usize
     }
 
     /// Container `c`'s size.
     #[inline]
     pub fn size(&self, c: usize) -> Resources {
-        Resources::new(self.0.memory_mb[c], self.0.vcores[c], self.0.gpus[c])
+        Resources::new(
+            self.record.memory_mb[c],
+            self.record.vcores[c],
+            self.record.gpus[c],
+        )
+    }
+
+    /// Container `c`'s allocation tags.
+    pub fn tags(&self, c: usize) -> &[String] {
+        &self.record.tags.tag[self.tags.rows(c)]
     }
 }
 
@@ -509,21 +682,132 @@ impl Snapshot {
     pub fn new(record: wit::Snapshot) -> Result<Snapshot, Malformed> {
         let wit::Snapshot {
             now_ms,
+            round,
+            partitions,
+            racks,
             nodes,
+            node_attributes,
             queues,
+            partition_shares,
             apps,
+            app_tags,
             asks,
+            ask_nodes,
+            ask_racks,
+            ask_tags,
+            tag_counts,
+            locality_delays,
         } = record;
+        check_partitions(&partitions)?;
+        let partition_count = partitions.name.len();
+        if round.partition as usize >= partition_count {
+            return Err(Malformed::new(format!(
+                "round: partition is {}, but there are {partition_count} partitions",
+                round.partition
+            )));
+        }
         let nodes = Nodes::new(nodes)?;
+        indices(
+            "nodes",
+            "partition",
+            &nodes.partition,
+            partition_count,
+            "partitions",
+        )?;
+        indices("nodes", "rack", &nodes.rack, racks.len(), "racks")?;
         let queues = Queues::new(queues)?;
         let apps = Apps::new(apps, &queues)?;
         let asks = Asks::new(asks, &apps)?;
+        indices(
+            "asks",
+            "partition",
+            &asks.partition,
+            partition_count,
+            "partitions",
+        )?;
+
+        let a = &node_attributes;
+        pairs(
+            "node-attributes",
+            ("node", a.node.len()),
+            ("attribute", a.attribute.len()),
+        )?;
+        let attributes_of = Groups::new("node-attributes", &a.node, nodes.len(), "node")?;
+        let s = &partition_shares;
+        rows(
+            "partition-shares",
+            &[
+                ("queue", s.queue.len()),
+                ("partition", s.partition.len()),
+                ("capacity", s.capacity.len()),
+                ("maximum-capacity", s.maximum_capacity.len()),
+            ],
+        )?;
+        indices(
+            "partition-shares",
+            "partition",
+            &s.partition,
+            partition_count,
+            "partitions",
+        )?;
+        percentages("capacity", &s.capacity, Some(100.0))?;
+        percentages("maximum-capacity", &s.maximum_capacity, None)?;
+        let shares_of = Groups::new("partition-shares", &s.queue, queues.len(), "queue")?;
+        pairs(
+            "app-tags",
+            ("app", app_tags.app.len()),
+            ("tag", app_tags.tag.len()),
+        )?;
+        let tags_of_apps = Groups::new("app-tags", &app_tags.app, apps.len(), "app")?;
+        pairs(
+            "ask-nodes",
+            ("ask", ask_nodes.ask.len()),
+            ("node", ask_nodes.node.len()),
+        )?;
+        indices("ask-nodes", "node", &ask_nodes.node, nodes.len(), "nodes")?;
+        let nodes_of_asks = Groups::new("ask-nodes", &ask_nodes.ask, asks.len(), "ask")?;
+        pairs(
+            "ask-racks",
+            ("ask", ask_racks.ask.len()),
+            ("rack", ask_racks.rack.len()),
+        )?;
+        indices("ask-racks", "rack", &ask_racks.rack, racks.len(), "racks")?;
+        let racks_of_asks = Groups::new("ask-racks", &ask_racks.ask, asks.len(), "ask")?;
+        pairs(
+            "ask-tags",
+            ("ask", ask_tags.ask.len()),
+            ("tag", ask_tags.tag.len()),
+        )?;
+        let tags_of_asks = Groups::new("ask-tags", &ask_tags.ask, asks.len(), "ask")?;
+        let t = &tag_counts;
+        rows(
+            "tag-counts",
+            &[
+                ("node", t.node.len()),
+                ("app", t.app.len()),
+                ("tag", t.tag.len()),
+                ("count", t.count.len()),
+            ],
+        )?;
+        indices("tag-counts", "app", &t.app, apps.len(), "apps")?;
+        let counts_of_nodes = Groups::new("tag-counts", &t.node, nodes.len(), "node")?;
         Ok(Snapshot {
             now_ms,
+            round,
+            partitions,
+            racks,
             nodes,
+            node_attributes: (node_attributes, attributes_of),
             queues,
+            partition_shares: (partition_shares, shares_of),
             apps,
+            app_tags: (app_tags, tags_of_apps),
             asks,
+            ask_nodes: (ask_nodes, nodes_of_asks),
+            ask_racks: (ask_racks, racks_of_asks),
+            ask_tags: (ask_tags, tags_of_asks),
+            tag_counts: (tag_counts, counts_of_nodes),
+            locality_delays,
         })
     }
 
@@ -532,10 +816,21 @@ impl Snapshot {
     pub fn to_record(&self) -> wit::Snapshot {
         wit::Snapshot {
             now_ms: self.now_ms,
+            round: self.round,
+            partitions: self.partitions.clone(),
+            racks: self.racks.clone(),
             nodes: self.nodes.0.clone(),
+            node_attributes: self.node_attributes.0.clone(),
             queues: self.queues.record.clone(),
+            partition_shares: self.partition_shares.0.clone(),
             apps: self.apps.0.clone(),
+            app_tags: self.app_tags.0.clone(),
             asks: self.asks.0.clone(),
+            ask_nodes: self.ask_nodes.0.clone(),
+            ask_racks: self.ask_racks.0.clone(),
+            ask_tags: self.ask_tags.0.clone(),
+            tag_counts: self.tag_counts.0.clone(),
+            locality_delays: self.locality_delays,
         }
     }
 
@@ -544,9 +839,29 @@ impl Snapshot {
         self.now_ms
     }
 
+    /// What kind of round this is, and whose partition's nodes it holds.
+    pub fn round(&self) -> wit::Round {
+        self.round
+    }
+
+    /// The cluster's partitions (entry 0 the default, named "").
+    pub fn partitions(&self) -> &wit::Partitions {
+        &self.partitions
+    }
+
+    /// The rack paths nodes and asks name by index.
+    pub fn racks(&self) -> &[String] {
+        &self.racks
+    }
+
     /// The nodes.
     pub fn nodes(&self) -> &Nodes {
         &self.nodes
+    }
+
+    /// Node `n`'s attributes.
+    pub fn node_attributes(&self, n: usize) -> &[wit::Attribute] {
+        &self.node_attributes.0.attribute[self.node_attributes.1.rows(n)]
     }
 
     /// The queue tree.
@@ -554,14 +869,61 @@ impl Snapshot {
         &self.queues
     }
 
+    /// Queue `q`'s shares of the partitions it may use, as (partition,
+    /// capacity, maximum-capacity), percentages of its parent's.
+    pub fn partition_shares(&self, q: usize) -> impl Iterator<Item = (usize, f64, f64)> + '_ {
+        let s = &self.partition_shares.0;
+        self.partition_shares.1.rows(q).map(move |r| {
+            (
+                s.partition[r] as usize,
+                s.capacity[r],
+                s.maximum_capacity[r],
+            )
+        })
+    }
+
     /// The apps.
     pub fn apps(&self) -> &Apps {
         &self.apps
     }
 
+    /// App `a`'s tags.
+    pub fn app_tags(&self, a: usize) -> &[String] {
+        &self.app_tags.0.tag[self.app_tags.1.rows(a)]
+    }
+
     /// The asks.
     pub fn asks(&self) -> &Asks {
         &self.asks
+    }
+
+    /// Ask `k`'s preferred nodes (indices into the nodes).
+    pub fn ask_nodes(&self, k: usize) -> &[u32] {
+        &self.ask_nodes.0.node[self.ask_nodes.1.rows(k)]
+    }
+
+    /// Ask `k`'s preferred racks (indices into [`Snapshot::racks`]).
+    pub fn ask_racks(&self, k: usize) -> &[u32] {
+        &self.ask_racks.0.rack[self.ask_racks.1.rows(k)]
+    }
+
+    /// The allocation tags ask `k`'s containers will carry.
+    pub fn ask_tags(&self, k: usize) -> &[String] {
+        &self.ask_tags.0.tag[self.ask_tags.1.rows(k)]
+    }
+
+    /// The tagged containers running on node `n`, as (app, tag, count).
+    pub fn tag_counts(&self, n: usize) -> impl Iterator<Item = (usize, &str, u32)> + '_ {
+        let t = &self.tag_counts.0;
+        self.tag_counts
+            .1
+            .rows(n)
+            .map(move |r| (t.app[r] as usize, t.tag[r].as_str(), t.count[r]))
+    }
+
+    /// The delays of delay scheduling.
+    pub fn locality_delays(&self) -> wit::LocalityDelays {
+        self.locality_delays
     }
 }
 
@@ -583,7 +945,16 @@ macro_rules! deref_to_record {
     )*};
 }
 
-deref_to_record!(Nodes, Apps, Asks, Containers);
+deref_to_record!(Nodes, Apps, Asks);
+
+impl Deref for Containers {
+    type Target = wit::Containers;
+
+    /// The checked record: read its columns directly.
+    fn deref(&self) -> &wit::Containers {
+        &self.record
+    }
+}
 
 impl Deref for Queues {
     type Target = wit::Queues;

@@ -78,6 +78,7 @@ pub struct Admission {
     candidate: Timeline,
     user_committed: Timeline,
     plan_committed: Timeline,
+    context: wit::PlanContext,
 }
 
 impl Admission {
@@ -92,6 +93,7 @@ impl Admission {
             candidate,
             user_committed,
             plan_committed,
+            context,
         } = record;
         let settings = PlanSettings::new(settings)?;
         if from_ms > to_ms
@@ -127,7 +129,14 @@ impl Admission {
             candidate,
             user_committed,
             plan_committed,
+            context,
         })
+    }
+
+    /// The plan around the decision: the time, the reservation's name and
+    /// whether it recurs, and how many reservations and users the plan holds.
+    pub fn context(&self) -> &wit::PlanContext {
+        &self.context
     }
 
     /// The plan's settings.

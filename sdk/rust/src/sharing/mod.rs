@@ -20,7 +20,7 @@ use crate::Policy;
 /// build these and check them with `Admission::new`.
 pub mod wit {
     pub use crate::bindings::sharing::exports::weft::policy::sharing::{
-        Admission, PlanSettings, Rejection, Timeline,
+        Admission, PlanContext, PlanSettings, Rejection, Timeline,
     };
 }
 

@@ -9,7 +9,7 @@ use std::hash::BuildHasher;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use weft_policy::PricingPolicy;
-use weft_policy::pricing::{Multiplicators, Usage, UsageRow, Utilization};
+use weft_policy::pricing::{Market, Multiplicators, Usage, UsageRow};
 
 use crate::{ClockPricing, Readings};
 
@@ -43,7 +43,7 @@ fn read() -> Readings {
 }
 
 impl PricingPolicy for ClockPricing {
-    fn multiplicators(&mut self, _utilization: Utilization) -> Multiplicators {
+    fn multiplicators(&mut self, _market: &Market) -> Multiplicators {
         Multiplicators {
             general: 1.0,
             gpu: 1.0,

@@ -23,7 +23,7 @@
 //! tested with `cargo test -p faulty-pricing` (all but `loop` and `alloc`,
 //! which would not end). The WebAssembly glue is the `export_pricing!` line.
 
-use weft_policy::pricing::{Multiplicators, Usage, UsageRow, Utilization};
+use weft_policy::pricing::{Market, Multiplicators, Usage, UsageRow};
 use weft_policy::{Params, Policy, PricingPolicy};
 
 /// What goes wrong once the fault starts.
@@ -96,7 +96,7 @@ impl Policy for FaultyPricing {
 
 impl PricingPolicy for FaultyPricing {
     /// The faults are all in `charge`; this stays well-behaved.
-    fn multiplicators(&mut self, _utilization: Utilization) -> Multiplicators {
+    fn multiplicators(&mut self, _market: &Market) -> Multiplicators {
         Multiplicators {
             general: 1.0,
             gpu: 1.0,

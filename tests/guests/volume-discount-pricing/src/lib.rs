@@ -13,7 +13,7 @@
 //! It takes no parameters of its own; the standard quota keys are accepted
 //! and ignored. `multiplicators` always returns 1 and 1.
 
-use weft_policy::pricing::{Multiplicators, Usage, UsageRow, Utilization};
+use weft_policy::pricing::{Market, Multiplicators, Usage, UsageRow};
 use weft_policy::{Params, Policy, PricingPolicy};
 
 /// Batches of more rows than this get the discount.
@@ -36,7 +36,7 @@ impl Policy for VolumeDiscountPricing {
 }
 
 impl PricingPolicy for VolumeDiscountPricing {
-    fn multiplicators(&mut self, _utilization: Utilization) -> Multiplicators {
+    fn multiplicators(&mut self, _market: &Market) -> Multiplicators {
         Multiplicators {
             general: 1.0,
             gpu: 1.0,

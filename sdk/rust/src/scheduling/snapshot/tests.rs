@@ -17,6 +17,10 @@ fn queues(rows: &[(u32, f64, f64)]) -> wit::Queues {
         used_memory_mb: vec![0; n],
         used_vcores: vec![0; n],
         used_gpus: vec![0; n],
+        path: (0..n).map(|q| format!("root.q{q}")).collect(),
+        decayed_memory_mb_seconds: vec![0.0; n],
+        decayed_vcore_seconds: vec![0.0; n],
+        decayed_gpu_seconds: vec![0.0; n],
     }
 }
 
@@ -31,6 +35,8 @@ fn small() -> wit::Snapshot {
             capacity_memory_mb: vec![4096, 4096],
             capacity_vcores: vec![4, 4],
             capacity_gpus: vec![0, 1],
+            partition: vec![0, 1],
+            rack: vec![0, 0],
         },
         queues: queues(&[(0, 100.0, 100.0), (0, 40.0, 100.0), (0, 60.0, 80.0)]),
         apps: wit::Apps {
@@ -41,6 +47,14 @@ fn small() -> wit::Snapshot {
             used_memory_mb: vec![3072, 0],
             used_vcores: vec![3, 0],
             used_gpus: vec![0, 0],
+            name: vec!["a".into(), "b".into()],
+            application_type: vec!["weft".into(); 2],
+            project: vec!["default".into(), "ml".into()],
+            start_time_ms: vec![Some(15), None],
+            deadline_ms: vec![None, Some(1_700_000_600_000)],
+            user_decayed_memory_mb_seconds: vec![0.0, 10.0],
+            user_decayed_vcore_seconds: vec![0.0, 1.0],
+            user_decayed_gpu_seconds: vec![0.0; 2],
         },
         asks: wit::Asks {
             app: vec![1],
@@ -48,7 +62,28 @@ fn small() -> wit::Snapshot {
             memory_mb: vec![1024],
             vcores: vec![1],
             gpus: vec![1],
+            partition: vec![1],
+            locality_level: vec![wit::LocalityLevel::NodeLocal],
+            relax_locality: vec![true],
+            missed_opportunities: vec![3],
+            gang_minimum: vec![Some(2)],
+            constraint: vec![None],
+            execution_type: vec![wit::ExecutionType::Guaranteed],
         },
+        partitions: wit::Partitions {
+            name: vec!["".into(), "gpu".into()],
+            exclusive: vec![true, false],
+        },
+        racks: vec!["/default-rack".into()],
+        app_tags: wit::AppTags {
+            app: vec![0, 1, 1],
+            tag: vec!["x".into(), "y".into(), "z".into()],
+        },
+        ask_nodes: wit::AskNodes {
+            ask: vec![0],
+            node: vec![1],
+        },
+        ..wit::Snapshot::default()
     }
 }
 
@@ -94,22 +129,27 @@ fn columns_of_different_lengths_are_refused() {
         (
             nodes,
             "nodes: its columns differ in length (2 free-memory-mb, 2 free-vcores, 2 free-gpus, \
-             2 capacity-memory-mb, 2 capacity-vcores, 1 capacity-gpus)",
+             2 capacity-memory-mb, 2 capacity-vcores, 1 capacity-gpus, 2 partition, 2 rack)",
         ),
         (
             queues,
             "queues: its columns differ in length (3 parent, 3 capacity, 3 maximum-capacity, \
              3 minimum-user-limit-percent, 3 user-limit-factor, 4 fair, 3 used-memory-mb, \
-             3 used-vcores, 3 used-gpus)",
+             3 used-vcores, 3 used-gpus, 3 path, 3 decayed-memory-mb-seconds, \
+             3 decayed-vcore-seconds, 3 decayed-gpu-seconds)",
         ),
         (
             apps,
             "apps: its columns differ in length (2 queue, 2 user, 0 priority, 2 submit-time-ms, \
-             2 used-memory-mb, 2 used-vcores, 2 used-gpus)",
+             2 used-memory-mb, 2 used-vcores, 2 used-gpus, 2 name, 2 application-type, \
+             2 project, 2 start-time-ms, 2 deadline-ms, 2 user-decayed-memory-mb-seconds, \
+             2 user-decayed-vcore-seconds, 2 user-decayed-gpu-seconds)",
         ),
         (
             asks,
-            "asks: its columns differ in length (1 app, 1 pending, 2 memory-mb, 1 vcores, 1 gpus)",
+            "asks: its columns differ in length (1 app, 1 pending, 2 memory-mb, 1 vcores, 1 gpus, \
+             1 partition, 1 locality-level, 1 relax-locality, 1 missed-opportunities, \
+             1 gang-minimum, 1 constraint, 1 execution-type)",
         ),
     ];
     for (snapshot, message) in cases {
@@ -208,6 +248,11 @@ fn running_containers_must_name_known_apps_and_nodes() {
         vcores: vec![1],
         gpus: vec![0],
         start_time_ms: vec![5],
+        execution_type: vec![wit::ExecutionType::Guaranteed],
+        tags: wit::ContainerTags {
+            container: vec![0],
+            tag: vec!["zk".into()],
+        },
     };
     let fine = Containers::new(running(1, 1), &snapshot).unwrap();
     assert_eq!((fine.app(0), fine.node(0)), (1, 1));
@@ -299,4 +344,55 @@ fn absolute_capacities_follow_the_hosts_rule() {
     assert!(tree.is_ancestor_or_self(7, 7));
     assert!(!tree.is_ancestor_or_self(1, 7));
     assert_eq!(tree.used(4), Resources::ZERO);
+}
+
+#[test]
+fn the_round_context_reads_back_and_bad_tables_are_refused() {
+    let snapshot = Snapshot::new(small()).unwrap();
+    assert_eq!(snapshot.partitions().name, ["", "gpu"]);
+    assert_eq!(snapshot.nodes().partition(1), 1);
+    assert_eq!(snapshot.app_tags(0), ["x"]);
+    assert_eq!(snapshot.app_tags(1), ["y", "z"]);
+    assert_eq!(snapshot.ask_nodes(0), [1]);
+    assert!(snapshot.ask_racks(0).is_empty());
+    assert_eq!(snapshot.asks().gang_minimum(0), Some(2));
+    assert_eq!(snapshot.apps().user_decayed(1).memory_mb_seconds, 10.0);
+    assert_eq!(snapshot.queues().name(2), "root.q2");
+
+    let refuse = |change: fn(&mut wit::Snapshot)| {
+        let mut record = small();
+        change(&mut record);
+        refusal(record)
+    };
+    /// A change to a well-formed snapshot, and its refusal.
+    type Case = (fn(&mut wit::Snapshot), &'static str);
+    let cases: [Case; 6] = [
+        (
+            |s| s.nodes.partition[0] = 2,
+            "nodes: partition[0] is 2, but there are 2 partitions",
+        ),
+        (
+            |s| s.partitions.name[0] = "gpu".into(),
+            "partitions: entry 0 must be the default partition, named \"\"",
+        ),
+        (
+            |s| s.app_tags.app = vec![1, 0, 1],
+            "app-tags: row 1 names app 0 after app 1; rows must be in app order",
+        ),
+        (
+            |s| s.ask_nodes.node[0] = 9,
+            "ask-nodes: node[0] is 9, but there are 2 nodes",
+        ),
+        (
+            |s| s.asks.gang_minimum[0] = Some(3),
+            "asks: gang-minimum[0] is Some(3), but it must be 1 to the ask's pending 2",
+        ),
+        (
+            |s| s.apps.user_decayed_vcore_seconds[1] = f64::NAN,
+            "apps: user-decayed-vcore-seconds[1] is NaN; it must be finite and at least 0",
+        ),
+    ];
+    for (change, message) in cases {
+        assert_eq!(refuse(change), message);
+    }
 }

@@ -24,7 +24,7 @@
 //! end natively. The last line, `export_scheduling!`, makes the type the
 //! WebAssembly component when built with `--target wasm32-wasip2`.
 
-use weft_policy::scheduling::{FreeNodes, NoRoom, Placements, Snapshot};
+use weft_policy::scheduling::{FreeNodes, NoRoom, Placements, Snapshot, schedule_keeping_rules};
 use weft_policy::{Params, Policy, SchedulingPolicy};
 
 /// Which end of the node list fills first.
@@ -66,47 +66,57 @@ impl SchedulingPolicy for Fifo {
     /// One round. The snapshot is checked by the SDK before this runs: every
     /// ask's app exists, columns have one length, and so on.
     fn schedule(&mut self, snapshot: &Snapshot) -> Placements {
-        let asks = snapshot.asks();
-        let mut free = FreeNodes::new(snapshot.nodes().free_rooms());
-
-        // Submission order is app order; the sort is stable, so each app's
-        // asks keep their own order.
-        let mut queue: Vec<usize> = (0..asks.len()).filter(|&k| asks.pending[k] > 0).collect();
-        queue.sort_by_key(|&k| asks.app(k));
-
-        let mut no_room = NoRoom::default();
-        let mut placements = Placements::default();
-        for ask in queue {
-            let size = asks.size(ask);
-            // Room only shrinks during a round: a size that found no node
-            // before will not find one now.
-            if no_room.rules_out(size) {
-                continue;
-            }
-            let mut pending = asks.pending[ask];
-            while pending > 0 {
-                let node = match self.node_order {
-                    NodeOrder::FirstFit => free.first_fit(size),
-                    NodeOrder::LastFit => free.last_fit(size),
-                };
-                let Some(node) = node else {
-                    no_room.remember(size);
-                    break;
-                };
-                // Fill the node as far as this ask can: afterwards either the
-                // ask is done or the node no longer fits it.
-                let count = free.room(node).fits(size).min(u64::from(pending));
-                free.take(node, size, count);
-                // At most `pending`, a u32.
-                let count = count as u32;
-                placements.push(ask, node, count);
-                pending -= count;
-            }
-        }
-        placements
+        // What the host would refuse goes: placements off an ask's
+        // partition, containers against its constraint, gangs in part (the
+        // round run again without them, so their room goes to the others).
+        let node_order = self.node_order;
+        schedule_keeping_rules(snapshot, |snapshot| fifo(snapshot, node_order))
     }
 
     // `preempt` is left to its default: FIFO takes nothing back.
+}
+
+/// One FIFO round: each ask in submission order, as many containers as fit,
+/// on nodes in `node_order`.
+fn fifo(snapshot: &Snapshot, node_order: NodeOrder) -> Placements {
+    let asks = snapshot.asks();
+    let mut free = FreeNodes::new(snapshot.nodes().free_rooms());
+
+    // Submission order is app order; the sort is stable, so each app's
+    // asks keep their own order.
+    let mut queue: Vec<usize> = (0..asks.len()).filter(|&k| asks.pending[k] > 0).collect();
+    queue.sort_by_key(|&k| asks.app(k));
+
+    let mut no_room = NoRoom::default();
+    let mut placements = Placements::default();
+    for ask in queue {
+        let size = asks.size(ask);
+        // Room only shrinks during a round: a size that found no node
+        // before will not find one now.
+        if no_room.rules_out(size) {
+            continue;
+        }
+        let mut pending = asks.pending[ask];
+        while pending > 0 {
+            let node = match node_order {
+                NodeOrder::FirstFit => free.first_fit(size),
+                NodeOrder::LastFit => free.last_fit(size),
+            };
+            let Some(node) = node else {
+                no_room.remember(size);
+                break;
+            };
+            // Fill the node as far as this ask can: afterwards either the
+            // ask is done or the node no longer fits it.
+            let count = free.room(node).fits(size).min(u64::from(pending));
+            free.take(node, size, count);
+            // At most `pending`, a u32.
+            let count = count as u32;
+            placements.push(ask, node, count);
+            pending -= count;
+        }
+    }
+    placements
 }
 
 // The component's glue: exports `Fifo` as the `scheduling-policy` world. It
