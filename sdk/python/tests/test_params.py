@@ -58,3 +58,18 @@ def test_unknown_keys_are_refused_but_standard_ones_ignored():
 def test_oversized_input_is_refused(pairs, words):
     with pytest.raises(ParamError, match=words):
         Params(pairs, "demo")
+
+
+def test_a_family_of_keys_is_read_by_prefix():
+    params = Params(
+        [("project.ml", "2"), ("night.factor", "0.5"), ("project.web", "1"), ("project.ml", " 3 "), ("other", "x")],
+        "demo",
+    )
+    assert params.with_prefix("project.") == [("ml", "3"), ("web", "1")]
+    assert params.number("project.ml", 1.0) == 3.0
+    params.number("night.factor", 1.0)
+    assert params.unknown() == ["other"]
+    words = r"has no parameter 'other' \(given other=x\); it takes night.factor, project.\*$"
+    with pytest.raises(ParamError, match=words):
+        params.refuse_unknown()
+    assert Params([], "demo").with_prefix("project.") == []

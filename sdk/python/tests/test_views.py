@@ -1,13 +1,15 @@
-"""The kinds' views and checks: rows from columns, log bounds, charges,
-placements, admissions, the walk and the timeline builder."""
+"""The kinds' views and checks: rows from columns, log bounds, snapshots and
+their sparse tables, placements, admissions, the walk and the timeline
+builder. Pricing has its own file."""
 
-import math
+import re
+from enum import Enum
 from types import SimpleNamespace
 
 import pytest
 
 from weft_policy import log
-from weft_policy import pricing, scheduling, sharing
+from weft_policy import scheduling, sharing
 from weft_policy.columns import MalformedInput
 from weft_policy.log import MAX_MESSAGE_CHARS, bounded
 from weft_policy.sharing import Resources, Step, Timeline
@@ -28,68 +30,160 @@ def test_log_goes_to_the_sink_bounded():
     assert bounded("short") == "short"
 
 
-class Flat(pricing.Policy):
-    def price(self, row, multiplicators):
-        return row.seconds * row.vcores * multiplicators.general
+class Level(Enum):
+    """Stands in for a WIT enum of the generated bindings."""
+
+    NODE_LOCAL = 0
+    OFF_SWITCH = 2
 
 
-def usage(**columns):
-    base = dict(seconds=[1.0, 2.0], memory_mb=[1, 2], vcores=[3, 4], gpus=[0, 0])
-    base.update(columns)
-    return SimpleNamespace(**base)
+class Kind(Enum):
+    GUARANTEED = 0
+    OPPORTUNISTIC = 1
+    RESTRICTED = 3
+    RACK = 4
 
 
-def test_charge_prices_each_row():
-    assert pricing.charge(Flat(), usage(), pricing.Multiplicators(2.0, 1.0)) == [6.0, 16.0]
-    assert pricing.usage_rows(usage())[1] == pricing.UsageRow(2.0, 2, 4, 0)
+def cols(**columns):
+    return SimpleNamespace(**columns)
 
 
-def test_charge_refuses_ragged_columns_and_bad_prices():
-    with pytest.raises(MalformedInput, match=r"usage: its columns differ in length \(2 seconds, 1 memory-mb"):
-        pricing.charge(Flat(), usage(memory_mb=[1]), pricing.Multiplicators(1.0, 1.0))
-
-    class Bad(pricing.Policy):
-        def __init__(self, answer):
-            self.answer = answer
-
-        def price(self, row, multiplicators):
-            return self.answer
-
-    for answer, words in [(math.nan, "is nan"), (-1.0, "is -1.0"), ("1", "not a number"), (True, "not a number")]:
-        with pytest.raises((ValueError, TypeError), match=words):
-            pricing.charge(Bad(answer), usage(), pricing.Multiplicators(1.0, 1.0))
-
-
-def test_multiplicators_must_be_finite_and_not_negative():
-    class Surge(pricing.Policy):
-        def multiplicators(self, utilization):
-            return pricing.Multiplicators(utilization.memory * 2, -1.0)
-
-    with pytest.raises(ValueError, match="multiplicator gpu is -1.0"):
-        pricing.checked_multiplicators(Surge(), pricing.Utilization(0.5, 0.0, 0.0))
-    assert pricing.checked_multiplicators(pricing.Policy(), pricing.Utilization(1, 1, 1)) == (1.0, 1.0)
-
-
-def test_snapshot_rows_carry_their_index():
-    nodes = SimpleNamespace(
-        free_memory_mb=[10, 20], free_vcores=[1, 2], free_gpus=[0, 0],
-        capacity_memory_mb=[10, 20], capacity_vcores=[1, 2], capacity_gpus=[0, 0],
+def wit_snapshot(**changes):
+    """A 0.3.0 snapshot as the host sends it: two partitions, two racks, three
+    nodes, root and one leaf, two apps, two asks, and every sparse table."""
+    fields = dict(
+        now_ms=9,
+        round=cols(kind=Kind.RESTRICTED, partition=1),
+        partitions=cols(name=["", "gpu"], exclusive=[True, False]),
+        racks=["/r0", "/r1"],
+        nodes=cols(
+            free_memory_mb=[10, 20, 30], free_vcores=[1, 2, 3], free_gpus=[0, 0, 4],
+            capacity_memory_mb=[10, 20, 30], capacity_vcores=[1, 2, 3], capacity_gpus=[0, 0, 4],
+            partition=[0, 0, 1], rack=[0, 1, 1],
+        ),
+        node_attributes=cols(node=[2, 2], attribute=[cols(key="gpu-model", value="a100"), cols(key="ssd", value="")]),
+        queues=cols(
+            path=["root", "root.a"], parent=[0, 0], capacity=[100.0, 100.0], maximum_capacity=[100.0, 100.0],
+            minimum_user_limit_percent=[100.0, 100.0], user_limit_factor=[None, 2.0], fair=[False, True],
+            used_memory_mb=[5, 5], used_vcores=[1, 1], used_gpus=[0, 0],
+            decayed_memory_mb_seconds=[7.0, 7.0], decayed_vcore_seconds=[1.5, 1.5], decayed_gpu_seconds=[0.0, 0.0],
+        ),
+        partition_shares=cols(queue=[1, 1], partition=[0, 1], capacity=[100.0, 50.0], maximum_capacity=[100.0, 80.0]),
+        apps=cols(
+            queue=[1, 1], user=[0, 1], priority=[1, 0], submit_time_ms=[5, 6],
+            used_memory_mb=[5, 0], used_vcores=[1, 0], used_gpus=[0, 0],
+            name=["etl", "train"], application_type=["SPARK", "weft"], project=["data", "ml"],
+            start_time_ms=[6, None], deadline_ms=[None, 100],
+            user_decayed_memory_mb_seconds=[7.0, 0.0], user_decayed_vcore_seconds=[1.5, 0.0],
+            user_decayed_gpu_seconds=[0.0, 0.0],
+        ),
+        app_tags=cols(app=[1, 1], tag=["gpu", "nightly"]),
+        asks=cols(
+            app=[0, 1], pending=[2, 4], memory_mb=[5, 10], vcores=[1, 1], gpus=[0, 1], partition=[0, 1],
+            locality_level=[Level.OFF_SWITCH, Level.NODE_LOCAL], relax_locality=[True, False],
+            missed_opportunities=[0, 3], gang_minimum=[None, 4],
+            constraint=[
+                None,
+                cols(text="NOTIN,NODE,zk", scope=Kind.RACK, tag="zk", all_apps=False, minimum=0, maximum=0),
+            ],
+            execution_type=[Kind.GUARANTEED, Kind.OPPORTUNISTIC],
+        ),
+        ask_nodes=cols(ask=[1, 1], node=[2, 1]),
+        ask_racks=cols(ask=[1], rack=[1]),
+        ask_tags=cols(ask=[1], tag=["zk"]),
+        tag_counts=cols(node=[1, 2, 2], app=[0, 0, 1], tag=["zk", "zk", "zk"], count=[1, 2, 3]),
+        locality_delays=cols(node_locality_delay=3, rack_locality_additional_delay=None),
     )
-    queues = SimpleNamespace(
-        parent=[0], capacity=[100.0], maximum_capacity=[100.0], minimum_user_limit_percent=[100.0],
-        user_limit_factor=[None], fair=[False], used_memory_mb=[0], used_vcores=[0], used_gpus=[0],
+    fields.update(changes)
+    return SimpleNamespace(**fields)
+
+
+def test_snapshot_rows_carry_their_index_and_their_tables():
+    view = scheduling.snapshot_view(wit_snapshot())
+    assert view.now_ms == 9 and view.round == scheduling.Round("restricted", 1)
+    assert view.partitions[1] == scheduling.Partition(1, "gpu", False) and view.racks == ("/r0", "/r1")
+    assert view.nodes[1][:9] == (1, 20, 2, 0, 20, 2, 0, 0, 1)
+    assert dict(view.nodes[2].attributes) == {"gpu-model": "a100", "ssd": ""} and view.nodes[0].attributes == {}
+    assert view.queues[0].user_limit_factor is None and view.queues[1].path == "root.a"
+    assert view.queues[1].decayed_vcore_seconds == 1.5
+    assert view.queues[1].partition_shares[1] == scheduling.PartitionShare(1, 1, 50.0, 80.0)
+    assert view.queues[0].partition_shares == {} and len(view.partition_shares) == 2
+    assert view.apps[1].name == "train" and view.apps[1].project == "ml" and view.apps[1].tags == ("gpu", "nightly")
+    assert view.apps[0].start_time_ms == 6 and view.apps[1].deadline_ms == 100 and view.apps[0].tags == ()
+    ask = view.asks[1]
+    assert (ask.index, ask.pending, ask.partition) == (1, 4, 1)
+    assert (ask.locality_level, ask.relax_locality) == ("node-local", False)
+    assert (ask.missed_opportunities, ask.gang_minimum, ask.execution_type) == (3, 4, "opportunistic")
+    assert ask.constraint == scheduling.PlacementConstraint("NOTIN,NODE,zk", "rack", "zk", False, 0, 0)
+    assert ask.constraint.allows(0) and not ask.constraint.allows(1)
+    assert (ask.preferred_nodes, ask.preferred_racks, ask.tags) == ((2, 1), (1,), ("zk",))
+    assert view.asks[0].locality_level == "off-switch" and view.asks[0].preferred_nodes == ()
+    assert view.nodes[2].tag_count("zk") == 5 and view.nodes[2].tag_count("zk", app=0) == 2
+    assert view.nodes[0].tag_count("zk") == 0 and view.rack_tag_count(1, "zk", app=0) == 3
+    assert view.locality_delays == scheduling.LocalityDelays(3, None)
+
+
+def test_snapshot_rows_and_lookups_are_read_only():
+    view = scheduling.snapshot_view(wit_snapshot())
+    with pytest.raises(TypeError):
+        view.nodes[2].attributes["ssd"] = "x"
+    with pytest.raises(AttributeError):
+        view.apps[1].tags.append("x")
+
+
+def ragged_asks():
+    asks = wit_snapshot().asks
+    asks.gpus = [0]
+    return asks
+
+
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        (dict(asks=ragged_asks()),
+         "asks: its columns differ in length (2 app, 2 pending, 2 memory-mb, 2 vcores, 1 gpus"),
+        (dict(partitions=cols(name=["", "gpu"], exclusive=[True])),
+         "partitions: its columns differ in length (2 name, 1 exclusive)"),
+        (dict(round=cols(kind=Kind.RESTRICTED, partition=2)), "round: partition is 2, but there are 2 partitions"),
+        (dict(racks=["/r0"]), "nodes: rack[1] is 1, but there are 1 racks"),
+        (dict(app_tags=cols(app=[2], tag=["x"])), "app-tags: app[0] is 2, but there are 2 apps"),
+        (dict(ask_nodes=cols(ask=[0], node=[3])), "ask-nodes: node[0] is 3, but there are 3 nodes"),
+        (dict(ask_racks=cols(ask=[5], rack=[0])), "ask-racks: ask[0] is 5, but there are 2 asks"),
+        (dict(node_attributes=cols(node=[0, 1], attribute=[cols(key="k", value="v")])), "node-attributes: its columns"),
+        (dict(tag_counts=cols(node=[0], app=[7], tag=["zk"], count=[1])), "tag-counts: app[0] is 7"),
+        (dict(partition_shares=cols(queue=[2], partition=[0], capacity=[1.0], maximum_capacity=[1.0])),
+         "partition-shares: queue[0] is 2, but there are 2 queues"),
+    ],
+)
+def test_malformed_snapshots_are_refused_naming_the_table(changes, words):
+    with pytest.raises(MalformedInput, match=re.escape(words)):
+        scheduling.snapshot_view(wit_snapshot(**changes))
+
+
+def test_containers_carry_their_execution_type_and_tags():
+    running = cols(
+        app=[0, 1], node=[0, 2], memory_mb=[5, 10], vcores=[1, 1], gpus=[0, 1], start_time_ms=[1, 2],
+        execution_type=[Kind.GUARANTEED, Kind.OPPORTUNISTIC], tags=cols(container=[1, 1], tag=["zk", "a"]),
     )
-    apps = SimpleNamespace(
-        queue=[0], user=[0], priority=[1], submit_time_ms=[5], used_memory_mb=[0], used_vcores=[0], used_gpus=[0]
-    )
-    asks = SimpleNamespace(app=[0], pending=[2], memory_mb=[5], vcores=[1], gpus=[0])
-    view = scheduling.snapshot_view(SimpleNamespace(now_ms=9, nodes=nodes, queues=queues, apps=apps, asks=asks))
-    assert view.nodes[1] == scheduling.Node(1, 20, 2, 0, 20, 2, 0)
-    assert view.queues[0].user_limit_factor is None
-    assert view.asks[0].index == 0 and view.asks[0].pending == 2
-    asks.gpus = []
-    with pytest.raises(MalformedInput, match=r"asks: its columns differ in length"):
-        scheduling.snapshot_view(SimpleNamespace(now_ms=9, nodes=nodes, queues=queues, apps=apps, asks=asks))
+    snapshot = scheduling.snapshot_view(wit_snapshot())
+    containers = scheduling.containers_view(running, snapshot)
+    assert containers[0] == scheduling.Container(0, 0, 0, 5, 1, 0, 1, "guaranteed", ())
+    assert containers[1].execution_type == "opportunistic" and containers[1].tags == ("zk", "a")
+    running.tags = cols(container=[2], tag=["zk"])
+    with pytest.raises(MalformedInput, match=r"containers: tags: container\[0\] is 2, but there are 2 containers"):
+        scheduling.containers_view(running, snapshot)
+    running.tags, running.node = cols(container=[], tag=[]), [0, 3]
+    with pytest.raises(MalformedInput, match=r"containers: node\[1\] is 3, but there are 3 nodes"):
+        scheduling.containers_view(running, snapshot)
+
+
+def test_rows_built_by_hand_take_the_defaults():
+    node = scheduling.Node(0, 1, 1, 0, 1, 1, 0)
+    assert (node.partition, node.rack, node.attributes, node.tag_counts) == (0, 0, {}, ())
+    ask = scheduling.Ask(0, 0, 1, 1, 1, 0)
+    assert (ask.locality_level, ask.constraint, ask.execution_type, ask.tags) == ("off-switch", None, "guaranteed", ())
+    view = scheduling.Snapshot(now_ms=0, nodes=[node], queues=[], apps=[], asks=[ask])
+    assert view.round.kind == "whole" and view.partitions[0].name == "" and view.rack_tag_count(0, "zk") == 0
 
 
 def test_placements_become_columns_of_u32():
@@ -106,6 +200,11 @@ def columns(timeline):
     return SimpleNamespace(**sharing.timeline_columns(timeline))
 
 
+PLAN = SimpleNamespace(
+    now_ms=7, reservation_name="nightly", recurring=True, reservations=3, user_reservations=1, users=2
+)
+
+
 def admission(candidate=Timeline(), plan=Timeline(), from_ms=0, to_ms=100, capacity=(100, 10, 2)):
     settings = SimpleNamespace(
         queue="root.q", capacity=SimpleNamespace(memory_mb=capacity[0], vcores=capacity[1], gpus=capacity[2]),
@@ -115,6 +214,7 @@ def admission(candidate=Timeline(), plan=Timeline(), from_ms=0, to_ms=100, capac
         SimpleNamespace(
             settings=settings, user="u", reservation_id="r", from_ms=from_ms, to_ms=to_ms,
             candidate=columns(candidate), user_committed=columns(Timeline()), plan_committed=columns(plan),
+            context=PLAN,
         )
     )
 
@@ -128,6 +228,7 @@ def test_admission_problems_are_named():
     ragged.vcores.pop()
     view = admission()
     assert view.problem is None
+    assert view.context == sharing.PlanContext(7, "nightly", True, 3, 1, 2)
     cases = [
         (admission(from_ms=5, to_ms=4), "the range [5, 4) ms runs backwards"),
         (admission(capacity=(2**40, 0, 0)), "settings: the capacity is 1099511627776 MB"),
@@ -145,6 +246,7 @@ def test_admission_problems_are_named():
             settings=admission().settings._replace(capacity=SimpleNamespace(memory_mb=1, vcores=1, gpus=1)),
             user="u", reservation_id="r", from_ms=0, to_ms=100,
             candidate=ragged, user_committed=columns(Timeline()), plan_committed=columns(Timeline()),
+            context=PLAN,
         )
     )
     assert whole.problem == "candidate: its columns differ in length (2 at-ms, 2 memory-mb, 1 vcores, 2 gpus)"

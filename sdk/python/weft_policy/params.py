@@ -4,7 +4,7 @@ refused."""
 
 import math
 import re
-from typing import Any, Iterable, Optional, Sequence, Tuple, Type
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Type
 
 # Bounds on what the host may hand over, so a hostile list cannot make
 # configure slow or its messages huge.
@@ -27,7 +27,8 @@ class Params:
 
     Each reader (``number``, ``integer``, ``string``, ``boolean``) takes the
     key's last value, or ``default`` when the key was not given, and marks the
-    key as known. After the policy's ``configure`` the SDK calls
+    key as known; ``with_prefix`` lists (and marks) a family of keys such as
+    ``project.NAME``. After the policy's ``configure`` the SDK calls
     ``refuse_unknown``: a key given but never read, and not one of
     ``standard_keys``, refuses the load.
     """
@@ -42,6 +43,8 @@ class Params:
         self.standard_keys = tuple(standard_keys)
         self._values: dict = {}
         self._read: set = set()
+        # Families read with with_prefix, named in refuse_unknown's message.
+        self._prefixes: list = []
         for count, (key, value) in enumerate(pairs, start=1):
             if count > MAX_PARAMS:
                 raise ParamError(f"{policy}: at most {MAX_PARAMS} parameters are accepted")
@@ -59,6 +62,21 @@ class Params:
     def given(self, key: str) -> bool:
         """Whether the key was given at all (reading nothing)."""
         return key in self._values
+
+    def with_prefix(self, prefix: str) -> List[Tuple[str, str]]:
+        """Every key given that starts with ``prefix``, as (the rest of the
+        key, its value), in the order first given, each key once (its last
+        value). Marks them all as known, as the Rust SDK's
+        ``Params::with_prefix`` does; read a value with a typed reader
+        (``params.number(prefix + rest, ...)``) to check it."""
+        if prefix not in self._prefixes:
+            self._prefixes.append(prefix)
+        family = []
+        for key, value in self._values.items():
+            if key.startswith(prefix):
+                self._read.add(key)
+                family.append((key[len(prefix):], value.strip()))
+        return family
 
     def _raw(self, key: str) -> Optional[str]:
         self._read.add(key)
@@ -130,7 +148,13 @@ class Params:
         if not unknown:
             return
         key = unknown[0]
-        known = sorted(self._read - set(self.standard_keys))
+        # A family is named once (``project.*``), not by the members given.
+        known = sorted(
+            read
+            for read in self._read - set(self.standard_keys)
+            if not read.startswith(tuple(self._prefixes))
+        )
+        known += [f"{prefix}*" for prefix in self._prefixes]
         takes = f"it takes {', '.join(known)}" if known else "it takes none of its own"
         raise ParamError(f"{self.policy} has no parameter {key!r} (given {key}={self._values[key]}); {takes}")
 

@@ -7,6 +7,9 @@ The host sends timelines as run-length encoded columns; a policy sees
 ``available`` with one, built with ``TimelineBuilder``. An admission is never
 refused by the SDK: what is wrong with it is in ``admission.problem`` (None
 when it is well formed), for the policy to refuse or answer as it sees fit.
+``admission.context`` is the plan around the decision (the host clock, the
+reservation's name and recurrence, how many reservations and users the plan
+holds), so users and queues can be treated differently.
 """
 
 from bisect import bisect_right
@@ -15,6 +18,7 @@ from typing import Any, Iterable, Iterator, List, NamedTuple, Optional, Sequence
 from . import _component
 from . import params as _params
 from .params import Params
+from .resources import DIMENSIONS, ZERO, Resources, resources_view
 
 STANDARD_KEYS: Tuple[str, ...] = ()
 
@@ -26,27 +30,6 @@ MAX_AMOUNT = 2**40 - 1
 MAX_TIME_MS = 2**53 - 1
 # The longest window a policy may answer.
 MAX_WINDOW_MS = 2**53 - 1
-
-
-class Resources(NamedTuple):
-    """An amount of every resource dimension."""
-
-    memory_mb: int
-    vcores: int
-    gpus: int
-
-    def plus(self, other: "Resources") -> "Resources":
-        return Resources(*(a + b for a, b in zip(self, other)))
-
-    def minus(self, other: "Resources") -> "Resources":
-        """``self − other`` per dimension, at least 0."""
-        return Resources(*(max(a - b, 0) for a, b in zip(self, other)))
-
-
-ZERO = Resources(0, 0, 0)
-
-# Per dimension of Resources: its WIT column and how an amount is written.
-DIMENSIONS = (("memory-mb", "MB"), ("vcores", "vcores"), ("gpus", "GPUs"))
 
 
 class Step(NamedTuple):
@@ -120,6 +103,20 @@ class PlanSettings(NamedTuple):
     average_capacity: float
 
 
+class PlanContext(NamedTuple):
+    """The plan around a decision. ``reservations`` and ``users`` count the
+    plan's reservations and the distinct users holding them (the candidate's
+    earlier version excluded when it is an update); ``user_reservations`` is
+    the user's own. The defaults are for tests."""
+
+    now_ms: int = 0
+    reservation_name: str = ""
+    recurring: bool = False
+    reservations: int = 0
+    user_reservations: int = 0
+    users: int = 0
+
+
 class Admission(NamedTuple):
     """What one decision sees. Timelines are exact inside [from_ms, to_ms).
     ``problem`` says what is wrong with the admission, or is None."""
@@ -132,6 +129,7 @@ class Admission(NamedTuple):
     candidate: Timeline
     user_committed: Timeline
     plan_committed: Timeline
+    context: PlanContext = PlanContext()
     problem: Optional[str] = None
 
     def candidate_span(self) -> Optional[Tuple[int, int]]:
@@ -147,13 +145,25 @@ class Admission(NamedTuple):
 
 
 def settings_view(settings: Any) -> PlanSettings:
-    capacity = settings.capacity
+    """The WIT ``plan-settings`` record as PlanSettings."""
     return PlanSettings(
         queue=settings.queue,
-        capacity=Resources(capacity.memory_mb, capacity.vcores, capacity.gpus),
+        capacity=resources_view(settings.capacity),
         reservation_window_ms=settings.reservation_window_ms,
         instantaneous_max_capacity=settings.instantaneous_max_capacity,
         average_capacity=settings.average_capacity,
+    )
+
+
+def context_view(context: Any) -> PlanContext:
+    """The WIT ``plan-context`` record as a PlanContext."""
+    return PlanContext(
+        now_ms=context.now_ms,
+        reservation_name=context.reservation_name,
+        recurring=context.recurring,
+        reservations=context.reservations,
+        user_reservations=context.user_reservations,
+        users=context.users,
     )
 
 
@@ -172,6 +182,7 @@ def admission_view(admission: Any) -> Admission:
         candidate,
         user,
         plan,
+        context_view(admission.context),
     )
     problems = [
         _range_problem(view),

@@ -3,9 +3,9 @@
 // around the policy class. Only this file imports the host, so the policy's
 // tests run natively.
 
-import host from "weft:policy/host@0.2.0";
+import host from "weft:policy/host@0.3.0";
 
-import { FlatPricing } from "./policy.js";
+import { ContextPricing } from "./policy.js";
 import * as weft from "./weft-policy.js";
 
-export const { describe, configure, pricing } = weft.pricing.component(FlatPricing, host);
+export const { describe, configure, pricing } = weft.pricing.component(ContextPricing, host);

@@ -14,6 +14,17 @@
 // Priorities and queues are ignored. FIFO never preempts (the SDK's default
 // `preempt`).
 //
+// The snapshot also carries partitions (node labels), racks, node
+// attributes, each ask's locality, constraint, gang and tags, and decayed
+// usage (see `snapshotView` in weft-policy.js); the FIFO round reads none of
+// them. The host keeps it within them: a labelled cluster is scheduled a
+// partition at a time, and an ask with a constraint or locality preference
+// gets a round of its own with room only on the nodes it may use now. What
+// the host would still refuse the SDK's `scheduleKeepingRules` takes out of
+// the answer: placements off an ask's partition, containers against its
+// constraint, and gangs placed in part (the round is run again without them,
+// so their room goes to the others).
+//
 // Each ask scans the nodes, so a round costs O(asks × nodes); Weft's own fifo
 // finds the next node with room in a max tree instead, for 10,000-node
 // clusters. Sizes that already found no node this round are skipped without a
@@ -47,30 +58,40 @@ export class Fifo extends scheduling.Policy {
   }
 
   schedule(snapshot) {
-    const room = snapshot.nodes.map((n) => [n.freeMemoryMb, n.freeVcores, n.freeGpus]);
-    const order = room.map((_, i) => i);
-    if (this.lastFit) order.reverse();
-    // Submission order is app order; the sort is stable, so each app's asks
-    // keep their own order.
-    const queue = snapshot.asks.filter((a) => a.pending > 0).sort((a, b) => a.app - b.app);
-    // Sizes that found no node: room only shrinks during a round, so no size
-    // at least as large in every resource will find one either.
-    const hopeless = [];
-    const placements = [];
-    for (const ask of queue) {
-      const size = [ask.memoryMb, ask.vcores, ask.gpus];
-      if (hopeless.some((known) => size.every((s, d) => s >= known[d]))) continue;
-      let pending = ask.pending;
-      for (const node of order) {
-        const count = Math.min(fits(room[node], size), pending);
-        if (count === 0) continue;
-        room[node] = room[node].map((free, d) => free - size[d] * count);
-        placements.push({ ask: ask.index, node, count });
-        pending -= count;
-        if (pending === 0) break;
-      }
-      if (pending > 0) hopeless.push(size);
-    }
-    return placements;
+    // What the host would refuse goes: placements off an ask's partition,
+    // containers against its constraint, gangs in part (the round run again
+    // without them, so their room goes to the others).
+    const lastFit = this.lastFit;
+    return scheduling.scheduleKeepingRules(snapshot, (snapshot) => fifo(snapshot, lastFit));
   }
+}
+
+/** One FIFO round: each ask in submission order, as many containers as fit,
+ * on nodes first fit (or last fit). */
+export function fifo(snapshot, lastFit) {
+  const room = snapshot.nodes.map((n) => [n.freeMemoryMb, n.freeVcores, n.freeGpus]);
+  const order = room.map((_, i) => i);
+  if (lastFit) order.reverse();
+  // Submission order is app order; the sort is stable, so each app's asks
+  // keep their own order.
+  const queue = snapshot.asks.filter((a) => a.pending > 0).sort((a, b) => a.app - b.app);
+  // Sizes that found no node: room only shrinks during a round, so no size
+  // at least as large in every resource will find one either.
+  const hopeless = [];
+  const placements = [];
+  for (const ask of queue) {
+    const size = [ask.memoryMb, ask.vcores, ask.gpus];
+    if (hopeless.some((known) => size.every((s, d) => s >= known[d]))) continue;
+    let pending = ask.pending;
+    for (const node of order) {
+      const count = Math.min(fits(room[node], size), pending);
+      if (count === 0) continue;
+      room[node] = room[node].map((free, d) => free - size[d] * count);
+      placements.push({ ask: ask.index, node, count });
+      pending -= count;
+      if (pending === 0) break;
+    }
+    if (pending > 0) hopeless.push(size);
+  }
+  return placements;
 }

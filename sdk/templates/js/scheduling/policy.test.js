@@ -93,18 +93,122 @@ test("parameters choose the node order", () => {
   assert.throws(() => configured([["priority", "on"]]), /has no parameter "priority"/);
 });
 
+test("a gang placed in part is left out and its room goes to the others", () => {
+  // Room for 6; app 0's gang of 8 would take it all and be held back by the
+  // host, so the round runs again without it.
+  const round = snapshot([[4096, 4, 0], [2048, 2, 0]], [[0, 8, 1024, 1, 0], [1, 4, 1024, 1, 0]]);
+  round.asks[0].gangMinimum = 8;
+  assert.deepEqual(triples(configured([]).schedule(round)), [[1, 0, 4]]);
+});
+
+test("placements keep partitions and constraints", () => {
+  // Node 1 is in the non-exclusive partition "spot": an ask for the default
+  // partition may use it only in a lending round.
+  const round = snapshot([[1024, 1, 0], [4096, 4, 0]], [[0, 4, 1024, 1, 0]]);
+  round.nodes[1].partition = 1;
+  round.partitions = [{ index: 0, name: "", exclusive: true }, { index: 1, name: "spot", exclusive: false }];
+  assert.deepEqual(triples(configured([]).schedule(round)), [[0, 0, 1]]);
+  const lending = { ...round, round: { kind: "lending", partition: 1 } };
+  assert.deepEqual(triples(configured([]).schedule(lending)), [[0, 0, 1], [0, 1, 3]]);
+  // NOTIN,NODE,zk for containers tagged zk: one a node, the rest wait.
+  const zk = snapshot([[4096, 4, 0], [4096, 4, 0]], [[0, 3, 1024, 1, 0]]);
+  zk.asks[0].constraint = { text: "NOTIN,NODE,zk", scope: "node", tag: "zk", allApps: false, minimum: 0, maximum: 0 };
+  zk.asks[0].tags = ["zk"];
+  assert.deepEqual(triples(configured([]).schedule(zk)), [[0, 0, 1]]);
+});
+
+/** A WIT `snapshot` record as the host sends it: one partition and rack,
+ * root and one leaf queue, one app, and `asks` ([pending, memory, vcores,
+ * gpus] rows of app 0) on nodes of [free memory, vcores, gpus]. */
+function snapshotRecord(nodes, asks) {
+  const column = (rows, i) => rows.map((row) => row[i]);
+  const each = (rows, value) => rows.map(() => value);
+  return {
+    nowMs: 0n,
+    round: { kind: "whole", partition: 0 },
+    partitions: { name: [""], exclusive: [true] },
+    racks: ["/default-rack"],
+    nodes: {
+      freeMemoryMb: column(nodes, 0),
+      freeVcores: column(nodes, 1),
+      freeGpus: column(nodes, 2),
+      capacityMemoryMb: column(nodes, 0),
+      capacityVcores: column(nodes, 1),
+      capacityGpus: column(nodes, 2),
+      partition: each(nodes, 0),
+      rack: each(nodes, 0),
+    },
+    nodeAttributes: { node: [], attribute: [] },
+    queues: {
+      path: ["root", "root.default"],
+      parent: [0, 0],
+      capacity: [100, 100],
+      maximumCapacity: [100, 100],
+      minimumUserLimitPercent: [100, 100],
+      userLimitFactor: [null, null],
+      fair: [false, false],
+      usedMemoryMb: [0, 0],
+      usedVcores: [0, 0],
+      usedGpus: [0, 0],
+      decayedMemoryMbSeconds: [0, 0],
+      decayedVcoreSeconds: [0, 0],
+      decayedGpuSeconds: [0, 0],
+    },
+    partitionShares: { queue: [0, 1], partition: [0, 0], capacity: [100, 100], maximumCapacity: [100, 100] },
+    apps: {
+      queue: [1],
+      user: [0],
+      priority: [0],
+      submitTimeMs: [0n],
+      usedMemoryMb: [0n],
+      usedVcores: [0n],
+      usedGpus: [0n],
+      name: ["demo"],
+      applicationType: ["weft"],
+      project: ["default"],
+      startTimeMs: [null],
+      deadlineMs: [null],
+      userDecayedMemoryMbSeconds: [0],
+      userDecayedVcoreSeconds: [0],
+      userDecayedGpuSeconds: [0],
+    },
+    appTags: { app: [], tag: [] },
+    asks: {
+      app: each(asks, 0),
+      pending: column(asks, 0),
+      memoryMb: column(asks, 1).map(BigInt),
+      vcores: column(asks, 2).map(BigInt),
+      gpus: column(asks, 3).map(BigInt),
+      partition: each(asks, 0),
+      localityLevel: each(asks, "off-switch"),
+      relaxLocality: each(asks, true),
+      missedOpportunities: each(asks, 0),
+      gangMinimum: each(asks, null),
+      constraint: each(asks, null),
+      executionType: each(asks, "guaranteed"),
+    },
+    askNodes: { ask: [], node: [] },
+    askRacks: { ask: [], rack: [] },
+    askTags: { ask: [], tag: [] },
+    tagCounts: { node: [], app: [], tag: [], count: [] },
+    localityDelays: { nodeLocalityDelay: 0, rackLocalityAdditionalDelay: null },
+  };
+}
+
 test("a round through the component glue, columns in and out", () => {
   const exports = scheduling.component(Fifo, { log: () => {} });
   exports.configure([]);
-  const nodes = { freeMemoryMb: [4096, 4096], freeVcores: [4, 4], freeGpus: [0, 0] };
-  nodes.capacityMemoryMb = nodes.freeMemoryMb;
-  nodes.capacityVcores = nodes.freeVcores;
-  nodes.capacityGpus = nodes.freeGpus;
-  const empty = { queue: [], user: [], priority: [], submitTimeMs: [], usedMemoryMb: [], usedVcores: [], usedGpus: [] };
-  const queues = { parent: [], capacity: [], maximumCapacity: [], minimumUserLimitPercent: [], userLimitFactor: [], fair: [], usedMemoryMb: [], usedVcores: [], usedGpus: [] };
-  const asks = { app: [0], pending: [6], memoryMb: [1024n], vcores: [1n], gpus: [0n] };
-  const answer = exports.scheduling.schedule({ nowMs: 0n, nodes, queues, apps: empty, asks });
-  assert.deepEqual(answer, { ask: [0, 0], node: [0, 1], count: [4, 2] });
-  const running = { app: [], node: [], memoryMb: [], vcores: [], gpus: [], startTimeMs: [] };
-  assert.deepEqual(exports.scheduling.preempt({ nowMs: 0, nodes, queues, apps: empty, asks }, running), []);
+  const record = snapshotRecord([[4096, 4, 0], [4096, 4, 0]], [[6, 1024, 1, 0]]);
+  assert.deepEqual(exports.scheduling.schedule(record), { ask: [0, 0], node: [0, 1], count: [4, 2] });
+  const running = {
+    app: [0],
+    node: [1],
+    memoryMb: [1024n],
+    vcores: [1n],
+    gpus: [0n],
+    startTimeMs: [0n],
+    executionType: ["guaranteed"],
+    tags: { container: [], tag: [] },
+  };
+  assert.deepEqual(exports.scheduling.preempt(record, running), []);
 });

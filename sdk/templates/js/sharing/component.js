@@ -3,7 +3,7 @@
 // around the policy class. Only this file imports the host, so the policy's
 // tests run natively.
 
-import host from "weft:policy/host@0.2.0";
+import host from "weft:policy/host@0.3.0";
 
 import { NoOverCommit } from "./policy.js";
 import * as weft from "./weft-policy.js";

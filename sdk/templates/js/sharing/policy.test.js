@@ -42,6 +42,7 @@ function wit(candidate, planCommitted, { fromMs = 0, toMs = 24 * HOUR } = {}) {
     candidate: columns(candidate),
     userCommitted: columns(new Timeline()),
     planCommitted: columns(planCommitted),
+    context: { nowMs: 0n, reservationName: "", recurring: false, reservations: 1, userReservations: 0, users: 1 },
   };
 }
 

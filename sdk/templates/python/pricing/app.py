@@ -3,6 +3,6 @@
 
 from weft_policy import pricing
 
-from policy import FlatPricing
+from policy import ContextPricing
 
-WitWorld, Pricing = pricing.export(FlatPricing)
+WitWorld, Pricing = pricing.export(ContextPricing)

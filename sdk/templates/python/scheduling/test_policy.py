@@ -6,7 +6,7 @@ import random
 import pytest
 
 from weft_policy import ParamError, scheduling
-from weft_policy.scheduling import Ask, Node, Snapshot
+from weft_policy.scheduling import Ask, Node, Partition, PlacementConstraint, Round, Snapshot
 
 from policy import Fifo
 
@@ -122,6 +122,33 @@ def test_parameters_choose_the_node_order(pairs, expected):
 def test_bad_parameters_are_refused(pairs, words):
     with pytest.raises(ParamError, match=words):
         configured(pairs)
+
+
+def test_a_gang_placed_in_part_is_left_out_and_its_room_goes_to_the_others():
+    # Room for 6; app 0's gang of 8 would take it all and be held back by the
+    # host, so the round runs again without it.
+    round = snapshot([(4096, 4, 0), (2048, 2, 0)], [(0, 8, 1024, 1, 0), (1, 4, 1024, 1, 0)])
+    gang = round.asks[0]._replace(gang_minimum=8)
+    round = round._replace(asks=[gang, round.asks[1]])
+    assert triples(configured([]).schedule(round)) == [(1, 0, 4)]
+
+
+def test_placements_keep_partitions_and_constraints():
+    # Node 1 is in the non-exclusive partition "spot": an ask for the default
+    # partition may use it only in a lending round.
+    round = snapshot([(1024, 1, 0), (4096, 4, 0)], [(0, 4, 1024, 1, 0)])
+    round = round._replace(
+        nodes=[round.nodes[0], round.nodes[1]._replace(partition=1)],
+        partitions=(Partition(0, "", True), Partition(1, "spot", False)),
+    )
+    assert triples(configured([]).schedule(round)) == [(0, 0, 1)]
+    lending = round._replace(round=Round("lending", 1))
+    assert triples(configured([]).schedule(lending)) == [(0, 0, 1), (0, 1, 3)]
+    # NOTIN,NODE,zk for containers tagged zk: one a node, the rest wait.
+    zk = PlacementConstraint("NOTIN,NODE,zk", "node", "zk", False, 0, 0)
+    round = snapshot([(4096, 4, 0), (4096, 4, 0)], [(0, 3, 1024, 1, 0)])
+    round = round._replace(asks=[round.asks[0]._replace(constraint=zk, tags=("zk",))])
+    assert triples(configured([]).schedule(round)) == [(0, 0, 1)]
 
 
 def test_fifo_never_preempts():

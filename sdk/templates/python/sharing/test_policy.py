@@ -54,6 +54,14 @@ def admission(candidate, plan_committed, from_ms=0, to_ms=24 * HOUR):
             candidate=columns(candidate),
             user_committed=columns(Timeline()),
             plan_committed=columns(plan_committed),
+            context=SimpleNamespace(
+                now_ms=0,
+                reservation_name="nightly-etl",
+                recurring=False,
+                reservations=1,
+                user_reservations=0,
+                users=1,
+            ),
         )
     )
 
