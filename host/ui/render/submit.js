@@ -1,6 +1,8 @@
 // render/submit.js — a small form to submit an app (POST /ws/v1/cluster/apps):
 // name, queue, project, priority and one ask — count × memory × vcores ×
 // GPUs, running for a duration (simulated nodes) or a shell command (agents).
+// "Quote" asks the pricing policy what it would cost (POST /ws/v1/quota/quote)
+// for its duration (an hour for a command) and submits nothing.
 
 import { sendJson, segment } from '../api.js';
 import { el } from '../dom.js';
@@ -25,8 +27,24 @@ export function renderSubmitForm(container) {
     shell: el('input', { name: 'shell', placeholder: 'e.g. sleep 30' }),
   };
   const submit = el('button', { type: 'submit' }, 'Submit app');
-  const form = el('form', { class: 'submit-form', onsubmit: async (event) => {
-    event.preventDefault();
+  const quoted = el('output', { class: 'quote', 'aria-live': 'polite' });
+  const quote = el('button', { type: 'button', onclick: async () => {
+    const body = request();
+    if (!body) return;
+    quote.disabled = true;
+    try {
+      const answer = await sendJson('POST', '/ws/v1/quota/quote', { app: body });
+      const ask = answer.asks[0];
+      quoted.textContent = `≈ ${answer.credits.toFixed(2)} credits for ${ask.containers} × ${ask.duration_ms / 1000} s `
+        + `(project ${answer.project} has ${answer.credits_left.toFixed(2)} left)`;
+    } catch (error) {
+      showError(error, 'quote the app');
+    } finally {
+      quote.disabled = false;
+    }
+  } }, 'Quote');
+  // The app the form describes, or null (with a notice) when it is incomplete.
+  const request = () => {
     const ask = {
       count: Number(inputs.count.value),
       memory_mb: Number(inputs.memory.value),
@@ -37,15 +55,20 @@ export function renderSubmitForm(container) {
     if (inputs.duration.value) ask.duration_ms = Number(inputs.duration.value);
     if (!ask.command && !ask.duration_ms) {
       showNotice('An ask needs a duration or a shell command.', 'error');
-      return;
+      return null;
     }
-    const body = {
+    return {
       name: inputs.name.value,
       queue: inputs.queue.value,
       project: inputs.project.value,
       priority: Number(inputs.priority.value),
       asks: [ask],
     };
+  };
+  const form = el('form', { class: 'submit-form', onsubmit: async (event) => {
+    event.preventDefault();
+    const body = request();
+    if (!body) return;
     submit.disabled = true;
     try {
       const { app } = await sendJson('POST', '/ws/v1/cluster/apps', body);
@@ -60,6 +83,6 @@ export function renderSubmitForm(container) {
   field('Name', inputs.name), field('Queue', inputs.queue), field('Project', inputs.project), field('Priority', inputs.priority),
   field('Containers', inputs.count), field('Memory (MB)', inputs.memory), field('VCores', inputs.vcores), field('GPUs', inputs.gpus),
   field('Duration (ms)', inputs.duration), field('Shell command (agents)', inputs.shell, 'field-wide'),
-  submit);
+  submit, quote, quoted);
   container.replaceChildren(form);
 }
