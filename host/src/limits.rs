@@ -45,6 +45,9 @@ pub const MAX_USAGE_USERS: usize = 50_000;
 pub const MAX_TIME_MS: u64 = 253_402_300_799_999;
 /// Names and ids: apps, users, projects, queues, nodes, containers.
 pub const MAX_NAME_BYTES: usize = 256;
+/// Bytes in a queue's full path (`root.a.b`): what the quota event log and
+/// a pricing policy's contexts carry.
+pub const MAX_QUEUE_PATH_BYTES: usize = 1024;
 /// Tags one app may carry (YARN's own limit).
 pub const MAX_APP_TAGS: usize = 10;
 /// Bytes in one app tag (YARN's own limit).
@@ -134,6 +137,25 @@ pub fn cut(text: &str, max: usize) -> String {
         end -= 1;
     }
     text[..end].to_string()
+}
+
+/// A queue's full path: not empty, at most [`MAX_QUEUE_PATH_BYTES`], no
+/// control characters.
+pub fn queue_path(field: impl Display, text: &str) -> Result<(), OutOfBounds> {
+    let rule = if text.trim().is_empty() {
+        "but must not be empty".to_string()
+    } else if text.len() > MAX_QUEUE_PATH_BYTES {
+        format!("but may be at most {MAX_QUEUE_PATH_BYTES} bytes long")
+    } else if text.chars().any(char::is_control) {
+        "but must not contain control characters".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(OutOfBounds {
+        field: field.to_string(),
+        value: format!("{:?}", text.chars().take(40).collect::<String>()),
+        rule,
+    })
 }
 
 /// `text` must not be empty (after trimming) nor longer than [`MAX_NAME_BYTES`].

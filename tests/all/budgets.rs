@@ -369,6 +369,8 @@ fn quotes_price_an_app_before_it_runs_and_budgets_refuse_what_cannot_be_paid() {
     );
     assert_eq!(short["credits"], 10.0, "{short}");
     // Checked as a submission: bounds, queues and unknown fields by name.
+    let mut huge = app("p1", 1, 1000);
+    huge["asks"][0]["memory_mb"] = json!(65_536);
     for (bad, words) in [
         (
             json!({"app": app("p1", 1, 1000), "duration_ms": 0}),
@@ -379,6 +381,8 @@ fn quotes_price_an_app_before_it_runs_and_budgets_refuse_what_cannot_be_paid() {
             "nope",
         ),
         (json!({"app": app("p1", 1, 1000), "extra": 1}), "extra"),
+        // Bigger than any node, as a submission refuses it.
+        (json!({"app": huge}), "65536"),
     ] {
         let (status, body) = server.post_json_as("/ws/v1/quota/quote", &bad, Some("alice"));
         assert_eq!(status, 400, "{bad}: {body}");
@@ -387,6 +391,12 @@ fn quotes_price_an_app_before_it_runs_and_budgets_refuse_what_cannot_be_paid() {
             .unwrap_or_default();
         assert!(message.contains(words), "{bad}: {message}");
     }
+    // On someone's behalf only for an administrator, as a submission.
+    let mut bobs = app("p1", 1, 1000);
+    bobs["user"] = json!("bob");
+    let (status, body) =
+        server.post_json_as("/ws/v1/quota/quote", &json!({"app": bobs}), Some("alice"));
+    assert_eq!(status, 403, "{body}");
     // The CLI prints the same figures and submits nothing.
     let printed = weft_stdout(&[
         "app",

@@ -329,7 +329,55 @@ fn epoch_timestamped_and_far_future_logs_replay() {
 
 #[test]
 fn out_of_range_values_are_refused_naming_the_field_and_the_limit() {
-    let cases: [(String, &str); 4] = [
+    let step = |partitions: &str, queues: &str| {
+        format!(
+            r#"{{"t": 0, "event": "multiplicator-step", "memory": 0.5, "vcores": 0.5, "partitions": {partitions}, "queues": {queues}}}"#
+        )
+    };
+    let load = r#"{"memory_mb": 1, "vcores": 1, "gpus": 0}"#;
+    let huge = r#"{"memory_mb": 18446744073709551615, "vcores": 1, "gpus": 0}"#;
+    let cases: [(String, &str); 9] = [
+        (
+            step(
+                &format!(
+                    r#"[{{"name": "", "capacity": {load}, "used": {load}, "pending": {load}}}, {{"name": "", "capacity": {load}, "used": {load}, "pending": {load}}}]"#
+                ),
+                "[]",
+            ),
+            "partitions[1].name",
+        ),
+        (
+            step(
+                &format!(
+                    r#"[{{"name": "", "capacity": {huge}, "used": {load}, "pending": {load}}}]"#
+                ),
+                "[]",
+            ),
+            "partitions[0]: capacity.memory_mb is 18446744073709551615",
+        ),
+        (
+            step(
+                "[]",
+                &format!(
+                    r#"[{{"path": "root.\u0007", "guaranteed": {load}, "used": {load}, "pending": {load}}}]"#
+                ),
+            ),
+            "queues[0].path",
+        ),
+        (
+            format!(
+                r#"{{"t": 0, "event": "start", "container": "c", "app": "a", "project": "p", "user": "u", "memory_mb": 1, "vcores": 1, "queue": "root.{}"}}"#,
+                "q".repeat(2000)
+            ),
+            "queue",
+        ),
+        (
+            format!(
+                r#"{{"t": 0, "event": "start", "container": "c", "app": "a", "project": "p", "user": "u", "memory_mb": 1, "vcores": 1, "application_tags": [{}]}}"#,
+                [r#""t""#; 11].join(",")
+            ),
+            "application_tags",
+        ),
         (
             start(253_402_300_800_000, "c", "u", 1024, 1, 0),
             "line 1: t is 253402300800000, but must be from 0 to 253402300799999",

@@ -279,6 +279,65 @@ pub(super) fn normal_tag(tag: &str) -> String {
     tag.trim().to_lowercase()
 }
 
+impl SubmitApp {
+    /// Checks an application type and tags as a submission does (fields
+    /// named after `at`, e.g. "app 3: ", when given): the type a name
+    /// without a comma; at most `MAX_APP_TAGS` tags, each a name without
+    /// a comma of at most `MAX_APP_TAG_BYTES` bytes in lower case.
+    pub fn check_type_and_tags(
+        at: &str,
+        application_type: Option<&str>,
+        tags: &[String],
+    ) -> Result<(), OutOfBounds> {
+        use crate::limits::{MAX_APP_TAG_BYTES, MAX_APP_TAGS, at_most, name};
+        let at = if at.is_empty() {
+            String::new()
+        } else {
+            format!("{at}: ")
+        };
+        if let Some(kind) = application_type {
+            let field = format!("{at}application_type");
+            name(&field, kind.trim())?;
+            no_comma(&field, kind)?;
+        }
+        at_most(format!("{at}tags"), tags.len(), MAX_APP_TAGS)?;
+        for (i, tag) in tags.iter().enumerate() {
+            let field = format!("{at}tags[{i}]");
+            let tag = normal_tag(tag);
+            name(&field, &tag)?;
+            no_comma(&field, &tag)?;
+            if tag.len() > MAX_APP_TAG_BYTES {
+                return Err(OutOfBounds {
+                    field,
+                    value: format!("{:?}", tag.chars().take(40).collect::<String>()),
+                    rule: format!("but a tag has at most {MAX_APP_TAG_BYTES} bytes (lower case)"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Its application type as the app keeps it: trimmed, YARN's default
+    /// when left out.
+    pub fn normal_application_type(&self) -> String {
+        self.application_type.as_deref().map_or_else(
+            || DEFAULT_APPLICATION_TYPE.into(),
+            |kind| kind.trim().to_string(),
+        )
+    }
+
+    /// Its tags as the app keeps them: trimmed, lower case, each once.
+    pub fn normal_tags(&self) -> Vec<String> {
+        self.tags.iter().fold(Vec::new(), |mut tags, tag| {
+            let tag = normal_tag(tag);
+            if !tags.contains(&tag) {
+                tags.push(tag);
+            }
+            tags
+        })
+    }
+}
+
 /// Refuses a comma in `text`: filters list types and tags with commas.
 fn no_comma(field: &str, text: &str) -> Result<(), OutOfBounds> {
     if text.contains(',') {
@@ -329,29 +388,12 @@ impl SubmitApp {
         if let Some(id) = &self.application_id {
             name("application_id", id)?;
         }
-        if let Some(kind) = &self.application_type {
-            name("application_type", kind.trim())?;
-            no_comma("application_type", kind)?;
-        }
+        SubmitApp::check_type_and_tags("", self.application_type.as_deref(), &self.tags)?;
         if let Some(lifetime_s) = self.lifetime_s {
             within("lifetime_s", lifetime_s, 1, MAX_APP_LIFETIME_S)?;
         }
         if let Some(expression) = &self.node_label_expression {
             node_label_expression("node_label_expression", expression)?;
-        }
-        at_most("tags", self.tags.len(), MAX_APP_TAGS)?;
-        for (i, tag) in self.tags.iter().enumerate() {
-            let field = format!("tags[{i}]");
-            let tag = normal_tag(tag);
-            name(&field, &tag)?;
-            no_comma(&field, &tag)?;
-            if tag.len() > MAX_APP_TAG_BYTES {
-                return Err(OutOfBounds {
-                    field,
-                    value: format!("{:?}", tag.chars().take(40).collect::<String>()),
-                    rule: format!("but a tag has at most {MAX_APP_TAG_BYTES} bytes (lower case)"),
-                });
-            }
         }
         if self.asks.is_empty() {
             return Err(OutOfBounds {

@@ -775,6 +775,7 @@ impl Cluster {
             }
             None => (None, self.app_id(self.apps.next_number())),
         };
+        let (application_type, tags) = (request.normal_application_type(), request.normal_tags());
         let app = App {
             id: id.clone(),
             name: request.name,
@@ -806,17 +807,8 @@ impl Cluster {
             lost_containers: 0,
             containers_run: 0,
             reservation_id: request.reservation_id,
-            application_type: request.application_type.as_deref().map_or_else(
-                || super::app::DEFAULT_APPLICATION_TYPE.into(),
-                |kind| kind.trim().to_string(),
-            ),
-            tags: request.tags.iter().fold(Vec::new(), |mut tags, tag| {
-                let tag = super::app::normal_tag(tag);
-                if !tags.contains(&tag) {
-                    tags.push(tag);
-                }
-                tags
-            }),
+            application_type,
+            tags,
             usage: Default::default(),
             usage_counted_ms: now,
             lifetime_deadline_ms,

@@ -208,7 +208,7 @@ impl Snapshot {
 
     /// Fills each column new in 0.3.0 that is empty while its record has
     /// rows: nodes unlabelled on the first rack, queues named `root` and
-    /// `PARENT.qN` with no decayed use, apps of type `weft` in project
+    /// `root.qN` with no decayed use, apps of type `weft` in project
     /// `default` with no name, start or deadline, asks for the default
     /// partition going anywhere, guaranteed, with no gang or constraint.
     /// A column given in part is left as it is (and refused by the checks).
@@ -229,17 +229,12 @@ impl Snapshot {
         fill(&mut nodes.rack, n, 0);
         let q = queues.parent.len();
         if queues.path.is_empty() {
-            for i in 0..q {
-                let path = match i {
-                    0 => "root".to_string(),
-                    _ => {
-                        let parent = queues.parent[i] as usize;
-                        let parent_path = queues.path.get(parent).map_or("root", String::as_str);
-                        format!("{parent_path}.q{i}")
-                    }
-                };
-                queues.path.push(path);
-            }
+            // Flat names: one queue's path never copies another's, so a
+            // deep tree costs no more than a wide one.
+            queues.path.extend((0..q).map(|i| match i {
+                0 => "root".to_string(),
+                _ => format!("root.q{i}"),
+            }));
         }
         fill(&mut queues.decayed_memory_mb_seconds, q, 0.0);
         fill(&mut queues.decayed_vcore_seconds, q, 0.0);

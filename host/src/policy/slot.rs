@@ -411,6 +411,19 @@ impl PolicySlot {
             })
     }
 
+    /// Calls the active version with `call` on input a tenant chose (a
+    /// quote): its failure is that caller's answer alone — not counted
+    /// toward a rollback, no fallback — and its success does not clear the
+    /// failures the host's own calls counted, so no tenant can roll a
+    /// version back or keep a failing one in place.
+    pub fn call_for_tenant<R>(
+        &self,
+        call: impl Fn(&PolicyVersion) -> Result<R, CallError>,
+    ) -> Result<R, CallError> {
+        let active = self.active().ok_or(CallError::NoPolicy(self.kind))?;
+        call(&active)
+    }
+
     /// What this kind's successful calls have cost since the start.
     pub fn cost(&self) -> CallCost {
         self.stats.lock().unwrap().cost()

@@ -44,13 +44,15 @@ impl PricingSlot {
         Ok(multiplicators)
     }
 
-    /// A finite quote of at least 0 for `request`.
+    /// A finite quote of at least 0 for `request`, which a tenant chose: a
+    /// failure is not counted toward a rollback (see
+    /// [`PolicySlot::call_for_tenant`]).
     pub fn quote(
         &self,
         request: &QuoteRequest,
         multiplicators: PriceMultiplicators,
     ) -> Result<f64, CallError> {
-        self.0.call(|version| {
+        self.0.call_for_tenant(|version| {
             let credits = version.quote(request, multiplicators)?;
             checked(validate::quote(credits), credits)
         })

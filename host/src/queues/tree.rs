@@ -332,6 +332,16 @@ impl QueueTree {
                     });
                 }
                 let child_path = format!("{path}.{child}");
+                if child_path.len() > crate::limits::MAX_QUEUE_PATH_BYTES {
+                    return Err(QueueError::BadValue {
+                        property: queues_property,
+                        reason: format!(
+                            "{child}'s path would be {} bytes; a queue's full path is at most {}",
+                            child_path.len(),
+                            crate::limits::MAX_QUEUE_PATH_BYTES
+                        ),
+                    });
+                }
                 if self.queues.iter().any(|q| q.path == child_path) {
                     return Err(QueueError::BadValue {
                         property: queues_property,
@@ -842,6 +852,21 @@ mod tests {
             ("root.engineering.qa.capacity", "80"),
             ("root.engineering.development.maximum-capacity", "40"),
         ]
+    }
+
+    #[test]
+    fn a_queue_path_longer_than_its_bound_is_refused_naming_the_queue() {
+        let long = "q".repeat(600);
+        let mut properties = QueueProperties::default();
+        properties.set(&format!("{PREFIX}root.queues"), &long);
+        properties.set(&format!("{PREFIX}root.{long}.queues"), &long);
+        let refused = QueueTree::from_properties(&properties).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("a queue's full path is at most 1024"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -103,7 +103,9 @@ impl LoggedContext {
             true => Ok(()),
             false => limits::name(field, text),
         };
-        optional("queue", &self.queue)?;
+        if !self.queue.is_empty() {
+            limits::queue_path("queue", &self.queue)?;
+        }
         optional("application_type", &self.application_type)?;
         limits::at_most(
             "application_tags",
@@ -445,16 +447,64 @@ fn check_bounds(parsed: &EventLine) -> Result<(), OutOfBounds> {
         } => {
             limits::at_most("partitions", partitions.len(), limits::MAX_NODE_LABELS + 1)?;
             limits::at_most("queues", queues.len(), MAX_LOGGED_QUEUES)?;
-            for partition in partitions.iter().filter(|p| !p.name.is_empty()) {
-                limits::node_label("partitions[].name", &partition.name)?;
+            // As a server writes them: the default partition first, then
+            // each label once; loads no cluster could have.
+            let mut seen = std::collections::HashSet::new();
+            for (i, partition) in partitions.iter().enumerate() {
+                let field = format!("partitions[{i}].name");
+                if i > 0 || !partition.name.is_empty() {
+                    limits::node_label(&field, &partition.name)?;
+                }
+                if !seen.insert(partition.name.as_str()) {
+                    return Err(OutOfBounds {
+                        field,
+                        value: format!("{:?}", partition.name),
+                        rule: "but it names a partition given already".into(),
+                    });
+                }
+                loads(
+                    &format!("partitions[{i}]"),
+                    [&partition.capacity, &partition.used],
+                )?;
             }
-            for queue in queues {
-                limits::name("queues[].path", &queue.path)?;
+            for (i, queue) in queues.iter().enumerate() {
+                let field = format!("queues[{i}].path");
+                limits::queue_path(&field, &queue.path)?;
+                loads(&format!("queues[{i}]"), [&queue.guaranteed, &queue.used])?;
             }
             Ok(())
         }
         QuotaEvent::Utilization { .. } | QuotaEvent::Compute | QuotaEvent::Recovery => Ok(()),
     }
+}
+
+/// A market's capacity (or guarantee) and use within what a cluster of
+/// [`limits::MAX_NODES`] of the largest nodes could hold. (Pending demand
+/// may be any amount: asks are not bounded by the cluster.)
+fn loads(field: &str, figures: [&crate::policy::SharingResources; 2]) -> Result<(), OutOfBounds> {
+    let most = |per_node: u64| per_node.saturating_mul(limits::MAX_NODES as u64);
+    for (name, figure) in ["capacity", "used"].iter().zip(figures) {
+        let at = format!("{field}: {name}");
+        limits::within(
+            format!("{at}.memory_mb"),
+            figure.memory_mb,
+            0,
+            most(MAX_MEMORY_MB),
+        )?;
+        limits::within(
+            format!("{at}.vcores"),
+            figure.vcores,
+            0,
+            most(u64::from(MAX_VCORES)),
+        )?;
+        limits::within(
+            format!("{at}.gpus"),
+            figure.gpus,
+            0,
+            most(u64::from(MAX_GPUS)),
+        )?;
+    }
+    Ok(())
 }
 
 /// The most leaf queues a multiplicator step's line may carry.

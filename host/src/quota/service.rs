@@ -126,8 +126,8 @@ struct Owed {
     project: Arc<str>,
     user: Arc<str>,
     app: Arc<str>,
-    /// What the policy sees the row with (an anonymous one for rows stored
-    /// before contexts were).
+    /// What the policy sees the row with (for rows stored before contexts
+    /// were, their app, project and user; see [`QuotaService::open`]).
     #[serde(default = "anonymous_context")]
     context: Context,
     resources: Resources,
@@ -346,11 +346,24 @@ impl QuotaService {
             service.multiplicators = PriceMultiplicators { general, gpu };
         }
         for record in store.owed()? {
-            let owed: Owed = serde_json::from_str(&record).map_err(|e| StoreError::Corrupt {
+            let corrupt = |e: serde_json::Error| StoreError::Corrupt {
                 target: store.target().to_string(),
                 what: "an owed_usage row".into(),
                 why: e.to_string(),
-            })?;
+            };
+            let value: serde_json::Value = serde_json::from_str(&record).map_err(corrupt)?;
+            let stored_context = value.get("context").is_some();
+            let mut owed: Owed = serde_json::from_value(value).map_err(corrupt)?;
+            // Stored before rows carried contexts: its own app, project and
+            // user, so a per-project price still applies.
+            if !stored_context {
+                owed.context = Arc::new(ChargeContext {
+                    app: owed.app.to_string(),
+                    project: owed.project.to_string(),
+                    user: owed.user.to_string(),
+                    ..ChargeContext::anonymous()
+                });
+            }
             service.owed.push(owed);
         }
         service.last_compute_ms = store

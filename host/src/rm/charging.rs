@@ -197,8 +197,10 @@ const QUOTED_BY_DEFAULT_MS: u64 = 3_600_000;
 
 impl super::ResourceManager {
     /// What `request`'s app would cost at today's prices if submitted now
-    /// by `caller` — checked as a submission is (bounds, the queue's ACL,
-    /// the project), and nothing submitted.
+    /// by `caller` — checked as a submission is (bounds, the largest node,
+    /// the queue's ACL, on whose behalf, the project, the reservation), and
+    /// nothing submitted. A failing pricing policy answers this caller
+    /// alone: no tenant's quote rolls a version back.
     pub fn quote_app(
         &mut self,
         caller: &crate::security::Caller,
@@ -217,10 +219,7 @@ impl super::ResourceManager {
                 crate::limits::MAX_APP_LIFETIME_S * 1000,
             )?;
         }
-        if submission.user.is_empty() {
-            submission.user = caller.user.clone();
-        }
-        submission.check()?;
+        self.check_submission(caller, &mut submission)?;
         let leaf = self
             .cluster
             .queues()
@@ -228,13 +227,6 @@ impl super::ResourceManager {
             .ok_or_else(|| {
                 RequestError::Invalid(format!("no leaf queue {:?}", submission.queue))
             })?;
-        self.security
-            .check_submit(caller, self.cluster.queues(), leaf)
-            .map_err(RequestError::NotAllowed)?;
-        let user = self.security.caller(&submission.user);
-        self.security
-            .check_project(&user, &submission.project)
-            .map_err(RequestError::NotAllowed)?;
         let now = self.now();
         let credits_left = self.quota.credits_left(&submission.project);
         let pricing = self.policies.pricing();
@@ -270,20 +262,18 @@ impl super::ResourceManager {
     ) -> Result<(Vec<AskQuote>, f64), super::requests::RequestError> {
         let minimum = self.quota.settings().min_runtime_ms;
         let queue = &self.cluster.queues().queues()[leaf];
-        let app_label = submission
-            .node_label_expression
-            .clone()
-            .unwrap_or_else(|| queue.partitions.default_label_expression.clone());
+        // As the app would keep them (`Cluster::submit`); no app id yet.
+        let app_label = submission.node_label_expression.as_deref().map_or_else(
+            || queue.partitions.default_label_expression.clone(),
+            |e| e.trim().to_string(),
+        );
         let context = ChargeContext {
-            app: submission.application_id.clone().unwrap_or_default(),
+            app: String::new(),
             queue: queue.path.clone(),
             user: submission.user.clone(),
             project: submission.project.clone(),
-            application_type: submission
-                .application_type
-                .clone()
-                .unwrap_or_else(|| "YARN".into()),
-            application_tags: submission.tags.iter().map(|t| t.to_lowercase()).collect(),
+            application_type: submission.normal_application_type(),
+            application_tags: submission.normal_tags(),
             priority: submission.priority,
             node_label: app_label,
             node_attributes: Vec::new(),
@@ -300,8 +290,8 @@ impl super::ResourceManager {
             let context = ChargeContext {
                 node_label: ask
                     .node_label_expression
-                    .clone()
-                    .unwrap_or_else(|| context.node_label.clone()),
+                    .as_deref()
+                    .map_or_else(|| context.node_label.clone(), |e| e.trim().to_string()),
                 ..context.clone()
             };
             let resources = Resources::new(ask.memory_mb, ask.vcores, ask.gpus);

@@ -101,42 +101,7 @@ impl ResourceManager {
         mut request: SubmitApp,
         submitter: &str,
     ) -> Result<App, RequestError> {
-        // No user named: the app is the caller's.
-        if request.user.is_empty() {
-            request.user = caller.user.clone();
-        }
-        request.check()?;
-        self.check_maximum_allocation(&request)?;
-        let security = self.security.clone();
-        if let Some(leaf) = self.cluster.queues().leaf(&request.queue) {
-            security
-                .check_submit(caller, self.cluster.queues(), leaf)
-                .map_err(RequestError::NotAllowed)?;
-        }
-        let user = if caller.user == request.user {
-            caller.clone()
-        } else {
-            security
-                .check_admin(caller, &format!("submit on behalf of {}", request.user))
-                .map_err(RequestError::NotAllowed)?;
-            security.caller(&request.user)
-        };
-        security
-            .check_project(&user, &request.project)
-            .map_err(RequestError::NotAllowed)?;
-        self.check_app_reservation(&request)
-            .map_err(|e| RequestError::Invalid(e.to_string()))?;
-        // A reservation's capacity is its owner's: only their apps (or an
-        // administrator's submission) run in it.
-        if let Some(id) = &request.reservation_id
-            && let Some(owner) = self.reservations.owner(id)
-            && owner != user.user
-            && !security.is_admin(caller)
-        {
-            return Err(RequestError::NotAllowed(format!(
-                "reservation {id} belongs to {owner}; only their apps run in it"
-            )));
-        }
+        let user = self.check_submission(caller, &mut request)?;
         // An id from new-application is the caller's to use, once.
         if let Some(id) = &request.application_id {
             match self.app_ids.owner(id) {
@@ -178,6 +143,56 @@ impl ResourceManager {
         self.app_ids.submitted(&app.id);
         tracing::info!(app = %app.id, queue = %app.queue, user = %app.user, project = %app.project, caller = %caller.user, submitter, "application submitted and accepted");
         Ok(app)
+    }
+
+    /// What a submission of `request` by `caller` must pass before anything
+    /// changes (a quote passes the same): in bounds, within the largest
+    /// node, allowed by the queue's ACLs, on behalf of another user only
+    /// for an administrator, charged only to a project the app's user
+    /// belongs to, and in its reservation's plan, which is its user's, if
+    /// it names one. An app naming no user is the caller's. Returns the
+    /// app's user.
+    pub(crate) fn check_submission(
+        &self,
+        caller: &Caller,
+        request: &mut SubmitApp,
+    ) -> Result<Caller, RequestError> {
+        if request.user.is_empty() {
+            request.user = caller.user.clone();
+        }
+        request.check()?;
+        self.check_maximum_allocation(request)?;
+        let security = &self.security;
+        if let Some(leaf) = self.cluster.queues().leaf(&request.queue) {
+            security
+                .check_submit(caller, self.cluster.queues(), leaf)
+                .map_err(RequestError::NotAllowed)?;
+        }
+        let user = if caller.user == request.user {
+            caller.clone()
+        } else {
+            security
+                .check_admin(caller, &format!("submit on behalf of {}", request.user))
+                .map_err(RequestError::NotAllowed)?;
+            security.caller(&request.user)
+        };
+        security
+            .check_project(&user, &request.project)
+            .map_err(RequestError::NotAllowed)?;
+        self.check_app_reservation(request)
+            .map_err(|e| RequestError::Invalid(e.to_string()))?;
+        // A reservation's capacity is its owner's: only their apps (or an
+        // administrator's submission) run in it.
+        if let Some(id) = &request.reservation_id
+            && let Some(owner) = self.reservations.owner(id)
+            && owner != user.user
+            && !security.is_admin(caller)
+        {
+            return Err(RequestError::NotAllowed(format!(
+                "reservation {id} belongs to {owner}; only their apps run in it"
+            )));
+        }
+        Ok(user)
     }
 
     /// Registers a node for `caller`, who must be in the node ACL. A node id

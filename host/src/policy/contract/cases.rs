@@ -98,7 +98,19 @@ fn snapshot(given: serde_json::Value) -> Result<Snapshot, String> {
         Apps::empty(),
         Asks::empty(),
     );
-    Ok(over(&empty, given)?.complete())
+    let given = over(&empty, given)?;
+    // Bounded before anything is filled in for its rows.
+    for (record, rows) in [
+        ("nodes", given.nodes.free_memory_mb.len()),
+        ("queues", given.queues.parent.len()),
+        ("apps", given.apps.queue.len()),
+        ("asks", given.asks.app.len()),
+    ] {
+        if rows > MAX_COLUMN {
+            return Err(format!("{record} has {rows} rows; at most {MAX_COLUMN}"));
+        }
+    }
+    Ok(given.complete())
 }
 
 fn admission(given: serde_json::Value) -> Result<Admission, String> {
@@ -147,10 +159,16 @@ impl RawCall {
             RawCall::Charge {
                 usage,
                 multiplicators,
-            } => Call::Charge {
-                usage: over(&Usage::empty(), usage)?.complete(),
-                multiplicators,
-            },
+            } => {
+                let usage = over(&Usage::empty(), usage)?;
+                if usage.seconds.len() > MAX_COLUMN {
+                    return Err(format!("usage has more than {MAX_COLUMN} rows"));
+                }
+                Call::Charge {
+                    usage: usage.complete(),
+                    multiplicators,
+                }
+            }
             RawCall::Schedule(given) => Call::Schedule(Box::new(snapshot(given)?)),
             RawCall::Preempt {
                 snapshot: s,
@@ -707,5 +725,35 @@ fn finite(values: &[(&str, f64)]) -> Result<(), String> {
     match values.iter().find(|(_, v)| !(v.is_finite() && *v >= 0.0)) {
         Some((name, v)) => Err(format!("{name} is {v}; it must be finite and at least 0")),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_case_of_0_2_0_shape_is_completed_and_a_deep_tree_costs_no_more_than_a_wide_one() {
+        // A chain of 40,000 queues, each under the one before: the names
+        // filled in are flat, not each a copy of its parent's.
+        let parents: Vec<u32> = std::iter::once(0).chain(0..39_999).collect();
+        let line = serde_json::json!({
+            "name": "deep",
+            "schedule": {"queues": {"parent": parents}},
+            "expect": {"ask": [], "node": [], "count": []},
+        });
+        let case = parse_line(&line.to_string()).unwrap_err();
+        // The rest of the columns are the case's to give: refused by name.
+        assert!(case.contains("queues"), "{case}");
+        let mut given = serde_json::json!({"queues": {"parent": [0, 0]}});
+        given["queues"]["capacity"] = serde_json::json!([100.0, 100.0]);
+        let completed = snapshot(given).unwrap();
+        assert_eq!(completed.queues.path, ["root", "root.q1"]);
+        let too_many = serde_json::json!({"nodes": {"free_memory_mb": vec![0; MAX_COLUMN + 1]}});
+        assert!(
+            snapshot(too_many)
+                .unwrap_err()
+                .contains("nodes has 100001 rows")
+        );
     }
 }

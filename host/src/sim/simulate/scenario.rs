@@ -399,6 +399,12 @@ impl Scenario {
                     expression,
                 )?;
             }
+            // As a submission checks them, before the run starts.
+            crate::cluster::SubmitApp::check_type_and_tags(
+                &label,
+                app.application_type.as_deref(),
+                &app.tags,
+            )?;
             if let Some(lifetime_s) = app.lifetime_s {
                 limits::within(
                     format_args!("{label}: lifetime_s"),
