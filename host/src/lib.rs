@@ -32,3 +32,4 @@ pub mod scheduler;
 pub mod security;
 pub mod sim;
 pub mod store;
+pub mod yarn_rpc;

@@ -72,6 +72,10 @@ pub const MAX_DIAGNOSTICS_BYTES: usize = 16 << 10;
 
 /// Request bodies, per kind of route.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// The longest Hadoop RPC frame a client may send: a YARN call (a
+/// submission with its launch context, an allocate of many asks) is far
+/// smaller, so a larger length prefix is refused before anything is read.
+pub const MAX_RPC_FRAME_BYTES: usize = 8 << 20;
 /// A policy upload (a WebAssembly component) may be larger.
 pub const MAX_POLICY_BODY_BYTES: usize = 64 << 20;
 

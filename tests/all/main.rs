@@ -42,3 +42,4 @@ mod support;
 mod usage;
 mod web_ui;
 mod yarn_client;
+mod yarn_rpc;

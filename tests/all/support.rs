@@ -102,6 +102,8 @@ pub(crate) fn weft_within(args: &[&str], limit: Duration) -> Output {
 pub(crate) struct Server {
     child: Child,
     pub base: String,
+    /// Where it serves YARN clients over Hadoop RPC (`host:port`).
+    pub rpc: Option<String>,
     _dir: Option<tempfile::TempDir>,
     agent: ureq::Agent,
 }
@@ -183,6 +185,10 @@ impl Server {
             .find(|word| word.starts_with("http://") || word.starts_with("https://"))
             .unwrap_or_else(|| panic!("weft serve did not say where it listens: {line:?}"))
             .to_string();
+        let rpc = line
+            .split_once(" YARN RPC ")
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .map(str::to_string);
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             // Self-signed certificates of the TLS tests; loopback only.
@@ -196,6 +202,7 @@ impl Server {
         Server {
             child,
             base,
+            rpc,
             _dir: None,
             agent,
         }

@@ -4,8 +4,6 @@
 //! Weft's own submission (one ask: the AM container's command, resource,
 //! environment and attempts).
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -13,9 +11,8 @@ use utoipa::ToSchema;
 
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
-use crate::cluster::{AskSpec, SubmitApp};
-use crate::protocol::node::ContainerCommand;
-use crate::rm::ResourceManager;
+use crate::cluster::SubmitApp;
+use crate::rm::{self, ResourceManager};
 use crate::security::Caller;
 
 /// YARN's answer to new-application.
@@ -87,7 +84,8 @@ pub(super) struct YarnSubmission {
     #[serde(rename = "reservation-id", default)]
     #[schema(max_length = 256)]
     reservation_id: Option<String>,
-    /// The project charged (a Weft field; YARN has none): default "default".
+    /// The project charged (a Weft field; YARN has none): else the
+    /// `project:NAME` tag's, else "default".
     #[serde(default)]
     #[schema(max_length = 256)]
     project: Option<String>,
@@ -117,7 +115,7 @@ pub(super) struct ApplicationTags {
 }
 
 fn default_attempts() -> u32 {
-    2
+    rm::yarn_submission::DEFAULT_AM_ATTEMPTS
 }
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -148,44 +146,31 @@ pub(super) struct EnvironmentEntry {
 }
 
 impl YarnSubmission {
-    /// Weft's submission: one container of the AM's resource running its
-    /// command, as the caller, charged to `project` (or "default").
+    /// Weft's submission (`rm::yarn_submission`, shared with Hadoop RPC):
+    /// one container of the AM's resource running its command.
     pub(super) fn into_submission(self) -> SubmitApp {
-        let env: BTreeMap<String, String> = self
-            .am_container_spec
-            .environment
-            .map(|e| e.entry.into_iter().map(|e| (e.key, e.value)).collect())
-            .unwrap_or_default();
-        SubmitApp {
-            name: self.application_name.unwrap_or_else(|| "app".into()),
-            queue: self.queue.unwrap_or_else(|| "default".into()),
-            user: String::new(),
-            project: self.project.unwrap_or_else(|| "default".into()),
+        rm::yarn_submission::YarnSubmission {
+            application_id: self.application_id,
+            name: self.application_name,
+            queue: self.queue,
             priority: self.priority,
-            asks: vec![AskSpec {
-                count: 1,
-                memory_mb: self.resource.memory,
-                vcores: self.resource.vcores,
-                gpus: 0,
-                duration_ms: None,
-                command: Some(ContainerCommand::Shell(
-                    self.am_container_spec.commands.command,
-                )),
-                env,
-                max_attempts: self.max_app_attempts,
-                gang: None,
-                node_label_expression: self.am_container_node_label_expression,
-                allocation_tags: Vec::new(),
-                placement_constraint: None,
-                locality: None,
-            }],
-            application_id: Some(self.application_id),
+            am_command: self.am_container_spec.commands.command,
+            am_environment: self
+                .am_container_spec
+                .environment
+                .map(|e| e.entry.into_iter().map(|e| (e.key, e.value)).collect())
+                .unwrap_or_default(),
+            am_memory_mb: self.resource.memory,
+            am_vcores: self.resource.vcores,
+            max_app_attempts: self.max_app_attempts,
             reservation_id: self.reservation_id,
+            project: self.project,
             application_type: self.application_type,
             tags: self.application_tags.map(|t| t.tag).unwrap_or_default(),
-            lifetime_s: None,
-            node_label_expression: self.app_node_label_expression,
+            app_node_label_expression: self.app_node_label_expression,
+            am_node_label_expression: self.am_container_node_label_expression,
         }
+        .into_submit_app()
     }
 }
 

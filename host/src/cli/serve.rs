@@ -11,7 +11,7 @@ use clap::Args;
 use super::SettingsArgs;
 use crate::api::{ApiState, router};
 use crate::clock::{Clock, WallClock};
-use crate::config::{Authentication, Settings};
+use crate::config::{Authentication, DEFAULT_CLIENT_RPC_PORT, Settings, YarnRpcSettings};
 use crate::ha;
 use crate::policy::PolicyRuntime;
 use crate::quota::EventLog;
@@ -19,6 +19,7 @@ use crate::rm::assemble::{Parts, QuotaEventLog, Recover};
 use crate::rm::{self, Intervals, policy_load, policy_watch, sim_nodes};
 use crate::security::{Authenticator, Security};
 use crate::store::{Fence, Store};
+use crate::yarn_rpc::{self, client_protocol::ClientProtocol};
 
 #[derive(Debug, Args)]
 pub(super) struct ServeArgs {
@@ -170,6 +171,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let listener = std::net::TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
+    let rpc_listener = bind_client_rpc(&settings.yarn_rpc, args.listen)?;
     warn_about_exposure(
         &address,
         &authenticator,
@@ -312,9 +314,30 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
                 settings.http.max_waiting_requests,
             )),
         };
+        let rpc = match rpc_listener {
+            Some(socket) => {
+                let socket = tokio::net::TcpListener::from_std(socket)?;
+                let rpc_address = socket.local_addr()?;
+                tokio::spawn(yarn_rpc::server::serve(
+                    yarn_rpc::server::Listener {
+                        socket,
+                        protocols: Arc::new(ClientProtocol::new(
+                            state.rm.clone(),
+                            state.security.clone(),
+                        )),
+                        authenticator: state.authenticator.clone(),
+                        sasl: yarn_rpc::sasl::Methods::SimpleOnly,
+                        limits: yarn_rpc::server::Limits::default(),
+                    },
+                    stopped(stop_rx.clone()),
+                ));
+                format!(" and YARN RPC {rpc_address}")
+            }
+            None => String::new(),
+        };
         // stdout gets the one line a user needs; logs go to stderr.
         println!(
-            "weft listening on {scheme}://{address}  (try: curl {scheme}://{address}/ws/v1/cluster/metrics)"
+            "weft listening on {scheme}://{address}{rpc}  (try: curl {scheme}://{address}/ws/v1/cluster/metrics)"
         );
         tracing::info!(%address, data_dir = %args.data_dir.display(), "weft serving");
         crate::api::server::serve(router(state), listener, &settings.http, stopped(stop_rx))
@@ -414,6 +437,29 @@ fn start_local_agent(
         stop,
         true,
     )
+}
+
+/// The listener for YARN clients (`yarn.resourcemanager.address`), unless
+/// Hadoop RPC is off: where configured, else the HTTP API's address with
+/// YARN's port 8032 (any free port when the HTTP port is 0, as tests and
+/// scripts that run several servers ask).
+fn bind_client_rpc(
+    settings: &YarnRpcSettings,
+    http: SocketAddr,
+) -> anyhow::Result<Option<std::net::TcpListener>> {
+    if !settings.enabled {
+        return Ok(None);
+    }
+    let address = match &settings.client_address {
+        Some(configured) => configured.clone(),
+        None if http.port() == 0 => SocketAddr::new(http.ip(), 0).to_string(),
+        None => SocketAddr::new(http.ip(), DEFAULT_CLIENT_RPC_PORT).to_string(),
+    };
+    let socket = std::net::TcpListener::bind(address.as_str()).with_context(|| {
+        format!("cannot listen for YARN clients on {address} (yarn.resourcemanager.address; weft.yarn-rpc.enabled=false turns Hadoop RPC off)")
+    })?;
+    socket.set_nonblocking(true)?;
+    Ok(Some(socket))
 }
 
 /// What a listener on a network, rather than loopback, leaves open.

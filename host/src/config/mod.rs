@@ -48,6 +48,8 @@ pub struct Settings {
     pub http: HttpSettings,
     /// Where state is kept, and how a restart or failover resumes.
     pub store: StoreSettings,
+    /// YARN's RPC ports for existing YARN clients.
+    pub yarn_rpc: YarnRpcSettings,
     /// `yarn.scheduler.capacity.*` from the config file and `--set`; the
     /// queue tree is built from them (and a `--queues` file) by `queues::load`.
     pub queue_properties: BTreeMap<String, String>,
@@ -55,6 +57,20 @@ pub struct Settings {
     pub accounting_enabled: bool,
     properties: Properties,
 }
+
+/// YARN's RPC ports (`yarn_rpc`), with YARN's property names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct YarnRpcSettings {
+    /// `weft.yarn-rpc.enabled`: whether `weft serve` listens for Hadoop RPC.
+    pub enabled: bool,
+    /// `yarn.resourcemanager.address`: where clients submit (`host:port`);
+    /// `None` when not set: the HTTP API's address with port 8032 (port 0,
+    /// any free one, when the HTTP port is 0).
+    pub client_address: Option<String>,
+}
+
+/// The port of `yarn.resourcemanager.address` when it is not set (YARN's).
+pub const DEFAULT_CLIENT_RPC_PORT: u16 = 8032;
 
 /// The quota service's timing and switches.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -524,6 +540,12 @@ impl Settings {
             ),
             max_waiting_requests: read.whole("weft.http.max-waiting-requests")? as usize,
         };
+        let yarn_rpc = YarnRpcSettings {
+            enabled: read.flag("weft.yarn-rpc.enabled")?,
+            client_address: Some(read.text("yarn.resourcemanager.address")?)
+                .map(|address| address.trim().to_string())
+                .filter(|address| !address.is_empty()),
+        };
         let accounting_enabled = read.flag("weft.accounting.enabled")?;
         #[cfg(test)]
         read.check_all_read();
@@ -538,6 +560,7 @@ impl Settings {
             reservations,
             policies,
             security,
+            yarn_rpc,
             http,
             store,
             queue_properties: properties.queue_properties.clone(),

@@ -286,6 +286,18 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "a TOML file of [projects] NAME = [\"user\", \"@group\", …]: who may charge each project (empty: anyone, any project)",
     ),
     (
+        "weft.yarn-rpc.enabled",
+        ValueType::Flag,
+        "true",
+        "serve YARN's own RPC protocols (Hadoop IPC) for existing YARN clients such as spark-submit",
+    ),
+    (
+        "yarn.resourcemanager.address",
+        ValueType::Text,
+        "",
+        "where YARN clients submit over RPC, host:port (empty: the HTTP API's address with port 8032, or any free port when the HTTP port is 0)",
+    ),
+    (
         "weft.http.tls.cert-file",
         ValueType::Text,
         "",

@@ -20,6 +20,7 @@ pub mod requests;
 pub mod sim_nodes;
 pub mod timers;
 mod writer;
+pub mod yarn_submission;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -309,6 +309,22 @@ impl Security {
         ))
     }
 
+    /// What the caller may do in queue `index` (YARN's getQueueUserAcls):
+    /// submit (its or an ancestor's submit or administer ACL allows them)
+    /// and administer (its or an ancestor's administer ACL, or the cluster's).
+    pub fn queue_rights(&self, caller: &Caller, tree: &QueueTree, index: usize) -> (bool, bool) {
+        let submit = self.check_submit(caller, tree, index).is_ok();
+        let queues = tree.queues();
+        let mut administer = self.is_admin(caller);
+        let mut current = Some(index);
+        while let (false, Some(at)) = (administer, current) {
+            administer = AccessControlList::parse(&queues[at].acl_administer_queue)
+                .allows(&caller.user, &caller.groups);
+            current = queues[at].parent;
+        }
+        (submit, administer)
+    }
+
     /// As YARN: a user may submit to a leaf queue if its submit or administer
     /// ACL, or that of any ancestor, lets them.
     pub fn check_submit(

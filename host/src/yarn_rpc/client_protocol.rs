@@ -1,0 +1,393 @@
+//! ApplicationClientProtocol, YARN's client port (`yarn.resourcemanager.address`,
+//! 8032): each method decodes its request, calls the resource manager's use
+//! case (the one REST calls) on the event loop, and encodes the answer.
+//! Methods YARN has that Weft does not serve answer
+//! RpcNoSuchMethodException naming them.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use prost::Message;
+
+use super::connection::Call;
+use super::error::{RpcError, class};
+use super::messages::calls::{
+    APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_PROTOCOL_METHODS,
+    GetApplicationReportRequestProto, GetApplicationReportResponseProto,
+    GetApplicationsRequestProto, GetApplicationsResponseProto, GetClusterMetricsRequestProto,
+    GetClusterMetricsResponseProto, GetClusterNodesRequestProto, GetClusterNodesResponseProto,
+    GetNewApplicationRequestProto, GetNewApplicationResponseProto, GetQueueInfoRequestProto,
+    GetQueueInfoResponseProto, GetQueueUserAclsInfoRequestProto, GetQueueUserAclsInfoResponseProto,
+    KillApplicationRequestProto, KillApplicationResponseProto, SubmitApplicationRequestProto,
+    SubmitApplicationResponseProto,
+};
+use super::messages::records::{
+    ApplicationSubmissionContextProto, NodeStateProto, QueueACLProto, QueueUserACLInfoProto,
+};
+use super::reports::{self, QueueDepth};
+use super::server::Protocols;
+use crate::cluster::App;
+use crate::rm::requests::RequestError;
+use crate::rm::yarn_submission::YarnSubmission;
+use crate::rm::{ResourceManager, RmHandle};
+use crate::security::Security;
+
+/// The protocol's name, as clients give it in every call.
+pub const PROTOCOL: &str = APPLICATION_CLIENT_PROTOCOL;
+
+/// ApplicationClientProtocol over the resource manager.
+#[derive(Clone)]
+pub struct ClientProtocol {
+    rm: RmHandle,
+    security: Arc<Security>,
+}
+
+impl ClientProtocol {
+    /// The protocol, calling the resource manager `rm`; callers' groups
+    /// come from `security`.
+    pub fn new(rm: RmHandle, security: Arc<Security>) -> ClientProtocol {
+        ClientProtocol { rm, security }
+    }
+}
+
+impl Protocols for ClientProtocol {
+    fn serve(&self, call: Call) -> BoxFuture<'static, Result<Vec<u8>, RpcError>> {
+        let this = self.clone();
+        Box::pin(async move { this.dispatch(call).await })
+    }
+}
+
+/// Decodes `method`'s request.
+fn decode<M: Message + Default>(method: &str, bytes: &[u8]) -> Result<M, RpcError> {
+    M::decode(bytes).map_err(|e| RpcError::undecodable(method, e))
+}
+
+/// A refusal of the resource manager's, as a Hadoop client reads it.
+fn refused(error: RequestError) -> RpcError {
+    match error {
+        RequestError::NotAllowed(message) | RequestError::OverBudget(message) => {
+            RpcError::new(class::ACCESS_CONTROL, message)
+        }
+        other => RpcError::yarn(other.to_string()),
+    }
+}
+
+impl ClientProtocol {
+    async fn dispatch(&self, call: Call) -> Result<Vec<u8>, RpcError> {
+        if call.protocol != PROTOCOL {
+            return Err(RpcError::no_such_protocol(&call.protocol));
+        }
+        let caller = self.security.caller(&call.peer.user);
+        let method = call.method.as_str();
+        let bytes = &call.request[..];
+        let response = match method {
+            "getClusterMetrics" => {
+                decode::<GetClusterMetricsRequestProto>(method, bytes)?;
+                let metrics = self
+                    .read(|rm| reports::cluster_metrics(rm.cluster()))
+                    .await?;
+                GetClusterMetricsResponseProto {
+                    cluster_metrics: Some(metrics),
+                }
+                .encode_to_vec()
+            }
+            "getNewApplication" => {
+                decode::<GetNewApplicationRequestProto>(method, bytes)?;
+                let (id, largest) = self
+                    .rm
+                    .with(move |rm: &mut ResourceManager| rm.new_application(&caller))
+                    .await?;
+                GetNewApplicationResponseProto {
+                    application_id: Some(reports::application_id(&id)),
+                    maximum_capability: Some(reports::resource(largest)),
+                }
+                .encode_to_vec()
+            }
+            "submitApplication" => {
+                let request: SubmitApplicationRequestProto = decode(method, bytes)?;
+                let context = request.application_submission_context.ok_or_else(|| {
+                    RpcError::yarn("submitApplication names no application submission context")
+                })?;
+                let submission = submission(context)?;
+                let submitter = call.peer.address.ip().to_string();
+                self.rm
+                    .with(move |rm: &mut ResourceManager| {
+                        rm.submit_app(&caller, submission.into_submit_app(), &submitter)
+                    })
+                    .await?
+                    .map_err(refused)?;
+                SubmitApplicationResponseProto {}.encode_to_vec()
+            }
+            "getApplicationReport" => {
+                let request: GetApplicationReportRequestProto = decode(method, bytes)?;
+                let id = reports::application_id_text(request.application_id.as_ref())?;
+                let wanted = id.clone();
+                let report = self
+                    .read(move |rm| rm.cluster().app(&wanted).map(reports::app_report))
+                    .await?
+                    .ok_or_else(|| reports::app_not_found(&id))?;
+                GetApplicationReportResponseProto {
+                    application_report: Some(report),
+                }
+                .encode_to_vec()
+            }
+            "getApplications" => {
+                let request: GetApplicationsRequestProto = decode(method, bytes)?;
+                let filter = AppFilter::new(request);
+                let applications = self
+                    .read(move |rm| {
+                        rm.cluster()
+                            .apps()
+                            .iter()
+                            .filter(|app| filter.admits(app))
+                            .take(filter.limit)
+                            .map(reports::app_report)
+                            .collect()
+                    })
+                    .await?;
+                GetApplicationsResponseProto { applications }.encode_to_vec()
+            }
+            "forceKillApplication" => {
+                let request: KillApplicationRequestProto = decode(method, bytes)?;
+                let id = reports::application_id_text(request.application_id.as_ref())?;
+                let wanted = id.clone();
+                let state = self
+                    .rm
+                    .with(move |rm: &mut ResourceManager| rm.kill_app(&caller, &wanted))
+                    .await?
+                    .map_err(|e| match e {
+                        RequestError::Unknown(_) => reports::app_not_found(&id),
+                        other => refused(other),
+                    })?;
+                KillApplicationResponseProto {
+                    is_kill_completed: Some(state.has_ended()),
+                }
+                .encode_to_vec()
+            }
+            "getClusterNodes" => {
+                let request: GetClusterNodesRequestProto = decode(method, bytes)?;
+                // Weft's registered nodes are RUNNING: asked only for other
+                // states, there are none.
+                let running = request.node_states.is_empty()
+                    || request
+                        .node_states
+                        .contains(&(NodeStateProto::NsRunning as i32));
+                let node_reports = if running {
+                    self.read(|rm| rm.cluster().nodes().map(reports::node_report).collect())
+                        .await?
+                } else {
+                    Vec::new()
+                };
+                GetClusterNodesResponseProto { node_reports }.encode_to_vec()
+            }
+            "getQueueInfo" => {
+                let request: GetQueueInfoRequestProto = decode(method, bytes)?;
+                let name = request.queue_name.clone().unwrap_or_default();
+                let depth = QueueDepth {
+                    children: request.include_child_queues.unwrap_or(false),
+                    recursive: request.recursive.unwrap_or(false),
+                    applications: request.include_applications.unwrap_or(false),
+                };
+                let wanted = name.clone();
+                let info = self
+                    .read(move |rm| {
+                        let cluster = rm.cluster();
+                        let queues = cluster.queues().queues();
+                        // By leaf name, full path, or "root".
+                        let index = queues
+                            .iter()
+                            .position(|q| q.path == wanted)
+                            .or_else(|| queues.iter().position(|q| q.name == wanted))?;
+                        let usage = crate::scheduler::diagnostics::queue_usage(cluster);
+                        Some(reports::queue_info(cluster, &usage, index, depth))
+                    })
+                    .await?
+                    .ok_or_else(|| RpcError::new(class::YARN, format!("Unknown queue: {name}")))?;
+                GetQueueInfoResponseProto {
+                    queue_info: Some(info),
+                }
+                .encode_to_vec()
+            }
+            "getQueueUserAcls" => {
+                decode::<GetQueueUserAclsInfoRequestProto>(method, bytes)?;
+                let security = self.security.clone();
+                let queue_user_acls = self
+                    .read(move |rm| {
+                        let tree = rm.cluster().queues();
+                        (0..tree.queues().len())
+                            .map(|index| {
+                                let (submit, administer) =
+                                    security.queue_rights(&caller, tree, index);
+                                let mut user_acls = Vec::new();
+                                if submit {
+                                    user_acls.push(QueueACLProto::QaclSubmitApplications as i32);
+                                }
+                                if administer {
+                                    user_acls.push(QueueACLProto::QaclAdministerQueue as i32);
+                                }
+                                QueueUserACLInfoProto {
+                                    queue_name: Some(tree.queues()[index].name.clone()),
+                                    user_acls,
+                                }
+                            })
+                            .collect()
+                    })
+                    .await?;
+                GetQueueUserAclsInfoResponseProto { queue_user_acls }.encode_to_vec()
+            }
+            // YARN has it; Weft does not serve it.
+            other if APPLICATION_CLIENT_PROTOCOL_METHODS.contains(&other) => {
+                return Err(RpcError::unsupported(PROTOCOL, other));
+            }
+            other => return Err(RpcError::no_such_method(PROTOCOL, other)),
+        };
+        Ok(response)
+    }
+
+    /// Runs a read on the event loop.
+    async fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&ResourceManager) -> T + Send + 'static,
+    ) -> Result<T, RpcError> {
+        Ok(self.rm.with(move |rm: &mut ResourceManager| f(rm)).await?)
+    }
+}
+
+/// A submission context as Weft's YARN submission. Fields Weft does not
+/// act on (local resources, tokens, ACLs, log aggregation, …) are left.
+fn submission(context: ApplicationSubmissionContextProto) -> Result<YarnSubmission, RpcError> {
+    let application_id = reports::application_id_text(context.application_id.as_ref())?;
+    if context.unmanaged_am() {
+        return Err(RpcError::yarn(
+            "unmanaged application masters are not supported by Weft: the AM runs in a container",
+        ));
+    }
+    let spec = context.am_container_spec.clone().unwrap_or_default();
+    let resource = match (
+        &context.resource,
+        context.am_container_resource_request.first(),
+    ) {
+        (Some(resource), _) => resource.clone(),
+        (None, Some(request)) => request.capability.clone().unwrap_or_default(),
+        (None, None) => {
+            return Err(RpcError::yarn(
+                "the submission names no resource for its application master",
+            ));
+        }
+    };
+    let am_memory_mb = u64::try_from(resource.memory.unwrap_or(0))
+        .map_err(|_| RpcError::yarn("the application master's memory is negative"))?;
+    let am_vcores = u32::try_from(resource.virtual_cores.unwrap_or(0))
+        .map_err(|_| RpcError::yarn("the application master's vcores are negative"))?;
+    let max_app_attempts = u32::try_from(context.max_app_attempts())
+        .map_err(|_| RpcError::yarn("maxAppAttempts is negative"))?;
+    let am_label = context
+        .am_container_resource_request
+        .first()
+        .and_then(|r| r.node_label_expression.clone());
+    Ok(YarnSubmission {
+        application_id,
+        name: context.application_name.clone(),
+        queue: context.queue.clone(),
+        priority: context
+            .priority
+            .as_ref()
+            .and_then(|p| p.priority)
+            .unwrap_or(0),
+        am_command: spec.command.join(" "),
+        am_environment: spec
+            .environment
+            .into_iter()
+            .filter_map(|entry| Some((entry.key?, entry.value.unwrap_or_default())))
+            .collect(),
+        am_memory_mb,
+        am_vcores,
+        max_app_attempts,
+        reservation_id: context.reservation_id.as_ref().and_then(|r| {
+            r.id.map(|id| format!("reservation_{}_{id:04}", r.cluster_timestamp.unwrap_or(0)))
+        }),
+        project: None,
+        application_type: context.application_type.clone(),
+        tags: context.application_tags.clone(),
+        app_node_label_expression: context.node_label_expression.clone(),
+        am_node_label_expression: am_label,
+    })
+}
+
+/// getApplications' filters.
+struct AppFilter {
+    types: Vec<String>,
+    states: Vec<crate::cluster::AppState>,
+    users: Vec<String>,
+    queues: Vec<String>,
+    tags: Vec<String>,
+    name: Option<String>,
+    started: (i64, i64),
+    finished: (i64, i64),
+    limit: usize,
+}
+
+impl AppFilter {
+    fn new(request: GetApplicationsRequestProto) -> AppFilter {
+        AppFilter {
+            // YARN matches types and tags without regard to case.
+            types: request
+                .application_types
+                .iter()
+                .map(|t| t.to_lowercase())
+                .collect(),
+            states: request
+                .application_states
+                .iter()
+                .filter_map(|&s| reports::weft_state(s))
+                .collect(),
+            users: request.users,
+            queues: request.queues,
+            tags: request
+                .application_tags
+                .iter()
+                .map(|t| t.to_lowercase())
+                .collect(),
+            name: request.name,
+            started: (
+                request.start_begin.unwrap_or(0),
+                request.start_end.unwrap_or(i64::MAX),
+            ),
+            finished: (
+                request.finish_begin.unwrap_or(0),
+                request.finish_end.unwrap_or(i64::MAX),
+            ),
+            limit: request
+                .limit
+                .and_then(|l| usize::try_from(l).ok())
+                .filter(|&l| l > 0)
+                .unwrap_or(usize::MAX),
+        }
+    }
+
+    /// Whether `app` passes every filter given (an empty list passes all).
+    fn admits(&self, app: &App) -> bool {
+        let within = |ms: u64, (from, to): (i64, i64)| {
+            let ms = i64::try_from(ms).unwrap_or(i64::MAX);
+            from <= ms && ms <= to
+        };
+        (self.types.is_empty() || self.types.contains(&app.application_type.to_lowercase()))
+            && (self.states.is_empty() || self.states.contains(&app.state))
+            && (self.users.is_empty() || self.users.contains(&app.user))
+            && (self.queues.is_empty() || self.queues.contains(&app.queue))
+            && (self.tags.is_empty()
+                || app
+                    .tags
+                    .iter()
+                    .any(|t| self.tags.contains(&t.to_lowercase())))
+            && self.name.as_ref().is_none_or(|name| *name == app.name)
+            && within(
+                app.start_time_ms.unwrap_or(app.submit_time_ms),
+                self.started,
+            )
+            && (self.finished == (0, i64::MAX)
+                || app
+                    .finish_time_ms
+                    .is_some_and(|ms| within(ms, self.finished)))
+    }
+}

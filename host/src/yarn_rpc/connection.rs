@@ -1,0 +1,442 @@
+//! One Hadoop IPC connection, as the Java server runs it: the preamble, an
+//! optional SASL negotiation, the connection context (who, which protocol),
+//! then calls served concurrently and answered in any order, each tagged
+//! with its call id. A broken rule closes the connection after a FATAL
+//! answer; a failed call answers ERROR and the connection goes on.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::{Semaphore, mpsc};
+
+use super::error::{ErrorCode, RpcError, class};
+use super::frame::{self, AuthProtocol, EncodeDelimited, Encoded, Frame, FrameError};
+use super::messages::ipc::{
+    IpcConnectionContextProto, RequestHeaderProto, RpcRequestHeaderProto, RpcResponseHeaderProto,
+    RpcSaslProto,
+};
+use super::sasl;
+use super::server::Shared;
+
+/// Call ids below zero are the connection's own business.
+mod call_id {
+    /// The connection context (never answered).
+    pub(super) const CONNECTION_CONTEXT: i32 = -3;
+    /// A ping while a call takes long (never answered).
+    pub(super) const PING: i32 = -4;
+    /// A SASL exchange.
+    pub(super) const SASL: i32 = -33;
+    /// The id of an answer to no call: a FATAL refusal of the connection.
+    pub(super) const NONE: i32 = -1;
+}
+
+/// `RpcKindProto.RPC_PROTOCOL_BUFFER`: the only kind YARN's protocols use.
+const RPC_PROTOCOL_BUFFER: i32 = 2;
+/// `OperationProto.RPC_FINAL_PACKET`.
+const RPC_FINAL_PACKET: i32 = 0;
+/// `RpcStatusProto`: SUCCESS, ERROR, FATAL.
+const STATUS_SUCCESS: i32 = 0;
+const STATUS_ERROR: i32 = 1;
+const STATUS_FATAL: i32 = 2;
+
+/// Answers waiting to be written, per connection.
+const ANSWER_QUEUE: usize = 64;
+
+/// Who a connection's calls come from, once established.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// The user the connection authenticated as.
+    pub user: Arc<str>,
+    /// Its address.
+    pub address: SocketAddr,
+    /// The attempt a token named, when the connection authenticated by
+    /// one (an application master's AMRMToken).
+    pub token_identifier: Option<Bytes>,
+}
+
+/// One call, for a protocol to serve.
+#[derive(Debug)]
+pub struct Call {
+    /// Who calls.
+    pub peer: Peer,
+    /// `declaringClassProtocolName`, e.g.
+    /// org.apache.hadoop.yarn.api.ApplicationClientProtocolPB.
+    pub protocol: String,
+    /// The method, e.g. getNewApplication.
+    pub method: String,
+    /// The request message's bytes, for the method to decode.
+    pub request: Bytes,
+}
+
+/// What the connection learnt before its first call.
+struct Established {
+    peer: Peer,
+}
+
+/// Serves one connection until the client closes it, it breaks a rule, it
+/// idles past the limit, or the server stops.
+pub(super) async fn serve(stream: TcpStream, address: SocketAddr, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let (mut reader, writer) = stream.into_split();
+    let (answers, queued) = mpsc::channel::<Answer>(ANSWER_QUEUE);
+    let writing = tokio::spawn(write_answers(writer, queued));
+    let result = read_calls(&mut reader, address, &shared, &answers).await;
+    if let Err(refusal) = result {
+        tracing::debug!(%address, "Hadoop RPC connection closed: {}", refusal.message);
+        if let Some(error) = refusal.answer {
+            let _ = answers
+                .send(Answer::last(error_frame(call_id::NONE, None, &error)))
+                .await;
+        }
+    }
+    // The writer ends once every call's sender is gone (calls in flight
+    // still answer) or a last answer is written.
+    drop(answers);
+    let _ = writing.await;
+}
+
+/// A frame to write, and whether the connection closes after it.
+struct Answer {
+    bytes: Vec<u8>,
+    last: bool,
+}
+
+impl Answer {
+    fn last(bytes: Vec<u8>) -> Answer {
+        Answer { bytes, last: true }
+    }
+}
+
+async fn write_answers(mut writer: OwnedWriteHalf, mut queued: mpsc::Receiver<Answer>) {
+    while let Some(answer) = queued.recv().await {
+        if writer.write_all(&answer.bytes).await.is_err() || answer.last {
+            break;
+        }
+    }
+    let _ = writer.shutdown().await;
+}
+
+/// Why a connection ends early: for the log, and what to tell the client
+/// (nothing when it is not a Hadoop client, or has gone).
+struct Refusal {
+    message: String,
+    answer: Option<RpcError>,
+}
+
+impl Refusal {
+    fn silent(message: impl Into<String>) -> Refusal {
+        Refusal {
+            message: message.into(),
+            answer: None,
+        }
+    }
+
+    fn fatal(class: &'static str, code: ErrorCode, message: impl Into<String>) -> Refusal {
+        let message = message.into();
+        Refusal {
+            answer: Some(RpcError::fatal(class, code, message.clone())),
+            message,
+        }
+    }
+}
+
+impl From<FrameError> for Refusal {
+    fn from(error: FrameError) -> Refusal {
+        match error {
+            FrameError::TooLong { .. } => Refusal::fatal(
+                class::SERVER,
+                ErrorCode::FatalInvalidRpcHeader,
+                error.to_string(),
+            ),
+            FrameError::Busy { .. } => {
+                Refusal::fatal(class::RETRIABLE, ErrorCode::FatalUnknown, error.to_string())
+            }
+            FrameError::Closed | FrameError::Slow(_) | FrameError::Io(_) => {
+                Refusal::silent(error.to_string())
+            }
+        }
+    }
+}
+
+fn undecodable(what: &str, error: prost::DecodeError) -> Refusal {
+    Refusal::fatal(
+        class::SERVER,
+        ErrorCode::FatalDeserializingRequest,
+        format!("{what} cannot be decoded: {error}"),
+    )
+}
+
+async fn read_calls(
+    reader: &mut tokio::net::tcp::OwnedReadHalf,
+    address: SocketAddr,
+    shared: &Arc<Shared>,
+    answers: &mpsc::Sender<Answer>,
+) -> Result<(), Refusal> {
+    let limits = &shared.limits;
+    let mut preamble = [0u8; 7];
+    match tokio::time::timeout(limits.handshake, reader.read_exact(&mut preamble)).await {
+        Err(_) => return Err(Refusal::silent("no preamble in time")),
+        Ok(Err(e)) => return Err(Refusal::silent(format!("no preamble: {e}"))),
+        Ok(Ok(_)) => {}
+    }
+    let auth = frame::parse_preamble(&preamble).map_err(|e| match e {
+        frame::PreambleError::NotHadoop => Refusal::silent(e.to_string()),
+        frame::PreambleError::Version(_) => Refusal::fatal(
+            class::VERSION_MISMATCH,
+            ErrorCode::FatalVersionMismatch,
+            e.to_string(),
+        ),
+        frame::PreambleError::Auth(_) => {
+            Refusal::fatal(class::SASL, ErrorCode::FatalUnauthorized, e.to_string())
+        }
+    })?;
+    let established = establish(reader, address, auth, shared, answers).await?;
+    let in_flight = Arc::new(Semaphore::new(limits.calls_per_connection));
+    loop {
+        // Idle only counts while no call is in flight: a call may take a
+        // while, and the client waits for it in silence (or pings).
+        let idle = if in_flight.available_permits() == limits.calls_per_connection {
+            limits.idle
+        } else {
+            Duration::from_secs(86_400)
+        };
+        let mut frame = match next_frame(reader, shared, idle).await {
+            Err(FrameError::Closed) => return Ok(()),
+            Err(FrameError::Slow(_)) if idle == limits.idle => {
+                return Err(Refusal::silent("idle past the limit"));
+            }
+            other => other?,
+        };
+        let header: RpcRequestHeaderProto = frame
+            .message()
+            .map_err(|e| undecodable("the request header", e))?;
+        match header.call_id {
+            call_id::PING => continue,
+            id if id < 0 => {
+                return Err(Refusal::fatal(
+                    class::SERVER,
+                    ErrorCode::FatalInvalidRpcHeader,
+                    format!("call id {id} is not a call once the connection is established"),
+                ));
+            }
+            _ => {}
+        }
+        check_header(&header)?;
+        let request: RequestHeaderProto = frame
+            .message()
+            .map_err(|e| undecodable("the request's method header", e))?;
+        let body = match frame.raw() {
+            Ok(body) => body,
+            Err(e) => {
+                let error = RpcError::undecodable(&request.method_name, e);
+                let _ = answers
+                    .send(Answer {
+                        bytes: error_frame(header.call_id, Some(&header), &error),
+                        last: false,
+                    })
+                    .await;
+                continue;
+            }
+        };
+        drop(frame);
+        // At most so many calls of one connection at once: further frames
+        // wait unread, so one client cannot queue unbounded work.
+        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+            return Ok(());
+        };
+        let call = Call {
+            peer: established.peer.clone(),
+            protocol: request.declaring_class_protocol_name.clone(),
+            method: request.method_name.clone(),
+            request: body,
+        };
+        let answers = answers.clone();
+        let protocols = shared.protocols.clone();
+        tokio::spawn(async move {
+            let id = header.call_id;
+            let answer = match protocols.serve(call).await {
+                Ok(response) => Answer {
+                    bytes: success_frame(id, &header, response),
+                    last: false,
+                },
+                Err(error) => Answer {
+                    bytes: error_frame(id, Some(&header), &error),
+                    last: error.code.is_fatal(),
+                },
+            };
+            let _ = answers.send(answer).await;
+            drop(permit);
+        });
+    }
+}
+
+async fn next_frame(
+    reader: &mut tokio::net::tcp::OwnedReadHalf,
+    shared: &Shared,
+    idle: Duration,
+) -> Result<Frame, FrameError> {
+    let limits = &shared.limits;
+    frame::read_frame(
+        reader,
+        limits.max_frame,
+        &shared.budget,
+        idle,
+        limits.handshake,
+    )
+    .await
+}
+
+/// Java's server checks both: a protocol-buffer call in one packet.
+fn check_header(header: &RpcRequestHeaderProto) -> Result<(), Refusal> {
+    if header.rpc_kind != Some(RPC_PROTOCOL_BUFFER) {
+        return Err(Refusal::fatal(
+            class::SERVER,
+            ErrorCode::FatalInvalidRpcHeader,
+            format!(
+                "rpcKind {:?} is not served: YARN's protocols are protocol buffers (2)",
+                header.rpc_kind
+            ),
+        ));
+    }
+    if header.rpc_op != Some(RPC_FINAL_PACKET) {
+        return Err(Refusal::fatal(
+            class::SERVER,
+            ErrorCode::FatalInvalidRpcHeader,
+            format!(
+                "rpcOp {:?} is not served (0, a final packet, is)",
+                header.rpc_op
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The SASL exchange, when the client asks for one, then the connection
+/// context: who the calls come from.
+async fn establish(
+    reader: &mut tokio::net::tcp::OwnedReadHalf,
+    address: SocketAddr,
+    auth: AuthProtocol,
+    shared: &Arc<Shared>,
+    answers: &mpsc::Sender<Answer>,
+) -> Result<Established, Refusal> {
+    let handshake = shared.limits.handshake;
+    let mut token = None;
+    if auth == AuthProtocol::Sasl {
+        let mut exchange = sasl::Exchange::new(shared.sasl.clone());
+        loop {
+            let mut frame = next_frame(reader, shared, handshake).await?;
+            let header: RpcRequestHeaderProto = frame
+                .message()
+                .map_err(|e| undecodable("the SASL header", e))?;
+            if header.call_id != call_id::SASL {
+                return Err(Refusal::fatal(
+                    class::SASL,
+                    ErrorCode::FatalUnauthorized,
+                    format!(
+                        "call id {} before SASL authentication completed",
+                        header.call_id
+                    ),
+                ));
+            }
+            let message: RpcSaslProto = frame
+                .message()
+                .map_err(|e| undecodable("the SASL message", e))?;
+            let step = exchange.step(message).map_err(|message| {
+                Refusal::fatal(class::SASL, ErrorCode::FatalUnauthorized, message)
+            })?;
+            let bytes = frame::encode_frame(&[&sasl_header(), &step.reply]);
+            answers
+                .send(Answer { bytes, last: false })
+                .await
+                .map_err(|_| Refusal::silent("the writer stopped"))?;
+            if let Some(done) = step.done {
+                token = done.token;
+                break;
+            }
+        }
+    }
+    let mut frame = next_frame(reader, shared, handshake).await?;
+    let header: RpcRequestHeaderProto = frame
+        .message()
+        .map_err(|e| undecodable("the connection context's header", e))?;
+    if header.call_id != call_id::CONNECTION_CONTEXT {
+        return Err(Refusal::fatal(
+            class::SERVER,
+            ErrorCode::FatalInvalidRpcHeader,
+            "Connection context not established",
+        ));
+    }
+    let context: IpcConnectionContextProto = frame
+        .message()
+        .map_err(|e| undecodable("the connection context", e))?;
+    let user = match &token {
+        // The token established who calls: Java sends no user then.
+        Some(token) => token.user.clone(),
+        None => {
+            let named = context
+                .user_info
+                .as_ref()
+                .and_then(|u| u.effective_user.as_deref());
+            shared.identify(named).map_err(|message| {
+                Refusal::fatal(class::ACCESS_CONTROL, ErrorCode::FatalUnauthorized, message)
+            })?
+        }
+    };
+    Ok(Established {
+        peer: Peer {
+            user,
+            address,
+            token_identifier: token.map(|t| t.identifier),
+        },
+    })
+}
+
+/// The header of a SASL answer.
+fn sasl_header() -> RpcResponseHeaderProto {
+    RpcResponseHeaderProto {
+        call_id: call_id::SASL as u32,
+        status: STATUS_SUCCESS,
+        server_ipc_version_num: Some(u32::from(frame::VERSION)),
+        ..Default::default()
+    }
+}
+
+/// A call's success: the header, then the response message (written even
+/// when empty, as the Java client expects).
+fn success_frame(id: i32, request: &RpcRequestHeaderProto, response: Vec<u8>) -> Vec<u8> {
+    let header = RpcResponseHeaderProto {
+        call_id: id as u32,
+        status: STATUS_SUCCESS,
+        server_ipc_version_num: Some(u32::from(frame::VERSION)),
+        client_id: Some(request.client_id.clone()),
+        retry_count: request.retry_count,
+        ..Default::default()
+    };
+    frame::encode_frame(&[&header as &dyn EncodeDelimited, &Encoded(response)])
+}
+
+/// A call's failure, or (with no request) a FATAL refusal of the connection.
+fn error_frame(id: i32, request: Option<&RpcRequestHeaderProto>, error: &RpcError) -> Vec<u8> {
+    let header = RpcResponseHeaderProto {
+        call_id: id as u32,
+        status: if error.code.is_fatal() {
+            STATUS_FATAL
+        } else {
+            STATUS_ERROR
+        },
+        server_ipc_version_num: Some(u32::from(frame::VERSION)),
+        exception_class_name: Some(error.class.to_string()),
+        error_msg: Some(error.message.clone()),
+        error_detail: Some(error.code as i32),
+        client_id: request.map(|r| r.client_id.clone()),
+        retry_count: request.and_then(|r| r.retry_count),
+        ..Default::default()
+    };
+    frame::encode_frame(&[&header])
+}

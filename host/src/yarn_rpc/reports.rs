@@ -1,0 +1,328 @@
+//! What Weft knows, as YARN's records: app ids and reports, node reports,
+//! queue infos and the cluster's metrics, read from the cluster model for
+//! the RPC protocols to answer with.
+
+use super::error::{RpcError, class};
+use super::messages::records::{
+    ApplicationAttemptIdProto, ApplicationIdProto, ApplicationReportProto,
+    ApplicationResourceUsageReportProto, FinalApplicationStatusProto, NodeIdProto, NodeReportProto,
+    NodeStateProto, PriorityProto, QueueInfoProto, QueueStateProto, ResourceProto,
+    YarnApplicationStateProto, YarnClusterMetricsProto,
+};
+use crate::cluster::{App, AppState, Cluster, Node};
+use crate::queues::QueueState;
+use crate::resources::Resources;
+
+/// A YARN app id's two numbers from Weft's `application_<ts>_<nnnn>`.
+pub fn application_id(id: &str) -> ApplicationIdProto {
+    let (timestamp, number) = id
+        .strip_prefix("application_")
+        .and_then(|rest| rest.split_once('_'))
+        .unwrap_or_default();
+    ApplicationIdProto {
+        id: number.parse().ok(),
+        cluster_timestamp: timestamp.parse().ok(),
+    }
+}
+
+/// Weft's id of a YARN app id: `application_<ts>_<nnnn>` (at least four
+/// digits, as YARN prints it); refused when a number is missing or
+/// negative.
+pub fn application_id_text(id: Option<&ApplicationIdProto>) -> Result<String, RpcError> {
+    let id = id.ok_or_else(|| RpcError::yarn("the request names no application id"))?;
+    match (id.cluster_timestamp, id.id) {
+        (Some(timestamp), Some(number)) if timestamp >= 0 && number >= 0 => {
+            Ok(format!("application_{timestamp}_{number:04}"))
+        }
+        _ => Err(RpcError::yarn(format!(
+            "application id {{clusterTimestamp: {:?}, id: {:?}}} is not one this server gives",
+            id.cluster_timestamp, id.id
+        ))),
+    }
+}
+
+/// The answer for an app the cluster does not keep, as YARN words it.
+pub fn app_not_found(id: &str) -> RpcError {
+    RpcError::new(
+        class::APPLICATION_NOT_FOUND,
+        format!("Application with id '{id}' doesn't exist in RM."),
+    )
+}
+
+/// An app's one attempt (Weft runs each app's AM container as attempt 1).
+pub fn attempt_id(id: &str) -> ApplicationAttemptIdProto {
+    ApplicationAttemptIdProto {
+        application_id: Some(application_id(id)),
+        attempt_id: Some(1),
+    }
+}
+
+/// YARN's resource record.
+pub fn resource(r: Resources) -> ResourceProto {
+    ResourceProto {
+        memory: Some(i64::try_from(r.memory_mb).unwrap_or(i64::MAX)),
+        virtual_cores: Some(i32::try_from(r.vcores).unwrap_or(i32::MAX)),
+        resource_value_map: Vec::new(),
+    }
+}
+
+fn state(state: AppState) -> YarnApplicationStateProto {
+    match state {
+        AppState::Accepted => YarnApplicationStateProto::Accepted,
+        AppState::Running => YarnApplicationStateProto::Running,
+        AppState::Finished => YarnApplicationStateProto::Finished,
+        AppState::Failed => YarnApplicationStateProto::Failed,
+        AppState::Killed => YarnApplicationStateProto::Killed,
+    }
+}
+
+/// Weft's app state for a YARN state a client filters by; none for the
+/// states Weft's apps never show (NEW, NEW_SAVING, SUBMITTED).
+pub fn weft_state(yarn: i32) -> Option<AppState> {
+    match YarnApplicationStateProto::try_from(yarn).ok()? {
+        YarnApplicationStateProto::Accepted => Some(AppState::Accepted),
+        YarnApplicationStateProto::Running => Some(AppState::Running),
+        YarnApplicationStateProto::Finished => Some(AppState::Finished),
+        YarnApplicationStateProto::Failed => Some(AppState::Failed),
+        YarnApplicationStateProto::Killed => Some(AppState::Killed),
+        _ => None,
+    }
+}
+
+fn final_status(state: AppState) -> FinalApplicationStatusProto {
+    match state {
+        AppState::Accepted | AppState::Running => FinalApplicationStatusProto::AppUndefined,
+        AppState::Finished => FinalApplicationStatusProto::AppSucceeded,
+        AppState::Failed => FinalApplicationStatusProto::AppFailed,
+        AppState::Killed => FinalApplicationStatusProto::AppKilled,
+    }
+}
+
+fn ms(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// An app's report, as getApplicationReport and getApplications answer.
+pub fn app_report(app: &App) -> ApplicationReportProto {
+    let asked: u64 = app.asks.iter().map(|a| u64::from(a.count)).sum();
+    let done = u64::from(app.finished_containers);
+    let progress = match app.state {
+        AppState::Finished => 1.0,
+        _ if asked == 0 => 0.0,
+        _ => (done as f64 / asked as f64).min(1.0) as f32,
+    };
+    ApplicationReportProto {
+        application_id: Some(application_id(&app.id)),
+        user: Some(app.user.clone()),
+        queue: Some(app.queue.clone()),
+        name: Some(app.name.clone()),
+        host: Some("N/A".into()),
+        rpc_port: Some(-1),
+        yarn_application_state: Some(state(app.state) as i32),
+        tracking_url: Some(String::new()),
+        diagnostics: Some(app.diagnostics.clone()),
+        start_time: Some(ms(app.start_time_ms.unwrap_or(app.submit_time_ms))),
+        finish_time: Some(app.finish_time_ms.map_or(0, ms)),
+        final_application_status: Some(final_status(app.state) as i32),
+        app_resource_usage: Some(ApplicationResourceUsageReportProto {
+            num_used_containers: Some(i32::try_from(app.running_containers).unwrap_or(i32::MAX)),
+            num_reserved_containers: Some(0),
+            used_resources: Some(resource(app.used)),
+            reserved_resources: Some(resource(Resources::ZERO)),
+            needed_resources: Some(resource(app.used)),
+            ..Default::default()
+        }),
+        current_application_attempt_id: Some(attempt_id(&app.id)),
+        progress: Some(progress),
+        application_type: Some(app.application_type.clone()),
+        application_tags: app.tags.clone(),
+        priority: Some(PriorityProto {
+            priority: Some(app.priority),
+        }),
+        submit_time: Some(ms(app.submit_time_ms)),
+        launch_time: app.start_time_ms.map(ms),
+        ..Default::default()
+    }
+}
+
+/// A node's host and port, from its id (`host:port`) or its agent's HTTP
+/// address; port 0 when it names none.
+pub fn node_id(node: &Node) -> NodeIdProto {
+    let (host, port) = match node.id.rsplit_once(':') {
+        Some((host, port)) if port.parse::<u16>().is_ok() => (host, port.parse().unwrap_or(0)),
+        _ => (node.id.as_str(), 0),
+    };
+    NodeIdProto {
+        host: Some(host.to_string()),
+        port: Some(port),
+    }
+}
+
+/// A node's `host:port` for its web pages (YARN's nodeHttpAddress, no
+/// scheme), empty when its agent serves none.
+pub fn node_http_address(node: &Node) -> String {
+    let address = &node.agent.http_address;
+    address
+        .split_once("://")
+        .map_or(address.as_str(), |(_, rest)| rest)
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// A registered node's report (RUNNING: Weft keeps only live nodes here).
+pub fn node_report(node: &Node) -> NodeReportProto {
+    NodeReportProto {
+        node_id: Some(node_id(node)),
+        http_address: Some(node_http_address(node)),
+        rack_name: Some(node.rack().to_string()),
+        used: Some(resource(node.allocated)),
+        capability: Some(resource(node.capacity)),
+        num_containers: Some(i32::try_from(node.containers.len()).unwrap_or(i32::MAX)),
+        node_state: Some(NodeStateProto::NsRunning as i32),
+        health_report: Some(String::new()),
+        last_health_report_time: Some(ms(node.last_heartbeat_ms)),
+        node_labels: if node.partition.is_empty() {
+            Vec::new()
+        } else {
+            vec![node.partition.clone()]
+        },
+        ..Default::default()
+    }
+}
+
+/// The cluster's node counts.
+pub fn cluster_metrics(cluster: &Cluster) -> YarnClusterMetricsProto {
+    let count = |n: usize| Some(i32::try_from(n).unwrap_or(i32::MAX));
+    let (active, lost) = (cluster.nodes().count(), cluster.lost_nodes().count());
+    YarnClusterMetricsProto {
+        num_node_managers: count(active),
+        num_active_nms: count(active),
+        num_lost_nms: count(lost),
+        num_decommissioned_nms: Some(0),
+        num_unhealthy_nms: Some(0),
+        num_rebooted_nms: Some(0),
+        num_decommissioning_nms: Some(0),
+        num_shutdown_nms: Some(0),
+    }
+}
+
+/// What a queue info holds besides the queue itself.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueDepth {
+    /// Its children's infos (YARN's includeChildQueues).
+    pub children: bool,
+    /// Their children's too, all the way down (recursive).
+    pub recursive: bool,
+    /// Its apps' reports (includeApplications).
+    pub applications: bool,
+}
+
+/// Queue `index`'s info: capacities as fractions of its parent's (YARN's
+/// QueueInfo), its use as a fraction of its guarantee.
+pub fn queue_info(
+    cluster: &Cluster,
+    usage: &[Resources],
+    index: usize,
+    depth: QueueDepth,
+) -> QueueInfoProto {
+    let queues = cluster.queues().queues();
+    let queue = &queues[index];
+    let capacity = cluster.capacity();
+    let used_share = usage
+        .get(index)
+        .map_or(0.0, |used| used.dominant_share(&capacity).percent);
+    let current = if queue.absolute_capacity > 0.0 {
+        used_share / queue.absolute_capacity
+    } else {
+        0.0
+    };
+    let children = if depth.children || depth.recursive {
+        let below = QueueDepth {
+            children: depth.recursive,
+            ..depth
+        };
+        queue
+            .children
+            .iter()
+            .map(|&child| queue_info(cluster, usage, child, below))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let applications = if depth.applications {
+        cluster
+            .active_apps()
+            .map(|i| &cluster.apps()[i])
+            .filter(|app| app.queue_index == index)
+            .map(app_report)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    QueueInfoProto {
+        queue_name: Some(queue.name.clone()),
+        queue_path: Some(queue.path.clone()),
+        capacity: Some((queue.capacity / 100.0) as f32),
+        maximum_capacity: Some((queue.maximum_capacity / 100.0) as f32),
+        current_capacity: Some(current as f32),
+        state: Some(match queue.state {
+            QueueState::Running => QueueStateProto::QRunning as i32,
+            QueueState::Stopped => QueueStateProto::QStopped as i32,
+        }),
+        child_queues: children,
+        applications,
+        accessible_node_labels: match &queue.partitions.accessible {
+            None => vec!["*".into()],
+            Some(labels) => labels.iter().cloned().collect(),
+        },
+        default_node_label_expression: Some(queue.partitions.default_label_expression.clone()),
+        scheduler_type: Some("capacityScheduler".into()),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn app_ids_go_both_ways_and_bad_ones_are_refused() {
+        let proto = application_id("application_1700000000000_0042");
+        assert_eq!(proto.cluster_timestamp, Some(1_700_000_000_000));
+        assert_eq!(proto.id, Some(42));
+        assert_eq!(
+            application_id_text(Some(&proto)).unwrap(),
+            "application_1700000000000_0042"
+        );
+        // YARN prints at least four digits, more when the number needs them.
+        let big = ApplicationIdProto {
+            id: Some(123_456),
+            cluster_timestamp: Some(5),
+        };
+        assert_eq!(
+            application_id_text(Some(&big)).unwrap(),
+            "application_5_123456"
+        );
+        assert!(application_id_text(None).is_err());
+        let negative = ApplicationIdProto {
+            id: Some(-1),
+            cluster_timestamp: Some(5),
+        };
+        assert!(application_id_text(Some(&negative)).is_err());
+        let missing = ApplicationIdProto {
+            id: Some(1),
+            cluster_timestamp: None,
+        };
+        assert!(application_id_text(Some(&missing)).is_err());
+    }
+
+    #[test]
+    fn states_map_onto_yarn_numbers() {
+        assert_eq!(state(AppState::Accepted) as i32, 4);
+        assert_eq!(state(AppState::Killed) as i32, 8);
+        assert_eq!(final_status(AppState::Finished) as i32, 1);
+        assert_eq!(weft_state(5), Some(AppState::Running));
+        assert_eq!(weft_state(1), None, "NEW is never a Weft app's state");
+        assert_eq!(weft_state(99), None);
+    }
+}

@@ -1,0 +1,535 @@
+//! YARN's own RPC (Hadoop IPC 9) on `weft serve`'s client port: YARN's Java
+//! client (pyspark's hadoop-client 3.4.1, unmodified) submits, watches and
+//! kills an app over it (tests/yarn_rpc/ClientCheck.java), and a hostile
+//! client — garbage, a 2 GB length prefix, deep and huge protobufs, calls
+//! out of order, another user's app, ten thousand idle connections — gets a
+//! clean error or a closed connection while REST and the event loop go on.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use serde_json::json;
+use weft_host::yarn_rpc::frame::{EncodeDelimited, Encoded, encode_frame};
+use weft_host::yarn_rpc::messages::calls::{
+    GetApplicationsRequestProto, GetClusterMetricsResponseProto, GetNewApplicationResponseProto,
+    KillApplicationRequestProto, SubmitApplicationRequestProto,
+};
+use weft_host::yarn_rpc::messages::ipc::{
+    IpcConnectionContextProto, RequestHeaderProto, RpcRequestHeaderProto, RpcResponseHeaderProto,
+    RpcSaslProto, UserInformationProto,
+};
+use weft_host::yarn_rpc::messages::records::{
+    ApplicationSubmissionContextProto, ContainerLaunchContextProto, ResourceProto,
+};
+use weft_host::yarn_rpc::reports::application_id;
+
+use crate::support::Server;
+
+const CLIENT_PROTOCOL: &str = "org.apache.hadoop.yarn.api.ApplicationClientProtocolPB";
+const SIM_NODES: &str = "2x4096mb,4vcores";
+
+/// One Hadoop IPC connection, written by hand as a hostile client would.
+struct Raw {
+    stream: TcpStream,
+}
+
+/// An answer: its header, and the response message's bytes after it.
+struct Answer {
+    header: RpcResponseHeaderProto,
+    body: Vec<u8>,
+}
+
+impl Raw {
+    fn connect(address: &str) -> Raw {
+        let stream = TcpStream::connect(address).expect("the RPC port accepts");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        Raw { stream }
+    }
+
+    /// Preamble (auth NONE) and a context naming `user`.
+    fn simple(address: &str, user: &str) -> Raw {
+        let mut raw = Raw::connect(address);
+        raw.send(b"hrpc\x09\x00\x00");
+        raw.context(user);
+        raw
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+    }
+
+    fn header(call_id: i32) -> RpcRequestHeaderProto {
+        RpcRequestHeaderProto {
+            rpc_kind: Some(2),
+            rpc_op: Some(0),
+            call_id,
+            client_id: vec![7; 16],
+            retry_count: Some(-1),
+            ..Default::default()
+        }
+    }
+
+    fn context(&mut self, user: &str) {
+        let context = IpcConnectionContextProto {
+            user_info: Some(UserInformationProto {
+                effective_user: Some(user.into()),
+                real_user: None,
+            }),
+            protocol: Some(CLIENT_PROTOCOL.into()),
+        };
+        self.send(&encode_frame(&[&Raw::header(-3), &context]));
+    }
+
+    /// Sends call `id` of `method` with `request`'s bytes.
+    fn send_call(&mut self, id: i32, protocol: &str, method: &str, request: Vec<u8>) {
+        let method = RequestHeaderProto {
+            method_name: method.into(),
+            declaring_class_protocol_name: protocol.into(),
+            client_protocol_version: 1,
+        };
+        let parts: [&dyn EncodeDelimited; 3] = [&Raw::header(id), &method, &Encoded(request)];
+        self.send(&encode_frame(&parts));
+    }
+
+    /// The next answer, or None when the server closed the connection.
+    fn answer(&mut self) -> Option<Answer> {
+        let mut prefix = [0u8; 4];
+        self.stream.read_exact(&mut prefix).ok()?;
+        let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+        self.stream.read_exact(&mut body).ok()?;
+        let mut rest = &body[..];
+        let header = RpcResponseHeaderProto::decode_length_delimited(&mut rest).unwrap();
+        Some(Answer {
+            header,
+            body: rest.to_vec(),
+        })
+    }
+
+    fn call(&mut self, id: i32, method: &str, request: Vec<u8>) -> Answer {
+        self.send_call(id, CLIENT_PROTOCOL, method, request);
+        self.answer().expect("an answer")
+    }
+
+    /// Whether the server closed the connection (within the read timeout).
+    fn is_closed(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(self.stream.read(&mut byte), Ok(0) | Err(_))
+    }
+}
+
+impl Answer {
+    fn message<M: Message + Default>(&self) -> M {
+        assert_eq!(self.header.status, 0, "{:?}", self.header);
+        M::decode_length_delimited(&self.body[..]).unwrap()
+    }
+
+    fn exception(&self) -> (&str, &str) {
+        (
+            self.header.exception_class_name.as_deref().unwrap_or(""),
+            self.header.error_msg.as_deref().unwrap_or(""),
+        )
+    }
+}
+
+fn rpc_address(server: &Server) -> String {
+    server
+        .rpc
+        .clone()
+        .expect("weft serve says where YARN RPC listens")
+}
+
+/// The server keeps answering REST and RPC.
+fn assert_alive(server: &Server) {
+    let (status, body) = server.get("/ws/v1/cluster/metrics");
+    assert_eq!(status, 200, "{body}");
+    let mut raw = Raw::simple(&rpc_address(server), "alive");
+    let metrics: GetClusterMetricsResponseProto =
+        raw.call(1, "getClusterMetrics", Vec::new()).message();
+    assert_eq!(
+        metrics.cluster_metrics.and_then(|m| m.num_node_managers),
+        Some(2)
+    );
+}
+
+#[test]
+fn calls_answer_and_a_failed_call_leaves_the_connection_open() {
+    let server = Server::start(&["--sim-nodes", SIM_NODES]);
+    let address = rpc_address(&server);
+    let mut raw = Raw::simple(&address, "alice");
+    let metrics: GetClusterMetricsResponseProto =
+        raw.call(1, "getClusterMetrics", Vec::new()).message();
+    assert_eq!(metrics.cluster_metrics.unwrap().num_node_managers, Some(2));
+
+    let unknown = raw.call(2, "noSuchCall", Vec::new());
+    assert_eq!(unknown.header.status, 1, "ERROR, not FATAL");
+    assert_eq!(unknown.header.call_id, 2);
+    assert_eq!(unknown.header.client_id.as_deref(), Some(&[7u8; 16][..]));
+    let (class, message) = unknown.exception();
+    assert_eq!(class, "org.apache.hadoop.ipc.RpcNoSuchMethodException");
+    assert!(message.contains("noSuchCall"), "{message}");
+
+    let unsupported = raw.call(3, "moveApplicationAcrossQueues", Vec::new());
+    let (class, message) = unsupported.exception();
+    assert_eq!(class, "org.apache.hadoop.ipc.RpcNoSuchMethodException");
+    assert!(
+        message.contains("moveApplicationAcrossQueues") && message.contains("not supported"),
+        "{message}"
+    );
+
+    // Bytes that are no GetApplicationsRequestProto (a truncated varint).
+    let garbage = raw.call(4, "getApplications", vec![0x0a, 0xff]);
+    let (class, _) = garbage.exception();
+    assert_eq!(class, "org.apache.hadoop.ipc.RpcServerException");
+
+    raw.send_call(5, "org.example.NoSuchProtocolPB", "anything", Vec::new());
+    let answer = raw.answer().unwrap();
+    assert_eq!(
+        answer.exception().0,
+        "org.apache.hadoop.ipc.RpcNoSuchProtocolException"
+    );
+
+    // The same connection still serves: a new application for alice.
+    let fresh: GetNewApplicationResponseProto =
+        raw.call(6, "getNewApplication", Vec::new()).message();
+    let id = fresh.application_id.unwrap();
+    assert!(id.id.unwrap() >= 1, "{id:?}");
+    assert_eq!(
+        fresh.maximum_capability.unwrap().memory,
+        Some(4096),
+        "the largest node"
+    );
+}
+
+#[test]
+fn sasl_negotiation_falls_back_to_simple_as_a_security_off_server_does() {
+    let server = Server::start(&["--sim-nodes", SIM_NODES]);
+    let mut raw = Raw::connect(&rpc_address(&server));
+    raw.send(b"hrpc\x09\x00\xdf");
+    let negotiate = RpcSaslProto {
+        state: 1,
+        ..Default::default()
+    };
+    raw.send(&encode_frame(&[&Raw::header(-33), &negotiate]));
+    let answer = raw.answer().expect("an answer to NEGOTIATE");
+    assert_eq!(answer.header.call_id as i32, -33);
+    let sasl: RpcSaslProto = answer.message();
+    assert_eq!(sasl.state, 0, "SUCCESS: go on with SIMPLE");
+    raw.context("carol");
+    let metrics: GetClusterMetricsResponseProto =
+        raw.call(1, "getClusterMetrics", Vec::new()).message();
+    assert!(metrics.cluster_metrics.is_some());
+}
+
+#[test]
+fn hostile_bytes_get_a_clean_refusal_and_the_server_goes_on() {
+    let server = Server::start(&["--sim-nodes", SIM_NODES]);
+    let address = rpc_address(&server);
+
+    // Not Hadoop at all: closed without an answer.
+    let mut raw = Raw::connect(&address);
+    raw.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(raw.is_closed());
+
+    // Another IPC version: FATAL VersionMismatch, then closed.
+    let mut raw = Raw::connect(&address);
+    raw.send(b"hrpc\x07\x00\x00");
+    let answer = raw.answer().expect("a FATAL answer");
+    assert_eq!(answer.header.status, 2);
+    assert_eq!(
+        answer.exception().0,
+        "org.apache.hadoop.ipc.RPC$VersionMismatch"
+    );
+    assert!(raw.is_closed());
+
+    // A length prefix of 2 GB: refused at once, nothing of it read.
+    let mut raw = Raw::simple(&address, "mallory");
+    let started = Instant::now();
+    raw.send(&[0x7f, 0xff, 0xff, 0xff, 1, 2, 3]);
+    let answer = raw.answer().expect("a FATAL answer");
+    assert_eq!(answer.header.status, 2);
+    assert!(
+        answer.exception().1.contains("2147483647"),
+        "{:?}",
+        answer.exception()
+    );
+    assert!(raw.is_closed());
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // One byte above the frame limit (8 MiB): refused the same way.
+    let mut raw = Raw::simple(&address, "mallory");
+    raw.send(&((8u32 << 20) + 1).to_be_bytes());
+    assert_eq!(raw.answer().expect("a FATAL answer").header.status, 2);
+
+    // A call before the connection context.
+    let mut raw = Raw::connect(&address);
+    raw.send(b"hrpc\x09\x00\x00");
+    raw.send_call(1, CLIENT_PROTOCOL, "getClusterMetrics", Vec::new());
+    let answer = raw.answer().expect("a FATAL answer");
+    assert_eq!(answer.header.status, 2);
+    assert!(answer.exception().1.contains("Connection context"));
+    assert!(raw.is_closed());
+
+    // A header without rpcKind.
+    let mut raw = Raw::simple(&address, "mallory");
+    let mut header = Raw::header(1);
+    header.rpc_kind = None;
+    raw.send(&encode_frame(&[&header]));
+    assert_eq!(raw.answer().expect("a FATAL answer").header.status, 2);
+    assert!(raw.is_closed());
+
+    // A header that is not a protobuf.
+    let mut raw = Raw::simple(&address, "mallory");
+    raw.send(&[0, 0, 0, 3, 2, 0xff, 0xff]);
+    assert_eq!(raw.answer().expect("a FATAL answer").header.status, 2);
+
+    // A deep protobuf: 100,000 nested length-delimited fields in an
+    // unknown field, then in a known one (the submission context).
+    let mut deep = Vec::new();
+    for _ in 0..100_000 {
+        let mut outer = vec![0x7a]; // field 15, length-delimited
+        prost::encoding::encode_varint(deep.len() as u64, &mut outer);
+        outer.extend_from_slice(&deep);
+        deep = outer;
+        if deep.len() > 4 << 20 {
+            break;
+        }
+    }
+    let mut raw = Raw::simple(&address, "mallory");
+    let answer = raw.call(1, "getApplications", deep.clone());
+    assert!(answer.header.status <= 1, "{:?}", answer.header);
+    let mut nested = vec![0x0a]; // field 1: the submission context
+    prost::encoding::encode_varint(deep.len() as u64, &mut nested);
+    nested.extend_from_slice(&deep);
+    let answer = raw.call(2, "submitApplication", nested);
+    assert_eq!(answer.header.status, 1, "{:?}", answer.header);
+
+    // A huge but bounded one: 400,000 user filters in 6 MB.
+    let huge = GetApplicationsRequestProto {
+        users: (0..400_000).map(|i| format!("user{i:08}")).collect(),
+        ..Default::default()
+    };
+    let answer = raw.call(3, "getApplications", huge.encode_to_vec());
+    assert_eq!(answer.header.status, 0, "{:?}", answer.header);
+
+    // A negative call id other than ping after the context: FATAL.
+    raw.send_call(-7, CLIENT_PROTOCOL, "getClusterMetrics", Vec::new());
+    assert_eq!(raw.answer().expect("a FATAL answer").header.status, 2);
+
+    assert_alive(&server);
+}
+
+#[test]
+fn another_users_app_is_neither_killed_nor_submitted_under_by_a_stranger() {
+    let server = Server::start(&[
+        "--sim-nodes",
+        SIM_NODES,
+        "--set",
+        "yarn.scheduler.capacity.root.acl_administer_queue= ",
+        "--set",
+        "yarn.admin.acl=ops",
+    ]);
+    let address = rpc_address(&server);
+    let (status, body) = server.post_json_as(
+        "/ws/v1/cluster/apps",
+        &json!({"queue": "default", "project": "p",
+            "asks": [{"count": 1, "memory_mb": 512, "vcores": 1, "duration_ms": 600_000}]}),
+        Some("alice"),
+    );
+    assert_eq!(status, 202, "{body}");
+    let id = body["app"]["id"].as_str().unwrap().to_string();
+
+    let mut bob = Raw::simple(&address, "bob");
+    let kill = KillApplicationRequestProto {
+        application_id: Some(application_id(&id)),
+        diagnostics: None,
+    };
+    let answer = bob.call(1, "forceKillApplication", kill.encode_to_vec());
+    assert_eq!(
+        answer.exception().0,
+        "org.apache.hadoop.security.AccessControlException"
+    );
+    let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
+    assert_ne!(app["app"]["state"], "KILLED", "{app}");
+
+    // An id alice got from getNewApplication is hers alone.
+    let mut alice = Raw::simple(&address, "alice");
+    let fresh: GetNewApplicationResponseProto =
+        alice.call(1, "getNewApplication", Vec::new()).message();
+    let submission = SubmitApplicationRequestProto {
+        application_submission_context: Some(ApplicationSubmissionContextProto {
+            application_id: fresh.application_id.clone(),
+            am_container_spec: Some(ContainerLaunchContextProto {
+                command: vec!["true".into()],
+                ..Default::default()
+            }),
+            resource: Some(ResourceProto {
+                memory: Some(256),
+                virtual_cores: Some(1),
+                resource_value_map: Vec::new(),
+            }),
+            ..Default::default()
+        }),
+    };
+    let answer = bob.call(2, "submitApplication", submission.encode_to_vec());
+    assert_eq!(
+        answer.exception().0,
+        "org.apache.hadoop.security.AccessControlException"
+    );
+    assert!(
+        answer.exception().1.contains("alice"),
+        "{:?}",
+        answer.exception()
+    );
+
+    // Alice kills her own.
+    let answer = alice.call(2, "forceKillApplication", kill.encode_to_vec());
+    let killed: weft_host::yarn_rpc::messages::calls::KillApplicationResponseProto =
+        answer.message();
+    assert_eq!(killed.is_kill_completed, Some(true));
+}
+
+#[test]
+fn ten_thousand_idle_connections_leave_rest_and_the_event_loop_going() {
+    let server = Server::start(&["--sim-nodes", SIM_NODES]);
+    let address = rpc_address(&server);
+    let mut idle = Vec::new();
+    for _ in 0..10_000 {
+        match TcpStream::connect(&address) {
+            Ok(stream) => idle.push(stream),
+            // The backlog may refuse some: that is a clean refusal too.
+            Err(_) => continue,
+        }
+    }
+    assert!(idle.len() >= 5_000, "only {} connected", idle.len());
+    // REST and the event loop go on: a submission is accepted.
+    let (status, body) = server.post_json(
+        "/ws/v1/cluster/apps",
+        &json!({"queue": "default", "project": "p",
+            "asks": [{"count": 1, "memory_mb": 512, "vcores": 1, "duration_ms": 1000}]}),
+    );
+    assert_eq!(status, 202, "{body}");
+    // A new RPC client now is either served or closed, never left hanging.
+    let mut late = Raw::connect(&address);
+    late.stream
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    late.send(b"hrpc\x09\x00\x00");
+    late.context("late");
+    late.send_call(1, CLIENT_PROTOCOL, "getClusterMetrics", Vec::new());
+    // Closed (None) at the connection limit; else answered.
+    if let Some(answer) = late.answer() {
+        assert_eq!(answer.header.status, 0);
+    }
+    drop(idle);
+    // Once they are gone, RPC serves again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut raw = Raw::simple(&address, "after");
+        raw.send_call(1, CLIENT_PROTOCOL, "getClusterMetrics", Vec::new());
+        if raw.answer().is_some_and(|a| a.header.status == 0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "RPC did not serve again");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_alive(&server);
+}
+
+/// pyspark 4.0.1 from PyPI (Spark's YARN client and Hadoop 3.4.1's client
+/// jars), installed once into the build's directory; None (a skip) where
+/// Java is missing, except under CI.
+pub(crate) fn pyspark_jars() -> Option<PathBuf> {
+    let java = Command::new("java")
+        .arg("-version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !java.is_ok_and(|s| s.success()) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "java is missing (install openjdk-17-jdk-headless)"
+        );
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        let _ = writeln!(
+            std::io::stderr(),
+            "******** skipped {test}: no java ********"
+        );
+        return None;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pyspark-4.0.1");
+    let jars = dir.join("pyspark").join("jars");
+    if !jars.join("hadoop-client-api-3.4.1.jar").is_file() {
+        let status = Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(["--upgrade", "--target"])
+            .arg(&dir)
+            .arg("pyspark==4.0.1")
+            .status()
+            .expect("python3 runs (install Python 3 with pip)");
+        assert!(status.success(), "pip install pyspark==4.0.1 failed");
+    }
+    Some(jars)
+}
+
+#[test]
+fn yarns_own_client_submits_watches_and_kills_over_rpc() {
+    let Some(jars) = pyspark_jars() else { return };
+    let dir = crate::support::shared_tempdir();
+    let server = Server::start_with_local_agent(&dir.path().join("data"), &[], None);
+    let check = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/yarn_rpc/ClientCheck.java");
+    let output = Command::new("java")
+        .arg("-cp")
+        .arg(jars.join("*"))
+        .arg(check)
+        .arg(rpc_address(&server))
+        .arg("sleep 300")
+        .output()
+        .expect("java runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let read: std::collections::BTreeMap<&str, &str> = stdout
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .collect();
+    let (_, metrics) = server.get("/ws/v1/cluster/metrics");
+    assert_eq!(
+        read["nodemanagers"],
+        metrics["clusterMetrics"]["activeNodes"].to_string()
+    );
+    assert_eq!(read["queue.name"], "default");
+    assert_eq!(read["queue.capacity"], "1.0");
+    assert_eq!(read["report.state"], "RUNNING");
+    assert_eq!(read["report.name"], "rpc-check");
+    assert_eq!(read["report.type"], "RPC-CHECK");
+    assert_eq!(read["report.tags"], "check,project:rpcproj");
+    assert_eq!(read["report.priority"], "3");
+    assert_eq!(read["listed"], "true");
+    assert_eq!(read["killed.state"], "KILLED");
+    assert_eq!(read["unknown"], "ApplicationNotFoundException");
+    // What the client read is what REST says; the tag named the project.
+    let id = read["app.id"];
+    let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
+    assert_eq!(app["app"]["project"], "rpcproj", "{app}");
+    assert_eq!(app["app"]["state"], "KILLED", "{app}");
+    assert_eq!(app["app"]["user"], read["report.user"], "{app}");
+    assert_eq!(
+        read["max.memory"],
+        metrics["clusterMetrics"]["totalMB"].to_string()
+    );
+}
