@@ -171,7 +171,18 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let listener = std::net::TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
-    let rpc_listener = bind_client_rpc(&settings.yarn_rpc, args.listen)?;
+    // Token mode takes no one's word, and Hadoop RPC here authenticates
+    // clients only by it (SIMPLE): the port would refuse everyone.
+    let rpc_listener = if settings.security.authentication == Authentication::Token {
+        if settings.yarn_rpc.enabled {
+            tracing::warn!(
+                "Hadoop RPC for YARN clients is off in token mode (weft.security.authentication=token): YARN clients authenticate with SIMPLE, which takes their word; use the REST API"
+            );
+        }
+        None
+    } else {
+        bind_client_rpc(&settings.yarn_rpc, args.listen)?
+    };
     warn_about_exposure(
         &address,
         &authenticator,

@@ -190,8 +190,12 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
         .map(|i| &cluster.apps()[i])
         .filter(|other| other.queue_index == app.queue_index && other.pending_containers() > 0)
         .filter(|other| {
-            (-other.priority, other.submit_time_ms, &other.id)
-                < (-app.priority, app.submit_time_ms, &app.id)
+            // Higher priority first (Reverse: negating i32::MIN overflows).
+            (
+                std::cmp::Reverse(other.priority),
+                other.submit_time_ms,
+                &other.id,
+            ) < (std::cmp::Reverse(app.priority), app.submit_time_ms, &app.id)
         })
         .count();
     Some(Diagnosis {

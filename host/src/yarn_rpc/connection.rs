@@ -46,6 +46,9 @@ const STATUS_FATAL: i32 = 2;
 
 /// Answers waiting to be written, per connection.
 const ANSWER_QUEUE: usize = 64;
+/// The longest frame before the connection context is established: SASL
+/// and the context are small, and no one is known yet.
+const MAX_HANDSHAKE_FRAME: usize = 64 << 10;
 
 /// Who a connection's calls come from, once established.
 #[derive(Debug, Clone)]
@@ -84,7 +87,7 @@ pub(super) async fn serve(stream: TcpStream, address: SocketAddr, shared: Arc<Sh
     let _ = stream.set_nodelay(true);
     let (mut reader, writer) = stream.into_split();
     let (answers, queued) = mpsc::channel::<Answer>(ANSWER_QUEUE);
-    let writing = tokio::spawn(write_answers(writer, queued));
+    let writing = tokio::spawn(write_answers(writer, queued, shared.limits.idle));
     let result = read_calls(&mut reader, address, &shared, &answers).await;
     if let Err(refusal) = result {
         tracing::debug!(%address, "Hadoop RPC connection closed: {}", refusal.message);
@@ -112,13 +115,23 @@ impl Answer {
     }
 }
 
-async fn write_answers(mut writer: OwnedWriteHalf, mut queued: mpsc::Receiver<Answer>) {
+/// Writes answers in turn. A client that stops reading them is cut off
+/// after `patience`: its queued answers and calls are then dropped (their
+/// senders see the channel closed), so it cannot hold the server's memory
+/// or its call slots.
+async fn write_answers(
+    mut writer: OwnedWriteHalf,
+    mut queued: mpsc::Receiver<Answer>,
+    patience: Duration,
+) {
     while let Some(answer) = queued.recv().await {
-        if writer.write_all(&answer.bytes).await.is_err() || answer.last {
+        let written = tokio::time::timeout(patience, writer.write_all(&answer.bytes)).await;
+        if !matches!(written, Ok(Ok(()))) || answer.last {
             break;
         }
     }
-    let _ = writer.shutdown().await;
+    queued.close();
+    let _ = tokio::time::timeout(patience, writer.shutdown()).await;
 }
 
 /// Why a connection ends early: for the log, and what to tell the client
@@ -205,7 +218,11 @@ async fn read_calls(
         } else {
             Duration::from_secs(86_400)
         };
-        let mut frame = match next_frame(reader, shared, idle).await {
+        let next = tokio::select! {
+            frame = next_frame(reader, shared, idle, limits.max_frame) => frame,
+            () = answers.closed() => return Err(Refusal::silent("its answers are not read")),
+        };
+        let mut frame = match next {
             Err(FrameError::Closed) => return Ok(()),
             Err(FrameError::Slow(_)) if idle == limits.idle => {
                 return Err(Refusal::silent("idle past the limit"));
@@ -243,11 +260,18 @@ async fn read_calls(
                 continue;
             }
         };
-        drop(frame);
+        // The body is a slice of the frame: its budget is held until the
+        // call is answered.
+        let budget = frame.into_budget();
         // At most so many calls of one connection at once: further frames
-        // wait unread, so one client cannot queue unbounded work.
-        let Ok(permit) = in_flight.clone().acquire_owned().await else {
-            return Ok(());
+        // wait unread, so one client cannot queue unbounded work. A client
+        // whose answers are no longer written is done.
+        let permit = tokio::select! {
+            permit = in_flight.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return Ok(()),
+            },
+            () = answers.closed() => return Err(Refusal::silent("its answers are not read")),
         };
         let call = Call {
             peer: established.peer.clone(),
@@ -257,8 +281,16 @@ async fn read_calls(
         };
         let answers = answers.clone();
         let protocols = shared.protocols.clone();
+        let calls = shared.calls.clone();
         tokio::spawn(async move {
             let id = header.call_id;
+            // The server's calls at once are bounded too, so RPC cannot fill
+            // the event loop's queue; a call whose client is gone is dropped.
+            let slot = tokio::select! {
+                slot = calls.acquire_owned() => slot,
+                () = answers.closed() => return,
+            };
+            let Ok(_slot) = slot else { return };
             let answer = match protocols.serve(call).await {
                 Ok(response) => Answer {
                     bytes: success_frame(id, &header, response),
@@ -270,25 +302,20 @@ async fn read_calls(
                 },
             };
             let _ = answers.send(answer).await;
-            drop(permit);
+            drop((permit, budget));
         });
     }
 }
 
+/// The next frame, of at most `max` bytes.
 async fn next_frame(
     reader: &mut tokio::net::tcp::OwnedReadHalf,
     shared: &Shared,
     idle: Duration,
+    max: usize,
 ) -> Result<Frame, FrameError> {
-    let limits = &shared.limits;
-    frame::read_frame(
-        reader,
-        limits.max_frame,
-        &shared.budget,
-        idle,
-        limits.handshake,
-    )
-    .await
+    let handshake = shared.limits.handshake;
+    frame::read_frame(reader, max, &shared.budget, idle, handshake).await
 }
 
 /// Java's server checks both: a protocol-buffer call in one packet.
@@ -330,7 +357,7 @@ async fn establish(
     if auth == AuthProtocol::Sasl {
         let mut exchange = sasl::Exchange::new(shared.sasl.clone());
         loop {
-            let mut frame = next_frame(reader, shared, handshake).await?;
+            let mut frame = next_frame(reader, shared, handshake, MAX_HANDSHAKE_FRAME).await?;
             let header: RpcRequestHeaderProto = frame
                 .message()
                 .map_err(|e| undecodable("the SASL header", e))?;
@@ -361,7 +388,7 @@ async fn establish(
             }
         }
     }
-    let mut frame = next_frame(reader, shared, handshake).await?;
+    let mut frame = next_frame(reader, shared, handshake, MAX_HANDSHAKE_FRAME).await?;
     let header: RpcRequestHeaderProto = frame
         .message()
         .map_err(|e| undecodable("the connection context's header", e))?;

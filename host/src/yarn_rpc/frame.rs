@@ -105,15 +105,21 @@ impl FrameBudget {
         }
     }
 
-    /// Takes `length` bytes of the budget until the permit is dropped, or
-    /// refuses at once when they are not free (waiting would let a flood
-    /// of large frames hold every other client up).
-    fn take(&self, length: usize) -> Result<OwnedSemaphorePermit, FrameError> {
-        let permits = u32::try_from(length).map_err(|_| FrameError::Busy { limit: self.limit })?;
-        self.bytes
-            .clone()
-            .try_acquire_many_owned(permits)
-            .map_err(|_| FrameError::Busy { limit: self.limit })
+    /// Takes `bytes` of the budget until the permit is dropped, waiting
+    /// until `deadline` for them to be free (others' frames finish).
+    async fn take(
+        &self,
+        bytes: usize,
+        deadline: tokio::time::Instant,
+    ) -> Result<OwnedSemaphorePermit, FrameError> {
+        let busy = FrameError::Busy { limit: self.limit };
+        let permits = u32::try_from(bytes).map_err(|_| FrameError::Busy { limit: self.limit })?;
+        match tokio::time::timeout_at(deadline, self.bytes.clone().acquire_many_owned(permits))
+            .await
+        {
+            Ok(Ok(permit)) => Ok(permit),
+            _ => Err(busy),
+        }
     }
 }
 
@@ -121,10 +127,16 @@ impl FrameBudget {
 #[derive(Debug)]
 pub struct Frame {
     rest: Bytes,
-    _budget: OwnedSemaphorePermit,
+    budget: OwnedSemaphorePermit,
 }
 
 impl Frame {
+    /// The frame's share of the budget, to hold while its bytes are in use
+    /// (a call's body, sliced from the frame, keeps all of them alive).
+    pub fn into_budget(self) -> OwnedSemaphorePermit {
+        self.budget
+    }
+
     /// The next varint-delimited message, decoded as `M`.
     pub fn message<M: Message + Default>(&mut self) -> Result<M, prost::DecodeError> {
         M::decode_length_delimited(&mut self.rest)
@@ -147,9 +159,14 @@ impl Frame {
     }
 }
 
+/// How much of a frame's body is read (and taken from the budget) at once:
+/// the budget holds bytes that arrived, not lengths that were announced.
+const CHUNK: usize = 64 << 10;
+
 /// Reads one frame: its length (waiting up to `idle` for it to start),
-/// then its body (within `slow`), refusing a length above `max` or one the
-/// budget cannot hold.
+/// then its body, all of it within `slow`. A length above `max` is refused
+/// at once; the body is taken from the budget as it arrives, waiting (up
+/// to the same deadline) while other frames hold it.
 pub async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     max: usize,
@@ -173,15 +190,30 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
             length: i64::from(length),
             limit: max,
         })?;
-    let permit = budget.take(length)?;
-    let mut body = vec![0u8; length];
-    match tokio::time::timeout(slow, reader.read_exact(&mut body)).await {
-        Err(_) => return Err(FrameError::Slow(slow)),
-        Ok(read) => read?,
-    };
+    let deadline = tokio::time::Instant::now() + slow;
+    let mut body = Vec::new();
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    while body.len() < length {
+        let chunk = CHUNK.min(length - body.len());
+        let permit = budget.take(chunk, deadline).await?;
+        match held.as_mut() {
+            Some(held) => held.merge(permit),
+            None => held = Some(permit),
+        }
+        let start = body.len();
+        body.resize(start + chunk, 0);
+        match tokio::time::timeout_at(deadline, reader.read_exact(&mut body[start..])).await {
+            Err(_) => return Err(FrameError::Slow(slow)),
+            Ok(read) => read?,
+        };
+    }
+    let budget = held.ok_or(FrameError::TooLong {
+        length: 0,
+        limit: max,
+    })?;
     Ok(Frame {
         rest: Bytes::from(body),
-        _budget: permit,
+        budget,
     })
 }
 
@@ -307,6 +339,35 @@ mod tests {
         ));
         drop(held);
         assert!(read(&bytes, 64, &budget).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn an_announced_length_takes_nothing_of_the_budget_until_bytes_arrive() {
+        let budget = FrameBudget::new(1 << 20);
+        // 8 MiB announced, nothing sent: the read times out; meanwhile at
+        // most the first chunk is taken.
+        let (mut client, mut server) = tokio::io::duplex(64);
+        use tokio::io::AsyncWriteExt;
+        client.write_all(&(8u32 << 20).to_be_bytes()).await.unwrap();
+        let reader_budget = budget.clone();
+        let reading = tokio::spawn(async move {
+            read_frame(
+                &mut server,
+                16 << 20,
+                &reader_budget,
+                SECOND,
+                Duration::from_millis(300),
+            )
+            .await
+            .map(|_| ())
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(budget.bytes.available_permits() >= (1 << 20) - CHUNK);
+        assert!(matches!(
+            reading.await.unwrap().unwrap_err(),
+            FrameError::Slow(_)
+        ));
+        assert_eq!(budget.bytes.available_permits(), 1 << 20, "given back");
     }
 
     #[tokio::test]

@@ -3,6 +3,7 @@
 //! every connection it opened.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +37,11 @@ pub struct Limits {
     pub max_connections: usize,
     /// Calls of one connection served at once; further ones wait unread.
     pub calls_per_connection: usize,
+    /// Calls of all connections served at once (each takes its turn on the
+    /// event loop); further ones wait.
+    pub calls: usize,
+    /// Open connections from one address at once.
+    pub connections_per_address: usize,
     /// How long the preamble, the SASL exchange, the connection context
     /// and each frame's body may take to arrive.
     pub handshake: Duration,
@@ -51,6 +57,8 @@ impl Default for Limits {
             budget_bytes: 256 << 20,
             max_connections: 1024,
             calls_per_connection: 16,
+            calls: 32,
+            connections_per_address: 256,
             handshake: Duration::from_secs(10),
             idle: Duration::from_secs(20),
         }
@@ -60,6 +68,8 @@ impl Default for Limits {
 /// What every connection of a listener shares.
 pub(super) struct Shared {
     pub(super) limits: Limits,
+    /// Places for calls being served, across connections.
+    pub(super) calls: Arc<Semaphore>,
     pub(super) budget: FrameBudget,
     pub(super) protocols: Arc<dyn Protocols>,
     pub(super) sasl: Arc<Methods>,
@@ -112,12 +122,14 @@ pub async fn serve(listener: Listener, stop: impl Future<Output = ()>) {
     } = listener;
     let open = Arc::new(Semaphore::new(limits.max_connections));
     let shared = Arc::new(Shared {
+        calls: Arc::new(Semaphore::new(limits.calls)),
         budget: FrameBudget::new(limits.budget_bytes),
         limits,
         protocols,
         sasl: Arc::new(sasl),
         authenticator,
     });
+    let per_address = PerAddress::new(shared.limits.connections_per_address);
     let mut connections = JoinSet::new();
     tokio::pin!(stop);
     loop {
@@ -132,10 +144,14 @@ pub async fn serve(listener: Listener, stop: impl Future<Output = ()>) {
                         tracing::debug!(%address, "Hadoop RPC connection refused: {} are open", shared.limits.max_connections);
                         continue;
                     };
+                    let Some(from_address) = per_address.enter(address.ip()) else {
+                        tracing::debug!(%address, "Hadoop RPC connection refused: {} are open from that address", shared.limits.connections_per_address);
+                        continue;
+                    };
                     let shared = shared.clone();
                     connections.spawn(async move {
                         connection::serve(stream, address, shared).await;
-                        drop(place);
+                        drop((place, from_address));
                     });
                 }
                 Err(e) => {
@@ -148,4 +164,52 @@ pub async fn serve(listener: Listener, stop: impl Future<Output = ()>) {
     }
     connections.abort_all();
     while connections.join_next().await.is_some() {}
+}
+
+/// Open connections by client address, each bounded.
+#[derive(Clone)]
+struct PerAddress {
+    open: Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>,
+    limit: usize,
+}
+
+/// One connection's place among its address's; given back when dropped.
+struct AddressPlace {
+    of: PerAddress,
+    address: IpAddr,
+}
+
+impl PerAddress {
+    fn new(limit: usize) -> PerAddress {
+        PerAddress {
+            open: Default::default(),
+            limit,
+        }
+    }
+
+    /// A place for one more connection from `address`, if it has one.
+    fn enter(&self, address: IpAddr) -> Option<AddressPlace> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(address).or_insert(0);
+        if *count >= self.limit {
+            return None;
+        }
+        *count += 1;
+        Some(AddressPlace {
+            of: self.clone(),
+            address,
+        })
+    }
+}
+
+impl Drop for AddressPlace {
+    fn drop(&mut self) {
+        let mut open = self.of.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.address);
+            }
+        }
+    }
 }
