@@ -23,7 +23,9 @@ use weft_host::yarn_rpc::messages::ipc::{
     RpcSaslProto, UserInformationProto,
 };
 use weft_host::yarn_rpc::messages::records::{
-    ApplicationSubmissionContextProto, ContainerLaunchContextProto, ResourceProto,
+    ApplicationSubmissionContextProto, ContainerLaunchContextProto, LocalResourceProto,
+    LocalResourceTypeProto, ResourceProto, StringLocalResourceMapProto, StringStringMapProto,
+    URLProto as UrlProto,
 };
 use weft_host::yarn_rpc::reports::application_id;
 
@@ -309,18 +311,51 @@ fn hostile_bytes_get_a_clean_refusal_and_the_server_goes_on() {
     let answer = raw.call(2, "submitApplication", nested);
     assert_eq!(answer.header.status, 1, "{:?}", answer.header);
 
-    // A huge but bounded one: 400,000 user filters in 6 MB.
+    // A huge one within the frame limit: 400,000 user filters in 6 MB,
+    // refused naming the limit.
     let huge = GetApplicationsRequestProto {
         users: (0..400_000).map(|i| format!("user{i:08}")).collect(),
         ..Default::default()
     };
     let answer = raw.call(3, "getApplications", huge.encode_to_vec());
-    assert_eq!(answer.header.status, 0, "{:?}", answer.header);
+    assert_eq!(answer.header.status, 1, "{:?}", answer.header);
+    assert!(
+        answer.exception().1.contains("at most 1000"),
+        "{:?}",
+        answer.exception()
+    );
 
     // A negative call id other than ping after the context: FATAL.
     raw.send_call(-7, CLIENT_PROTOCOL, "getClusterMetrics", Vec::new());
     assert_eq!(raw.answer().expect("a FATAL answer").header.status, 2);
 
+    assert_alive(&server);
+}
+
+#[test]
+fn announced_frames_that_never_arrive_hold_no_one_else_up() {
+    let server = Server::start(&["--sim-nodes", SIM_NODES]);
+    let address = rpc_address(&server);
+    // Before the context only small frames are taken.
+    let mut raw = Raw::connect(&address);
+    raw.send(b"hrpc\x09\x00\x00");
+    raw.send(&(1u32 << 20).to_be_bytes());
+    assert_eq!(raw.answer().expect("a FATAL answer").header.status, 2);
+    // After it, 40 connections announce 8 MiB each (320 MiB, above what
+    // the server holds at once) and send nothing more.
+    let mut stalled = Vec::new();
+    for _ in 0..40 {
+        let mut raw = Raw::simple(&address, "mallory");
+        raw.send(&(8u32 << 20).to_be_bytes());
+        stalled.push(raw);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // Others are served meanwhile.
+    let mut raw = Raw::simple(&address, "alice");
+    let metrics: GetClusterMetricsResponseProto =
+        raw.call(1, "getClusterMetrics", Vec::new()).message();
+    assert_eq!(metrics.cluster_metrics.unwrap().num_node_managers, Some(2));
+    drop(stalled);
     assert_alive(&server);
 }
 
@@ -414,16 +449,31 @@ fn ten_thousand_idle_connections_leave_rest_and_the_event_loop_going() {
             "asks": [{"count": 1, "memory_mb": 512, "vcores": 1, "duration_ms": 1000}]}),
     );
     assert_eq!(status, 202, "{body}");
-    // A new RPC client now is either served or closed, never left hanging.
+    // A new RPC client now is either served or closed (the limits per
+    // address and in all), never left hanging.
     let mut late = Raw::connect(&address);
     late.stream
         .set_read_timeout(Some(Duration::from_secs(15)))
         .unwrap();
-    late.send(b"hrpc\x09\x00\x00");
-    late.context("late");
-    late.send_call(1, CLIENT_PROTOCOL, "getClusterMetrics", Vec::new());
-    // Closed (None) at the connection limit; else answered.
-    if let Some(answer) = late.answer() {
+    let method = RequestHeaderProto {
+        method_name: "getClusterMetrics".into(),
+        declaring_class_protocol_name: CLIENT_PROTOCOL.into(),
+        client_protocol_version: 1,
+    };
+    let context = IpcConnectionContextProto {
+        user_info: None,
+        protocol: Some(CLIENT_PROTOCOL.into()),
+    };
+    let mut bytes = b"hrpc\x09\x00\x00".to_vec();
+    bytes.extend(encode_frame(&[&Raw::header(-3), &context]));
+    bytes.extend(encode_frame(&[
+        &Raw::header(1),
+        &method,
+        &Encoded(Vec::new()),
+    ]));
+    if late.stream.write_all(&bytes).is_ok()
+        && let Some(answer) = late.answer()
+    {
         assert_eq!(answer.header.status, 0);
     }
     drop(idle);
@@ -531,5 +581,227 @@ fn yarns_own_client_submits_watches_and_kills_over_rpc() {
     assert_eq!(
         read["max.memory"],
         metrics["clusterMetrics"]["totalMB"].to_string()
+    );
+}
+
+/// A local resource of `path` for a launch context.
+fn local_resource(
+    key: &str,
+    path: &Path,
+    kind: LocalResourceTypeProto,
+) -> StringLocalResourceMapProto {
+    let metadata = std::fs::metadata(path).unwrap();
+    let mtime = metadata
+        .modified()
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    StringLocalResourceMapProto {
+        key: Some(key.into()),
+        value: Some(LocalResourceProto {
+            resource: Some(UrlProto {
+                scheme: Some("file".into()),
+                port: Some(-1),
+                file: Some(path.to_string_lossy().into()),
+                ..Default::default()
+            }),
+            size: Some(metadata.len() as i64),
+            timestamp: Some(mtime),
+            r#type: Some(kind as i32),
+            visibility: Some(2),
+            ..Default::default()
+        }),
+    }
+}
+
+/// Submits an app over RPC as `user` whose AM runs `commands` with `env`
+/// and `resources`; its id.
+fn submit_launch(
+    address: &str,
+    user: &str,
+    commands: Vec<String>,
+    env: &[(&str, &str)],
+    resources: Vec<StringLocalResourceMapProto>,
+    tokens: Option<Vec<u8>>,
+) -> String {
+    let mut raw = Raw::simple(address, user);
+    let fresh: GetNewApplicationResponseProto =
+        raw.call(1, "getNewApplication", Vec::new()).message();
+    let id = fresh.application_id.unwrap();
+    let submission = SubmitApplicationRequestProto {
+        application_submission_context: Some(ApplicationSubmissionContextProto {
+            application_id: Some(id.clone()),
+            application_name: Some("launch-check".into()),
+            am_container_spec: Some(ContainerLaunchContextProto {
+                command: commands,
+                environment: env
+                    .iter()
+                    .map(|(k, v)| StringStringMapProto {
+                        key: Some(k.to_string()),
+                        value: Some(v.to_string()),
+                    })
+                    .collect(),
+                local_resources: resources,
+                tokens,
+                ..Default::default()
+            }),
+            resource: Some(ResourceProto {
+                memory: Some(128),
+                virtual_cores: Some(1),
+                resource_value_map: Vec::new(),
+            }),
+            max_app_attempts: Some(1),
+            ..Default::default()
+        }),
+    };
+    let answer = raw.call(2, "submitApplication", submission.encode_to_vec());
+    assert_eq!(answer.header.status, 0, "{:?}", answer.exception());
+    weft_host::yarn_rpc::reports::application_id_text(Some(&id)).unwrap()
+}
+
+/// `weft app logs ID [--stderr]` of a server.
+fn logs(server: &Server, id: &str, stderr: bool) -> String {
+    let mut args = vec!["app", "logs", "--server", &server.base, id];
+    if stderr {
+        args.push("--stderr");
+    }
+    let output = crate::support::weft_within(&args, Duration::from_secs(60));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn a_launch_context_is_localized_expanded_and_run_as_a_node_manager_runs_it() {
+    let dir = crate::support::shared_tempdir();
+    let staging = dir.path().join("staging");
+    std::fs::create_dir(&staging).unwrap();
+    std::fs::write(staging.join("app.txt"), "from a file\n").unwrap();
+    let zip_path = staging.join("__conf__.zip");
+    {
+        use std::io::Write as _;
+        let mut writer = zip::ZipWriter::new(std::fs::File::create(&zip_path).unwrap());
+        let options = zip::write::SimpleFileOptions::default();
+        writer.start_file("conf/app.properties", options).unwrap();
+        writer.write_all(b"answer=42\n").unwrap();
+        writer.finish().unwrap();
+    }
+    let server = Server::start_with_local_agent(
+        &dir.path().join("data"),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
+        ],
+        None,
+    );
+    let address = rpc_address(&server);
+    let tokens = b"HDTS\x00\x00\x00".to_vec();
+    let id = submit_launch(
+        &address,
+        "root",
+        vec![
+            "{ cat app.txt __conf__/conf/app.properties;".into(),
+            "echo \\\"cp=$CLASSPATH\\\" tokens=$(wc -c < $HADOOP_TOKEN_FILE_LOCATION) proxy=$APPLICATION_WEB_PROXY_BASE;".into(),
+            "test -d tmp && test -n \\\"$LOCAL_DIRS\\\" && echo dirs-ok;".into(),
+            "echo to-stderr >&2; }".into(),
+            "1><LOG_DIR>/stdout 2><LOG_DIR>/stderr".into(),
+        ],
+        &[("CLASSPATH", "{{PWD}}<CPS>{{PWD}}/__conf__")],
+        vec![
+            local_resource("app.txt", &staging.join("app.txt"), LocalResourceTypeProto::File),
+            local_resource("__conf__", &zip_path, LocalResourceTypeProto::Archive),
+        ],
+        Some(tokens),
+    );
+    let app = server.wait_for(
+        &format!("/ws/v1/cluster/apps/{id}"),
+        "the app to end",
+        |b| b["app"]["state"] == "FINISHED" || b["app"]["state"] == "FAILED",
+    );
+    let stdout = logs(&server, &id, false);
+    assert_eq!(
+        app["app"]["state"],
+        "FINISHED",
+        "{app}\n{stdout}\n{}",
+        logs(&server, &id, true)
+    );
+    assert!(stdout.contains("from a file"), "{stdout}");
+    assert!(stdout.contains("answer=42"), "{stdout}");
+    assert!(stdout.contains("dirs-ok"), "{stdout}");
+    assert!(stdout.contains(&format!("proxy=/proxy/{id}")), "{stdout}");
+    assert!(stdout.contains("tokens=7"), "{stdout}");
+    // {{PWD}} expanded by bash to the container's directory, <CPS> to ':'.
+    let classpath = stdout
+        .split("cp=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        classpath.starts_with('/') && classpath.contains(":/") && classpath.ends_with("/__conf__"),
+        "{stdout}"
+    );
+    assert!(logs(&server, &id, true).contains("to-stderr"));
+
+    // A resource that changed since the client saw it fails the container
+    // with YARN's diagnostic.
+    let mut stale = local_resource(
+        "app.txt",
+        &staging.join("app.txt"),
+        LocalResourceTypeProto::File,
+    );
+    if let Some(value) = stale.value.as_mut() {
+        value.timestamp = Some(1);
+    }
+    let id = submit_launch(
+        &address,
+        "root",
+        vec!["true".into()],
+        &[],
+        vec![stale],
+        None,
+    );
+    let app = server.wait_for(
+        &format!("/ws/v1/cluster/apps/{id}"),
+        "the app to fail",
+        |b| b["app"]["state"] == "FAILED" || b["app"]["state"] == "FINISHED",
+    );
+    assert_eq!(app["app"]["state"], "FAILED", "{app}");
+    assert!(
+        app["app"]["diagnostics"]
+            .as_str()
+            .is_some_and(|d| d.contains("changed on src filesystem")),
+        "{app}"
+    );
+
+    // A scheme other than file: is refused at submission, naming it.
+    let mut raw = Raw::simple(&address, "root");
+    let fresh: GetNewApplicationResponseProto =
+        raw.call(1, "getNewApplication", Vec::new()).message();
+    let mut remote = local_resource("x", &staging.join("app.txt"), LocalResourceTypeProto::File);
+    if let Some(url) = remote.value.as_mut().and_then(|v| v.resource.as_mut()) {
+        url.scheme = Some("hdfs".into());
+        url.host = Some("namenode".into());
+    }
+    let submission = SubmitApplicationRequestProto {
+        application_submission_context: Some(ApplicationSubmissionContextProto {
+            application_id: fresh.application_id,
+            am_container_spec: Some(ContainerLaunchContextProto {
+                command: vec!["true".into()],
+                local_resources: vec![remote],
+                ..Default::default()
+            }),
+            resource: Some(ResourceProto {
+                memory: Some(128),
+                virtual_cores: Some(1),
+                resource_value_map: Vec::new(),
+            }),
+            ..Default::default()
+        }),
+    };
+    let answer = raw.call(2, "submitApplication", submission.encode_to_vec());
+    assert!(
+        answer.exception().1.contains("hdfs://namenode"),
+        "{:?}",
+        answer.exception()
     );
 }

@@ -21,6 +21,7 @@ pub mod runner;
 pub mod spawner;
 pub mod tracker;
 pub mod untrusted;
+pub mod yarn_launch;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -478,6 +478,7 @@ mod tests {
             memory_mb: 64,
             vcores: 1,
             gpus: 0,
+            yarn: None,
         }
     }
 

@@ -160,6 +160,7 @@ impl YarnSubmission {
                 .environment
                 .map(|e| e.entry.into_iter().map(|e| (e.key, e.value)).collect())
                 .unwrap_or_default(),
+            am_launch: None,
             am_memory_mb: self.resource.memory,
             am_vcores: self.resource.vcores,
             max_app_attempts: self.max_app_attempts,

@@ -76,6 +76,10 @@ enum Command {
     /// Make and revoke bearer tokens (weft.security.authentication=token).
     #[command(subcommand)]
     Token(token::TokenCommand),
+    /// Inside a YARN container: localize its resources and run its launch
+    /// script (the agent starts this; not for people).
+    #[command(hide = true)]
+    ContainerLaunch,
 }
 
 #[derive(Debug, Subcommand)]
@@ -146,6 +150,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Token(command) => token::run(command),
+        Command::ContainerLaunch => {
+            // Only on failure: YARN's diagnostic on stderr, then the exit
+            // status of a container that could not be launched.
+            eprintln!("{}", crate::agent::yarn_launch::run());
+            std::process::exit(1)
+        }
         Command::Config(args) => {
             for (key, value) in args.load()?.iter() {
                 println!("{key}={value}");

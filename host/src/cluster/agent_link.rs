@@ -397,6 +397,14 @@ impl Cluster {
             memory_mb: container.resources.memory_mb,
             vcores: container.resources.vcores,
             gpus: container.resources.gpus,
+            yarn: ask
+                .launch
+                .yarn
+                .clone()
+                .map(|yarn| crate::protocol::node::YarnLaunch {
+                    submit_time_ms: app.submit_time_ms,
+                    ..yarn
+                }),
         })
     }
 

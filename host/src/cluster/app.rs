@@ -131,6 +131,10 @@ pub struct AskSpec {
     /// opportunities their racks, then — relaxing — anywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locality: Option<super::LocalitySpec>,
+    /// What a YARN client's launch context adds (Hadoop RPC's
+    /// submitApplication fills it in; not part of the REST body).
+    #[serde(skip)]
+    pub yarn: Option<crate::protocol::node::YarnLaunch>,
 }
 
 fn default_max_attempts() -> u32 {
@@ -200,6 +204,7 @@ impl AskSpec {
             allocation_tags: Vec::new(),
             placement_constraint: None,
             locality: None,
+            yarn: None,
         }
     }
 }
@@ -460,6 +465,13 @@ impl SubmitApp {
             if let Some(locality) = &ask.locality {
                 locality.check(&format!("asks[{i}].locality"))?;
             }
+            if let Some(yarn) = &ask.yarn {
+                yarn.check().map_err(|rule| OutOfBounds {
+                    field: format!("asks[{i}].launch_context"),
+                    value: "refused".into(),
+                    rule: format!("because {rule}"),
+                })?;
+            }
             if let Some(gang) = &ask.gang {
                 within(
                     format!("asks[{i}].gang.minimum"),
@@ -583,6 +595,9 @@ pub struct Launch {
     pub command: Option<ContainerCommand>,
     /// Variables added to each container's environment.
     pub env: BTreeMap<String, String>,
+    /// What a YARN client's launch context adds (its local resources and
+    /// tokens); none for Weft's own asks.
+    pub yarn: Option<crate::protocol::node::YarnLaunch>,
 }
 
 impl Ask {
@@ -597,6 +612,7 @@ impl Ask {
             launch: Arc::new(Launch {
                 command: spec.command.clone(),
                 env: spec.env.clone(),
+                yarn: spec.yarn.clone(),
             }),
             count: spec.count,
             pending: spec.count,

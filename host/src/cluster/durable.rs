@@ -186,6 +186,10 @@ pub(super) struct StoredAsk {
     pub duration_ms: Option<u64>,
     pub command: Option<ContainerCommand>,
     pub env: BTreeMap<String, String>,
+    /// A YARN client's launch context; absent in older rows and for
+    /// Weft's own asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yarn: Option<crate::protocol::node::YarnLaunch>,
     pub count: u32,
     pub pending: u32,
     pub max_attempts: u32,
@@ -287,6 +291,7 @@ impl StoredApp {
                     duration_ms: ask.duration_ms,
                     command: ask.launch.command.clone(),
                     env: ask.launch.env.clone(),
+                    yarn: ask.launch.yarn.clone(),
                     count: ask.count,
                     pending: ask.pending,
                     max_attempts: ask.max_attempts,
@@ -339,6 +344,7 @@ impl StoredApp {
                     launch: Arc::new(Launch {
                         command: ask.command,
                         env: ask.env,
+                        yarn: ask.yarn,
                     }),
                     count: ask.count,
                     pending: ask.pending,

@@ -48,6 +48,164 @@ pub struct LaunchOrder {
     /// GPUs the container holds (0 when absent).
     #[serde(default)]
     pub gpus: u32,
+    /// Set for a container a YARN client described (a ContainerLaunchContext):
+    /// the agent localizes its resources, writes its tokens and runs
+    /// `command` (its Shell line) as YARN's launch script does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yarn: Option<YarnLaunch>,
+}
+
+/// What a YARN ContainerLaunchContext adds to a launch: the files it needs
+/// and the credentials it carries. Its commands are the order's Shell line
+/// and its environment the order's `env`, both unexpanded (YARN's `{{X}}`,
+/// `<CPS>` and `<LOG_DIR>` are expanded on the node).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct YarnLaunch {
+    /// Files and archives to place in the container's directory, under
+    /// their keys.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub local_resources: Vec<LocalResource>,
+    /// The container's credentials in Hadoop's token-storage form (HDTS),
+    /// hex-encoded, written to `container_tokens`
+    /// (HADOOP_TOKEN_FILE_LOCATION).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tokens_hex: String,
+    /// Whether it is the app's application master (which YARN gives
+    /// APPLICATION_WEB_PROXY_BASE and APP_SUBMIT_TIME_ENV).
+    #[serde(default)]
+    pub application_master: bool,
+    /// When the app was submitted, in ms since the epoch (filled in with
+    /// the launch order).
+    #[serde(default)]
+    pub submit_time_ms: u64,
+}
+
+/// One of a YARN container's local resources: a file on the node's file
+/// system (YARN's `file:` URL), copied or unpacked into the container's
+/// directory under `key`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LocalResource {
+    /// Where it goes in the container's directory: a relative path of
+    /// normal components (e.g. `__spark_conf__`, `__pyfiles__/x.py`).
+    pub key: String,
+    /// The absolute path of the source file.
+    pub path: String,
+    /// Copied as it is, or unpacked.
+    pub kind: LocalResourceKind,
+    /// Its size in bytes, as the client saw it (checked before copying).
+    pub size: u64,
+    /// Its modification time in ms since the epoch, as the client saw it (a
+    /// changed file is refused, as YARN refuses it).
+    pub timestamp_ms: i64,
+}
+
+/// YARN's LocalResourceType, as far as Weft localizes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LocalResourceKind {
+    /// Copied as it is.
+    File,
+    /// Unpacked into a directory by its extension (`.zip`, `.jar`, `.tar`,
+    /// `.tar.gz`, `.tgz`); anything else copied as it is.
+    Archive,
+}
+
+/// The most local resources one container may have.
+pub const MAX_LOCAL_RESOURCES: usize = 1000;
+/// The longest key or source path of a local resource, in bytes.
+pub const MAX_LOCAL_RESOURCE_PATH_BYTES: usize = 4096;
+/// The most credential bytes a container may carry.
+pub const MAX_TOKENS_BYTES: usize = 1 << 20;
+
+impl YarnLaunch {
+    /// Checks what the client sent, naming the field and the limit: the
+    /// number of resources, each key a relative path of normal components
+    /// that no other key is a prefix of, each source an absolute path, the
+    /// tokens' size.
+    pub fn check(&self) -> Result<(), String> {
+        if self.local_resources.len() > MAX_LOCAL_RESOURCES {
+            return Err(format!(
+                "local resources: {} of them, at most {MAX_LOCAL_RESOURCES}",
+                self.local_resources.len()
+            ));
+        }
+        let mut keys = std::collections::BTreeSet::new();
+        for resource in &self.local_resources {
+            resource.check()?;
+            if !keys.insert(resource.key.as_str()) {
+                return Err(format!(
+                    "local resources: key {:?} is given twice",
+                    resource.key
+                ));
+            }
+        }
+        // A key inside another's directory would be placed through it.
+        for key in &keys {
+            let mut prefix = String::new();
+            for component in key.split('/') {
+                if !prefix.is_empty() && keys.contains(prefix.as_str()) {
+                    return Err(format!(
+                        "local resources: key {key:?} is inside key {prefix:?}"
+                    ));
+                }
+                if !prefix.is_empty() {
+                    prefix.push('/');
+                }
+                prefix.push_str(component);
+            }
+        }
+        if self.tokens_hex.len() > MAX_TOKENS_BYTES * 2 {
+            return Err(format!(
+                "tokens: {} bytes, at most {MAX_TOKENS_BYTES}",
+                self.tokens_hex.len() / 2
+            ));
+        }
+        hex_bytes(&self.tokens_hex).map(|_| ())
+    }
+
+    /// The tokens' bytes.
+    pub fn tokens(&self) -> Result<Vec<u8>, String> {
+        hex_bytes(&self.tokens_hex)
+    }
+}
+
+fn hex_bytes(text: &str) -> Result<Vec<u8>, String> {
+    hex::decode(text).map_err(|e| format!("tokens: not hex: {e}"))
+}
+
+impl LocalResource {
+    /// Checks its key and path (see [`YarnLaunch::check`]).
+    pub fn check(&self) -> Result<(), String> {
+        let key = &self.key;
+        let normal = |c: &str| !c.is_empty() && c != "." && c != "..";
+        if key.is_empty()
+            || key.len() > MAX_LOCAL_RESOURCE_PATH_BYTES
+            || key.starts_with('/')
+            || key.contains('\0')
+            || !key.split('/').all(normal)
+        {
+            return Err(format!(
+                "local resource key {:?} is not a relative path of 1 to {MAX_LOCAL_RESOURCE_PATH_BYTES} bytes without '.', '..' or empty components",
+                key.chars().take(64).collect::<String>()
+            ));
+        }
+        // YARN's own names in the container's directory are not a
+        // resource's to take.
+        if ["container_tokens", "launch_container.sh", "tmp"].contains(&key.as_str()) {
+            return Err(format!("local resource key {key:?} is reserved"));
+        }
+        if !self.path.starts_with('/')
+            || self.path.len() > MAX_LOCAL_RESOURCE_PATH_BYTES
+            || self.path.contains('\0')
+        {
+            return Err(format!(
+                "local resource {key:?}: its path must be absolute, at most {MAX_LOCAL_RESOURCE_PATH_BYTES} bytes"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// YARN's ContainerExitStatus values Weft uses (a process's own exit code

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::cluster::{AskSpec, SubmitApp};
-use crate::protocol::node::ContainerCommand;
+use crate::protocol::node::{ContainerCommand, YarnLaunch};
 
 /// The tag prefix that names the project an app charges.
 pub const PROJECT_TAG: &str = "project:";
@@ -33,6 +33,9 @@ pub struct YarnSubmission {
     pub am_command: String,
     /// The AM container's environment.
     pub am_environment: BTreeMap<String, String>,
+    /// What its launch context adds (local resources, tokens), when the
+    /// client sent one Weft localizes (Hadoop RPC's submissions).
+    pub am_launch: Option<YarnLaunch>,
     /// The AM container's memory in MB.
     pub am_memory_mb: u64,
     /// The AM container's vcores.
@@ -100,6 +103,10 @@ impl YarnSubmission {
                 allocation_tags: Vec::new(),
                 placement_constraint: None,
                 locality: None,
+                yarn: self.am_launch.map(|launch| YarnLaunch {
+                    application_master: true,
+                    ..launch
+                }),
             }],
             application_id: Some(self.application_id),
             reservation_id: self.reservation_id,

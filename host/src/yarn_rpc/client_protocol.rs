@@ -4,6 +4,7 @@
 //! Methods YARN has that Weft does not serve answer
 //! RpcNoSuchMethodException naming them.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -22,11 +23,13 @@ use super::messages::calls::{
     SubmitApplicationResponseProto,
 };
 use super::messages::records::{
-    ApplicationSubmissionContextProto, NodeStateProto, QueueACLProto, QueueUserACLInfoProto,
+    ApplicationSubmissionContextProto, ContainerLaunchContextProto, LocalResourceTypeProto,
+    NodeStateProto, QueueACLProto, QueueUserACLInfoProto,
 };
 use super::reports::{self, QueueDepth};
 use super::server::Protocols;
 use crate::cluster::App;
+use crate::protocol::node::{LocalResource, LocalResourceKind, YarnLaunch};
 use crate::rm::requests::RequestError;
 use crate::rm::yarn_submission::YarnSubmission;
 use crate::rm::{ResourceManager, RmHandle};
@@ -133,7 +136,7 @@ impl ClientProtocol {
             }
             "getApplications" => {
                 let request: GetApplicationsRequestProto = decode(method, bytes)?;
-                let filter = AppFilter::new(request);
+                let filter = AppFilter::new(request)?;
                 let applications = self
                     .read(move |rm| {
                         rm.cluster()
@@ -285,7 +288,9 @@ fn submission(context: ApplicationSubmissionContextProto) -> Result<YarnSubmissi
         .am_container_resource_request
         .first()
         .and_then(|r| r.node_label_expression.clone());
+    let am_launch = launch_context(&spec)?;
     Ok(YarnSubmission {
+        am_launch: Some(am_launch),
         application_id,
         name: context.application_name.clone(),
         queue: context.queue.clone(),
@@ -314,13 +319,57 @@ fn submission(context: ApplicationSubmissionContextProto) -> Result<YarnSubmissi
     })
 }
 
+/// What a launch context adds to a command: its local resources (`file:`
+/// URLs on the node's file system; others are refused, naming the
+/// resource) and its tokens. Bounds are checked with the submission.
+fn launch_context(spec: &ContainerLaunchContextProto) -> Result<YarnLaunch, RpcError> {
+    let mut local_resources = Vec::with_capacity(spec.local_resources.len());
+    for entry in &spec.local_resources {
+        let key = entry.key.clone().unwrap_or_default();
+        let resource = entry.value.clone().unwrap_or_default();
+        let url = resource.resource.clone().unwrap_or_default();
+        let scheme = url.scheme.as_deref().unwrap_or("file");
+        let host = url.host.as_deref().unwrap_or("");
+        if scheme != "file" || !(host.is_empty() || host == "localhost") {
+            return Err(RpcError::yarn(format!(
+                "local resource {key:?}: {scheme}://{host} is not supported: Weft localizes file: URLs on the node's own file system (docs/yarn-applications.md)"
+            )));
+        }
+        let kind = match LocalResourceTypeProto::try_from(resource.r#type.unwrap_or(0)) {
+            Ok(LocalResourceTypeProto::File) => LocalResourceKind::File,
+            Ok(LocalResourceTypeProto::Archive) => LocalResourceKind::Archive,
+            _ => {
+                return Err(RpcError::yarn(format!(
+                    "local resource {key:?}: only FILE and ARCHIVE resources are supported (not PATTERN)"
+                )));
+            }
+        };
+        local_resources.push(LocalResource {
+            key,
+            path: url.file.clone().unwrap_or_default(),
+            kind,
+            size: u64::try_from(resource.size.unwrap_or(0)).unwrap_or(0),
+            timestamp_ms: resource.timestamp.unwrap_or(0),
+        });
+    }
+    Ok(YarnLaunch {
+        local_resources,
+        tokens_hex: spec.tokens.as_deref().map(hex::encode).unwrap_or_default(),
+        application_master: true,
+        submit_time_ms: 0,
+    })
+}
+
+/// The most values one of getApplications' filters may list.
+const MAX_FILTER_VALUES: usize = 1000;
+
 /// getApplications' filters.
 struct AppFilter {
-    types: Vec<String>,
+    types: HashSet<String>,
     states: Vec<crate::cluster::AppState>,
-    users: Vec<String>,
-    queues: Vec<String>,
-    tags: Vec<String>,
+    users: HashSet<String>,
+    queues: HashSet<String>,
+    tags: HashSet<String>,
     name: Option<String>,
     started: (i64, i64),
     finished: (i64, i64),
@@ -328,26 +377,32 @@ struct AppFilter {
 }
 
 impl AppFilter {
-    fn new(request: GetApplicationsRequestProto) -> AppFilter {
-        AppFilter {
+    /// The filters, each list bounded; at most a page of apps (as REST's
+    /// GET /ws/v1/cluster/apps), fewer when the client asks for fewer.
+    fn new(request: GetApplicationsRequestProto) -> Result<AppFilter, RpcError> {
+        let bounded = |field: &str, values: Vec<String>, lower: bool| {
+            if values.len() > MAX_FILTER_VALUES {
+                return Err(RpcError::yarn(format!(
+                    "getApplications: {field} lists {} values, at most {MAX_FILTER_VALUES}",
+                    values.len()
+                )));
+            }
             // YARN matches types and tags without regard to case.
-            types: request
-                .application_types
-                .iter()
-                .map(|t| t.to_lowercase())
-                .collect(),
+            Ok(values
+                .into_iter()
+                .map(|v| if lower { v.to_lowercase() } else { v })
+                .collect::<HashSet<String>>())
+        };
+        Ok(AppFilter {
+            types: bounded("applicationTypes", request.application_types, true)?,
             states: request
                 .application_states
                 .iter()
                 .filter_map(|&s| reports::weft_state(s))
                 .collect(),
-            users: request.users,
-            queues: request.queues,
-            tags: request
-                .application_tags
-                .iter()
-                .map(|t| t.to_lowercase())
-                .collect(),
+            users: bounded("users", request.users, false)?,
+            queues: bounded("queues", request.queues, false)?,
+            tags: bounded("applicationTags", request.application_tags, true)?,
             name: request.name,
             started: (
                 request.start_begin.unwrap_or(0),
@@ -361,8 +416,9 @@ impl AppFilter {
                 .limit
                 .and_then(|l| usize::try_from(l).ok())
                 .filter(|&l| l > 0)
-                .unwrap_or(usize::MAX),
-        }
+                .unwrap_or(crate::limits::DEFAULT_APPS_PAGE)
+                .min(crate::limits::MAX_APPS_PAGE),
+        })
     }
 
     /// Whether `app` passes every filter given (an empty list passes all).

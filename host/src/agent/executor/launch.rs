@@ -88,9 +88,23 @@ impl Settings {
             None => Vec::new(),
         };
 
-        let argv = match &order.command {
-            ContainerCommand::Argv(argv) => argv.clone(),
-            ContainerCommand::Shell(line) => {
+        let argv = match (&order.yarn, &order.command) {
+            // YARN's launch: this binary, inside the container, localizes and
+            // execs the launch script (agent/yarn_launch.rs). /proc/self/exe
+            // is the binary even where its path is hidden from containers.
+            (Some(yarn), command) => {
+                write_yarn_launch(
+                    order,
+                    yarn,
+                    command,
+                    &container_work_dir,
+                    &container_log_dir,
+                    owner,
+                )?;
+                vec!["/proc/self/exe".to_owned(), "container-launch".to_owned()]
+            }
+            (None, ContainerCommand::Argv(argv)) => argv.clone(),
+            (None, ContainerCommand::Shell(line)) => {
                 vec!["/bin/sh".to_owned(), "-c".to_owned(), line.clone()]
             }
         };
@@ -235,6 +249,46 @@ impl Settings {
         }
         env
     }
+}
+
+/// Writes a YARN container's launch into its (new, still empty) directory
+/// for `weft container-launch` to read there as the container's user.
+fn write_yarn_launch(
+    order: &LaunchOrder,
+    yarn: &crate::protocol::node::YarnLaunch,
+    command: &ContainerCommand,
+    work_dir: &Path,
+    log_dir: &Path,
+    owner: Option<(Uid, Gid)>,
+) -> Result<(), String> {
+    yarn.check()?;
+    let command_line = match command {
+        ContainerCommand::Shell(line) => line.clone(),
+        ContainerCommand::Argv(argv) => argv.join(" "),
+    };
+    let spec = crate::agent::yarn_launch::LaunchSpec {
+        command_line,
+        env: order.env.clone(),
+        yarn: yarn.clone(),
+        log_dir: log_dir.to_owned(),
+        app_id: order.app_id.clone(),
+    };
+    let path = work_dir.join(crate::agent::yarn_launch::SPEC_FILE);
+    let bytes = serde_json::to_vec(&spec).map_err(|e| format!("cannot write the launch: {e}"))?;
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|error| format!("cannot create {}: {error}", path.display()))?;
+    file.write_all(&bytes)
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+    if let Some((uid, gid)) = owner {
+        nix::unistd::fchown(&file, Some(uid), Some(gid))
+            .map_err(|errno| format!("cannot give {} to its user: {errno}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The account `user` runs as, if container-executor.cfg's rules allow it:

@@ -48,6 +48,7 @@ fn order(container_id: &str, command: ContainerCommand) -> LaunchOrder {
         memory_mb: 128,
         vcores: 1,
         gpus: 0,
+        yarn: None,
     }
 }
 
