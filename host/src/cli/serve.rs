@@ -11,7 +11,9 @@ use clap::Args;
 use super::SettingsArgs;
 use crate::api::{ApiState, router};
 use crate::clock::{Clock, WallClock};
-use crate::config::{Authentication, DEFAULT_CLIENT_RPC_PORT, Settings, YarnRpcSettings};
+use crate::config::{
+    Authentication, DEFAULT_CLIENT_RPC_PORT, Settings, YARN_WEBAPP_PORT, YarnRpcSettings,
+};
 use crate::ha;
 use crate::policy::PolicyRuntime;
 use crate::quota::EventLog;
@@ -452,25 +454,37 @@ fn start_local_agent(
 
 /// The listener for YARN clients (`yarn.resourcemanager.address`), unless
 /// Hadoop RPC is off: where configured, else the HTTP API's address with
-/// YARN's port 8032 (any free port when the HTTP port is 0, as tests and
-/// scripts that run several servers ask).
+/// YARN's port 8032 when the API is on YARN's port 8088 (the pair a YARN
+/// client expects), or any free port when it is elsewhere (tests and
+/// scripts that run several servers on one machine; the first line says
+/// which).
 fn bind_client_rpc(
     settings: &YarnRpcSettings,
     http: SocketAddr,
 ) -> anyhow::Result<Option<std::net::TcpListener>> {
-    if !settings.enabled {
+    let Some(address) = client_rpc_address(settings, http) else {
         return Ok(None);
-    }
-    let address = match &settings.client_address {
-        Some(configured) => configured.clone(),
-        None if http.port() == 0 => SocketAddr::new(http.ip(), 0).to_string(),
-        None => SocketAddr::new(http.ip(), DEFAULT_CLIENT_RPC_PORT).to_string(),
     };
     let socket = std::net::TcpListener::bind(address.as_str()).with_context(|| {
         format!("cannot listen for YARN clients on {address} (yarn.resourcemanager.address; weft.yarn-rpc.enabled=false turns Hadoop RPC off)")
     })?;
     socket.set_nonblocking(true)?;
     Ok(Some(socket))
+}
+
+/// Where YARN clients are served, from the settings and the HTTP API's
+/// `--listen` address (see [`bind_client_rpc`]); None when RPC is off.
+fn client_rpc_address(settings: &YarnRpcSettings, http: SocketAddr) -> Option<String> {
+    if !settings.enabled {
+        return None;
+    }
+    Some(match &settings.client_address {
+        Some(configured) => configured.clone(),
+        None if http.port() == YARN_WEBAPP_PORT => {
+            SocketAddr::new(http.ip(), DEFAULT_CLIENT_RPC_PORT).to_string()
+        }
+        None => SocketAddr::new(http.ip(), 0).to_string(),
+    })
 }
 
 /// What a listener on a network, rather than loopback, leaves open.
@@ -524,5 +538,43 @@ impl ShutdownSignals {
             _ = self.interrupt.recv() => {},
             _ = self.terminate.recv() => {},
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(enabled: bool, address: Option<&str>) -> YarnRpcSettings {
+        YarnRpcSettings {
+            enabled,
+            client_address: address.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn yarn_clients_are_served_on_yarns_pair_of_ports_or_where_configured() {
+        let http = |text: &str| text.parse::<SocketAddr>().unwrap();
+        assert_eq!(
+            client_rpc_address(&settings(true, None), http("127.0.0.1:8088")).as_deref(),
+            Some("127.0.0.1:8032")
+        );
+        assert_eq!(
+            client_rpc_address(&settings(true, None), http("0.0.0.0:9000")).as_deref(),
+            Some("0.0.0.0:0"),
+            "elsewhere, any free port (several servers on one machine)"
+        );
+        assert_eq!(
+            client_rpc_address(
+                &settings(true, Some("10.0.0.1:18032")),
+                http("127.0.0.1:8088")
+            )
+            .as_deref(),
+            Some("10.0.0.1:18032")
+        );
+        assert_eq!(
+            client_rpc_address(&settings(false, None), http("127.0.0.1:8088")),
+            None
+        );
     }
 }

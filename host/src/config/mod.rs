@@ -64,13 +64,16 @@ pub struct YarnRpcSettings {
     /// `weft.yarn-rpc.enabled`: whether `weft serve` listens for Hadoop RPC.
     pub enabled: bool,
     /// `yarn.resourcemanager.address`: where clients submit (`host:port`);
-    /// `None` when not set: the HTTP API's address with port 8032 (port 0,
-    /// any free one, when the HTTP port is 0).
+    /// `None` when not set: the HTTP API's address with port 8032 when the
+    /// API is on 8088 (YARN's pair), else any free port.
     pub client_address: Option<String>,
 }
 
-/// The port of `yarn.resourcemanager.address` when it is not set (YARN's).
+/// The port of `yarn.resourcemanager.address` when it is not set and the
+/// HTTP API is on [`YARN_WEBAPP_PORT`] (YARN's).
 pub const DEFAULT_CLIENT_RPC_PORT: u16 = 8032;
+/// YARN's web port, `weft serve`'s default.
+pub const YARN_WEBAPP_PORT: u16 = 8088;
 
 /// The quota service's timing and switches.
 #[derive(Debug, Clone, Copy, PartialEq)]

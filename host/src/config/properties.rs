@@ -295,7 +295,7 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "yarn.resourcemanager.address",
         ValueType::Text,
         "",
-        "where YARN clients submit over RPC, host:port (empty: the HTTP API's address with port 8032, or any free port when the HTTP port is 0)",
+        "where YARN clients submit over RPC, host:port (empty: the HTTP API's address with port 8032 when it is on 8088, else any free port)",
     ),
     (
         "weft.http.tls.cert-file",
