@@ -70,6 +70,16 @@ pub const MAX_ENV_VALUE_BYTES: usize = 64 << 10;
 /// are cut).
 pub const MAX_DIAGNOSTICS_BYTES: usize = 16 << 10;
 
+/// What one ask's containers run — its command, environment and YARN
+/// launch context together, in bytes: a launch order must reach a remote
+/// agent within its answer's limit (10 MiB), even escaped as JSON.
+pub const MAX_LAUNCH_BYTES: usize = 1 << 20;
+/// The launch orders one heartbeat answer carries, by their JSON size at
+/// worst (six bytes a byte, all escaped); the rest follow in the next
+/// answers (an order repeats until its container runs). One order always
+/// goes.
+pub const MAX_ANSWER_LAUNCH_BYTES: usize = 8 << 20;
+
 /// Request bodies, per kind of route.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 /// The longest Hadoop RPC frame a client may send: a YARN call (a

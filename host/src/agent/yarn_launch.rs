@@ -216,10 +216,15 @@ impl Budget {
 /// extension; refused when it changed since the client saw it.
 fn localize(resource: &LocalResource, work: &Path, budget: &mut Budget) -> Result<(), String> {
     let source = Path::new(&resource.path);
-    let file = File::open(source).map_err(|e| match e.kind() {
-        io::ErrorKind::NotFound => format!("File file:{} does not exist", resource.path),
-        _ => format!("cannot read file:{}: {e}", resource.path),
-    })?;
+    // Not blocking: a FIFO must be refused below, not waited on.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(source)
+        .map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => format!("File file:{} does not exist", resource.path),
+            _ => format!("cannot read file:{}: {e}", resource.path),
+        })?;
     let metadata = file.metadata().map_err(|e| e.to_string())?;
     if !metadata.is_file() {
         return Err(format!("file:{} is not a regular file", resource.path));
@@ -515,6 +520,22 @@ mod tests {
         );
         assert!(result.is_err(), "{result:?}");
         assert!(!outside.join("planted").exists());
+    }
+
+    #[test]
+    fn a_fifo_source_is_refused_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let work = dir.path().join("work");
+        fs::create_dir(&work).unwrap();
+        let error = localize(
+            &resource("k", &fifo, LocalResourceKind::File),
+            &work,
+            &mut budget(),
+        )
+        .unwrap_err();
+        assert!(error.contains("not a regular file"), "{error}");
     }
 
     #[test]

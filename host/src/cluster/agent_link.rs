@@ -332,12 +332,26 @@ impl Cluster {
             } => (ended, acknowledged, accepted, says_running, numbered),
         };
         let launch = match self.nodes.get(id) {
-            Some(node) => node
-                .containers
-                .iter()
-                .filter(|c| !node.launched.contains(*c))
-                .filter_map(|c| self.launch_order(c))
-                .collect(),
+            Some(node) => {
+                // Within what the agent reads of an answer; the rest come
+                // in the next answers (orders repeat until running).
+                let mut room = crate::limits::MAX_ANSWER_LAUNCH_BYTES;
+                let mut orders: Vec<LaunchOrder> = Vec::new();
+                for order in node
+                    .containers
+                    .iter()
+                    .filter(|c| !node.launched.contains(*c))
+                    .filter_map(|c| self.launch_order(c))
+                {
+                    let bytes = order.launch_bytes().saturating_mul(6).saturating_add(512);
+                    if !orders.is_empty() && bytes > room {
+                        break;
+                    }
+                    room = room.saturating_sub(bytes);
+                    orders.push(order);
+                }
+                orders
+            }
             None => Vec::new(),
         };
         let Some(node) = self.nodes.get_mut(id) else {
@@ -446,6 +460,8 @@ fn kill_order((container_id, exit_status): (&String, &i32)) -> KillOrder {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::cluster::{AppState, AskSpec, Placement, SubmitApp};
     use crate::queues::{QueueProperties, QueueTree};
@@ -454,6 +470,15 @@ mod tests {
     /// running `true` (`max_attempts` each), all allocated; returns the
     /// container ids.
     fn running(count: u32, max_attempts: u32) -> (Cluster, Vec<String>) {
+        running_with(count, max_attempts, BTreeMap::new())
+    }
+
+    /// `count` containers of one app, each with `env`, allocated on "a1".
+    fn running_with(
+        count: u32,
+        max_attempts: u32,
+        env: BTreeMap<String, String>,
+    ) -> (Cluster, Vec<String>) {
         let tree = QueueTree::from_properties(&QueueProperties::defaults()).unwrap();
         let mut cluster = Cluster::new(1, tree);
         cluster
@@ -469,6 +494,7 @@ mod tests {
         let mut ask = AskSpec::sized(count, 1024, 1, 0, 1000);
         ask.command = Some(ContainerCommand::Argv(vec!["true".into()]));
         ask.max_attempts = max_attempts;
+        ask.env = env;
         let request = SubmitApp {
             name: "t".into(),
             ..SubmitApp::new("alice", "default", "p", vec![ask])
@@ -487,6 +513,24 @@ mod tests {
             .map(|a| a.container.id)
             .collect();
         (cluster, ids)
+    }
+
+    #[test]
+    fn an_answer_carries_launch_orders_up_to_what_an_agent_reads() {
+        // Three orders of 900 KB each (5.4 MB escaped at worst): one an
+        // answer, the next when the first runs.
+        let env = (0..15)
+            .map(|i| (format!("BIG{i}"), "x".repeat(60_000)))
+            .collect();
+        let (mut cluster, ids) = running_with(3, 1, env);
+        let first = beat(&mut cluster, 0, &[], &[], 20);
+        assert_eq!(first.orders.launch.len(), 1);
+        let second = beat(&mut cluster, 1, &ids[..1], &[], 30);
+        assert_eq!(second.orders.launch.len(), 1);
+        assert_ne!(
+            second.orders.launch[0].container_id,
+            first.orders.launch[0].container_id
+        );
     }
 
     fn beat(

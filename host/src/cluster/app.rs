@@ -449,6 +449,19 @@ impl SubmitApp {
                 None => {}
             }
             check_env(&format!("asks[{i}].env"), &ask.env)?;
+            if let Some(command) = &ask.command {
+                let bytes =
+                    crate::protocol::node::launch_bytes(command, &ask.env, ask.yarn.as_ref());
+                if bytes > MAX_LAUNCH_BYTES {
+                    return Err(OutOfBounds {
+                        field: format!("asks[{i}]"),
+                        value: format!("a command, env and launch context of {bytes} bytes"),
+                        rule: format!(
+                            "but they may hold at most {MAX_LAUNCH_BYTES} bytes together"
+                        ),
+                    });
+                }
+            }
             if let Some(expression) = &ask.node_label_expression {
                 node_label_expression(format!("asks[{i}].node_label_expression"), expression)?;
             }

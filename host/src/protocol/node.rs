@@ -94,7 +94,8 @@ pub struct LocalResource {
     pub path: String,
     /// Copied as it is, or unpacked.
     pub kind: LocalResourceKind,
-    /// Its size in bytes, as the client saw it (checked before copying).
+    /// Its size in bytes, as the client saw it (YARN does not check it;
+    /// neither does Weft: the copy is bounded by the container's budget).
     pub size: u64,
     /// Its modification time in ms since the epoch, as the client saw it (a
     /// changed file is refused, as YARN refuses it).
@@ -118,6 +119,37 @@ pub const MAX_LOCAL_RESOURCES: usize = 1000;
 pub const MAX_LOCAL_RESOURCE_PATH_BYTES: usize = 4096;
 /// The most credential bytes a container may carry.
 pub const MAX_TOKENS_BYTES: usize = 1 << 20;
+
+impl LaunchOrder {
+    /// What its command, environment and launch context hold, in bytes
+    /// (their JSON is at most six times this, plus its frame).
+    pub fn launch_bytes(&self) -> usize {
+        launch_bytes(&self.command, &self.env, self.yarn.as_ref())
+    }
+}
+
+/// The bytes of a launch's command, environment and YARN launch context
+/// (see [`crate::limits::MAX_LAUNCH_BYTES`]).
+pub fn launch_bytes(
+    command: &ContainerCommand,
+    env: &BTreeMap<String, String>,
+    yarn: Option<&YarnLaunch>,
+) -> usize {
+    let command = match command {
+        ContainerCommand::Argv(argv) => argv.iter().map(|a| a.len() + 1).sum(),
+        ContainerCommand::Shell(line) => line.len(),
+    };
+    let env: usize = env.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+    let yarn = yarn.map_or(0, |yarn| {
+        yarn.tokens_hex.len()
+            + yarn
+                .local_resources
+                .iter()
+                .map(|r| r.key.len() + r.path.len() + 64)
+                .sum::<usize>()
+    });
+    command + env + yarn
+}
 
 impl YarnLaunch {
     /// Checks what the client sent, naming the field and the limit: the
@@ -193,7 +225,8 @@ impl LocalResource {
         }
         // YARN's own names in the container's directory are not a
         // resource's to take.
-        if ["container_tokens", "launch_container.sh", "tmp"].contains(&key.as_str()) {
+        let first = key.split('/').next().unwrap_or_default();
+        if ["container_tokens", "launch_container.sh", "tmp"].contains(&first) {
             return Err(format!("local resource key {key:?} is reserved"));
         }
         if !self.path.starts_with('/')

@@ -163,4 +163,25 @@ mod tests {
         );
         assert_eq!(app.tags, ["project:ml"]);
     }
+
+    #[test]
+    fn a_launch_too_large_for_an_agents_answer_is_refused_at_submission() {
+        let app = YarnSubmission {
+            application_id: "application_1_0001".into(),
+            am_command: "run".into(),
+            am_memory_mb: 512,
+            am_vcores: 1,
+            am_environment: (0..20)
+                .map(|i| (format!("V{i}"), "x".repeat(60_000)))
+                .collect(),
+            ..Default::default()
+        }
+        .into_submit_app();
+        let app = SubmitApp {
+            user: "alice".into(),
+            ..app
+        };
+        let refusal = app.check().unwrap_err().to_string();
+        assert!(refusal.contains("at most 1048576 bytes together"), "{refusal}");
+    }
 }
