@@ -182,6 +182,9 @@ mod tests {
             ..app
         };
         let refusal = app.check().unwrap_err().to_string();
-        assert!(refusal.contains("at most 1048576 bytes together"), "{refusal}");
+        assert!(
+            refusal.contains("at most 1048576 bytes together"),
+            "{refusal}"
+        );
     }
 }
