@@ -518,6 +518,30 @@ pub(crate) fn pg_database() -> Option<String> {
     Some(LocalPostgres::fresh_database().unwrap_or_else(|e| panic!("{e}")))
 }
 
+/// `requirement` (e.g. `pyspark==4.0.1`) installed from PyPI into
+/// `dir_name` beneath the build's directory, once (when `marker`, a path in
+/// it, is missing): the directory, for PYTHONPATH or its files.
+pub(crate) fn pip_installed(requirement: &str, dir_name: &str, marker: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir_name);
+    if !dir.join(marker).exists() {
+        let status = Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(["--upgrade", "--target"])
+            .arg(&dir)
+            .arg(requirement)
+            .status()
+            .expect("python3 runs (install Python 3 with pip)");
+        assert!(status.success(), "pip install {requirement} failed");
+    }
+    dir
+}
+
 /// A loopback port free now (for a server restarted at the same address).
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

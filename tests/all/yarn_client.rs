@@ -20,24 +20,7 @@ const LIMIT: Duration = Duration::from_secs(300);
 /// yarn-api-client installed into a directory of the build (once): the
 /// PYTHONPATH the script runs with.
 fn installed_client() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("yarn-api-client-1.0.3");
-    if !dir.join("yarn_api_client").is_dir() {
-        let status = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(["--upgrade", "--target"])
-            .arg(&dir)
-            .arg(CLIENT)
-            .status()
-            .expect("python3 runs (install Python 3 with pip)");
-        assert!(status.success(), "pip install {CLIENT} failed");
-    }
-    dir
+    crate::support::pip_installed(CLIENT, "yarn-api-client-1.0.3", "yarn_api_client")
 }
 
 /// Runs the script against `server`; returns what it read.

@@ -512,24 +512,12 @@ pub(crate) fn pyspark_jars() -> Option<PathBuf> {
         );
         return None;
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pyspark-4.0.1");
+    let dir = crate::support::pip_installed(
+        "pyspark==4.0.1",
+        "pyspark-4.0.1",
+        "pyspark/jars/hadoop-client-api-3.4.1.jar",
+    );
     let jars = dir.join("pyspark").join("jars");
-    if !jars.join("hadoop-client-api-3.4.1.jar").is_file() {
-        let status = Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(["--upgrade", "--target"])
-            .arg(&dir)
-            .arg("pyspark==4.0.1")
-            .status()
-            .expect("python3 runs (install Python 3 with pip)");
-        assert!(status.success(), "pip install pyspark==4.0.1 failed");
-    }
     Some(jars)
 }
 

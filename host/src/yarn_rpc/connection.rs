@@ -14,11 +14,11 @@ use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{Semaphore, mpsc};
 
-use super::error::{ErrorCode, RpcError, class};
+use super::error::{ErrorCode, RpcError, class, is_fatal};
 use super::frame::{self, AuthProtocol, EncodeDelimited, Encoded, Frame, FrameError};
 use super::messages::ipc::{
-    IpcConnectionContextProto, RequestHeaderProto, RpcRequestHeaderProto, RpcResponseHeaderProto,
-    RpcSaslProto,
+    IpcConnectionContextProto, OperationProto, RequestHeaderProto, RpcKindProto,
+    RpcRequestHeaderProto, RpcResponseHeaderProto, RpcSaslProto, RpcStatusProto,
 };
 use super::sasl;
 use super::server::Shared;
@@ -34,15 +34,6 @@ mod call_id {
     /// The id of an answer to no call: a FATAL refusal of the connection.
     pub(super) const NONE: i32 = -1;
 }
-
-/// `RpcKindProto.RPC_PROTOCOL_BUFFER`: the only kind YARN's protocols use.
-const RPC_PROTOCOL_BUFFER: i32 = 2;
-/// `OperationProto.RPC_FINAL_PACKET`.
-const RPC_FINAL_PACKET: i32 = 0;
-/// `RpcStatusProto`: SUCCESS, ERROR, FATAL.
-const STATUS_SUCCESS: i32 = 0;
-const STATUS_ERROR: i32 = 1;
-const STATUS_FATAL: i32 = 2;
 
 /// Answers waiting to be written, per connection.
 const ANSWER_QUEUE: usize = 64;
@@ -298,7 +289,7 @@ async fn read_calls(
                 },
                 Err(error) => Answer {
                     bytes: error_frame(id, Some(&header), &error),
-                    last: error.code.is_fatal(),
+                    last: is_fatal(error.code),
                 },
             };
             let _ = answers.send(answer).await;
@@ -320,7 +311,8 @@ async fn next_frame(
 
 /// Java's server checks both: a protocol-buffer call in one packet.
 fn check_header(header: &RpcRequestHeaderProto) -> Result<(), Refusal> {
-    if header.rpc_kind != Some(RPC_PROTOCOL_BUFFER) {
+    // The only kind YARN's protocols use.
+    if header.rpc_kind != Some(RpcKindProto::RpcProtocolBuffer as i32) {
         return Err(Refusal::fatal(
             class::SERVER,
             ErrorCode::FatalInvalidRpcHeader,
@@ -330,7 +322,7 @@ fn check_header(header: &RpcRequestHeaderProto) -> Result<(), Refusal> {
             ),
         ));
     }
-    if header.rpc_op != Some(RPC_FINAL_PACKET) {
+    if header.rpc_op != Some(OperationProto::RpcFinalPacket as i32) {
         return Err(Refusal::fatal(
             class::SERVER,
             ErrorCode::FatalInvalidRpcHeader,
@@ -428,7 +420,7 @@ async fn establish(
 fn sasl_header() -> RpcResponseHeaderProto {
     RpcResponseHeaderProto {
         call_id: call_id::SASL as u32,
-        status: STATUS_SUCCESS,
+        status: RpcStatusProto::Success as i32,
         server_ipc_version_num: Some(u32::from(frame::VERSION)),
         ..Default::default()
     }
@@ -439,7 +431,7 @@ fn sasl_header() -> RpcResponseHeaderProto {
 fn success_frame(id: i32, request: &RpcRequestHeaderProto, response: Vec<u8>) -> Vec<u8> {
     let header = RpcResponseHeaderProto {
         call_id: id as u32,
-        status: STATUS_SUCCESS,
+        status: RpcStatusProto::Success as i32,
         server_ipc_version_num: Some(u32::from(frame::VERSION)),
         client_id: Some(request.client_id.clone()),
         retry_count: request.retry_count,
@@ -452,10 +444,10 @@ fn success_frame(id: i32, request: &RpcRequestHeaderProto, response: Vec<u8>) ->
 fn error_frame(id: i32, request: Option<&RpcRequestHeaderProto>, error: &RpcError) -> Vec<u8> {
     let header = RpcResponseHeaderProto {
         call_id: id as u32,
-        status: if error.code.is_fatal() {
-            STATUS_FATAL
+        status: if is_fatal(error.code) {
+            RpcStatusProto::Fatal as i32
         } else {
-            STATUS_ERROR
+            RpcStatusProto::Error as i32
         },
         server_ipc_version_num: Some(u32::from(frame::VERSION)),
         exception_class_name: Some(error.class.to_string()),

@@ -2,6 +2,7 @@
 //! exception (which `RPCUtil` instantiates on the client, so clients retry,
 //! resubmit or give up as they do against YARN) and its message.
 
+use super::messages::ipc::RpcErrorCodeProto;
 use crate::rm::CommandError;
 
 /// The Java classes Weft answers with; each changes what a client does.
@@ -38,36 +39,13 @@ pub mod class {
     pub const RETRIABLE: &str = "org.apache.hadoop.ipc.RetriableException";
 }
 
-/// The `RpcErrorCodeProto` a failure carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorCode {
-    /// ERROR_APPLICATION (1): the call failed; the connection goes on.
-    Application = 1,
-    /// ERROR_NO_SUCH_METHOD (2).
-    NoSuchMethod = 2,
-    /// ERROR_NO_SUCH_PROTOCOL (3).
-    NoSuchProtocol = 3,
-    /// ERROR_RPC_SERVER (4).
-    RpcServer = 4,
-    /// FATAL_UNKNOWN (10): the connection is closed after the answer.
-    FatalUnknown = 10,
-    /// FATAL_UNSUPPORTED_SERIALIZATION (11).
-    FatalUnsupportedSerialization = 11,
-    /// FATAL_INVALID_RPC_HEADER (12).
-    FatalInvalidRpcHeader = 12,
-    /// FATAL_DESERIALIZING_REQUEST (13).
-    FatalDeserializingRequest = 13,
-    /// FATAL_VERSION_MISMATCH (14).
-    FatalVersionMismatch = 14,
-    /// FATAL_UNAUTHORIZED (15).
-    FatalUnauthorized = 15,
-}
+/// The `RpcErrorCodeProto` a failure carries; a fatal one (10 and above)
+/// closes the connection.
+pub type ErrorCode = RpcErrorCodeProto;
 
-impl ErrorCode {
-    /// Whether the server closes the connection after answering.
-    pub fn is_fatal(self) -> bool {
-        self as i32 >= 10
-    }
+/// Whether the server closes the connection after answering `code`.
+pub fn is_fatal(code: ErrorCode) -> bool {
+    code as i32 >= ErrorCode::FatalUnknown as i32
 }
 
 /// A call that failed: what the client is told.
@@ -88,7 +66,7 @@ impl RpcError {
         RpcError {
             class,
             message: message.into(),
-            code: ErrorCode::Application,
+            code: ErrorCode::ErrorApplication,
         }
     }
 
@@ -111,7 +89,7 @@ impl RpcError {
         RpcError {
             class: class::NO_SUCH_METHOD,
             message: format!("Unknown method {method} called on {protocol} protocol."),
-            code: ErrorCode::NoSuchMethod,
+            code: ErrorCode::ErrorNoSuchMethod,
         }
     }
 
@@ -122,7 +100,7 @@ impl RpcError {
             message: format!(
                 "{method} of {protocol} is not supported by Weft (docs/yarn-applications.md lists what is)"
             ),
-            code: ErrorCode::NoSuchMethod,
+            code: ErrorCode::ErrorNoSuchMethod,
         }
     }
 
@@ -131,7 +109,7 @@ impl RpcError {
         RpcError {
             class: class::NO_SUCH_PROTOCOL,
             message: format!("Unknown protocol: {protocol}"),
-            code: ErrorCode::NoSuchProtocol,
+            code: ErrorCode::ErrorNoSuchProtocol,
         }
     }
 
@@ -140,7 +118,7 @@ impl RpcError {
         RpcError {
             class: class::SERVER,
             message: format!("the request of {method} cannot be decoded: {error}"),
-            code: ErrorCode::RpcServer,
+            code: ErrorCode::ErrorRpcServer,
         }
     }
 }

@@ -7,13 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::messages::ipc::RpcSaslProto;
-
-/// `SaslState` values.
-mod state {
-    pub(super) const SUCCESS: i32 = 0;
-    pub(super) const NEGOTIATE: i32 = 1;
-}
+use super::messages::ipc::{RpcSaslProto, SaslState};
 
 /// The methods a listener accepts.
 #[derive(Debug, Clone)]
@@ -65,9 +59,9 @@ impl Exchange {
             // "SIMPLE-only servers return success in response to negotiate"
             // (Hadoop's Server.buildNegotiateResponse): the client then
             // authenticates as SIMPLE.
-            (Methods::SimpleOnly, state::NEGOTIATE) => Ok(Step {
+            (Methods::SimpleOnly, state) if state == SaslState::Negotiate as i32 => Ok(Step {
                 reply: RpcSaslProto {
-                    state: state::SUCCESS,
+                    state: SaslState::Success as i32,
                     ..Default::default()
                 },
                 done: Some(Done { token: None }),
