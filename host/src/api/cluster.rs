@@ -327,12 +327,11 @@ impl NodeInfo {
         } else {
             String::new()
         };
-        // YARN's nodeHTTPAddress is host:port; clients put the scheme before it.
-        let host_port = address
-            .split_once("://")
-            .map_or(address.as_str(), |(_, rest)| rest)
-            .trim_end_matches('/')
-            .to_string();
+        let host_port = if running {
+            n.http_host_port()
+        } else {
+            String::new()
+        };
         let host = |text: &str| -> String {
             let authority = text.rsplit("://").next().unwrap_or(text);
             let authority = authority.split('/').next().unwrap_or(authority);

@@ -86,6 +86,17 @@ pub struct AgentInfo {
 }
 
 impl Node {
+    /// Its agent's web address as YARN's nodeHttpAddress: `host:port`, no
+    /// scheme (clients put one before it); empty when it serves none.
+    pub fn http_host_port(&self) -> String {
+        let address = &self.agent.http_address;
+        address
+            .split_once("://")
+            .map_or(address.as_str(), |(_, rest)| rest)
+            .trim_end_matches('/')
+            .to_string()
+    }
+
     /// Its rack: the one its agent registered, else YARN's `/default-rack`.
     pub fn rack(&self) -> &str {
         if self.agent.rack.is_empty() {

@@ -158,22 +158,11 @@ pub fn node_id(node: &Node) -> NodeIdProto {
     }
 }
 
-/// A node's `host:port` for its web pages (YARN's nodeHttpAddress, no
-/// scheme), empty when its agent serves none.
-pub fn node_http_address(node: &Node) -> String {
-    let address = &node.agent.http_address;
-    address
-        .split_once("://")
-        .map_or(address.as_str(), |(_, rest)| rest)
-        .trim_end_matches('/')
-        .to_string()
-}
-
 /// A registered node's report (RUNNING: Weft keeps only live nodes here).
 pub fn node_report(node: &Node) -> NodeReportProto {
     NodeReportProto {
         node_id: Some(node_id(node)),
-        http_address: Some(node_http_address(node)),
+        http_address: Some(node.http_host_port()),
         rack_name: Some(node.rack().to_string()),
         used: Some(resource(node.allocated)),
         capability: Some(resource(node.capacity)),
