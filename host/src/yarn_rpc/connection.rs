@@ -369,11 +369,15 @@ async fn establish(
             let step = exchange.step(message).map_err(|message| {
                 Refusal::fatal(class::SASL, ErrorCode::FatalUnauthorized, message)
             })?;
-            let bytes = frame::encode_frame(&[&sasl_header(), &step.reply]);
-            answers
-                .send(Answer { bytes, last: false })
-                .await
-                .map_err(|_| Refusal::silent("the writer stopped"))?;
+            // A client that chose SIMPLE waits for no answer (Hadoop's
+            // server sends none): one would be read as a call's.
+            if !step.silent {
+                let bytes = frame::encode_frame(&[&sasl_header(), &step.reply]);
+                answers
+                    .send(Answer { bytes, last: false })
+                    .await
+                    .map_err(|_| Refusal::silent("the writer stopped"))?;
+            }
             if let Some(done) = step.done {
                 token = done.token;
                 break;

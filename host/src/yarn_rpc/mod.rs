@@ -5,6 +5,7 @@
 
 pub mod client_protocol;
 pub mod connection;
+pub mod credentials;
 pub mod error;
 pub mod frame;
 pub mod messages;
