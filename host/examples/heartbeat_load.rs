@@ -386,6 +386,7 @@ impl Agent {
             rack: None,
             attributes: Default::default(),
             labels: Vec::new(),
+            nm_address: None,
         }
     }
 

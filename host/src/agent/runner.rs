@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::executor::Executor;
-use crate::protocol::node::ContainerEnd;
+use crate::protocol::node::{ContainerEnd, LaunchOrder};
 use crate::protocol::node::{Heartbeat, RegisterNode};
 use crate::protocol::node::{NodeAction, NodeOrders};
 use crate::protocol::node::{ResourceTracker, TrackerError};
@@ -81,6 +81,10 @@ pub struct AgentLoop<T: ResourceTracker> {
     /// Whether ends were found that no heartbeat has carried yet: they go
     /// out before the ended containers' cgroups are removed.
     ends_to_report: bool,
+    /// Containers held for their YARN application master, which starts
+    /// them (`LaunchOrder::held_for`): their room is theirs, and they are
+    /// reported running.
+    held: BTreeMap<String, LaunchOrder>,
 }
 
 /// What an answer is to the agent, by who gave it and its epoch.
@@ -135,6 +139,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
             registered_with: None,
             stale_warned: None,
             ends_to_report: false,
+            held: BTreeMap::new(),
         }
     }
 
@@ -296,6 +301,8 @@ impl<T: ResourceTracker> AgentLoop<T> {
             rack: self.identity.rack.clone(),
             attributes: self.identity.attributes.clone(),
             labels: self.identity.labels.clone(),
+            // ContainerManagementProtocol is not served by agents yet.
+            nm_address: None,
         };
         let registration = self.tracker.register(&request)?;
         let server = self.tracker.server();
@@ -311,7 +318,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
         self.registered = true;
         tracing::info!(node = %self.identity.node_id, resources = %self.identity.resources, isolation = %self.executor.isolation(), server = server.as_deref().unwrap_or("in process"), epoch = registration.epoch, "registered with the resource manager");
         for order in registration.kill {
-            self.executor.kill(&order.container_id, order.exit_status);
+            self.kill(&order.container_id, order.exit_status);
         }
         Ok(())
     }
@@ -350,12 +357,19 @@ impl<T: ResourceTracker> AgentLoop<T> {
             }
         }
         for order in &orders.kill {
-            self.executor.kill(&order.container_id, order.exit_status);
+            self.kill(&order.container_id, order.exit_status);
         }
         for order in &orders.launch {
             // A container this agent ended and has not been told it knows
             // must not start again.
-            if !self.unacknowledged.contains_key(&order.container_id) {
+            if self.unacknowledged.contains_key(&order.container_id) {
+                continue;
+            }
+            if order.held_for.is_some() {
+                self.held
+                    .entry(order.container_id.clone())
+                    .or_insert_with(|| order.clone());
+            } else {
                 self.executor.launch(order);
             }
         }
@@ -373,11 +387,30 @@ impl<T: ResourceTracker> AgentLoop<T> {
         something_ended
     }
 
+    /// Kills a container, or lets go of one held for its master (it ends
+    /// at once with `exit_status`).
+    fn kill(&mut self, container_id: &str, exit_status: i32) {
+        if self.held.remove(container_id).is_some() {
+            let end = ContainerEnd {
+                container_id: container_id.to_string(),
+                exit_status,
+                diagnostics: "killed before its application master started it".into(),
+                finished_ms: super::executor::now_ms(),
+                started_ms: None,
+            };
+            self.unacknowledged.insert(end.container_id.clone(), end);
+            self.ends_to_report = true;
+        } else {
+            self.executor.kill(container_id, exit_status);
+        }
+    }
+
     fn running_ids(&self) -> Vec<String> {
         self.executor
             .running()
             .into_iter()
             .map(|c| c.container_id)
+            .chain(self.held.keys().cloned())
             .collect()
     }
 }
@@ -464,6 +497,7 @@ mod tests {
                 })
                 .collect(),
             epoch,
+            yarn_token_key: String::new(),
         }
     }
 
@@ -479,6 +513,7 @@ mod tests {
             vcores: 1,
             gpus: 0,
             yarn: None,
+            held_for: None,
         }
     }
 

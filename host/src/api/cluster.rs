@@ -504,6 +504,7 @@ pub(super) async fn register_node(
         heartbeat_interval_ms: state.heartbeat_interval_ms,
         kill: registered.kill,
         epoch: registered.epoch,
+        yarn_token_key: registered.yarn_token_key,
     }))
 }
 
@@ -741,7 +742,7 @@ impl AppInfo {
             project: app.project.clone(),
             priority: app.priority,
             state: app.state,
-            final_status: app.state.final_status().into(),
+            final_status: app.final_status().into(),
             submitted_time: app.submit_time_ms,
             started_time: app.start_time_ms.unwrap_or(0),
             finished_time: app.finish_time_ms.unwrap_or(0),

@@ -66,7 +66,7 @@ impl AccountingRecord {
             submitted_time: app.submit_time_ms,
             started_time: app.start_time_ms,
             finished_time: finished,
-            final_status: app.state.final_status().to_string(),
+            final_status: app.final_status().to_string(),
             credits: app.credits,
         }
     }

@@ -417,8 +417,20 @@ impl Cluster {
                 .clone()
                 .map(|yarn| crate::protocol::node::YarnLaunch {
                     submit_time_ms: app.submit_time_ms,
+                    amrm_password_hex: match (&app.master, &self.token_keys) {
+                        (Some(_), Some(keys)) if yarn.application_master => hex::encode(
+                            keys.amrm_password(&super::attempt_id(&app.id, container.attempt)),
+                        ),
+                        _ => String::new(),
+                    },
                     ..yarn
                 }),
+            // Its master starts it (ContainerManagementProtocol).
+            held_for: app
+                .master
+                .as_ref()
+                .filter(|_| container.ask != 0)
+                .map(|master| super::attempt_id(&app.id, master.attempt)),
         })
     }
 

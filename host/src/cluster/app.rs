@@ -802,9 +802,28 @@ pub struct App {
     /// The node label expression it was submitted with ("" for none).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub node_label_expression: String,
+    /// Its YARN application master, when its first ask is one
+    /// (`master.rs`).
+    #[serde(skip)]
+    pub master: Option<Box<super::Master>>,
 }
 
 impl App {
+    /// YARN's final status: its master's, when it unregistered with one and
+    /// the app finished; else its state's.
+    pub fn final_status(&self) -> &'static str {
+        match (&self.master, self.state) {
+            (Some(master), AppState::Finished) => match &master.finished {
+                Some(finish) => match finish.final_status {
+                    super::FinalStatus::Undefined => "UNDEFINED",
+                    status => status.as_str(),
+                },
+                None => self.state.final_status(),
+            },
+            _ => self.state.final_status(),
+        }
+    }
+
     /// Counts what its running containers held since the last count, up to
     /// `now`.
     fn count_usage(&mut self, now: u64) {
@@ -911,7 +930,7 @@ impl AppFilter {
             && self
                 .final_status
                 .as_ref()
-                .is_none_or(|f| f == app.state.final_status())
+                .is_none_or(|f| f == app.final_status())
             && self.queue.as_ref().is_none_or(|q| *q == app.queue)
             && self.user.as_ref().is_none_or(|u| *u == app.user)
             && self.name.as_ref().is_none_or(|n| *n == app.name)

@@ -322,7 +322,7 @@ impl StoredApp {
     }
 
     fn into_app(self, queue_index: usize) -> App {
-        App {
+        let mut app = App {
             id: self.id,
             name: self.name,
             queue: self.queue,
@@ -382,7 +382,20 @@ impl StoredApp {
             usage_counted_ms: self.usage_counted_ms.max(self.submit_time_ms),
             lifetime_deadline_ms: self.lifetime_deadline_ms,
             node_label_expression: self.node_label_expression,
+            master: None,
+        };
+        // Its master's session is not kept (its tokens were of the last
+        // run's key): it is a master's app again, its asks as the master
+        // last left them, and what it hears starts afresh.
+        if app.asks.first().is_some_and(|ask| {
+            ask.launch
+                .yarn
+                .as_ref()
+                .is_some_and(|yarn| yarn.application_master)
+        }) {
+            app.master = Some(Box::default());
         }
+        app
     }
 }
 
@@ -649,6 +662,8 @@ impl Cluster {
                 rack: node.rack,
                 attributes: node.attributes,
                 label: node.label.clone(),
+                // Given again when its agent registers.
+                nm_address: String::new(),
             };
             live.partition = self.partition_of(&node.id, &node.label);
             restored.nodes.push(node.id.clone());
@@ -938,6 +953,7 @@ mod tests {
                     rack: "/dc1/rack7".into(),
                     attributes: [("gpu-model".to_string(), "a100".to_string())].into(),
                     label: "gpu".into(),
+                    nm_address: String::new(),
                 },
                 Some(&[]),
                 5,

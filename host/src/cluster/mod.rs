@@ -14,6 +14,7 @@ mod gang;
 mod labels;
 mod lifetime;
 mod locality;
+mod master;
 mod model;
 mod node;
 mod table;
@@ -31,6 +32,10 @@ pub use gang::without_gangs;
 pub use labels::{LabelError, NodeLabels};
 pub use lifetime::LifetimeRefusal;
 pub use locality::{Level, Locality, LocalitySpec};
+pub use master::{
+    Completed, FinalStatus, MAX_MASTER_ASK_CONTAINERS, MAX_MASTER_ASKS, Master, MasterAsk,
+    MasterAskKey, MasterError, MasterFinish, MasterNews, attempt_id,
+};
 pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,
 };

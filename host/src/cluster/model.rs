@@ -5,6 +5,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::sync::Arc;
 
 use foldhash::HashMapExt;
 
@@ -20,6 +21,7 @@ use super::{App, AppState, Ask, Node, NodeKind, SubmitApp};
 use crate::protocol::node::exit_status;
 use crate::queues::{QueueState, QueueTree};
 use crate::resources::Resources;
+use crate::security::yarn_tokens::TokenKeys;
 
 /// A running container.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -211,6 +213,9 @@ pub enum EndCause {
     /// Its node was lost or restarted, or no longer runs it (YARN's
     /// ABORTED, −100); its app asks for it again.
     Lost,
+    /// Its application master released it (ABORTED, −100); an agent is
+    /// told to kill it.
+    Released,
 }
 
 impl EndCause {
@@ -236,7 +241,7 @@ impl EndCause {
             EndCause::Failed { exit_status, .. } => *exit_status,
             EndCause::Killed => KILLED_BY_APPMASTER,
             EndCause::Preempted => PREEMPTED,
-            EndCause::Lost => ABORTED,
+            EndCause::Lost | EndCause::Released => ABORTED,
         }
     }
 }
@@ -299,6 +304,9 @@ pub struct Cluster {
     /// [`Cluster::take_ended_apps`]: made as each ends, before the table
     /// may let it go.
     pub(super) ended_apps: Vec<AccountingRecord>,
+    /// The key of the tokens YARN's application masters carry (none if the
+    /// machine gave no randomness: then no master can register).
+    pub(super) token_keys: Option<Arc<TokenKeys>>,
 }
 
 /// `weft.scheduler.usage.half-life-ms` unless set: 7 days (Slurm's
@@ -348,7 +356,19 @@ impl Cluster {
             lost_nodes: BTreeMap::new(),
             node_owners: foldhash::HashMap::new(),
             ended_apps: Vec::new(),
+            token_keys: match TokenKeys::random() {
+                Ok(keys) => Some(Arc::new(keys)),
+                Err(error) => {
+                    tracing::error!(%error, "YARN application masters cannot be given tokens");
+                    None
+                }
+            },
         }
+    }
+
+    /// The key of YARN's tokens, if there is one.
+    pub fn token_keys(&self) -> Option<&Arc<TokenKeys>> {
+        self.token_keys.as_ref()
     }
 
     /// Who owns agent node id `id`, if anyone.
@@ -447,7 +467,7 @@ impl Cluster {
 
     /// App `index` ended: counted, and the oldest ended apps beyond the
     /// retention are let go.
-    fn app_ended(&mut self, index: usize) {
+    pub(super) fn app_ended(&mut self, index: usize) {
         if self.active.remove(&index)
             && let Some(app) = self.apps.get(index)
         {
@@ -816,6 +836,13 @@ impl Cluster {
                 .node_label_expression
                 .map(|e| e.trim().to_string())
                 .unwrap_or_default(),
+            // A YARN client's application master: its first ask.
+            master: request
+                .asks
+                .first()
+                .and_then(|ask| ask.yarn.as_ref())
+                .filter(|yarn| yarn.application_master)
+                .map(|_| Box::default()),
         };
         let number = match number {
             Some(number) => {
@@ -965,6 +992,13 @@ impl Cluster {
         // A failed container's slot asked for again runs as its next attempt.
         let attempt = ask.retries.pop().unwrap_or(1);
         ask.pending -= 1;
+        // An application master's app: its containers carry the master's
+        // attempt, as YARN's ids do.
+        let id_attempt = match &app.master {
+            Some(master) if placement.ask != 0 => master.attempt,
+            Some(_) => attempt,
+            None => 1,
+        };
         // Its gang is placed whole: the round's gang check kept this
         // placement only with the rest of its minimum.
         if let Some(gang) = &mut ask.gang {
@@ -984,14 +1018,21 @@ impl Cluster {
         // YARN's form: the epoch only once there is one.
         let id = match self.epoch {
             0 => format!(
-                "container_{}_{app_seq:04}_01_{seq:06}",
+                "container_{}_{app_seq:04}_{id_attempt:02}_{seq:06}",
                 self.cluster_timestamp
             ),
             epoch => format!(
-                "container_e{epoch}_{}_{app_seq:04}_01_{seq:06}",
+                "container_e{epoch}_{}_{app_seq:04}_{id_attempt:02}_{seq:06}",
                 self.cluster_timestamp
             ),
         };
+        if let Some(master) = &mut app.master {
+            if placement.ask == 0 {
+                master.start_attempt(attempt, id.clone());
+            } else {
+                master.allocated(id.clone());
+            }
+        }
         self.next_container += 1;
         app.hold(resources, now);
         let queue = &self.queues.queues()[app.queue_index].path;
@@ -1189,7 +1230,10 @@ impl Cluster {
             node.containers.remove(id);
             node.launched.remove(id);
             if node.kind == NodeKind::Remote
-                && matches!(cause, EndCause::Killed | EndCause::Preempted)
+                && matches!(
+                    cause,
+                    EndCause::Killed | EndCause::Preempted | EndCause::Released
+                )
             {
                 node.to_kill.insert(id.to_string(), cause.exit_status());
             }
@@ -1217,12 +1261,16 @@ impl Cluster {
             }
         }
         let active = !app.state.has_ended();
+        if app.master.is_some() {
+            self.end_master_container(index, &container, &cause, now);
+            return Some(container);
+        }
         let ask_again = match &cause {
             EndCause::Succeeded => {
                 app.finished_containers += 1;
                 false
             }
-            EndCause::Killed => false,
+            EndCause::Killed | EndCause::Released => false,
             EndCause::Preempted => {
                 app.preempted_containers += 1;
                 true

@@ -83,6 +83,10 @@ pub struct AgentInfo {
     /// The node label it named (`weft agent --labels`); empty for none.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub label: String,
+    /// Where it serves YARN's ContainerManagementProtocol (`host:port`,
+    /// YARN's NodeId); empty when it does not.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub nm_address: String,
 }
 
 impl Node {

@@ -53,6 +53,13 @@ pub struct LaunchOrder {
     /// `command` (its Shell line) as YARN's launch script does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub yarn: Option<YarnLaunch>,
+    /// Set for a container its YARN application master starts (over the
+    /// agent's ContainerManagementProtocol): the application attempt
+    /// (`appattempt_…`) it is held for. The agent holds its room, reports
+    /// it running, and starts it with the launch context the master sends;
+    /// `command` is not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_for: Option<String>,
 }
 
 /// What a YARN ContainerLaunchContext adds to a launch: the files it needs
@@ -79,6 +86,11 @@ pub struct YarnLaunch {
     /// the launch order).
     #[serde(default)]
     pub submit_time_ms: u64,
+    /// For an application master: the password of its AMRMToken (hex),
+    /// for the attempt its container id names; the agent adds the token to
+    /// its credentials (filled in with the launch order).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub amrm_password_hex: String,
 }
 
 /// One of a YARN container's local resources: a file on the node's file
@@ -357,6 +369,12 @@ pub struct RegisterNode {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schema(max_items = 1)]
     pub labels: Vec<String>,
+    /// Where the agent serves YARN's ContainerManagementProtocol:
+    /// `host:port` (YARN's NodeId), at most 256 bytes; none when it does
+    /// not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 256)]
+    pub nm_address: Option<String>,
 }
 
 /// The rack of a node that names none (YARN's `/default-rack`).
@@ -405,6 +423,11 @@ pub struct RegisteredNode {
     #[serde(default)]
     #[schema(required = true)]
     pub epoch: u64,
+    /// The node's key for the tokens YARN's application masters bring it
+    /// (NMTokens, container tokens), hex; empty from a server that gives
+    /// none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub yarn_token_key: String,
 }
 
 /// Whether the agent goes on or must register again (YARN's NodeAction).

@@ -61,6 +61,7 @@ impl ResourceTracker for LocalTracker {
             heartbeat_interval_ms: self.heartbeat_interval.as_millis() as u64,
             kill: registered.kill,
             epoch: registered.epoch,
+            yarn_token_key: registered.yarn_token_key,
         })
     }
 

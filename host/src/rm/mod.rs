@@ -7,6 +7,7 @@
 //! Policies are reached through the shared [`PolicyRuntime`]; loading one
 //! happens outside the loop and only its publication is seen here.
 
+pub mod application_masters;
 pub mod assemble;
 pub mod budget;
 pub mod charging;

@@ -87,6 +87,8 @@ pub struct Registered {
     pub kill: Vec<KillOrder>,
     /// The answering resource manager's epoch (see `NodeOrders::epoch`).
     pub epoch: u64,
+    /// The node's key for YARN's NMTokens and container tokens (hex).
+    pub yarn_token_key: String,
 }
 
 impl ResourceManager {
@@ -223,6 +225,7 @@ impl ResourceManager {
             },
             attributes: limits::node_attributes("attributes", request.attributes.iter())?,
             label: self.agent_label(&request.labels)?,
+            nm_address: check_nm_address(request.nm_address.as_deref())?,
         };
         if let Some(node) = self.cluster.node(&request.node_id) {
             check_owner(caller, node, "register it again")?;
@@ -258,6 +261,11 @@ impl ResourceManager {
         Ok(Registered {
             kill,
             epoch: self.cluster.epoch(),
+            yarn_token_key: self
+                .cluster
+                .token_keys()
+                .map(|keys| keys.node_key(&request.node_id).to_hex())
+                .unwrap_or_default(),
         })
     }
 
@@ -443,6 +451,32 @@ fn check_http_address(address: Option<&str>) -> Result<String, limits::OutOfBoun
         });
     }
     Ok(address.trim_end_matches('/').to_string())
+}
+
+/// An agent's ContainerManagementProtocol address: `host:port`, the host
+/// of letters, digits, `.` and `-` (or an IPv6 address in brackets), the
+/// port 1 to 65535 — it becomes YARN's NodeId, which a master splits on
+/// its last `:`.
+fn check_nm_address(address: Option<&str>) -> Result<String, limits::OutOfBounds> {
+    let address = bounded_text("nm_address", address)?;
+    if address.is_empty() {
+        return Ok(address);
+    }
+    let valid = address.rsplit_once(':').is_some_and(|(host, port)| {
+        !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+            && port.parse::<u16>().is_ok_and(|p| p > 0)
+    });
+    if !valid {
+        return Err(limits::OutOfBounds {
+            field: "nm_address".into(),
+            value: format!("{address:?}"),
+            rule: "but it must be host:port".into(),
+        });
+    }
+    Ok(address)
 }
 
 impl ResourceManager {

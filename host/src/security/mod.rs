@@ -16,6 +16,7 @@ mod directory;
 pub mod issued;
 mod projects;
 pub mod tokens;
+pub mod yarn_tokens;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -357,6 +357,7 @@ fn launch_context(spec: &ContainerLaunchContextProto) -> Result<YarnLaunch, RpcE
         tokens_hex: spec.tokens.as_deref().map(hex::encode).unwrap_or_default(),
         application_master: true,
         submit_time_ms: 0,
+        amrm_password_hex: String::new(),
     })
 }
 

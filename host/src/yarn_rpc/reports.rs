@@ -5,9 +5,9 @@
 use super::error::{RpcError, class};
 use super::messages::records::{
     ApplicationAttemptIdProto, ApplicationIdProto, ApplicationReportProto,
-    ApplicationResourceUsageReportProto, FinalApplicationStatusProto, NodeIdProto, NodeReportProto,
-    NodeStateProto, PriorityProto, QueueInfoProto, QueueStateProto, ResourceProto,
-    YarnApplicationStateProto, YarnClusterMetricsProto,
+    ApplicationResourceUsageReportProto, ContainerIdProto, FinalApplicationStatusProto,
+    NodeIdProto, NodeReportProto, NodeStateProto, PriorityProto, QueueInfoProto, QueueStateProto,
+    ResourceProto, YarnApplicationStateProto, YarnClusterMetricsProto,
 };
 use crate::cluster::{App, AppState, Cluster, Node};
 use crate::queues::QueueState;
@@ -49,12 +49,71 @@ pub fn app_not_found(id: &str) -> RpcError {
     )
 }
 
-/// An app's one attempt (Weft runs each app's AM container as attempt 1).
-pub fn attempt_id(id: &str) -> ApplicationAttemptIdProto {
+/// Attempt `attempt` of app `id`.
+pub fn attempt_id(id: &str, attempt: u32) -> ApplicationAttemptIdProto {
     ApplicationAttemptIdProto {
         application_id: Some(application_id(id)),
-        attempt_id: Some(1),
+        attempt_id: Some(i32::try_from(attempt).unwrap_or(i32::MAX)),
     }
+}
+
+/// A container id (`container_[e<epoch>_]<ts>_<app>_<attempt>_<n>`) as
+/// YARN's record: the epoch in the top 24 bits of its number.
+pub fn container_id(id: &str) -> Option<ContainerIdProto> {
+    let rest = id.strip_prefix("container_")?;
+    let (epoch, rest) = match rest.strip_prefix('e') {
+        Some(tail) => {
+            let (epoch, tail) = tail.split_once('_')?;
+            (epoch.parse::<i64>().ok()?, tail)
+        }
+        None => (0, rest),
+    };
+    let mut parts = rest.split('_');
+    let timestamp: i64 = parts.next()?.parse().ok()?;
+    let app: i32 = parts.next()?.parse().ok()?;
+    let attempt: i32 = parts.next()?.parse().ok()?;
+    let number: i64 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || !(0..1 << 24).contains(&epoch) || !(0..1 << 40).contains(&number) {
+        return None;
+    }
+    let application = ApplicationIdProto {
+        id: Some(app),
+        cluster_timestamp: Some(timestamp),
+    };
+    Some(ContainerIdProto {
+        app_id: Some(application.clone()),
+        app_attempt_id: Some(ApplicationAttemptIdProto {
+            application_id: Some(application),
+            attempt_id: Some(attempt),
+        }),
+        id: Some(epoch << 40 | number),
+    })
+}
+
+/// YARN's text of a container id record (ContainerId.toString), if it is
+/// one Weft could have made.
+pub fn container_id_text(id: &ContainerIdProto) -> Option<String> {
+    let attempt = id.app_attempt_id.as_ref()?;
+    let app = attempt.application_id.as_ref().or(id.app_id.as_ref())?;
+    let (timestamp, number) = (app.cluster_timestamp?, app.id?);
+    let (attempt, raw) = (attempt.attempt_id?, id.id?);
+    if timestamp < 0 || number < 0 || attempt < 0 || raw < 0 {
+        return None;
+    }
+    let (epoch, sequence) = (raw >> 40, raw & ((1 << 40) - 1));
+    Some(match epoch {
+        0 => format!("container_{timestamp}_{number:04}_{attempt:02}_{sequence:06}"),
+        epoch => format!("container_e{epoch}_{timestamp}_{number:04}_{attempt:02}_{sequence:06}"),
+    })
+}
+
+/// YARN's text of an attempt id record (`appattempt_<ts>_<app>_<attempt>`),
+/// and the app's id and the attempt's number.
+pub fn attempt_id_text(id: Option<&ApplicationAttemptIdProto>) -> Option<(String, u32)> {
+    let id = id?;
+    let app = application_id_text(id.application_id.as_ref()).ok()?;
+    let attempt = u32::try_from(id.attempt_id?).ok()?;
+    Some((app, attempt))
 }
 
 /// YARN's resource record.
@@ -89,12 +148,12 @@ pub fn weft_state(yarn: i32) -> Option<AppState> {
     }
 }
 
-fn final_status(state: AppState) -> FinalApplicationStatusProto {
-    match state {
-        AppState::Accepted | AppState::Running => FinalApplicationStatusProto::AppUndefined,
-        AppState::Finished => FinalApplicationStatusProto::AppSucceeded,
-        AppState::Failed => FinalApplicationStatusProto::AppFailed,
-        AppState::Killed => FinalApplicationStatusProto::AppKilled,
+fn final_status(app: &App) -> FinalApplicationStatusProto {
+    match app.final_status() {
+        "SUCCEEDED" => FinalApplicationStatusProto::AppSucceeded,
+        "FAILED" => FinalApplicationStatusProto::AppFailed,
+        "KILLED" => FinalApplicationStatusProto::AppKilled,
+        _ => FinalApplicationStatusProto::AppUndefined,
     }
 }
 
@@ -104,6 +163,15 @@ fn ms(ms: u64) -> i64 {
 
 /// An app's report, as getApplicationReport and getApplications answer.
 pub fn app_report(app: &App) -> ApplicationReportProto {
+    // A master's app is ACCEPTED until its master registers (Spark's
+    // client mode waits for RUNNING to find its master).
+    let master = app.master.as_deref().filter(|m| m.registered);
+    let yarn_state = match state(app.state) {
+        YarnApplicationStateProto::Running if app.master.is_some() && master.is_none() => {
+            YarnApplicationStateProto::Accepted
+        }
+        other => other,
+    };
     let asked: u64 = app.asks.iter().map(|a| u64::from(a.count)).sum();
     let done = u64::from(app.finished_containers);
     let progress = match app.state {
@@ -116,14 +184,14 @@ pub fn app_report(app: &App) -> ApplicationReportProto {
         user: Some(app.user.clone()),
         queue: Some(app.queue.clone()),
         name: Some(app.name.clone()),
-        host: Some("N/A".into()),
-        rpc_port: Some(-1),
-        yarn_application_state: Some(state(app.state) as i32),
-        tracking_url: Some(String::new()),
+        host: Some(master.map_or("N/A".into(), |m| m.host.clone())),
+        rpc_port: Some(master.map_or(-1, |m| m.rpc_port)),
+        yarn_application_state: Some(yarn_state as i32),
+        tracking_url: Some(master.map_or(String::new(), |m| m.tracking_url.clone())),
         diagnostics: Some(app.diagnostics.clone()),
         start_time: Some(ms(app.start_time_ms.unwrap_or(app.submit_time_ms))),
         finish_time: Some(app.finish_time_ms.map_or(0, ms)),
-        final_application_status: Some(final_status(app.state) as i32),
+        final_application_status: Some(final_status(app) as i32),
         app_resource_usage: Some(ApplicationResourceUsageReportProto {
             num_used_containers: Some(i32::try_from(app.running_containers).unwrap_or(i32::MAX)),
             num_reserved_containers: Some(0),
@@ -132,7 +200,10 @@ pub fn app_report(app: &App) -> ApplicationReportProto {
             needed_resources: Some(resource(app.used)),
             ..Default::default()
         }),
-        current_application_attempt_id: Some(attempt_id(&app.id)),
+        current_application_attempt_id: Some(attempt_id(
+            &app.id,
+            app.master.as_ref().map_or(1, |m| m.attempt.max(1)),
+        )),
         progress: Some(progress),
         application_type: Some(app.application_type.clone()),
         application_tags: app.tags.clone(),
@@ -309,7 +380,6 @@ mod tests {
     fn states_map_onto_yarn_numbers() {
         assert_eq!(state(AppState::Accepted) as i32, 4);
         assert_eq!(state(AppState::Killed) as i32, 8);
-        assert_eq!(final_status(AppState::Finished) as i32, 1);
         assert_eq!(weft_state(5), Some(AppState::Running));
         assert_eq!(weft_state(1), None, "NEW is never a Weft app's state");
         assert_eq!(weft_state(99), None);

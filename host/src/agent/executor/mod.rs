@@ -73,6 +73,7 @@ use checks::*;
 pub use launch::switch_identity;
 use launch::*;
 use process::*;
+pub(crate) use records::now_ms;
 use records::*;
 
 /// `yarn.nodemanager.sleep-delay-before-sigkill.ms`.

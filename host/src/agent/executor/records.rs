@@ -227,7 +227,7 @@ pub(super) fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> io:
     fs::rename(&temp, path)
 }
 
-pub(super) fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| {

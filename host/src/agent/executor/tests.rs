@@ -49,6 +49,7 @@ fn order(container_id: &str, command: ContainerCommand) -> LaunchOrder {
         vcores: 1,
         gpus: 0,
         yarn: None,
+        held_for: None,
     }
 }
 

@@ -1,0 +1,752 @@
+//! An app's application master as the cluster holds it (YARN's
+//! RMAppAttempt, in part): which attempt runs, whether it registered and
+//! how it finished, the asks it makes as it runs (YARN's absolute
+//! outstanding counts, one ask of the app per priority, request id and
+//! size), and what it is yet to be told — containers allocated to it once
+//! their node holds them, containers that ended, nodes it has no NMToken
+//! for. The master decides about its own containers: one that fails is
+//! reported to it, never asked for again or counted against the app.
+//!
+//! The app's first ask is its master's container; the app ends when that
+//! container does: FINISHED with the master's final status once it
+//! unregistered, else (it registered and then died, or it failed) the
+//! attempt fails and, while attempts are left, the next one starts with
+//! none of the last one's containers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use super::{Ask, Cluster, Container, EndCause, Launch};
+use crate::resources::Resources;
+
+/// The most distinct asks (priority, request id, size) one master may hold.
+pub const MAX_MASTER_ASKS: usize = 100;
+/// The most containers one master ask may have outstanding.
+pub const MAX_MASTER_ASK_CONTAINERS: u32 = 100_000;
+/// The most completed containers kept for a master that does not ask
+/// (the oldest go first).
+const MAX_UNREPORTED: usize = 100_000;
+
+/// The final status a master unregisters with (YARN's
+/// FinalApplicationStatus).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinalStatus {
+    /// The master says nothing (UNDEFINED).
+    Undefined,
+    /// SUCCEEDED.
+    Succeeded,
+    /// FAILED.
+    Failed,
+    /// KILLED.
+    Killed,
+}
+
+impl FinalStatus {
+    /// YARN's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinalStatus::Undefined => "UNDEFINED",
+            FinalStatus::Succeeded => "SUCCEEDED",
+            FinalStatus::Failed => "FAILED",
+            FinalStatus::Killed => "KILLED",
+        }
+    }
+}
+
+/// What a master said when it unregistered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MasterFinish {
+    /// Its final status.
+    pub final_status: FinalStatus,
+    /// Its diagnostics.
+    pub diagnostics: String,
+}
+
+/// One of its asks' key: YARN's (priority, allocation request id,
+/// capability).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MasterAskKey {
+    /// YARN's priority of the ask (Spark's resource profile id); echoed in
+    /// each container.
+    pub priority: i32,
+    /// YARN's allocation request id.
+    pub allocation_request_id: i64,
+    /// Memory in MB, vcores, GPUs of each container.
+    pub size: (u64, u32, u32),
+}
+
+impl MasterAskKey {
+    /// The size of its containers.
+    pub fn resources(&self) -> Resources {
+        Resources::new(self.size.0, self.size.1, self.size.2)
+    }
+}
+
+/// A container that ended, as its master is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completed {
+    /// The container.
+    pub id: String,
+    /// YARN's ContainerExitStatus.
+    pub exit_status: i32,
+    /// Why, in its agent's words.
+    pub diagnostics: String,
+}
+
+/// The master of an app, and what it is yet to be told.
+#[derive(Debug, Clone, Default)]
+pub struct Master {
+    /// The attempt running (1, 2, …; 0 before its first container).
+    pub attempt: u32,
+    /// Its container, while it runs.
+    pub container: Option<String>,
+    /// Whether this attempt registered.
+    pub registered: bool,
+    /// What it said when it unregistered.
+    pub finished: Option<MasterFinish>,
+    /// Where it said it is (host, RPC port, tracking URL).
+    pub host: String,
+    /// Its RPC port (-1 for none).
+    pub rpc_port: i32,
+    /// Its tracking URL.
+    pub tracking_url: String,
+    /// Its asks, by key: the index of each among the app's asks.
+    pub asks: BTreeMap<MasterAskKey, usize>,
+    /// Containers allocated to it not yet reported.
+    allocated: Vec<String>,
+    /// Containers of it that ended, not yet reported.
+    completed: Vec<Completed>,
+    /// Nodes it has been given an NMToken for in this attempt.
+    nodes_told: BTreeSet<String>,
+}
+
+/// Why a master's call is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MasterError {
+    /// The app is not known (or not a YARN application master's).
+    #[error("application {0} is not an application master's app of this cluster")]
+    NoSuchApp(String),
+    /// The attempt is not the one running.
+    #[error("application attempt {attempt} of {app} is not its current attempt")]
+    NotCurrentAttempt {
+        /// The app.
+        app: String,
+        /// The attempt named.
+        attempt: u32,
+    },
+    /// The attempt has not registered.
+    #[error("application master of {0} has not registered")]
+    NotRegistered(String),
+    /// An ask out of bounds.
+    #[error("{0}")]
+    BadAsk(String),
+}
+
+/// An ask of a master's allocate: containers outstanding for its key (the
+/// absolute number, replacing the last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MasterAsk {
+    /// Its key.
+    pub key: MasterAskKey,
+    /// Containers outstanding.
+    pub count: u32,
+}
+
+/// What an allocate tells its master.
+#[derive(Debug, Clone, Default)]
+pub struct MasterNews {
+    /// Containers allocated, their node holding them.
+    pub allocated: Vec<(Container, MasterAskKey)>,
+    /// Containers that ended.
+    pub completed: Vec<Completed>,
+    /// Nodes of `allocated` it was given no NMToken for yet.
+    pub new_nodes: Vec<String>,
+    /// Containers of the app running or pending.
+    pub outstanding: u64,
+}
+
+/// YARN's id of attempt `attempt` of app `app_id` (`application_T_N` →
+/// `appattempt_T_N_00000A`).
+pub fn attempt_id(app_id: &str, attempt: u32) -> String {
+    let rest = app_id.strip_prefix("application_").unwrap_or(app_id);
+    format!("appattempt_{rest}_{attempt:06}")
+}
+
+impl Master {
+    /// A new attempt `attempt` starts in `container`: nothing of the last
+    /// one is told.
+    pub(super) fn start_attempt(&mut self, attempt: u32, container: String) {
+        *self = Master {
+            attempt,
+            container: Some(container),
+            ..Master::default()
+        };
+    }
+
+    /// A container of its ended.
+    pub(super) fn completed(&mut self, completed: Completed) {
+        self.allocated.retain(|id| *id != completed.id);
+        if self.completed.len() >= MAX_UNREPORTED {
+            self.completed.remove(0);
+        }
+        self.completed.push(completed);
+    }
+
+    /// A container was allocated to it.
+    pub(super) fn allocated(&mut self, id: String) {
+        self.allocated.push(id);
+    }
+}
+
+impl Cluster {
+    /// The master of app `app_id` in attempt `attempt`, if that is the one
+    /// running.
+    fn master_of(&mut self, app_id: &str, attempt: u32) -> Result<usize, MasterError> {
+        let index = self
+            .app_index(app_id)
+            .ok_or_else(|| MasterError::NoSuchApp(app_id.into()))?;
+        let app = &self.apps[index];
+        let master = app
+            .master
+            .as_ref()
+            .filter(|_| !app.state.has_ended())
+            .ok_or_else(|| MasterError::NoSuchApp(app_id.into()))?;
+        if master.attempt != attempt || master.container.is_none() {
+            return Err(MasterError::NotCurrentAttempt {
+                app: app_id.into(),
+                attempt,
+            });
+        }
+        Ok(index)
+    }
+
+    /// registerApplicationMaster: attempt `attempt` of `app_id` says where it
+    /// is. Again (a client that lost its registration) is fine.
+    pub fn register_master(
+        &mut self,
+        app_id: &str,
+        attempt: u32,
+        host: String,
+        rpc_port: i32,
+        tracking_url: String,
+    ) -> Result<(), MasterError> {
+        let index = self.master_of(app_id, attempt)?;
+        let app = &mut self.apps[index];
+        let master = app.master.as_mut().expect("checked by master_of");
+        if !master.registered {
+            tracing::info!(app = %app.id, attempt, host = %host, "application master registered");
+        }
+        master.registered = true;
+        master.host = host;
+        master.rpc_port = rpc_port;
+        master.tracking_url = tracking_url;
+        super::durable::app_changed(&mut self.changes, app_id);
+        Ok(())
+    }
+
+    /// allocate: the master's asks replace its last ones (by key), the
+    /// containers it releases end, and it is told what is new. The asks
+    /// are checked whole before anything changes.
+    pub fn master_allocate(
+        &mut self,
+        app_id: &str,
+        attempt: u32,
+        asks: &[MasterAsk],
+        releases: &[String],
+        now: u64,
+    ) -> Result<(MasterNews, Vec<Container>), MasterError> {
+        let index = self.master_of(app_id, attempt)?;
+        let app = &self.apps[index];
+        let master = app.master.as_ref().expect("checked by master_of");
+        if !master.registered {
+            return Err(MasterError::NotRegistered(app_id.into()));
+        }
+        let new_keys: BTreeSet<MasterAskKey> = asks
+            .iter()
+            .map(|a| a.key)
+            .filter(|k| !master.asks.contains_key(k))
+            .collect();
+        if master.asks.len() + new_keys.len() > MAX_MASTER_ASKS {
+            return Err(MasterError::BadAsk(format!(
+                "ask: at most {MAX_MASTER_ASKS} distinct (priority, allocation request id, capability) asks per application master"
+            )));
+        }
+        for ask in asks {
+            if ask.count > MAX_MASTER_ASK_CONTAINERS {
+                return Err(MasterError::BadAsk(format!(
+                    "ask.num_containers: {} is more than the {MAX_MASTER_ASK_CONTAINERS} one ask may have outstanding",
+                    ask.count
+                )));
+            }
+            let size = ask.key.resources();
+            if size.memory_mb == 0 && size.vcores == 0 {
+                return Err(MasterError::BadAsk(
+                    "ask.capability: a container needs memory or vcores".into(),
+                ));
+            }
+        }
+        // Executors run where the app was put: its label, else the default.
+        let partition = app.node_label_expression.clone();
+        let app = &mut self.apps[index];
+        for ask in asks {
+            let master = app.master.as_mut().expect("checked by master_of");
+            let at = match master.asks.get(&ask.key) {
+                Some(&at) => at,
+                None => {
+                    let at = app.asks.len();
+                    master.asks.insert(ask.key, at);
+                    app.asks.push(Ask {
+                        resources: ask.key.resources(),
+                        duration_ms: None,
+                        launch: Arc::new(Launch::default()),
+                        count: 0,
+                        pending: 0,
+                        // The master asks again for what it wants.
+                        max_attempts: 1,
+                        retries: Vec::new(),
+                        gang: None,
+                        partition: partition.clone(),
+                        allocation_tags: Vec::new(),
+                        constraint: None,
+                        locality: None,
+                    });
+                    at
+                }
+            };
+            let held = &mut app.asks[at];
+            held.count = held
+                .count
+                .saturating_sub(held.pending)
+                .saturating_add(ask.count);
+            held.pending = ask.count;
+        }
+        super::durable::app_changed(&mut self.changes, app_id);
+        let mine: Vec<&String> = releases
+            .iter()
+            .filter(|id| {
+                self.containers
+                    .get(id.as_str())
+                    .is_some_and(|c| c.app == app_id && c.ask != 0)
+            })
+            .collect();
+        let released: Vec<Container> = mine
+            .into_iter()
+            .filter_map(|id| self.end_container(id, now, EndCause::Released))
+            .collect();
+        let app = &mut self.apps[index];
+        let master = app.master.as_mut().expect("checked by master_of");
+        let mut news = MasterNews {
+            completed: std::mem::take(&mut master.completed),
+            ..MasterNews::default()
+        };
+        // Told once its node holds it, so the master's start finds it there.
+        let mut waiting = Vec::new();
+        for id in std::mem::take(&mut master.allocated) {
+            let Some(container) = self.containers.get(&id) else {
+                continue;
+            };
+            let held = self
+                .nodes
+                .get(&container.node)
+                .is_some_and(|n| n.launched.contains(&id) || n.kind == super::NodeKind::Simulated);
+            if !held {
+                waiting.push(id);
+                continue;
+            }
+            let key = master
+                .asks
+                .iter()
+                .find(|(_, at)| **at == container.ask)
+                .map(|(k, _)| *k);
+            if let Some(key) = key {
+                if master.nodes_told.insert(container.node.clone()) {
+                    news.new_nodes.push(container.node.clone());
+                }
+                news.allocated.push((container.clone(), key));
+            }
+        }
+        master.allocated = waiting;
+        news.outstanding = u64::from(app.running_containers) + app.pending_containers();
+        Ok((news, released))
+    }
+
+    /// finishApplicationMaster: the master says how the app ended; its other
+    /// containers end now (returned, to be charged) and nothing more is
+    /// placed for it. The app ends when the master's container exits.
+    pub fn finish_master(
+        &mut self,
+        app_id: &str,
+        attempt: u32,
+        finish: MasterFinish,
+        now: u64,
+    ) -> Result<Vec<Container>, MasterError> {
+        let index = self.master_of(app_id, attempt)?;
+        let app = &mut self.apps[index];
+        tracing::info!(app = %app.id, attempt, final_status = finish.final_status.as_str(), "application master unregistered");
+        let master = app.master.as_mut().expect("checked by master_of");
+        master.finished = Some(finish);
+        for ask in app.asks.iter_mut().skip(1) {
+            ask.count = ask.count.saturating_sub(ask.pending);
+            ask.pending = 0;
+        }
+        super::durable::app_changed(&mut self.changes, app_id);
+        Ok(self.end_other_containers(index, now))
+    }
+
+    /// Ends every container of app `index` but its master's (an attempt
+    /// that finished or failed), and drops what its master asked for.
+    pub(super) fn end_other_containers(&mut self, index: usize, now: u64) -> Vec<Container> {
+        let app = &mut self.apps[index];
+        for ask in app.asks.iter_mut().skip(1) {
+            ask.count = ask.count.saturating_sub(ask.pending);
+            ask.pending = 0;
+        }
+        let app_id = app.id.clone();
+        let ids: Vec<String> = self
+            .containers
+            .values()
+            .filter(|c| c.app == app_id && c.ask != 0)
+            .map(|c| c.id.clone())
+            .collect();
+        ids.iter()
+            .filter_map(|id| self.end_container(id, now, EndCause::Killed))
+            .collect()
+    }
+}
+
+impl Cluster {
+    /// A container of an application master's app ended (`end_container`
+    /// has let its node and app go of it): one of the master's is told to
+    /// the master; the master's own ends the attempt — the app finishes
+    /// as the master said, or the next attempt starts, or the app fails.
+    pub(super) fn end_master_container(
+        &mut self,
+        index: usize,
+        container: &Container,
+        cause: &EndCause,
+        now: u64,
+    ) {
+        use super::AppState;
+        let app = &mut self.apps[index];
+        let active = !app.state.has_ended();
+        let exit_status = cause.exit_status();
+        let diagnostics = match cause {
+            EndCause::Failed { diagnostics, .. } => diagnostics.clone(),
+            EndCause::Released => "Container released by the application master".into(),
+            EndCause::Preempted => "Container preempted by the scheduler".into(),
+            EndCause::Lost => "Container lost with its node".into(),
+            EndCause::Killed => "Container killed".into(),
+            EndCause::Succeeded => String::new(),
+        };
+        match cause {
+            EndCause::Succeeded => app.finished_containers += 1,
+            EndCause::Failed { .. } => app.failed_containers += 1,
+            EndCause::Preempted => app.preempted_containers += 1,
+            EndCause::Lost => app.lost_containers += 1,
+            EndCause::Killed | EndCause::Released => {}
+        }
+        let master = app.master.as_mut().expect("an application master's app");
+        if container.ask != 0 {
+            if active {
+                master.completed(Completed {
+                    id: container.id.clone(),
+                    exit_status,
+                    diagnostics,
+                });
+            }
+            return;
+        }
+        master.container = None;
+        if !active {
+            return;
+        }
+        let finished = master.finished.clone();
+        let registered = master.registered;
+        let attempt = container.attempt;
+        let max_attempts = app.asks.first().map_or(1, |a| a.max_attempts);
+        // Unregistered, or never registered and exited 0 (a plain command
+        // run as a YARN app): the app finishes.
+        if finished.is_some() || (!registered && *cause == EndCause::Succeeded) {
+            self.end_other_containers(index, now);
+            let app = &mut self.apps[index];
+            app.state = AppState::Finished;
+            app.finish_time_ms = Some(now);
+            if let Some(finish) = finished {
+                app.diagnostics = finish.diagnostics;
+            }
+            tracing::info!(app = %app.id, from = "RUNNING", to = "FINISHED", final_status = app.final_status(), cause = "its application master ended", queue = %app.queue, user = %app.user, submitter = %app.submitter, "application state changed");
+            super::durable::app_changed(&mut self.changes, &app.id);
+            self.app_ended(index);
+            return;
+        }
+        self.end_other_containers(index, now);
+        let app = &mut self.apps[index];
+        let why = if *cause == EndCause::Succeeded {
+            format!(
+                "application master container {} exited without unregistering",
+                container.id
+            )
+        } else {
+            format!(
+                "application master container {} exited with status {exit_status}{}",
+                container.id,
+                if diagnostics.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {diagnostics}")
+                }
+            )
+        };
+        if attempt < max_attempts {
+            tracing::info!(app = %app.id, attempt, max_attempts, %why, "application attempt failed; starting the next");
+            app.diagnostics = format!("attempt {attempt} of {max_attempts} failed: {why}");
+            let ask = &mut app.asks[0];
+            ask.retries.push(attempt + 1);
+            ask.pending = ask.pending.saturating_add(1);
+            super::durable::app_changed(&mut self.changes, &app.id);
+        } else {
+            app.exit_status = Some(exit_status);
+            self.failing.push((
+                index,
+                format!("application attempt {attempt} of {max_attempts} failed: {why}"),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::{AppState, AskSpec, NodeKind, Placement, SubmitApp};
+    use crate::protocol::node::YarnLaunch;
+    use crate::queues::{QueueProperties, QueueTree};
+
+    /// A cluster of one agent's node with an application master's app
+    /// submitted (two attempts allowed) and its master placed.
+    fn with_master() -> (Cluster, usize, String) {
+        let mut cluster = Cluster::new(
+            1,
+            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
+        );
+        cluster
+            .register_node("n1", NodeKind::Remote, Resources::new(8192, 8, 0), "t", 0)
+            .unwrap();
+        let mut am = AskSpec::sized(1, 1024, 1, 0, 1000);
+        am.max_attempts = 2;
+        am.yarn = Some(YarnLaunch {
+            application_master: true,
+            ..Default::default()
+        });
+        let id = cluster
+            .submit(SubmitApp::new("alice", "default", "demo", vec![am]), "t", 0)
+            .unwrap()
+            .id
+            .clone();
+        let app = cluster.app_index(&id).unwrap();
+        place(&mut cluster, app, 0, 1);
+        (cluster, app, id)
+    }
+
+    fn place(cluster: &mut Cluster, app: usize, ask: usize, count: u32) -> Vec<String> {
+        let placed = cluster
+            .allocate(
+                &[Placement {
+                    app,
+                    ask,
+                    node: 0,
+                    count,
+                }],
+                10,
+            )
+            .unwrap();
+        placed.into_iter().map(|a| a.container.id).collect()
+    }
+
+    fn executors(count: u32) -> MasterAsk {
+        MasterAsk {
+            key: MasterAskKey {
+                priority: 0,
+                allocation_request_id: 0,
+                size: (1024, 1, 0),
+            },
+            count,
+        }
+    }
+
+    #[test]
+    fn a_master_asks_is_told_what_its_node_holds_and_finishes_its_app() {
+        let (mut cluster, app, id) = with_master();
+        let am = cluster.apps()[app]
+            .master
+            .as_ref()
+            .unwrap()
+            .container
+            .clone()
+            .unwrap();
+        assert!(am.contains("_01_"), "{am}");
+        assert_eq!(
+            cluster.master_allocate(&id, 1, &[], &[], 20).unwrap_err(),
+            MasterError::NotRegistered(id.clone())
+        );
+        assert!(matches!(
+            cluster.register_master(&id, 2, "h".into(), 1, String::new()),
+            Err(MasterError::NotCurrentAttempt { .. })
+        ));
+        cluster
+            .register_master(&id, 1, "h".into(), 7077, String::new())
+            .unwrap();
+        let (news, _) = cluster
+            .master_allocate(&id, 1, &[executors(2)], &[], 20)
+            .unwrap();
+        assert!(news.allocated.is_empty());
+        assert_eq!(cluster.apps()[app].pending_containers(), 2);
+        // Absolute, as YARN's: asking 3 now means 3 outstanding, not 5.
+        cluster
+            .master_allocate(&id, 1, &[executors(3)], &[], 20)
+            .unwrap();
+        assert_eq!(cluster.apps()[app].pending_containers(), 3);
+        let placed = place(&mut cluster, app, 1, 2);
+        // Not told until its node holds them.
+        let (news, _) = cluster.master_allocate(&id, 1, &[], &[], 30).unwrap();
+        assert!(news.allocated.is_empty());
+        let node = cluster.nodes.get_mut("n1").unwrap();
+        node.launched.extend(placed.iter().cloned());
+        let (news, _) = cluster.master_allocate(&id, 1, &[], &[], 30).unwrap();
+        assert_eq!(news.allocated.len(), 2);
+        assert_eq!(news.new_nodes, ["n1"]);
+        assert_eq!(news.allocated[0].1.priority, 0);
+        // A release ends it and is told as ABORTED; another app's container
+        // or the master's own cannot be released.
+        let (news, released) = cluster
+            .master_allocate(&id, 1, &[], &[placed[0].clone(), am.clone()], 40)
+            .unwrap();
+        assert_eq!(released.len(), 1);
+        assert_eq!(news.completed.len(), 1);
+        assert_eq!(
+            news.completed[0].exit_status,
+            crate::protocol::node::exit_status::ABORTED
+        );
+        assert!(news.new_nodes.is_empty());
+        // A failed executor is told, not asked for again, and fails nothing.
+        cluster.end_container(
+            &placed[1],
+            60,
+            EndCause::Failed {
+                exit_status: 1,
+                diagnostics: "boom".into(),
+            },
+        );
+        assert_eq!(cluster.apps()[app].state, AppState::Running);
+        let (news, _) = cluster.master_allocate(&id, 1, &[], &[], 70).unwrap();
+        assert_eq!(news.completed[0].exit_status, 1);
+        let ended = cluster
+            .finish_master(
+                &id,
+                1,
+                MasterFinish {
+                    final_status: FinalStatus::Failed,
+                    diagnostics: "job failed".into(),
+                },
+                80,
+            )
+            .unwrap();
+        assert!(ended.is_empty());
+        assert_eq!(cluster.apps()[app].pending_containers(), 0);
+        cluster.end_container(&am, 90, EndCause::Succeeded);
+        let app = &cluster.apps()[app];
+        assert_eq!(app.state, AppState::Finished);
+        assert_eq!(app.final_status(), "FAILED");
+        assert_eq!(app.diagnostics, "job failed");
+    }
+
+    #[test]
+    fn a_master_that_dies_after_registering_starts_the_next_attempt_then_fails_the_app() {
+        let (mut cluster, app, id) = with_master();
+        cluster
+            .register_master(&id, 1, "h".into(), -1, String::new())
+            .unwrap();
+        cluster
+            .master_allocate(&id, 1, &[executors(2)], &[], 20)
+            .unwrap();
+        let executor = place(&mut cluster, app, 1, 1);
+        let am = cluster.apps()[app]
+            .master
+            .as_ref()
+            .unwrap()
+            .container
+            .clone()
+            .unwrap();
+        // Exited 0 without unregistering: the attempt failed.
+        cluster.end_container(&am, 30, EndCause::Succeeded);
+        assert!(
+            cluster.container(&executor[0]).is_none(),
+            "the attempt's containers end"
+        );
+        assert_eq!(
+            cluster.apps()[app].pending_containers(),
+            1,
+            "only the next master"
+        );
+        assert!(matches!(
+            cluster.master_allocate(&id, 1, &[], &[], 40),
+            Err(MasterError::NotCurrentAttempt { .. })
+        ));
+        let next = place(&mut cluster, app, 0, 1);
+        assert!(next[0].contains("_02_"), "{}", next[0]);
+        assert_eq!(cluster.apps()[app].master.as_ref().unwrap().attempt, 2);
+        cluster
+            .register_master(&id, 2, "h".into(), -1, String::new())
+            .unwrap();
+        cluster.end_container(
+            &next[0],
+            50,
+            EndCause::Failed {
+                exit_status: 13,
+                diagnostics: String::new(),
+            },
+        );
+        cluster.fail_apps(60);
+        let app = &cluster.apps()[app];
+        assert_eq!(app.state, AppState::Failed);
+        assert!(
+            app.diagnostics.contains("attempt 2 of 2"),
+            "{}",
+            app.diagnostics
+        );
+    }
+
+    #[test]
+    fn asks_out_of_bounds_are_refused_whole() {
+        let (mut cluster, app, id) = with_master();
+        cluster
+            .register_master(&id, 1, "h".into(), -1, String::new())
+            .unwrap();
+        let too_many: Vec<MasterAsk> = (0..=MAX_MASTER_ASKS as i32)
+            .map(|priority| MasterAsk {
+                key: MasterAskKey {
+                    priority,
+                    ..executors(1).key
+                },
+                count: 1,
+            })
+            .collect();
+        assert!(matches!(
+            cluster.master_allocate(&id, 1, &too_many, &[], 20),
+            Err(MasterError::BadAsk(_))
+        ));
+        let huge = MasterAsk {
+            count: MAX_MASTER_ASK_CONTAINERS + 1,
+            ..executors(1)
+        };
+        assert!(
+            cluster
+                .master_allocate(&id, 1, &[executors(1), huge], &[], 20)
+                .is_err()
+        );
+        assert_eq!(cluster.apps()[app].asks.len(), 1, "nothing was added");
+        assert_eq!(
+            attempt_id("application_17_0003", 2),
+            "appattempt_17_0003_000002"
+        );
+    }
+}
