@@ -16,6 +16,7 @@ pub mod executor;
 pub mod logs;
 pub mod machine;
 pub mod monitor;
+pub mod node_manager;
 pub mod removal;
 pub mod runner;
 pub mod spawner;
@@ -266,19 +267,63 @@ pub async fn serve_logs(listen: SocketAddr, log_dir: PathBuf) -> anyhow::Result<
     Ok((format!("http://{address}"), secret))
 }
 
-/// Runs an agent's loop on a thread of its own until `stop` is set.
+/// Starts the agent's ContainerManagementProtocol on `listen` (YARN's
+/// `yarn.nodemanager.address`), over `shared`; returns the `host:port` it
+/// serves on (the NodeId masters are given), `host` being `listen`'s, else
+/// `advertised` for a wildcard. Serves until the runtime stops.
+pub async fn serve_node_manager(
+    listen: &str,
+    advertised: &str,
+    shared: Arc<node_manager::Shared>,
+) -> anyhow::Result<String> {
+    use crate::yarn_rpc::{sasl::Methods, server};
+    let socket = tokio::net::TcpListener::bind(listen).await.with_context(|| {
+        format!("the agent cannot serve ContainerManagementProtocol on {listen} (yarn.nodemanager.address)")
+    })?;
+    let address = socket.local_addr()?;
+    let host = if address.ip().is_unspecified() {
+        advertised.to_string()
+    } else {
+        address.ip().to_string()
+    };
+    let (protocols, passwords) = node_manager::NodeManager::new(shared);
+    tokio::spawn(server::serve(
+        server::Listener {
+            socket,
+            protocols: Arc::new(protocols),
+            // A caller without an NMToken is refused by the protocol,
+            // naming why; whoever it says it is does not matter.
+            authenticator: Arc::new(crate::security::Authenticator::Simple {
+                default_user: "nobody".into(),
+            }),
+            sasl: Methods::Tokens {
+                passwords: Arc::new(passwords),
+                simple_too: true,
+            },
+            limits: server::Limits::default(),
+        },
+        std::future::pending::<()>(),
+    ));
+    Ok(format!("{host}:{}", address.port()))
+}
+
+/// Runs an agent's loop on a thread of its own until `stop` is set, its
+/// held containers shared with `node_manager`.
 pub fn spawn_loop<T: ResourceTracker + 'static>(
     identity: NodeIdentity,
     log_retain: std::time::Duration,
     tracker: T,
     executor: Executor,
+    node_manager: Arc<node_manager::Shared>,
     stop: Arc<AtomicBool>,
     kill_on_stop: bool,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("weft-agent".into())
         .spawn(move || {
-            AgentLoop::new(identity, log_retain, tracker, executor).run(stop, kill_on_stop)
+            AgentLoop::new(identity, log_retain, tracker, executor)
+                .with_node_manager(node_manager)
+                .run(stop, kill_on_stop)
         })
         .context("cannot start the agent's thread")
 }

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::executor::Executor;
+use super::node_manager::Shared;
 use crate::protocol::node::{ContainerEnd, LaunchOrder};
 use crate::protocol::node::{Heartbeat, RegisterNode};
 use crate::protocol::node::{NodeAction, NodeOrders};
@@ -44,6 +45,8 @@ pub struct NodeIdentity {
     pub attributes: std::collections::BTreeMap<String, String>,
     /// Its node label (`weft agent --labels`), none or one.
     pub labels: Vec<String>,
+    /// Where it serves ContainerManagementProtocol (`host:port`), if it does.
+    pub nm_address: Option<String>,
 }
 
 /// How often the loop looks at its containers between heartbeats (it wakes
@@ -81,10 +84,10 @@ pub struct AgentLoop<T: ResourceTracker> {
     /// Whether ends were found that no heartbeat has carried yet: they go
     /// out before the ended containers' cgroups are removed.
     ends_to_report: bool,
-    /// Containers held for their YARN application master, which starts
-    /// them (`LaunchOrder::held_for`): their room is theirs, and they are
-    /// reported running.
-    held: BTreeMap<String, LaunchOrder>,
+    /// Containers held for their YARN application masters, which start
+    /// them over ContainerManagementProtocol (`LaunchOrder::held_for`):
+    /// their room is theirs, and they are reported running.
+    node_manager: Arc<Shared>,
 }
 
 /// What an answer is to the agent, by who gave it and its epoch.
@@ -139,8 +142,15 @@ impl<T: ResourceTracker> AgentLoop<T> {
             registered_with: None,
             stale_warned: None,
             ends_to_report: false,
-            held: BTreeMap::new(),
+            node_manager: Arc::default(),
         }
+    }
+
+    /// The loop, sharing its held containers with `node_manager` (the
+    /// agent's ContainerManagementProtocol).
+    pub fn with_node_manager(mut self, node_manager: Arc<Shared>) -> AgentLoop<T> {
+        self.node_manager = node_manager;
+        self
     }
 
     /// Runs until `stop` is set; then, with `kill_on_stop`, kills what runs.
@@ -166,6 +176,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
                     );
                 }
             }
+            self.starts_and_stops();
             // Ends are found first and tidied after the heartbeat that
             // reports them, so the server learns of them sooner.
             let something_ended = self.take_ends();
@@ -301,8 +312,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
             rack: self.identity.rack.clone(),
             attributes: self.identity.attributes.clone(),
             labels: self.identity.labels.clone(),
-            // ContainerManagementProtocol is not served by agents yet.
-            nm_address: None,
+            nm_address: self.identity.nm_address.clone(),
         };
         let registration = self.tracker.register(&request)?;
         let server = self.tracker.server();
@@ -316,6 +326,10 @@ impl<T: ResourceTracker> AgentLoop<T> {
             Duration::from_millis(registration.heartbeat_interval_ms.clamp(10, 3_600_000));
         self.response_id = 0;
         self.registered = true;
+        self.node_manager
+            .set_key(crate::security::yarn_tokens::NodeTokenKey::from_hex(
+                &registration.yarn_token_key,
+            ));
         tracing::info!(node = %self.identity.node_id, resources = %self.identity.resources, isolation = %self.executor.isolation(), server = server.as_deref().unwrap_or("in process"), epoch = registration.epoch, "registered with the resource manager");
         for order in registration.kill {
             self.kill(&order.container_id, order.exit_status);
@@ -366,9 +380,9 @@ impl<T: ResourceTracker> AgentLoop<T> {
                 continue;
             }
             if order.held_for.is_some() {
-                self.held
-                    .entry(order.container_id.clone())
-                    .or_insert_with(|| order.clone());
+                self.node_manager.hold(order);
+            } else if order.yarn.is_some() {
+                self.executor.launch(&self.with_node(order));
             } else {
                 self.executor.launch(order);
             }
@@ -382,6 +396,8 @@ impl<T: ResourceTracker> AgentLoop<T> {
         let something_ended = !ended.is_empty();
         self.ends_to_report |= something_ended;
         for end in ended {
+            self.node_manager
+                .ended(&end.container_id, end.exit_status, &end.diagnostics);
             self.unacknowledged.insert(end.container_id.clone(), end);
         }
         something_ended
@@ -390,11 +406,14 @@ impl<T: ResourceTracker> AgentLoop<T> {
     /// Kills a container, or lets go of one held for its master (it ends
     /// at once with `exit_status`).
     fn kill(&mut self, container_id: &str, exit_status: i32) {
-        if self.held.remove(container_id).is_some() {
+        if self.node_manager.release(container_id) {
+            let diagnostics = "killed before its application master started it";
+            self.node_manager
+                .ended(container_id, exit_status, diagnostics);
             let end = ContainerEnd {
                 container_id: container_id.to_string(),
                 exit_status,
-                diagnostics: "killed before its application master started it".into(),
+                diagnostics: diagnostics.into(),
                 finished_ms: super::executor::now_ms(),
                 started_ms: None,
             };
@@ -405,12 +424,49 @@ impl<T: ResourceTracker> AgentLoop<T> {
         }
     }
 
+    /// A YARN container's order with this node's addresses (for NM_HOST,
+    /// NM_PORT, NM_HTTP_PORT).
+    fn with_node(&self, order: &LaunchOrder) -> LaunchOrder {
+        let mut order = order.clone();
+        if let Some(yarn) = &mut order.yarn {
+            yarn.node_manager_address = self.identity.nm_address.clone().unwrap_or_default();
+            yarn.node_http_port = self
+                .identity
+                .http_address
+                .rsplit_once(':')
+                .and_then(|(_, port)| port.trim_end_matches('/').parse().ok())
+                .unwrap_or(0);
+        }
+        order
+    }
+
+    /// Launches what application masters started, kills what they stopped.
+    fn starts_and_stops(&mut self) {
+        let (starts, stops) = self.node_manager.take();
+        for order in &starts {
+            self.executor.launch(&self.with_node(order));
+        }
+        for container in stops {
+            self.kill(
+                &container,
+                crate::protocol::node::exit_status::KILLED_BY_APPMASTER,
+            );
+        }
+    }
+
     fn running_ids(&self) -> Vec<String> {
         self.executor
             .running()
             .into_iter()
             .map(|c| c.container_id)
-            .chain(self.held.keys().cloned())
+            .chain(self.node_manager.held())
+            // Reported running while held: not lost while it sets up.
+            .chain(
+                self.executor
+                    .starting()
+                    .into_iter()
+                    .filter(|id| self.node_manager.started(id)),
+            )
             .collect()
     }
 }
@@ -574,6 +630,7 @@ mod tests {
             node_id: "n1".into(),
             resources: Resources::new(1024, 1, 0),
             http_address: "http://127.0.0.1:1".into(),
+            nm_address: None,
             logs_secret: "s".into(),
             rack: None,
             attributes: Default::default(),

@@ -49,6 +49,41 @@ pub struct LaunchSpec {
     pub app_id: String,
 }
 
+/// The launch with an application master's AMRMToken among its tokens
+/// (for the attempt its container id names, with the password its order
+/// carries), as YARN's AMLauncher adds it; any other launch as it is.
+pub fn with_amrm_token(yarn: &YarnLaunch, container_id: &str) -> Result<YarnLaunch, String> {
+    use crate::yarn_rpc::credentials::{Credentials, Token};
+    use crate::yarn_rpc::messages::tokens::{AMRM_TOKEN_KIND, AMRMTokenIdentifierProto};
+    use prost::Message;
+    if yarn.amrm_password_hex.is_empty() {
+        return Ok(yarn.clone());
+    }
+    let password = hex::decode(&yarn.amrm_password_hex)
+        .map_err(|e| format!("the AMRMToken's password is not hex: {e}"))?;
+    let attempt = crate::yarn_rpc::reports::container_id(container_id)
+        .and_then(|id| id.app_attempt_id)
+        .ok_or_else(|| format!("container id {container_id:?} names no application attempt"))?;
+    let mut credentials = Credentials::decode(&yarn.tokens()?)
+        .map_err(|e| format!("the launch context's tokens: {e}"))?;
+    credentials.add_token(Token {
+        alias: AMRM_TOKEN_KIND.to_string(),
+        identifier: AMRMTokenIdentifierProto {
+            app_attempt_id: Some(attempt),
+            key_id: Some(1),
+        }
+        .encode_to_vec(),
+        password,
+        kind: AMRM_TOKEN_KIND.to_string(),
+        service: String::new(),
+    });
+    Ok(YarnLaunch {
+        tokens_hex: hex::encode(credentials.encode()),
+        amrm_password_hex: String::new(),
+        ..yarn.clone()
+    })
+}
+
 /// YARN's expansions of a command or variable (Linux):
 /// `{{X}}` → `$X`, `<CPS>` → `:`, `<LOG_DIR>` → the log directory,
 /// `<ADD_OPENS>` → nothing (no JDK module flags are added here).
@@ -142,9 +177,23 @@ fn script(spec: &LaunchSpec, work: &Path) -> String {
     }
     let work = work.to_string_lossy();
     export(&mut out, "LOCAL_USER_DIRS", &work);
-    export(&mut out, "NM_HOST", &super::machine::host_name());
-    export(&mut out, "NM_PORT", "0");
-    export(&mut out, "NM_HTTP_PORT", "0");
+    // The NodeId masters are given, so Spark's NM_HOST matches it.
+    let (nm_host, nm_port) = spec
+        .yarn
+        .node_manager_address
+        .rsplit_once(':')
+        .unwrap_or(("", "0"));
+    let nm_host = match nm_host {
+        "" => super::machine::host_name(),
+        host => host.to_string(),
+    };
+    export(&mut out, "NM_HOST", &nm_host);
+    export(&mut out, "NM_PORT", nm_port);
+    export(
+        &mut out,
+        "NM_HTTP_PORT",
+        &spec.yarn.node_http_port.to_string(),
+    );
     export(
         &mut out,
         "HADOOP_TOKEN_FILE_LOCATION",

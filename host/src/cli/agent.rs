@@ -109,6 +109,23 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
         args.server.server
     );
     let stop = Arc::new(AtomicBool::new(false));
+    // YARN's application masters start their containers here: on the log
+    // server's host unless configured.
+    let node_manager = Arc::new(agent::node_manager::Shared::default());
+    let nm_address = if settings.yarn_rpc.enabled {
+        let listen = settings
+            .yarn_rpc
+            .node_manager_address
+            .clone()
+            .unwrap_or_else(|| std::net::SocketAddr::new(args.logs_listen.ip(), 0).to_string());
+        Some(runtime.block_on(agent::serve_node_manager(
+            &listen,
+            &machine::host_name(),
+            node_manager.clone(),
+        ))?)
+    } else {
+        None
+    };
     let identity = NodeIdentity {
         node_id,
         resources,
@@ -117,6 +134,7 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
         rack: args.rack.clone(),
         attributes,
         labels,
+        nm_address,
     };
     // A clean stop (Ctrl-C, SIGTERM) kills the containers, as YARN's
     // NodeManager does without supervised recovery; a kill -9 leaves them
@@ -126,6 +144,7 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
         settings.agent.log_retain,
         HttpTracker::new(client, std::time::Duration::from_millis(args.order_wait_ms)),
         executor,
+        node_manager,
         stop.clone(),
         true,
     )?;

@@ -12,15 +12,18 @@ use super::SettingsArgs;
 use crate::api::{ApiState, router};
 use crate::clock::{Clock, WallClock};
 use crate::config::{
-    Authentication, DEFAULT_CLIENT_RPC_PORT, Settings, YARN_WEBAPP_PORT, YarnRpcSettings,
+    Authentication, DEFAULT_CLIENT_RPC_PORT, DEFAULT_SCHEDULER_RPC_PORT, Settings,
+    YARN_WEBAPP_PORT, YarnRpcSettings,
 };
 use crate::ha;
 use crate::policy::PolicyRuntime;
 use crate::quota::EventLog;
 use crate::rm::assemble::{Parts, QuotaEventLog, Recover};
 use crate::rm::{self, Intervals, policy_load, policy_watch, sim_nodes};
+use crate::security::yarn_tokens::TokenKeys;
 use crate::security::{Authenticator, Security};
 use crate::store::{Fence, Store};
+use crate::yarn_rpc::master_protocol::{AmrmPasswords, MasterProtocol};
 use crate::yarn_rpc::{self, client_protocol::ClientProtocol};
 
 #[derive(Debug, Args)]
@@ -66,6 +69,9 @@ struct Activation {
     /// The quota event log opened at start, for the first activation (later
     /// ones open it again).
     event_log: Option<EventLog>,
+    /// The key of YARN's tokens: one per process, so the scheduler port
+    /// checks what every activation's cluster issues.
+    token_keys: Arc<TokenKeys>,
 }
 
 impl Activation {
@@ -78,7 +84,7 @@ impl Activation {
         let queues = (self.reload_queues)()
             .map_err(anyhow::Error::msg)
             .context("the queue configuration is invalid")?;
-        let manager = rm::assemble::assemble(Parts {
+        let mut manager = rm::assemble::assemble(Parts {
             settings,
             queues,
             store: store.clone(),
@@ -94,6 +100,7 @@ impl Activation {
                 scheduling_wait_ms: settings.store.scheduling_wait_ms,
             }),
         })?;
+        manager.use_token_keys(self.token_keys.clone());
         let intervals = Intervals {
             scheduling: settings.scheduler.interval,
             quota_compute: Duration::from_millis(settings.quota.scheduling_period_ms),
@@ -183,7 +190,22 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         None
     } else {
-        bind_client_rpc(&settings.yarn_rpc, args.listen)?
+        let rpc = &settings.yarn_rpc;
+        let client = bind_rpc(
+            rpc,
+            rpc.client_address.as_ref(),
+            "yarn.resourcemanager.address",
+            DEFAULT_CLIENT_RPC_PORT,
+            args.listen,
+        )?;
+        let scheduler = bind_rpc(
+            rpc,
+            rpc.scheduler_address.as_ref(),
+            "yarn.resourcemanager.scheduler.address",
+            DEFAULT_SCHEDULER_RPC_PORT,
+            args.listen,
+        )?;
+        client.zip(scheduler)
     };
     warn_about_exposure(
         &address,
@@ -216,6 +238,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Policies are put in force when the server becomes active.
     let policies = Arc::new(PolicyRuntime::from_settings(&settings, clock.clone())?);
     let handle = rm::RmHandle::standby(None);
+    let token_keys = Arc::new(TokenKeys::random()?);
     let mut activation = Activation {
         settings: settings.clone(),
         store: store.clone(),
@@ -225,6 +248,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
         reload_queues: reload_queues.clone(),
         sim_nodes,
         event_log,
+        token_keys: token_keys.clone(),
     };
     if !sole {
         // A standby compiles what it would put in force while it waits.
@@ -328,12 +352,12 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
             )),
         };
         let rpc = match rpc_listener {
-            Some(socket) => {
-                let socket = tokio::net::TcpListener::from_std(socket)?;
-                let rpc_address = socket.local_addr()?;
+            Some((client, scheduler)) => {
+                let client = tokio::net::TcpListener::from_std(client)?;
+                let client_address = client.local_addr()?;
                 tokio::spawn(yarn_rpc::server::serve(
                     yarn_rpc::server::Listener {
-                        socket,
+                        socket: client,
                         protocols: Arc::new(ClientProtocol::new(
                             state.rm.clone(),
                             state.security.clone(),
@@ -344,7 +368,24 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
                     },
                     stopped(stop_rx.clone()),
                 ));
-                format!(" and YARN RPC {rpc_address}")
+                let scheduler = tokio::net::TcpListener::from_std(scheduler)?;
+                let scheduler_address = scheduler.local_addr()?;
+                tokio::spawn(yarn_rpc::server::serve(
+                    yarn_rpc::server::Listener {
+                        socket: scheduler,
+                        protocols: Arc::new(MasterProtocol::new(state.rm.clone())),
+                        authenticator: state.authenticator.clone(),
+                        // A master without its token is refused by the
+                        // protocol, naming why.
+                        sasl: yarn_rpc::sasl::Methods::Tokens {
+                            passwords: Arc::new(AmrmPasswords::new(token_keys)),
+                            simple_too: true,
+                        },
+                        limits: yarn_rpc::server::Limits::default(),
+                    },
+                    stopped(stop_rx.clone()),
+                ));
+                format!(" and YARN RPC {client_address} (application masters {scheduler_address})")
             }
             None => String::new(),
         };
@@ -433,6 +474,23 @@ fn start_local_agent(
         heartbeat_interval: Duration::from_millis(settings.nodes.heartbeat_interval_ms),
         placed: Default::default(),
     };
+    // YARN's application masters start their containers here; on
+    // loopback unless configured (masters run on this machine).
+    let node_manager = Arc::new(agent::node_manager::Shared::default());
+    let nm_address = match &settings.yarn_rpc {
+        rpc if rpc.enabled && settings.security.authentication != Authentication::Token => {
+            let listen = rpc
+                .node_manager_address
+                .clone()
+                .unwrap_or_else(|| "127.0.0.1:0".into());
+            Some(runtime.block_on(agent::serve_node_manager(
+                &listen,
+                &machine::host_name(),
+                node_manager.clone(),
+            ))?)
+        }
+        _ => None,
+    };
     let identity = NodeIdentity {
         node_id,
         resources,
@@ -441,47 +499,57 @@ fn start_local_agent(
         rack: None,
         attributes: Default::default(),
         labels: Vec::new(),
+        nm_address,
     };
     agent::spawn_loop(
         identity,
         settings.agent.log_retain,
         tracker,
         executor,
+        node_manager,
         stop,
         true,
     )
 }
 
-/// The listener for YARN clients (`yarn.resourcemanager.address`), unless
-/// Hadoop RPC is off: where configured, else the HTTP API's address with
-/// YARN's port 8032 when the API is on YARN's port 8088 (the pair a YARN
-/// client expects), or any free port when it is elsewhere (tests and
-/// scripts that run several servers on one machine; the first line says
-/// which).
-fn bind_client_rpc(
+/// A listener for one of YARN's RPC ports, unless Hadoop RPC is off: where
+/// configured (`property`), else the HTTP API's address with YARN's port
+/// (`yarn_port`: 8032 for clients, 8030 for application masters) when the
+/// API is on YARN's port 8088 (the pair a YARN client expects), or any free
+/// port when it is elsewhere (tests and scripts that run several servers on
+/// one machine; the first line says which).
+fn bind_rpc(
     settings: &YarnRpcSettings,
+    configured: Option<&String>,
+    property: &str,
+    yarn_port: u16,
     http: SocketAddr,
 ) -> anyhow::Result<Option<std::net::TcpListener>> {
-    let Some(address) = client_rpc_address(settings, http) else {
+    let Some(address) = rpc_address(settings, configured, yarn_port, http) else {
         return Ok(None);
     };
     let socket = std::net::TcpListener::bind(address.as_str()).with_context(|| {
-        format!("cannot listen for YARN clients on {address} (yarn.resourcemanager.address; weft.yarn-rpc.enabled=false turns Hadoop RPC off)")
+        format!("cannot listen for YARN RPC on {address} ({property}; weft.yarn-rpc.enabled=false turns Hadoop RPC off)")
     })?;
     socket.set_nonblocking(true)?;
     Ok(Some(socket))
 }
 
-/// Where YARN clients are served, from the settings and the HTTP API's
-/// `--listen` address (see [`bind_client_rpc`]); None when RPC is off.
-fn client_rpc_address(settings: &YarnRpcSettings, http: SocketAddr) -> Option<String> {
+/// Where one of YARN's RPC ports is served, from the settings and the HTTP
+/// API's `--listen` address (see [`bind_rpc`]); None when RPC is off.
+fn rpc_address(
+    settings: &YarnRpcSettings,
+    configured: Option<&String>,
+    yarn_port: u16,
+    http: SocketAddr,
+) -> Option<String> {
     if !settings.enabled {
         return None;
     }
-    Some(match &settings.client_address {
+    Some(match configured {
         Some(configured) => configured.clone(),
         None if http.port() == YARN_WEBAPP_PORT => {
-            SocketAddr::new(http.ip(), DEFAULT_CLIENT_RPC_PORT).to_string()
+            SocketAddr::new(http.ip(), yarn_port).to_string()
         }
         None => SocketAddr::new(http.ip(), 0).to_string(),
     })
@@ -545,35 +613,39 @@ impl ShutdownSignals {
 mod tests {
     use super::*;
 
-    fn settings(enabled: bool, address: Option<&str>) -> YarnRpcSettings {
+    fn settings(enabled: bool) -> YarnRpcSettings {
         YarnRpcSettings {
             enabled,
-            client_address: address.map(str::to_string),
+            client_address: None,
+            scheduler_address: None,
+            node_manager_address: None,
         }
     }
 
     #[test]
     fn yarn_clients_are_served_on_yarns_pair_of_ports_or_where_configured() {
         let http = |text: &str| text.parse::<SocketAddr>().unwrap();
+        let on = settings(true);
         assert_eq!(
-            client_rpc_address(&settings(true, None), http("127.0.0.1:8088")).as_deref(),
+            rpc_address(&on, None, 8032, http("127.0.0.1:8088")).as_deref(),
             Some("127.0.0.1:8032")
         );
         assert_eq!(
-            client_rpc_address(&settings(true, None), http("0.0.0.0:9000")).as_deref(),
+            rpc_address(&on, None, 8030, http("127.0.0.1:8088")).as_deref(),
+            Some("127.0.0.1:8030")
+        );
+        assert_eq!(
+            rpc_address(&on, None, 8032, http("0.0.0.0:9000")).as_deref(),
             Some("0.0.0.0:0"),
             "elsewhere, any free port (several servers on one machine)"
         );
+        let configured = "10.0.0.1:18032".to_string();
         assert_eq!(
-            client_rpc_address(
-                &settings(true, Some("10.0.0.1:18032")),
-                http("127.0.0.1:8088")
-            )
-            .as_deref(),
+            rpc_address(&on, Some(&configured), 8032, http("127.0.0.1:8088")).as_deref(),
             Some("10.0.0.1:18032")
         );
         assert_eq!(
-            client_rpc_address(&settings(false, None), http("127.0.0.1:8088")),
+            rpc_address(&settings(false), None, 8032, http("127.0.0.1:8088")),
             None
         );
     }

@@ -366,6 +366,11 @@ impl Cluster {
         }
     }
 
+    /// Issues YARN's tokens under `keys` from now on.
+    pub fn set_token_keys(&mut self, keys: Arc<TokenKeys>) {
+        self.token_keys = Some(keys);
+    }
+
     /// The key of YARN's tokens, if there is one.
     pub fn token_keys(&self) -> Option<&Arc<TokenKeys>> {
         self.token_keys.as_ref()

@@ -67,11 +67,22 @@ pub struct YarnRpcSettings {
     /// `None` when not set: the HTTP API's address with port 8032 when the
     /// API is on 8088 (YARN's pair), else any free port.
     pub client_address: Option<String>,
+    /// `yarn.resourcemanager.scheduler.address`: where application
+    /// masters ask (`host:port`); `None` when not set: as the client
+    /// address, with port 8030.
+    pub scheduler_address: Option<String>,
+    /// `yarn.nodemanager.address`: where an agent serves
+    /// ContainerManagementProtocol; `None`: any free port on the agent's
+    /// host.
+    pub node_manager_address: Option<String>,
 }
 
 /// The port of `yarn.resourcemanager.address` when it is not set and the
 /// HTTP API is on [`YARN_WEBAPP_PORT`] (YARN's).
 pub const DEFAULT_CLIENT_RPC_PORT: u16 = 8032;
+/// The port of `yarn.resourcemanager.scheduler.address` when it is not set
+/// and the HTTP API is on [`YARN_WEBAPP_PORT`].
+pub const DEFAULT_SCHEDULER_RPC_PORT: u16 = 8030;
 /// YARN's web port, `weft serve`'s default.
 pub const YARN_WEBAPP_PORT: u16 = 8088;
 
@@ -545,9 +556,9 @@ impl Settings {
         };
         let yarn_rpc = YarnRpcSettings {
             enabled: read.flag("weft.yarn-rpc.enabled")?,
-            client_address: Some(read.text("yarn.resourcemanager.address")?)
-                .map(|address| address.trim().to_string())
-                .filter(|address| !address.is_empty()),
+            client_address: read.address("yarn.resourcemanager.address")?,
+            scheduler_address: read.address("yarn.resourcemanager.scheduler.address")?,
+            node_manager_address: read.address("yarn.nodemanager.address")?,
         };
         let accounting_enabled = read.flag("weft.accounting.enabled")?;
         #[cfg(test)]
@@ -621,6 +632,12 @@ impl Reader<'_> {
 
     fn text(&self, key: &str) -> Result<String, ConfigError> {
         self.raw(key).map(str::to_string)
+    }
+
+    /// A `host:port`, or `None` when the property is empty.
+    fn address(&self, key: &str) -> Result<Option<String>, ConfigError> {
+        let value = self.raw(key)?.trim();
+        Ok((!value.is_empty()).then(|| value.to_string()))
     }
 
     /// A path, or `None` when the property is empty.

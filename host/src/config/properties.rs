@@ -298,6 +298,18 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "where YARN clients submit over RPC, host:port (empty: the HTTP API's address with port 8032 when it is on 8088, else any free port)",
     ),
     (
+        "yarn.resourcemanager.scheduler.address",
+        ValueType::Text,
+        "",
+        "where YARN application masters ask for containers over RPC, host:port (empty: the HTTP API's address with port 8030 when it is on 8088, else any free port)",
+    ),
+    (
+        "yarn.nodemanager.address",
+        ValueType::Text,
+        "",
+        "where an agent serves YARN's ContainerManagementProtocol to application masters, host:port (empty: the local agent on 127.0.0.1, a `weft agent` on its --listen address's host, any free port)",
+    ),
+    (
         "weft.http.tls.cert-file",
         ValueType::Text,
         "",

@@ -91,6 +91,14 @@ pub struct YarnLaunch {
     /// its credentials (filled in with the launch order).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub amrm_password_hex: String,
+    /// The node's ContainerManagementProtocol address (`host:port`) and
+    /// web port, for NM_HOST, NM_PORT and NM_HTTP_PORT (filled in by the
+    /// agent).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub node_manager_address: String,
+    /// The node's web port, for NM_HTTP_PORT (filled in by the agent).
+    #[serde(default)]
+    pub node_http_port: u16,
 }
 
 /// One of a YARN container's local resources: a file on the node's file

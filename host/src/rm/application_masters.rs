@@ -30,6 +30,15 @@ pub struct MasterAllocated {
 }
 
 impl ResourceManager {
+    /// Issues YARN's tokens under `keys` (the process's, shared with its
+    /// scheduler port) rather than the cluster's own.
+    pub fn use_token_keys(
+        &mut self,
+        keys: std::sync::Arc<crate::security::yarn_tokens::TokenKeys>,
+    ) {
+        self.cluster.set_token_keys(keys);
+    }
+
     /// registerApplicationMaster for attempt `attempt` of `app_id`.
     pub fn register_master(
         &mut self,

@@ -288,7 +288,7 @@ fn submission(context: ApplicationSubmissionContextProto) -> Result<YarnSubmissi
         .am_container_resource_request
         .first()
         .and_then(|r| r.node_label_expression.clone());
-    let am_launch = launch_context(&spec)?;
+    let am_launch = launch_context(&spec, true)?;
     Ok(YarnSubmission {
         am_launch: Some(am_launch),
         application_id,
@@ -300,11 +300,7 @@ fn submission(context: ApplicationSubmissionContextProto) -> Result<YarnSubmissi
             .and_then(|p| p.priority)
             .unwrap_or(0),
         am_command: spec.command.join(" "),
-        am_environment: spec
-            .environment
-            .into_iter()
-            .filter_map(|entry| Some((entry.key?, entry.value.unwrap_or_default())))
-            .collect(),
+        am_environment: environment(&spec),
         am_memory_mb,
         am_vcores,
         max_app_attempts,
@@ -319,10 +315,24 @@ fn submission(context: ApplicationSubmissionContextProto) -> Result<YarnSubmissi
     })
 }
 
+/// A launch context's environment, unexpanded.
+pub fn environment(
+    spec: &ContainerLaunchContextProto,
+) -> std::collections::BTreeMap<String, String> {
+    spec.environment
+        .iter()
+        .filter_map(|entry| Some((entry.key.clone()?, entry.value.clone().unwrap_or_default())))
+        .collect()
+}
+
 /// What a launch context adds to a command: its local resources (`file:`
 /// URLs on the node's file system; others are refused, naming the
-/// resource) and its tokens. Bounds are checked with the submission.
-fn launch_context(spec: &ContainerLaunchContextProto) -> Result<YarnLaunch, RpcError> {
+/// resource) and its tokens; whether it is an application master's.
+/// Bounds are checked with the submission (or the launch).
+pub fn launch_context(
+    spec: &ContainerLaunchContextProto,
+    application_master: bool,
+) -> Result<YarnLaunch, RpcError> {
     let mut local_resources = Vec::with_capacity(spec.local_resources.len());
     for entry in &spec.local_resources {
         let key = entry.key.clone().unwrap_or_default();
@@ -355,9 +365,11 @@ fn launch_context(spec: &ContainerLaunchContextProto) -> Result<YarnLaunch, RpcE
     Ok(YarnLaunch {
         local_resources,
         tokens_hex: spec.tokens.as_deref().map(hex::encode).unwrap_or_default(),
-        application_master: true,
+        application_master,
         submit_time_ms: 0,
         amrm_password_hex: String::new(),
+        node_manager_address: String::new(),
+        node_http_port: 0,
     })
 }
 

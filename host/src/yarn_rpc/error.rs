@@ -14,6 +14,16 @@ pub mod class {
     /// An attempt the server does not know (or no longer runs).
     pub const APPLICATION_ATTEMPT_NOT_FOUND: &str =
         "org.apache.hadoop.yarn.exceptions.ApplicationAttemptNotFoundException";
+    /// A master that has not registered: Hadoop's AMRMClient registers
+    /// again and resends its asks.
+    pub const APPLICATION_MASTER_NOT_REGISTERED: &str =
+        "org.apache.hadoop.yarn.exceptions.ApplicationMasterNotRegisteredException";
+    /// A master's request out of order (a stale response id).
+    pub const INVALID_APPLICATION_MASTER_REQUEST: &str =
+        "org.apache.hadoop.yarn.exceptions.InvalidApplicationMasterRequestException";
+    /// An ask the scheduler cannot take (larger than the largest container).
+    pub const INVALID_RESOURCE_REQUEST: &str =
+        "org.apache.hadoop.yarn.exceptions.InvalidResourceRequestException";
     /// A container the server does not know.
     pub const CONTAINER_NOT_FOUND: &str =
         "org.apache.hadoop.yarn.exceptions.ContainerNotFoundException";

@@ -8,6 +8,7 @@ pub mod connection;
 pub mod credentials;
 pub mod error;
 pub mod frame;
+pub mod master_protocol;
 pub mod messages;
 pub mod reports;
 pub mod sasl;

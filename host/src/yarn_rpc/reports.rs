@@ -216,12 +216,18 @@ pub fn app_report(app: &App) -> ApplicationReportProto {
     }
 }
 
-/// A node's host and port, from its id (`host:port`) or its agent's HTTP
-/// address; port 0 when it names none.
+/// A node as YARN's NodeId: the address its agent serves
+/// ContainerManagementProtocol on, else its id as `host:port`, else its id
+/// with port 0.
 pub fn node_id(node: &Node) -> NodeIdProto {
-    let (host, port) = match node.id.rsplit_once(':') {
+    let named = if node.agent.nm_address.is_empty() {
+        &node.id
+    } else {
+        &node.agent.nm_address
+    };
+    let (host, port) = match named.rsplit_once(':') {
         Some((host, port)) if port.parse::<u16>().is_ok() => (host, port.parse().unwrap_or(0)),
-        _ => (node.id.as_str(), 0),
+        _ => (named.as_str(), 0),
     };
     NodeIdProto {
         host: Some(host.to_string()),

@@ -269,7 +269,7 @@ fn write_yarn_launch(
     let spec = crate::agent::yarn_launch::LaunchSpec {
         command_line,
         env: order.env.clone(),
-        yarn: yarn.clone(),
+        yarn: crate::agent::yarn_launch::with_amrm_token(yarn, &order.container_id)?,
         log_dir: log_dir.to_owned(),
         app_id: order.app_id.clone(),
     };

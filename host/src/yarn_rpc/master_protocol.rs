@@ -1,0 +1,519 @@
+//! ApplicationMasterProtocol, YARN's scheduler port
+//! (`yarn.resourcemanager.scheduler.address`, 8030): an application master
+//! proves which attempt it is with the AMRMToken its container was given
+//! (SASL DIGEST-MD5, `sasl.rs`), then registers, asks and unregisters
+//! through the resource manager's use cases (`rm/application_masters.rs`).
+//! Here: the token's check, YARN's response ids (a repeated allocate gets
+//! the same answer), and the records — containers with their container
+//! tokens, NMTokens for new nodes, completed containers' statuses.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures_util::future::BoxFuture;
+use prost::Message;
+
+use super::connection::Call;
+use super::error::{RpcError, class};
+use super::messages::calls::{
+    APPLICATION_MASTER_PROTOCOL, APPLICATION_MASTER_PROTOCOL_METHODS, AllocateRequestProto,
+    AllocateResponseProto, FinishApplicationMasterRequestProto,
+    FinishApplicationMasterResponseProto, NMTokenProto, RegisterApplicationMasterRequestProto,
+    RegisterApplicationMasterResponseProto, SchedulerResourceTypes,
+};
+use super::messages::ipc::TokenProto;
+use super::messages::records::{
+    ContainerProto, ContainerStateProto, ContainerStatusProto, ExecutionTypeProto,
+    FinalApplicationStatusProto, PriorityProto,
+};
+use super::messages::tokens::{
+    AMRMTokenIdentifierProto, CONTAINER_TOKEN_KIND, ContainerTokenIdentifierProto, NM_TOKEN_KIND,
+    NMTokenIdentifierProto,
+};
+use super::reports;
+use super::sasl::TokenPasswords;
+use super::server::Protocols;
+use crate::cluster::{
+    Container, FinalStatus, MasterAsk, MasterAskKey, MasterError, MasterFinish, attempt_id,
+};
+use crate::resources::Resources;
+use crate::rm::{ResourceManager, RmHandle};
+use crate::security::yarn_tokens::{NodeTokenKey, TokenKeys};
+
+/// The protocol's name, as masters give it in every call.
+pub const PROTOCOL: &str = APPLICATION_MASTER_PROTOCOL;
+
+/// The most masters whose last answer is kept (for a repeated allocate).
+const MAX_SESSIONS: usize = 10_000;
+/// The most asks one allocate may carry.
+const MAX_ASKS_PER_CALL: usize = 10_000;
+/// How long a container token lasts (YARN's
+/// `yarn.resourcemanager.rm.container-allocation.expiry-interval-ms`).
+const CONTAINER_TOKEN_MS: u64 = 600_000;
+
+/// The AMRMTokens the server issued: checked by the scheduler port's SASL.
+#[derive(Debug, Clone)]
+pub struct AmrmPasswords {
+    keys: Arc<TokenKeys>,
+}
+
+impl AmrmPasswords {
+    /// Passwords under `keys`.
+    pub fn new(keys: Arc<TokenKeys>) -> AmrmPasswords {
+        AmrmPasswords { keys }
+    }
+}
+
+/// The app and attempt an AMRMToken's identifier names.
+fn amrm_attempt(identifier: &[u8]) -> Result<(String, u32), String> {
+    let token = AMRMTokenIdentifierProto::decode(identifier)
+        .map_err(|e| format!("the AMRMToken's identifier cannot be decoded: {e}"))?;
+    reports::attempt_id_text(token.app_attempt_id.as_ref())
+        .ok_or_else(|| "the AMRMToken names no application attempt".to_string())
+}
+
+impl TokenPasswords for AmrmPasswords {
+    fn password(&self, identifier: &[u8]) -> Result<(Vec<u8>, Arc<str>), String> {
+        let (app, attempt) = amrm_attempt(identifier)?;
+        let attempt = attempt_id(&app, attempt);
+        Ok((self.keys.amrm_password(&attempt), Arc::from(attempt)))
+    }
+}
+
+/// An allocate by its response id: new (its answer's number), or the last
+/// one again (that answer).
+enum Numbered {
+    Next(i32),
+    Repeat(Arc<Vec<u8>>),
+}
+
+/// The last answer to one master, by number.
+struct Session {
+    last_id: i32,
+    last: Option<Arc<Vec<u8>>>,
+}
+
+/// ApplicationMasterProtocol over the resource manager.
+#[derive(Clone)]
+pub struct MasterProtocol {
+    rm: RmHandle,
+    sessions: Arc<Mutex<HashMap<String, Session>>>,
+}
+
+impl MasterProtocol {
+    /// The protocol, calling the resource manager `rm`.
+    pub fn new(rm: RmHandle) -> MasterProtocol {
+        MasterProtocol {
+            rm,
+            sessions: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+}
+
+impl Protocols for MasterProtocol {
+    fn serve(&self, call: Call) -> BoxFuture<'static, Result<Vec<u8>, RpcError>> {
+        let this = self.clone();
+        Box::pin(async move { this.dispatch(call).await })
+    }
+}
+
+fn decode<M: Message + Default>(method: &str, bytes: &[u8]) -> Result<M, RpcError> {
+    M::decode(bytes).map_err(|e| RpcError::undecodable(method, e))
+}
+
+/// A refusal of the cluster's, as a master reads it.
+fn refused(error: MasterError) -> RpcError {
+    let class = match &error {
+        MasterError::NoSuchApp(_) | MasterError::NotCurrentAttempt { .. } => {
+            class::APPLICATION_ATTEMPT_NOT_FOUND
+        }
+        MasterError::NotRegistered(_) => class::APPLICATION_MASTER_NOT_REGISTERED,
+        MasterError::BadAsk(_) => class::INVALID_RESOURCE_REQUEST,
+    };
+    RpcError::new(class, error.to_string())
+}
+
+/// A node as a master needs it: its NodeId, web address and token key.
+struct NodeView {
+    id: super::messages::records::NodeIdProto,
+    http: String,
+    key: Option<NodeTokenKey>,
+}
+
+/// What an allocate found on the event loop, to encode off it.
+struct Allocated {
+    news: crate::cluster::MasterNews,
+    nodes: HashMap<String, NodeView>,
+    available: Resources,
+    cluster_nodes: usize,
+    submitter: String,
+    rm_start: u64,
+    now: u64,
+}
+
+impl MasterProtocol {
+    async fn dispatch(&self, call: Call) -> Result<Vec<u8>, RpcError> {
+        if call.protocol != PROTOCOL {
+            return Err(RpcError::no_such_protocol(&call.protocol));
+        }
+        // The token, not the user a connection names, says which master.
+        let (app, attempt) = match &call.peer.token_identifier {
+            Some(identifier) => {
+                amrm_attempt(identifier).map_err(|why| RpcError::new(class::ACCESS_CONTROL, why))?
+            }
+            None => {
+                return Err(RpcError::new(
+                    class::ACCESS_CONTROL,
+                    format!(
+                        "No AMRMToken found for user {}: an application master authenticates with the token its container was given",
+                        call.peer.user
+                    ),
+                ));
+            }
+        };
+        let session = attempt_id(&app, attempt);
+        let method = call.method.as_str();
+        let bytes = &call.request[..];
+        match method {
+            "registerApplicationMaster" => {
+                let request: RegisterApplicationMasterRequestProto = decode(method, bytes)?;
+                let registered = self
+                    .rm
+                    .with(move |rm: &mut ResourceManager| {
+                        rm.register_master(
+                            &app,
+                            attempt,
+                            request.host.unwrap_or_default(),
+                            request.rpc_port.unwrap_or(-1),
+                            request.tracking_url.unwrap_or_default(),
+                        )
+                    })
+                    .await?
+                    .map_err(refused)?;
+                self.start_session(session);
+                Ok(RegisterApplicationMasterResponseProto {
+                    maximum_capability: Some(reports::resource(registered.maximum)),
+                    queue: Some(registered.queue),
+                    scheduler_resource_types: vec![
+                        SchedulerResourceTypes::Memory as i32,
+                        SchedulerResourceTypes::Cpu as i32,
+                    ],
+                    ..Default::default()
+                }
+                .encode_to_vec())
+            }
+            "allocate" => {
+                let request: AllocateRequestProto = decode(method, bytes)?;
+                let response_id = request.response_id.unwrap_or(0);
+                let next = match self.check_response_id(&session, response_id)? {
+                    Numbered::Next(next) => next,
+                    Numbered::Repeat(last) => return Ok(last.as_ref().clone()),
+                };
+                let (asks, releases) = asks_and_releases(&request)?;
+                let attempt_record = reports::attempt_id(&app, attempt);
+                let allocated = self
+                    .rm
+                    .with(move |rm: &mut ResourceManager| {
+                        let allocated = rm.master_allocate(&app, attempt, &asks, &releases)?;
+                        Ok::<_, MasterError>(view(rm, &app, allocated))
+                    })
+                    .await?
+                    .map_err(refused)?;
+                let answer = Arc::new(
+                    allocate_response(&session, attempt_record, next, allocated).encode_to_vec(),
+                );
+                self.remember(&session, next, answer.clone());
+                Ok(answer.as_ref().clone())
+            }
+            "finishApplicationMaster" => {
+                let request: FinishApplicationMasterRequestProto = decode(method, bytes)?;
+                let finish = MasterFinish {
+                    final_status: final_status(request.final_application_status),
+                    diagnostics: crate::limits::cut(
+                        request.diagnostics.as_deref().unwrap_or_default(),
+                        crate::limits::MAX_DIAGNOSTICS_BYTES,
+                    ),
+                };
+                self.rm
+                    .with(move |rm: &mut ResourceManager| rm.finish_master(&app, attempt, finish))
+                    .await?
+                    .map_err(refused)?;
+                if let Ok(mut sessions) = self.sessions.lock() {
+                    sessions.remove(&session);
+                }
+                Ok(FinishApplicationMasterResponseProto {
+                    is_unregistered: Some(true),
+                }
+                .encode_to_vec())
+            }
+            other if APPLICATION_MASTER_PROTOCOL_METHODS.contains(&other) => {
+                Err(RpcError::unsupported(PROTOCOL, other))
+            }
+            other => Err(RpcError::no_such_method(PROTOCOL, other)),
+        }
+    }
+
+    /// A registration starts the master's numbering at 0.
+    fn start_session(&self, session: String) {
+        if let Ok(mut sessions) = self.sessions.lock() {
+            if sessions.len() >= MAX_SESSIONS && !sessions.contains_key(&session) {
+                // The oldest masters are long gone; any one will do.
+                if let Some(old) = sessions.keys().next().cloned() {
+                    sessions.remove(&old);
+                }
+            }
+            sessions.insert(
+                session,
+                Session {
+                    last_id: 0,
+                    last: None,
+                },
+            );
+        }
+    }
+
+    /// YARN's rule: an allocate numbered as the last answer is new (its
+    /// answer numbered one more); numbered one less, it is the last one
+    /// again (answered the same); else it is refused.
+    fn check_response_id(&self, session: &str, response_id: i32) -> Result<Numbered, RpcError> {
+        let sessions = self
+            .sessions
+            .lock()
+            .map_err(|_| RpcError::yarn("the scheduler port's sessions are unusable"))?;
+        let Some(known) = sessions.get(session) else {
+            return Err(RpcError::new(
+                class::APPLICATION_MASTER_NOT_REGISTERED,
+                format!("Application Master is trying to allocate before registering: {session}"),
+            ));
+        };
+        if response_id.checked_add(1) == Some(known.last_id)
+            && let Some(last) = &known.last
+        {
+            return Ok(Numbered::Repeat(last.clone()));
+        }
+        if response_id != known.last_id {
+            return Err(RpcError::new(
+                class::INVALID_APPLICATION_MASTER_REQUEST,
+                format!(
+                    "Invalid responseId in AllocateRequest from application attempt {session}, expect responseId to be {} but get {response_id}",
+                    known.last_id
+                ),
+            ));
+        }
+        // Wraps as YARN's does.
+        Ok(Numbered::Next(if known.last_id == i32::MAX {
+            0
+        } else {
+            known.last_id + 1
+        }))
+    }
+
+    fn remember(&self, session: &str, id: i32, answer: Arc<Vec<u8>>) {
+        if let Ok(mut sessions) = self.sessions.lock()
+            && let Some(known) = sessions.get_mut(session)
+        {
+            known.last_id = id;
+            known.last = Some(answer);
+        }
+    }
+}
+
+/// A master's asks (only YARN's `*` entries count: the total it wants of
+/// each key; host and rack entries are locality hints Weft does not use
+/// yet) and releases, checked.
+fn asks_and_releases(
+    request: &AllocateRequestProto,
+) -> Result<(Vec<MasterAsk>, Vec<String>), RpcError> {
+    if request.ask.len() > MAX_ASKS_PER_CALL || request.release.len() > MAX_ASKS_PER_CALL {
+        return Err(RpcError::new(
+            class::INVALID_RESOURCE_REQUEST,
+            format!(
+                "an allocate carries at most {MAX_ASKS_PER_CALL} asks and {MAX_ASKS_PER_CALL} releases"
+            ),
+        ));
+    }
+    let mut asks = Vec::new();
+    for ask in request
+        .ask
+        .iter()
+        .filter(|a| a.resource_name.as_deref() == Some("*"))
+    {
+        let capability = ask.capability.clone().unwrap_or_default();
+        let memory = u64::try_from(capability.memory.unwrap_or(0)).unwrap_or(0);
+        let vcores = u32::try_from(capability.virtual_cores.unwrap_or(0)).unwrap_or(0);
+        let key = MasterAskKey {
+            priority: ask.priority.as_ref().and_then(|p| p.priority).unwrap_or(0),
+            allocation_request_id: ask.allocation_request_id.unwrap_or(-1),
+            size: (memory, vcores, 0),
+        };
+        let count = u32::try_from(ask.num_containers.unwrap_or(0)).unwrap_or(0);
+        asks.push(MasterAsk { key, count });
+    }
+    let releases = request
+        .release
+        .iter()
+        .filter_map(reports::container_id_text)
+        .collect();
+    Ok((asks, releases))
+}
+
+/// What the master's answer needs of the cluster, read on the event loop.
+fn view(
+    rm: &ResourceManager,
+    app: &str,
+    allocated: crate::rm::application_masters::MasterAllocated,
+) -> Allocated {
+    let cluster = rm.cluster();
+    let keys = cluster.token_keys();
+    let mut nodes = HashMap::new();
+    for (container, _) in &allocated.news.allocated {
+        if nodes.contains_key(&container.node) {
+            continue;
+        }
+        if let Some(node) = cluster.node(&container.node) {
+            nodes.insert(
+                container.node.clone(),
+                NodeView {
+                    id: reports::node_id(node),
+                    http: node.http_host_port(),
+                    key: keys.map(|k| k.node_key(&node.id)),
+                },
+            );
+        }
+    }
+    Allocated {
+        news: allocated.news,
+        nodes,
+        available: allocated.available,
+        cluster_nodes: allocated.nodes,
+        submitter: cluster.app(app).map(|a| a.user.clone()).unwrap_or_default(),
+        rm_start: rm.started_ms(),
+        now: rm.now(),
+    }
+}
+
+fn final_status(status: Option<i32>) -> FinalStatus {
+    match status.and_then(|s| FinalApplicationStatusProto::try_from(s).ok()) {
+        Some(FinalApplicationStatusProto::AppSucceeded) => FinalStatus::Succeeded,
+        Some(FinalApplicationStatusProto::AppFailed) => FinalStatus::Failed,
+        Some(FinalApplicationStatusProto::AppKilled) => FinalStatus::Killed,
+        _ => FinalStatus::Undefined,
+    }
+}
+
+fn ms(ms: u64) -> i64 {
+    i64::try_from(ms).unwrap_or(i64::MAX)
+}
+
+/// The answer to an allocate numbered `id`.
+fn allocate_response(
+    session: &str,
+    attempt: super::messages::records::ApplicationAttemptIdProto,
+    id: i32,
+    allocated: Allocated,
+) -> AllocateResponseProto {
+    let mut response = AllocateResponseProto {
+        response_id: Some(id),
+        limit: Some(reports::resource(allocated.available)),
+        num_cluster_nodes: Some(i32::try_from(allocated.cluster_nodes).unwrap_or(i32::MAX)),
+        ..Default::default()
+    };
+    for (container, key) in &allocated.news.allocated {
+        let Some(node) = allocated.nodes.get(&container.node) else {
+            continue;
+        };
+        response
+            .allocated_containers
+            .push(container_record(container, key, node, &allocated));
+    }
+    for node_name in &allocated.news.new_nodes {
+        let Some(node) = allocated.nodes.get(node_name) else {
+            continue;
+        };
+        let Some(key) = &node.key else { continue };
+        let identifier = NMTokenIdentifierProto {
+            app_attempt_id: Some(attempt.clone()),
+            node_id: Some(node.id.clone()),
+            app_submitter: Some(allocated.submitter.clone()),
+            key_id: Some(1),
+        }
+        .encode_to_vec();
+        response.nm_tokens.push(NMTokenProto {
+            node_id: Some(node.id.clone()),
+            token: Some(TokenProto {
+                identifier,
+                password: key.nm_password(session),
+                kind: NM_TOKEN_KIND.into(),
+                service: node_address(&node.id),
+            }),
+        });
+    }
+    for completed in &allocated.news.completed {
+        response
+            .completed_container_statuses
+            .push(ContainerStatusProto {
+                container_id: reports::container_id(&completed.id),
+                state: Some(ContainerStateProto::CComplete as i32),
+                diagnostics: Some(completed.diagnostics.clone()),
+                exit_status: Some(completed.exit_status),
+                ..Default::default()
+            });
+    }
+    response
+}
+
+fn node_address(id: &super::messages::records::NodeIdProto) -> String {
+    format!(
+        "{}:{}",
+        id.host.as_deref().unwrap_or_default(),
+        id.port.unwrap_or(0)
+    )
+}
+
+/// A container as its master is given it: where, what, and the token that
+/// lets it start there.
+fn container_record(
+    container: &Container,
+    key: &MasterAskKey,
+    node: &NodeView,
+    allocated: &Allocated,
+) -> ContainerProto {
+    let id = reports::container_id(&container.id);
+    let priority = PriorityProto {
+        priority: Some(key.priority),
+    };
+    let resource = reports::resource(container.resources);
+    let container_token = node.key.as_ref().map(|node_key| {
+        let identifier = ContainerTokenIdentifierProto {
+            container_id: id.clone(),
+            nm_host_addr: Some(node_address(&node.id)),
+            app_submitter: Some(allocated.submitter.clone()),
+            resource: Some(resource.clone()),
+            expiry_time_stamp: Some(ms(allocated.now.saturating_add(CONTAINER_TOKEN_MS))),
+            master_key_id: Some(1),
+            rm_identifier: Some(ms(allocated.rm_start)),
+            priority: Some(priority.clone()),
+            creation_time: Some(ms(container.start_time_ms)),
+            allocation_request_id: Some(key.allocation_request_id),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        TokenProto {
+            identifier,
+            password: node_key.container_password(&container.id),
+            kind: CONTAINER_TOKEN_KIND.into(),
+            service: node_address(&node.id),
+        }
+    });
+    ContainerProto {
+        id,
+        node_id: Some(node.id.clone()),
+        node_http_address: Some(node.http.clone()),
+        resource: Some(resource),
+        priority: Some(priority),
+        container_token,
+        execution_type: Some(ExecutionTypeProto::Guaranteed as i32),
+        allocation_request_id: Some(key.allocation_request_id),
+        ..Default::default()
+    }
+}
