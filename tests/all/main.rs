@@ -37,6 +37,7 @@ mod seed_004;
 mod serve;
 mod shadow;
 mod simulate;
+mod spark;
 mod store_postgres;
 mod support;
 mod usage;

@@ -104,6 +104,8 @@ pub(crate) struct Server {
     pub base: String,
     /// Where it serves YARN clients over Hadoop RPC (`host:port`).
     pub rpc: Option<String>,
+    /// Where it serves YARN's application masters (`host:port`).
+    pub scheduler: Option<String>,
     _dir: Option<tempfile::TempDir>,
     agent: ureq::Agent,
 }
@@ -189,6 +191,10 @@ impl Server {
             .split_once(" YARN RPC ")
             .and_then(|(_, rest)| rest.split_whitespace().next())
             .map(str::to_string);
+        let scheduler = line
+            .split_once("(application masters ")
+            .and_then(|(_, rest)| rest.split(')').next())
+            .map(str::to_string);
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             // Self-signed certificates of the TLS tests; loopback only.
@@ -203,6 +209,7 @@ impl Server {
             child,
             base,
             rpc,
+            scheduler,
             _dir: None,
             agent,
         }
