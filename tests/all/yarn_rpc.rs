@@ -2,7 +2,8 @@
 //! client (pyspark's hadoop-client 3.4.1, unmodified) submits, watches and
 //! kills an app over it (tests/yarn_rpc/ClientCheck.java), and a hostile
 //! client — garbage, a 2 GB length prefix, deep and huge protobufs, calls
-//! out of order, another user's app, ten thousand idle connections — gets a
+//! out of order, another user's app, ten thousand idle connections, a
+//! master or node manager client without its token — gets a
 //! clean error or a closed connection while REST and the event loop go on.
 
 use std::io::{Read, Write};
@@ -690,7 +691,7 @@ fn a_launch_context_is_localized_expanded_and_run_as_a_node_manager_runs_it() {
         "root",
         vec![
             "{ cat app.txt __conf__/conf/app.properties;".into(),
-            "echo \\\"cp=$CLASSPATH\\\" tokens=$(wc -c < $HADOOP_TOKEN_FILE_LOCATION) proxy=$APPLICATION_WEB_PROXY_BASE;".into(),
+            "echo \\\"cp=$CLASSPATH\\\" amrm=$(grep -ao YARN_AM_RM_TOKEN $HADOOP_TOKEN_FILE_LOCATION | wc -l) proxy=$APPLICATION_WEB_PROXY_BASE;".into(),
             "test -d tmp && test -n \\\"$LOCAL_DIRS\\\" && echo dirs-ok;".into(),
             "echo to-stderr >&2; }".into(),
             "1><LOG_DIR>/stdout 2><LOG_DIR>/stderr".into(),
@@ -718,7 +719,9 @@ fn a_launch_context_is_localized_expanded_and_run_as_a_node_manager_runs_it() {
     assert!(stdout.contains("answer=42"), "{stdout}");
     assert!(stdout.contains("dirs-ok"), "{stdout}");
     assert!(stdout.contains(&format!("proxy=/proxy/{id}")), "{stdout}");
-    assert!(stdout.contains("tokens=7"), "{stdout}");
+    // The client's (empty) credentials, with the master's AMRMToken added
+    // (its alias and its kind name it).
+    assert!(stdout.contains("amrm=2"), "{stdout}");
     // {{PWD}} expanded by bash to the container's directory, <CPS> to ':'.
     let classpath = stdout
         .split("cp=")
@@ -794,4 +797,99 @@ fn a_launch_context_is_localized_expanded_and_run_as_a_node_manager_runs_it() {
         "{:?}",
         answer.exception()
     );
+}
+
+const MASTER_PROTOCOL: &str = "org.apache.hadoop.yarn.api.ApplicationMasterProtocolPB";
+const NODE_MANAGER_PROTOCOL: &str = "org.apache.hadoop.yarn.api.ContainerManagementProtocolPB";
+
+/// The scheduler port and an agent's ContainerManagementProtocol take only
+/// their tokens: a master or node manager client without one (SIMPLE,
+/// whoever it says it is) gets AccessControlException on every call and
+/// changes nothing; a forged DIGEST-MD5 answer is FATAL; the server goes on.
+#[test]
+fn masters_and_node_managers_without_their_tokens_are_refused() {
+    use weft_host::yarn_rpc::messages::calls::GetClusterNodesResponseProto;
+    let dir = crate::support::shared_tempdir();
+    let server = Server::start_with_local_agent(&dir.path().join("data"), &[], None);
+    let scheduler = server.scheduler.clone().expect("the scheduler port");
+    // The local agent's NodeId is where it serves ContainerManagementProtocol.
+    let mut client = Raw::simple(&rpc_address(&server), "alice");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let node_manager = loop {
+        let nodes: GetClusterNodesResponseProto =
+            client.call(1, "getClusterNodes", Vec::new()).message();
+        if let Some(node) = nodes.node_reports.first() {
+            let id = node.node_id.clone().unwrap();
+            break format!("{}:{}", id.host.unwrap(), id.port.unwrap());
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the local agent never registered"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(!node_manager.ends_with(":0"), "{node_manager}");
+
+    for (address, protocol, methods, token) in [
+        (
+            &scheduler,
+            MASTER_PROTOCOL,
+            &[
+                "registerApplicationMaster",
+                "allocate",
+                "finishApplicationMaster",
+            ][..],
+            "AMRMToken",
+        ),
+        (
+            &node_manager,
+            NODE_MANAGER_PROTOCOL,
+            &["startContainers", "stopContainers", "getContainerStatuses"][..],
+            "NMToken",
+        ),
+    ] {
+        let mut raw = Raw::connect(address);
+        raw.send(b"hrpc\x09\x00\x00");
+        raw.context("appattempt_1_0001_000001");
+        for (id, method) in methods.iter().enumerate() {
+            raw.send_call(id as i32, protocol, method, Vec::new());
+            let answer = raw.answer().expect("an answer");
+            assert_eq!(answer.header.status, 1, "ERROR: {:?}", answer.header);
+            let (class, message) = answer.exception();
+            assert_eq!(class, "org.apache.hadoop.security.AccessControlException");
+            assert!(message.contains(token), "{message}");
+        }
+
+        // Asked for SASL, the port offers its token first, then SIMPLE.
+        let mut raw = Raw::connect(address);
+        raw.send(b"hrpc\x09\x00\xdf");
+        let negotiate = RpcSaslProto {
+            state: 1,
+            ..Default::default()
+        };
+        raw.send(&encode_frame(&[&Raw::header(-33), &negotiate]));
+        let offered: RpcSaslProto = raw.answer().expect("NEGOTIATE's answer").message();
+        assert_eq!(offered.state, 1, "NEGOTIATE with the methods");
+        assert_eq!(offered.auths[0].method, "TOKEN");
+        assert_eq!(offered.auths[0].mechanism, "DIGEST-MD5");
+        // A made-up token: refused, FATAL, closed.
+        let forged = format!(
+            "charset=utf-8,username=\"{}\",realm=\"default\",nonce=\"made-up\",nc=00000001,cnonce=\"x\",digest-uri=\"/default\",maxbuf=65536,response=00112233445566778899aabbccddeeff,qop=auth",
+            "AAAA"
+        );
+        let initiate = RpcSaslProto {
+            state: 2,
+            token: Some(forged.into_bytes()),
+            auths: vec![offered.auths[0].clone()],
+            ..Default::default()
+        };
+        raw.send(&encode_frame(&[&Raw::header(-33), &initiate]));
+        let refused = raw.answer().expect("a FATAL answer");
+        assert_eq!(refused.header.status, 2, "{:?}", refused.header);
+        assert!(raw.is_closed());
+    }
+    let (status, _) = server.get("/ws/v1/cluster/metrics");
+    assert_eq!(status, 200);
+    let (_, apps) = server.get("/ws/v1/cluster/apps");
+    assert!(apps["apps"].is_null() || apps["apps"]["app"].as_array().is_none_or(|a| a.is_empty()));
 }

@@ -40,6 +40,10 @@ pub const PROTOCOL: &str = CONTAINER_MANAGEMENT_PROTOCOL;
 
 /// The most containers one call may name.
 const MAX_PER_CALL: usize = 1000;
+/// How long a container is held for a master that does not start it
+/// (YARN's `yarn.resourcemanager.rm.container-allocation.expiry-interval-ms`,
+/// which its container tokens last too).
+pub const HELD_EXPIRY: std::time::Duration = std::time::Duration::from_secs(600);
 /// The most ended containers whose status is kept for masters.
 const MAX_ENDED: usize = 10_000;
 
@@ -64,8 +68,8 @@ pub struct Shared {
 struct Inner {
     /// The node's token key, from its registration.
     key: Option<NodeTokenKey>,
-    /// Containers held for their masters: their orders.
-    held: BTreeMap<String, LaunchOrder>,
+    /// Containers held for their masters: their orders, and since when.
+    held: BTreeMap<String, (LaunchOrder, std::time::Instant)>,
     /// Orders started by masters, for the loop to launch.
     starts: Vec<LaunchOrder>,
     /// Containers masters stopped, for the loop to kill.
@@ -94,7 +98,10 @@ impl Shared {
         if inner.states.contains_key(&order.container_id) {
             return;
         }
-        inner.held.insert(order.container_id.clone(), order.clone());
+        inner.held.insert(
+            order.container_id.clone(),
+            (order.clone(), std::time::Instant::now()),
+        );
         inner.states.insert(order.container_id.clone(), State::Held);
     }
 
@@ -106,6 +113,17 @@ impl Shared {
     /// Containers held, not yet started.
     pub fn held(&self) -> Vec<String> {
         self.lock().held.keys().cloned().collect()
+    }
+
+    /// Containers held longer than [`HELD_EXPIRY`] without their master
+    /// starting them (YARN's container allocation expiry): to be let go.
+    pub fn expired(&self) -> Vec<String> {
+        self.lock()
+            .held
+            .iter()
+            .filter(|(_, (_, since))| since.elapsed() > HELD_EXPIRY)
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// Whether a master started container `container_id` (and it has not
@@ -166,7 +184,7 @@ impl TokenPasswords for NmPasswords {
             .key
             .as_ref()
             .ok_or("this node has no token key yet (it has not registered)")?;
-        Ok((key.nm_password(&attempt), Arc::from(attempt)))
+        Ok((key.nm_password(identifier), Arc::from(attempt)))
     }
 }
 
@@ -348,12 +366,21 @@ impl NodeManager {
             .key
             .as_ref()
             .ok_or("this node has not registered yet")?;
-        if !same_password(&token.password, &key.container_password(&container)) {
+        if !same_password(&token.password, &key.container_password(&token.identifier)) {
             return Err(format!(
                 "Unauthorized request to start container {container}: its token was not issued for it by this cluster"
             ));
         }
-        let Some(held) = inner.held.get(&container) else {
+        let now = i64::try_from(super::executor::now_ms()).unwrap_or(i64::MAX);
+        if identifier
+            .expiry_time_stamp
+            .is_none_or(|expiry| expiry < now)
+        {
+            return Err(format!(
+                "This token is expired: container {container}'s token expired before its start"
+            ));
+        }
+        let Some((held, _)) = inner.held.get(&container) else {
             return Err(match inner.states.get(&container) {
                 Some(_) => format!("Container {container} has already been started"),
                 None => format!("Container {container} is not allocated to this node"),

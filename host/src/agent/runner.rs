@@ -406,8 +406,16 @@ impl<T: ResourceTracker> AgentLoop<T> {
     /// Kills a container, or lets go of one held for its master (it ends
     /// at once with `exit_status`).
     fn kill(&mut self, container_id: &str, exit_status: i32) {
+        self.end(
+            container_id,
+            exit_status,
+            "killed before its application master started it",
+        );
+    }
+
+    /// [`AgentLoop::kill`], a held container's end saying `diagnostics`.
+    fn end(&mut self, container_id: &str, exit_status: i32, diagnostics: &str) {
         if self.node_manager.release(container_id) {
-            let diagnostics = "killed before its application master started it";
             self.node_manager
                 .ended(container_id, exit_status, diagnostics);
             let end = ContainerEnd {
@@ -450,6 +458,14 @@ impl<T: ResourceTracker> AgentLoop<T> {
             self.kill(
                 &container,
                 crate::protocol::node::exit_status::KILLED_BY_APPMASTER,
+            );
+        }
+        for container in self.node_manager.expired() {
+            tracing::info!(container = %container, "container expired: its application master did not start it");
+            self.end(
+                &container,
+                crate::protocol::node::exit_status::ABORTED,
+                "Container expired since it was unused",
             );
         }
     }

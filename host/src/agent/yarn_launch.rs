@@ -54,25 +54,20 @@ pub struct LaunchSpec {
 /// carries), as YARN's AMLauncher adds it; any other launch as it is.
 pub fn with_amrm_token(yarn: &YarnLaunch, container_id: &str) -> Result<YarnLaunch, String> {
     use crate::yarn_rpc::credentials::{Credentials, Token};
-    use crate::yarn_rpc::messages::tokens::{AMRM_TOKEN_KIND, AMRMTokenIdentifierProto};
-    use prost::Message;
+    use crate::yarn_rpc::messages::tokens::AMRM_TOKEN_KIND;
     if yarn.amrm_password_hex.is_empty() {
         return Ok(yarn.clone());
     }
     let password = hex::decode(&yarn.amrm_password_hex)
         .map_err(|e| format!("the AMRMToken's password is not hex: {e}"))?;
-    let attempt = crate::yarn_rpc::reports::container_id(container_id)
-        .and_then(|id| id.app_attempt_id)
+    let (app, attempt) = crate::yarn_rpc::reports::container_id(container_id)
+        .and_then(|id| crate::yarn_rpc::reports::attempt_id_text(id.app_attempt_id.as_ref()))
         .ok_or_else(|| format!("container id {container_id:?} names no application attempt"))?;
     let mut credentials = Credentials::decode(&yarn.tokens()?)
         .map_err(|e| format!("the launch context's tokens: {e}"))?;
     credentials.add_token(Token {
         alias: AMRM_TOKEN_KIND.to_string(),
-        identifier: AMRMTokenIdentifierProto {
-            app_attempt_id: Some(attempt),
-            key_id: Some(1),
-        }
-        .encode_to_vec(),
+        identifier: crate::yarn_rpc::master_protocol::amrm_identifier(&app, attempt),
         password,
         kind: AMRM_TOKEN_KIND.to_string(),
         service: String::new(),

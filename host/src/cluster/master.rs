@@ -140,6 +140,9 @@ pub enum MasterError {
     /// An ask out of bounds.
     #[error("{0}")]
     BadAsk(String),
+    /// The attempt has unregistered: it may ask for nothing more.
+    #[error("application master of {0} has unregistered; it may not register or allocate again")]
+    Unregistered(String),
 }
 
 /// An ask of a master's allocate: containers outstanding for its key (the
@@ -233,6 +236,9 @@ impl Cluster {
         let index = self.master_of(app_id, attempt)?;
         let app = &mut self.apps[index];
         let master = app.master.as_mut().expect("checked by master_of");
+        if master.finished.is_some() {
+            return Err(MasterError::Unregistered(app_id.into()));
+        }
         if !master.registered {
             tracing::info!(app = %app.id, attempt, host = %host, "application master registered");
         }
@@ -258,6 +264,9 @@ impl Cluster {
         let index = self.master_of(app_id, attempt)?;
         let app = &self.apps[index];
         let master = app.master.as_ref().expect("checked by master_of");
+        if master.finished.is_some() {
+            return Err(MasterError::Unregistered(app_id.into()));
+        }
         if !master.registered {
             return Err(MasterError::NotRegistered(app_id.into()));
         }
@@ -279,10 +288,12 @@ impl Cluster {
                 )));
             }
             let size = ask.key.resources();
-            if size.memory_mb == 0 && size.vcores == 0 {
-                return Err(MasterError::BadAsk(
-                    "ask.capability: a container needs memory or vcores".into(),
-                ));
+            // As every ask's (SubmitApp::check): what a container holds is
+            // what it is limited to and charged for.
+            if size.memory_mb == 0 || size.vcores == 0 {
+                return Err(MasterError::BadAsk(format!(
+                    "ask.capability: {size}; a container needs at least 1 MB and 1 vcore"
+                )));
             }
         }
         // Executors run where the app was put: its label, else the default.
@@ -382,8 +393,15 @@ impl Cluster {
     ) -> Result<Vec<Container>, MasterError> {
         let index = self.master_of(app_id, attempt)?;
         let app = &mut self.apps[index];
-        tracing::info!(app = %app.id, attempt, final_status = finish.final_status.as_str(), "application master unregistered");
         let master = app.master.as_mut().expect("checked by master_of");
+        if !master.registered {
+            return Err(MasterError::NotRegistered(app_id.into()));
+        }
+        if master.finished.is_some() {
+            // Again (a client that lost the answer): nothing more to do.
+            return Ok(Vec::new());
+        }
+        tracing::info!(app = %app.id, attempt, final_status = finish.final_status.as_str(), "application master unregistered");
         master.finished = Some(finish);
         for ask in app.asks.iter_mut().skip(1) {
             ask.count = ask.count.saturating_sub(ask.pending);
@@ -652,6 +670,15 @@ mod tests {
             .unwrap();
         assert!(ended.is_empty());
         assert_eq!(cluster.apps()[app].pending_containers(), 0);
+        // Unregistered, it neither registers nor asks again.
+        assert_eq!(
+            cluster.register_master(&id, 1, "h".into(), 1, String::new()),
+            Err(MasterError::Unregistered(id.clone()))
+        );
+        assert!(matches!(
+            cluster.master_allocate(&id, 1, &[executors(1)], &[], 85),
+            Err(MasterError::Unregistered(_))
+        ));
         cluster.end_container(&am, 90, EndCause::Succeeded);
         let app = &cluster.apps()[app];
         assert_eq!(app.state, AppState::Finished);
@@ -662,6 +689,15 @@ mod tests {
     #[test]
     fn a_master_that_dies_after_registering_starts_the_next_attempt_then_fails_the_app() {
         let (mut cluster, app, id) = with_master();
+        let finish = MasterFinish {
+            final_status: FinalStatus::Succeeded,
+            diagnostics: String::new(),
+        };
+        assert_eq!(
+            cluster.finish_master(&id, 1, finish, 15).unwrap_err(),
+            MasterError::NotRegistered(id.clone()),
+            "no finish before a registration"
+        );
         cluster
             .register_master(&id, 1, "h".into(), -1, String::new())
             .unwrap();
@@ -734,6 +770,30 @@ mod tests {
             cluster.master_allocate(&id, 1, &too_many, &[], 20),
             Err(MasterError::BadAsk(_))
         ));
+        let no_cores = MasterAsk {
+            key: MasterAskKey {
+                size: (1024, 0, 0),
+                ..executors(1).key
+            },
+            count: 1,
+        };
+        let no_memory = MasterAsk {
+            key: MasterAskKey {
+                size: (0, 1, 0),
+                ..executors(1).key
+            },
+            count: 1,
+        };
+        assert!(
+            cluster
+                .master_allocate(&id, 1, &[no_cores], &[], 20)
+                .is_err()
+        );
+        assert!(
+            cluster
+                .master_allocate(&id, 1, &[no_memory], &[], 20)
+                .is_err()
+        );
         let huge = MasterAsk {
             count: MAX_MASTER_ASK_CONTAINERS + 1,
             ..executors(1)

@@ -246,7 +246,15 @@ impl LocalResource {
         // YARN's own names in the container's directory are not a
         // resource's to take.
         let first = key.split('/').next().unwrap_or_default();
-        if ["container_tokens", "launch_container.sh", "tmp"].contains(&first) {
+        // What the launch itself writes there (agent/yarn_launch.rs).
+        if [
+            "container_tokens",
+            "launch_container.sh",
+            "tmp",
+            ".weft-launch.json",
+        ]
+        .contains(&first)
+        {
             return Err(format!("local resource key {key:?} is reserved"));
         }
         if !self.path.starts_with('/')

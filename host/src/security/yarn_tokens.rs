@@ -2,19 +2,21 @@
 //! AMRMToken (the master to the scheduler port), an NMToken (the master to
 //! a node's ContainerManagementProtocol) and a container token (leave to
 //! start one container). Each password is an HMAC of the token's
-//! identifier bytes, so a token cannot be forged or moved to another
-//! identifier; nothing outside Weft checks these passwords (Hadoop's
-//! clients only carry them).
+//! identifier, so a token cannot be forged or moved to another identifier;
+//! nothing outside Weft checks these passwords (Hadoop's clients only carry
+//! them).
 //!
 //! The resource manager keeps one random master key (in memory: a restart
 //! invalidates the tokens of masters still running); each node gets a key
 //! of its own derived from it, sent at registration, with which its agent
 //! checks NMTokens and container tokens without asking the server.
 //!
-//! A password is of what its token's identifier names, in text: an
-//! AMRMToken's attempt (`appattempt_…`), an NMToken's attempt (on its
-//! node), a container token's container (`container_…`); whoever checks a
-//! token decodes its identifier and asks for the password of what it names.
+//! NMTokens' and container tokens' passwords are of their identifier's
+//! bytes (made where the master is answered, checked by the agent). An
+//! AMRMToken's is of the attempt it names (`appattempt_…`): the cluster
+//! gives the password with the master's launch, the agent writes the
+//! identifier, and the scheduler port accepts only that identifier's one
+//! encoding.
 
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
@@ -102,15 +104,14 @@ impl NodeTokenKey {
         Some(NodeTokenKey { key })
     }
 
-    /// The password of the NMToken of application attempt `attempt` for
-    /// this node.
-    pub fn nm_password(&self, attempt: &str) -> Vec<u8> {
-        hmac(&self.key, b"nm", attempt.as_bytes())
+    /// The password of the NMToken with these identifier bytes.
+    pub fn nm_password(&self, identifier: &[u8]) -> Vec<u8> {
+        hmac(&self.key, b"nm", identifier)
     }
 
-    /// The password of the container token of container `container`.
-    pub fn container_password(&self, container: &str) -> Vec<u8> {
-        hmac(&self.key, b"container", container.as_bytes())
+    /// The password of the container token with these identifier bytes.
+    pub fn container_password(&self, identifier: &[u8]) -> Vec<u8> {
+        hmac(&self.key, b"container", identifier)
     }
 }
 
@@ -124,9 +125,9 @@ mod tests {
         let a = keys.node_key("a");
         let b = keys.node_key("b");
         assert_eq!(a, keys.node_key("a"));
-        assert_ne!(a.nm_password("x"), b.nm_password("x"));
-        assert_ne!(a.nm_password("x"), a.container_password("x"));
-        assert_ne!(a.nm_password("x"), a.nm_password("y"));
+        assert_ne!(a.nm_password(b"x"), b.nm_password(b"x"));
+        assert_ne!(a.nm_password(b"x"), a.container_password(b"x"));
+        assert_ne!(a.nm_password(b"x"), a.nm_password(b"y"));
         assert_ne!(
             keys.amrm_password("x"),
             TokenKeys::random().unwrap().amrm_password("x")

@@ -47,6 +47,8 @@ pub const PROTOCOL: &str = APPLICATION_MASTER_PROTOCOL;
 const MAX_SESSIONS: usize = 10_000;
 /// The most asks one allocate may carry.
 const MAX_ASKS_PER_CALL: usize = 10_000;
+/// The longest tracking URL a master may give.
+const MAX_TRACKING_URL_BYTES: usize = 4096;
 /// How long a container token lasts (YARN's
 /// `yarn.resourcemanager.rm.container-allocation.expiry-interval-ms`).
 const CONTAINER_TOKEN_MS: u64 = 600_000;
@@ -64,12 +66,27 @@ impl AmrmPasswords {
     }
 }
 
-/// The app and attempt an AMRMToken's identifier names.
+/// The AMRMToken identifier of attempt `attempt` of `app`: its one
+/// encoding, which the agent writes and the scheduler port accepts.
+pub fn amrm_identifier(app: &str, attempt: u32) -> Vec<u8> {
+    AMRMTokenIdentifierProto {
+        app_attempt_id: Some(reports::attempt_id(app, attempt)),
+        key_id: Some(1),
+    }
+    .encode_to_vec()
+}
+
+/// The app and attempt an AMRMToken's identifier names, if it is one this
+/// server issued (exactly its encoding: nothing added, nothing changed).
 fn amrm_attempt(identifier: &[u8]) -> Result<(String, u32), String> {
     let token = AMRMTokenIdentifierProto::decode(identifier)
         .map_err(|e| format!("the AMRMToken's identifier cannot be decoded: {e}"))?;
-    reports::attempt_id_text(token.app_attempt_id.as_ref())
-        .ok_or_else(|| "the AMRMToken names no application attempt".to_string())
+    let (app, attempt) = reports::attempt_id_text(token.app_attempt_id.as_ref())
+        .ok_or_else(|| "the AMRMToken names no application attempt".to_string())?;
+    if amrm_identifier(&app, attempt) != identifier {
+        return Err("the AMRMToken's identifier is not one this server issued".into());
+    }
+    Ok((app, attempt))
 }
 
 impl TokenPasswords for AmrmPasswords {
@@ -91,6 +108,9 @@ enum Numbered {
 struct Session {
     last_id: i32,
     last: Option<Arc<Vec<u8>>>,
+    /// An allocate numbered `last_id` is being served: another of that
+    /// number waits (it would be applied twice).
+    serving: bool,
 }
 
 /// ApplicationMasterProtocol over the resource manager.
@@ -129,6 +149,7 @@ fn refused(error: MasterError) -> RpcError {
         }
         MasterError::NotRegistered(_) => class::APPLICATION_MASTER_NOT_REGISTERED,
         MasterError::BadAsk(_) => class::INVALID_RESOURCE_REQUEST,
+        MasterError::Unregistered(_) => class::INVALID_APPLICATION_MASTER_REQUEST,
     };
     RpcError::new(class, error.to_string())
 }
@@ -177,15 +198,29 @@ impl MasterProtocol {
         match method {
             "registerApplicationMaster" => {
                 let request: RegisterApplicationMasterRequestProto = decode(method, bytes)?;
+                // Every client reads them back in the app's report.
+                let host = request.host.unwrap_or_default();
+                let tracking_url = request.tracking_url.unwrap_or_default();
+                crate::limits::at_most("host (bytes)", host.len(), crate::limits::MAX_NAME_BYTES)
+                    .and_then(|()| {
+                        crate::limits::at_most(
+                            "tracking_url (bytes)",
+                            tracking_url.len(),
+                            MAX_TRACKING_URL_BYTES,
+                        )
+                    })
+                    .map_err(|e| {
+                        RpcError::new(class::INVALID_APPLICATION_MASTER_REQUEST, e.to_string())
+                    })?;
                 let registered = self
                     .rm
                     .with(move |rm: &mut ResourceManager| {
                         rm.register_master(
                             &app,
                             attempt,
-                            request.host.unwrap_or_default(),
+                            host,
                             request.rpc_port.unwrap_or(-1),
-                            request.tracking_url.unwrap_or_default(),
+                            tracking_url,
                         )
                     })
                     .await?
@@ -209,20 +244,17 @@ impl MasterProtocol {
                     Numbered::Next(next) => next,
                     Numbered::Repeat(last) => return Ok(last.as_ref().clone()),
                 };
-                let (asks, releases) = asks_and_releases(&request)?;
                 let attempt_record = reports::attempt_id(&app, attempt);
-                let allocated = self
-                    .rm
-                    .with(move |rm: &mut ResourceManager| {
-                        let allocated = rm.master_allocate(&app, attempt, &asks, &releases)?;
-                        Ok::<_, MasterError>(view(rm, &app, allocated))
-                    })
-                    .await?
-                    .map_err(refused)?;
-                let answer = Arc::new(
-                    allocate_response(&session, attempt_record, next, allocated).encode_to_vec(),
-                );
-                self.remember(&session, next, answer.clone());
+                let allocated = match self.allocate(app, attempt, &request).await {
+                    Ok(allocated) => allocated,
+                    Err(error) => {
+                        self.served(&session, None);
+                        return Err(error);
+                    }
+                };
+                let answer =
+                    Arc::new(allocate_response(attempt_record, next, allocated).encode_to_vec());
+                self.served(&session, Some((next, answer.clone())));
                 Ok(answer.as_ref().clone())
             }
             "finishApplicationMaster" => {
@@ -253,6 +285,23 @@ impl MasterProtocol {
         }
     }
 
+    /// An allocate's asks and releases applied, and what its answer needs.
+    async fn allocate(
+        &self,
+        app: String,
+        attempt: u32,
+        request: &AllocateRequestProto,
+    ) -> Result<Allocated, RpcError> {
+        let (asks, releases) = asks_and_releases(request)?;
+        self.rm
+            .with(move |rm: &mut ResourceManager| {
+                let allocated = rm.master_allocate(&app, attempt, &asks, &releases)?;
+                Ok::<_, MasterError>(view(rm, &app, allocated))
+            })
+            .await?
+            .map_err(refused)
+    }
+
     /// A registration starts the master's numbering at 0.
     fn start_session(&self, session: String) {
         if let Ok(mut sessions) = self.sessions.lock() {
@@ -267,6 +316,7 @@ impl MasterProtocol {
                 Session {
                     last_id: 0,
                     last: None,
+                    serving: false,
                 },
             );
         }
@@ -276,11 +326,11 @@ impl MasterProtocol {
     /// answer numbered one more); numbered one less, it is the last one
     /// again (answered the same); else it is refused.
     fn check_response_id(&self, session: &str, response_id: i32) -> Result<Numbered, RpcError> {
-        let sessions = self
+        let mut sessions = self
             .sessions
             .lock()
             .map_err(|_| RpcError::yarn("the scheduler port's sessions are unusable"))?;
-        let Some(known) = sessions.get(session) else {
+        let Some(known) = sessions.get_mut(session) else {
             return Err(RpcError::new(
                 class::APPLICATION_MASTER_NOT_REGISTERED,
                 format!("Application Master is trying to allocate before registering: {session}"),
@@ -300,6 +350,15 @@ impl MasterProtocol {
                 ),
             ));
         }
+        if known.serving {
+            return Err(RpcError::new(
+                class::RETRIABLE,
+                format!(
+                    "an allocate numbered {response_id} of {session} is being served; try again"
+                ),
+            ));
+        }
+        known.serving = true;
         // Wraps as YARN's does.
         Ok(Numbered::Next(if known.last_id == i32::MAX {
             0
@@ -308,12 +367,17 @@ impl MasterProtocol {
         }))
     }
 
-    fn remember(&self, session: &str, id: i32, answer: Arc<Vec<u8>>) {
+    /// The allocate being served was answered (`Some`: its number and
+    /// answer) or failed (`None`: the number stays).
+    fn served(&self, session: &str, answered: Option<(i32, Arc<Vec<u8>>)>) {
         if let Ok(mut sessions) = self.sessions.lock()
             && let Some(known) = sessions.get_mut(session)
         {
-            known.last_id = id;
-            known.last = Some(answer);
+            known.serving = false;
+            if let Some((id, answer)) = answered {
+                known.last_id = id;
+                known.last = Some(answer);
+            }
         }
     }
 }
@@ -339,8 +403,16 @@ fn asks_and_releases(
         .filter(|a| a.resource_name.as_deref() == Some("*"))
     {
         let capability = ask.capability.clone().unwrap_or_default();
-        let memory = u64::try_from(capability.memory.unwrap_or(0)).unwrap_or(0);
-        let vcores = u32::try_from(capability.virtual_cores.unwrap_or(0)).unwrap_or(0);
+        let negative = |what: &str, value: i64| {
+            RpcError::new(
+                class::INVALID_RESOURCE_REQUEST,
+                format!("Invalid resource request: {what} {value} is negative"),
+            )
+        };
+        let memory = capability.memory.unwrap_or(0);
+        let memory = u64::try_from(memory).map_err(|_| negative("memory", memory))?;
+        let vcores = capability.virtual_cores.unwrap_or(0);
+        let vcores = u32::try_from(vcores).map_err(|_| negative("vcores", i64::from(vcores)))?;
         let key = MasterAskKey {
             priority: ask.priority.as_ref().and_then(|p| p.priority).unwrap_or(0),
             allocation_request_id: ask.allocation_request_id.unwrap_or(-1),
@@ -407,7 +479,6 @@ fn ms(ms: u64) -> i64 {
 
 /// The answer to an allocate numbered `id`.
 fn allocate_response(
-    session: &str,
     attempt: super::messages::records::ApplicationAttemptIdProto,
     id: i32,
     allocated: Allocated,
@@ -441,8 +512,8 @@ fn allocate_response(
         response.nm_tokens.push(NMTokenProto {
             node_id: Some(node.id.clone()),
             token: Some(TokenProto {
+                password: key.nm_password(&identifier),
                 identifier,
-                password: key.nm_password(session),
                 kind: NM_TOKEN_KIND.into(),
                 service: node_address(&node.id),
             }),
@@ -499,8 +570,8 @@ fn container_record(
         }
         .encode_to_vec();
         TokenProto {
+            password: node_key.container_password(&identifier),
             identifier,
-            password: node_key.container_password(&container.id),
             kind: CONTAINER_TOKEN_KIND.into(),
             service: node_address(&node.id),
         }

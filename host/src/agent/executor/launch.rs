@@ -34,9 +34,22 @@ impl Settings {
         check_user(&order.user)?;
         check_command(&order.command)?;
         check_env(&order.env)?;
+        // 0 would be no memory limit at all (cgroups.rs): never launched.
+        if order.memory_mb == 0 || order.vcores == 0 {
+            return Err(format!(
+                "container {container_id} holds {} MB and {} vcores; a container needs at least 1 of each",
+                order.memory_mb, order.vcores
+            ));
+        }
         let container_work_dir = layout.container_work_dir(&order.app_id, container_id);
         let identity = self.identity_for(&order.user, &container_work_dir)?;
-        write_json_atomically(&private_dir.join("order.json"), order).map_err(|error| {
+        // Kept for recovery without the master's AMRMToken password: it is
+        // in the container's own credentials, where only its user reads it.
+        let mut kept = order.clone();
+        if let Some(yarn) = &mut kept.yarn {
+            yarn.amrm_password_hex.clear();
+        }
+        write_json_atomically(&private_dir.join("order.json"), &kept).map_err(|error| {
             format!(
                 "cannot record the launch order in {}: {error}",
                 private_dir.display()
