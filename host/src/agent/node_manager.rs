@@ -213,10 +213,6 @@ impl Protocols for NodeManager {
     }
 }
 
-fn decode<M: Message + Default>(method: &str, bytes: &[u8]) -> Result<M, RpcError> {
-    M::decode(bytes).map_err(|e| RpcError::undecodable(method, e))
-}
-
 /// A failure of one container of a call, as Hadoop's client rebuilds it.
 fn failure(id: Option<ContainerIdProto>, message: String) -> ContainerExceptionMapProto {
     ContainerExceptionMapProto {
@@ -244,25 +240,11 @@ impl NodeManager {
         if call.protocol != PROTOCOL {
             return Err(RpcError::no_such_protocol(&call.protocol));
         }
-        let (attempt, app) = match &call.peer.token_identifier {
-            Some(identifier) => {
-                nm_attempt(identifier).map_err(|why| RpcError::new(class::ACCESS_CONTROL, why))?
-            }
-            None => {
-                return Err(RpcError::new(
-                    class::ACCESS_CONTROL,
-                    format!(
-                        "No NMToken sent by {}: an application master authenticates with the NMToken it was given for this node",
-                        call.peer.user
-                    ),
-                ));
-            }
-        };
+        let (attempt, app) = call.token("NMToken", nm_attempt)?;
         let method = call.method.as_str();
-        let bytes = &call.request[..];
         match method {
             "startContainers" => {
-                let request: StartContainersRequestProto = decode(method, bytes)?;
+                let request: StartContainersRequestProto = call.decode()?;
                 too_many(method, request.start_container_request.len())?;
                 let mut response = StartContainersResponseProto::default();
                 for start in request.start_container_request {
@@ -279,7 +261,7 @@ impl NodeManager {
                 Ok(response.encode_to_vec())
             }
             "stopContainers" => {
-                let request: StopContainersRequestProto = decode(method, bytes)?;
+                let request: StopContainersRequestProto = call.decode()?;
                 too_many(method, request.container_id.len())?;
                 let mut response = StopContainersResponseProto::default();
                 for id in request.container_id {
@@ -291,7 +273,7 @@ impl NodeManager {
                 Ok(response.encode_to_vec())
             }
             "getContainerStatuses" => {
-                let request: GetContainerStatusesRequestProto = decode(method, bytes)?;
+                let request: GetContainerStatusesRequestProto = call.decode()?;
                 too_many(method, request.container_id.len())?;
                 let mut response = GetContainerStatusesResponseProto::default();
                 let inner = self.shared.lock();

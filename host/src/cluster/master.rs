@@ -580,6 +580,12 @@ mod tests {
         placed.into_iter().map(|a| a.container.id).collect()
     }
 
+    /// The container app `app`'s master runs in.
+    fn master_container(cluster: &Cluster, app: usize) -> String {
+        let master = cluster.apps()[app].master.as_ref().unwrap();
+        master.container.clone().unwrap()
+    }
+
     fn executors(count: u32) -> MasterAsk {
         MasterAsk {
             key: MasterAskKey {
@@ -594,13 +600,7 @@ mod tests {
     #[test]
     fn a_master_asks_is_told_what_its_node_holds_and_finishes_its_app() {
         let (mut cluster, app, id) = with_master();
-        let am = cluster.apps()[app]
-            .master
-            .as_ref()
-            .unwrap()
-            .container
-            .clone()
-            .unwrap();
+        let am = master_container(&cluster, app);
         assert!(am.contains("_01_"), "{am}");
         assert_eq!(
             cluster.master_allocate(&id, 1, &[], &[], 20).unwrap_err(),
@@ -705,13 +705,7 @@ mod tests {
             .master_allocate(&id, 1, &[executors(2)], &[], 20)
             .unwrap();
         let executor = place(&mut cluster, app, 1, 1);
-        let am = cluster.apps()[app]
-            .master
-            .as_ref()
-            .unwrap()
-            .container
-            .clone()
-            .unwrap();
+        let am = master_container(&cluster, app);
         // Exited 0 without unregistering: the attempt failed.
         cluster.end_container(&am, 30, EndCause::Succeeded);
         assert!(

@@ -60,11 +60,6 @@ impl Protocols for ClientProtocol {
     }
 }
 
-/// Decodes `method`'s request.
-fn decode<M: Message + Default>(method: &str, bytes: &[u8]) -> Result<M, RpcError> {
-    M::decode(bytes).map_err(|e| RpcError::undecodable(method, e))
-}
-
 /// A refusal of the resource manager's, as a Hadoop client reads it.
 fn refused(error: RequestError) -> RpcError {
     match error {
@@ -82,10 +77,9 @@ impl ClientProtocol {
         }
         let caller = self.security.caller(&call.peer.user);
         let method = call.method.as_str();
-        let bytes = &call.request[..];
         let response = match method {
             "getClusterMetrics" => {
-                decode::<GetClusterMetricsRequestProto>(method, bytes)?;
+                call.decode::<GetClusterMetricsRequestProto>()?;
                 let metrics = self
                     .read(|rm| reports::cluster_metrics(rm.cluster()))
                     .await?;
@@ -95,7 +89,7 @@ impl ClientProtocol {
                 .encode_to_vec()
             }
             "getNewApplication" => {
-                decode::<GetNewApplicationRequestProto>(method, bytes)?;
+                call.decode::<GetNewApplicationRequestProto>()?;
                 let (id, largest) = self
                     .rm
                     .with(move |rm: &mut ResourceManager| rm.new_application(&caller))
@@ -107,7 +101,7 @@ impl ClientProtocol {
                 .encode_to_vec()
             }
             "submitApplication" => {
-                let request: SubmitApplicationRequestProto = decode(method, bytes)?;
+                let request: SubmitApplicationRequestProto = call.decode()?;
                 let context = request.application_submission_context.ok_or_else(|| {
                     RpcError::yarn("submitApplication names no application submission context")
                 })?;
@@ -122,7 +116,7 @@ impl ClientProtocol {
                 SubmitApplicationResponseProto {}.encode_to_vec()
             }
             "getApplicationReport" => {
-                let request: GetApplicationReportRequestProto = decode(method, bytes)?;
+                let request: GetApplicationReportRequestProto = call.decode()?;
                 let id = reports::application_id_text(request.application_id.as_ref())?;
                 let wanted = id.clone();
                 let report = self
@@ -135,7 +129,7 @@ impl ClientProtocol {
                 .encode_to_vec()
             }
             "getApplications" => {
-                let request: GetApplicationsRequestProto = decode(method, bytes)?;
+                let request: GetApplicationsRequestProto = call.decode()?;
                 let filter = AppFilter::new(request)?;
                 let applications = self
                     .read(move |rm| {
@@ -151,7 +145,7 @@ impl ClientProtocol {
                 GetApplicationsResponseProto { applications }.encode_to_vec()
             }
             "forceKillApplication" => {
-                let request: KillApplicationRequestProto = decode(method, bytes)?;
+                let request: KillApplicationRequestProto = call.decode()?;
                 let id = reports::application_id_text(request.application_id.as_ref())?;
                 let wanted = id.clone();
                 let state = self
@@ -168,7 +162,7 @@ impl ClientProtocol {
                 .encode_to_vec()
             }
             "getClusterNodes" => {
-                let request: GetClusterNodesRequestProto = decode(method, bytes)?;
+                let request: GetClusterNodesRequestProto = call.decode()?;
                 // Weft's registered nodes are RUNNING: asked only for other
                 // states, there are none.
                 let running = request.node_states.is_empty()
@@ -184,7 +178,7 @@ impl ClientProtocol {
                 GetClusterNodesResponseProto { node_reports }.encode_to_vec()
             }
             "getQueueInfo" => {
-                let request: GetQueueInfoRequestProto = decode(method, bytes)?;
+                let request: GetQueueInfoRequestProto = call.decode()?;
                 let name = request.queue_name.clone().unwrap_or_default();
                 let depth = QueueDepth {
                     children: request.include_child_queues.unwrap_or(false),
@@ -212,7 +206,7 @@ impl ClientProtocol {
                 .encode_to_vec()
             }
             "getQueueUserAcls" => {
-                decode::<GetQueueUserAclsInfoRequestProto>(method, bytes)?;
+                call.decode::<GetQueueUserAclsInfoRequestProto>()?;
                 let security = self.security.clone();
                 let queue_user_acls = self
                     .read(move |rm| {

@@ -67,6 +67,37 @@ pub struct Call {
     pub request: Bytes,
 }
 
+impl Call {
+    /// Its request, decoded as `M`; bytes that are not one are refused,
+    /// naming the method.
+    pub fn decode<M: prost::Message + Default>(&self) -> Result<M, RpcError> {
+        M::decode(&self.request[..]).map_err(|e| RpcError::undecodable(&self.method, e))
+    }
+
+    /// What its caller's token names, read by `read` from the token's
+    /// identifier; a caller without a token (SIMPLE: whoever it says it is)
+    /// or with a token `read` refuses is an AccessControlException naming
+    /// the `kind` of token the port takes.
+    pub fn token<T>(
+        &self,
+        kind: &str,
+        read: impl FnOnce(&[u8]) -> Result<T, String>,
+    ) -> Result<T, RpcError> {
+        match &self.peer.token_identifier {
+            Some(identifier) => {
+                read(identifier).map_err(|why| RpcError::new(class::ACCESS_CONTROL, why))
+            }
+            None => Err(RpcError::new(
+                class::ACCESS_CONTROL,
+                format!(
+                    "No {kind} found for user {}: an application master authenticates with the {kind} it was given",
+                    self.peer.user
+                ),
+            )),
+        }
+    }
+}
+
 /// What the connection learnt before its first call.
 struct Established {
     peer: Peer,

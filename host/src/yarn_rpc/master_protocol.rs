@@ -137,10 +137,6 @@ impl Protocols for MasterProtocol {
     }
 }
 
-fn decode<M: Message + Default>(method: &str, bytes: &[u8]) -> Result<M, RpcError> {
-    M::decode(bytes).map_err(|e| RpcError::undecodable(method, e))
-}
-
 /// A refusal of the cluster's, as a master reads it.
 fn refused(error: MasterError) -> RpcError {
     let class = match &error {
@@ -178,26 +174,12 @@ impl MasterProtocol {
             return Err(RpcError::no_such_protocol(&call.protocol));
         }
         // The token, not the user a connection names, says which master.
-        let (app, attempt) = match &call.peer.token_identifier {
-            Some(identifier) => {
-                amrm_attempt(identifier).map_err(|why| RpcError::new(class::ACCESS_CONTROL, why))?
-            }
-            None => {
-                return Err(RpcError::new(
-                    class::ACCESS_CONTROL,
-                    format!(
-                        "No AMRMToken found for user {}: an application master authenticates with the token its container was given",
-                        call.peer.user
-                    ),
-                ));
-            }
-        };
+        let (app, attempt) = call.token("AMRMToken", amrm_attempt)?;
         let session = attempt_id(&app, attempt);
         let method = call.method.as_str();
-        let bytes = &call.request[..];
         match method {
             "registerApplicationMaster" => {
-                let request: RegisterApplicationMasterRequestProto = decode(method, bytes)?;
+                let request: RegisterApplicationMasterRequestProto = call.decode()?;
                 // Every client reads them back in the app's report.
                 let host = request.host.unwrap_or_default();
                 let tracking_url = request.tracking_url.unwrap_or_default();
@@ -238,7 +220,7 @@ impl MasterProtocol {
                 .encode_to_vec())
             }
             "allocate" => {
-                let request: AllocateRequestProto = decode(method, bytes)?;
+                let request: AllocateRequestProto = call.decode()?;
                 let response_id = request.response_id.unwrap_or(0);
                 let next = match self.check_response_id(&session, response_id)? {
                     Numbered::Next(next) => next,
@@ -258,7 +240,7 @@ impl MasterProtocol {
                 Ok(answer.as_ref().clone())
             }
             "finishApplicationMaster" => {
-                let request: FinishApplicationMasterRequestProto = decode(method, bytes)?;
+                let request: FinishApplicationMasterRequestProto = call.decode()?;
                 let finish = MasterFinish {
                     final_status: final_status(request.final_application_status),
                     diagnostics: crate::limits::cut(
