@@ -38,7 +38,7 @@ fn relax_by_default() -> bool {
 }
 
 /// The most nodes, and racks, one ask names.
-const MAX_PLACES: usize = 100;
+pub const MAX_PLACES: usize = 100;
 
 impl LocalitySpec {
     /// Within bounds: names as node ids are, racks as YARN's rack paths,

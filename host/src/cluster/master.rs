@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::{Ask, Cluster, Container, EndCause, Launch};
+use super::{Ask, Cluster, Container, EndCause, Launch, Locality};
 use crate::resources::Resources;
 
 /// The most distinct asks (priority, request id, size) one master may hold.
@@ -147,12 +147,26 @@ pub enum MasterError {
 
 /// An ask of a master's allocate: containers outstanding for its key (the
 /// absolute number, replacing the last).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MasterAsk {
     /// Its key.
     pub key: MasterAskKey,
     /// Containers outstanding.
     pub count: u32,
+    /// Where it would rather run: YARN's host and rack entries of the key
+    /// (hosts as its NodeIds name them), and its `*` entry's relaxLocality.
+    pub places: MasterPlaces,
+}
+
+/// The places one master ask names (none: anywhere).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MasterPlaces {
+    /// Hosts, as the master's NodeIds name them.
+    pub hosts: Vec<String>,
+    /// Racks, e.g. `/default-rack`.
+    pub racks: Vec<String>,
+    /// Whether it may go elsewhere once the delays have passed.
+    pub relax_locality: bool,
 }
 
 /// What an allocate tells its master.
@@ -298,8 +312,12 @@ impl Cluster {
         }
         // Executors run where the app was put: its label, else the default.
         let partition = app.node_label_expression.clone();
+        let localities: Vec<Option<Locality>> = asks
+            .iter()
+            .map(|ask| self.locality_of(&ask.places))
+            .collect();
         let app = &mut self.apps[index];
-        for ask in asks {
+        for (ask, locality) in asks.iter().zip(localities) {
             let master = app.master.as_mut().expect("checked by master_of");
             let at = match master.asks.get(&ask.key) {
                 Some(&at) => at,
@@ -330,6 +348,14 @@ impl Cluster {
                 .saturating_sub(held.pending)
                 .saturating_add(ask.count);
             held.pending = ask.count;
+            // Delay scheduling goes on counting while the places stay.
+            let same = |a: &Locality, b: &Locality| {
+                a.nodes == b.nodes && a.racks == b.racks && a.relax_locality == b.relax_locality
+            };
+            match (&held.locality, &locality) {
+                (Some(now), Some(asked)) if same(now, asked) => {}
+                _ => held.locality = locality,
+            }
         }
         super::durable::app_changed(&mut self.changes, app_id);
         let mine: Vec<&String> = releases
@@ -379,6 +405,49 @@ impl Cluster {
         master.allocated = waiting;
         news.outstanding = u64::from(app.running_containers) + app.pending_containers();
         Ok((news, released))
+    }
+
+    /// The places a master names, as the cluster's: each host is the nodes
+    /// whose NodeId (or id) names it; none when it names no place this
+    /// cluster has (YARN's ANY).
+    fn locality_of(&self, places: &MasterPlaces) -> Option<Locality> {
+        let host_of = |node: &super::Node| -> String {
+            let named = if node.agent.nm_address.is_empty() {
+                &node.id
+            } else {
+                &node.agent.nm_address
+            };
+            named
+                .rsplit_once(':')
+                .map_or(named.as_str(), |(h, _)| h)
+                .to_string()
+        };
+        let nodes: Vec<String> = self
+            .nodes
+            .values()
+            .filter(|node| {
+                places
+                    .hosts
+                    .iter()
+                    .any(|host| *host == node.id || *host == host_of(node))
+            })
+            .map(|node| node.id.clone())
+            .take(super::locality::MAX_PLACES)
+            .collect();
+        let racks: Vec<String> = places
+            .racks
+            .iter()
+            .take(super::locality::MAX_PLACES)
+            .cloned()
+            .collect();
+        if nodes.is_empty() && racks.is_empty() {
+            return None;
+        }
+        Some(Locality::from_spec(&super::LocalitySpec {
+            nodes,
+            racks,
+            relax_locality: places.relax_locality,
+        }))
     }
 
     /// finishApplicationMaster: the master says how the app ended; its other
@@ -594,6 +663,7 @@ mod tests {
                 size: (1024, 1, 0),
             },
             count,
+            places: MasterPlaces::default(),
         }
     }
 
@@ -758,6 +828,7 @@ mod tests {
                     ..executors(1).key
                 },
                 count: 1,
+                places: MasterPlaces::default(),
             })
             .collect();
         assert!(matches!(
@@ -769,14 +840,14 @@ mod tests {
                 size: (1024, 0, 0),
                 ..executors(1).key
             },
-            count: 1,
+            ..executors(1)
         };
         let no_memory = MasterAsk {
             key: MasterAskKey {
                 size: (0, 1, 0),
                 ..executors(1).key
             },
-            count: 1,
+            ..executors(1)
         };
         assert!(
             cluster
@@ -802,5 +873,43 @@ mod tests {
             attempt_id("application_17_0003", 2),
             "appattempt_17_0003_000002"
         );
+    }
+
+    #[test]
+    fn the_places_a_master_names_become_its_asks_locality() {
+        let (mut cluster, app, id) = with_master();
+        cluster
+            .register_master(&id, 1, "h".into(), -1, String::new())
+            .unwrap();
+        let near = |hosts: &[&str], relax: bool| MasterAsk {
+            places: MasterPlaces {
+                hosts: hosts.iter().map(|h| h.to_string()).collect(),
+                racks: Vec::new(),
+                relax_locality: relax,
+            },
+            ..executors(2)
+        };
+        cluster
+            .master_allocate(&id, 1, &[near(&["n1", "elsewhere"], false)], &[], 20)
+            .unwrap();
+        let locality = cluster.apps()[app].asks[1].locality.clone().unwrap();
+        assert_eq!(locality.nodes.iter().collect::<Vec<_>>(), ["n1"]);
+        assert!(!locality.relax_locality);
+        // The same places again: delay scheduling's count goes on.
+        cluster.apps[app].asks[1]
+            .locality
+            .as_mut()
+            .unwrap()
+            .missed_opportunities = 3;
+        cluster
+            .master_allocate(&id, 1, &[near(&["n1"], false)], &[], 30)
+            .unwrap();
+        let kept = cluster.apps()[app].asks[1].locality.as_ref().unwrap();
+        assert_eq!(kept.missed_opportunities, 3);
+        // Only unknown hosts: anywhere.
+        cluster
+            .master_allocate(&id, 1, &[near(&["elsewhere"], true)], &[], 40)
+            .unwrap();
+        assert!(cluster.apps()[app].asks[1].locality.is_none());
     }
 }

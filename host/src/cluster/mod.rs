@@ -31,10 +31,10 @@ pub use durable::{Changes, RestoreError, Restored, StoredCluster};
 pub use gang::without_gangs;
 pub use labels::{LabelError, NodeLabels};
 pub use lifetime::LifetimeRefusal;
-pub use locality::{Level, Locality, LocalitySpec};
+pub use locality::{Level, Locality, LocalitySpec, MAX_PLACES};
 pub use master::{
     Completed, FinalStatus, MAX_MASTER_ASK_CONTAINERS, MAX_MASTER_ASKS, Master, MasterAsk,
-    MasterAskKey, MasterError, MasterFinish, MasterNews, attempt_id,
+    MasterAskKey, MasterError, MasterFinish, MasterNews, MasterPlaces, attempt_id,
 };
 pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,

@@ -34,7 +34,8 @@ use super::reports;
 use super::sasl::TokenPasswords;
 use super::server::Protocols;
 use crate::cluster::{
-    Container, FinalStatus, MasterAsk, MasterAskKey, MasterError, MasterFinish, attempt_id,
+    Container, FinalStatus, MasterAsk, MasterAskKey, MasterError, MasterFinish, MasterPlaces,
+    attempt_id,
 };
 use crate::resources::Resources;
 use crate::rm::{ResourceManager, RmHandle};
@@ -364,9 +365,10 @@ impl MasterProtocol {
     }
 }
 
-/// A master's asks (only YARN's `*` entries count: the total it wants of
-/// each key; host and rack entries are locality hints Weft does not use
-/// yet) and releases, checked.
+/// A master's asks — per key (priority, allocation request id,
+/// capability), YARN's `*` entry gives the count and relaxLocality, its
+/// host and rack entries with containers wanted the places — and its
+/// releases, checked.
 fn asks_and_releases(
     request: &AllocateRequestProto,
 ) -> Result<(Vec<MasterAsk>, Vec<String>), RpcError> {
@@ -378,12 +380,10 @@ fn asks_and_releases(
             ),
         ));
     }
-    let mut asks = Vec::new();
-    for ask in request
-        .ask
-        .iter()
-        .filter(|a| a.resource_name.as_deref() == Some("*"))
-    {
+    let mut asks: Vec<MasterAsk> = Vec::new();
+    let mut places: std::collections::BTreeMap<MasterAskKey, MasterPlaces> =
+        std::collections::BTreeMap::new();
+    for ask in &request.ask {
         let capability = ask.capability.clone().unwrap_or_default();
         let negative = |what: &str, value: i64| {
             RpcError::new(
@@ -401,7 +401,30 @@ fn asks_and_releases(
             size: (memory, vcores, 0),
         };
         let count = u32::try_from(ask.num_containers.unwrap_or(0)).unwrap_or(0);
-        asks.push(MasterAsk { key, count });
+        let name = ask.resource_name.as_deref().unwrap_or("*");
+        let wanted = places.entry(key).or_insert_with(|| MasterPlaces {
+            relax_locality: true,
+            ..MasterPlaces::default()
+        });
+        match name {
+            "*" => {
+                wanted.relax_locality = ask.relax_locality.unwrap_or(true);
+                asks.push(MasterAsk {
+                    key,
+                    count,
+                    places: MasterPlaces::default(),
+                });
+            }
+            // A place with nothing wanted there any more is no preference.
+            _ if count == 0 => {}
+            rack if rack.starts_with('/') => push_place(&mut wanted.racks, rack),
+            host => push_place(&mut wanted.hosts, host),
+        }
+    }
+    for ask in &mut asks {
+        if let Some(wanted) = places.remove(&ask.key) {
+            ask.places = wanted;
+        }
     }
     let releases = request
         .release
@@ -409,6 +432,17 @@ fn asks_and_releases(
         .filter_map(reports::container_id_text)
         .collect();
     Ok((asks, releases))
+}
+
+/// Adds a place a master names, within bounds (a name as long as a node id
+/// may be, at most as many as an ask may name; the rest are hints dropped).
+fn push_place(places: &mut Vec<String>, name: &str) {
+    if name.len() <= crate::limits::MAX_NAME_BYTES
+        && places.len() < crate::cluster::MAX_PLACES
+        && !places.iter().any(|p| p == name)
+    {
+        places.push(name.to_string());
+    }
 }
 
 /// What the master's answer needs of the cluster, read on the event loop.
@@ -568,5 +602,57 @@ fn container_record(
         execution_type: Some(ExecutionTypeProto::Guaranteed as i32),
         allocation_request_id: Some(key.allocation_request_id),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yarn_rpc::messages::records::{ResourceProto, ResourceRequestProto};
+
+    fn entry(name: &str, count: i32, relax: bool) -> ResourceRequestProto {
+        ResourceRequestProto {
+            priority: Some(PriorityProto { priority: Some(1) }),
+            resource_name: Some(name.into()),
+            capability: Some(ResourceProto {
+                memory: Some(1024),
+                virtual_cores: Some(1),
+                ..Default::default()
+            }),
+            num_containers: Some(count),
+            relax_locality: Some(relax),
+            allocation_request_id: Some(0),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_keys_star_entry_counts_and_its_host_and_rack_entries_place() {
+        let allocate = AllocateRequestProto {
+            ask: vec![
+                entry("h1", 1, true),
+                entry("/r1", 1, true),
+                entry("h0", 0, true),
+                entry("*", 2, false),
+            ],
+            ..Default::default()
+        };
+        let (asks, _) = asks_and_releases(&allocate).unwrap();
+        assert_eq!(asks.len(), 1);
+        assert_eq!(asks[0].count, 2);
+        assert_eq!(asks[0].places.hosts, ["h1"]);
+        assert_eq!(asks[0].places.racks, ["/r1"]);
+        assert!(!asks[0].places.relax_locality);
+        let negative = AllocateRequestProto {
+            ask: vec![ResourceRequestProto {
+                capability: Some(ResourceProto {
+                    memory: Some(-1),
+                    ..Default::default()
+                }),
+                ..entry("*", 1, true)
+            }],
+            ..Default::default()
+        };
+        assert!(asks_and_releases(&negative).is_err());
     }
 }
