@@ -168,15 +168,14 @@ impl Usage {
                 record.seconds[i]
             )));
         }
-        if let Some(i) = (0..record.start_ms.len()).find(|&i| record.start_ms[i] > record.end_ms[i])
-        {
+        if let Some(i) = first_backwards(&record.start_ms, &record.end_ms) {
             return Err(Malformed::new(format!(
                 "usage: start-ms[{i}] is {}, after end-ms[{i}] {}",
                 record.start_ms[i], record.end_ms[i]
             )));
         }
         let contexts = record.contexts.len();
-        if let Some(i) = record.context.iter().position(|&c| c as usize >= contexts) {
+        if let Some(i) = first_stray_context(&record.context, contexts) {
             return Err(Malformed::new(format!(
                 "usage: context[{i}] is {}, but there are {contexts} contexts",
                 record.context[i]
@@ -276,6 +275,36 @@ fn first_not_a_duration(seconds: &[f64]) -> Option<usize> {
         None
     } else {
         seconds.iter().position(|s| !is_duration(s))
+    }
+}
+
+/// The index of the first row whose `start_ms` is after its `end_ms`.
+///
+/// As [`first_not_a_duration`]: one pass without an early exit or indexing
+/// first, so it vectorises (an early-exit search over two columns does not,
+/// and cost as much as `hops-pricing`'s whole charge).
+fn first_backwards(start_ms: &[i64], end_ms: &[i64]) -> Option<usize> {
+    let in_order = |(start, end): (&i64, &i64)| start <= end;
+    let all = start_ms
+        .iter()
+        .zip(end_ms)
+        .fold(true, |all, row| all & in_order(row));
+    if all {
+        None
+    } else {
+        start_ms.iter().zip(end_ms).position(|row| !in_order(row))
+    }
+}
+
+/// The index of the first `context` that is not below `contexts`; one
+/// vectorised pass first, as [`first_not_a_duration`].
+fn first_stray_context(context: &[u32], contexts: usize) -> Option<usize> {
+    let known = |c: &u32| (*c as usize) < contexts;
+    let all = context.iter().fold(true, |all, c| all & known(c));
+    if all {
+        None
+    } else {
+        context.iter().position(|c| !known(c))
     }
 }
 
@@ -463,6 +492,25 @@ mod tests {
         assert_eq!(
             Usage::new(stray).unwrap_err().message(),
             "usage: context[1] is 1, but there are 1 contexts"
+        );
+        // Of several bad rows, the first is named.
+        let mut both = good.0.clone();
+        both.start_ms = vec![1_000, 9_000];
+        both.end_ms = vec![500, 8_000];
+        both.context = vec![7, 3];
+        assert_eq!(
+            Usage::new(both.clone()).unwrap_err().message(),
+            "usage: start-ms[0] is 1000, after end-ms[0] 500"
+        );
+        both.start_ms[0] = 0;
+        assert_eq!(
+            Usage::new(both.clone()).unwrap_err().message(),
+            "usage: start-ms[1] is 9000, after end-ms[1] 8000"
+        );
+        both.end_ms[1] = 9_000;
+        assert_eq!(
+            Usage::new(both).unwrap_err().message(),
+            "usage: context[0] is 7, but there are 1 contexts"
         );
         for (bad, shown) in [(f64::NAN, "NaN"), (f64::INFINITY, "inf"), (-1.0, "-1")] {
             let message = Usage::from_rows(&[(0.0, 0, 0, 0), (bad, 0, 0, 0)])
