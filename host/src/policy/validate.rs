@@ -16,13 +16,23 @@ pub fn charges(charges: &[f64], containers: usize) -> Result<(), InvalidOutput> 
             charges.len()
         )));
     }
-    match charges.iter().position(|c| !c.is_finite() || *c < 0.0) {
-        Some(i) => Err(InvalidOutput(format!(
-            "returned charge {} for container {i}; charges must be finite and at least 0",
-            charges[i]
-        ))),
-        None => Ok(()),
+    // `c - c == 0.0` is "finite" as float arithmetic, and a fold without an
+    // early exit comes first: together they vectorise, where an early-exit
+    // search with `is_finite` (an integer test per charge) cost 3 ns a
+    // charge, as much as pricing it. The search runs only on a bad answer.
+    #[allow(clippy::eq_op, reason = "c - c is the test: NaN for inf and NaN")]
+    let valid = |c: &f64| (*c >= 0.0) & (*c - *c == 0.0);
+    if charges.iter().fold(true, |all, c| all & valid(c)) {
+        return Ok(());
     }
+    let i = charges
+        .iter()
+        .position(|c| !valid(c))
+        .expect("the fold found a charge that is not valid");
+    Err(InvalidOutput(format!(
+        "returned charge {} for container {i}; charges must be finite and at least 0",
+        charges[i]
+    )))
 }
 
 /// A quote must be finite and not negative.
@@ -180,4 +190,33 @@ pub fn victims(victims: &[u32], running: usize) -> Result<(), InvalidOutput> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_must_be_one_per_container_finite_and_at_least_0() {
+        assert_eq!(charges(&[], 0), Ok(()));
+        assert_eq!(charges(&[0.0, -0.0, 1.5, f64::MAX], 4), Ok(()));
+        assert_eq!(
+            charges(&[1.0], 2),
+            Err(InvalidOutput("returned 1 charges for 2 containers".into()))
+        );
+        // (charges, what the refusal names): the first bad one is named.
+        let cases = [
+            (vec![1.0, f64::NAN, -1.0], "charge NaN for container 1"),
+            (vec![f64::INFINITY], "charge inf for container 0"),
+            (vec![0.0, 0.0, -0.5], "charge -0.5 for container 2"),
+            (vec![f64::NEG_INFINITY, 1.0], "charge -inf for container 0"),
+        ];
+        for (given, named) in cases {
+            let refused = charges(&given, given.len()).unwrap_err();
+            assert_eq!(
+                refused.0,
+                format!("returned {named}; charges must be finite and at least 0")
+            );
+        }
+    }
 }
