@@ -22,7 +22,7 @@ use crate::support::{Server, free_port, shared_tempdir, weft, weft_command, weft
 const LIMIT: Duration = Duration::from_secs(30);
 
 /// A token for `user` in `tokens`, made by the real command.
-fn token(tokens: &Path, user: &str) -> String {
+pub(crate) fn token(tokens: &Path, user: &str) -> String {
     let output = weft(&[
         "token",
         "create",

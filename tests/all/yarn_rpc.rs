@@ -575,6 +575,111 @@ fn yarns_own_client_submits_watches_and_kills_over_rpc() {
     );
 }
 
+/// Token mode: YARN's own client, given a delegation token from `weft
+/// token yarn`, submits, watches and kills as the token's owner; without a
+/// token, or once its owner's bearer tokens are revoked, it is refused.
+#[test]
+fn in_token_mode_yarns_client_authenticates_with_a_delegation_token() {
+    let Some(jars) = pyspark_jars() else { return };
+    let dir = crate::support::shared_tempdir();
+    let data = dir.path().join("data");
+    let tokens = dir.path().join("tokens.toml");
+    let alice = crate::hostile_tenant::token(&tokens, "alice");
+    let bob = crate::hostile_tenant::token(&tokens, "bob");
+    let tokens_setting = format!("weft.security.tokens-file={}", tokens.display());
+    // No agent: the app is ACCEPTED until its master registers anyway.
+    let server = Server::start_in(
+        &data,
+        &[
+            "--set",
+            "weft.security.authentication=token",
+            "--set",
+            &tokens_setting,
+        ],
+    );
+    let address = rpc_address(&server);
+    let credentials = |bearer: &str, file: &str| {
+        let file = dir.path().join(file);
+        let output = crate::support::weft_command()
+            .args([
+                "token",
+                "yarn",
+                "--server",
+                &server.base,
+                "--rm-address",
+                &address,
+            ])
+            .arg("--out")
+            .arg(&file)
+            .env("WEFT_TOKEN", bearer)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        file
+    };
+    let (alice_file, bob_file) = (
+        credentials(&alice, "alice.creds"),
+        credentials(&bob, "bob.creds"),
+    );
+    let check = |token_file: Option<&Path>| {
+        let mut java = Command::new("java");
+        java.arg("-cp")
+            .arg(jars.join("*"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/yarn_rpc/ClientCheck.java"))
+            .arg(&address)
+            .arg("sleep 300")
+            .env_remove("HADOOP_TOKEN_FILE_LOCATION");
+        if let Some(file) = token_file {
+            java.env("HADOOP_TOKEN_FILE_LOCATION", file);
+        }
+        java.output().expect("java runs")
+    };
+    let output = check(Some(&alice_file));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let read: std::collections::BTreeMap<&str, &str> = stdout
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .collect();
+    assert_eq!(read["report.user"], "alice", "{stdout}");
+    assert_eq!(read["killed.state"], "KILLED", "{stdout}");
+    let (status, app) = server.request(
+        "GET",
+        &format!("/ws/v1/cluster/apps/{}", read["app.id"]),
+        &[("authorization", &format!("Bearer {alice}"))],
+        None,
+    );
+    assert_eq!(
+        (status, &app["app"]["user"]),
+        (200, &json!("alice")),
+        "{app}"
+    );
+
+    let refused = |output: std::process::Output, why: &str| {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(why), "{stderr}");
+    };
+    refused(check(None), "weft token yarn");
+    let revoked = crate::support::weft(&[
+        "token",
+        "revoke",
+        "bob",
+        "--tokens-file",
+        tokens.to_str().unwrap(),
+    ]);
+    assert!(revoked.status.success(), "{revoked:?}");
+    std::thread::sleep(Duration::from_millis(1500));
+    refused(check(Some(&bob_file)), "were revoked");
+    // Simple mode issues none: its clients need none.
+    let simple = Server::start(&[]);
+    let (status, body) = simple.post_json("/ws/v1/cluster/delegation-token", &json!({}));
+    assert_eq!(status, 403, "{body}");
+}
+
 /// A local resource of `path` for a launch context.
 fn local_resource(
     key: &str,

@@ -99,8 +99,9 @@ public class ClientCheck {
         say("submitted", id);
 
         ApplicationReport report = waitFor(client, id,
-                EnumSet.of(YarnApplicationState.RUNNING, YarnApplicationState.FINISHED,
-                        YarnApplicationState.FAILED, YarnApplicationState.KILLED));
+                EnumSet.of(YarnApplicationState.ACCEPTED, YarnApplicationState.RUNNING,
+                        YarnApplicationState.FINISHED, YarnApplicationState.FAILED,
+                        YarnApplicationState.KILLED));
         say("report.state", report.getYarnApplicationState());
         say("report.name", report.getName());
         say("report.queue", report.getQueue());

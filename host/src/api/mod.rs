@@ -15,6 +15,7 @@ mod app_timeouts;
 mod auth;
 mod cluster;
 mod containers;
+mod delegation_token;
 mod error;
 mod events;
 mod extract;
@@ -114,6 +115,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(node_labels::get_node_to_labels)))
         .routes(small(routes!(cluster::apps, cluster::submit_app)))
         .routes(small(routes!(yarn_apps::new_application)))
+        .routes(small(routes!(delegation_token::create)))
         .routes(small(routes!(cluster::app)))
         .routes(small(routes!(cluster::app_state, cluster::kill_app)))
         .routes(small(routes!(yarn_reads::cluster_page)))

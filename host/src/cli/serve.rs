@@ -23,6 +23,7 @@ use crate::rm::{self, Intervals, policy_load, policy_watch, sim_nodes};
 use crate::security::yarn_tokens::TokenKeys;
 use crate::security::{Authenticator, Security};
 use crate::store::{Fence, Store};
+use crate::yarn_rpc::delegation::DelegationPasswords;
 use crate::yarn_rpc::master_protocol::{AmrmPasswords, MasterProtocol};
 use crate::yarn_rpc::{self, client_protocol::ClientProtocol};
 
@@ -180,16 +181,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let listener = std::net::TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;
-    // Token mode takes no one's word, and Hadoop RPC here authenticates
-    // clients only by it (SIMPLE): the port would refuse everyone.
-    let rpc_listener = if settings.security.authentication == Authentication::Token {
-        if settings.yarn_rpc.enabled {
-            tracing::warn!(
-                "Hadoop RPC for YARN clients is off in token mode (weft.security.authentication=token): YARN clients authenticate with SIMPLE, which takes their word; use the REST API"
-            );
-        }
-        None
-    } else {
+    let rpc_listener = {
         let rpc = &settings.yarn_rpc;
         let client = bind_rpc(
             rpc,
@@ -244,7 +236,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
         store: store.clone(),
         policies: policies.clone(),
         security: security.clone(),
-        clock,
+        clock: clock.clone(),
         reload_queues: reload_queues.clone(),
         sim_nodes,
         event_log,
@@ -363,7 +355,19 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
                             state.security.clone(),
                         )),
                         authenticator: state.authenticator.clone(),
-                        sasl: yarn_rpc::sasl::Methods::SimpleOnly,
+                        // Token mode takes no one's word: a YARN client
+                        // proves its user with an RM delegation token.
+                        sasl: match state.authenticator.token_verifier() {
+                            None => yarn_rpc::sasl::Methods::SimpleOnly,
+                            Some(bearer_tokens) => yarn_rpc::sasl::Methods::Tokens {
+                                passwords: Arc::new(DelegationPasswords::new(
+                                    token_keys.clone(),
+                                    bearer_tokens,
+                                    clock.clone(),
+                                )),
+                                simple_too: false,
+                            },
+                        },
                         limits: yarn_rpc::server::Limits::default(),
                     },
                     stopped(stop_rx.clone()),
@@ -478,7 +482,7 @@ fn start_local_agent(
     // loopback unless configured (masters run on this machine).
     let node_manager = Arc::new(agent::node_manager::Shared::default());
     let nm_address = match &settings.yarn_rpc {
-        rpc if rpc.enabled && settings.security.authentication != Authentication::Token => {
+        rpc if rpc.enabled => {
             let listen = rpc
                 .node_manager_address
                 .clone()

@@ -1,12 +1,17 @@
 //! `weft token create USER` and `weft token revoke USER`: the tokens file of
-//! token authentication (see `security::tokens`).
+//! token authentication (see `security::tokens`); `weft token yarn`: a
+//! Hadoop credentials file with an RM delegation token, for YARN clients
+//! in token mode (see `yarn_rpc::delegation`).
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::SettingsArgs;
+use crate::client::ServerArgs;
 use crate::security::TokensFile;
+use crate::yarn_rpc::credentials::{Credentials, Token};
 
 #[derive(Debug, Subcommand)]
 pub(super) enum TokenCommand {
@@ -21,6 +26,23 @@ pub(super) enum TokenCommand {
         user: String,
         #[command(flatten)]
         file: TokensFileArgs,
+    },
+    /// Ask a running server (token mode) for an RM delegation token and write it
+    /// as a Hadoop credentials file: HADOOP_TOKEN_FILE_LOCATION=FILE lets a YARN
+    /// client (spark-submit) authenticate on the server's Hadoop RPC port.
+    Yarn {
+        /// The credentials file to write (made readable by its owner only).
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        /// The server's YARN client address, as the client's
+        /// yarn.resourcemanager.address names it (default: --server's host, port 8032).
+        #[arg(long, value_name = "HOST:PORT")]
+        rm_address: Option<String>,
+        /// Recorded in the token as who may renew it.
+        #[arg(long, default_value = "")]
+        renewer: String,
+        #[command(flatten)]
+        server: ServerArgs,
     },
 }
 
@@ -66,6 +88,72 @@ pub(super) fn run(command: TokenCommand) -> anyhow::Result<()> {
                 .map_err(anyhow::Error::msg)?;
             eprintln!("{removed} token(s) of {user} revoked in {}", path.display());
         }
+        TokenCommand::Yarn {
+            out,
+            rm_address,
+            renewer,
+            server,
+        } => yarn_credentials(&out, rm_address, &renewer, &server)?,
     }
+    Ok(())
+}
+
+/// `weft token yarn`: the token, its service every address the client may
+/// resolve the RM address to (Hadoop's selector matches a service that
+/// contains the one it looks for).
+fn yarn_credentials(
+    out: &std::path::Path,
+    rm_address: Option<String>,
+    renewer: &str,
+    server: &ServerArgs,
+) -> anyhow::Result<()> {
+    use std::net::ToSocketAddrs;
+    let rm_address = match rm_address {
+        Some(address) => address,
+        None => {
+            let first = server.server.split(',').next().unwrap_or_default();
+            let url: axum::http::Uri = first
+                .trim()
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--server {first:?} is not a URL: {e}"))?;
+            let host = url
+                .host()
+                .ok_or_else(|| anyhow::anyhow!("--server {first:?} names no host"))?;
+            format!("{host}:{}", crate::config::DEFAULT_CLIENT_RPC_PORT)
+        }
+    };
+    let resolved: Vec<String> = rm_address
+        .to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("--rm-address {rm_address:?} does not resolve: {e}"))?
+        .map(|address| address.to_string())
+        .collect();
+    let mut services = resolved;
+    services.push(rm_address.clone());
+    services.dedup();
+    let answer = server.client()?.post_json(
+        "/ws/v1/cluster/delegation-token",
+        &serde_json::json!({ "renewer": renewer }),
+    )?;
+    let text = answer["token"]
+        .as_str()
+        .ok_or_else(|| anyhow::anyhow!("the server's answer has no token: {answer}"))?;
+    let mut token = Token::from_url_string(text, String::new()).map_err(anyhow::Error::msg)?;
+    token.service = services.join(",");
+    token.alias = token.service.clone();
+    let mut credentials = Credentials::default();
+    credentials.add_token(token);
+    let mut file = crate::private_files::open(out)?;
+    file.set_len(0)
+        .and_then(|()| std::io::Write::write_all(&mut file, &credentials.encode()))
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    let owner = answer["owner"].as_str().unwrap_or("?");
+    let until = answer["expiration-time"]
+        .as_u64()
+        .map_or_else(|| "?".to_string(), crate::clock::iso8601);
+    eprintln!(
+        "an RM delegation token for {owner}, for {rm_address}, valid until {until} (or a restart of the server, or a revocation of {owner}'s tokens), written to {}\nuse it: HADOOP_TOKEN_FILE_LOCATION={} spark-submit --master yarn …",
+        out.display(),
+        out.display()
+    );
     Ok(())
 }

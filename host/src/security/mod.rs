@@ -20,6 +20,7 @@ pub mod yarn_tokens;
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
 pub use acl::AccessControlList;
 pub use directory::Directory;
@@ -69,7 +70,7 @@ pub enum Authenticator {
         default_user: String,
     },
     /// `token`: a bearer token the verifier knows.
-    Token(TokenVerifier),
+    Token(Arc<TokenVerifier>),
 }
 
 impl Authenticator {
@@ -88,9 +89,17 @@ impl Authenticator {
                     .tokens_file
                     .clone()
                     .unwrap_or_else(|| data_dir.join("tokens.toml"));
-                Authenticator::Token(TokenVerifier::open(path)?)
+                Authenticator::Token(Arc::new(TokenVerifier::open(path)?))
             }
         })
+    }
+
+    /// The tokens file's view, in token mode.
+    pub fn token_verifier(&self) -> Option<Arc<TokenVerifier>> {
+        match self {
+            Authenticator::Simple { .. } => None,
+            Authenticator::Token(verifier) => Some(verifier.clone()),
+        }
     }
 
     /// Which mode this is (`weft.security.authentication`).
@@ -501,7 +510,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokens.toml");
         let token = TokensFile::update(&path, |file| file.create("alice")).unwrap();
-        let tokens = Authenticator::Token(TokenVerifier::open(path).unwrap());
+        let tokens = Authenticator::Token(Arc::new(TokenVerifier::open(path).unwrap()));
         let bearer = format!("Bearer {token}");
         assert_eq!(
             tokens.authenticate(Some("root"), Some(&bearer)).unwrap(),

@@ -44,7 +44,8 @@ pub struct TokenEntry {
     pub user: String,
     /// Hex SHA-256 of the token.
     pub sha256: String,
-    /// When it was created (RFC 3339), for the operator.
+    /// When it was created (RFC 3339): for the operator, and to tell which
+    /// YARN delegation tokens it vouches for (those issued after it).
     pub created: String,
 }
 
@@ -141,7 +142,7 @@ impl TokensFile {
         self.tokens.push(TokenEntry {
             user: user.to_string(),
             sha256: hash(&token),
-            created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
         });
         Ok(token)
     }
@@ -171,6 +172,10 @@ pub struct TokenVerifier {
 #[derive(Debug)]
 struct Loaded {
     users: HashMap<String, String>,
+    /// Per user, when their oldest token still in the file was created
+    /// (Unix ms; a token whose creation time does not read vouches
+    /// for nothing issued on its strength).
+    since: HashMap<String, i64>,
     /// What the file looked like when read.
     stamp: Option<Stamp>,
     checked: Instant,
@@ -179,17 +184,25 @@ struct Loaded {
 impl TokenVerifier {
     /// Reads `path` now: a file that cannot be read or parsed stops the start.
     pub fn open(path: PathBuf) -> Result<TokenVerifier, String> {
-        let users = users_of(&TokensFile::read(&path)?);
+        let file = TokensFile::read(&path)?;
         let stamp = stamp(&path);
         Ok(TokenVerifier {
             path,
             state: Mutex::new(Loaded {
-                users,
+                users: users_of(&file),
+                since: since_of(&file),
                 stamp,
                 checked: Instant::now(),
             }),
             recheck: RECHECK,
         })
+    }
+
+    /// The same, reading the file again at every look (tests).
+    #[cfg(test)]
+    pub(crate) fn rereading_every_time(mut self) -> TokenVerifier {
+        self.recheck = Duration::ZERO;
+        self
     }
 
     /// The tokens file it reads.
@@ -199,6 +212,22 @@ impl TokenVerifier {
 
     /// The user a token belongs to, if it is known.
     pub fn user_of(&self, token: &str) -> Option<String> {
+        self.current().users.get(&hash(token)).cloned()
+    }
+
+    /// Whether `user` holds a token created at or before `unix_ms`: what
+    /// was issued on the strength of a token (a YARN delegation token)
+    /// stands while it does, and falls when the user's tokens are revoked
+    /// — also when a new one is created afterwards.
+    pub fn holds_token_since(&self, user: &str, unix_ms: i64) -> bool {
+        self.current()
+            .since
+            .get(user)
+            .is_some_and(|&created| created <= unix_ms)
+    }
+
+    /// The file as it is now, read again when it changed.
+    fn current(&self) -> std::sync::MutexGuard<'_, Loaded> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.checked.elapsed() >= self.recheck {
             state.checked = Instant::now();
@@ -210,16 +239,18 @@ impl TokenVerifier {
                 match TokensFile::read(&self.path) {
                     Ok(file) => {
                         state.users = users_of(&file);
+                        state.since = since_of(&file);
                         tracing::info!(file = %self.path.display(), tokens = state.users.len(), "tokens file read again");
                     }
                     Err(error) => {
                         state.users.clear();
+                        state.since.clear();
                         tracing::error!(%error, "the tokens file does not read: no token is accepted until it does");
                     }
                 }
             }
         }
-        state.users.get(&hash(token)).cloned()
+        state
     }
 }
 
@@ -228,6 +259,19 @@ fn users_of(file: &TokensFile) -> HashMap<String, String> {
         .iter()
         .map(|entry| (entry.sha256.to_ascii_lowercase(), entry.user.clone()))
         .collect()
+}
+
+fn since_of(file: &TokensFile) -> HashMap<String, i64> {
+    let mut since: HashMap<String, i64> = HashMap::new();
+    for entry in &file.tokens {
+        let created = chrono::DateTime::parse_from_rfc3339(&entry.created)
+            .map_or(i64::MAX, |time| time.timestamp_millis());
+        since
+            .entry(entry.user.clone())
+            .and_modify(|oldest| *oldest = (*oldest).min(created))
+            .or_insert(created);
+    }
+    since
 }
 
 /// What tells one version of the file from another: every write is a new

@@ -1,7 +1,8 @@
 //! The secrets behind the tokens YARN's application masters carry: an
 //! AMRMToken (the master to the scheduler port), an NMToken (the master to
 //! a node's ContainerManagementProtocol) and a container token (leave to
-//! start one container). Each password is an HMAC of the token's
+//! start one container); and behind the RM delegation token a YARN client
+//! carries to the client port in token mode. Each password is an HMAC of the token's
 //! identifier, so a token cannot be forged or moved to another identifier;
 //! nothing outside Weft checks these passwords (Hadoop's clients only carry
 //! them).
@@ -68,6 +69,13 @@ impl TokenKeys {
     /// The password of the AMRMToken of application attempt `attempt`.
     pub fn amrm_password(&self, attempt: &str) -> Vec<u8> {
         hmac(&self.master, b"amrm", attempt.as_bytes())
+    }
+
+    /// The password of the RM delegation token with these identifier
+    /// bytes (a YARN client's proof of its user on the client port in
+    /// token mode).
+    pub fn rm_delegation_password(&self, identifier: &[u8]) -> Vec<u8> {
+        hmac(&self.master, b"rm-delegation", identifier)
     }
 
     /// Node `node_id`'s key.

@@ -49,6 +49,52 @@ impl std::fmt::Debug for Token {
     }
 }
 
+impl Token {
+    /// Hadoop's `Token.encodeToUrlString`: the token in Writable form
+    /// (identifier, password, kind, service), in URL-safe base64 — what
+    /// YARN's REST answers a delegation token request with.
+    pub fn to_url_string(&self) -> String {
+        use base64::Engine as _;
+        let mut out = Vec::new();
+        write_bytes(&mut out, &self.identifier);
+        write_bytes(&mut out, &self.password);
+        write_bytes(&mut out, self.kind.as_bytes());
+        write_bytes(&mut out, self.service.as_bytes());
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(out)
+    }
+
+    /// A token from its URL string (`Token.decodeFromUrlString`), stored
+    /// under `alias`; bounded as a token storage file is.
+    pub fn from_url_string(text: &str, alias: String) -> Result<Token, String> {
+        use base64::Engine as _;
+        let text = text.trim().trim_end_matches('=');
+        if text.len() > MAX_BYTES {
+            return Err(format!(
+                "the token is {} characters, more than {MAX_BYTES}",
+                text.len()
+            ));
+        }
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(text)
+            .map_err(|e| format!("the token is not URL-safe base64: {e}"))?;
+        let mut reader = Reader {
+            bytes: &bytes,
+            at: 0,
+        };
+        let token = Token {
+            alias,
+            identifier: reader.bytes("the token's identifier")?.to_vec(),
+            password: reader.bytes("the token's password")?.to_vec(),
+            kind: reader.text("the token's kind")?,
+            service: reader.text("the token's service")?,
+        };
+        match reader.remaining() {
+            0 => Ok(token),
+            n => Err(format!("{n} bytes follow the token")),
+        }
+    }
+}
+
 /// A token storage file's contents.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Credentials {

@@ -6,6 +6,7 @@
 pub mod client_protocol;
 pub mod connection;
 pub mod credentials;
+pub mod delegation;
 pub mod error;
 pub mod frame;
 pub mod master_protocol;

@@ -90,7 +90,7 @@ impl Shared {
                 Ok(Arc::from(user))
             }
             Authenticator::Token(_) => Err(
-                "this server takes tokens (weft.security.authentication=token); Hadoop RPC with SIMPLE authentication is refused, use the REST API with a bearer token"
+                "this server takes tokens (weft.security.authentication=token) and no SIMPLE user: a YARN client authenticates with an RM delegation token (`weft token yarn --out FILE` with your bearer token, then HADOOP_TOKEN_FILE_LOCATION=FILE)"
                     .into(),
             ),
         }

@@ -18,6 +18,37 @@ pub const NM_TOKEN_KIND: &str = "NMToken";
 /// The token kind of a container token (`ContainerTokenIdentifier.KIND`).
 pub const CONTAINER_TOKEN_KIND: &str = "ContainerToken";
 
+/// The token kind of an RM delegation token
+/// (`RMDelegationTokenIdentifier.KIND_NAME`).
+pub const RM_DELEGATION_TOKEN_KIND: &str = "RM_DELEGATION_TOKEN";
+
+/// `YARNDelegationTokenIdentifierProto`: what an RM delegation token
+/// stands for (its owner, and when it was issued and lapses).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct YARNDelegationTokenIdentifierProto {
+    /// owner: the user the token authenticates as.
+    #[prost(string, optional, tag = "1")]
+    pub owner: Option<String>,
+    /// renewer: who may renew it.
+    #[prost(string, optional, tag = "2")]
+    pub renewer: Option<String>,
+    /// realUser: the user acting for the owner, if any.
+    #[prost(string, optional, tag = "3")]
+    pub real_user: Option<String>,
+    /// issueDate: when it was issued, ms since the epoch.
+    #[prost(int64, optional, tag = "4")]
+    pub issue_date: Option<i64>,
+    /// maxDate: when it lapses, ms since the epoch.
+    #[prost(int64, optional, tag = "5")]
+    pub max_date: Option<i64>,
+    /// sequenceNumber: the issuer's count.
+    #[prost(int32, optional, tag = "6")]
+    pub sequence_number: Option<i32>,
+    /// masterKeyId: the id of the key that signed it; -1 when unset.
+    #[prost(int32, optional, tag = "7", default = "-1")]
+    pub master_key_id: Option<i32>,
+}
+
 /// `AMRMTokenIdentifierProto`: identifies an AM to the scheduler port.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct AMRMTokenIdentifierProto {
