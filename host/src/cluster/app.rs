@@ -559,6 +559,21 @@ pub struct Ask {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub locality: Option<super::Locality>,
+    /// Hosts (as YARN's NodeIds name them) and racks its containers must
+    /// not go to: its YARN master's blacklist.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub avoid: Vec<String>,
+}
+
+impl Ask {
+    /// Whether `node` is a place it must not go.
+    pub fn avoids(&self, node: &super::Node) -> bool {
+        !self.avoid.is_empty()
+            && self
+                .avoid
+                .iter()
+                .any(|place| *place == node.id || place == node.yarn_host() || place == node.rack())
+    }
 }
 
 fn constraint_text<S: serde::Serializer>(
@@ -645,6 +660,7 @@ impl Ask {
                 .as_deref()
                 .and_then(|text| super::PlacementConstraint::parse("", text).ok()),
             locality: spec.locality.as_ref().map(super::Locality::from_spec),
+            avoid: Vec::new(),
         }
     }
 

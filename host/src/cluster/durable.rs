@@ -355,6 +355,9 @@ impl StoredApp {
                     allocation_tags: ask.allocation_tags,
                     constraint: ask.constraint,
                     locality: ask.locality,
+                    // A master's blacklist is not kept: its session does
+                    // not outlive the server.
+                    avoid: Vec::new(),
                 })
                 .collect(),
             used: Resources::ZERO,

@@ -154,15 +154,15 @@ impl Locality {
 impl Cluster {
     /// The positions (in node order) of the nodes app `app_index`'s ask
     /// `ask` may take containers on now: its partition's, within its
-    /// placement constraint and its locality's level. None for an ask
-    /// with neither (it goes in the common rounds).
+    /// placement constraint and its locality's level, none it avoids.
+    /// None for an ask with none of these (it goes in the common rounds).
     pub fn restricted_nodes(&self, app_index: usize, ask: usize) -> Option<Vec<usize>> {
         let spec = self.apps.get(app_index)?.asks.get(ask)?;
         let locality = spec
             .locality
             .as_ref()
             .filter(|l| l.level != Level::OffSwitch);
-        if spec.constraint.is_none() && locality.is_none() {
+        if spec.constraint.is_none() && locality.is_none() && spec.avoid.is_empty() {
             return None;
         }
         let counts = self.tag_counts(app_index, ask);
@@ -178,7 +178,7 @@ impl Cluster {
             self.nodes
                 .values()
                 .enumerate()
-                .filter(|(_, node)| node.partition == spec.partition)
+                .filter(|(_, node)| node.partition == spec.partition && !spec.avoids(node))
                 .filter(|(_, node)| counts.as_ref().is_none_or(|c| c.allows(node)))
                 .filter(|(_, node)| locality.is_none_or(|l| l.allows(node, &racks_of_nodes)))
                 .map(|(position, _)| position)

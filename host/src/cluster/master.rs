@@ -26,6 +26,8 @@ pub const MAX_MASTER_ASK_CONTAINERS: u32 = 100_000;
 /// The most completed containers kept for a master that does not ask
 /// (the oldest go first).
 const MAX_UNREPORTED: usize = 100_000;
+/// The most hosts and racks a master's blacklist holds.
+pub const MAX_BLACKLIST: usize = 1_000;
 
 /// The final status a master unregisters with (YARN's
 /// FinalApplicationStatus).
@@ -118,6 +120,18 @@ pub struct Master {
     completed: Vec<Completed>,
     /// Nodes it has been given an NMToken for in this attempt.
     nodes_told: BTreeSet<String>,
+    /// Hosts and racks its containers must not go to (its blacklist).
+    blacklist: BTreeSet<String>,
+}
+
+/// An allocate's change to its master's blacklist: hosts (as its NodeIds
+/// name them) and racks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BlacklistChange {
+    /// Places added.
+    pub additions: Vec<String>,
+    /// Places removed (after the additions, as YARN applies them).
+    pub removals: Vec<String>,
 }
 
 /// Why a master's call is refused.
@@ -273,6 +287,7 @@ impl Cluster {
         attempt: u32,
         asks: &[MasterAsk],
         releases: &[String],
+        blacklist: &BlacklistChange,
         now: u64,
     ) -> Result<(MasterNews, Vec<Container>), MasterError> {
         let index = self.master_of(app_id, attempt)?;
@@ -310,6 +325,22 @@ impl Cluster {
                 )));
             }
         }
+        let mut avoid = master.blacklist.clone();
+        avoid.extend(blacklist.additions.iter().cloned());
+        for place in &blacklist.removals {
+            avoid.remove(place);
+        }
+        for place in &blacklist.additions {
+            crate::limits::name("blacklist_additions", place)
+                .map_err(|e| MasterError::BadAsk(e.to_string()))?;
+        }
+        if avoid.len() > MAX_BLACKLIST {
+            return Err(MasterError::BadAsk(format!(
+                "blacklist_additions: the blacklist would hold {} hosts and racks, more than {MAX_BLACKLIST}",
+                avoid.len()
+            )));
+        }
+        let avoided: Vec<String> = avoid.iter().cloned().collect();
         // Executors run where the app was put: its label, else the default.
         let partition = app.node_label_expression.clone();
         let localities: Vec<Option<Locality>> = asks
@@ -338,6 +369,7 @@ impl Cluster {
                         allocation_tags: Vec::new(),
                         constraint: None,
                         locality: None,
+                        avoid: avoided.clone(),
                     });
                     at
                 }
@@ -355,6 +387,13 @@ impl Cluster {
             match (&held.locality, &locality) {
                 (Some(now), Some(asked)) if same(now, asked) => {}
                 _ => held.locality = locality,
+            }
+        }
+        let master = app.master.as_mut().expect("checked by master_of");
+        if master.blacklist != avoid {
+            master.blacklist = avoid;
+            for &at in master.asks.values() {
+                app.asks[at].avoid.clone_from(&avoided);
             }
         }
         super::durable::app_changed(&mut self.changes, app_id);
@@ -411,17 +450,6 @@ impl Cluster {
     /// whose NodeId (or id) names it; none when it names no place this
     /// cluster has (YARN's ANY).
     fn locality_of(&self, places: &MasterPlaces) -> Option<Locality> {
-        let host_of = |node: &super::Node| -> String {
-            let named = if node.agent.nm_address.is_empty() {
-                &node.id
-            } else {
-                &node.agent.nm_address
-            };
-            named
-                .rsplit_once(':')
-                .map_or(named.as_str(), |(h, _)| h)
-                .to_string()
-        };
         let nodes: Vec<String> = self
             .nodes
             .values()
@@ -429,7 +457,7 @@ impl Cluster {
                 places
                     .hosts
                     .iter()
-                    .any(|host| *host == node.id || *host == host_of(node))
+                    .any(|host| *host == node.id || host == node.yarn_host())
             })
             .map(|node| node.id.clone())
             .take(super::locality::MAX_PLACES)
@@ -673,7 +701,9 @@ mod tests {
         let am = master_container(&cluster, app);
         assert!(am.contains("_01_"), "{am}");
         assert_eq!(
-            cluster.master_allocate(&id, 1, &[], &[], 20).unwrap_err(),
+            cluster
+                .master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 20)
+                .unwrap_err(),
             MasterError::NotRegistered(id.clone())
         );
         assert!(matches!(
@@ -684,29 +714,54 @@ mod tests {
             .register_master(&id, 1, "h".into(), 7077, String::new())
             .unwrap();
         let (news, _) = cluster
-            .master_allocate(&id, 1, &[executors(2)], &[], 20)
+            .master_allocate(
+                &id,
+                1,
+                &[executors(2)],
+                &[],
+                &BlacklistChange::default(),
+                20,
+            )
             .unwrap();
         assert!(news.allocated.is_empty());
         assert_eq!(cluster.apps()[app].pending_containers(), 2);
         // Absolute, as YARN's: asking 3 now means 3 outstanding, not 5.
         cluster
-            .master_allocate(&id, 1, &[executors(3)], &[], 20)
+            .master_allocate(
+                &id,
+                1,
+                &[executors(3)],
+                &[],
+                &BlacklistChange::default(),
+                20,
+            )
             .unwrap();
         assert_eq!(cluster.apps()[app].pending_containers(), 3);
         let placed = place(&mut cluster, app, 1, 2);
         // Not told until its node holds them.
-        let (news, _) = cluster.master_allocate(&id, 1, &[], &[], 30).unwrap();
+        let (news, _) = cluster
+            .master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 30)
+            .unwrap();
         assert!(news.allocated.is_empty());
         let node = cluster.nodes.get_mut("n1").unwrap();
         node.launched.extend(placed.iter().cloned());
-        let (news, _) = cluster.master_allocate(&id, 1, &[], &[], 30).unwrap();
+        let (news, _) = cluster
+            .master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 30)
+            .unwrap();
         assert_eq!(news.allocated.len(), 2);
         assert_eq!(news.new_nodes, ["n1"]);
         assert_eq!(news.allocated[0].1.priority, 0);
         // A release ends it and is told as ABORTED; another app's container
         // or the master's own cannot be released.
         let (news, released) = cluster
-            .master_allocate(&id, 1, &[], &[placed[0].clone(), am.clone()], 40)
+            .master_allocate(
+                &id,
+                1,
+                &[],
+                &[placed[0].clone(), am.clone()],
+                &BlacklistChange::default(),
+                40,
+            )
             .unwrap();
         assert_eq!(released.len(), 1);
         assert_eq!(news.completed.len(), 1);
@@ -725,7 +780,9 @@ mod tests {
             },
         );
         assert_eq!(cluster.apps()[app].state, AppState::Running);
-        let (news, _) = cluster.master_allocate(&id, 1, &[], &[], 70).unwrap();
+        let (news, _) = cluster
+            .master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 70)
+            .unwrap();
         assert_eq!(news.completed[0].exit_status, 1);
         let ended = cluster
             .finish_master(
@@ -746,7 +803,14 @@ mod tests {
             Err(MasterError::Unregistered(id.clone()))
         );
         assert!(matches!(
-            cluster.master_allocate(&id, 1, &[executors(1)], &[], 85),
+            cluster.master_allocate(
+                &id,
+                1,
+                &[executors(1)],
+                &[],
+                &BlacklistChange::default(),
+                85
+            ),
             Err(MasterError::Unregistered(_))
         ));
         cluster.end_container(&am, 90, EndCause::Succeeded);
@@ -772,7 +836,14 @@ mod tests {
             .register_master(&id, 1, "h".into(), -1, String::new())
             .unwrap();
         cluster
-            .master_allocate(&id, 1, &[executors(2)], &[], 20)
+            .master_allocate(
+                &id,
+                1,
+                &[executors(2)],
+                &[],
+                &BlacklistChange::default(),
+                20,
+            )
             .unwrap();
         let executor = place(&mut cluster, app, 1, 1);
         let am = master_container(&cluster, app);
@@ -788,7 +859,7 @@ mod tests {
             "only the next master"
         );
         assert!(matches!(
-            cluster.master_allocate(&id, 1, &[], &[], 40),
+            cluster.master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 40),
             Err(MasterError::NotCurrentAttempt { .. })
         ));
         let next = place(&mut cluster, app, 0, 1);
@@ -832,7 +903,7 @@ mod tests {
             })
             .collect();
         assert!(matches!(
-            cluster.master_allocate(&id, 1, &too_many, &[], 20),
+            cluster.master_allocate(&id, 1, &too_many, &[], &BlacklistChange::default(), 20),
             Err(MasterError::BadAsk(_))
         ));
         let no_cores = MasterAsk {
@@ -851,12 +922,12 @@ mod tests {
         };
         assert!(
             cluster
-                .master_allocate(&id, 1, &[no_cores], &[], 20)
+                .master_allocate(&id, 1, &[no_cores], &[], &BlacklistChange::default(), 20)
                 .is_err()
         );
         assert!(
             cluster
-                .master_allocate(&id, 1, &[no_memory], &[], 20)
+                .master_allocate(&id, 1, &[no_memory], &[], &BlacklistChange::default(), 20)
                 .is_err()
         );
         let huge = MasterAsk {
@@ -865,7 +936,14 @@ mod tests {
         };
         assert!(
             cluster
-                .master_allocate(&id, 1, &[executors(1), huge], &[], 20)
+                .master_allocate(
+                    &id,
+                    1,
+                    &[executors(1), huge],
+                    &[],
+                    &BlacklistChange::default(),
+                    20
+                )
                 .is_err()
         );
         assert_eq!(cluster.apps()[app].asks.len(), 1, "nothing was added");
@@ -890,7 +968,14 @@ mod tests {
             ..executors(2)
         };
         cluster
-            .master_allocate(&id, 1, &[near(&["n1", "elsewhere"], false)], &[], 20)
+            .master_allocate(
+                &id,
+                1,
+                &[near(&["n1", "elsewhere"], false)],
+                &[],
+                &BlacklistChange::default(),
+                20,
+            )
             .unwrap();
         let locality = cluster.apps()[app].asks[1].locality.clone().unwrap();
         assert_eq!(locality.nodes.iter().collect::<Vec<_>>(), ["n1"]);
@@ -902,14 +987,96 @@ mod tests {
             .unwrap()
             .missed_opportunities = 3;
         cluster
-            .master_allocate(&id, 1, &[near(&["n1"], false)], &[], 30)
+            .master_allocate(
+                &id,
+                1,
+                &[near(&["n1"], false)],
+                &[],
+                &BlacklistChange::default(),
+                30,
+            )
             .unwrap();
         let kept = cluster.apps()[app].asks[1].locality.as_ref().unwrap();
         assert_eq!(kept.missed_opportunities, 3);
         // Only unknown hosts: anywhere.
         cluster
-            .master_allocate(&id, 1, &[near(&["elsewhere"], true)], &[], 40)
+            .master_allocate(
+                &id,
+                1,
+                &[near(&["elsewhere"], true)],
+                &[],
+                &BlacklistChange::default(),
+                40,
+            )
             .unwrap();
         assert!(cluster.apps()[app].asks[1].locality.is_none());
+    }
+
+    #[test]
+    fn a_blacklisted_node_takes_none_of_the_masters_containers() {
+        let (mut cluster, app, id) = with_master();
+        cluster
+            .register_node("n2", NodeKind::Remote, Resources::new(8192, 8, 0), "t", 0)
+            .unwrap();
+        cluster
+            .register_master(&id, 1, "h".into(), -1, String::new())
+            .unwrap();
+        let blacklist = |additions: &[&str], removals: &[&str]| BlacklistChange {
+            additions: additions.iter().map(|p| p.to_string()).collect(),
+            removals: removals.iter().map(|p| p.to_string()).collect(),
+        };
+        cluster
+            .master_allocate(&id, 1, &[executors(2)], &[], &blacklist(&["n1"], &[]), 20)
+            .unwrap();
+        assert_eq!(cluster.apps()[app].asks[1].avoid, ["n1"]);
+        assert_eq!(cluster.restricted_nodes(app, 1), Some(vec![1]), "n2 only");
+        let refused = cluster.allocate(
+            &[Placement {
+                app,
+                ask: 1,
+                node: 0,
+                count: 1,
+            }],
+            25,
+        );
+        assert!(
+            matches!(refused, Err(crate::cluster::ClusterError::BadPlacement(_))),
+            "{refused:?}"
+        );
+        // A rack takes its nodes away; a removal gives them back.
+        cluster
+            .master_allocate(
+                &id,
+                1,
+                &[],
+                &[],
+                &blacklist(&["/default-rack"], &["n1"]),
+                30,
+            )
+            .unwrap();
+        assert_eq!(cluster.restricted_nodes(app, 1), Some(vec![]));
+        cluster
+            .master_allocate(&id, 1, &[], &[], &blacklist(&[], &["/default-rack"]), 40)
+            .unwrap();
+        assert_eq!(
+            cluster.restricted_nodes(app, 1),
+            None,
+            "in the common rounds again"
+        );
+        // Bounds: a whole refusal changes nothing.
+        let too_many: Vec<String> = (0..=MAX_BLACKLIST).map(|i| format!("h{i}")).collect();
+        let too_many: Vec<&str> = too_many.iter().map(String::as_str).collect();
+        assert!(
+            cluster
+                .master_allocate(&id, 1, &[executors(5)], &[], &blacklist(&too_many, &[]), 50)
+                .is_err()
+        );
+        assert!(
+            cluster
+                .master_allocate(&id, 1, &[executors(5)], &[], &blacklist(&[""], &[]), 50)
+                .is_err()
+        );
+        assert_eq!(cluster.apps()[app].asks[1].pending, 2, "nothing applied");
+        assert!(cluster.apps()[app].asks[1].avoid.is_empty());
     }
 }

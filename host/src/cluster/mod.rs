@@ -33,8 +33,9 @@ pub use labels::{LabelError, NodeLabels};
 pub use lifetime::LifetimeRefusal;
 pub use locality::{Level, Locality, LocalitySpec, MAX_PLACES};
 pub use master::{
-    Completed, FinalStatus, MAX_MASTER_ASK_CONTAINERS, MAX_MASTER_ASKS, Master, MasterAsk,
-    MasterAskKey, MasterError, MasterFinish, MasterNews, MasterPlaces, attempt_id,
+    BlacklistChange, Completed, FinalStatus, MAX_BLACKLIST, MAX_MASTER_ASK_CONTAINERS,
+    MAX_MASTER_ASKS, Master, MasterAsk, MasterAskKey, MasterError, MasterFinish, MasterNews,
+    MasterPlaces, attempt_id,
 };
 pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,

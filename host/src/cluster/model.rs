@@ -931,6 +931,12 @@ impl Cluster {
                 ClusterError::BadPlacement(format!("app {} has no ask {}", app.id, placement.ask))
             })?;
             let node = &self.nodes[node_id];
+            if ask.avoids(node) {
+                return Err(ClusterError::BadPlacement(format!(
+                    "{} of {} may not go to node {node_id}: its master blacklisted it",
+                    ask.resources, app.id
+                )));
+            }
             if !self.may_run_on(&ask.partition, &node.partition) {
                 return Err(ClusterError::BadPlacement(format!(
                     "{} of {} asks for partition {:?}: node {node_id} is in {:?}",

@@ -101,6 +101,20 @@ impl Node {
             .to_string()
     }
 
+    /// The host YARN's masters name it by: its NodeId's (the agent's
+    /// ContainerManagementProtocol address), else its id's, without the
+    /// port.
+    pub fn yarn_host(&self) -> &str {
+        let named = if self.agent.nm_address.is_empty() {
+            &self.id
+        } else {
+            &self.agent.nm_address
+        };
+        named
+            .rsplit_once(':')
+            .map_or(named.as_str(), |(host, _)| host)
+    }
+
     /// Its rack: the one its agent registered, else YARN's `/default-rack`.
     pub fn rack(&self) -> &str {
         if self.agent.rack.is_empty() {

@@ -6,7 +6,7 @@
 //! this is what each call does to the cluster.
 
 use super::ResourceManager;
-use crate::cluster::{MasterAsk, MasterError, MasterFinish, MasterNews};
+use crate::cluster::{BlacklistChange, MasterAsk, MasterError, MasterFinish, MasterNews};
 use crate::resources::Resources;
 
 /// What a registration answers.
@@ -71,6 +71,7 @@ impl ResourceManager {
         attempt: u32,
         asks: &[MasterAsk],
         releases: &[String],
+        blacklist: &BlacklistChange,
     ) -> Result<MasterAllocated, MasterError> {
         let maximum = self.maximum_allocation().0;
         for ask in asks {
@@ -84,9 +85,10 @@ impl ResourceManager {
         let now = self.now();
         let (news, released) = self
             .cluster
-            .master_allocate(app_id, attempt, asks, releases, now)?;
+            .master_allocate(app_id, attempt, asks, releases, blacklist, now)?;
         self.containers_finished(&released, now);
-        if !asks.is_empty() || !released.is_empty() {
+        let placeable = !asks.is_empty() || !blacklist.removals.is_empty();
+        if placeable || !released.is_empty() {
             self.schedule_on_freed_resources();
         }
         Ok(MasterAllocated {

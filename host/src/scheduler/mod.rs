@@ -676,6 +676,7 @@ pub fn schedule(
 /// or locality not yet relaxed to anywhere).
 fn restricted(ask: &crate::cluster::Ask) -> bool {
     ask.constraint.is_some()
+        || !ask.avoid.is_empty()
         || ask
             .locality
             .as_ref()

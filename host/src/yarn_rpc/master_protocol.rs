@@ -34,8 +34,8 @@ use super::reports;
 use super::sasl::TokenPasswords;
 use super::server::Protocols;
 use crate::cluster::{
-    Container, FinalStatus, MasterAsk, MasterAskKey, MasterError, MasterFinish, MasterPlaces,
-    attempt_id,
+    BlacklistChange, Container, FinalStatus, MAX_BLACKLIST, MasterAsk, MasterAskKey, MasterError,
+    MasterFinish, MasterPlaces, attempt_id,
 };
 use crate::resources::Resources;
 use crate::rm::{ResourceManager, RmHandle};
@@ -276,9 +276,10 @@ impl MasterProtocol {
         request: &AllocateRequestProto,
     ) -> Result<Allocated, RpcError> {
         let (asks, releases) = asks_and_releases(request)?;
+        let blacklist = blacklist_change(request)?;
         self.rm
             .with(move |rm: &mut ResourceManager| {
-                let allocated = rm.master_allocate(&app, attempt, &asks, &releases)?;
+                let allocated = rm.master_allocate(&app, attempt, &asks, &releases, &blacklist)?;
                 Ok::<_, MasterError>(view(rm, &app, allocated))
             })
             .await?
@@ -432,6 +433,28 @@ fn asks_and_releases(
         .filter_map(reports::container_id_text)
         .collect();
     Ok((asks, releases))
+}
+
+/// An allocate's blacklist additions and removals, at most
+/// [`MAX_BLACKLIST`] of each (the cluster checks each name and the whole).
+fn blacklist_change(request: &AllocateRequestProto) -> Result<BlacklistChange, RpcError> {
+    let Some(change) = &request.blacklist_request else {
+        return Ok(BlacklistChange::default());
+    };
+    if change.blacklist_additions.len() > MAX_BLACKLIST
+        || change.blacklist_removals.len() > MAX_BLACKLIST
+    {
+        return Err(RpcError::new(
+            class::INVALID_RESOURCE_REQUEST,
+            format!(
+                "a blacklist request adds and removes at most {MAX_BLACKLIST} hosts and racks each"
+            ),
+        ));
+    }
+    Ok(BlacklistChange {
+        additions: change.blacklist_additions.clone(),
+        removals: change.blacklist_removals.clone(),
+    })
 }
 
 /// Adds a place a master names, within bounds (a name as long as a node id
