@@ -781,6 +781,18 @@ fn a_launch_context_is_localized_expanded_and_run_as_a_node_manager_runs_it() {
         writer.write_all(b"answer=42\n").unwrap();
         writer.finish().unwrap();
     }
+    let jar_path = staging.join("job.jar");
+    {
+        use std::io::Write as _;
+        let mut writer = zip::ZipWriter::new(std::fs::File::create(&jar_path).unwrap());
+        let options = zip::write::SimpleFileOptions::default();
+        writer.start_file("lib/x.txt", options).unwrap();
+        writer.write_all(b"from-a-pattern\n").unwrap();
+        writer.start_file("other.txt", options).unwrap();
+        writer.finish().unwrap();
+    }
+    let mut pattern = local_resource("job.jar", &jar_path, LocalResourceTypeProto::Pattern);
+    pattern.value.as_mut().unwrap().pattern = Some("lib/.*".into());
     let server = Server::start_with_local_agent(
         &dir.path().join("data"),
         &[
@@ -798,6 +810,7 @@ fn a_launch_context_is_localized_expanded_and_run_as_a_node_manager_runs_it() {
             "{ cat app.txt __conf__/conf/app.properties;".into(),
             "echo \\\"cp=$CLASSPATH\\\" amrm=$(grep -ao YARN_AM_RM_TOKEN $HADOOP_TOKEN_FILE_LOCATION | wc -l) proxy=$APPLICATION_WEB_PROXY_BASE;".into(),
             "test -d tmp && test -n \\\"$LOCAL_DIRS\\\" && echo dirs-ok;".into(),
+            "cat job.jar/lib/x.txt; test -f job.jar/job.jar && test ! -e job.jar/other.txt && echo pattern-kept;".into(),
             "echo to-stderr >&2; }".into(),
             "1><LOG_DIR>/stdout 2><LOG_DIR>/stderr".into(),
         ],
@@ -805,6 +818,7 @@ fn a_launch_context_is_localized_expanded_and_run_as_a_node_manager_runs_it() {
         vec![
             local_resource("app.txt", &staging.join("app.txt"), LocalResourceTypeProto::File),
             local_resource("__conf__", &zip_path, LocalResourceTypeProto::Archive),
+            pattern,
         ],
         Some(tokens),
     );
@@ -823,6 +837,8 @@ fn a_launch_context_is_localized_expanded_and_run_as_a_node_manager_runs_it() {
     assert!(stdout.contains("from a file"), "{stdout}");
     assert!(stdout.contains("answer=42"), "{stdout}");
     assert!(stdout.contains("dirs-ok"), "{stdout}");
+    assert!(stdout.contains("from-a-pattern"), "{stdout}");
+    assert!(stdout.contains("pattern-kept"), "{stdout}");
     assert!(stdout.contains(&format!("proxy=/proxy/{id}")), "{stdout}");
     // The client's (empty) credentials, with the master's AMRMToken added
     // (its alias and its kind name it).

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Component, Path, PathBuf};
@@ -290,14 +290,33 @@ fn localize(resource: &LocalResource, work: &Path, budget: &mut Budget) -> Resul
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
     let name = resource.path.to_ascii_lowercase();
+    let unpacked = matches!(
+        resource.kind,
+        LocalResourceKind::Archive | LocalResourceKind::Pattern
+    );
     match resource.kind {
-        LocalResourceKind::Archive if name.ends_with(".zip") || name.ends_with(".jar") => {
-            unzip(file, &destination, budget)
+        // YARN's PATTERN: the matching entries, and the jar kept whole
+        // beside them under the directory's own name.
+        LocalResourceKind::Pattern if name.ends_with(".jar") => {
+            let pattern = resource.unpack_pattern()?;
+            let mut whole = file
+                .try_clone()
+                .map_err(|e| format!("cannot read file:{}: {e}", resource.path))?;
+            unzip(file, &destination, Some(&pattern), budget)?;
+            whole
+                .seek(io::SeekFrom::Start(0))
+                .map_err(|e| format!("cannot read file:{}: {e}", resource.path))?;
+            let kept = destination.join(destination.file_name().unwrap_or_default());
+            budget.take_entry()?;
+            copy(whole, &kept, metadata.permissions().mode(), budget)
         }
-        LocalResourceKind::Archive if name.ends_with(".tar.gz") || name.ends_with(".tgz") => {
+        _ if unpacked && (name.ends_with(".zip") || name.ends_with(".jar")) => {
+            unzip(file, &destination, None, budget)
+        }
+        _ if unpacked && (name.ends_with(".tar.gz") || name.ends_with(".tgz")) => {
             untar(flate2::read::GzDecoder::new(file), &destination, budget)
         }
-        LocalResourceKind::Archive if name.ends_with(".tar") => untar(file, &destination, budget),
+        _ if unpacked && name.ends_with(".tar") => untar(file, &destination, budget),
         _ => {
             budget.take_entry()?;
             copy(file, &destination, metadata.permissions().mode(), budget)
@@ -334,9 +353,15 @@ fn inside(path: &Path) -> Option<PathBuf> {
     (!clean.as_os_str().is_empty()).then_some(clean)
 }
 
-/// Unpacks a zip or jar into `to`: files and directories only, each inside
-/// it (links and paths leaving it are refused).
-fn unzip(file: File, to: &Path, budget: &mut Budget) -> Result<(), String> {
+/// Unpacks a zip or jar into `to` — only the entries whose names `only`
+/// matches whole, when given: files and directories only, each inside it
+/// (links and paths leaving it are refused).
+fn unzip(
+    file: File,
+    to: &Path,
+    only: Option<&regex::Regex>,
+    budget: &mut Budget,
+) -> Result<(), String> {
     let mut archive = zip::ZipArchive::new(file).map_err(|e| format!("not a zip archive: {e}"))?;
     fs::create_dir(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
     for index in 0..archive.len() {
@@ -345,6 +370,9 @@ fn unzip(file: File, to: &Path, budget: &mut Budget) -> Result<(), String> {
             .by_index(index)
             .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
         let name = entry.name().to_string();
+        if only.is_some_and(|pattern| !pattern.is_match(&name)) {
+            continue;
+        }
         let relative = inside(Path::new(&name))
             .ok_or_else(|| format!("entry {name:?} would be placed outside its directory"))?;
         if entry.is_symlink() {
@@ -422,6 +450,7 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::node::MAX_PATTERN_BYTES;
 
     #[test]
     fn yarn_expansions_are_made_as_a_linux_node_manager_makes_them() {
@@ -449,6 +478,7 @@ mod tests {
             kind,
             size: fs::metadata(path).unwrap().len(),
             timestamp_ms: mtime,
+            pattern: None,
         }
     }
 
@@ -497,6 +527,64 @@ mod tests {
             fs::read(work.join("__conf__/a/b.properties")).unwrap(),
             b"k=v"
         );
+    }
+
+    #[test]
+    fn a_pattern_jar_unpacks_its_matching_entries_and_is_kept_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let jar = dir.path().join("job.jar");
+        {
+            let mut writer = zip::ZipWriter::new(File::create(&jar).unwrap());
+            let options = zip::write::SimpleFileOptions::default();
+            for (name, body) in [
+                ("classes/A.class", "a"),
+                ("lib/dep.jar", "d"),
+                ("META-INF/MANIFEST.MF", "m"),
+            ] {
+                writer.start_file(name, options).unwrap();
+                writer.write_all(body.as_bytes()).unwrap();
+            }
+            writer.finish().unwrap();
+        }
+        let work = dir.path().join("work");
+        fs::create_dir(&work).unwrap();
+        let mut pattern = resource("job.jar", &jar, LocalResourceKind::Pattern);
+        // MapReduce's mapreduce.job.jar.unpack.pattern.
+        pattern.pattern = Some("(?:classes/|lib/).*".into());
+        pattern.check().unwrap();
+        localize(&pattern, &work, &mut budget()).unwrap();
+        assert_eq!(
+            fs::read(work.join("job.jar/classes/A.class")).unwrap(),
+            b"a"
+        );
+        assert_eq!(fs::read(work.join("job.jar/lib/dep.jar")).unwrap(), b"d");
+        assert!(!work.join("job.jar/META-INF").exists(), "not matched");
+        assert_eq!(
+            fs::read(work.join("job.jar/job.jar")).unwrap(),
+            fs::read(&jar).unwrap(),
+            "the jar itself, kept whole"
+        );
+        // Matched whole, as Java's matches(): "lib" alone is no match.
+        let whole = LocalResource {
+            key: "again".into(),
+            pattern: Some("lib".into()),
+            ..pattern.clone()
+        };
+        localize(&whole, &work, &mut budget()).unwrap();
+        assert!(!work.join("again/lib").exists());
+        // A pattern that does not compile, or is too long, is refused.
+        for bad in ["(", &"a".repeat(MAX_PATTERN_BYTES + 1)] {
+            let refused = LocalResource {
+                pattern: Some(bad.to_string()),
+                ..pattern.clone()
+            };
+            assert!(refused.check().unwrap_err().contains("pattern"));
+        }
+        let stray = LocalResource {
+            kind: LocalResourceKind::File,
+            ..pattern
+        };
+        assert!(stray.check().unwrap_err().contains("only a PATTERN"));
     }
 
     #[test]

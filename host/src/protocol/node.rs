@@ -120,6 +120,10 @@ pub struct LocalResource {
     /// Its modification time in ms since the epoch, as the client saw it (a
     /// changed file is refused, as YARN refuses it).
     pub timestamp_ms: i64,
+    /// For a PATTERN resource: the regular expression its jar's entries to
+    /// unpack must match whole (YARN's; `.*` when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
 }
 
 /// YARN's LocalResourceType, as far as Weft localizes it.
@@ -131,7 +135,16 @@ pub enum LocalResourceKind {
     /// Unpacked into a directory by its extension (`.zip`, `.jar`, `.tar`,
     /// `.tar.gz`, `.tgz`); anything else copied as it is.
     Archive,
+    /// A jar's entries matching its pattern unpacked into a directory, the
+    /// jar itself kept in it under the directory's name (YARN's PATTERN);
+    /// other archives unpacked whole and other files copied, as YARN does.
+    Pattern,
 }
+
+/// The longest PATTERN a local resource may have, in bytes.
+pub const MAX_PATTERN_BYTES: usize = 4096;
+/// The most memory a PATTERN's compiled form may take.
+const MAX_PATTERN_PROGRAM_BYTES: usize = 1 << 20;
 
 /// The most local resources one container may have.
 pub const MAX_LOCAL_RESOURCES: usize = 1000;
@@ -228,6 +241,28 @@ fn hex_bytes(text: &str) -> Result<Vec<u8>, String> {
 }
 
 impl LocalResource {
+    /// Its PATTERN as a matcher of whole entry names (`.*` when none).
+    pub fn unpack_pattern(&self) -> Result<regex::Regex, String> {
+        let pattern = self.pattern.as_deref().unwrap_or(".*");
+        if pattern.len() > MAX_PATTERN_BYTES {
+            return Err(format!(
+                "local resource {:?}: its pattern is {} bytes, more than {MAX_PATTERN_BYTES}",
+                self.key,
+                pattern.len()
+            ));
+        }
+        // Java's Matcher.matches(): the whole name.
+        regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
+            .size_limit(MAX_PATTERN_PROGRAM_BYTES)
+            .build()
+            .map_err(|e| {
+                format!(
+                    "local resource {:?}: its pattern is not one Weft takes: {e}",
+                    self.key
+                )
+            })
+    }
+
     /// Checks its key and path (see [`YarnLaunch::check`]).
     pub fn check(&self) -> Result<(), String> {
         let key = &self.key;
@@ -263,6 +298,13 @@ impl LocalResource {
         {
             return Err(format!(
                 "local resource {key:?}: its path must be absolute, at most {MAX_LOCAL_RESOURCE_PATH_BYTES} bytes"
+            ));
+        }
+        if self.kind == LocalResourceKind::Pattern {
+            self.unpack_pattern()?;
+        } else if self.pattern.is_some() {
+            return Err(format!(
+                "local resource {key:?}: only a PATTERN resource has a pattern"
             ));
         }
         Ok(())

@@ -342,9 +342,11 @@ pub fn launch_context(
         let kind = match LocalResourceTypeProto::try_from(resource.r#type.unwrap_or(0)) {
             Ok(LocalResourceTypeProto::File) => LocalResourceKind::File,
             Ok(LocalResourceTypeProto::Archive) => LocalResourceKind::Archive,
-            _ => {
+            Ok(LocalResourceTypeProto::Pattern) => LocalResourceKind::Pattern,
+            Err(_) => {
                 return Err(RpcError::yarn(format!(
-                    "local resource {key:?}: only FILE and ARCHIVE resources are supported (not PATTERN)"
+                    "local resource {key:?}: its type {} is none of FILE, ARCHIVE, PATTERN",
+                    resource.r#type.unwrap_or(0)
                 )));
             }
         };
@@ -354,6 +356,9 @@ pub fn launch_context(
             kind,
             size: u64::try_from(resource.size.unwrap_or(0)).unwrap_or(0),
             timestamp_ms: resource.timestamp.unwrap_or(0),
+            pattern: (kind == LocalResourceKind::Pattern)
+                .then(|| resource.pattern.clone())
+                .flatten(),
         });
     }
     Ok(YarnLaunch {
