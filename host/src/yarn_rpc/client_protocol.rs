@@ -378,7 +378,8 @@ const MAX_FILTER_VALUES: usize = 1000;
 /// getApplications' filters.
 struct AppFilter {
     types: HashSet<String>,
-    states: Vec<crate::cluster::AppState>,
+    /// YARN states, as reports give them (see `reports::yarn_state`).
+    states: HashSet<i32>,
     users: HashSet<String>,
     queues: HashSet<String>,
     tags: HashSet<String>,
@@ -407,11 +408,16 @@ impl AppFilter {
         };
         Ok(AppFilter {
             types: bounded("applicationTypes", request.application_types, true)?,
-            states: request
-                .application_states
-                .iter()
-                .filter_map(|&s| reports::weft_state(s))
-                .collect(),
+            states: {
+                let states = request.application_states;
+                if states.len() > MAX_FILTER_VALUES {
+                    return Err(RpcError::yarn(format!(
+                        "getApplications: applicationStates lists {} values, at most {MAX_FILTER_VALUES}",
+                        states.len()
+                    )));
+                }
+                states.into_iter().collect()
+            },
             users: bounded("users", request.users, false)?,
             queues: bounded("queues", request.queues, false)?,
             tags: bounded("applicationTags", request.application_tags, true)?,
@@ -440,7 +446,7 @@ impl AppFilter {
             from <= ms && ms <= to
         };
         (self.types.is_empty() || self.types.contains(&app.application_type.to_lowercase()))
-            && (self.states.is_empty() || self.states.contains(&app.state))
+            && (self.states.is_empty() || self.states.contains(&(reports::yarn_state(app) as i32)))
             && (self.users.is_empty() || self.users.contains(&app.user))
             && (self.queues.is_empty() || self.queues.contains(&app.queue))
             && (self.tags.is_empty()

@@ -135,19 +135,6 @@ fn state(state: AppState) -> YarnApplicationStateProto {
     }
 }
 
-/// Weft's app state for a YARN state a client filters by; none for the
-/// states Weft's apps never show (NEW, NEW_SAVING, SUBMITTED).
-pub fn weft_state(yarn: i32) -> Option<AppState> {
-    match YarnApplicationStateProto::try_from(yarn).ok()? {
-        YarnApplicationStateProto::Accepted => Some(AppState::Accepted),
-        YarnApplicationStateProto::Running => Some(AppState::Running),
-        YarnApplicationStateProto::Finished => Some(AppState::Finished),
-        YarnApplicationStateProto::Failed => Some(AppState::Failed),
-        YarnApplicationStateProto::Killed => Some(AppState::Killed),
-        _ => None,
-    }
-}
-
 fn final_status(app: &App) -> FinalApplicationStatusProto {
     match app.final_status() {
         "SUCCEEDED" => FinalApplicationStatusProto::AppSucceeded,
@@ -161,17 +148,23 @@ fn ms(ms: u64) -> i64 {
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 
-/// An app's report, as getApplicationReport and getApplications answer.
-pub fn app_report(app: &App) -> ApplicationReportProto {
-    // A master's app is ACCEPTED until its master registers (Spark's
-    // client mode waits for RUNNING to find its master).
-    let master = app.master.as_deref().filter(|m| m.registered);
-    let yarn_state = match state(app.state) {
-        YarnApplicationStateProto::Running if app.master.is_some() && master.is_none() => {
+/// The state an app's report gives: a master's app is ACCEPTED until its
+/// master registers (Spark's client mode waits for RUNNING to find its
+/// master).
+pub fn yarn_state(app: &App) -> YarnApplicationStateProto {
+    let registered = app.master.as_deref().is_some_and(|m| m.registered);
+    match state(app.state) {
+        YarnApplicationStateProto::Running if app.master.is_some() && !registered => {
             YarnApplicationStateProto::Accepted
         }
         other => other,
-    };
+    }
+}
+
+/// An app's report, as getApplicationReport and getApplications answer.
+pub fn app_report(app: &App) -> ApplicationReportProto {
+    let master = app.master.as_deref().filter(|m| m.registered);
+    let yarn_state = yarn_state(app);
     let asked: u64 = app.asks.iter().map(|a| u64::from(a.count)).sum();
     let done = u64::from(app.finished_containers);
     let progress = match app.state {
@@ -386,8 +379,5 @@ mod tests {
     fn states_map_onto_yarn_numbers() {
         assert_eq!(state(AppState::Accepted) as i32, 4);
         assert_eq!(state(AppState::Killed) as i32, 8);
-        assert_eq!(weft_state(5), Some(AppState::Running));
-        assert_eq!(weft_state(1), None, "NEW is never a Weft app's state");
-        assert_eq!(weft_state(99), None);
     }
 }
