@@ -255,6 +255,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ws/v1/cluster/apps"),
     ("POST", "/ws/v1/cluster/apps"),
     ("POST", "/ws/v1/cluster/apps/new-application"),
+    ("POST", "/ws/v1/cluster/delegation-token"),
     ("GET", "/ws/v1/cluster/apps/{id}"),
     ("GET", "/ws/v1/cluster/apps/{id}/state"),
     ("PUT", "/ws/v1/cluster/apps/{id}/state"),

@@ -306,7 +306,16 @@ fn localize(resource: &LocalResource, work: &Path, budget: &mut Budget) -> Resul
             whole
                 .seek(io::SeekFrom::Start(0))
                 .map_err(|e| format!("cannot read file:{}: {e}", resource.path))?;
+            // The jar itself takes its place, as YARN's rename would
+            // (over an entry unpacked there, never through a link: none
+            // is unpacked).
             let kept = destination.join(destination.file_name().unwrap_or_default());
+            match fs::symlink_metadata(&kept) {
+                Ok(entry) if entry.is_dir() => fs::remove_dir_all(&kept),
+                Ok(_) => fs::remove_file(&kept),
+                Err(_) => Ok(()),
+            }
+            .map_err(|e| format!("cannot replace {}: {e}", kept.display()))?;
             budget.take_entry()?;
             copy(whole, &kept, metadata.permissions().mode(), budget)
         }
@@ -359,7 +368,7 @@ fn inside(path: &Path) -> Option<PathBuf> {
 fn unzip(
     file: File,
     to: &Path,
-    only: Option<&regex::Regex>,
+    only: Option<&regex::bytes::Regex>,
     budget: &mut Budget,
 ) -> Result<(), String> {
     let mut archive = zip::ZipArchive::new(file).map_err(|e| format!("not a zip archive: {e}"))?;
@@ -370,7 +379,7 @@ fn unzip(
             .by_index(index)
             .map_err(|e| format!("entry {index} cannot be read: {e}"))?;
         let name = entry.name().to_string();
-        if only.is_some_and(|pattern| !pattern.is_match(&name)) {
+        if only.is_some_and(|pattern| !pattern.is_match(entry.name_raw())) {
             continue;
         }
         let relative = inside(Path::new(&name))
@@ -572,14 +581,45 @@ mod tests {
         };
         localize(&whole, &work, &mut budget()).unwrap();
         assert!(!work.join("again/lib").exists());
-        // A pattern that does not compile, or is too long, is refused.
-        for bad in ["(", &"a".repeat(MAX_PATTERN_BYTES + 1)] {
+        // A pattern too long or with control characters is refused by the
+        // check; one that does not compile, or compiles too big, when
+        // compiled (at the RPC edge, and by the agent).
+        for bad in [&"a".repeat(MAX_PATTERN_BYTES + 1), "a\u{1}"] {
             let refused = LocalResource {
                 pattern: Some(bad.to_string()),
                 ..pattern.clone()
             };
             assert!(refused.check().unwrap_err().contains("pattern"));
         }
+        for (i, bad) in ["(", "(?:a{1000}){1000}", "(\\w)\\1"].iter().enumerate() {
+            let refused = LocalResource {
+                key: format!("bad{i}"),
+                pattern: Some(bad.to_string()),
+                ..pattern.clone()
+            };
+            refused.check().unwrap();
+            let error = localize(&refused, &work, &mut budget()).unwrap_err();
+            assert!(
+                error.contains("its pattern is not one Weft takes"),
+                "{bad}: {error}"
+            );
+        }
+        // An entry where the jar's own copy goes is replaced by it.
+        let clash = dir.path().join("clash.jar");
+        {
+            let mut writer = zip::ZipWriter::new(File::create(&clash).unwrap());
+            let options = zip::write::SimpleFileOptions::default();
+            writer.start_file("clash/inner.txt", options).unwrap();
+            writer.write_all(b"x").unwrap();
+            writer.finish().unwrap();
+        }
+        let mut clashing = resource("clash", &clash, LocalResourceKind::Pattern);
+        clashing.pattern = None;
+        localize(&clashing, &work, &mut budget()).unwrap();
+        assert_eq!(
+            fs::read(work.join("clash/clash")).unwrap(),
+            fs::read(&clash).unwrap()
+        );
         let stray = LocalResource {
             kind: LocalResourceKind::File,
             ..pattern

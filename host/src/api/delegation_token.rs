@@ -13,6 +13,7 @@ use super::{ApiError, ApiState};
 use crate::config::Authentication;
 use crate::rm::ResourceManager;
 use crate::security::Caller;
+use crate::yarn_rpc::delegation;
 
 /// YARN's DelegationToken request: who may renew it.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -59,11 +60,23 @@ pub(super) async fn create(
         ));
     }
     let renewer = request.renewer;
-    let issued = state
+    if !renewer.is_empty() {
+        crate::limits::name("renewer", &renewer).map_err(ApiError::bad_request)?;
+    }
+    // The process's YARN token keys, which the client port checks against.
+    let (keys, now) = state
         .rm
-        .with(move |rm: &mut ResourceManager| rm.issue_delegation_token(&caller, &renewer))
-        .await?
-        .map_err(ApiError::bad_request)?;
+        .with(|rm: &mut ResourceManager| (rm.cluster().token_keys().cloned(), rm.now()))
+        .await?;
+    let keys =
+        keys.ok_or_else(|| ApiError::unavailable("this server has no key for YARN's tokens"))?;
+    let issued = delegation::issue(
+        &keys,
+        &caller.user,
+        &renewer,
+        i64::try_from(now).unwrap_or(i64::MAX),
+    );
+    tracing::info!(owner = %caller.user, %renewer, "RM delegation token issued");
     Ok(Json(DelegationToken {
         token: issued.token.to_url_string(),
         renewer: issued.renewer,

@@ -171,19 +171,19 @@ pub(super) struct AppAttemptResponse {
     app_attempt: AppAttempt,
 }
 
-/// An app's attempt as YARN reports it. Weft runs no ApplicationMaster and
-/// retries containers, not apps: each app has exactly one attempt, which
-/// lasts as long as the app.
+/// An app's current attempt as YARN reports it (`Cluster`'s
+/// `App::current_attempt`): a YARN master's, else the one attempt a Weft
+/// app has, which lasts as long as the app.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct AppAttempt {
-    /// The attempt's number: always 1.
+    /// The attempt's number.
     id: u32,
     app_attempt_id: String,
     app_attempt_state: String,
     start_time: u64,
     finished_time: u64,
-    /// Its first container, standing for YARN's AM container ("" before one).
+    /// Its master's container, else the app's first ("" before one).
     container_id: String,
     node_id: String,
     node_http_address: String,
@@ -192,32 +192,18 @@ pub(super) struct AppAttempt {
     nodes_blacklisted_by_system: String,
 }
 
-/// `application_<cluster>_<n>` → `appattempt_<cluster>_<n>_000001`.
-fn attempt_id(app_id: &str) -> String {
-    let rest = app_id.strip_prefix("application_").unwrap_or(app_id);
-    format!("appattempt_{rest}_000001")
-}
-
 fn attempt_of(app: &App, node_http_address: impl Fn(&str) -> String) -> AppAttempt {
-    let first = app.containers.front();
+    let attempt = app.current_attempt();
+    let am = attempt.am_container;
     AppAttempt {
-        id: 1,
-        app_attempt_id: attempt_id(&app.id),
-        app_attempt_state: match app.state {
-            AppState::Accepted => "SCHEDULED",
-            AppState::Running => "RUNNING",
-            AppState::Finished => "FINISHED",
-            AppState::Failed => "FAILED",
-            AppState::Killed => "KILLED",
-        }
-        .into(),
+        id: attempt.number,
+        app_attempt_id: attempt.id,
+        app_attempt_state: attempt.state.into(),
         start_time: app.submit_time_ms,
         finished_time: app.finish_time_ms.unwrap_or(0),
-        container_id: first.map(|c| c.id.clone()).unwrap_or_default(),
-        node_id: first.map(|c| c.node.clone()).unwrap_or_default(),
-        node_http_address: first
-            .map(|c| node_http_address(&c.node))
-            .unwrap_or_default(),
+        container_id: am.map(|c| c.id.clone()).unwrap_or_default(),
+        node_id: am.map(|c| c.node.clone()).unwrap_or_default(),
+        node_http_address: am.map(|c| node_http_address(&c.node)).unwrap_or_default(),
         logs_link: String::new(),
         blacklisted_nodes: String::new(),
         nodes_blacklisted_by_system: String::new(),
@@ -255,7 +241,7 @@ async fn find_attempt(state: &ApiState, id: String) -> Result<AppAttempt, ApiErr
     .await
 }
 
-/// An app's attempts: one, as long as the app.
+/// An app's attempts: its current one (earlier attempts are not kept).
 #[utoipa::path(get, path = "/ws/v1/cluster/apps/{id}/appattempts", tag = "apps",
     params(("id" = String, Path, description = "The application id")),
     responses((status = 200, body = AppAttemptsResponse), (status = 401, body = RemoteException),
@@ -272,12 +258,12 @@ pub(super) async fn app_attempts(
     }))
 }
 
-/// The attempt `attempt` of an app, which must be its one attempt.
+/// The attempt `attempt` of an app, which must be its current one.
 async fn the_attempt(state: &ApiState, id: String, attempt: &str) -> Result<AppAttempt, ApiError> {
     let found = find_attempt(state, id).await?;
     if found.app_attempt_id != attempt {
         return Err(ApiError::not_found(format!(
-            "attempt {attempt} not found; the app's one attempt is {}",
+            "attempt {attempt} not found; the app's current attempt is {}",
             found.app_attempt_id
         )));
     }

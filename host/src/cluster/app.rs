@@ -2,7 +2,7 @@
 //! container is a count in an ask, never an object of its own, so a million
 //! pending tasks cost a few bytes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -560,19 +560,20 @@ pub struct Ask {
     #[schema(value_type = Option<Object>)]
     pub locality: Option<super::Locality>,
     /// Hosts (as YARN's NodeIds name them) and racks its containers must
-    /// not go to: its YARN master's blacklist.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub avoid: Vec<String>,
+    /// not go to: its YARN master's blacklist, one set shared by the
+    /// master's asks (not shown: it may be long).
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub avoid: Arc<BTreeSet<String>>,
 }
 
 impl Ask {
     /// Whether `node` is a place it must not go.
     pub fn avoids(&self, node: &super::Node) -> bool {
         !self.avoid.is_empty()
-            && self
-                .avoid
-                .iter()
-                .any(|place| *place == node.id || place == node.yarn_host() || place == node.rack())
+            && (self.avoid.contains(&node.id)
+                || self.avoid.contains(node.yarn_host())
+                || self.avoid.contains(node.rack()))
     }
 }
 
@@ -660,7 +661,7 @@ impl Ask {
                 .as_deref()
                 .and_then(|text| super::PlacementConstraint::parse("", text).ok()),
             locality: spec.locality.as_ref().map(super::Locality::from_spec),
-            avoid: Vec::new(),
+            avoid: Arc::default(),
         }
     }
 

@@ -357,7 +357,7 @@ impl StoredApp {
                     locality: ask.locality,
                     // A master's blacklist is not kept: its session does
                     // not outlive the server.
-                    avoid: Vec::new(),
+                    avoid: Arc::default(),
                 })
                 .collect(),
             used: Resources::ZERO,

@@ -33,7 +33,7 @@ pub use labels::{LabelError, NodeLabels};
 pub use lifetime::LifetimeRefusal;
 pub use locality::{Level, Locality, LocalitySpec, MAX_PLACES};
 pub use master::{
-    BlacklistChange, Completed, FinalStatus, MAX_BLACKLIST, MAX_MASTER_ASK_CONTAINERS,
+    AttemptView, BlacklistChange, Completed, FinalStatus, MAX_BLACKLIST, MAX_MASTER_ASK_CONTAINERS,
     MAX_MASTER_ASKS, Master, MasterAsk, MasterAskKey, MasterError, MasterFinish, MasterNews,
     MasterPlaces, attempt_id,
 };

@@ -143,8 +143,11 @@ pub enum LocalResourceKind {
 
 /// The longest PATTERN a local resource may have, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 4096;
-/// The most memory a PATTERN's compiled form may take.
-const MAX_PATTERN_PROGRAM_BYTES: usize = 1 << 20;
+/// The most PATTERN bytes one launch may have in all.
+pub const MAX_LAUNCH_PATTERN_BYTES: usize = 64 << 10;
+/// The most memory a PATTERN's compiled form may take: compiling stops
+/// there, so a pattern costs little to refuse.
+const MAX_PATTERN_PROGRAM_BYTES: usize = 256 << 10;
 
 /// The most local resources one container may have.
 pub const MAX_LOCAL_RESOURCES: usize = 1000;
@@ -178,7 +181,9 @@ pub fn launch_bytes(
             + yarn
                 .local_resources
                 .iter()
-                .map(|r| r.key.len() + r.path.len() + 64)
+                .map(|r| {
+                    r.key.len() + r.path.len() + r.pattern.as_ref().map_or(0, String::len) + 64
+                })
                 .sum::<usize>()
     });
     command + env + yarn
@@ -194,6 +199,16 @@ impl YarnLaunch {
             return Err(format!(
                 "local resources: {} of them, at most {MAX_LOCAL_RESOURCES}",
                 self.local_resources.len()
+            ));
+        }
+        let patterns: usize = self
+            .local_resources
+            .iter()
+            .filter_map(|r| r.pattern.as_ref().map(String::len))
+            .sum();
+        if patterns > MAX_LAUNCH_PATTERN_BYTES {
+            return Err(format!(
+                "local resources: their patterns hold {patterns} bytes, at most {MAX_LAUNCH_PATTERN_BYTES}"
             ));
         }
         let mut keys = std::collections::BTreeSet::new();
@@ -242,17 +257,15 @@ fn hex_bytes(text: &str) -> Result<Vec<u8>, String> {
 
 impl LocalResource {
     /// Its PATTERN as a matcher of whole entry names (`.*` when none).
-    pub fn unpack_pattern(&self) -> Result<regex::Regex, String> {
+    /// Classes are ASCII, as Java's are by default (`\w` is
+    /// `[A-Za-z0-9_]`), which also keeps compiling cheap. Compiling is
+    /// work: the event loop never does it (the RPC edge checks a
+    /// submission's patterns, the agent compiles them to unpack).
+    pub fn unpack_pattern(&self) -> Result<regex::bytes::Regex, String> {
         let pattern = self.pattern.as_deref().unwrap_or(".*");
-        if pattern.len() > MAX_PATTERN_BYTES {
-            return Err(format!(
-                "local resource {:?}: its pattern is {} bytes, more than {MAX_PATTERN_BYTES}",
-                self.key,
-                pattern.len()
-            ));
-        }
         // Java's Matcher.matches(): the whole name.
-        regex::RegexBuilder::new(&format!("^(?:{pattern})$"))
+        regex::bytes::RegexBuilder::new(&format!("^(?:{pattern})$"))
+            .unicode(false)
             .size_limit(MAX_PATTERN_PROGRAM_BYTES)
             .build()
             .map_err(|e| {
@@ -300,12 +313,20 @@ impl LocalResource {
                 "local resource {key:?}: its path must be absolute, at most {MAX_LOCAL_RESOURCE_PATH_BYTES} bytes"
             ));
         }
-        if self.kind == LocalResourceKind::Pattern {
-            self.unpack_pattern()?;
-        } else if self.pattern.is_some() {
-            return Err(format!(
-                "local resource {key:?}: only a PATTERN resource has a pattern"
-            ));
+        match &self.pattern {
+            Some(_) if self.kind != LocalResourceKind::Pattern => {
+                return Err(format!(
+                    "local resource {key:?}: only a PATTERN resource has a pattern"
+                ));
+            }
+            Some(pattern)
+                if pattern.len() > MAX_PATTERN_BYTES || pattern.chars().any(char::is_control) =>
+            {
+                return Err(format!(
+                    "local resource {key:?}: its pattern must be at most {MAX_PATTERN_BYTES} bytes without control characters"
+                ));
+            }
+            _ => {}
         }
         Ok(())
     }

@@ -87,8 +87,9 @@ impl ResourceManager {
             .cluster
             .master_allocate(app_id, attempt, asks, releases, blacklist, now)?;
         self.containers_finished(&released, now);
-        let placeable = !asks.is_empty() || !blacklist.removals.is_empty();
-        if placeable || !released.is_empty() {
+        // (A blacklist's removals wait for the next round: an allocate
+        // that removes nothing would otherwise force a round each call.)
+        if !asks.is_empty() || !released.is_empty() {
             self.schedule_on_freed_resources();
         }
         Ok(MasterAllocated {

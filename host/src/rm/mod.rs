@@ -11,7 +11,6 @@ pub mod application_masters;
 pub mod assemble;
 pub mod budget;
 pub mod charging;
-mod delegation_tokens;
 mod labels;
 pub mod local_tracker;
 pub mod notices;

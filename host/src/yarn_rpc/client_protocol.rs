@@ -328,6 +328,7 @@ pub fn launch_context(
     application_master: bool,
 ) -> Result<YarnLaunch, RpcError> {
     let mut local_resources = Vec::with_capacity(spec.local_resources.len());
+    let mut compiled = HashSet::new();
     for entry in &spec.local_resources {
         let key = entry.key.clone().unwrap_or_default();
         let resource = entry.value.clone().unwrap_or_default();
@@ -350,7 +351,7 @@ pub fn launch_context(
                 )));
             }
         };
-        local_resources.push(LocalResource {
+        let resource = LocalResource {
             key,
             path: url.file.clone().unwrap_or_default(),
             kind,
@@ -359,7 +360,16 @@ pub fn launch_context(
             pattern: (kind == LocalResourceKind::Pattern)
                 .then(|| resource.pattern.clone())
                 .flatten(),
-        });
+        };
+        // Compiled here, off the event loop, each distinct one once (its
+        // bounds are checked first, cheaply).
+        if kind == LocalResourceKind::Pattern {
+            resource.check().map_err(RpcError::yarn)?;
+            if compiled.insert(resource.pattern.clone()) {
+                resource.unpack_pattern().map_err(RpcError::yarn)?;
+            }
+        }
+        local_resources.push(resource);
     }
     Ok(YarnLaunch {
         local_resources,

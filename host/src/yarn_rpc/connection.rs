@@ -266,6 +266,15 @@ async fn read_calls(
             _ => {}
         }
         check_header(&header)?;
+        // A token lapses or is revoked while its connection is open: the
+        // connection ends with it.
+        if let (Some(identifier), sasl::Methods::Tokens { passwords, .. }) =
+            (&established.peer.token_identifier, &*shared.sasl)
+        {
+            passwords.standing(identifier).map_err(|why| {
+                Refusal::fatal(class::ACCESS_CONTROL, ErrorCode::FatalUnauthorized, why)
+            })?;
+        }
         let request: RequestHeaderProto = frame
             .message()
             .map_err(|e| undecodable("the request's method header", e))?;

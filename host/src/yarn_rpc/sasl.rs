@@ -25,6 +25,14 @@ pub trait TokenPasswords: Send + Sync + std::fmt::Debug {
     /// For a token's identifier bytes: its password and the user it names,
     /// or why it is refused (unknown, expired, malformed).
     fn password(&self, identifier: &[u8]) -> Result<(Vec<u8>, Arc<str>), String>;
+
+    /// Whether a token whose password checked out still stands (not
+    /// lapsed, not revoked), or why not: asked only once the client proved
+    /// it holds the token (so no one learns anything of a token they do
+    /// not hold), and again before each of the connection's calls.
+    fn standing(&self, _identifier: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The methods a listener accepts.
@@ -398,6 +406,9 @@ fn verify(
     if !same_bytes(&expected, client_response) {
         return Err(violation("Mismatched response."));
     }
+    passwords
+        .standing(&identifier)
+        .map_err(|why| format!("DIGEST-MD5: the token is refused: {why}"))?;
     // Hadoop's callback authorizes a client only as itself.
     if let Some(authzid) = authzid
         && authzid != username
