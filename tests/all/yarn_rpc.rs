@@ -534,6 +534,7 @@ fn yarns_own_client_submits_watches_and_kills_over_rpc() {
         .arg(check)
         .arg(rpc_address(&server))
         .arg("sleep 300")
+        .env("CHECK_CONTAINERS", "1")
         .output()
         .expect("java runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -563,6 +564,12 @@ fn yarns_own_client_submits_watches_and_kills_over_rpc() {
     assert_eq!(read["listed"], "true");
     assert_eq!(read["killed.state"], "KILLED");
     assert_eq!(read["unknown"], "ApplicationNotFoundException");
+    // Its attempt, and its master's container as the attempt names it.
+    assert_eq!(read["attempts"], "1");
+    assert_eq!(read["attempt.id"], read["report.attempt"]);
+    assert_eq!(read["containers"], "1");
+    assert_eq!(read["container.state"], "RUNNING");
+    assert_eq!(read["container.is.am"], "true");
     // What the client read is what REST says; the tag named the project.
     let id = read["app.id"];
     let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{id}"));

@@ -13,10 +13,12 @@ import java.util.Set;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.yarn.api.protocolrecords.GetNewApplicationResponse;
+import org.apache.hadoop.yarn.api.records.ApplicationAttemptReport;
 import org.apache.hadoop.yarn.api.records.ApplicationId;
 import org.apache.hadoop.yarn.api.records.ApplicationReport;
 import org.apache.hadoop.yarn.api.records.ApplicationSubmissionContext;
 import org.apache.hadoop.yarn.api.records.ContainerLaunchContext;
+import org.apache.hadoop.yarn.api.records.ContainerReport;
 import org.apache.hadoop.yarn.api.records.NodeReport;
 import org.apache.hadoop.yarn.api.records.NodeState;
 import org.apache.hadoop.yarn.api.records.Priority;
@@ -110,6 +112,27 @@ public class ClientCheck {
         say("report.tags", String.join(",", new java.util.TreeSet<>(report.getApplicationTags())));
         say("report.priority", report.getPriority().getPriority());
         say("report.attempt", report.getCurrentApplicationAttemptId());
+
+        // The attempt and, where an agent runs it (CHECK_CONTAINERS set),
+        // its master's container.
+        List<ApplicationAttemptReport> attempts = client.getApplicationAttempts(id);
+        say("attempts", attempts.size());
+        ApplicationAttemptReport attempt =
+                client.getApplicationAttemptReport(attempts.get(0).getApplicationAttemptId());
+        say("attempt.id", attempt.getApplicationAttemptId());
+        if (System.getenv("CHECK_CONTAINERS") != null) {
+            long deadline = System.currentTimeMillis() + 30_000;
+            List<ContainerReport> containers = client.getContainers(attempt.getApplicationAttemptId());
+            while (containers.isEmpty() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(100);
+                containers = client.getContainers(attempt.getApplicationAttemptId());
+            }
+            say("containers", containers.size());
+            ContainerReport container = client.getContainerReport(containers.get(0).getContainerId());
+            say("container.state", container.getContainerState());
+            say("container.is.am", container.getContainerId().equals(
+                    client.getApplicationAttemptReport(attempt.getApplicationAttemptId()).getAMContainerId()));
+        }
 
         boolean listed = false;
         for (ApplicationReport app : client.getApplications()) {

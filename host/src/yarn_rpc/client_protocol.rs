@@ -14,17 +14,21 @@ use super::connection::Call;
 use super::error::{RpcError, class};
 use super::messages::calls::{
     APPLICATION_CLIENT_PROTOCOL, APPLICATION_CLIENT_PROTOCOL_METHODS,
+    GetApplicationAttemptReportRequestProto, GetApplicationAttemptReportResponseProto,
+    GetApplicationAttemptsRequestProto, GetApplicationAttemptsResponseProto,
     GetApplicationReportRequestProto, GetApplicationReportResponseProto,
     GetApplicationsRequestProto, GetApplicationsResponseProto, GetClusterMetricsRequestProto,
     GetClusterMetricsResponseProto, GetClusterNodesRequestProto, GetClusterNodesResponseProto,
-    GetNewApplicationRequestProto, GetNewApplicationResponseProto, GetQueueInfoRequestProto,
-    GetQueueInfoResponseProto, GetQueueUserAclsInfoRequestProto, GetQueueUserAclsInfoResponseProto,
-    KillApplicationRequestProto, KillApplicationResponseProto, SubmitApplicationRequestProto,
-    SubmitApplicationResponseProto,
+    GetContainerReportRequestProto, GetContainerReportResponseProto, GetContainersRequestProto,
+    GetContainersResponseProto, GetNewApplicationRequestProto, GetNewApplicationResponseProto,
+    GetQueueInfoRequestProto, GetQueueInfoResponseProto, GetQueueUserAclsInfoRequestProto,
+    GetQueueUserAclsInfoResponseProto, KillApplicationRequestProto, KillApplicationResponseProto,
+    SubmitApplicationRequestProto, SubmitApplicationResponseProto,
 };
 use super::messages::records::{
-    ApplicationSubmissionContextProto, ContainerLaunchContextProto, LocalResourceTypeProto,
-    NodeStateProto, QueueACLProto, QueueUserACLInfoProto,
+    ApplicationAttemptIdProto, ApplicationAttemptReportProto, ApplicationSubmissionContextProto,
+    ContainerLaunchContextProto, LocalResourceTypeProto, NodeStateProto, QueueACLProto,
+    QueueUserACLInfoProto,
 };
 use super::reports::{self, QueueDepth};
 use super::server::Protocols;
@@ -232,6 +236,84 @@ impl ClientProtocol {
                     .await?;
                 GetQueueUserAclsInfoResponseProto { queue_user_acls }.encode_to_vec()
             }
+            "getApplicationAttempts" => {
+                let request: GetApplicationAttemptsRequestProto = call.decode()?;
+                let id = reports::application_id_text(request.application_id.as_ref())?;
+                let wanted = id.clone();
+                let report = self
+                    .read(move |rm| rm.cluster().app(&wanted).map(reports::attempt_report))
+                    .await?
+                    .ok_or_else(|| reports::app_not_found(&id))?;
+                GetApplicationAttemptsResponseProto {
+                    application_attempts: vec![report],
+                }
+                .encode_to_vec()
+            }
+            "getApplicationAttemptReport" => {
+                let request: GetApplicationAttemptReportRequestProto = call.decode()?;
+                let report = self.current_attempt(request.application_attempt_id).await?;
+                GetApplicationAttemptReportResponseProto {
+                    application_attempt_report: Some(report),
+                }
+                .encode_to_vec()
+            }
+            "getContainers" => {
+                let request: GetContainersRequestProto = call.decode()?;
+                let attempt = self.current_attempt(request.application_attempt_id).await?;
+                let id = reports::attempt_id_text(attempt.application_attempt_id.as_ref())
+                    .map(|(app, _)| app)
+                    .unwrap_or_default();
+                let containers = self
+                    .read(move |rm| {
+                        rm.app_containers(&caller, &id).map(|records| {
+                            records
+                                .iter()
+                                .map(|r| reports::container_report(rm.cluster(), r))
+                                .collect()
+                        })
+                    })
+                    .await?
+                    .map_err(refused)?;
+                GetContainersResponseProto { containers }.encode_to_vec()
+            }
+            "getContainerReport" => {
+                let request: GetContainerReportRequestProto = call.decode()?;
+                let id = request
+                    .container_id
+                    .as_ref()
+                    .and_then(reports::container_id_text)
+                    .ok_or_else(|| RpcError::yarn("the request names no container id"))?;
+                let app = reports::application_id_text(
+                    request
+                        .container_id
+                        .as_ref()
+                        .and_then(|c| c.app_attempt_id.as_ref())
+                        .and_then(|a| a.application_id.as_ref()),
+                )?;
+                let wanted = id.clone();
+                let report = self
+                    .read(move |rm| {
+                        rm.app_containers(&caller, &app).map(|records| {
+                            records
+                                .iter()
+                                .rev()
+                                .find(|r| r.id == wanted)
+                                .map(|r| reports::container_report(rm.cluster(), r))
+                        })
+                    })
+                    .await?
+                    .map_err(refused)?
+                    .ok_or_else(|| {
+                        RpcError::new(
+                            class::CONTAINER_NOT_FOUND,
+                            format!("Container with id '{id}' doesn't exist in RM."),
+                        )
+                    })?;
+                GetContainerReportResponseProto {
+                    container_report: Some(report),
+                }
+                .encode_to_vec()
+            }
             // YARN has it; Weft does not serve it.
             other if APPLICATION_CLIENT_PROTOCOL_METHODS.contains(&other) => {
                 return Err(RpcError::unsupported(PROTOCOL, other));
@@ -239,6 +321,36 @@ impl ClientProtocol {
             other => return Err(RpcError::no_such_method(PROTOCOL, other)),
         };
         Ok(response)
+    }
+
+    /// The report of the attempt `id` names, which must be its app's
+    /// current one (Weft keeps no earlier attempts).
+    async fn current_attempt(
+        &self,
+        id: Option<ApplicationAttemptIdProto>,
+    ) -> Result<ApplicationAttemptReportProto, RpcError> {
+        let (app, attempt) = reports::attempt_id_text(id.as_ref())
+            .ok_or_else(|| RpcError::yarn("the request names no application attempt id"))?;
+        let wanted = app.clone();
+        let report = self
+            .read(move |rm| rm.cluster().app(&wanted).map(reports::attempt_report))
+            .await?
+            .ok_or_else(|| reports::app_not_found(&app))?;
+        let current = report
+            .application_attempt_id
+            .as_ref()
+            .and_then(|a| a.attempt_id)
+            .unwrap_or(1);
+        if i64::from(current) != i64::from(attempt) {
+            return Err(RpcError::new(
+                class::APPLICATION_ATTEMPT_NOT_FOUND,
+                format!(
+                    "ApplicationAttempt with id '{}' doesn't exist in RM; its current attempt is {current}",
+                    crate::cluster::attempt_id(&app, attempt)
+                ),
+            ));
+        }
+        Ok(report)
     }
 
     /// Runs a read on the event loop.

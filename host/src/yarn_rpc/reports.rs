@@ -1,15 +1,16 @@
-//! What Weft knows, as YARN's records: app ids and reports, node reports,
-//! queue infos and the cluster's metrics, read from the cluster model for
-//! the RPC protocols to answer with.
+//! What Weft knows, as YARN's records: app ids and reports, attempt and
+//! container reports, node reports, queue infos and the cluster's metrics,
+//! read from the cluster model for the RPC protocols to answer with.
 
 use super::error::{RpcError, class};
 use super::messages::records::{
-    ApplicationAttemptIdProto, ApplicationIdProto, ApplicationReportProto,
-    ApplicationResourceUsageReportProto, ContainerIdProto, FinalApplicationStatusProto,
-    NodeIdProto, NodeReportProto, NodeStateProto, PriorityProto, QueueInfoProto, QueueStateProto,
-    ResourceProto, YarnApplicationStateProto, YarnClusterMetricsProto,
+    ApplicationAttemptIdProto, ApplicationAttemptReportProto, ApplicationIdProto,
+    ApplicationReportProto, ApplicationResourceUsageReportProto, ContainerIdProto,
+    ContainerReportProto, ContainerStateProto, FinalApplicationStatusProto, NodeIdProto,
+    NodeReportProto, NodeStateProto, PriorityProto, QueueInfoProto, QueueStateProto, ResourceProto,
+    YarnApplicationAttemptStateProto, YarnApplicationStateProto, YarnClusterMetricsProto,
 };
-use crate::cluster::{App, AppState, Cluster, Node};
+use crate::cluster::{App, AppState, Cluster, ContainerRecord, Node};
 use crate::queues::QueueState;
 use crate::resources::Resources;
 
@@ -225,6 +226,53 @@ pub fn node_id(node: &Node) -> NodeIdProto {
     NodeIdProto {
         host: Some(host.to_string()),
         port: Some(port),
+    }
+}
+
+/// The report of an app's current attempt (see `App::current_attempt`).
+pub fn attempt_report(app: &App) -> ApplicationAttemptReportProto {
+    let attempt = app.current_attempt();
+    let state = match attempt.state {
+        "SCHEDULED" => YarnApplicationAttemptStateProto::AppAttemptScheduled,
+        "LAUNCHED" => YarnApplicationAttemptStateProto::AppAttemptLaunched,
+        "RUNNING" => YarnApplicationAttemptStateProto::AppAttemptRunning,
+        "FINISHED" => YarnApplicationAttemptStateProto::AppAttemptFinished,
+        "FAILED" => YarnApplicationAttemptStateProto::AppAttemptFailed,
+        _ => YarnApplicationAttemptStateProto::AppAttemptKilled,
+    };
+    ApplicationAttemptReportProto {
+        application_attempt_id: Some(attempt_id(&app.id, attempt.number)),
+        host: Some(attempt.host.to_string()),
+        rpc_port: Some(attempt.rpc_port),
+        tracking_url: Some(attempt.tracking_url.to_string()),
+        diagnostics: Some(app.diagnostics.clone()),
+        yarn_application_attempt_state: Some(state as i32),
+        am_container_id: attempt.am_container.and_then(|c| container_id(&c.id)),
+        original_tracking_url: Some(attempt.tracking_url.to_string()),
+        start_time: Some(ms(app.start_time_ms.unwrap_or(app.submit_time_ms))),
+        finish_time: Some(app.finish_time_ms.map_or(0, ms)),
+    }
+}
+
+/// A container's report, from its record (its node's NodeId and web
+/// address while the node is registered).
+pub fn container_report(cluster: &Cluster, record: &ContainerRecord) -> ContainerReportProto {
+    let node = cluster.node(&record.node);
+    ContainerReportProto {
+        container_id: container_id(&record.id),
+        node_id: node.map(node_id),
+        creation_time: Some(ms(record.start_time_ms)),
+        finish_time: Some(record.finish_time_ms.map_or(0, ms)),
+        diagnostics_info: Some(record.diagnostics.clone()),
+        // YARN's INVALID while it runs.
+        container_exit_status: Some(record.exit_status.unwrap_or(-1000)),
+        container_state: Some(if record.finish_time_ms.is_some() {
+            ContainerStateProto::CComplete as i32
+        } else {
+            ContainerStateProto::CRunning as i32
+        }),
+        node_http_address: node.map(Node::http_host_port),
+        ..ContainerReportProto::default()
     }
 }
 
