@@ -522,31 +522,51 @@ pub(crate) fn pyspark_jars() -> Option<PathBuf> {
     Some(jars)
 }
 
-#[test]
-fn yarns_own_client_submits_watches_and_kills_over_rpc() {
-    let Some(jars) = pyspark_jars() else { return };
-    let dir = crate::support::shared_tempdir();
-    let server = Server::start_with_local_agent(&dir.path().join("data"), &[], None);
-    let check = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/yarn_rpc/ClientCheck.java");
-    let output = Command::new("java")
-        .arg("-cp")
+/// YARN's own client (tests/yarn_rpc/ClientCheck.java) against the client
+/// port at `address`, its master `sleep 300`, with `env` added (and no
+/// HADOOP_TOKEN_FILE_LOCATION but `env`'s).
+fn client_check(
+    jars: &Path,
+    address: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> std::process::Output {
+    let mut java = Command::new("java");
+    java.arg("-cp")
         .arg(jars.join("*"))
-        .arg(check)
-        .arg(rpc_address(&server))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/yarn_rpc/ClientCheck.java"))
+        .arg(address)
         .arg("sleep 300")
-        .env("CHECK_CONTAINERS", "1")
-        .output()
-        .expect("java runs");
+        .env_remove("HADOOP_TOKEN_FILE_LOCATION")
+        .envs(env.iter().copied());
+    java.output().expect("java runs")
+}
+
+/// The `key=value` lines a client check printed; it must have succeeded.
+fn read_check(output: &std::process::Output) -> std::collections::BTreeMap<String, String> {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let read: std::collections::BTreeMap<&str, &str> = stdout
+    stdout
         .lines()
         .filter_map(|line| line.split_once('='))
-        .collect();
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn yarns_own_client_submits_watches_and_kills_over_rpc() {
+    let Some(jars) = pyspark_jars() else { return };
+    let dir = crate::support::shared_tempdir();
+    let server = Server::start_with_local_agent(&dir.path().join("data"), &[], None);
+    let output = client_check(
+        &jars,
+        &rpc_address(&server),
+        &[("CHECK_CONTAINERS", "1".as_ref())],
+    );
+    let read = read_check(&output);
     let (_, metrics) = server.get("/ws/v1/cluster/metrics");
     assert_eq!(
         read["nodemanagers"],
@@ -571,7 +591,7 @@ fn yarns_own_client_submits_watches_and_kills_over_rpc() {
     assert_eq!(read["container.state"], "RUNNING");
     assert_eq!(read["container.is.am"], "true");
     // What the client read is what REST says; the tag named the project.
-    let id = read["app.id"];
+    let id = &read["app.id"];
     let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
     assert_eq!(app["app"]["project"], "rpcproj", "{app}");
     assert_eq!(app["app"]["state"], "KILLED", "{app}");
@@ -628,32 +648,17 @@ fn in_token_mode_yarns_client_authenticates_with_a_delegation_token() {
         credentials(&alice, "alice.creds"),
         credentials(&bob, "bob.creds"),
     );
-    let check = |token_file: Option<&Path>| {
-        let mut java = Command::new("java");
-        java.arg("-cp")
-            .arg(jars.join("*"))
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/yarn_rpc/ClientCheck.java"))
-            .arg(&address)
-            .arg("sleep 300")
-            .env_remove("HADOOP_TOKEN_FILE_LOCATION");
-        if let Some(file) = token_file {
-            java.env("HADOOP_TOKEN_FILE_LOCATION", file);
-        }
-        java.output().expect("java runs")
+    let check = |token_file: Option<&Path>| match token_file {
+        Some(file) => client_check(
+            &jars,
+            &address,
+            &[("HADOOP_TOKEN_FILE_LOCATION", file.as_os_str())],
+        ),
+        None => client_check(&jars, &address, &[]),
     };
-    let output = check(Some(&alice_file));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let read: std::collections::BTreeMap<&str, &str> = stdout
-        .lines()
-        .filter_map(|line| line.split_once('='))
-        .collect();
-    assert_eq!(read["report.user"], "alice", "{stdout}");
-    assert_eq!(read["killed.state"], "KILLED", "{stdout}");
+    let read = read_check(&check(Some(&alice_file)));
+    assert_eq!(read["report.user"], "alice", "{read:?}");
+    assert_eq!(read["killed.state"], "KILLED", "{read:?}");
     let (status, app) = server.request(
         "GET",
         &format!("/ws/v1/cluster/apps/{}", read["app.id"]),
