@@ -672,7 +672,7 @@ pub(super) struct AppInfo {
     /// 1 for the app its queue serves next (GET …/apps/{id} only).
     #[serde(skip_serializing_if = "Option::is_none")]
     position_in_queue: Option<usize>,
-    /// YARN's progress, 0 to 100: the share of its containers that ended
+    /// YARN's progress, 0 to 100 (`App::progress`): the share of its containers that ended
     /// (100 once the app has ended).
     progress: f64,
     /// Milliseconds from its start to its end, or to now (0 before it starts).
@@ -705,16 +705,7 @@ impl AppInfo {
     /// `cluster_id`.
     fn new(app: &App, now: u64, cluster_id: u64) -> AppInfo {
         let ended = app.finish_time_ms.is_some();
-        let containers = u64::from(app.finished_containers)
-            .saturating_add(u64::from(app.running_containers))
-            .saturating_add(app.pending_containers());
-        let progress = if ended {
-            100.0
-        } else if containers == 0 {
-            0.0
-        } else {
-            100.0 * app.finished_containers as f64 / containers as f64
-        };
+        let progress = 100.0 * app.progress();
         let elapsed_time = match app.start_time_ms {
             Some(start) => app.finish_time_ms.unwrap_or(now).saturating_sub(start),
             None => 0,

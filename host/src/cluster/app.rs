@@ -841,6 +841,25 @@ impl App {
         }
     }
 
+    /// YARN's progress, 0 to 1: 1 once ended; a registered YARN master's
+    /// own word; else the share of its containers that ended.
+    pub fn progress(&self) -> f64 {
+        if self.finish_time_ms.is_some() {
+            return 1.0;
+        }
+        if let Some(master) = self.master.as_deref().filter(|m| m.registered) {
+            return f64::from(master.progress);
+        }
+        let containers = u64::from(self.finished_containers)
+            .saturating_add(u64::from(self.running_containers))
+            .saturating_add(self.pending_containers());
+        if containers == 0 {
+            0.0
+        } else {
+            self.finished_containers as f64 / containers as f64
+        }
+    }
+
     /// Counts what its running containers held since the last count, up to
     /// `now`.
     fn count_usage(&mut self, now: u64) {

@@ -122,6 +122,8 @@ pub struct Master {
     nodes_told: BTreeSet<String>,
     /// Hosts and racks its containers must not go to (its blacklist).
     blacklist: BTreeSet<String>,
+    /// How far it says it got, 0 to 1 (its last allocate's).
+    pub progress: f32,
 }
 
 /// An allocate's change to its master's blacklist: hosts (as its NodeIds
@@ -495,6 +497,21 @@ impl Cluster {
         master.allocated = waiting;
         news.outstanding = u64::from(app.running_containers) + app.pending_containers();
         Ok((news, released))
+    }
+
+    /// The progress attempt `attempt` of `app_id` reported with an
+    /// allocate, as YARN takes it: NaN or below 0 is 0, above 1 is 1.
+    pub fn master_progress(&mut self, app_id: &str, attempt: u32, progress: f32) {
+        let Ok(index) = self.master_of(app_id, attempt) else {
+            return;
+        };
+        if let Some(master) = self.apps[index].master.as_mut() {
+            master.progress = if progress.is_nan() {
+                0.0
+            } else {
+                progress.clamp(0.0, 1.0)
+            };
+        }
     }
 
     /// The places a master names, as the cluster's: each host is the nodes
@@ -1129,5 +1146,22 @@ mod tests {
         );
         assert_eq!(cluster.apps()[app].asks[1].pending, 2, "nothing applied");
         assert!(cluster.apps()[app].asks[1].avoid.is_empty());
+    }
+
+    #[test]
+    fn a_registered_masters_progress_is_its_apps_as_yarn_bounds_it() {
+        let (mut cluster, app, id) = with_master();
+        cluster.master_progress(&id, 1, 0.5);
+        assert_eq!(cluster.apps()[app].progress(), 0.0, "not registered yet");
+        cluster
+            .register_master(&id, 1, "h".into(), -1, String::new())
+            .unwrap();
+        for (said, taken) in [(0.25, 0.25), (f32::NAN, 0.0), (-3.0, 0.0), (7.0, 1.0)] {
+            cluster.master_progress(&id, 1, said);
+            assert_eq!(cluster.apps()[app].progress(), taken, "{said}");
+        }
+        // Another attempt's word is not taken.
+        cluster.master_progress(&id, 2, 0.75);
+        assert_eq!(cluster.apps()[app].progress(), 1.0);
     }
 }

@@ -72,6 +72,7 @@ impl ResourceManager {
         asks: &[MasterAsk],
         releases: &[String],
         blacklist: &BlacklistChange,
+        progress: f32,
     ) -> Result<MasterAllocated, MasterError> {
         let maximum = self.maximum_allocation().0;
         for ask in asks {
@@ -86,6 +87,7 @@ impl ResourceManager {
         let (news, released) = self
             .cluster
             .master_allocate(app_id, attempt, asks, releases, blacklist, now)?;
+        self.cluster.master_progress(app_id, attempt, progress);
         self.containers_finished(&released, now);
         // (A blacklist's removals wait for the next round: an allocate
         // that removes nothing would otherwise force a round each call.)

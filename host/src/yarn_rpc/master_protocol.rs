@@ -277,9 +277,11 @@ impl MasterProtocol {
     ) -> Result<Allocated, RpcError> {
         let (asks, releases) = asks_and_releases(request)?;
         let blacklist = blacklist_change(request)?;
+        let progress = request.progress.unwrap_or(0.0);
         self.rm
             .with(move |rm: &mut ResourceManager| {
-                let allocated = rm.master_allocate(&app, attempt, &asks, &releases, &blacklist)?;
+                let allocated =
+                    rm.master_allocate(&app, attempt, &asks, &releases, &blacklist, progress)?;
                 Ok::<_, MasterError>(view(rm, &app, allocated))
             })
             .await?

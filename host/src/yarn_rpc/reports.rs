@@ -166,13 +166,7 @@ pub fn yarn_state(app: &App) -> YarnApplicationStateProto {
 pub fn app_report(app: &App) -> ApplicationReportProto {
     let master = app.master.as_deref().filter(|m| m.registered);
     let yarn_state = yarn_state(app);
-    let asked: u64 = app.asks.iter().map(|a| u64::from(a.count)).sum();
-    let done = u64::from(app.finished_containers);
-    let progress = match app.state {
-        AppState::Finished => 1.0,
-        _ if asked == 0 => 0.0,
-        _ => (done as f64 / asked as f64).min(1.0) as f32,
-    };
+    let progress = app.progress() as f32;
     ApplicationReportProto {
         application_id: Some(application_id(&app.id)),
         user: Some(app.user.clone()),
