@@ -751,6 +751,17 @@ mod tests {
         master.container.clone().unwrap()
     }
 
+    /// An allocate of attempt 1 of `id` that leaves its blacklist as it is.
+    fn allocate(
+        cluster: &mut Cluster,
+        id: &str,
+        asks: &[MasterAsk],
+        releases: &[String],
+        now: u64,
+    ) -> Result<(MasterNews, Vec<Container>), MasterError> {
+        cluster.master_allocate(id, 1, asks, releases, &BlacklistChange::default(), now)
+    }
+
     fn executors(count: u32) -> MasterAsk {
         MasterAsk {
             key: MasterAskKey {
@@ -769,9 +780,7 @@ mod tests {
         let am = master_container(&cluster, app);
         assert!(am.contains("_01_"), "{am}");
         assert_eq!(
-            cluster
-                .master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 20)
-                .unwrap_err(),
+            allocate(&mut cluster, &id, &[], &[], 20).unwrap_err(),
             MasterError::NotRegistered(id.clone())
         );
         assert!(matches!(
@@ -781,56 +790,26 @@ mod tests {
         cluster
             .register_master(&id, 1, "h".into(), 7077, String::new())
             .unwrap();
-        let (news, _) = cluster
-            .master_allocate(
-                &id,
-                1,
-                &[executors(2)],
-                &[],
-                &BlacklistChange::default(),
-                20,
-            )
-            .unwrap();
+        let (news, _) = allocate(&mut cluster, &id, &[executors(2)], &[], 20).unwrap();
         assert!(news.allocated.is_empty());
         assert_eq!(cluster.apps()[app].pending_containers(), 2);
         // Absolute, as YARN's: asking 3 now means 3 outstanding, not 5.
-        cluster
-            .master_allocate(
-                &id,
-                1,
-                &[executors(3)],
-                &[],
-                &BlacklistChange::default(),
-                20,
-            )
-            .unwrap();
+        allocate(&mut cluster, &id, &[executors(3)], &[], 20).unwrap();
         assert_eq!(cluster.apps()[app].pending_containers(), 3);
         let placed = place(&mut cluster, app, 1, 2);
         // Not told until its node holds them.
-        let (news, _) = cluster
-            .master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 30)
-            .unwrap();
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 30).unwrap();
         assert!(news.allocated.is_empty());
         let node = cluster.nodes.get_mut("n1").unwrap();
         node.launched.extend(placed.iter().cloned());
-        let (news, _) = cluster
-            .master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 30)
-            .unwrap();
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 30).unwrap();
         assert_eq!(news.allocated.len(), 2);
         assert_eq!(news.new_nodes, ["n1"]);
         assert_eq!(news.allocated[0].1.priority, 0);
         // A release ends it and is told as ABORTED; another app's container
         // or the master's own cannot be released.
-        let (news, released) = cluster
-            .master_allocate(
-                &id,
-                1,
-                &[],
-                &[placed[0].clone(), am.clone()],
-                &BlacklistChange::default(),
-                40,
-            )
-            .unwrap();
+        let (news, released) =
+            allocate(&mut cluster, &id, &[], &[placed[0].clone(), am.clone()], 40).unwrap();
         assert_eq!(released.len(), 1);
         assert_eq!(news.completed.len(), 1);
         assert_eq!(
@@ -848,9 +827,7 @@ mod tests {
             },
         );
         assert_eq!(cluster.apps()[app].state, AppState::Running);
-        let (news, _) = cluster
-            .master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 70)
-            .unwrap();
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 70).unwrap();
         assert_eq!(news.completed[0].exit_status, 1);
         let ended = cluster
             .finish_master(
@@ -871,14 +848,7 @@ mod tests {
             Err(MasterError::Unregistered(id.clone()))
         );
         assert!(matches!(
-            cluster.master_allocate(
-                &id,
-                1,
-                &[executors(1)],
-                &[],
-                &BlacklistChange::default(),
-                85
-            ),
+            allocate(&mut cluster, &id, &[executors(1)], &[], 85),
             Err(MasterError::Unregistered(_))
         ));
         cluster.end_container(&am, 90, EndCause::Succeeded);
@@ -903,16 +873,7 @@ mod tests {
         cluster
             .register_master(&id, 1, "h".into(), -1, String::new())
             .unwrap();
-        cluster
-            .master_allocate(
-                &id,
-                1,
-                &[executors(2)],
-                &[],
-                &BlacklistChange::default(),
-                20,
-            )
-            .unwrap();
+        allocate(&mut cluster, &id, &[executors(2)], &[], 20).unwrap();
         let executor = place(&mut cluster, app, 1, 1);
         let am = master_container(&cluster, app);
         // Exited 0 without unregistering: the attempt failed.
@@ -927,7 +888,7 @@ mod tests {
             "only the next master"
         );
         assert!(matches!(
-            cluster.master_allocate(&id, 1, &[], &[], &BlacklistChange::default(), 40),
+            allocate(&mut cluster, &id, &[], &[], 40),
             Err(MasterError::NotCurrentAttempt { .. })
         ));
         let next = place(&mut cluster, app, 0, 1);
@@ -971,7 +932,7 @@ mod tests {
             })
             .collect();
         assert!(matches!(
-            cluster.master_allocate(&id, 1, &too_many, &[], &BlacklistChange::default(), 20),
+            allocate(&mut cluster, &id, &too_many, &[], 20),
             Err(MasterError::BadAsk(_))
         ));
         let no_cores = MasterAsk {
@@ -988,32 +949,13 @@ mod tests {
             },
             ..executors(1)
         };
-        assert!(
-            cluster
-                .master_allocate(&id, 1, &[no_cores], &[], &BlacklistChange::default(), 20)
-                .is_err()
-        );
-        assert!(
-            cluster
-                .master_allocate(&id, 1, &[no_memory], &[], &BlacklistChange::default(), 20)
-                .is_err()
-        );
+        assert!(allocate(&mut cluster, &id, &[no_cores], &[], 20).is_err());
+        assert!(allocate(&mut cluster, &id, &[no_memory], &[], 20).is_err());
         let huge = MasterAsk {
             count: MAX_MASTER_ASK_CONTAINERS + 1,
             ..executors(1)
         };
-        assert!(
-            cluster
-                .master_allocate(
-                    &id,
-                    1,
-                    &[executors(1), huge],
-                    &[],
-                    &BlacklistChange::default(),
-                    20
-                )
-                .is_err()
-        );
+        assert!(allocate(&mut cluster, &id, &[executors(1), huge], &[], 20).is_err());
         assert_eq!(cluster.apps()[app].asks.len(), 1, "nothing was added");
         assert_eq!(
             attempt_id("application_17_0003", 2),
@@ -1035,16 +977,14 @@ mod tests {
             },
             ..executors(2)
         };
-        cluster
-            .master_allocate(
-                &id,
-                1,
-                &[near(&["n1", "elsewhere"], false)],
-                &[],
-                &BlacklistChange::default(),
-                20,
-            )
-            .unwrap();
+        allocate(
+            &mut cluster,
+            &id,
+            &[near(&["n1", "elsewhere"], false)],
+            &[],
+            20,
+        )
+        .unwrap();
         let locality = cluster.apps()[app].asks[1].locality.clone().unwrap();
         assert_eq!(locality.nodes.iter().collect::<Vec<_>>(), ["n1"]);
         assert!(!locality.relax_locality);
@@ -1054,29 +994,11 @@ mod tests {
             .as_mut()
             .unwrap()
             .missed_opportunities = 3;
-        cluster
-            .master_allocate(
-                &id,
-                1,
-                &[near(&["n1"], false)],
-                &[],
-                &BlacklistChange::default(),
-                30,
-            )
-            .unwrap();
+        allocate(&mut cluster, &id, &[near(&["n1"], false)], &[], 30).unwrap();
         let kept = cluster.apps()[app].asks[1].locality.as_ref().unwrap();
         assert_eq!(kept.missed_opportunities, 3);
         // Only unknown hosts: anywhere.
-        cluster
-            .master_allocate(
-                &id,
-                1,
-                &[near(&["elsewhere"], true)],
-                &[],
-                &BlacklistChange::default(),
-                40,
-            )
-            .unwrap();
+        allocate(&mut cluster, &id, &[near(&["elsewhere"], true)], &[], 40).unwrap();
         assert!(cluster.apps()[app].asks[1].locality.is_none());
     }
 
