@@ -330,6 +330,12 @@ write_conf() { # DIR
         # creation after many deletions (see turnover-vs-slurm.sh). It does
         # not change the figure: the deletion comes after the last exit.
         prop yarn.nodemanager.delete.debug-delay-sec 3600
+        # The NM's disk checker marks the node UNHEALTHY when its disk is
+        # over 90 % full (and the RM then places nothing: the run hangs).
+        # Weft and Slurm run on the same disk without such a check, and a
+        # 1,000-container run writes a few MB, so the check is off here.
+        prop yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage 100
+        prop yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb 0
         prop yarn.application.classpath "$conf,$lib/*"
         echo '</configuration>'
     } >"$conf/yarn-site.xml"
@@ -411,6 +417,9 @@ one_run() { # DIR -> writes "makespan first_start most_at_once client_wall" to D
     done
     [ -n "$ok" ] || fail "the NM did not register in 60 s: see $dir"
     sleep 2 # the node's first heartbeats; the scheduler adds it
+    # An unhealthy node gets no containers: the client would wait for ever.
+    ! grep -q "Node Transitioned from .* to UNHEALTHY" "$dir/rm.log" \
+        || fail "the NM is UNHEALTHY (its health report is in nm.log): see $dir"
     local client_cmd classpath=$dir/conf:$lib/*
     if [ "$client" = ds ]; then
         client_cmd=(org.apache.hadoop.yarn.applications.distributedshell.Client
