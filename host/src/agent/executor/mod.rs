@@ -191,6 +191,27 @@ pub struct Executor {
 /// when (its retention counts from then).
 const ACKNOWLEDGED: &str = "acknowledged";
 
+/// Records in a container's private `dir` that its end was acknowledged,
+/// and when (the file's time): its end record becomes [`ACKNOWLEDGED`]
+/// and is stamped now. A rename, not a new file: allocating inodes is most
+/// of what a short container costs the agent on ext4 (BENCHMARKS.md), and
+/// ten a container were already made. Without an end record (its write
+/// failed) a new file says it.
+fn mark_acknowledged(dir: &Path) -> io::Result<()> {
+    let marker = dir.join(ACKNOWLEDGED);
+    match fs::rename(dir.join("end.json"), &marker) {
+        Ok(()) => OpenOptions::new()
+            .write(true)
+            .custom_flags(OFlag::O_NOFOLLOW.bits())
+            .open(&marker)?
+            .set_modified(SystemTime::now()),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            write_json_atomically(&marker, &now_ms())
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// What does not change after [`Executor::open`].
 struct Settings {
     config: ExecutorConfig,
@@ -605,13 +626,9 @@ impl Executor {
             // The agent's own record of when: the retention of its logs and
             // working dir counts from here (not from their times, which
             // the container can set).
-            let marker = self
-                .settings
-                .layout
-                .private_dir(container_id)
-                .join(ACKNOWLEDGED);
-            if let Err(error) = write_json_atomically(&marker, &now_ms()) {
-                tracing::warn!(file = %marker.display(), %error, "cannot record that a container's end was acknowledged");
+            let dir = self.settings.layout.private_dir(container_id);
+            if let Err(error) = mark_acknowledged(&dir) {
+                tracing::warn!(dir = %dir.display(), %error, "cannot record that a container's end was acknowledged");
             }
         }
     }

@@ -218,12 +218,23 @@ fn runs_a_command_with_its_environment_and_reports_success() {
 
     // Reported once; forgetting keeps the logs, and the id cannot run again.
     assert!(executor.poll().is_empty());
-    executor.forget("c_ok");
     let record = executor.settings.layout.private_dir("c_ok");
+    fs::File::open(record.join("end.json"))
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    executor.forget("c_ok");
     assert!(
         record.join(ACKNOWLEDGED).exists(),
         "its retention counts from now"
     );
+    // Its end record became the mark (no new file), stamped now, not at
+    // the end it records.
+    assert!(!record.join("end.json").exists());
+    let stamped = fs::symlink_metadata(record.join(ACKNOWLEDGED))
+        .and_then(|m| m.modified())
+        .unwrap();
+    assert!(SystemTime::now().duration_since(stamped).unwrap() < Duration::from_secs(60));
     // An agent started again on these dirs does not report it again.
     assert!(
         Executor::open(bench.config(RunAs::Agent))
