@@ -654,3 +654,32 @@ fn a_body_trickled_too_slowly_is_cut_off() {
     writer.join().unwrap();
     server.stop();
 }
+
+/// Submits an app with `priority` and returns the priority it was given.
+fn given_priority(server: &Server, priority: i64) -> Value {
+    let mut body = app(json!([{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 10}]));
+    body["priority"] = json!(priority);
+    let (status, answer) = server.post_json("/ws/v1/cluster/apps", &body);
+    assert_eq!(status, 202, "{answer}");
+    let id = answer["app"]["id"].as_str().unwrap();
+    let (status, answer) = server.get(&format!("/ws/v1/cluster/apps/{id}/priority"));
+    assert_eq!(status, 200, "{answer}");
+    answer["priority"].clone()
+}
+
+#[test]
+fn priorities_above_the_clusters_highest_are_cut_to_it() {
+    // YARN's default: no app is served ahead of earlier ones by asking.
+    let server = Server::start(&SIM_NODES);
+    assert_eq!(given_priority(&server, i64::from(i32::MAX)), json!(0));
+    assert_eq!(given_priority(&server, -3), json!(-3));
+    drop(server);
+    let server = Server::start(&[
+        SIM_NODES[0],
+        SIM_NODES[1],
+        "--set",
+        "yarn.cluster.max-application-priority=5",
+    ]);
+    assert_eq!(given_priority(&server, 9), json!(5));
+    assert_eq!(given_priority(&server, 3), json!(3));
+}

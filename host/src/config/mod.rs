@@ -186,6 +186,9 @@ pub struct SchedulerSettings {
     /// `weft.scheduler.usage.half-life-ms`: users' and queues' use fades by
     /// half in this time (0: it does not fade).
     pub usage_half_life_ms: u64,
+    /// `yarn.cluster.max-application-priority`: the highest priority an
+    /// app may have (higher ones asked are cut to it).
+    pub max_application_priority: i32,
 }
 
 /// How the resource manager tracks nodes (YARN's NodeManager heartbeats and
@@ -440,6 +443,11 @@ impl Settings {
                 read.whole_u32("yarn.resource-types.yarn.io/gpu.maximum-allocation")?,
             ),
             usage_half_life_ms: read.whole("weft.scheduler.usage.half-life-ms")?,
+            // Within i32 by its bounds (properties.rs).
+            max_application_priority: i32::try_from(
+                read.whole("yarn.cluster.max-application-priority")?,
+            )
+            .unwrap_or(i32::MAX),
         };
         // Read the patience even when reclaim is off, so a bad value is
         // refused either way (and the read is counted by the tests).

@@ -445,6 +445,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "MB the quota event log may grow to (replay reads at most 1024); at the limit no more events are logged, with a warning, until the file is moved away and the server restarted",
     ),
     (
+        "yarn.cluster.max-application-priority",
+        ValueType::Whole {
+            min: 0,
+            max: i32::MAX as u64,
+        },
+        "0",
+        "the highest priority an app may have; a higher one asked at submission is cut to it, as YARN does (0, YARN's default: no app is served ahead of earlier ones by asking)",
+    ),
+    (
         "yarn.scheduler.maximum-allocation-mb",
         ValueType::Whole {
             min: 0,

@@ -69,6 +69,8 @@ pub struct ResourceManager {
     node_expiry_ms: u64,
     /// `yarn.scheduler.maximum-allocation-*` (0: the largest node's).
     maximum_allocation: Resources,
+    /// `yarn.cluster.max-application-priority`.
+    max_application_priority: i32,
     /// When the last scheduling round ended and how long it took (real
     /// time): bounds the rounds heartbeats bring forward.
     last_round: Option<(std::time::Instant, Duration)>,
@@ -345,6 +347,7 @@ impl ResourceManager {
             starvation: Starvation::default(),
             node_expiry_ms: settings.nodes.expiry_interval_ms,
             maximum_allocation: settings.scheduler.maximum_allocation,
+            max_application_priority: settings.scheduler.max_application_priority,
             last_round: None,
             store: None,
             unsaved: Batch::default(),

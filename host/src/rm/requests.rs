@@ -164,6 +164,9 @@ impl ResourceManager {
         }
         request.check()?;
         self.check_maximum_allocation(request)?;
+        // As YARN's scheduler: a priority above the cluster's highest is
+        // cut to it, so no tenant is served ahead of others by asking.
+        request.priority = request.priority.min(self.max_application_priority);
         let security = &self.security;
         if let Some(leaf) = self.cluster.queues().leaf(&request.queue) {
             security
