@@ -560,7 +560,13 @@ fn read_check(output: &std::process::Output) -> std::collections::BTreeMap<Strin
 fn yarns_own_client_submits_watches_and_kills_over_rpc() {
     let Some(jars) = pyspark_jars() else { return };
     let dir = crate::support::shared_tempdir();
-    let server = Server::start_with_local_agent(&dir.path().join("data"), &[], None);
+    // The client asks priority 3, which the cluster's highest (0 by
+    // default, as YARN's) would cut.
+    let server = Server::start_with_local_agent(
+        &dir.path().join("data"),
+        &["--set", "yarn.cluster.max-application-priority=10"],
+        None,
+    );
     let output = client_check(
         &jars,
         &rpc_address(&server),
