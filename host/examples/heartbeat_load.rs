@@ -464,6 +464,7 @@ impl Agent {
                 .cloned()
                 .collect(),
             running: Some(self.running.keys().cloned().collect()),
+            queued: Vec::new(),
             response_id: Some(self.response_id),
         }
     }

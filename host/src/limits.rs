@@ -54,6 +54,10 @@ pub const MAX_APP_TAGS: usize = 10;
 pub const MAX_APP_TAG_BYTES: usize = 100;
 /// Containers one heartbeat may report as finished (or as running).
 pub const MAX_FINISHED_PER_HEARTBEAT: usize = 100_000;
+/// Opportunistic containers one agent's queue holds at the most, and so
+/// the most `yarn.nodemanager.opportunistic-containers-max-queue-length`
+/// may be.
+pub const MAX_OPPORTUNISTIC_QUEUE: usize = 10_000;
 /// How often one container of an ask may run (`max_attempts`).
 pub const MAX_ATTEMPTS: u32 = 100;
 /// Words in a container's command (argv, or one shell line).

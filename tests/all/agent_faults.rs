@@ -19,7 +19,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 /// Polls `probe` every 20 ms until it gives a value, or panics after
 /// `within` saying what was awaited and what `last` says now.
-fn poll<T>(
+pub(crate) fn poll<T>(
     what: &str,
     within: Duration,
     mut probe: impl FnMut() -> Option<T>,
@@ -39,11 +39,11 @@ fn poll<T>(
     }
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
@@ -55,7 +55,7 @@ fn now_ms() -> u64 {
 }
 
 /// `weft app run --server BASE FLAGS -- COMMAND`, to completion.
-fn app_run(server: &Server, flags: &[&str], command: &[&str]) -> Output {
+pub(crate) fn app_run(server: &Server, flags: &[&str], command: &[&str]) -> Output {
     let mut args = vec!["app", "run", "--server", &server.base];
     args.extend_from_slice(flags);
     args.push("--");
@@ -64,7 +64,7 @@ fn app_run(server: &Server, flags: &[&str], command: &[&str]) -> Output {
 }
 
 /// The nodes the server knows now.
-fn nodes(server: &Server) -> Vec<Value> {
+pub(crate) fn nodes(server: &Server) -> Vec<Value> {
     server.get("/ws/v1/cluster/nodes?states=RUNNING").1["nodes"]["node"]
         .as_array()
         .cloned()
@@ -73,7 +73,7 @@ fn nodes(server: &Server) -> Vec<Value> {
 
 /// A standalone `weft agent` `node_id` for `server`, its work and log dirs
 /// under `dir`, its log (stderr) in `dir/agent.log`.
-fn start_agent(server: &Server, dir: &Path, node_id: &str) -> Stoppable {
+pub(crate) fn start_agent(server: &Server, dir: &Path, node_id: &str) -> Stoppable {
     let child = weft_command()
         .args(["agent", "--server", &server.base, "--node-id", node_id])
         .args(["--resources", "2048mb,2vcores"])
@@ -90,18 +90,29 @@ fn start_agent(server: &Server, dir: &Path, node_id: &str) -> Stoppable {
     Stoppable(child)
 }
 
+/// The agent's and the server's logs in `dir` (`agent.log`, `server.log`),
+/// for a failure's message.
+pub(crate) fn logs_in(dir: &Path) -> String {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    format!(
+        "\n--- agent log ---\n{}\n--- server log ---\n{}",
+        read("agent.log"),
+        read("server.log")
+    )
+}
+
 /// Containers that wrote "CONTAINER_ID PID" lines to a file, their pids as
 /// the host knows them (found while they run, then remembered): on drop,
 /// any such process still alive (and still that container: its
 /// environment says so) is killed, so a failing test leaves none behind.
-struct Launches(PathBuf, std::cell::RefCell<Vec<(String, u32)>>);
+pub(crate) struct Launches(pub(crate) PathBuf, std::cell::RefCell<Vec<(String, u32)>>);
 
 impl Launches {
-    fn new(path: PathBuf) -> Launches {
+    pub(crate) fn new(path: PathBuf) -> Launches {
         Launches(path, Default::default())
     }
 
-    fn read(&self) -> Vec<(String, u32)> {
+    pub(crate) fn read(&self) -> Vec<(String, u32)> {
         let mut known = self.1.borrow_mut();
         for line in std::fs::read_to_string(&self.0).unwrap_or_default().lines() {
             let Some((id, pid)) = line.split_once(' ') else {
@@ -284,14 +295,7 @@ fn an_agent_paused_past_its_expiry_comes_back_and_its_stale_container_is_killed(
         ],
         Some(&dir.path().join("server.log")),
     );
-    let logs = || {
-        let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
-        format!(
-            "\n--- agent log ---\n{}\n--- server log ---\n{}",
-            read("agent.log"),
-            read("server.log")
-        )
-    };
+    let logs = || logs_in(dir.path());
     let agent = start_agent(&server, dir.path(), "paused");
     let launches = Launches::new(dir.path().join("launches"));
     let registered = |server: &Server| nodes(server).iter().any(|n| n["id"] == "paused");

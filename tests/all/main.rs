@@ -22,6 +22,7 @@ mod labels;
 mod layering;
 mod lifetimes;
 mod locality;
+mod opportunistic;
 mod policy_cache;
 mod policy_new;
 mod policy_runtime;

@@ -17,6 +17,7 @@ pub mod logs;
 pub mod machine;
 pub mod monitor;
 pub mod node_manager;
+pub mod queue;
 pub mod removal;
 pub mod runner;
 pub mod spawner;

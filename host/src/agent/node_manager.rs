@@ -115,6 +115,16 @@ impl Shared {
         self.lock().held.keys().cloned().collect()
     }
 
+    /// What the containers held for masters hold together.
+    pub fn held_resources(&self) -> crate::resources::Resources {
+        self.lock()
+            .held
+            .values()
+            .fold(crate::resources::Resources::ZERO, |sum, (order, _)| {
+                sum + crate::resources::Resources::new(order.memory_mb, order.vcores, order.gpus)
+            })
+    }
+
     /// Containers held longer than [`HELD_EXPIRY`] without their master
     /// starting them (YARN's container allocation expiry): to be let go.
     pub fn expired(&self) -> Vec<String> {

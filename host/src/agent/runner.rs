@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::executor::Executor;
 use super::node_manager::Shared;
+use super::queue::{OpportunisticQueue, Refused};
 use crate::protocol::node::{ContainerEnd, LaunchOrder};
 use crate::protocol::node::{Heartbeat, RegisterNode};
 use crate::protocol::node::{NodeAction, NodeOrders};
@@ -57,6 +58,11 @@ const POLL: Duration = Duration::from_millis(20);
 const MIN_GAP: Duration = Duration::from_millis(1);
 /// How long to wait before trying an unreachable server again.
 const RETRY: Duration = Duration::from_millis(500);
+/// How many heartbeat intervals an agent waits for an answer before it
+/// starts no more waiting containers: well within any expiry interval (a
+/// server takes a node for lost after many silent intervals: 600 at
+/// YARN's defaults).
+const IN_TOUCH: u32 = 3;
 /// How often old containers' logs and working dirs are looked for.
 const SWEEP: Duration = Duration::from_secs(60);
 
@@ -88,6 +94,11 @@ pub struct AgentLoop<T: ResourceTracker> {
     /// them over ContainerManagementProtocol (`LaunchOrder::held_for`):
     /// their room is theirs, and they are reported running.
     node_manager: Arc<Shared>,
+    /// Opportunistic containers waiting for room (reported `queued`).
+    queue: OpportunisticQueue,
+    /// When the server last answered (a registration, or a heartbeat of
+    /// the epoch registered with).
+    last_answered: Option<Instant>,
 }
 
 /// What an answer is to the agent, by who gave it and its epoch.
@@ -143,6 +154,8 @@ impl<T: ResourceTracker> AgentLoop<T> {
             stale_warned: None,
             ends_to_report: false,
             node_manager: Arc::default(),
+            queue: OpportunisticQueue::default(),
+            last_answered: None,
         }
     }
 
@@ -180,6 +193,9 @@ impl<T: ResourceTracker> AgentLoop<T> {
             // Ends are found first and tidied after the heartbeat that
             // reports them, so the server learns of them sooner.
             let something_ended = self.take_ends();
+            // Room they left goes to what waits, before the heartbeat
+            // that reports them, so it reports these running too.
+            self.start_queued();
             // Out of band, as YARN's NodeManager does when a container ends
             // (but not sooner than MIN_GAP after the last one).
             // And when the server says containers were placed here since
@@ -244,6 +260,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
                 .cloned()
                 .collect(),
             running: Some(self.running_ids()),
+            queued: self.queue.ids(),
             response_id: Some(self.response_id),
         };
         match self.tracker.heartbeat(&self.identity.node_id, &beat) {
@@ -260,6 +277,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
                 ) {
                     Verdict::Stale => Err(self.stale("heartbeat", server, orders.epoch)),
                     Verdict::Registered => {
+                        self.last_answered = Some(Instant::now());
                         self.carry_out(orders);
                         Ok(())
                     }
@@ -315,6 +333,15 @@ impl<T: ResourceTracker> AgentLoop<T> {
             nm_address: self.identity.nm_address.clone(),
         };
         let registration = self.tracker.register(&request)?;
+        // What waited is not among what it runs, so the server takes it
+        // for lost and places it again: it must never start here now.
+        let dropped = self.queue.clear();
+        if !dropped.is_empty() {
+            tracing::info!(
+                containers = dropped.len(),
+                "dropped the opportunistic containers that waited: the resource manager places them again"
+            );
+        }
         let server = self.tracker.server();
         if judge(self.highest_epoch, None, &server, registration.epoch) == Verdict::Stale {
             return Err(self.stale("registration", server, registration.epoch));
@@ -326,6 +353,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
             Duration::from_millis(registration.heartbeat_interval_ms.clamp(10, 3_600_000));
         self.response_id = 0;
         self.registered = true;
+        self.last_answered = Some(Instant::now());
         self.node_manager
             .set_key(crate::security::yarn_tokens::NodeTokenKey::from_hex(
                 &registration.yarn_token_key,
@@ -381,12 +409,69 @@ impl<T: ResourceTracker> AgentLoop<T> {
             }
             if order.held_for.is_some() {
                 self.node_manager.hold(order);
+            } else if order.opportunistic {
+                self.enqueue(order);
             } else if order.yarn.is_some() {
                 self.executor.launch(&self.with_node(order));
             } else {
                 self.executor.launch(order);
             }
         }
+        self.start_queued();
+    }
+
+    /// Queues an opportunistic container, unless it runs or ran here
+    /// already (its order is repeated until the server hears it waits).
+    fn enqueue(&mut self, order: &LaunchOrder) {
+        if self.executor.knows(&order.container_id) {
+            return;
+        }
+        match self.queue.push(order) {
+            Ok(()) | Err(Refused::Queued) => {}
+            Err(Refused::Full) => {
+                let end = ContainerEnd {
+                    container_id: order.container_id.clone(),
+                    exit_status: crate::protocol::node::exit_status::INVALID,
+                    diagnostics: format!(
+                        "not queued: this agent's queue holds {} opportunistic containers already",
+                        crate::limits::MAX_OPPORTUNISTIC_QUEUE
+                    ),
+                    finished_ms: super::executor::now_ms(),
+                    started_ms: None,
+                };
+                self.unacknowledged.insert(end.container_id.clone(), end);
+                self.ends_to_report = true;
+            }
+        }
+    }
+
+    /// Starts what waits in the queue, in turn, as far as the room the
+    /// node declared and does not use leaves (what runs, sets up, or is
+    /// held for a master counts): never beyond it.
+    fn start_queued(&mut self) {
+        if self.queue.is_empty() || !self.in_touch() {
+            return;
+        }
+        let in_use = self.executor.in_use() + self.node_manager.held_resources();
+        let free = self.identity.resources.saturating_sub(&in_use);
+        for order in self.queue.take_startable(free) {
+            if order.yarn.is_some() {
+                self.executor.launch(&self.with_node(&order));
+            } else {
+                self.executor.launch(&order);
+            }
+        }
+    }
+
+    /// Whether the server answered lately (within [`IN_TOUCH`] heartbeat
+    /// intervals): if not, it may have taken this node for lost and placed
+    /// what waits here elsewhere, so nothing waiting starts until it
+    /// answers again (or, registering anew, the queue is dropped).
+    fn in_touch(&self) -> bool {
+        self.registered
+            && self
+                .last_answered
+                .is_some_and(|at| at.elapsed() <= self.interval * IN_TOUCH)
     }
 
     /// The containers that ended since the last look, kept to report until
@@ -406,16 +491,19 @@ impl<T: ResourceTracker> AgentLoop<T> {
     /// Kills a container, or lets go of one held for its master (it ends
     /// at once with `exit_status`).
     fn kill(&mut self, container_id: &str, exit_status: i32) {
-        self.end(
-            container_id,
-            exit_status,
-            "killed before its application master started it",
-        );
+        let why = if self.queue.contains(container_id) {
+            "killed while it waited in the agent's queue"
+        } else {
+            "killed before its application master started it"
+        };
+        self.end(container_id, exit_status, why);
     }
 
-    /// [`AgentLoop::kill`], a held container's end saying `diagnostics`.
+    /// [`AgentLoop::kill`], a held or queued container's end saying
+    /// `diagnostics`.
     fn end(&mut self, container_id: &str, exit_status: i32, diagnostics: &str) {
-        if self.node_manager.release(container_id) {
+        let queued = self.queue.remove(container_id);
+        if self.node_manager.release(container_id) || queued {
             self.node_manager
                 .ended(container_id, exit_status, diagnostics);
             let end = ContainerEnd {
@@ -586,6 +674,7 @@ mod tests {
             gpus: 0,
             yarn: None,
             held_for: None,
+            opportunistic: false,
         }
     }
 

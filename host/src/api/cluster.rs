@@ -258,6 +258,10 @@ pub(super) struct NodeInfo {
     /// This server's version (agents do not report theirs).
     version: String,
     num_containers: usize,
+    /// Opportunistic containers its agent holds queued, waiting for room
+    /// (YARN's numQueuedContainers); while they wait, `used*` may exceed
+    /// the node's capacity (by at most the capacity).
+    num_queued_containers: usize,
     #[serde(rename = "usedMemoryMB")]
     used_memory_mb: u64,
     #[serde(rename = "availMemoryMB")]
@@ -362,6 +366,7 @@ impl NodeInfo {
             health_report: String::new(),
             version: env!("CARGO_PKG_VERSION").into(),
             num_containers: n.containers.len(),
+            num_queued_containers: n.queued.len(),
             used_memory_mb: n.allocated.memory_mb,
             avail_memory_mb: if running { free.memory_mb } else { 0 },
             used_virtual_cores: n.allocated.vcores,

@@ -172,6 +172,11 @@ pub(super) struct RunArgs {
     /// relaxLocality=false).
     #[arg(long)]
     strict_locality: bool,
+    /// Opportunistic containers: besides free room, they may wait in a
+    /// busy agent's queue and start there the moment room frees
+    /// (yarn.nodemanager.opportunistic-containers-max-queue-length).
+    #[arg(long)]
+    opportunistic: bool,
     /// Say what the app would cost at today's prices, its containers each
     /// running SECONDS (default: an hour), and submit nothing.
     #[arg(long, value_name = "SECONDS", num_args = 0..=1, default_missing_value = "3600",
@@ -356,6 +361,7 @@ fn run_app(args: RunArgs) -> anyhow::Result<()> {
             "allocation_tags": args.tags,
             "placement_constraint": args.constraint,
             "locality": locality,
+            "execution_type": if args.opportunistic { "opportunistic" } else { "guaranteed" },
         }],
         "lifetime_s": args.lifetime,
         "node_label_expression": args.label,

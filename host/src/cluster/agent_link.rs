@@ -28,6 +28,8 @@ pub struct AgentReport<'a> {
     pub ended: &'a [ContainerEnd],
     /// Containers that ended with status 0 now (the simple protocol).
     pub finished: &'a [String],
+    /// Opportunistic containers it holds queued, not yet started.
+    pub queued: &'a [String],
 }
 
 /// A heartbeat's report once taken ([`Cluster::take_agent_report`]).
@@ -143,6 +145,9 @@ impl Cluster {
             // their end (it lists those too), so when one that was never
             // charged started is learnt from its next heartbeat.
             node.launched = node.containers.clone();
+            // A registering agent holds no queue: what it had queued is
+            // not among what it runs, so is lost above and asked for again.
+            node.queued.clear();
         } else {
             lost = self.register_node(id, NodeKind::Remote, capacity, owner, now)?;
         }
@@ -292,6 +297,14 @@ impl Cluster {
                 }
             }
             node.to_kill.retain(|c, _| running.contains(c));
+            // What it holds queued (placed here, not running): its orders
+            // rest until it starts them or stops saying so.
+            node.queued.clear();
+            for container in report.queued {
+                if node.containers.contains(container) && !node.launched.contains(container) {
+                    node.queued.insert(container.clone());
+                }
+            }
             for container in running {
                 if !node.containers.contains(container) {
                     node.to_kill
@@ -340,7 +353,7 @@ impl Cluster {
                 for order in node
                     .containers
                     .iter()
-                    .filter(|c| !node.launched.contains(*c))
+                    .filter(|c| !node.launched.contains(*c) && !node.queued.contains(*c))
                     .filter_map(|c| self.launch_order(c))
                 {
                     let bytes = order.launch_bytes().saturating_mul(6).saturating_add(512);
@@ -431,6 +444,7 @@ impl Cluster {
                 .as_ref()
                 .filter(|_| container.ask != 0)
                 .map(|master| super::attempt_id(&app.id, master.attempt)),
+            opportunistic: ask.execution_type == super::ExecutionType::Opportunistic,
         })
     }
 
@@ -557,6 +571,7 @@ mod tests {
             running: Some(running),
             ended,
             finished: &[],
+            queued: &[],
         };
         cluster.agent_heartbeat("a1", report, now).unwrap()
     }
@@ -701,5 +716,112 @@ mod tests {
             )
             .unwrap();
         assert_eq!(lost.len(), 1);
+    }
+
+    /// A cluster of agent node "a1" (2 GB, 2 vcores), queues of 3, and an
+    /// opportunistic app of `count` containers of 1 vcore.
+    fn opportunistic(count: u32) -> Cluster {
+        let tree = QueueTree::from_properties(&QueueProperties::defaults()).unwrap();
+        let mut cluster = Cluster::new(1, tree);
+        cluster.set_opportunistic_queue(3);
+        cluster
+            .register_agent(
+                "a1",
+                Resources::new(2048, 2, 0),
+                "ops",
+                AgentInfo::default(),
+                Some(&[]),
+                0,
+            )
+            .unwrap();
+        let mut ask = AskSpec::sized(count, 512, 1, 0, 1000);
+        ask.command = Some(ContainerCommand::Argv(vec!["true".into()]));
+        ask.execution_type = crate::cluster::ExecutionType::Opportunistic;
+        cluster
+            .submit(
+                SubmitApp::new("alice", "default", "p", vec![ask]),
+                "test",
+                0,
+            )
+            .unwrap();
+        cluster
+    }
+
+    fn place(count: u32) -> [Placement; 1] {
+        [Placement {
+            app: 0,
+            ask: 0,
+            node: 0,
+            count,
+        }]
+    }
+
+    #[test]
+    fn opportunistic_containers_wait_within_the_queue_and_twice_the_capacity() {
+        let mut cluster = opportunistic(10);
+        // Free room first: two start at once (on their way, they count as
+        // waiting until the agent says they run).
+        let started = cluster.allocate(&place(2), 10).unwrap();
+        assert!(
+            cluster.allocate(&place(1), 10).is_err(),
+            "no free room left"
+        );
+        // One more may queue (3 waiting at most); a fourth may not.
+        let queued = cluster.allocate_queued(&place(1), 10).unwrap();
+        let refused = cluster.allocate_queued(&place(1), 10).unwrap_err();
+        assert!(refused.to_string().contains("queue"), "{refused}");
+        // The agent runs two and holds the third: its order rests.
+        let running: Vec<String> = started.iter().map(|a| a.container.id.clone()).collect();
+        let queued_id = queued[0].container.id.clone();
+        let report = AgentReport {
+            response_id: Some(0),
+            running: Some(&running),
+            ended: &[],
+            finished: &[],
+            queued: std::slice::from_ref(&queued_id),
+        };
+        let answer = cluster.agent_heartbeat("a1", report, 20).unwrap();
+        assert!(
+            answer.orders.launch.is_empty(),
+            "{:?}",
+            answer.orders.launch
+        );
+        // Allocated: 3 vcores of 2 (1.5 GB of 2): what may still wait is
+        // 2 - 1 = 1 vcore (and 2 GB).
+        let node = cluster.node("a1").unwrap();
+        assert_eq!(cluster.queue_room_of(node), Resources::new(2048, 1, 0));
+        assert!(
+            cluster.allocate_queued(&place(2), 20).is_err(),
+            "beyond twice the capacity"
+        );
+        cluster.allocate_queued(&place(1), 20).unwrap();
+        // Twice its capacity in vcores is placed: no room for one more.
+        let node = cluster.node("a1").unwrap();
+        assert_eq!(cluster.queue_room_of(node).vcores, 0);
+        // Guaranteed asks never queue.
+        cluster.apps[0].asks[0].execution_type = crate::cluster::ExecutionType::Guaranteed;
+        assert!(cluster.allocate_queued(&place(1), 20).is_err());
+        cluster.apps[0].asks[0].execution_type = crate::cluster::ExecutionType::Opportunistic;
+        // The agent registers again (restarted): what waited is lost and
+        // asked for again; what runs is kept.
+        let pending = cluster.apps()[0].pending_containers();
+        let AgentRegistered { lost, .. } = cluster
+            .register_agent(
+                "a1",
+                Resources::new(2048, 2, 0),
+                "ops",
+                AgentInfo::default(),
+                Some(&running),
+                30,
+            )
+            .unwrap();
+        assert_eq!(lost.len(), 2);
+        assert!(
+            lost.iter().all(|c| c.launched_ms.is_none()),
+            "never started, charged nothing"
+        );
+        assert_eq!(cluster.apps()[0].pending_containers(), pending + 2);
+        assert_eq!(cluster.apps()[0].running_containers, 2);
+        assert!(cluster.node("a1").unwrap().queued.is_empty());
     }
 }

@@ -131,10 +131,41 @@ pub struct AskSpec {
     /// opportunities their racks, then — relaxing — anywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locality: Option<super::LocalitySpec>,
+    /// `guaranteed` (the default): each container starts on room free
+    /// when it is placed. `opportunistic`: it may also be queued at an
+    /// agent whose room is taken (up to
+    /// `yarn.nodemanager.opportunistic-containers-max-queue-length` a
+    /// node), and starts there the moment room frees. Either counts
+    /// against its queue, user limit and budget from its placement, and is
+    /// charged from its real start.
+    #[serde(default, skip_serializing_if = "ExecutionType::is_guaranteed")]
+    pub execution_type: ExecutionType,
     /// What a YARN client's launch context adds (Hadoop RPC's
     /// submitApplication fills it in; not part of the REST body).
     #[serde(skip)]
     pub yarn: Option<crate::protocol::node::YarnLaunch>,
+}
+
+/// How a container holds its room (YARN's ExecutionType).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionType {
+    /// Placed only on room free at the time; starts at once.
+    #[default]
+    #[serde(alias = "GUARANTEED")]
+    Guaranteed,
+    /// May wait in its agent's queue for room held by others.
+    #[serde(alias = "OPPORTUNISTIC")]
+    Opportunistic,
+}
+
+impl ExecutionType {
+    /// Whether it is the default, guaranteed.
+    pub fn is_guaranteed(&self) -> bool {
+        *self == ExecutionType::Guaranteed
+    }
 }
 
 fn default_max_attempts() -> u32 {
@@ -204,6 +235,7 @@ impl AskSpec {
             allocation_tags: Vec::new(),
             placement_constraint: None,
             locality: None,
+            execution_type: ExecutionType::Guaranteed,
             yarn: None,
         }
     }
@@ -565,6 +597,9 @@ pub struct Ask {
     #[serde(skip)]
     #[schema(ignore)]
     pub avoid: Arc<BTreeSet<String>>,
+    /// Whether its containers may wait in an agent's queue.
+    #[serde(skip_serializing_if = "ExecutionType::is_guaranteed")]
+    pub execution_type: ExecutionType,
 }
 
 impl Ask {
@@ -662,6 +697,7 @@ impl Ask {
                 .and_then(|text| super::PlacementConstraint::parse("", text).ok()),
             locality: spec.locality.as_ref().map(super::Locality::from_spec),
             avoid: Arc::default(),
+            execution_type: spec.execution_type,
         }
     }
 

@@ -207,6 +207,9 @@ pub(super) struct StoredAsk {
     pub constraint: Option<super::PlacementConstraint>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locality: Option<super::Locality>,
+    /// Absent in older rows and for guaranteed asks.
+    #[serde(default, skip_serializing_if = "super::ExecutionType::is_guaranteed")]
+    pub execution_type: super::ExecutionType,
 }
 
 /// A container as stored: where it runs (or ran) and, once ended, how.
@@ -301,6 +304,7 @@ impl StoredApp {
                     allocation_tags: ask.allocation_tags.clone(),
                     constraint: ask.constraint.clone(),
                     locality: ask.locality.clone(),
+                    execution_type: ask.execution_type,
                 })
                 .collect(),
             finished_containers: app.finished_containers,
@@ -358,6 +362,7 @@ impl StoredApp {
                     // A master's blacklist is not kept: its session does
                     // not outlive the server.
                     avoid: Arc::default(),
+                    execution_type: ask.execution_type,
                 })
                 .collect(),
             used: Resources::ZERO,

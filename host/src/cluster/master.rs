@@ -423,6 +423,9 @@ impl Cluster {
                         constraint: None,
                         locality: None,
                         avoid: avoided.clone(),
+                        // A master starts its containers itself, on room
+                        // held for it: never queued at an agent.
+                        execution_type: super::ExecutionType::Guaranteed,
                     });
                     at
                 }

@@ -22,8 +22,8 @@ mod table;
 pub use accounting_record::AccountingRecord;
 pub use agent_link::{AgentReport, HeartbeatOutcome, TakenReport};
 pub use app::{
-    App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, Gang, GangSpec, GangTimeout, Launch,
-    OTHER_YARN_APP_STATES, SIMULATED_COMMAND_MS, SubmitApp,
+    App, AppFilter, AppState, Ask, AskSpec, ContainerRecord, ExecutionType, Gang, GangSpec,
+    GangTimeout, Launch, OTHER_YARN_APP_STATES, SIMULATED_COMMAND_MS, SubmitApp,
 };
 pub use constraints::{PlacementConstraint, Scope, TagCounts};
 pub use decayed_usage::{DecayedUsage, Fading};

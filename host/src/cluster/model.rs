@@ -307,6 +307,10 @@ pub struct Cluster {
     /// The key of the tokens YARN's application masters carry (none if the
     /// machine gave no randomness: then no master can register).
     pub(super) token_keys: Option<Arc<TokenKeys>>,
+    /// How many opportunistic containers may wait at one agent's node
+    /// (`yarn.nodemanager.opportunistic-containers-max-queue-length`);
+    /// 0: none, they are placed only on free room.
+    pub(super) opportunistic_queue: usize,
 }
 
 /// `weft.scheduler.usage.half-life-ms` unless set: 7 days (Slurm's
@@ -356,6 +360,7 @@ impl Cluster {
             lost_nodes: BTreeMap::new(),
             node_owners: foldhash::HashMap::new(),
             ended_apps: Vec::new(),
+            opportunistic_queue: 0,
             token_keys: match TokenKeys::random() {
                 Ok(keys) => Some(Arc::new(keys)),
                 Err(error) => {
@@ -364,6 +369,43 @@ impl Cluster {
                 }
             },
         }
+    }
+
+    /// How many opportunistic containers may wait at one agent's node
+    /// from now on (0: none may).
+    pub fn set_opportunistic_queue(&mut self, length: usize) {
+        self.opportunistic_queue = length;
+    }
+
+    /// How many opportunistic containers may wait at one agent's node.
+    pub fn opportunistic_queue(&self) -> usize {
+        self.opportunistic_queue
+    }
+
+    /// The opportunistic containers placed on `node` that its agent has
+    /// not reported running: those waiting in its queue (or on their way
+    /// to it).
+    pub fn waiting_opportunistic(&self, node: &Node) -> usize {
+        node.containers
+            .iter()
+            .filter(|id| !node.launched.contains(*id))
+            .filter(|id| {
+                self.containers
+                    .get(*id)
+                    .and_then(|c| Some((self.app(&c.app)?, c.ask)))
+                    .and_then(|(app, ask)| app.asks.get(ask))
+                    .is_some_and(|ask| ask.execution_type == super::ExecutionType::Opportunistic)
+            })
+            .count()
+    }
+
+    /// What `node` offers opportunistic containers to queue
+    /// ([`Node::queue_room`]).
+    pub fn queue_room_of(&self, node: &Node) -> Resources {
+        if self.opportunistic_queue == 0 {
+            return Resources::ZERO;
+        }
+        node.queue_room(self.waiting_opportunistic(node), self.opportunistic_queue)
     }
 
     /// Issues YARN's tokens under `keys` from now on.
@@ -908,6 +950,26 @@ impl Cluster {
         placements: &[Placement],
         now: u64,
     ) -> Result<Vec<Allocation>, ClusterError> {
+        self.allocate_on(placements, now, false)
+    }
+
+    /// As [`Cluster::allocate`], into the queues of the nodes' agents:
+    /// each placement must be of an opportunistic ask, and fit in its
+    /// node's [`Cluster::queue_room_of`] with the node's queue not full.
+    pub fn allocate_queued(
+        &mut self,
+        placements: &[Placement],
+        now: u64,
+    ) -> Result<Vec<Allocation>, ClusterError> {
+        self.allocate_on(placements, now, true)
+    }
+
+    fn allocate_on(
+        &mut self,
+        placements: &[Placement],
+        now: u64,
+        queued: bool,
+    ) -> Result<Vec<Allocation>, ClusterError> {
         let total = |list: &[Placement]| list.iter().map(|p| u64::from(p.count)).sum::<u64>();
         if self.any_constrained(placements)
             && total(&self.within_constraints(placements.to_vec())) != total(placements)
@@ -919,6 +981,8 @@ impl Cluster {
         let node_ids = self.ids_of_nodes(placements.iter().map(|p| p.node));
         let mut free: HashMap<usize, Resources> = HashMap::new();
         let mut pending: HashMap<(usize, usize), u32> = HashMap::new();
+        // Queue slots left per node, for queued placements.
+        let mut slots: HashMap<usize, usize> = HashMap::new();
         for placement in placements {
             let node_id = node_ids
                 .get(&placement.node)
@@ -943,7 +1007,32 @@ impl Cluster {
                     ask.resources, app.id, ask.partition, node.partition
                 )));
             }
-            let node_free = free.entry(placement.node).or_insert_with(|| node.free());
+            if queued {
+                if ask.execution_type != super::ExecutionType::Opportunistic {
+                    return Err(ClusterError::BadPlacement(format!(
+                        "{} of {} is guaranteed: it cannot wait in node {node_id}'s queue",
+                        ask.resources, app.id
+                    )));
+                }
+                let left = slots.entry(placement.node).or_insert_with(|| {
+                    self.opportunistic_queue
+                        .saturating_sub(self.waiting_opportunistic(node))
+                });
+                if (placement.count as usize) > *left {
+                    return Err(ClusterError::BadPlacement(format!(
+                        "{} × {} of {} does not fit in node {node_id}'s queue: {left} of {} places left",
+                        placement.count, ask.resources, app.id, self.opportunistic_queue
+                    )));
+                }
+                *left -= placement.count as usize;
+            }
+            let node_free = free.entry(placement.node).or_insert_with(|| {
+                if queued {
+                    self.queue_room_of(node)
+                } else {
+                    node.free()
+                }
+            });
             let ask_pending = pending
                 .entry((placement.app, placement.ask))
                 .or_insert(ask.pending);
@@ -1240,6 +1329,7 @@ impl Cluster {
             node.allocated -= container.resources;
             node.containers.remove(id);
             node.launched.remove(id);
+            node.queued.remove(id);
             if node.kind == NodeKind::Remote
                 && matches!(
                     cause,

@@ -45,6 +45,10 @@ pub struct Node {
     /// ordered launched in every heartbeat answer until it does.
     #[serde(skip)]
     pub launched: BTreeSet<String>,
+    /// Its opportunistic containers the agent reported holding in its
+    /// queue (not yet started): their launch orders are not repeated.
+    #[serde(skip)]
+    pub queued: BTreeSet<String>,
     /// Containers the cluster ended that the agent may still run, with the
     /// exit status to report: ordered killed until the agent stops
     /// reporting them running.
@@ -138,15 +142,31 @@ impl Node {
             agent: AgentInfo::default(),
             partition: String::new(),
             launched: BTreeSet::new(),
+            queued: BTreeSet::new(),
             to_kill: BTreeMap::new(),
             response_id: 0,
             last_answer: None,
         }
     }
 
-    /// What is left to allocate: its capacity less what is allocated.
+    /// What is left to allocate: its capacity less what is allocated
+    /// (nothing while opportunistic containers wait in its queue beyond
+    /// it).
     pub fn free(&self) -> Resources {
         self.capacity.saturating_sub(&self.allocated)
+    }
+
+    /// What opportunistic containers may still be queued here, given that
+    /// `waiting` of them are (placed, not yet running) and `max_queue`
+    /// may be: nothing at the most, else its capacity less what is
+    /// allocated beyond it — so all that is placed on it is at most twice
+    /// its capacity, and no more than a capacity's worth ever waits.
+    pub fn queue_room(&self, waiting: usize, max_queue: usize) -> Resources {
+        if self.kind != NodeKind::Remote || waiting >= max_queue {
+            return Resources::ZERO;
+        }
+        let beyond = self.allocated.saturating_sub(&self.capacity);
+        self.capacity.saturating_sub(&beyond)
     }
 }
 

@@ -189,6 +189,9 @@ pub struct SchedulerSettings {
     /// `yarn.cluster.max-application-priority`: the highest priority an
     /// app may have (higher ones asked are cut to it).
     pub max_application_priority: i32,
+    /// `yarn.nodemanager.opportunistic-containers-max-queue-length`: how
+    /// many opportunistic containers may wait at one agent's node.
+    pub opportunistic_queue_length: usize,
 }
 
 /// How the resource manager tracks nodes (YARN's NodeManager heartbeats and
@@ -448,6 +451,11 @@ impl Settings {
                 read.whole("yarn.cluster.max-application-priority")?,
             )
             .unwrap_or(i32::MAX),
+            // Within MAX_OPPORTUNISTIC_QUEUE by its bounds.
+            opportunistic_queue_length: usize::try_from(
+                read.whole("yarn.nodemanager.opportunistic-containers-max-queue-length")?,
+            )
+            .unwrap_or(crate::limits::MAX_OPPORTUNISTIC_QUEUE),
         };
         // Read the patience even when reclaim is off, so a bad value is
         // refused either way (and the read is counted by the tests).

@@ -445,6 +445,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "MB the quota event log may grow to (replay reads at most 1024); at the limit no more events are logged, with a warning, until the file is moved away and the server restarted",
     ),
     (
+        "yarn.nodemanager.opportunistic-containers-max-queue-length",
+        ValueType::Whole {
+            min: 0,
+            max: limits::MAX_OPPORTUNISTIC_QUEUE as u64,
+        },
+        "16",
+        "opportunistic containers (asks with execution_type opportunistic) that may wait at one agent's node for room its running containers hold; each starts there the moment room frees, and what is placed on a node stays within twice its capacity. 0 (YARN's default): none wait, they are placed on free room only",
+    ),
+    (
         "yarn.cluster.max-application-priority",
         ValueType::Whole {
             min: 0,

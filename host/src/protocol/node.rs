@@ -60,6 +60,12 @@ pub struct LaunchOrder {
     /// `command` is not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_for: Option<String>,
+    /// An opportunistic container (YARN's ExecutionType OPPORTUNISTIC):
+    /// the agent queues it, and starts it when what it runs leaves room
+    /// for it within the resources it declared (reporting it `queued`
+    /// until then). A guaranteed one (the default) starts at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub opportunistic: bool,
 }
 
 /// What a YARN ContainerLaunchContext adds to a launch: the files it needs
@@ -478,6 +484,11 @@ pub struct Heartbeat {
     #[serde(default)]
     #[schema(max_items = 100_000)]
     pub running: Option<Vec<String>>,
+    /// Opportunistic containers it holds in its queue, not yet started (at
+    /// most 100,000): their launch orders are not repeated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 100_000)]
+    pub queued: Vec<String>,
     /// The `response_id` of the last answer received (0 after registering):
     /// the same heartbeat sent twice gets the same answer.
     #[serde(default)]

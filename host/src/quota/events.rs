@@ -49,6 +49,9 @@ pub struct LoggedContext {
     /// The reservation the app runs in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reservation: Option<String>,
+    /// Whether the container is opportunistic (absent: guaranteed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub opportunistic: bool,
 }
 
 fn is_zero(n: &i32) -> bool {
@@ -70,6 +73,7 @@ impl LoggedContext {
                 .map(|a| (a.key.clone(), a.value.clone()))
                 .collect(),
             reservation: context.reservation.clone(),
+            opportunistic: context.execution_type == ExecutionType::Opportunistic,
         }
     }
 
@@ -92,7 +96,11 @@ impl LoggedContext {
                     value: value.clone(),
                 })
                 .collect(),
-            execution_type: ExecutionType::Guaranteed,
+            execution_type: if self.opportunistic {
+                ExecutionType::Opportunistic
+            } else {
+                ExecutionType::Guaranteed
+            },
             reservation: self.reservation.clone(),
         }
     }

@@ -155,9 +155,15 @@ impl ResourceManager {
         // A row for one new container of each placement, for the minimum
         // runtime from now, in the context it would run in (its app's, on
         // its node); then what each project has committed already.
-        let mut context_of = |app: &crate::cluster::App, node: Option<&str>| {
+        let mut context_of = |app: &crate::cluster::App, ask: usize, node: Option<&str>| {
             let node = node.and_then(|id| cluster.node(id));
-            quota.context(super::charging::charge_context(cluster, app, node))
+            let execution_type = app.asks.get(ask).map(|a| a.execution_type);
+            quota.context(super::charging::charge_context(
+                cluster,
+                app,
+                node,
+                execution_type.unwrap_or_default(),
+            ))
         };
         let node_ids: Vec<&str> = cluster.nodes().map(|n| n.id.as_str()).collect();
         let node_id = |p: &Placement| node_ids.get(p.node).copied();
@@ -170,7 +176,7 @@ impl ResourceManager {
         };
         let mut rows: Vec<Uncharged> = placements
             .iter()
-            .map(|p| row(context_of(app_of(p), node_id(p)), size(p), minimum))
+            .map(|p| row(context_of(app_of(p), p.ask, node_id(p)), size(p), minimum))
             .collect();
         let mut committed_rows: Vec<&str> = Vec::new();
         let mut committed = Vec::new();
@@ -182,7 +188,7 @@ impl ResourceManager {
                 committed_rows.push(project);
                 let seconds = minimum * f64::from(placement.count);
                 committed.push(row(
-                    context_of(app, node_id(placement)),
+                    context_of(app, placement.ask, node_id(placement)),
                     size(placement),
                     seconds,
                 ));
@@ -194,7 +200,7 @@ impl ResourceManager {
             };
             if let Some(project) = projects.get(app.project.as_str()).copied() {
                 committed_rows.push(project);
-                let context = context_of(app, Some(container.node.as_str()));
+                let context = context_of(app, container.ask, Some(container.node.as_str()));
                 committed.push(row(context, container.resources, minimum));
             }
         }

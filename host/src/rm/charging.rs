@@ -12,9 +12,15 @@ use crate::policy::{
 };
 use crate::resources::Resources;
 
-/// The context of `app`'s containers on `node` (none: not placed yet, so
-/// no attributes, and the app's own label expression for the label).
-pub fn charge_context(cluster: &Cluster, app: &App, node: Option<&Node>) -> ChargeContext {
+/// The context of `app`'s containers of `execution_type` on `node` (none:
+/// not placed yet, so no attributes, and the app's own label expression
+/// for the label).
+pub fn charge_context(
+    cluster: &Cluster,
+    app: &App,
+    node: Option<&Node>,
+    execution_type: crate::cluster::ExecutionType,
+) -> ChargeContext {
     let (node_label, node_attributes) = match node {
         Some(node) => (
             node.partition.clone(),
@@ -43,9 +49,7 @@ pub fn charge_context(cluster: &Cluster, app: &App, node: Option<&Node>) -> Char
         priority: app.priority,
         node_label,
         node_attributes,
-        // Every container Weft runs holds its room: no agent queues
-        // opportunistic containers yet.
-        execution_type: ExecutionType::Guaranteed,
+        execution_type: crate::scheduler::policy_execution_type(execution_type),
         reservation: app.reservation_id.clone(),
     }
 }
@@ -288,6 +292,7 @@ impl super::ResourceManager {
                 .unwrap_or(QUOTED_BY_DEFAULT_MS)
                 .max(minimum);
             let context = ChargeContext {
+                execution_type: crate::scheduler::policy_execution_type(ask.execution_type),
                 node_label: ask
                     .node_label_expression
                     .as_deref()

@@ -334,6 +334,7 @@ impl ResourceManager {
         let mut cluster = Cluster::new(now, queues);
         cluster.keep_ended_apps(settings.max_completed_applications);
         cluster.set_usage_half_life(settings.scheduler.usage_half_life_ms);
+        cluster.set_opportunistic_queue(settings.scheduler.opportunistic_queue_length);
         Ok(ResourceManager {
             cluster,
             quota,
@@ -804,7 +805,13 @@ impl ResourceManager {
         let Some(app) = self.cluster.app(&c.app) else {
             return;
         };
-        let context = charging::charge_context(&self.cluster, app, self.cluster.node(&c.node));
+        let execution_type = app.asks.get(c.ask).map(|a| a.execution_type);
+        let context = charging::charge_context(
+            &self.cluster,
+            app,
+            self.cluster.node(&c.node),
+            execution_type.unwrap_or_default(),
+        );
         match self
             .quota
             .start(&c.id, context.clone(), c.resources, started)

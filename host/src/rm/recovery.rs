@@ -154,7 +154,15 @@ impl ResourceManager {
                 .is_some_and(|node| node.kind == NodeKind::Remote);
             let node = restored.and_then(|c| self.cluster.node(&c.node));
             let container = ChargedContainer {
-                context: super::charging::charge_context(&self.cluster, app, node),
+                context: super::charging::charge_context(
+                    &self.cluster,
+                    app,
+                    node,
+                    restored
+                        .and_then(|c| app.asks.get(c.ask))
+                        .map(|a| a.execution_type)
+                        .unwrap_or_default(),
+                ),
                 started_ms: restored
                     .and_then(|c| c.launched_ms)
                     .unwrap_or(charged.start_time_ms),

@@ -312,6 +312,7 @@ impl ResourceManager {
             .map_err(RequestError::NotAllowed)?;
         check_ids("finished", &heartbeat.finished)?;
         check_ids("running", heartbeat.running.as_deref().unwrap_or_default())?;
+        check_ids("queued", &heartbeat.queued)?;
         limits::at_most(
             "ended",
             heartbeat.ended.len(),
@@ -351,6 +352,7 @@ impl ResourceManager {
             running: heartbeat.running.as_deref(),
             ended: &ended,
             finished: &heartbeat.finished,
+            queued: &heartbeat.queued,
         };
         let taken = self.cluster.take_agent_report(id, report, now)?;
         self.containers_launched(taken.launched(), now);

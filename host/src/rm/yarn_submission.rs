@@ -103,6 +103,7 @@ impl YarnSubmission {
                 allocation_tags: Vec::new(),
                 placement_constraint: None,
                 locality: None,
+                execution_type: crate::cluster::ExecutionType::Guaranteed,
                 yarn: self.am_launch.map(|launch| YarnLaunch {
                     application_master: true,
                     ..launch

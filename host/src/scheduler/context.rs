@@ -43,6 +43,9 @@ pub(super) fn fill(
     let (kind, label) = match part {
         Part::Whole => (RoundKind::Whole, ""),
         Part::Partition(label) => (RoundKind::Partition, label.as_str()),
+        // Its asks are all opportunistic; its nodes' free room is their
+        // queues'. A partition's round as far as a policy can tell.
+        Part::Queued(label) => (RoundKind::Partition, label.as_str()),
         Part::Lending(label) => (RoundKind::Lending, label.as_str()),
         Part::Constrained { partition, .. } => (RoundKind::Restricted, partition.as_str()),
     };
@@ -145,7 +148,8 @@ pub(super) fn fill(
                 maximum: c.max,
             }
         }));
-        asks.execution_type.push(ExecutionType::Guaranteed);
+        asks.execution_type
+            .push(policy_execution_type(ask.execution_type));
         for tag in &ask.allocation_tags {
             snapshot.ask_tags.ask.push(k as u32);
             snapshot.ask_tags.tag.push(tag.clone());
@@ -318,4 +322,12 @@ fn tag_counts(
 /// Decayed use as the WIT promises it: finite and at least 0.
 fn finite(x: f64) -> f64 {
     if x.is_finite() { x.max(0.0) } else { 0.0 }
+}
+
+/// The WIT's form of an execution type.
+pub(crate) fn policy_execution_type(kind: crate::cluster::ExecutionType) -> ExecutionType {
+    match kind {
+        crate::cluster::ExecutionType::Guaranteed => ExecutionType::Guaranteed,
+        crate::cluster::ExecutionType::Opportunistic => ExecutionType::Opportunistic,
+    }
 }

@@ -45,6 +45,7 @@ use crate::policy::{
 };
 use crate::queues::Ordering;
 pub use crate::reservation::ActiveReservation;
+pub(crate) use context::policy_execution_type;
 
 /// The scheduling policy as a round calls it: the runtime's
 /// [`SchedulingSlot`] (WASM, with fallback, every answer checked against the
@@ -92,6 +93,10 @@ pub enum Part {
     /// The nodes of a non-exclusive label, and the asks for the default
     /// partition, which may borrow its idle room.
     Lending(String),
+    /// The opportunistic asks for one partition ("" the default one) still
+    /// pending after its other rounds, and its agents' nodes with the room
+    /// their queues have left ([`crate::cluster::Node::queue_room`]).
+    Queued(String),
     /// One ask with a placement constraint (app, ask), in its partition,
     /// and the nodes (positions in the cluster, ascending) it may use now.
     Constrained {
@@ -142,6 +147,34 @@ impl Part {
             }
         }
         parts
+    }
+
+    /// The queueing rounds: one per partition with nodes and opportunistic
+    /// asks pending, when agents' nodes may queue at all.
+    fn queued(cluster: &Cluster) -> Vec<Part> {
+        if cluster.opportunistic_queue() == 0 {
+            return Vec::new();
+        }
+        let mut asked: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
+            for ask in app
+                .asks
+                .iter()
+                .filter(|a| a.pending > 0 && queues_at_agents(a))
+            {
+                asked.insert(&ask.partition);
+            }
+        }
+        let with_nodes: std::collections::HashSet<&str> = cluster
+            .nodes()
+            .filter(|n| n.kind == crate::cluster::NodeKind::Remote)
+            .map(|n| n.partition.as_str())
+            .collect();
+        asked
+            .into_iter()
+            .filter(|label| with_nodes.contains(label))
+            .map(|label| Part::Queued(label.to_string()))
+            .collect()
     }
 
     /// The rounds of the asks with placement constraints (see the module
@@ -206,7 +239,9 @@ impl Part {
     fn has_node(&self, partition: &str) -> bool {
         match self {
             Part::Whole => true,
-            Part::Partition(label) | Part::Lending(label) => label == partition,
+            Part::Partition(label) | Part::Lending(label) | Part::Queued(label) => {
+                label == partition
+            }
             // Its whole partition, so its queue's use and limits are of
             // all of it; the nodes it may not use show no room.
             Part::Constrained {
@@ -226,6 +261,7 @@ impl Part {
                 Part::Whole => true,
                 Part::Partition(label) => *label == ask.partition,
                 Part::Lending(_) => ask.partition.is_empty(),
+                Part::Queued(label) => *label == ask.partition && queues_at_agents(ask),
                 Part::Constrained { .. } => false,
             }
     }
@@ -234,7 +270,7 @@ impl Part {
     fn shares(&self) -> Option<(&str, bool)> {
         match self {
             Part::Whole => None,
-            Part::Partition(label) => Some((label, false)),
+            Part::Partition(label) | Part::Queued(label) => Some((label, false)),
             Part::Lending(label) => Some((label, true)),
             Part::Constrained { partition, .. } => Some((partition, false)),
         }
@@ -290,6 +326,7 @@ impl Round {
         };
         let mut nodes = Nodes::empty();
         let whole = *part == Part::Whole;
+        let queueing = matches!(part, Part::Queued(_));
         let mut node_positions = Vec::new();
         let mut round_nodes = Vec::new();
         for (position, node) in cluster.nodes().enumerate() {
@@ -300,7 +337,9 @@ impl Round {
                 node_positions.push(position);
             }
             round_nodes.push(node);
-            let free = if part.offers(position) {
+            let free = if let Part::Queued(_) = part {
+                cluster.queue_room_of(node)
+            } else if part.offers(position) {
                 node.free()
             } else {
                 crate::resources::Resources::ZERO
@@ -308,9 +347,16 @@ impl Round {
             nodes.free_memory_mb.push(free.memory_mb);
             nodes.free_vcores.push(free.vcores.into());
             nodes.free_gpus.push(free.gpus.into());
-            nodes.capacity_memory_mb.push(node.capacity.memory_mb);
-            nodes.capacity_vcores.push(node.capacity.vcores.into());
-            nodes.capacity_gpus.push(node.capacity.gpus.into());
+            // A queueing round's nodes hold their capacity running and as
+            // much again waiting (see `for_queueing`).
+            let capacity = if queueing {
+                node.capacity + node.capacity
+            } else {
+                node.capacity
+            };
+            nodes.capacity_memory_mb.push(capacity.memory_mb);
+            nodes.capacity_vcores.push(capacity.vcores.into());
+            nodes.capacity_gpus.push(capacity.gpus.into());
         }
         let tree = cluster.queues().queues();
         let mut queues = Queues {
@@ -330,6 +376,9 @@ impl Round {
             ..Queues::empty()
         };
         partition_shares(cluster, part, &mut queues);
+        if queueing {
+            for_queueing(&mut queues);
+        }
         // What each app holds in this part: all it holds, unless the
         // cluster is partitioned.
         let used_here = (!whole).then(|| used_on(cluster, &node_positions));
@@ -475,6 +524,21 @@ fn partition_shares(cluster: &Cluster, part: &Part, queues: &mut Queues) {
         let (capacity, maximum) = share.map_or((0.0, 0.0), |s| (s.capacity, s.maximum_capacity));
         queues.capacity[queue] = capacity;
         queues.maximum_capacity[queue] = maximum;
+    }
+}
+
+/// A queueing round's queue shares: its nodes show twice their capacity
+/// (what runs, and as much again waiting in their agents' queues), so the
+/// root's children get half their shares of it — every queue's guarantee
+/// and maximum stay the same amounts, held by what runs and what waits
+/// together, and only the root may hold more than the cluster, as far as
+/// the agents' queues go.
+fn for_queueing(queues: &mut Queues) {
+    for queue in 1..queues.parent.len() {
+        if queues.parent[queue] == 0 {
+            queues.capacity[queue] /= 2.0;
+            queues.maximum_capacity[queue] /= 2.0;
+        }
     }
 }
 
@@ -643,6 +707,9 @@ pub fn schedule(
         if next == parts.len() && !constrained_added {
             constrained_added = true;
             parts.extend(Part::constrained(cluster, held));
+            // Opportunistic asks left over queue at agents, last: the
+            // room free now went to every ask first.
+            parts.extend(Part::queued(cluster));
         }
         let Some(part) = parts.get(next) else {
             break;
@@ -683,6 +750,13 @@ fn restricted(ask: &crate::cluster::Ask) -> bool {
             .is_some_and(|l| l.level != crate::cluster::Level::OffSwitch)
 }
 
+/// Whether `ask` may wait in an agent's queue: opportunistic, and placed
+/// in the common rounds (a constrained or located ask is placed in a round
+/// of its own, on room free now).
+fn queues_at_agents(ask: &crate::cluster::Ask) -> bool {
+    ask.execution_type == crate::cluster::ExecutionType::Opportunistic && !restricted(ask)
+}
+
 /// The round of `part`, if it has asks and nodes.
 fn schedule_part(
     cluster: &mut Cluster,
@@ -697,7 +771,8 @@ fn schedule_part(
     if round.snapshot.asks.app.is_empty() || round.snapshot.nodes.free_memory_mb.is_empty() {
         return Ok(Vec::new()); // nothing asked for here (or all that is, is held), or no node
     }
-    schedule_round(cluster, policy, round, admit, now)
+    let queued = matches!(part, Part::Queued(_));
+    schedule_round(cluster, policy, round, admit, now, queued)
 }
 
 /// One round of [`schedule`]: asks `policy` about `round`, again while
@@ -708,6 +783,7 @@ fn schedule_round(
     mut round: Round,
     mut admit: Option<Admit<'_>>,
     now: u64,
+    queued: bool,
 ) -> Result<Vec<Allocation>, ScheduleError> {
     let mut left_out = std::collections::HashSet::new();
     let mut alone: Option<(usize, usize)> = None;
@@ -737,7 +813,11 @@ fn schedule_round(
         let partial = cluster.gangs_in_part(&placements);
         if partial.is_empty() || pass == MAX_GANG_PASSES {
             let placements = crate::cluster::without_gangs(placements, &partial);
-            return Ok(cluster.allocate(&placements, now)?);
+            return Ok(if queued {
+                cluster.allocate_queued(&placements, now)?
+            } else {
+                cluster.allocate(&placements, now)?
+            });
         }
         let first = partial[0];
         let keep_first = alone != Some(first);

@@ -213,11 +213,15 @@ fn running_in(cluster: &Cluster, round: &Round) -> (Containers, Vec<String>) {
             running
                 .start_time_ms
                 .push(super::millis(container.start_time_ms));
-            running.execution_type.push(ExecutionType::Guaranteed);
-            let tags = cluster
+            let ask = cluster
                 .app(&container.app)
-                .and_then(|a| a.asks.get(container.ask))
-                .map_or(&[][..], |ask| &ask.allocation_tags[..]);
+                .and_then(|a| a.asks.get(container.ask));
+            running
+                .execution_type
+                .push(ask.map_or(ExecutionType::Guaranteed, |ask| {
+                    super::context::policy_execution_type(ask.execution_type)
+                }));
+            let tags = ask.map_or(&[][..], |ask| &ask.allocation_tags[..]);
             for tag in tags {
                 running.tags.container.push(running_ids.len() as u32);
                 running.tags.tag.push(tag.clone());

@@ -1005,6 +1005,7 @@ mod tests {
                     node_label: "gpu".into(),
                     node_attributes: [("nm.yarn.io/gpu-model".into(), "a100".into())].into(),
                     reservation: Some("reservation_1_0001".into()),
+                    opportunistic: true,
                 },
             },
             QuotaEvent::Update {

@@ -1,6 +1,7 @@
 // render/submit.js — a small form to submit an app (POST /ws/v1/cluster/apps):
 // name, queue, project, priority and one ask — count × memory × vcores ×
-// GPUs, running for a duration (simulated nodes) or a shell command (agents).
+// GPUs, running for a duration (simulated nodes) or a shell command (agents),
+// guaranteed or opportunistic (it may wait in a busy agent's queue).
 // "Quote" asks the pricing policy what it would cost (POST /ws/v1/quota/quote)
 // for its duration (an hour for a command) and submits nothing.
 
@@ -25,6 +26,9 @@ export function renderSubmitForm(container) {
     gpus: number('gpus', 0, 0, 1024),
     duration: el('input', { type: 'number', name: 'duration_ms', value: 30000, min: 1, step: 1 }),
     shell: el('input', { name: 'shell', placeholder: 'e.g. sleep 30' }),
+    executionType: el('select', { name: 'execution_type' },
+      el('option', { value: 'guaranteed' }, 'guaranteed'),
+      el('option', { value: 'opportunistic' }, 'opportunistic (may wait at a busy agent)')),
   };
   const submit = el('button', { type: 'submit' }, 'Submit app');
   const quoted = el('output', { class: 'quote', 'aria-live': 'polite' });
@@ -50,6 +54,7 @@ export function renderSubmitForm(container) {
       memory_mb: Number(inputs.memory.value),
       vcores: Number(inputs.vcores.value),
       gpus: Number(inputs.gpus.value),
+      execution_type: inputs.executionType.value,
     };
     if (inputs.shell.value.trim()) ask.command = { shell: inputs.shell.value };
     if (inputs.duration.value) ask.duration_ms = Number(inputs.duration.value);
@@ -82,7 +87,8 @@ export function renderSubmitForm(container) {
   } },
   field('Name', inputs.name), field('Queue', inputs.queue), field('Project', inputs.project), field('Priority', inputs.priority),
   field('Containers', inputs.count), field('Memory (MB)', inputs.memory), field('VCores', inputs.vcores), field('GPUs', inputs.gpus),
-  field('Duration (ms)', inputs.duration), field('Shell command (agents)', inputs.shell, 'field-wide'),
+  field('Duration (ms)', inputs.duration), field('Execution type', inputs.executionType),
+  field('Shell command (agents)', inputs.shell, 'field-wide'),
   submit, quote, quoted);
   container.replaceChildren(form);
 }

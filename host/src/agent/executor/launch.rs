@@ -181,7 +181,7 @@ impl Settings {
         Ok(ContainerProcess {
             container_id: container_id.to_owned(),
             app_id: order.app_id.clone(),
-            memory_mb: order.memory_mb,
+            resources: order_resources(order),
             pid,
             start_ticks,
             started_ms,
@@ -452,4 +452,9 @@ pub(super) fn chown(path: &Path, owner: Option<(Uid, Gid)>) -> Result<(), String
             .map_err(|error| format!("cannot give {} to uid {uid}: {error}", path.display()))?;
     }
     Ok(())
+}
+
+/// What a launch order gives its container.
+pub(super) fn order_resources(order: &LaunchOrder) -> crate::resources::Resources {
+    crate::resources::Resources::new(order.memory_mb, order.vcores, order.gpus)
 }

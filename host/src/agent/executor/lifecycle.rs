@@ -303,7 +303,7 @@ impl Settings {
                     exit_status::KILLED_EXCEEDED_PMEM,
                     format!(
                         "killed for exceeding its memory limit of {} MB{}",
-                        process.memory_mb,
+                        process.resources.memory_mb,
                         stderr_tail()
                     ),
                 ),

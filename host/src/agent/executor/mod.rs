@@ -236,7 +236,8 @@ enum Tracked {
 struct ContainerProcess {
     container_id: String,
     app_id: String,
-    memory_mb: u64,
+    /// What its launch order gave it (its memory is its limit).
+    resources: crate::resources::Resources,
     pid: u32,
     /// /proc/<pid>/stat field 22, which tells this process from a later one
     /// with a recycled pid.
@@ -588,6 +589,26 @@ impl Executor {
                 _ => None,
             })
             .collect()
+    }
+
+    /// Whether it runs, ran or was told to launch container `id` (and has
+    /// not forgotten it).
+    pub fn knows(&self, id: &str) -> bool {
+        self.containers.contains_key(id)
+    }
+
+    /// What the containers it runs (or sets up) hold together, as their
+    /// launch orders gave it.
+    pub fn in_use(&self) -> crate::resources::Resources {
+        self.containers
+            .values()
+            .fold(
+                crate::resources::Resources::ZERO,
+                |sum, tracked| match tracked {
+                    Tracked::Running(process) => sum + process.resources,
+                    Tracked::Ended => sum,
+                },
+            )
     }
 
     /// Containers running now (their commands started).

@@ -104,7 +104,7 @@ impl Executor {
         let mut process = ContainerProcess {
             container_id: container_id.clone(),
             app_id: order.app_id.clone(),
-            memory_mb: order.memory_mb,
+            resources: super::launch::order_resources(&order),
             pid: pid.map_or(0, |pid| pid.pid),
             start_ticks: pid.map_or(0, |pid| pid.start_ticks),
             started_ms: pid.map_or(0, |pid| pid.started_ms),

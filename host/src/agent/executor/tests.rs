@@ -50,6 +50,7 @@ fn order(container_id: &str, command: ContainerCommand) -> LaunchOrder {
         gpus: 0,
         yarn: None,
         held_for: None,
+        opportunistic: false,
     }
 }
 
