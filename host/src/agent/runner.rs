@@ -59,9 +59,9 @@ const MIN_GAP: Duration = Duration::from_millis(1);
 /// How long to wait before trying an unreachable server again.
 const RETRY: Duration = Duration::from_millis(500);
 /// How many heartbeat intervals an agent waits for an answer before it
-/// starts no more waiting containers: well within any expiry interval (a
-/// server takes a node for lost after many silent intervals: 600 at
-/// YARN's defaults).
+/// starts no more waiting containers (a server takes a node for lost after
+/// many silent intervals: 600 at YARN's defaults; an agent also keeps
+/// within half the expiry interval its server gives).
 const IN_TOUCH: u32 = 3;
 /// How often old containers' logs and working dirs are looked for.
 const SWEEP: Duration = Duration::from_secs(60);
@@ -99,6 +99,9 @@ pub struct AgentLoop<T: ResourceTracker> {
     /// When the server last answered (a registration, or a heartbeat of
     /// the epoch registered with).
     last_answered: Option<Instant>,
+    /// How long after its last answer the agent counts itself in touch
+    /// with the server (see [`AgentLoop::in_touch`]).
+    in_touch_for: Duration,
 }
 
 /// What an answer is to the agent, by who gave it and its epoch.
@@ -156,6 +159,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
             node_manager: Arc::default(),
             queue: OpportunisticQueue::default(),
             last_answered: None,
+            in_touch_for: Duration::ZERO,
         }
     }
 
@@ -351,6 +355,14 @@ impl<T: ResourceTracker> AgentLoop<T> {
         self.stale_warned = None;
         self.interval =
             Duration::from_millis(registration.heartbeat_interval_ms.clamp(10, 3_600_000));
+        // Well within the time after which the server takes the node for
+        // lost (half of it, where the server says it).
+        self.in_touch_for = self.interval * IN_TOUCH;
+        if registration.expiry_interval_ms > 0 {
+            self.in_touch_for = self
+                .in_touch_for
+                .min(Duration::from_millis(registration.expiry_interval_ms / 2));
+        }
         self.response_id = 0;
         self.registered = true;
         self.last_answered = Some(Instant::now());
@@ -464,14 +476,15 @@ impl<T: ResourceTracker> AgentLoop<T> {
     }
 
     /// Whether the server answered lately (within [`IN_TOUCH`] heartbeat
-    /// intervals): if not, it may have taken this node for lost and placed
+    /// intervals, and half the time after which it takes a silent node
+    /// for lost): if not, it may have taken this node for lost and placed
     /// what waits here elsewhere, so nothing waiting starts until it
     /// answers again (or, registering anew, the queue is dropped).
     fn in_touch(&self) -> bool {
         self.registered
             && self
                 .last_answered
-                .is_some_and(|at| at.elapsed() <= self.interval * IN_TOUCH)
+                .is_some_and(|at| at.elapsed() <= self.in_touch_for)
     }
 
     /// The containers that ended since the last look, kept to report until
@@ -658,6 +671,7 @@ mod tests {
                 .collect(),
             epoch,
             yarn_token_key: String::new(),
+            expiry_interval_ms: 0,
         }
     }
 
@@ -899,5 +913,30 @@ mod tests {
         );
         assert!(agent.tracker.passed_over.is_empty());
         agent.executor.kill_all_now();
+    }
+
+    #[test]
+    fn an_agent_counts_itself_in_touch_within_half_its_servers_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        // Heartbeats every second, lost after 1.5 s of silence: in touch
+        // for 0.75 s after an answer, not the three intervals.
+        let mut registered = registration(3, &[]);
+        registered.expiry_interval_ms = 1500;
+        let mut told = agent(&dir, vec![Answer::Registered("http://a", registered)]);
+        told.exchange().unwrap();
+        assert_eq!(told.in_touch_for, Duration::from_millis(750));
+        assert!(told.in_touch());
+        told.last_answered = Some(Instant::now() - Duration::from_millis(800));
+        assert!(
+            !told.in_touch(),
+            "past half the expiry nothing waiting starts"
+        );
+        // A server that does not say: three intervals.
+        let mut untold = agent(
+            &dir,
+            vec![Answer::Registered("http://a", registration(3, &[]))],
+        );
+        untold.exchange().unwrap();
+        assert_eq!(untold.in_touch_for, Duration::from_secs(3));
     }
 }

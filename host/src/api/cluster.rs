@@ -510,6 +510,7 @@ pub(super) async fn register_node(
         kill: registered.kill,
         epoch: registered.epoch,
         yarn_token_key: registered.yarn_token_key,
+        expiry_interval_ms: registered.expiry_interval_ms,
     }))
 }
 

@@ -296,7 +296,11 @@ impl Cluster {
                     );
                 }
             }
-            node.to_kill.retain(|c, _| running.contains(c));
+            // Kills of containers it runs or holds queued go on until they
+            // are gone (a queued one would otherwise start later).
+            let queued: BTreeSet<&String> = report.queued.iter().collect();
+            node.to_kill
+                .retain(|c, _| running.contains(c) || queued.contains(c));
             // What it holds queued (placed here, not running): its orders
             // rest until it starts them or stops saying so.
             node.queued.clear();
@@ -823,5 +827,44 @@ mod tests {
         assert_eq!(cluster.apps()[0].pending_containers(), pending + 2);
         assert_eq!(cluster.apps()[0].running_containers, 2);
         assert!(cluster.node("a1").unwrap().queued.is_empty());
+    }
+
+    #[test]
+    fn a_waiting_container_ended_by_the_server_is_ordered_killed_while_it_waits() {
+        let mut cluster = opportunistic(3);
+        let running: Vec<String> = cluster
+            .allocate(&place(2), 10)
+            .unwrap()
+            .into_iter()
+            .map(|a| a.container.id)
+            .collect();
+        let waiting = cluster.allocate_queued(&place(1), 10).unwrap()[0]
+            .container
+            .id
+            .clone();
+        let queued = [waiting.clone()];
+        let beat = |cluster: &mut Cluster, number: u64, queued: &[String]| {
+            let report = AgentReport {
+                response_id: Some(number),
+                running: Some(&running),
+                ended: &[],
+                finished: &[],
+                queued,
+            };
+            cluster.agent_heartbeat("a1", report, 20).unwrap()
+        };
+        beat(&mut cluster, 0, &queued);
+        cluster.kill_app(0, "killed by alice", 30);
+        // Reported queued still: the kill goes out until it is gone.
+        for number in 1..3 {
+            let answer = beat(&mut cluster, number, &queued);
+            assert!(
+                answer.orders.kill.iter().any(|k| k.container_id == waiting),
+                "{:?}",
+                answer.orders.kill
+            );
+        }
+        let answer = beat(&mut cluster, 3, &[]);
+        assert!(!answer.orders.kill.iter().any(|k| k.container_id == waiting));
     }
 }

@@ -518,6 +518,12 @@ pub struct RegisteredNode {
     /// none.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub yarn_token_key: String,
+    /// How long the node may be silent before the server takes it for
+    /// lost, in ms (`yarn.nm.liveness-monitor.expiry-interval-ms`); 0 from
+    /// a server that does not say. An agent out of touch for half of it
+    /// starts no waiting container.
+    #[serde(default)]
+    pub expiry_interval_ms: u64,
 }
 
 /// Whether the agent goes on or must register again (YARN's NodeAction).

@@ -62,6 +62,7 @@ impl ResourceTracker for LocalTracker {
             kill: registered.kill,
             epoch: registered.epoch,
             yarn_token_key: registered.yarn_token_key,
+            expiry_interval_ms: registered.expiry_interval_ms,
         })
     }
 

@@ -89,6 +89,8 @@ pub struct Registered {
     pub epoch: u64,
     /// The node's key for YARN's NMTokens and container tokens (hex).
     pub yarn_token_key: String,
+    /// How long a node may be silent before it is lost, in ms.
+    pub expiry_interval_ms: u64,
 }
 
 impl ResourceManager {
@@ -269,6 +271,7 @@ impl ResourceManager {
                 .token_keys()
                 .map(|keys| keys.node_key(&request.node_id).to_hex())
                 .unwrap_or_default(),
+            expiry_interval_ms: self.node_expiry_ms,
         })
     }
 

@@ -750,11 +750,14 @@ fn restricted(ask: &crate::cluster::Ask) -> bool {
             .is_some_and(|l| l.level != crate::cluster::Level::OffSwitch)
 }
 
-/// Whether `ask` may wait in an agent's queue: opportunistic, and placed
-/// in the common rounds (a constrained or located ask is placed in a round
-/// of its own, on room free now).
+/// Whether `ask` may wait in an agent's queue: opportunistic, placed in
+/// the common rounds (a constrained or located ask is placed in a round
+/// of its own, on room free now), and no gang still to place whole (its
+/// members, waiting, would start one by one).
 fn queues_at_agents(ask: &crate::cluster::Ask) -> bool {
-    ask.execution_type == crate::cluster::ExecutionType::Opportunistic && !restricted(ask)
+    ask.execution_type == crate::cluster::ExecutionType::Opportunistic
+        && !restricted(ask)
+        && ask.gang.is_none_or(|gang| gang.placed)
 }
 
 /// The round of `part`, if it has asks and nodes.
