@@ -412,3 +412,79 @@ fn what_an_agent_says_it_queues_is_bounded_and_only_its_own() {
     assert!(body.to_string().contains("queued[0]"), "{body}");
     server.stop();
 }
+
+#[test]
+fn a_nodes_queue_takes_no_more_than_its_length_however_much_room_it_has() {
+    // Room for two more 1-vcore containers, places for one.
+    let mut settings = QUEUES.to_vec();
+    settings.extend([
+        "--set",
+        "yarn.nodemanager.opportunistic-containers-max-queue-length=1",
+        "--set",
+        "yarn.scheduler.capacity.root.a.maximum-capacity=100",
+        "--set",
+        "yarn.scheduler.capacity.root.a.user-limit-factor=2",
+    ]);
+    let server = Server::start(&settings);
+    let (status, body) = server.post_json(
+        "/ws/v1/cluster/nodes/register",
+        &json!({"node_id": "one", "memory_mb": 1024, "vcores": 2, "running": []}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let submit = |queue: &str, kind: &str| {
+        let (status, body) = server.post_json(
+            "/ws/v1/cluster/apps",
+            &json!({"queue": queue, "project": "p", "asks": [{"count": 3, "memory_mb": 64,
+                "vcores": 1, "command": {"argv": ["true"]}, "execution_type": kind}]}),
+        );
+        assert_eq!(status, 202, "{body}");
+    };
+    // The fake agent runs what it is given and holds the rest queued.
+    let mut agent = (0, Vec::<String>::new(), Vec::<String>::new());
+    let beat = |agent: &mut (u64, Vec<String>, Vec<String>)| {
+        let (number, running, queued) = agent;
+        let (status, answer) = server.post_json(
+            "/ws/v1/cluster/nodes/one/heartbeat",
+            &json!({"response_id": number, "running": running, "queued": queued}),
+        );
+        assert_eq!(status, 200, "{answer}");
+        *number = answer["response_id"].as_u64().unwrap();
+        for order in answer["allocations"].as_array().unwrap() {
+            let id = order["container_id"].as_str().unwrap().to_string();
+            if order["opportunistic"] == true {
+                queued.push(id);
+            } else {
+                running.push(id);
+            }
+        }
+        answer
+    };
+    submit("b", "guaranteed");
+    poll(
+        "b to fill the node",
+        Duration::from_secs(10),
+        || {
+            beat(&mut agent);
+            (agent.1.len() == 2).then_some(())
+        },
+        || format!("{}", server.get("/ws/v1/cluster/nodes").1),
+    );
+    submit("a", "opportunistic");
+    poll(
+        "one of a to wait at the node",
+        Duration::from_secs(10),
+        || {
+            beat(&mut agent);
+            (agent.2.len() == 1).then_some(())
+        },
+        || format!("{}", server.get("/ws/v1/cluster/nodes").1),
+    );
+    // More rounds give it no more.
+    std::thread::sleep(Duration::from_millis(300));
+    let answer = beat(&mut agent);
+    assert_eq!(answer["allocations"], json!([]), "{answer}");
+    let node = node(&server, "one");
+    assert_eq!(node["numContainers"], 3, "{node}");
+    assert_eq!(node["numQueuedContainers"], 1, "{node}");
+    server.stop();
+}

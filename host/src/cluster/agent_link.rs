@@ -867,4 +867,21 @@ mod tests {
         let answer = beat(&mut cluster, 3, &[]);
         assert!(!answer.orders.kill.iter().any(|k| k.container_id == waiting));
     }
+
+    #[test]
+    fn a_queueing_rounds_placements_are_cut_to_the_places_left_in_queues() {
+        let mut cluster = opportunistic(10);
+        cluster.allocate(&place(2), 10).unwrap();
+        // Two wait (on their way), one place is left of three.
+        let cut = cluster.within_queue_places(vec![place(3)[0], place(2)[0]]);
+        assert_eq!(
+            cut,
+            vec![Placement {
+                count: 1,
+                ..place(1)[0]
+            }]
+        );
+        cluster.allocate_queued(&cut, 10).unwrap();
+        assert!(cluster.within_queue_places(place(1).to_vec()).is_empty());
+    }
 }

@@ -953,6 +953,32 @@ impl Cluster {
         self.allocate_on(placements, now, false)
     }
 
+    /// `placements` cut, container by container in their order, to the
+    /// places left in each node's queue (a policy sees the room a queue
+    /// has left, not how many containers it may still hold).
+    pub fn within_queue_places(&self, mut placements: Vec<Placement>) -> Vec<Placement> {
+        let positions: std::collections::BTreeSet<usize> =
+            placements.iter().map(|p| p.node).collect();
+        let mut left: HashMap<usize, usize> = self
+            .nodes
+            .values()
+            .enumerate()
+            .filter(|(position, _)| positions.contains(position))
+            .map(|(position, node)| {
+                let waiting = self.waiting_opportunistic(node);
+                (position, self.opportunistic_queue.saturating_sub(waiting))
+            })
+            .collect();
+        for placement in &mut placements {
+            let places = left.entry(placement.node).or_default();
+            let count = (placement.count as usize).min(*places);
+            *places -= count;
+            placement.count = count as u32;
+        }
+        placements.retain(|p| p.count > 0);
+        placements
+    }
+
     /// As [`Cluster::allocate`], into the queues of the nodes' agents:
     /// each placement must be of an opportunistic ask, and fit in its
     /// node's [`Cluster::queue_room_of`] with the node's queue not full.

@@ -793,8 +793,12 @@ fn schedule_round(
     let mut pass = 1;
     loop {
         let placements = policy.schedule(&round.snapshot)?;
-        // What breaks a placement constraint is cut, container by container.
+        // What breaks a placement constraint is cut, container by container,
+        // and in a queueing round what the nodes' queues cannot hold.
         let mut placements = cluster.within_constraints(round.placements(&placements));
+        if queued {
+            placements = cluster.within_queue_places(placements);
+        }
         if let Some(admit) = admit.as_mut() {
             let wanted: Vec<(usize, usize, usize, u32)> = placements
                 .iter()
