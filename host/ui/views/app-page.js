@@ -86,11 +86,13 @@ function asks(src, list) {
       el('td', { class: 'mono' }, ask.partition ? f('partition', text) : el('span', { class: 'muted' }, 'default')),
       // Its allocation tags and placement constraint, if any.
       el('td', { class: 'mono' }, (ask.allocation_tags ?? []).join(', ') || el('span', { class: 'muted' }, '—')),
-      el('td', { class: 'mono' }, ask.placement_constraint ?? el('span', { class: 'muted' }, '—')));
+      el('td', { class: 'mono' }, ask.placement_constraint ?? el('span', { class: 'muted' }, '—')),
+      // Opportunistic asks may wait in a busy agent's queue.
+      el('td', null, ask.execution_type ?? 'guaranteed'));
   });
   return el('div', null, el('h3', null, 'Asks'), table('asks', [['Containers', 'num'], ['Pending', 'num'],
     ['Memory', 'num'], ['VCores', 'num'], ['GPUs', 'num'], ['Duration', 'num'], ['Max attempts', 'num'],
-    ['Gang (at least)', 'num'], 'Node label', 'Tags', 'Constraint'], rows));
+    ['Gang (at least)', 'num'], 'Node label', 'Tags', 'Constraint', 'Execution type'], rows));
 }
 
 async function loadContainers(appSrc, appId, body, log) {
