@@ -488,3 +488,85 @@ fn a_nodes_queue_takes_no_more_than_its_length_however_much_room_it_has() {
     assert_eq!(node["numQueuedContainers"], 1, "{node}");
     server.stop();
 }
+
+#[test]
+fn a_queue_whose_work_only_waits_is_starved_and_reclaim_takes_back_what_waits_first() {
+    // b's holders fill the node (over b's guarantee); a's only container
+    // waits at the agent. a is starved: reclaim takes back what waits and
+    // then what b holds beyond its guarantee, and a's guaranteed app runs.
+    let dir = crate::support::shared_tempdir();
+    let mut settings = QUEUES.to_vec();
+    settings.extend([
+        "--set",
+        "yarn.resourcemanager.scheduler.monitor.enable=true",
+        "--set",
+        "weft.reclaim.starvation-ms=500",
+    ]);
+    let server = Server::start_logging(
+        &dir.path().join("data"),
+        &settings,
+        Some(&dir.path().join("server.log")),
+    );
+    let logs = || logs_in(dir.path());
+    let _agent = start_agent(&server, dir.path(), "contended");
+    poll(
+        "the agent to register",
+        Duration::from_secs(10),
+        || (node(&server, "contended") != Value::Null).then_some(()),
+        logs,
+    );
+    let launches = Launches::new(dir.path().join("launches"));
+    let holder = format!(
+        "echo \"$CONTAINER_ID $$\" >> {}; exec sleep 60",
+        launches.0.display()
+    );
+    let run = |flags: &[&str], command: &str| {
+        let mut flags = flags.to_vec();
+        flags.extend(["-n", "1", "--memory", "64mb", "--vcores", "1", "--shell"]);
+        let output = app_run(&server, &flags, &[command]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let holders = {
+        let output = app_run(
+            &server,
+            &[
+                "--queue", "b", "-n", "2", "--memory", "64mb", "--vcores", "1", "--shell",
+            ],
+            &[&holder],
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    poll(
+        "the holders to start",
+        Duration::from_secs(10),
+        || (launches.read().len() == 2).then_some(()),
+        logs,
+    );
+    let waiting = run(&["--queue", "a", "--opportunistic"], "sleep 0.2");
+    poll(
+        "a's container to wait at the agent",
+        Duration::from_secs(10),
+        || (node(&server, "contended")["numQueuedContainers"] == 1).then_some(()),
+        logs,
+    );
+    let guaranteed = run(&["--queue", "a"], "sleep 0.2");
+    poll(
+        "a's apps to finish",
+        Duration::from_secs(20),
+        || {
+            let done = |app: &str| app_state(&server, app)["state"] == "FINISHED";
+            (done(&waiting) && done(&guaranteed)).then_some(())
+        },
+        logs,
+    );
+    let holders = app_state(&server, &holders);
+    assert!(
+        holders["preemptedContainers"].as_u64().unwrap_or(0) >= 1,
+        "b gave back what it held beyond its guarantee: {holders}"
+    );
+    let waited = app_state(&server, &waiting);
+    assert_eq!(waited["finalStatus"], "SUCCEEDED", "{waited}");
+    server.stop();
+}

@@ -884,4 +884,50 @@ mod tests {
         cluster.allocate_queued(&cut, 10).unwrap();
         assert!(cluster.within_queue_places(place(1).to_vec()).is_empty());
     }
+
+    #[test]
+    fn what_waits_is_taken_back_first_for_starved_queues_and_charged_nothing() {
+        let mut cluster = opportunistic(4);
+        let running: Vec<String> = cluster
+            .allocate(&place(2), 10)
+            .unwrap()
+            .into_iter()
+            .map(|a| a.container.id)
+            .collect();
+        let waiting = cluster.allocate_queued(&place(1), 10).unwrap()[0]
+            .container
+            .id
+            .clone();
+        // Placed but not yet said to wait: not taken back.
+        assert!(cluster.dequeue_waiting(15).is_empty());
+        let queued = [waiting.clone()];
+        let report = AgentReport {
+            response_id: Some(0),
+            running: Some(&running),
+            ended: &[],
+            finished: &[],
+            queued: &queued,
+        };
+        cluster.agent_heartbeat("a1", report, 20).unwrap();
+        let pending = cluster.apps()[0].pending_containers();
+        let taken = cluster.dequeue_waiting(30);
+        assert_eq!(taken.len(), 1);
+        assert_eq!(taken[0].id, waiting);
+        assert!(taken[0].launched_ms.is_none(), "it never ran");
+        assert_eq!(cluster.apps()[0].pending_containers(), pending + 1);
+        assert_eq!(cluster.apps()[0].preempted_containers, 1);
+        assert_eq!(
+            cluster.node("a1").unwrap().allocated,
+            Resources::new(1024, 2, 0)
+        );
+        let report = AgentReport {
+            response_id: Some(1),
+            running: Some(&running),
+            ended: &[],
+            finished: &[],
+            queued: &queued,
+        };
+        let answer = cluster.agent_heartbeat("a1", report, 40).unwrap();
+        assert!(answer.orders.kill.iter().any(|k| k.container_id == waiting));
+    }
 }

@@ -399,6 +399,27 @@ impl Cluster {
             .count()
     }
 
+    /// The opportunistic containers waiting in agents' queues: placed on an
+    /// agent's node, reported queued by it, not running.
+    pub fn waiting_containers(&self) -> impl Iterator<Item = &Container> {
+        self.nodes
+            .values()
+            .flat_map(|node| node.queued.iter())
+            .filter_map(|id| self.containers.get(id))
+    }
+
+    /// Takes back every container waiting in an agent's queue (PREEMPTED:
+    /// asked for again, no attempt counted, nothing charged — none ran),
+    /// so the room they were promised goes to starved queues first; their
+    /// agents are ordered to drop them. Returns them.
+    pub fn dequeue_waiting(&mut self, now: u64) -> Vec<Container> {
+        let waiting: Vec<String> = self.waiting_containers().map(|c| c.id.clone()).collect();
+        waiting
+            .iter()
+            .filter_map(|id| self.end_container(id, now, EndCause::Preempted))
+            .collect()
+    }
+
     /// What `node` offers opportunistic containers to queue
     /// ([`Node::queue_room`]).
     pub fn queue_room_of(&self, node: &Node) -> Resources {

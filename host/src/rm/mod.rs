@@ -699,6 +699,9 @@ impl ResourceManager {
             now_admitted
         };
         let admit: Option<scheduler::Admit<'_>> = trim_rounds.then_some(&mut afford);
+        // Nothing queues at agents while a queue is starved (as of the
+        // last pass): the room it would be promised is the starved one's.
+        let queueing = self.reclaim_after_ms.is_none() || !self.starvation.any();
         match scheduler::schedule(
             &mut self.cluster,
             self.policies.scheduling(),
@@ -706,6 +709,7 @@ impl ResourceManager {
             &held,
             admit,
             now,
+            queueing,
         ) {
             Ok(allocations) => self.containers_allocated(&allocations, now),
             Err(error) => {
@@ -717,6 +721,16 @@ impl ResourceManager {
                 .starvation
                 .update(&self.cluster, &reservations, &held, now, after_ms)
         {
+            // What waits in agents' queues goes first: it ran nowhere, and
+            // the room promised to it is what a starved queue needs.
+            let dequeued = self.cluster.dequeue_waiting(now);
+            if !dequeued.is_empty() {
+                tracing::info!(
+                    containers = dequeued.len(),
+                    "took back opportunistic containers waiting at agents for starved queues"
+                );
+                self.containers_finished(&dequeued, now);
+            }
             match reclaim::reclaim(
                 &mut self.cluster,
                 self.policies.scheduling(),
@@ -730,6 +744,7 @@ impl ResourceManager {
                         "reclaimed capacity for starved queues"
                     );
                     self.containers_finished(&preempted, now);
+                    self.starvation.reclaimed(now);
                 }
                 Ok(_) => {}
                 Err(error) => tracing::warn!(%error, "reclaim skipped"),

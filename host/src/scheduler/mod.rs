@@ -687,8 +687,10 @@ pub(crate) fn millis(ms: u64) -> i64 {
 pub type Admit<'a> = &'a mut dyn FnMut(&Cluster, Vec<Placement>) -> Vec<Placement>;
 
 /// Asks `policy` where pending containers go (but those of `held`
-/// projects), lets `admit` trim the answer, and allocates. Does nothing
-/// (and calls nothing) when nothing is pending.
+/// projects), lets `admit` trim the answer, and allocates; opportunistic
+/// asks left over wait at agents only with `queueing` (not while a queue
+/// is starved: the room they would take is its). Does nothing (and calls
+/// nothing) when nothing is pending.
 pub fn schedule(
     cluster: &mut Cluster,
     policy: &dyn Scheduling,
@@ -696,6 +698,7 @@ pub fn schedule(
     held: &HeldProjects,
     admit: Option<Admit<'_>>,
     now: u64,
+    queueing: bool,
 ) -> Result<Vec<Allocation>, ScheduleError> {
     if !cluster.has_pending() || cluster.nodes().next().is_none() {
         return Ok(Vec::new());
@@ -712,7 +715,9 @@ pub fn schedule(
             parts.extend(Part::constrained(cluster, held));
             // Opportunistic asks left over queue at agents, last: the
             // room free now went to every ask first.
-            parts.extend(Part::queued(cluster));
+            if queueing {
+                parts.extend(Part::queued(cluster));
+            }
         }
         let Some(part) = parts.get(next) else {
             break;
@@ -1036,7 +1041,16 @@ mod tests {
         let gpu = submit(&mut cluster, "ml", Some("gpu"), 6).unwrap();
         // Eight for the default partition: four on its node, four lent by spare.
         let plain = submit(&mut cluster, "web", None, 10).unwrap();
-        let placed = schedule(&mut cluster, &Greedy, &[], &HeldProjects::new(), None, 0).unwrap();
+        let placed = schedule(
+            &mut cluster,
+            &Greedy,
+            &[],
+            &HeldProjects::new(),
+            None,
+            0,
+            true,
+        )
+        .unwrap();
         let on = |app: &str| {
             let mut nodes: Vec<&str> = placed
                 .iter()

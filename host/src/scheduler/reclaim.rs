@@ -23,6 +23,25 @@ pub struct Starvation {
 }
 
 impl Starvation {
+    /// Reclaim has just taken containers back: whoever is starved now must
+    /// stay so for the whole patience again before the next. So a queue
+    /// the scheduling policy will not serve even with room (a container
+    /// larger than its user limit) costs others one preemption per
+    /// patience, not one per round.
+    pub fn reclaimed(&mut self, now: u64) {
+        for since in self.since.values_mut() {
+            *since = now;
+        }
+        for since in self.reservations_since.values_mut() {
+            *since = now;
+        }
+    }
+
+    /// Whether a leaf or a reservation was starved at the last update.
+    pub fn any(&self) -> bool {
+        !self.since.is_empty() || !self.reservations_since.is_empty()
+    }
+
     /// Records which leaves are starved at `now` — below their guarantee with
     /// something pending — and which active reservations are — their apps
     /// hold less than the reservation with something pending — and says
@@ -100,6 +119,23 @@ impl Starvation {
         } else {
             for (queue, used) in diagnostics::queue_usage(cluster).into_iter().enumerate() {
                 usage.insert((queue, ""), used);
+            }
+        }
+        // What waits in agents' queues runs nowhere: a leaf whose own
+        // containers only wait is starved all the same.
+        for container in cluster.waiting_containers() {
+            let (Some(app), Some(node)) =
+                (cluster.app(&container.app), cluster.node(&container.node))
+            else {
+                continue;
+            };
+            let partition = if labelled {
+                node.partition.as_str()
+            } else {
+                ""
+            };
+            if let Some(used) = usage.get_mut(&(app.queue_index, partition)) {
+                *used = used.saturating_sub(&container.resources);
             }
         }
         let mut guarantees: HashMap<&str, (Resources, Vec<Option<crate::queues::Share>>)> =
@@ -230,4 +266,21 @@ fn running_in(cluster: &Cluster, round: &Round) -> (Containers, Vec<String>) {
         }
     }
     (running, running_ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_a_reclaim_the_starved_wait_the_whole_patience_again() {
+        let mut starvation = Starvation::default();
+        assert!(!starvation.any());
+        starvation.since.insert((1, String::new()), 0);
+        starvation.reservations_since.insert("r".into(), 100);
+        assert!(starvation.any());
+        starvation.reclaimed(5_000);
+        assert_eq!(starvation.since[&(1, String::new())], 5_000);
+        assert_eq!(starvation.reservations_since["r"], 5_000);
+    }
 }
