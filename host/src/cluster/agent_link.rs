@@ -829,10 +829,9 @@ mod tests {
         assert!(cluster.node("a1").unwrap().queued.is_empty());
     }
 
-    #[test]
-    fn a_waiting_container_ended_by_the_server_is_ordered_killed_while_it_waits() {
-        let mut cluster = opportunistic(3);
-        let running: Vec<String> = cluster
+    /// Two containers placed on free room and one queued: their ids.
+    fn two_running_one_waiting(cluster: &mut Cluster) -> (Vec<String>, String) {
+        let running = cluster
             .allocate(&place(2), 10)
             .unwrap()
             .into_iter()
@@ -842,6 +841,13 @@ mod tests {
             .container
             .id
             .clone();
+        (running, waiting)
+    }
+
+    #[test]
+    fn a_waiting_container_ended_by_the_server_is_ordered_killed_while_it_waits() {
+        let mut cluster = opportunistic(3);
+        let (running, waiting) = two_running_one_waiting(&mut cluster);
         let queued = [waiting.clone()];
         let beat = |cluster: &mut Cluster, number: u64, queued: &[String]| {
             let report = AgentReport {
@@ -888,16 +894,7 @@ mod tests {
     #[test]
     fn what_waits_is_taken_back_first_for_starved_queues_and_charged_nothing() {
         let mut cluster = opportunistic(4);
-        let running: Vec<String> = cluster
-            .allocate(&place(2), 10)
-            .unwrap()
-            .into_iter()
-            .map(|a| a.container.id)
-            .collect();
-        let waiting = cluster.allocate_queued(&place(1), 10).unwrap()[0]
-            .container
-            .id
-            .clone();
+        let (running, waiting) = two_running_one_waiting(&mut cluster);
         // Placed but not yet said to wait: not taken back.
         assert!(cluster.dequeue_waiting(15).is_empty());
         let queued = [waiting.clone()];
