@@ -546,3 +546,55 @@ asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 200000 }]
     assert_eq!(alice_in_dedicated(during), 20 * 1024, "{during}");
     assert_eq!(etl["apps_met_deadline"], 1, "{etl}");
 }
+
+/// A queue whose guarantee × user-limit-factor is smaller than one of its
+/// containers: its user still gets one (as in YARN), after reclaim takes
+/// one back from the queue holding the node — once, not every patience.
+#[test]
+fn reclaim_serves_a_queue_whose_user_limit_is_below_one_container() {
+    let summary = simulate(
+        r#"
+scheduling_interval_ms = 1000
+observe_at_ms = [9000, 30000, 120000]
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+[[nodes]]
+count = 1
+memory_mb = 2048
+vcores = 2
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,b,c"
+"yarn.scheduler.capacity.root.a.capacity" = "40"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "3"
+"yarn.scheduler.capacity.root.b.capacity" = "30"
+"yarn.scheduler.capacity.root.c.capacity" = "30"
+[[apps]]
+submit_ms = 0
+user = "alice"
+queue = "a"
+asks = [{ count = 2, memory_mb = 1024, vcores = 1, duration_ms = 1000000 }]
+[[apps]]
+submit_ms = 10000
+user = "carol"
+queue = "c"
+asks = [{ count = 1, memory_mb = 1024, vcores = 1, duration_ms = 1000000 }]
+"#,
+    );
+    let vcores = |observation: &serde_json::Value, queue: &str| {
+        observation["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["queue"] == queue)
+            .map_or(0, |q| q["used"]["vcores"].as_u64().unwrap())
+    };
+    let [before, served, later] = [0, 1, 2].map(|i| &summary["observations"][i]);
+    assert_eq!(vcores(before, "root.a"), 2, "{before}");
+    // Carol's 1 vcore is more than c's 0.6-vcore user limit.
+    assert_eq!(vcores(served, "root.c"), 1, "{served}");
+    assert_eq!(vcores(served, "root.a"), 1, "{served}");
+    // Nothing more is taken from a: its one container stays.
+    assert_eq!(vcores(later, "root.a"), 1, "{later}");
+    assert_eq!(vcores(later, "root.c"), 1, "{later}");
+}

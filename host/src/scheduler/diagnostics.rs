@@ -209,8 +209,9 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
 /// queue's guarantee and its use plus one more container, each active user
 /// may have the larger of current ÷ active users and current ×
 /// minimum-user-limit-percent, but never more than guarantee ×
-/// user-limit-factor nor the queue's maximum. Some(reason) if the app's user
-/// is at it.
+/// user-limit-factor nor the queue's maximum; a user who holds nothing in
+/// the queue may always have one container (YARN checks what the user holds
+/// before the container). Some(reason) if the app's user is at it.
 fn user_limit_reached(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Option<String> {
     let app = &cluster.apps()[app_index];
     let queue = &cluster.queues().queues()[app.queue_index];
@@ -239,7 +240,7 @@ fn user_limit_reached(cluster: &Cluster, app_index: usize, usage: &[Resources]) 
         .min(queue.absolute_capacity * queue.user_limit_factor)
         .min(queue.absolute_maximum_capacity);
     let used = share(&user_used);
-    (used + one_more > limit + 1e-9).then(|| {
+    (!user_used.is_zero() && used + one_more > limit + 1e-9).then(|| {
         format!(
             "user {} reached the user limit of queue {}: uses {used:.1}% of the cluster by {} ({}), limit {limit:.1}% \
              ({} active users, minimum-user-limit-percent {}, user-limit-factor {})",

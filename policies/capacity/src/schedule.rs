@@ -437,8 +437,19 @@ impl<'a> Round<'a> {
     }
 
     /// Whether the user may have one more container of `size` after `placed`
-    /// more of the same in this step: `user used + size ≤ user limit`.
+    /// more of the same in this step: `user used + size ≤ user limit`, or
+    /// the user holds nothing in the leaf yet.
+    ///
+    /// The exception is YARN's: its limit is rounded up to the minimum
+    /// allocation and compared with what the user holds before the
+    /// container, so a limit below one container slows a user to one, never
+    /// stops it. (Without it a queue whose guarantee × user-limit-factor is
+    /// smaller than its users' containers would be starved for good, and
+    /// reclaim would take from others for it in vain.)
     fn within_user_limit(&self, leaf: usize, user: usize, size: Resources, placed: u64) -> bool {
+        if placed == 0 && self.user_used[user].is_zero() {
+            return true;
+        }
         let with_ask = size.times(placed + 1);
         let limit = user_limit(
             self.tree.guarantee(leaf),

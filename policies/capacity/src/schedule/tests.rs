@@ -278,12 +278,21 @@ const CASES: &[Case] = &[
         per_app: &[3],
     },
     Case {
-        what: "a queue without a guarantee gives its users nothing",
+        what: "a queue without a guarantee gives each of its users one container, as YARN",
         nodes: HUNDRED,
         queues: &[ROOT, queue(0, 100.0, 100.0), queue(0, 0.0, 100.0)],
+        apps: &[app(2, 0), app(2, 0), app(2, 1)],
+        asks: &[small(0, 5), small(1, 5), small(2, 5)],
+        per_app: &[1, 0, 1],
+    },
+    Case {
+        what: "a user limit below one container lets a user with nothing have one",
+        // A 2-vcore node, C guaranteed 30 % with factor 1: 0.6 vcores a user.
+        nodes: &[((2 * GB, 2, 0), (2 * GB, 2, 0))],
+        queues: &[ROOT, queue(0, 70.0, 100.0), queue(0, 30.0, 100.0)],
         apps: &[app(2, 0)],
-        asks: &[small(0, 5)],
-        per_app: &[0],
+        asks: &[small(0, 2)],
+        per_app: &[1],
     },
     Case {
         what: "a full cluster places nothing",
@@ -544,8 +553,9 @@ fn one_at_a_time(snapshot: &Snapshot) -> BTreeMap<(u32, u32), u64> {
                         cluster.share(tree.used[leaf].plus(r)),
                         active(leaf, pending),
                     );
-                    let user = user_used(leaf, apps.user[a], app_used).plus(r);
-                    let within_user_limit = cluster.share(user) <= limit + EPSILON;
+                    let held = user_used(leaf, apps.user[a], app_used);
+                    let within_user_limit =
+                        held.is_zero() || cluster.share(held.plus(r)) <= limit + EPSILON;
                     let node = free.iter().position(|f| f.covers(r));
                     if let (true, true, Some(node)) = (within_maximum, within_user_limit, node) {
                         return Some((a, k, node));
