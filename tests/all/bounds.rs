@@ -657,14 +657,53 @@ fn a_body_trickled_too_slowly_is_cut_off() {
 
 /// Submits an app with `priority` and returns the priority it was given.
 fn given_priority(server: &Server, priority: i64) -> Value {
-    let mut body = app(json!([{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 10}]));
+    let id = submitted_with_priority(server, priority, 10);
+    priority_of(server, &id)
+}
+
+/// Submits an app with `priority` running `duration_ms`; its id.
+fn submitted_with_priority(server: &Server, priority: i64, duration_ms: u64) -> String {
+    let asks = json!([{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": duration_ms}]);
+    let mut body = app(asks);
     body["priority"] = json!(priority);
     let (status, answer) = server.post_json("/ws/v1/cluster/apps", &body);
     assert_eq!(status, 202, "{answer}");
-    let id = answer["app"]["id"].as_str().unwrap();
+    answer["app"]["id"].as_str().unwrap().to_owned()
+}
+
+fn priority_of(server: &Server, id: &str) -> Value {
     let (status, answer) = server.get(&format!("/ws/v1/cluster/apps/{id}/priority"));
     assert_eq!(status, 200, "{answer}");
     answer["priority"].clone()
+}
+
+#[test]
+fn a_recovered_apps_priority_is_cut_to_the_clusters_highest_in_force() {
+    // As YARN's RM on recovery: the highest may have been lowered since.
+    let dir = tempfile::tempdir().unwrap();
+    let with_highest = |highest: &'static str| vec![SIM_NODES[0], SIM_NODES[1], "--set", highest];
+    let server = Server::start_in(
+        dir.path(),
+        &with_highest("yarn.cluster.max-application-priority=5"),
+    );
+    let high = submitted_with_priority(&server, 5, 3_600_000);
+    let low = submitted_with_priority(&server, 1, 3_600_000);
+    assert_eq!(priority_of(&server, &high), json!(5));
+    server.stop();
+    let server = Server::start_in(
+        dir.path(),
+        &with_highest("yarn.cluster.max-application-priority=2"),
+    );
+    assert_eq!(priority_of(&server, &high), json!(2));
+    assert_eq!(priority_of(&server, &low), json!(1));
+    server.stop();
+    // The cut was stored: a server with a higher limit does not undo it.
+    let server = Server::start_in(
+        dir.path(),
+        &with_highest("yarn.cluster.max-application-priority=5"),
+    );
+    assert_eq!(priority_of(&server, &high), json!(2));
+    server.stop();
 }
 
 #[test]

@@ -1497,6 +1497,23 @@ impl Cluster {
         self.app_index.get(id).map(|&i| &self.apps[i])
     }
 
+    /// Cuts the priority of every app not finished to `highest`, as YARN
+    /// checks a recovered app's priority against the cluster's highest
+    /// (which may have been lowered since it was submitted) as a new
+    /// one's. Returns the ids of the apps cut.
+    pub fn cap_priorities(&mut self, highest: i32) -> Vec<String> {
+        let mut cut = Vec::new();
+        for &index in &self.active {
+            let app = &mut self.apps[index];
+            if app.priority > highest {
+                app.priority = highest;
+                durable::app_changed(&mut self.changes, &app.id);
+                cut.push(app.id.clone());
+            }
+        }
+        cut
+    }
+
     /// Indices of the apps not finished, in submission order.
     pub fn active_apps(&self) -> impl Iterator<Item = usize> + '_ {
         self.active.iter().copied()

@@ -120,6 +120,15 @@ impl ResourceManager {
         self.cluster.set_epoch(epoch);
         self.cluster.track_changes();
         let restored = self.cluster.restore(stored, now).map_err(restore_error)?;
+        let cut = self.cluster.cap_priorities(self.max_application_priority);
+        if !cut.is_empty() {
+            tracing::info!(
+                apps = cut.len(),
+                first = %cut[0],
+                highest = self.max_application_priority,
+                "cut recovered apps' priorities to yarn.cluster.max-application-priority"
+            );
+        }
         // Every container that was running is charged again from where it
         // was: those on simulated nodes at once, those on agents' nodes once
         // their agent comes back saying it still runs them (it may not: the
