@@ -235,6 +235,7 @@ const ROUTES: &[(&str, &str)] = &[
     ),
     ("GET", "/ws/v1/cluster/apps/{id}/queue"),
     ("GET", "/ws/v1/cluster/apps/{id}/priority"),
+    ("PUT", "/ws/v1/cluster/apps/{id}/priority"),
     ("GET", "/ws/v1/cluster/apps/{id}/timeouts"),
     ("GET", "/ws/v1/cluster/apps/{id}/timeouts/{type}"),
     ("PUT", "/ws/v1/cluster/apps/{id}/timeout"),

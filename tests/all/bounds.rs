@@ -666,7 +666,7 @@ fn submitted_with_priority(server: &Server, priority: i64, duration_ms: u64) -> 
     let asks = json!([{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": duration_ms}]);
     let mut body = app(asks);
     body["priority"] = json!(priority);
-    let (status, answer) = server.post_json("/ws/v1/cluster/apps", &body);
+    let (status, answer) = server.post_json_as("/ws/v1/cluster/apps", &body, Some("alice"));
     assert_eq!(status, 202, "{answer}");
     answer["app"]["id"].as_str().unwrap().to_owned()
 }
@@ -721,4 +721,116 @@ fn priorities_above_the_clusters_highest_are_cut_to_it() {
     ]);
     assert_eq!(given_priority(&server, 9), json!(5));
     assert_eq!(given_priority(&server, 3), json!(3));
+}
+
+#[test]
+fn an_apps_priority_is_changed_by_its_user_cut_to_the_clusters_highest_and_checked() {
+    let server = Server::start(&[
+        SIM_NODES[0],
+        SIM_NODES[1],
+        "--set",
+        "yarn.cluster.max-application-priority=5",
+        "--set",
+        "yarn.scheduler.capacity.root.acl_administer_queue= ",
+        "--set",
+        "yarn.admin.acl= admins",
+    ]);
+    let id = submitted_with_priority(&server, 1, 3_600_000);
+    let path = format!("/ws/v1/cluster/apps/{id}/priority");
+    let put = |user: &str, body: &str| {
+        server.request(
+            "PUT",
+            &path,
+            &[("X-Weft-User", user), ("Content-Type", "application/json")],
+            Some(body.as_bytes()),
+        )
+    };
+    assert_eq!(
+        put("alice", r#"{"priority": 3}"#),
+        (200, json!({"priority": 3}))
+    );
+    assert_eq!(priority_of(&server, &id), json!(3));
+    // Above the cluster's highest: cut to it, as at submission.
+    assert_eq!(
+        put("alice", r#"{"priority": 2147483647}"#),
+        (200, json!({"priority": 5}))
+    );
+    // Someone else, without administering its queue: refused, unchanged.
+    let (status, body) = put("bob", r#"{"priority": 0}"#);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.to_string().contains("priority"), "{body}");
+    for bad in [
+        r#"{"priority": "high"}"#,
+        r#"{"priority": 2147483648}"#,
+        r#"{}"#,
+        r#"{"priority": 1, "queue": "x"}"#,
+        "not json",
+    ] {
+        let (status, body) = put("alice", bad);
+        assert_eq!(status, 400, "{bad}: {body}");
+    }
+    assert_eq!(priority_of(&server, &id), json!(5));
+    let (status, _) = server.request(
+        "PUT",
+        "/ws/v1/cluster/apps/application_1_9999/priority",
+        &[
+            ("X-Weft-User", "alice"),
+            ("Content-Type", "application/json"),
+        ],
+        Some(br#"{"priority": 1}"#),
+    );
+    assert_eq!(status, 404);
+    // An app that has ended keeps its own (as YARN).
+    let (status, body) = server.request(
+        "PUT",
+        &format!("/ws/v1/cluster/apps/{id}/state"),
+        &[
+            ("X-Weft-User", "alice"),
+            ("Content-Type", "application/json"),
+        ],
+        Some(br#"{"state": "KILLED"}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        put("alice", r#"{"priority": 1}"#),
+        (200, json!({"priority": 5}))
+    );
+}
+
+#[test]
+fn a_raised_priority_is_served_first_when_room_frees() {
+    let server = Server::start(&[
+        "--sim-nodes",
+        "1x1024mb,1vcores",
+        "--set",
+        "yarn.cluster.max-application-priority=5",
+    ]);
+    let first = submitted_with_priority(&server, 0, 1_500);
+    let running = |id: &str| {
+        let (_, body) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
+        body["app"]["runningContainers"].as_u64().unwrap_or(0)
+    };
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{first}"),
+        "the first app to run",
+        |b| b["app"]["runningContainers"] == 1,
+    );
+    let earlier = submitted_with_priority(&server, 0, 3_600_000);
+    let later = submitted_with_priority(&server, 0, 3_600_000);
+    let (status, body) = server.request(
+        "PUT",
+        &format!("/ws/v1/cluster/apps/{later}/priority"),
+        &[
+            ("X-Weft-User", "alice"),
+            ("Content-Type", "application/json"),
+        ],
+        Some(br#"{"priority": 4}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{later}"),
+        "the raised app to run",
+        |b| b["app"]["runningContainers"] == 1,
+    );
+    assert_eq!(running(&earlier), 0, "the earlier app of priority 0 waits");
 }

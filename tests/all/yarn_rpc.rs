@@ -588,6 +588,8 @@ fn yarns_own_client_submits_watches_and_kills_over_rpc() {
     assert_eq!(read["report.tags"], "check,project:rpcproj");
     assert_eq!(read["report.priority"], "3");
     assert_eq!(read["listed"], "true");
+    assert_eq!(read["updated.priority"], "10");
+    assert_eq!(read["updated.report.priority"], "10");
     assert_eq!(read["killed.state"], "KILLED");
     assert_eq!(read["unknown"], "ApplicationNotFoundException");
     // Its attempt, and its master's container as the attempt names it.

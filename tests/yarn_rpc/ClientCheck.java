@@ -140,6 +140,10 @@ public class ClientCheck {
         }
         say("listed", listed);
 
+        // Asked above the cluster's highest (10 in the test), cut to it.
+        say("updated.priority", client.updateApplicationPriority(id, Priority.newInstance(12)).getPriority());
+        say("updated.report.priority", client.getApplicationReport(id).getPriority().getPriority());
+
         client.killApplication(id);
         report = client.getApplicationReport(id);
         say("killed.state", report.getYarnApplicationState());

@@ -10,6 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::extract::{ApiPath, ApiQuery, ClientAddr, JsonBody, RawBody, decode_json};
 use super::openapi::RemoteException;
+use super::yarn_reads::AppPriority;
 use super::{ApiError, ApiState};
 use crate::cluster::{
     App, AppFilter, AppState, Ask, Node, NodeKind, OTHER_YARN_APP_STATES, SubmitApp,
@@ -1055,6 +1056,29 @@ pub(super) async fn app_state(
     Ok(Json(AppStateBody {
         state: found.as_str().into(),
     }))
+}
+
+/// Changes an app's priority (YARN's `PUT …/priority`): its user, an
+/// administrator of its queue or of the cluster. A priority above
+/// `yarn.cluster.max-application-priority` is cut to it, as at submission;
+/// an app that has ended keeps its own. Answers the priority now.
+#[utoipa::path(put, path = "/ws/v1/cluster/apps/{id}/priority", tag = "apps",
+    params(("id" = String, Path, description = "The application id")),
+    request_body = AppPriority,
+    responses((status = 200, body = AppPriority), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 413, body = RemoteException)))]
+pub(super) async fn update_app_priority(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    JsonBody(wanted): JsonBody<AppPriority>,
+) -> Result<Json<AppPriority>, ApiError> {
+    let priority = state
+        .rm
+        .with(move |rm: &mut ResourceManager| rm.update_priority(&caller, &id, wanted.priority))
+        .await??;
+    Ok(Json(AppPriority { priority }))
 }
 
 /// Kills an app, as YARN's `PUT …/state {"state": "KILLED"}`: its user, an

@@ -125,7 +125,10 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(yarn_reads::attempt_containers)))
         .routes(small(routes!(yarn_reads::attempt_container)))
         .routes(small(routes!(yarn_reads::app_queue)))
-        .routes(small(routes!(yarn_reads::app_priority)))
+        .routes(small(routes!(
+            yarn_reads::app_priority,
+            cluster::update_app_priority
+        )))
         .routes(small(routes!(app_timeouts::app_timeouts)))
         .routes(small(routes!(app_timeouts::app_timeout)))
         .routes(small(routes!(app_timeouts::update_timeout)))

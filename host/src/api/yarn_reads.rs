@@ -408,9 +408,11 @@ pub(super) struct AppQueue {
     queue: String,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+/// An app's priority, as YARN's REST API reads and writes it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub(super) struct AppPriority {
-    priority: i32,
+    pub(super) priority: i32,
 }
 
 /// The queue and priority of app `id`.

@@ -1497,6 +1497,16 @@ impl Cluster {
         self.app_index.get(id).map(|&i| &self.apps[i])
     }
 
+    /// Sets the priority of the app numbered `index` (kept for the next
+    /// round: nothing is indexed by priority).
+    pub fn set_priority(&mut self, index: usize, priority: i32) {
+        let app = &mut self.apps[index];
+        if app.priority != priority {
+            app.priority = priority;
+            durable::app_changed(&mut self.changes, &app.id);
+        }
+    }
+
     /// Cuts the priority of every app not finished to `highest`, as YARN
     /// checks a recovered app's priority against the cluster's highest
     /// (which may have been lowered since it was submitted) as a new

@@ -558,6 +558,38 @@ impl ResourceManager {
     }
 }
 
+impl ResourceManager {
+    /// Sets app `id`'s priority for `caller` (its user, a queue or cluster
+    /// administrator; YARN's updateApplicationPriority), cut to
+    /// `yarn.cluster.max-application-priority` as at submission. An app
+    /// that has ended keeps its own, as in YARN. Returns the priority now.
+    pub fn update_priority(
+        &mut self,
+        caller: &Caller,
+        id: &str,
+        priority: i32,
+    ) -> Result<i32, RequestError> {
+        let index = self.app_number(id)?;
+        let app = &self.cluster.apps()[index];
+        if app.state.has_ended() {
+            return Ok(app.priority);
+        }
+        self.security
+            .check_app_owner(
+                caller,
+                &app.user,
+                self.cluster.queues(),
+                app.queue_index,
+                "change the priority of",
+            )
+            .map_err(RequestError::NotAllowed)?;
+        let priority = priority.min(self.max_application_priority);
+        self.cluster.set_priority(index, priority);
+        tracing::info!(app = id, priority, by = %caller.user, "application priority changed");
+        Ok(priority)
+    }
+}
+
 /// Why refreshQueues refused a tree; nothing changed.
 #[derive(Debug, thiserror::Error)]
 pub enum RefreshError {

@@ -24,11 +24,12 @@ use super::messages::calls::{
     GetQueueInfoRequestProto, GetQueueInfoResponseProto, GetQueueUserAclsInfoRequestProto,
     GetQueueUserAclsInfoResponseProto, KillApplicationRequestProto, KillApplicationResponseProto,
     SubmitApplicationRequestProto, SubmitApplicationResponseProto,
+    UpdateApplicationPriorityRequestProto, UpdateApplicationPriorityResponseProto,
 };
 use super::messages::records::{
     ApplicationAttemptIdProto, ApplicationAttemptReportProto, ApplicationSubmissionContextProto,
-    ContainerLaunchContextProto, LocalResourceTypeProto, NodeStateProto, QueueACLProto,
-    QueueUserACLInfoProto,
+    ContainerLaunchContextProto, LocalResourceTypeProto, NodeStateProto, PriorityProto,
+    QueueACLProto, QueueUserACLInfoProto,
 };
 use super::reports::{self, QueueDepth};
 use super::server::Protocols;
@@ -162,6 +163,28 @@ impl ClientProtocol {
                     })?;
                 KillApplicationResponseProto {
                     is_kill_completed: Some(state.has_ended()),
+                }
+                .encode_to_vec()
+            }
+            "updateApplicationPriority" => {
+                let request: UpdateApplicationPriorityRequestProto = call.decode()?;
+                let id = reports::application_id_text(request.application_id.as_ref())?;
+                let Some(wanted) = request.application_priority.and_then(|p| p.priority) else {
+                    return Err(RpcError::new(class::YARN, "applicationPriority is missing"));
+                };
+                let app = id.clone();
+                let priority = self
+                    .rm
+                    .with(move |rm: &mut ResourceManager| rm.update_priority(&caller, &app, wanted))
+                    .await?
+                    .map_err(|e| match e {
+                        RequestError::Unknown(_) => reports::app_not_found(&id),
+                        other => refused(other),
+                    })?;
+                UpdateApplicationPriorityResponseProto {
+                    application_priority: Some(PriorityProto {
+                        priority: Some(priority),
+                    }),
                 }
                 .encode_to_vec()
             }

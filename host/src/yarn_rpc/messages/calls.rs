@@ -448,6 +448,25 @@ pub struct KillApplicationResponseProto {
     pub is_kill_completed: Option<bool>,
 }
 
+/// `UpdateApplicationPriorityRequestProto`: updateApplicationPriority's request.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UpdateApplicationPriorityRequestProto {
+    /// applicationId: the application.
+    #[prost(message, optional, tag = "1")]
+    pub application_id: Option<ApplicationIdProto>,
+    /// applicationPriority: the priority wanted.
+    #[prost(message, optional, tag = "2")]
+    pub application_priority: Option<PriorityProto>,
+}
+
+/// `UpdateApplicationPriorityResponseProto`: updateApplicationPriority's response.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct UpdateApplicationPriorityResponseProto {
+    /// applicationPriority: the priority now (cut to the cluster's highest).
+    #[prost(message, optional, tag = "1")]
+    pub application_priority: Option<PriorityProto>,
+}
+
 /// `GetClusterMetricsRequestProto`: getClusterMetrics's request (empty).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct GetClusterMetricsRequestProto {}
