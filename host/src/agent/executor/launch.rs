@@ -49,7 +49,7 @@ impl Settings {
         if let Some(yarn) = &mut kept.yarn {
             yarn.amrm_password_hex.clear();
         }
-        write_json_atomically(&private_dir.join("order.json"), &kept).map_err(|error| {
+        append_record(&private_dir, "order", &kept).map_err(|error| {
             format!(
                 "cannot record the launch order in {}: {error}",
                 private_dir.display()
@@ -168,7 +168,7 @@ impl Settings {
             start_ticks,
             started_ms,
         };
-        if let Err(error) = write_json_atomically(&private_dir.join("pid"), &record) {
+        if let Err(error) = append_record(&private_dir, "pid", &record) {
             tracing::warn!(container = %container_id, %error, "cannot record the pid; a restarted agent will not find this container");
         }
         // Our child, not yet reaped, so the pid is certainly the monitor's.

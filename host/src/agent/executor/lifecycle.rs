@@ -72,7 +72,7 @@ impl Executor {
         if check_id("container id", &end.container_id).is_ok() {
             let dir = self.settings.layout.private_dir(&end.container_id);
             if dir.is_dir()
-                && let Err(error) = write_json_atomically(&dir.join("end.json"), &end)
+                && let Err(error) = append_record(&dir, "end", &end)
             {
                 tracing::warn!(dir = %dir.display(), %error, "cannot record a container's end");
             }
@@ -91,9 +91,9 @@ impl Settings {
         record: KillRecord,
         now: Instant,
     ) {
-        let path = self.layout.private_dir(&process.container_id).join("kill");
-        if let Err(error) = write_json_atomically(&path, &record) {
-            tracing::warn!(file = %path.display(), %error, "cannot record a kill");
+        let dir = self.layout.private_dir(&process.container_id);
+        if let Err(error) = append_record(&dir, "kill", &record) {
+            tracing::warn!(dir = %dir.display(), %error, "cannot record a kill");
         }
         let immediate = record.immediate || self.config.kill_grace.is_zero();
         // A monitor still setting up has not started the command to send

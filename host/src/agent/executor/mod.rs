@@ -12,11 +12,13 @@
 //!
 //! Files, all per container id:
 //! - `work_dir/.weft/containers/<cid>/`: the agent's private state —
-//!   `order.json` (the launch order), `pid` (pid, /proc start time, start
-//!   wall time), `kill` (a kill was requested, and with which status),
-//!   `end.json` (the end as reported), and `exit/exitcode`, written by the
-//!   monitor (`exit/` belongs to the container's user, who cannot touch
-//!   the rest, so no user can make the agent signal someone else's pid);
+//!   `record`, one JSON line appended per fact: the launch order, the pid
+//!   (pid, /proc start time, start wall time), a kill requested (and with
+//!   which status), the end as reported; it becomes `acknowledged` once
+//!   the server has the end (older agents kept `order.json`, `pid`,
+//!   `kill` and `end.json`, still read); and `exitcode`, written by the
+//!   monitor through a descriptor the agent opened (nobody else can write
+//!   the dir, so no user can make the agent signal someone else's pid);
 //! - `work_dir/apps/<app>/<cid>/`: the container's working directory;
 //! - `log_dir/<app>/<cid>/{stdout,stderr}`: its output.
 //!
@@ -192,24 +194,27 @@ pub struct Executor {
 const ACKNOWLEDGED: &str = "acknowledged";
 
 /// Records in a container's private `dir` that its end was acknowledged,
-/// and when (the file's time): its end record becomes [`ACKNOWLEDGED`]
-/// and is stamped now. A rename, not a new file: allocating inodes is most
-/// of what a short container costs the agent on ext4 (BENCHMARKS.md), and
-/// ten a container were already made. Without an end record (its write
-/// failed) a new file says it.
+/// and when (the file's time): its record ([`records::RECORD`], or an
+/// older agent's `end.json`) becomes [`ACKNOWLEDGED`] and is stamped now.
+/// A rename, not a new file: allocating inodes is most of what a short
+/// container costs the agent on ext4 (BENCHMARKS.md). Without either (a
+/// write failed) a new file says it.
 fn mark_acknowledged(dir: &Path) -> io::Result<()> {
     let marker = dir.join(ACKNOWLEDGED);
-    match fs::rename(dir.join("end.json"), &marker) {
-        Ok(()) => OpenOptions::new()
-            .write(true)
-            .custom_flags(OFlag::O_NOFOLLOW.bits())
-            .open(&marker)?
-            .set_modified(SystemTime::now()),
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            write_json_atomically(&marker, &now_ms())
+    for record in [records::RECORD, "end.json"] {
+        match fs::rename(dir.join(record), &marker) {
+            Ok(()) => {
+                return OpenOptions::new()
+                    .write(true)
+                    .custom_flags(OFlag::O_NOFOLLOW.bits())
+                    .open(&marker)?
+                    .set_modified(SystemTime::now());
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error),
         }
-        Err(error) => Err(error),
     }
+    write_json_atomically(&marker, &now_ms())
 }
 
 /// What does not change after [`Executor::open`].
@@ -679,8 +684,8 @@ impl Executor {
             if acknowledged.is_none_or(|at| at > cutoff) {
                 continue;
             }
-            let app = layout
-                .read_state::<LaunchOrder>(&container, "order.json")
+            let app = Record::read(layout, &container, ACKNOWLEDGED)
+                .order
                 .map(|order| order.app_id)
                 .filter(|app| check_id("app id", app).is_ok());
             if let Some(app) = app {

@@ -61,22 +61,19 @@ impl Executor {
         {
             return;
         }
-        if let Some(end) = layout
-            .read_state::<ContainerEnd>(&container_id, "end.json")
-            .filter(|end| end.container_id == container_id)
-        {
+        let record = Record::read(layout, &container_id, RECORD);
+        if let Some(end) = record.end.filter(|end| end.container_id == container_id) {
             self.containers.insert(container_id, Tracked::Ended);
             self.unreported.push(end);
             return;
         }
-        let order = layout
-            .read_state::<LaunchOrder>(&container_id, "order.json")
-            .filter(|order| {
-                order.container_id == container_id && check_id("app id", &order.app_id).is_ok()
-            });
+        let order = record.order.filter(|order| {
+            order.container_id == container_id && check_id("app id", &order.app_id).is_ok()
+        });
+        let (kill, pid) = (record.kill, record.pid);
         let Some(order) = order else {
             // Whatever it runs cannot be watched without its order: stop it.
-            if let Some(pid) = layout.read_state::<PidRecord>(&container_id, "pid")
+            if let Some(pid) = pid
                 && let Ok(pgid) = i32::try_from(pid.pid)
                 && pgid > 1
                 && read_proc_stat(pid.pid).is_some_and(|stat| stat.start_ticks == pid.start_ticks)
@@ -95,8 +92,6 @@ impl Executor {
             });
             return;
         };
-        let kill = layout.read_state::<KillRecord>(&container_id, "kill");
-        let pid = layout.read_state::<PidRecord>(&container_id, "pid");
         let cgroup = match &self.settings.cgroups {
             Ok(cgroups) => cgroups.existing(&container_id),
             Err(_) => None,
@@ -206,6 +201,111 @@ pub(super) fn read_state<T: for<'de> Deserialize<'de>>(root: &Path, relative: &P
             None
         }
     }
+}
+
+/// The file in a container's private dir that records it: one JSON line
+/// per fact, appended as it happens — `{"order": …}` before the process
+/// is spawned, then `{"pid": …}`, any `{"kill": …}` and `{"end": …}`.
+/// Appends, not a file each: every new file is an inode, and allocating
+/// inodes is most of what a short container costs the agent on ext4
+/// (BENCHMARKS.md). A line is whole once its newline is written; a torn
+/// last line (the agent died writing it) is not read.
+pub(super) const RECORD: &str = "record";
+
+/// The most lines a record holds before it is read no further: one order
+/// and pid, one end, and a kill per request (a few).
+const MAX_RECORD_LINES: usize = 1_000;
+
+/// What a container's record says (the last of each kind; the first order).
+#[derive(Debug, Default)]
+pub(super) struct Record {
+    pub(super) order: Option<LaunchOrder>,
+    pub(super) pid: Option<PidRecord>,
+    pub(super) kill: Option<KillRecord>,
+    pub(super) end: Option<ContainerEnd>,
+}
+
+/// One line of a [`RECORD`].
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RecordLine {
+    Order(Box<LaunchOrder>),
+    Pid(PidRecord),
+    Kill(KillRecord),
+    End(ContainerEnd),
+}
+
+impl Record {
+    /// Reads the record file `name` ([`RECORD`], or [`ACKNOWLEDGED`] once
+    /// renamed) of `container_id`, with what an older agent kept in files of
+    /// their own (`order.json`, `pid`, `kill`, `end.json`) for whatever it
+    /// lacks. Read as a file a container could have touched (see
+    /// [`read_state`]).
+    pub(super) fn read(layout: &Layout, container_id: &str, name: &str) -> Record {
+        let mut record = Record::default();
+        let relative = Path::new(container_id).join(name);
+        match untrusted::read_at_most(&layout.private_root, &relative, MAX_STATE_BYTES) {
+            Ok(bytes) => record.take_lines(&bytes, &layout.private_root.join(&relative)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+            Err(error) => {
+                tracing::warn!(file = %layout.private_root.join(&relative).display(), %error, "cannot read agent state");
+            }
+        }
+        if record.order.is_none() {
+            record.order = layout.read_state(container_id, "order.json");
+        }
+        if record.pid.is_none() {
+            record.pid = layout.read_state(container_id, "pid");
+        }
+        if record.kill.is_none() {
+            record.kill = layout.read_state(container_id, "kill");
+        }
+        if record.end.is_none() && name == RECORD {
+            record.end = layout.read_state(container_id, "end.json");
+        }
+        record
+    }
+
+    fn take_lines(&mut self, bytes: &[u8], path: &Path) {
+        // Whole lines only: what follows the last newline is torn.
+        let whole = bytes
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(&bytes[..0], |last| &bytes[..last]);
+        let lines = whole.split(|&b| b == b'\n').filter(|line| !line.is_empty());
+        for line in lines.take(MAX_RECORD_LINES) {
+            match serde_json::from_slice::<RecordLine>(line) {
+                Ok(RecordLine::Order(order)) => {
+                    self.order.get_or_insert(*order);
+                }
+                Ok(RecordLine::Pid(pid)) => self.pid = Some(pid),
+                Ok(RecordLine::Kill(kill)) => self.kill = Some(kill),
+                Ok(RecordLine::End(end)) => self.end = Some(end),
+                Err(error) => {
+                    tracing::warn!(file = %path.display(), %error, "ignoring an unreadable line of agent state");
+                }
+            }
+        }
+    }
+}
+
+/// Appends `{"<kind>": value}` and a newline to the [`RECORD`] in a
+/// container's private `dir`, making the file if it is not there (never
+/// through a link), in one write.
+pub(super) fn append_record<T: Serialize>(dir: &Path, kind: &str, value: &T) -> io::Result<()> {
+    let mut line = Vec::with_capacity(256);
+    line.extend_from_slice(b"{\"");
+    line.extend_from_slice(kind.as_bytes());
+    line.extend_from_slice(b"\":");
+    serde_json::to_writer(&mut line, value).map_err(io::Error::other)?;
+    line.extend_from_slice(b"}\n");
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir.join(RECORD))?
+        .write_all(&line)
 }
 
 /// Temp file + rename, so a reader (a restarted agent) sees the whole

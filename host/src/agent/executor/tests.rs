@@ -220,7 +220,7 @@ fn runs_a_command_with_its_environment_and_reports_success() {
     // Reported once; forgetting keeps the logs, and the id cannot run again.
     assert!(executor.poll().is_empty());
     let record = executor.settings.layout.private_dir("c_ok");
-    fs::File::open(record.join("end.json"))
+    fs::File::open(record.join(RECORD))
         .unwrap()
         .set_modified(SystemTime::now() - Duration::from_secs(3600))
         .unwrap();
@@ -231,7 +231,7 @@ fn runs_a_command_with_its_environment_and_reports_success() {
     );
     // Its end record became the mark (no new file), stamped now, not at
     // the end it records.
-    assert!(!record.join("end.json").exists());
+    assert!(!record.join(RECORD).exists());
     let stamped = fs::symlink_metadata(record.join(ACKNOWLEDGED))
         .and_then(|m| m.modified())
         .unwrap();
@@ -1003,4 +1003,79 @@ fn a_cgroup_that_cannot_be_removed_waits_and_holds_nothing_up() {
     assert!(!executor.remove_cgroups(None));
     assert!(executor.cgroups_to_retry.is_empty());
     assert!(stuck.iter().all(|dir| !dir.exists()));
+}
+
+/// What an older agent kept in a file each (`order.json`, `pid`) is still
+/// recovered, and a record whose last line was torn (the agent died
+/// writing it) is read up to it.
+#[test]
+fn older_agents_records_and_torn_lines_are_recovered() {
+    let bench = Bench::new();
+    let mut first = bench.open();
+    first.launch(&order("c_legacy", shell("sleep 100")));
+    first.launch(&order("c_torn", shell("sleep 100")));
+    let pids = launched(&first);
+    wait_for_set_ups(&mut first);
+    drop(first); // as if killed with -9
+    let layout_root = bench.dir.path().join("work/.weft/containers");
+    // c_legacy as an older agent left it: a file for each fact.
+    let legacy = layout_root.join("c_legacy");
+    let text = fs::read_to_string(legacy.join(RECORD)).expect("record");
+    for line in text.lines() {
+        let line: serde_json::Value = serde_json::from_str(line).expect("a line");
+        let (kind, value) = line.as_object().unwrap().iter().next().unwrap();
+        let name = match kind.as_str() {
+            "order" => "order.json",
+            "pid" => "pid",
+            other => panic!("unexpected {other}"),
+        };
+        fs::write(legacy.join(name), serde_json::to_vec(value).unwrap()).unwrap();
+    }
+    fs::remove_file(legacy.join(RECORD)).unwrap();
+    // c_torn: an end half written.
+    let mut torn = OpenOptions::new()
+        .append(true)
+        .open(layout_root.join("c_torn").join(RECORD))
+        .unwrap();
+    torn.write_all(br#"{"end":{"container_id":"c_torn","exit_st"#)
+        .unwrap();
+    drop(torn);
+
+    let mut second = bench.open();
+    let running: Vec<(String, u32)> = second
+        .running()
+        .into_iter()
+        .map(|r| (r.container_id, r.pid))
+        .collect();
+    assert_eq!(
+        running,
+        [
+            ("c_legacy".to_owned(), pids["c_legacy"]),
+            ("c_torn".to_owned(), pids["c_torn"])
+        ]
+    );
+    for id in ["c_legacy", "c_torn"] {
+        second.kill(id, exit_status::KILLED_BY_APPMASTER);
+    }
+    let ends = wait_for_ends(&mut second, &["c_legacy", "c_torn"], Duration::from_secs(3));
+    assert!(
+        ends.values()
+            .all(|e| e.exit_status == exit_status::KILLED_BY_APPMASTER)
+    );
+    // The older agent's dir is acknowledged and swept like any.
+    second.forget("c_legacy");
+    assert!(legacy.join(ACKNOWLEDGED).exists());
+    fs::File::open(legacy.join(ACKNOWLEDGED))
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    assert_eq!(second.sweep(Duration::from_secs(60)), 1);
+    let logs = second
+        .settings
+        .layout
+        .container_log_dir("app_1", "c_legacy");
+    assert!(
+        wait_until(Duration::from_secs(3), || !logs.exists()),
+        "its logs go with it"
+    );
 }
