@@ -212,10 +212,6 @@ pub(super) fn read_state<T: for<'de> Deserialize<'de>>(root: &Path, relative: &P
 /// last line (the agent died writing it) is not read.
 pub(super) const RECORD: &str = "record";
 
-/// The most lines a record holds before it is read no further: one order
-/// and pid, one end, and a kill per request (a few).
-const MAX_RECORD_LINES: usize = 1_000;
-
 /// What a container's record says (the last of each kind; the first order).
 #[derive(Debug, Default)]
 pub(super) struct Record {
@@ -273,7 +269,9 @@ impl Record {
             .rposition(|&b| b == b'\n')
             .map_or(&bytes[..0], |last| &bytes[..last]);
         let lines = whole.split(|&b| b == b'\n').filter(|line| !line.is_empty());
-        for line in lines.take(MAX_RECORD_LINES) {
+        // At most MAX_STATE_BYTES were read: the lines are bounded too.
+        let mut warned = false;
+        for line in lines {
             match serde_json::from_slice::<RecordLine>(line) {
                 Ok(RecordLine::Order(order)) => {
                     self.order.get_or_insert(*order);
@@ -281,9 +279,12 @@ impl Record {
                 Ok(RecordLine::Pid(pid)) => self.pid = Some(pid),
                 Ok(RecordLine::Kill(kill)) => self.kill = Some(kill),
                 Ok(RecordLine::End(end)) => self.end = Some(end),
-                Err(error) => {
-                    tracing::warn!(file = %path.display(), %error, "ignoring an unreadable line of agent state");
+                // Said once a record: the rest of the file is no better.
+                Err(error) if !warned => {
+                    warned = true;
+                    tracing::warn!(file = %path.display(), %error, "ignoring unreadable lines of agent state");
                 }
+                Err(_) => {}
             }
         }
     }
