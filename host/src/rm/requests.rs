@@ -487,22 +487,52 @@ fn check_nm_address(address: Option<&str>) -> Result<String, limits::OutOfBounds
     Ok(address)
 }
 
+/// An app someone asked to change (see [`ResourceManager::app_to_change`]).
+enum ToChange<'a> {
+    /// Active, and the caller may change it: its number.
+    Active(usize),
+    /// It has ended: a change changes nothing.
+    Ended(&'a App),
+}
+
 impl ResourceManager {
+    /// App `id` for `caller` to `action` (kill, change the lifetime or
+    /// priority of): an app that has ended is left as it is, unchecked (its
+    /// queue may be gone since: only active apps follow a refresh of the
+    /// queues); an active one only for its user or an administrator of its
+    /// queue or of the cluster.
+    fn app_to_change(
+        &self,
+        caller: &Caller,
+        id: &str,
+        action: &str,
+    ) -> Result<ToChange<'_>, RequestError> {
+        let index = self.app_number(id)?;
+        let app = &self.cluster.apps()[index];
+        if app.state.has_ended() {
+            return Ok(ToChange::Ended(app));
+        }
+        self.security
+            .check_app_owner(
+                caller,
+                &app.user,
+                self.cluster.queues(),
+                app.queue_index,
+                action,
+            )
+            .map_err(RequestError::NotAllowed)?;
+        Ok(ToChange::Active(index))
+    }
+
     /// Kills app `id` for `caller` (its user, a queue or cluster
     /// administrator): what is pending is dropped, what runs ends now and is
     /// charged up to now. An app already ended stays as it is. Returns its
     /// state.
     pub fn kill_app(&mut self, caller: &Caller, id: &str) -> Result<AppState, RequestError> {
-        let index = self.app_number(id)?;
-        let app = &self.cluster.apps()[index];
-        // Killing an app that has ended changes nothing (and its queue may
-        // be gone since: only active apps follow a refresh of the queues).
-        if app.state.has_ended() {
-            return Ok(app.state);
-        }
-        self.security
-            .check_kill(caller, &app.user, self.cluster.queues(), app.queue_index)
-            .map_err(RequestError::NotAllowed)?;
+        let index = match self.app_to_change(caller, id, "kill")? {
+            ToChange::Ended(app) => return Ok(app.state),
+            ToChange::Active(index) => index,
+        };
         let now = self.now();
         let cause = format!("killed by {}", caller.user);
         let ended = self.cluster.kill_app(index, &cause, now);
@@ -529,22 +559,10 @@ impl ResourceManager {
         id: &str,
         expiry_ms: u64,
     ) -> Result<Option<u64>, RequestError> {
-        let index = self.app_number(id)?;
-        let app = &self.cluster.apps()[index];
-        // An ended app keeps its lifetime (and its queue may be gone since:
-        // only active apps follow a refresh of the queues).
-        if app.state.has_ended() {
-            return Ok(app.lifetime_deadline_ms);
-        }
-        self.security
-            .check_app_owner(
-                caller,
-                &app.user,
-                self.cluster.queues(),
-                app.queue_index,
-                "change the lifetime of",
-            )
-            .map_err(RequestError::NotAllowed)?;
+        let index = match self.app_to_change(caller, id, "change the lifetime of")? {
+            ToChange::Ended(app) => return Ok(app.lifetime_deadline_ms),
+            ToChange::Active(index) => index,
+        };
         let now = self.now();
         let deadline = self
             .cluster
@@ -569,20 +587,10 @@ impl ResourceManager {
         id: &str,
         priority: i32,
     ) -> Result<i32, RequestError> {
-        let index = self.app_number(id)?;
-        let app = &self.cluster.apps()[index];
-        if app.state.has_ended() {
-            return Ok(app.priority);
-        }
-        self.security
-            .check_app_owner(
-                caller,
-                &app.user,
-                self.cluster.queues(),
-                app.queue_index,
-                "change the priority of",
-            )
-            .map_err(RequestError::NotAllowed)?;
+        let index = match self.app_to_change(caller, id, "change the priority of")? {
+            ToChange::Ended(app) => return Ok(app.priority),
+            ToChange::Active(index) => index,
+        };
         let priority = priority.min(self.max_application_priority);
         self.cluster.set_priority(index, priority);
         tracing::info!(app = id, priority, by = %caller.user, "application priority changed");

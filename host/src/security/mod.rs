@@ -275,22 +275,10 @@ impl Security {
         ))
     }
 
-    /// As YARN: an app may be killed by its user, an administrator of its
+    /// Whether `caller` may `action` (kill, change, read the logs of) an app
+    /// of `owner` in `leaf`, as YARN: its user, an administrator of its
     /// queue (the administer ACL of the queue or an ancestor), or a cluster
     /// administrator.
-    pub fn check_kill(
-        &self,
-        caller: &Caller,
-        owner: &str,
-        tree: &QueueTree,
-        leaf: usize,
-    ) -> Result<(), String> {
-        self.check_app_owner(caller, owner, tree, leaf, "kill")
-    }
-
-    /// Whether `caller` may `action` (kill, read the logs of) an app of
-    /// `owner` in `leaf`: its user, an administrator of its queue (or an
-    /// ancestor) or of the cluster.
     pub fn check_app_owner(
         &self,
         caller: &Caller,
