@@ -206,7 +206,7 @@ fn mark_acknowledged(dir: &Path) -> io::Result<()> {
             Ok(()) => {
                 return OpenOptions::new()
                     .write(true)
-                    .custom_flags(OFlag::O_NOFOLLOW.bits())
+                    .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits())
                     .open(&marker)?
                     .set_modified(SystemTime::now());
             }

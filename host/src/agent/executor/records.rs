@@ -241,7 +241,9 @@ impl Record {
         let mut record = Record::default();
         let relative = Path::new(container_id).join(name);
         match untrusted::read_at_most(&layout.private_root, &relative, MAX_STATE_BYTES) {
-            Ok(bytes) => record.take_lines(&bytes, &layout.private_root.join(&relative)),
+            Ok(bytes) => {
+                record.take_lines(&bytes, container_id, &layout.private_root.join(&relative))
+            }
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}
             Err(error) => {
                 tracing::warn!(file = %layout.private_root.join(&relative).display(), %error, "cannot read agent state");
@@ -262,7 +264,7 @@ impl Record {
         record
     }
 
-    fn take_lines(&mut self, bytes: &[u8], path: &Path) {
+    fn take_lines(&mut self, bytes: &[u8], container_id: &str, path: &Path) {
         // Whole lines only: what follows the last newline is torn.
         let whole = bytes
             .iter()
@@ -278,7 +280,11 @@ impl Record {
                 }
                 Ok(RecordLine::Pid(pid)) => self.pid = Some(pid),
                 Ok(RecordLine::Kill(kill)) => self.kill = Some(kill),
-                Ok(RecordLine::End(end)) => self.end = Some(end),
+                // Another container's end must not hide this one's.
+                Ok(RecordLine::End(end)) if end.container_id == container_id => {
+                    self.end = Some(end);
+                }
+                Ok(RecordLine::End(_)) => {}
                 // Said once a record: the rest of the file is no better.
                 Err(error) if !warned => {
                     warned = true;
@@ -300,13 +306,29 @@ pub(super) fn append_record<T: Serialize>(dir: &Path, kind: &str, value: &T) -> 
     line.extend_from_slice(b"\":");
     serde_json::to_writer(&mut line, value).map_err(io::Error::other)?;
     line.extend_from_slice(b"}\n");
-    OpenOptions::new()
+    // Never blocking on a FIFO, never writing anything but a regular file.
+    let mut file = OpenOptions::new()
+        .read(true)
         .append(true)
         .create(true)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir.join(RECORD))?
-        .write_all(&line)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(dir.join(RECORD))?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(io::Error::other("the record is not a regular file"));
+    }
+    // After a torn line (the agent died writing it, or the disk was full)
+    // a newline first, so this line is whole and read (an empty line is
+    // skipped).
+    if let Some(end) = metadata.len().checked_sub(1) {
+        let mut last = [0u8; 1];
+        let read = std::os::unix::fs::FileExt::read_at(&file, &mut last, end);
+        if !matches!(read, Ok(1)) || last[0] != b'\n' {
+            line.insert(0, b'\n');
+        }
+    }
+    file.write_all(&line)
 }
 
 /// Temp file + rename, so a reader (a restarted agent) sees the whole

@@ -1079,3 +1079,57 @@ fn older_agents_records_and_torn_lines_are_recovered() {
         "its logs go with it"
     );
 }
+
+/// A line appended after a torn one is whole; another container's end does
+/// not hide this one's; a FIFO where the record goes is refused at once.
+#[test]
+fn records_survive_torn_lines_foreign_ends_and_fifos() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let layout = Layout {
+        work_dir: root.path().to_owned(),
+        log_dir: root.path().to_owned(),
+        private_root: root.path().to_owned(),
+    };
+    let dir = layout.private_dir("c");
+    fs::create_dir_all(&dir).expect("state dir");
+    let end = |id: &str, status: i32| ContainerEnd {
+        container_id: id.to_owned(),
+        exit_status: status,
+        diagnostics: String::new(),
+        finished_ms: 1,
+        started_ms: None,
+    };
+    append_record(&dir, "end", &end("c", 3)).expect("append");
+    fs::OpenOptions::new()
+        .append(true)
+        .open(dir.join(RECORD))
+        .unwrap()
+        .write_all(br#"{"pid":{"pid":12"#)
+        .unwrap();
+    append_record(&dir, "end", &end("other", 9)).expect("append");
+    assert_eq!(
+        Record::read(&layout, "c", RECORD)
+            .end
+            .map(|e| e.exit_status),
+        Some(3)
+    );
+    append_record(&dir, "end", &end("c", 4)).expect("append");
+    assert_eq!(
+        Record::read(&layout, "c", RECORD)
+            .end
+            .map(|e| e.exit_status),
+        Some(4)
+    );
+
+    let fifo = layout.private_dir("f");
+    fs::create_dir_all(&fifo).expect("state dir");
+    nix::unistd::mkfifo(
+        &fifo.join(RECORD),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .expect("fifo");
+    let started = std::time::Instant::now();
+    assert!(append_record(&fifo, "end", &end("f", 1)).is_err());
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(Record::read(&layout, "f", RECORD).end.is_none());
+}
