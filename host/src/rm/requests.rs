@@ -512,15 +512,7 @@ impl ResourceManager {
         if app.state.has_ended() {
             return Ok(ToChange::Ended(app));
         }
-        self.security
-            .check_app_owner(
-                caller,
-                &app.user,
-                self.cluster.queues(),
-                app.queue_index,
-                action,
-            )
-            .map_err(RequestError::NotAllowed)?;
+        self.owned_app(caller, id, action)?;
         Ok(ToChange::Active(index))
     }
 
