@@ -551,6 +551,64 @@ asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 200000 }]
 /// containers: its user still gets one (as in YARN), after reclaim takes
 /// one back from the queue holding the node — once, not every patience.
 #[test]
+fn reclaim_takes_nothing_for_demand_the_user_limit_bars() {
+    // c's user limit is one container: once carol has it, what she still
+    // asks for would not be served with room, so nothing more is taken
+    // from a (before, every patience took another of alice's containers,
+    // run again from the start).
+    let summary = simulate(
+        r#"
+scheduling_interval_ms = 1000
+observe_at_ms = [10000, 30000, 45000]
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+[[nodes]]
+count = 1
+memory_mb = 10240
+vcores = 10
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,c"
+"yarn.scheduler.capacity.root.a.capacity" = "40"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "3"
+"yarn.scheduler.capacity.root.c.capacity" = "60"
+"yarn.scheduler.capacity.root.c.user-limit-factor" = "0.1"
+[[apps]]
+submit_ms = 0
+user = "alice"
+queue = "a"
+asks = [{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 20000 }]
+[[apps]]
+submit_ms = 1000
+user = "carol"
+queue = "c"
+asks = [{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 60000 }]
+"#,
+    );
+    let vcores = |observation: &serde_json::Value, queue: &str| {
+        observation["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["queue"] == queue)
+            .map_or(0, |q| q["used"]["vcores"].as_u64().unwrap())
+    };
+    let [served, after, later] = [0, 1, 2].map(|i| &summary["observations"][i]);
+    assert_eq!(
+        (vcores(served, "root.a"), vcores(served, "root.c")),
+        (9, 1),
+        "{served}"
+    );
+    // alice's nine ended at 20 s; only the one preempted runs again.
+    assert_eq!(
+        (vcores(after, "root.a"), vcores(after, "root.c")),
+        (1, 1),
+        "{after}"
+    );
+    assert_eq!(vcores(later, "root.a"), 0, "{later}");
+}
+
+#[test]
 fn reclaim_serves_a_queue_whose_user_limit_is_below_one_container() {
     let summary = simulate(
         r#"

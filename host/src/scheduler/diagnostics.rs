@@ -232,13 +232,13 @@ fn user_limit_reached(cluster: &Cluster, app_index: usize, usage: &[Resources]) 
         .filter(|a| a.user == app.user)
         .fold(Resources::ZERO, |sum, a| sum + a.used);
     let one_more = share(&ask.resources);
-    let current = queue
-        .absolute_capacity
-        .max(share(&usage[app.queue_index]) + one_more);
-    let limit = (current / active_users.len().max(1) as f64)
-        .max(current * queue.minimum_user_limit_percent / 100.0)
-        .min(queue.absolute_capacity * queue.user_limit_factor)
-        .min(queue.absolute_maximum_capacity);
+    let limit = user_limit(
+        queue,
+        queue.absolute_capacity,
+        queue.absolute_maximum_capacity,
+        share(&usage[app.queue_index]) + one_more,
+        active_users.len(),
+    );
     let used = share(&user_used);
     (!user_used.is_zero() && used + one_more > limit + 1e-9).then(|| {
         format!(
@@ -253,6 +253,26 @@ fn user_limit_reached(cluster: &Cluster, app_index: usize, usage: &[Resources]) 
             queue.user_limit_factor
         )
     })
+}
+
+/// The user limit of `queue` in percent of the cluster (or of a partition:
+/// `guarantee` and `maximum` are the queue's share of it), for a container
+/// that would bring the queue's use to `queue_used_with_ask` percent, with
+/// `active_users` users waiting in it (Hadoop 3's formula, as the
+/// `capacity` policy computes it).
+pub(super) fn user_limit(
+    queue: &crate::queues::Queue,
+    guarantee: f64,
+    maximum: f64,
+    queue_used_with_ask: f64,
+    active_users: usize,
+) -> f64 {
+    let current = guarantee.max(queue_used_with_ask);
+    (current / active_users.max(1) as f64)
+        .max(current * queue.minimum_user_limit_percent / 100.0)
+        // f64::min ignores the NaN of a queue with no guarantee and no factor.
+        .min(guarantee * queue.user_limit_factor)
+        .min(maximum)
 }
 
 /// `queue` and its ancestors up to root.

@@ -90,8 +90,12 @@ impl Starvation {
     }
 
     /// A leaf is starved in a partition when an app of it waits for that
-    /// partition and the leaf holds less of it than it is guaranteed (in a
-    /// cluster without labels, the one partition is the whole cluster).
+    /// partition, its user is below the leaf's user limit there, and the
+    /// leaf holds less of it than it is guaranteed (in a cluster without
+    /// labels, the one partition is the whole cluster). Demand its user
+    /// limit bars would not be served with room either: taking room back
+    /// for it would only preempt others once a patience (YARN counts
+    /// pending demand up to user limits the same way).
     fn update_queues(
         &mut self,
         cluster: &Cluster,
@@ -101,8 +105,9 @@ impl Starvation {
     ) -> bool {
         let tree = cluster.queues().queues();
         let labelled = !cluster.node_labels().is_empty();
-        // What each leaf holds in each partition.
+        // What each leaf, and each user in it, holds in each partition.
         let mut usage: HashMap<(usize, &str), Resources> = HashMap::new();
+        let mut user_usage: HashMap<(usize, &str, &str), Resources> = HashMap::new();
         if labelled {
             for node in cluster.nodes() {
                 for container in node
@@ -111,14 +116,32 @@ impl Starvation {
                     .filter_map(|id| cluster.container(id))
                 {
                     if let Some(app) = cluster.app(&container.app) {
-                        *usage.entry((app.queue_index, &node.partition)).or_default() +=
-                            container.resources;
+                        let (queue, partition) = (app.queue_index, node.partition.as_str());
+                        *usage.entry((queue, partition)).or_default() += container.resources;
+                        *user_usage
+                            .entry((queue, partition, app.user.as_str()))
+                            .or_default() += container.resources;
                     }
                 }
             }
         } else {
             for (queue, used) in diagnostics::queue_usage(cluster).into_iter().enumerate() {
                 usage.insert((queue, ""), used);
+            }
+            for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
+                *user_usage
+                    .entry((app.queue_index, "", app.user.as_str()))
+                    .or_default() += app.used;
+            }
+        }
+        // The users waiting in each leaf, whom its user limit divides it among.
+        let mut waiting_users: HashMap<usize, std::collections::HashSet<&str>> = HashMap::new();
+        for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
+            if waiting(app) {
+                waiting_users
+                    .entry(app.queue_index)
+                    .or_default()
+                    .insert(app.user.as_str());
             }
         }
         // What waits in agents' queues runs nowhere: a leaf whose own
@@ -160,13 +183,37 @@ impl Starvation {
                         (cluster.capacity(), Vec::new())
                     }
                 });
-                let guaranteed = if labelled {
-                    shares[queue].map_or(0.0, |s| s.absolute_capacity)
+                let (guaranteed, maximum) = if labelled {
+                    shares[queue].map_or((0.0, 0.0), |s| {
+                        (s.absolute_capacity, s.absolute_maximum_capacity)
+                    })
                 } else {
-                    tree[queue].absolute_capacity
+                    (
+                        tree[queue].absolute_capacity,
+                        tree[queue].absolute_maximum_capacity,
+                    )
                 };
                 let used = usage.get(&(queue, partition)).copied().unwrap_or_default();
-                if used.dominant_share(capacity).percent + 1e-9 < guaranteed {
+                let used = used.dominant_share(capacity).percent;
+                let user_used = user_usage
+                    .get(&(queue, partition, app.user.as_str()))
+                    .copied()
+                    .unwrap_or_default();
+                // A user who holds nothing here may always have one container.
+                if !user_used.is_zero() {
+                    let one_more = ask.resources.dominant_share(capacity).percent;
+                    let limit = diagnostics::user_limit(
+                        &tree[queue],
+                        guaranteed,
+                        maximum,
+                        used + one_more,
+                        waiting_users.get(&queue).map_or(1, |users| users.len()),
+                    );
+                    if user_used.dominant_share(capacity).percent + one_more > limit + 1e-9 {
+                        continue;
+                    }
+                }
+                if used + 1e-9 < guaranteed {
                     let since = self.since.get(&key).copied().unwrap_or(now);
                     starved.insert(key, since);
                 }
@@ -282,5 +329,56 @@ mod tests {
         starvation.reclaimed(5_000);
         assert_eq!(starvation.since[&(1, String::new())], 5_000);
         assert_eq!(starvation.reservations_since["r"], 5_000);
+    }
+
+    #[test]
+    fn demand_its_user_limit_bars_does_not_starve_a_queue() {
+        let mut properties = crate::queues::QueueProperties::default();
+        for (name, value) in [
+            ("root.queues", "a,c"),
+            ("root.a.capacity", "40"),
+            ("root.a.user-limit-factor", "3"),
+            ("root.c.capacity", "60"),
+            // 6 % of the cluster a user: one container each.
+            ("root.c.user-limit-factor", "0.1"),
+        ] {
+            properties.set(&format!("yarn.scheduler.capacity.{name}"), value);
+        }
+        let queues = crate::queues::QueueTree::from_properties(&properties).unwrap();
+        let mut cluster = Cluster::new(1, queues);
+        let size = Resources::new(10_240, 10, 0);
+        cluster
+            .register_node("n", crate::cluster::NodeKind::Simulated, size, "t", 0)
+            .unwrap();
+        let submit = |cluster: &mut Cluster, user: &str, queue: &str, count: u32| {
+            let asks = vec![crate::cluster::AskSpec::sized(count, 1024, 1, 0, 1_000_000)];
+            let request = crate::cluster::SubmitApp::new(user, queue, "p", asks);
+            let app = cluster.submit(request, "test", 0).unwrap().id.clone();
+            cluster.app_index(&app).unwrap()
+        };
+        let place = |cluster: &mut Cluster, app: usize, count: u32| {
+            let placement = crate::cluster::Placement {
+                app,
+                ask: 0,
+                node: 0,
+                count,
+            };
+            cluster.allocate(&[placement], 0).unwrap();
+        };
+        let starved = |cluster: &Cluster| {
+            let mut starvation = Starvation::default();
+            starvation.update(cluster, &[], &HeldProjects::new(), 0, 0)
+        };
+        let alice = submit(&mut cluster, "alice", "a", 20);
+        place(&mut cluster, alice, 9);
+        let carol = submit(&mut cluster, "carol", "c", 5);
+        assert!(starved(&cluster), "carol holds nothing: she may have one");
+        place(&mut cluster, carol, 1);
+        // c holds 10 % of its 60 %, but carol is at her limit: taking room
+        // from a would serve no one.
+        assert!(!starved(&cluster));
+        // Another user of c holds nothing: c is starved for him.
+        submit(&mut cluster, "dave", "c", 1);
+        assert!(starved(&cluster));
     }
 }
