@@ -795,6 +795,10 @@ fn an_apps_priority_is_changed_by_its_user_cut_to_the_clusters_highest_and_check
         put("alice", r#"{"priority": 1}"#),
         (200, json!({"priority": 5}))
     );
+    // Whoever else asks is refused first, as YARN checks before it looks
+    // at the app's state.
+    let (status, body) = put("bob", r#"{"priority": 1}"#);
+    assert_eq!(status, 403, "{body}");
 }
 
 #[test]

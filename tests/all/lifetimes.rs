@@ -273,5 +273,8 @@ fn lifetimes_are_set_at_submission_changed_by_yarns_put_and_the_cli_and_refused_
     let ended = lifetime(&server, &id);
     let (status, body) = put_timeout(&server, &id, "alice", &lifetime_at(now_ms() + 60_000));
     assert_eq!((status, &body["timeout"]), (200, &ended), "{body}");
+    // Someone else may not, ended or not.
+    let (status, body) = put_timeout(&server, &id, "mallory", &lifetime_at(now_ms() + 60_000));
+    assert_eq!(status, 403, "{body}");
     server.stop();
 }

@@ -497,10 +497,9 @@ enum ToChange<'a> {
 
 impl ResourceManager {
     /// App `id` for `caller` to `action` (kill, change the lifetime or
-    /// priority of): an app that has ended is left as it is, unchecked (its
-    /// queue may be gone since: only active apps follow a refresh of the
-    /// queues); an active one only for its user or an administrator of its
-    /// queue or of the cluster.
+    /// priority of), only for its user or an administrator of its queue or
+    /// of the cluster (as YARN, which checks before it looks at the app's
+    /// state): an app that has ended is left as it is.
     fn app_to_change(
         &self,
         caller: &Caller,
@@ -508,11 +507,10 @@ impl ResourceManager {
         action: &str,
     ) -> Result<ToChange<'_>, RequestError> {
         let index = self.app_number(id)?;
-        let app = &self.cluster.apps()[index];
+        let app = self.owned_app(caller, id, action)?;
         if app.state.has_ended() {
             return Ok(ToChange::Ended(app));
         }
-        self.owned_app(caller, id, action)?;
         Ok(ToChange::Active(index))
     }
 
@@ -732,14 +730,15 @@ impl ResourceManager {
     /// its queue or of the cluster, to `action` it.
     fn owned_app(&self, caller: &Caller, id: &str, action: &str) -> Result<&App, RequestError> {
         let app = &self.cluster.apps()[self.app_number(id)?];
+        // Only active apps follow a refresh of the queues: an ended app's
+        // queue is found by name, and may be gone.
+        let leaf = if app.state.has_ended() {
+            self.cluster.queues().leaf(&app.queue)
+        } else {
+            Some(app.queue_index)
+        };
         self.security
-            .check_app_owner(
-                caller,
-                &app.user,
-                self.cluster.queues(),
-                app.queue_index,
-                action,
-            )
+            .check_app_owner(caller, &app.user, self.cluster.queues(), leaf, action)
             .map_err(RequestError::NotAllowed)?;
         Ok(app)
     }

@@ -278,20 +278,21 @@ impl Security {
     /// Whether `caller` may `action` (kill, change, read the logs of) an app
     /// of `owner` in `leaf`, as YARN: its user, an administrator of its
     /// queue (the administer ACL of the queue or an ancestor), or a cluster
-    /// administrator.
+    /// administrator. With no `leaf` (its queue is gone), only its user or a
+    /// cluster administrator.
     pub fn check_app_owner(
         &self,
         caller: &Caller,
         owner: &str,
         tree: &QueueTree,
-        leaf: usize,
+        leaf: Option<usize>,
         action: &str,
     ) -> Result<(), String> {
         if caller.user == owner || self.is_admin(caller) {
             return Ok(());
         }
         let queues = tree.queues();
-        let mut current = Some(leaf);
+        let mut current = leaf;
         while let Some(queue) = current.and_then(|index| queues.get(index)) {
             if AccessControlList::parse(&queue.acl_administer_queue)
                 .allows(&caller.user, &caller.groups)
@@ -300,7 +301,9 @@ impl Security {
             }
             current = queue.parent;
         }
-        let path = queues.get(leaf).map_or("its queue", |q| q.path.as_str());
+        let path = leaf
+            .and_then(|index| queues.get(index))
+            .map_or("its queue", |q| q.path.as_str());
         Err(format!(
             "user {} may not {action} an application of {owner}: only its user, an administrator of {path} (acl_administer_queue) or of the cluster may",
             caller.user
