@@ -187,9 +187,18 @@ fn processes_of(app: &str) -> Vec<String> {
 }
 
 fn assert_charged_and_accounted(site: &SparkSite, name: &str) -> Value {
-    let app = site
-        .app_named(name)
-        .unwrap_or_else(|| panic!("{name} is listed"));
+    // In client mode spark-submit ends with its driver, which tells the
+    // master to unregister: the app ends a moment later.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let app = loop {
+        let app = site
+            .app_named(name)
+            .unwrap_or_else(|| panic!("{name} is listed"));
+        if app["state"] != "RUNNING" || Instant::now() >= deadline {
+            break app;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     assert_eq!(app["state"], "FINISHED", "{app}");
     assert_eq!(app["finalStatus"], "SUCCEEDED", "{app}");
     assert_eq!(app["applicationType"], "SPARK", "{app}");
