@@ -547,9 +547,106 @@ asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 200000 }]
     assert_eq!(etl["apps_met_deadline"], 1, "{etl}");
 }
 
-/// A queue whose guarantee × user-limit-factor is smaller than one of its
-/// containers: its user still gets one (as in YARN), after reclaim takes
-/// one back from the queue holding the node — once, not every patience.
+#[test]
+fn reclaim_serves_what_the_user_limit_admits() {
+    // Each scenario: c below its guarantee, the policy would place carol's
+    // last ask with room; reclaim makes the room. Before, the host barred
+    // it: in `shares`, by adding her share and the ask's (30 % + 30 %)
+    // where the policy takes the share of the sum (40 % of a 50 % limit);
+    // in `partitions`, by dividing c's limit with dave, who waits only for
+    // partition x and is no user of the default partition's round.
+    let shares = r#"
+[[nodes]]
+count = 1
+memory_mb = 10240
+vcores = 10
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,c"
+"yarn.scheduler.capacity.root.a.capacity" = "50"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
+"yarn.scheduler.capacity.root.c.capacity" = "50"
+[[apps]]
+submit_ms = 0
+user = "carol"
+queue = "c"
+asks = [{ count = 1, memory_mb = 3072, vcores = 1, duration_ms = 200000 }]
+[[apps]]
+submit_ms = 1000
+user = "alice"
+queue = "a"
+asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
+[[apps]]
+submit_ms = 2000
+user = "carol"
+queue = "c"
+asks = [{ count = 1, memory_mb = 1024, vcores = 3, duration_ms = 10000 }]
+"#;
+    let partitions = r#"
+[[labels]]
+name = "x"
+exclusive = true
+[[nodes]]
+count = 1
+memory_mb = 10240
+vcores = 10
+[[nodes]]
+count = 1
+memory_mb = 10240
+vcores = 10
+label = "x"
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,c"
+"yarn.scheduler.capacity.root.a.capacity" = "50"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
+"yarn.scheduler.capacity.root.a.accessible-node-labels" = " "
+"yarn.scheduler.capacity.root.c.capacity" = "50"
+"yarn.scheduler.capacity.root.c.minimum-user-limit-percent" = "50"
+"yarn.scheduler.capacity.root.c.accessible-node-labels" = "x"
+"yarn.scheduler.capacity.root.c.accessible-node-labels.x.capacity" = "100"
+[[apps]]
+submit_ms = 0
+user = "carol"
+queue = "c"
+asks = [{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 200000 }]
+[[apps]]
+submit_ms = 0
+user = "dave"
+queue = "c"
+node_label_expression = "x"
+asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 200000 }]
+[[apps]]
+submit_ms = 1000
+user = "alice"
+queue = "a"
+asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
+[[apps]]
+submit_ms = 2000
+user = "carol"
+queue = "c"
+asks = [{ count = 1, memory_mb = 1024, vcores = 1, duration_ms = 10000 }]
+"#;
+    // c's vcores in all partitions with carol's last container.
+    for (name, scenario, served) in [("shares", shares, 4), ("partitions", partitions, 14)] {
+        let summary = simulate(&format!(
+            r#"
+scheduling_interval_ms = 1000
+observe_at_ms = [12000]
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+{scenario}"#
+        ));
+        let observed = &summary["observations"][0];
+        let c = observed["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["queue"] == "root.c")
+            .map_or(0, |q| q["used"]["vcores"].as_u64().unwrap());
+        assert_eq!(c, served, "{name}: {observed}");
+    }
+}
+
 #[test]
 fn reclaim_takes_nothing_for_demand_the_user_limit_bars() {
     // c's user limit is one container: once carol has it, what she still
@@ -608,6 +705,9 @@ asks = [{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 60000 }]
     assert_eq!(vcores(later, "root.a"), 0, "{later}");
 }
 
+/// A queue whose guarantee × user-limit-factor is smaller than one of its
+/// containers: its user still gets one (as in YARN), after reclaim takes
+/// one back from the queue holding the node — once, not every patience.
 #[test]
 fn reclaim_serves_a_queue_whose_user_limit_is_below_one_container() {
     let summary = simulate(

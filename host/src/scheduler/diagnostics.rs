@@ -231,16 +231,16 @@ fn user_limit_reached(cluster: &Cluster, app_index: usize, usage: &[Resources]) 
     let user_used = in_queue()
         .filter(|a| a.user == app.user)
         .fold(Resources::ZERO, |sum, a| sum + a.used);
-    let one_more = share(&ask.resources);
+    // Shares of sums, as the policy reckons them.
     let limit = user_limit(
         queue,
         queue.absolute_capacity,
         queue.absolute_maximum_capacity,
-        share(&usage[app.queue_index]) + one_more,
+        share(&(usage[app.queue_index] + ask.resources)),
         active_users.len(),
     );
     let used = share(&user_used);
-    (!user_used.is_zero() && used + one_more > limit + 1e-9).then(|| {
+    (!user_used.is_zero() && share(&(user_used + ask.resources)) > limit + 1e-9).then(|| {
         format!(
             "user {} reached the user limit of queue {}: uses {used:.1}% of the cluster by {} ({}), limit {limit:.1}% \
              ({} active users, minimum-user-limit-percent {}, user-limit-factor {})",

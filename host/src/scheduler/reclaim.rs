@@ -86,7 +86,7 @@ impl Starvation {
             .reservations_since
             .values()
             .any(|&since| now.saturating_sub(since) >= after_ms);
-        self.update_queues(cluster, &waiting, now, after_ms) || reservation_waited
+        self.update_queues(cluster, reservations, &waiting, now, after_ms) || reservation_waited
     }
 
     /// A leaf is starved in a partition when an app of it waits for that
@@ -96,9 +96,17 @@ impl Starvation {
     /// limit bars would not be served with room either: taking room back
     /// for it would only preempt others once a patience (YARN counts
     /// pending demand up to user limits the same way).
+    ///
+    /// The limit is reckoned never lower than the policy's in any round,
+    /// so a queue the policy would serve is always starved: as for one
+    /// user (the policy divides among the users of a round, who may be
+    /// fewer than wait in the leaf: another partition's, a constrained
+    /// ask's own round), and not in a leaf with active reservations (its
+    /// users' limits are their reservation's or its default child's).
     fn update_queues(
         &mut self,
         cluster: &Cluster,
+        reservations: &[ActiveReservation],
         waiting: &dyn Fn(&crate::cluster::App) -> bool,
         now: u64,
         after_ms: u64,
@@ -134,16 +142,6 @@ impl Starvation {
                     .or_default() += app.used;
             }
         }
-        // The users waiting in each leaf, whom its user limit divides it among.
-        let mut waiting_users: HashMap<usize, std::collections::HashSet<&str>> = HashMap::new();
-        for app in cluster.active_apps().map(|i| &cluster.apps()[i]) {
-            if waiting(app) {
-                waiting_users
-                    .entry(app.queue_index)
-                    .or_default()
-                    .insert(app.user.as_str());
-            }
-        }
         // What waits in agents' queues runs nowhere: a leaf whose own
         // containers only wait is starved all the same.
         for container in cluster.waiting_containers() {
@@ -158,6 +156,10 @@ impl Starvation {
                 ""
             };
             if let Some(used) = usage.get_mut(&(app.queue_index, partition)) {
+                *used = used.saturating_sub(&container.resources);
+            }
+            let user = (app.queue_index, partition, app.user.as_str());
+            if let Some(used) = user_usage.get_mut(&user) {
                 *used = used.saturating_sub(&container.resources);
             }
         }
@@ -194,26 +196,26 @@ impl Starvation {
                     )
                 };
                 let used = usage.get(&(queue, partition)).copied().unwrap_or_default();
-                let used = used.dominant_share(capacity).percent;
                 let user_used = user_usage
                     .get(&(queue, partition, app.user.as_str()))
                     .copied()
                     .unwrap_or_default();
-                // A user who holds nothing here may always have one container.
-                if !user_used.is_zero() {
-                    let one_more = ask.resources.dominant_share(capacity).percent;
+                let share = |r: Resources| r.dominant_share(capacity).percent;
+                // A user who holds nothing here may always have one
+                // container; shares of sums, as the policy reckons them.
+                if !user_used.is_zero() && !reservations.iter().any(|r| r.queue_index == queue) {
                     let limit = diagnostics::user_limit(
                         &tree[queue],
                         guaranteed,
                         maximum,
-                        used + one_more,
-                        waiting_users.get(&queue).map_or(1, |users| users.len()),
+                        share(used + ask.resources),
+                        1,
                     );
-                    if user_used.dominant_share(capacity).percent + one_more > limit + 1e-9 {
+                    if share(user_used + ask.resources) > limit + 1e-9 {
                         continue;
                     }
                 }
-                if used + 1e-9 < guaranteed {
+                if share(used) + 1e-9 < guaranteed {
                     let since = self.since.get(&key).copied().unwrap_or(now);
                     starved.insert(key, since);
                 }
