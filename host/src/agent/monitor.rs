@@ -761,6 +761,13 @@ impl Prepared {
                 }
                 libc::EACCES => write_all(2, b"permission denied\n"),
                 libc::ENOEXEC => write_all(2, b"not an executable (no #! line?)\n"),
+                // Linux's bounds, not Weft's: one argument or variable of
+                // at most 128 KiB, all of them a quarter of the stack limit.
+                libc::E2BIG => write_all(
+                    2,
+                    b"its arguments and environment are more than the kernel takes (E2BIG: at most 128 KiB a string, a quarter of the stack limit in all)\n",
+                ),
+                libc::ETXTBSY => write_all(2, b"the program is open for writing (ETXTBSY)\n"),
                 errno => {
                     write_all(2, b"cannot execute, errno ");
                     write_number(2, errno);
@@ -1028,6 +1035,19 @@ mod tests {
         );
         let stderr = std::fs::read_to_string(dir.path().join("err")).unwrap();
         assert!(stderr.ends_with(": permission denied\n"), "{stderr}");
+
+        // One argument over the kernel's 128 KiB a string.
+        let dir = tempfile::tempdir().unwrap();
+        let argv = ["/bin/echo".to_owned(), "x".repeat(200 << 10)];
+        assert_eq!(
+            wait(spawn_here(launch(dir.path(), &argv, dir.path())).unwrap()),
+            126
+        );
+        let stderr = std::fs::read_to_string(dir.path().join("err")).unwrap();
+        assert!(
+            stderr.ends_with("more than the kernel takes (E2BIG: at most 128 KiB a string, a quarter of the stack limit in all)\n"),
+            "{stderr}"
+        );
     }
 
     #[test]
