@@ -172,3 +172,81 @@ fn refresh_queues_applies_a_good_file_and_refuses_a_bad_one() {
     );
     assert_eq!(queue_capacity(&server, "a"), 70.0);
 }
+
+/// Only active apps follow a refresh of the queues: who may change an
+/// ended one is found from its queue's name, and once that queue is gone,
+/// from root's administrators.
+#[test]
+fn who_may_change_an_ended_app_follows_its_queue_by_name_across_refreshes() {
+    let dir = tempfile::tempdir().unwrap();
+    let users = dir.path().join("users.toml");
+    write(&users, "[users]\nroot-user = [\"admins\"]\n");
+    let queues = dir.path().join("queues.toml");
+    let tree = |order: &str, a: bool| {
+        let mut text = format!(
+            "[yarn.scheduler.capacity.root]\nqueues = \"{order}\"\nacl_administer_queue = \" admins\"\n\n\
+             [yarn.scheduler.capacity.root.b]\ncapacity = {}\nacl_administer_queue = \" \"\n",
+            if a { 50 } else { 100 }
+        );
+        if a {
+            text.push_str(
+                "\n[yarn.scheduler.capacity.root.a]\ncapacity = 50\nacl_administer_queue = \"qadmin\"\n",
+            );
+        }
+        write(&queues, &text);
+    };
+    tree("a,b", true);
+    let server = Server::start(&[
+        "--queues",
+        queues.to_str().unwrap(),
+        "--sim-nodes",
+        "1x4096mb,4vcores",
+        "--set",
+        &format!("weft.security.users-file={}", users.display()),
+        "--set",
+        "yarn.admin.acl=clusteradmin",
+    ]);
+    let app = json!({"queue": "a", "user": "alice", "project": "p",
+        "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 100}]});
+    let (status, body) = server.post_json_as("/ws/v1/cluster/apps", &app, Some("alice"));
+    assert_eq!(status, 202, "{body}");
+    let id = body["app"]["id"].as_str().unwrap().to_string();
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{id}"),
+        "the app to end",
+        |b| b["app"]["state"] == "FINISHED",
+    );
+    let status_for = |user: &str| {
+        let (status, body) = server.request(
+            "PUT",
+            &format!("/ws/v1/cluster/apps/{id}/priority"),
+            &[("X-Weft-User", user), ("Content-Type", "application/json")],
+            Some(br#"{"priority": 1}"#),
+        );
+        assert!(status == 200 || status == 403, "{user}: {status} {body}");
+        status
+    };
+    let refresh = || {
+        let (status, body) = server.request(
+            "POST",
+            "/ws/v1/admin/refresh-queues",
+            &[("X-Weft-User", "clusteradmin")],
+            None,
+        );
+        assert_eq!(status, 200, "{body}");
+    };
+    let everyone = ["alice", "qadmin", "root-user", "clusteradmin", "mallory"];
+    let answers = |expected: [u16; 5]| {
+        let got = everyone.map(status_for);
+        assert_eq!(got, expected, "{everyone:?}");
+    };
+    answers([200, 200, 200, 200, 403]);
+    // a moves in the tree's order: its administrator still is one.
+    tree("b,a", true);
+    refresh();
+    answers([200, 200, 200, 200, 403]);
+    // a is gone: root's administrators remain.
+    tree("b", false);
+    refresh();
+    answers([200, 403, 200, 200, 403]);
+}

@@ -731,11 +731,12 @@ impl ResourceManager {
     fn owned_app(&self, caller: &Caller, id: &str, action: &str) -> Result<&App, RequestError> {
         let app = &self.cluster.apps()[self.app_number(id)?];
         // Only active apps follow a refresh of the queues: an ended app's
-        // queue is found by name, and may be gone.
+        // queue is found by name, and if it is gone, root's administrators
+        // (who administered it too) may.
         let leaf = if app.state.has_ended() {
-            self.cluster.queues().leaf(&app.queue)
+            self.cluster.queues().leaf(&app.queue).unwrap_or(0)
         } else {
-            Some(app.queue_index)
+            app.queue_index
         };
         self.security
             .check_app_owner(caller, &app.user, self.cluster.queues(), leaf, action)

@@ -278,21 +278,20 @@ impl Security {
     /// Whether `caller` may `action` (kill, change, read the logs of) an app
     /// of `owner` in `leaf`, as YARN: its user, an administrator of its
     /// queue (the administer ACL of the queue or an ancestor), or a cluster
-    /// administrator. With no `leaf` (its queue is gone), only its user or a
-    /// cluster administrator.
+    /// administrator.
     pub fn check_app_owner(
         &self,
         caller: &Caller,
         owner: &str,
         tree: &QueueTree,
-        leaf: Option<usize>,
+        leaf: usize,
         action: &str,
     ) -> Result<(), String> {
         if caller.user == owner || self.is_admin(caller) {
             return Ok(());
         }
         let queues = tree.queues();
-        let mut current = leaf;
+        let mut current = Some(leaf);
         while let Some(queue) = current.and_then(|index| queues.get(index)) {
             if AccessControlList::parse(&queue.acl_administer_queue)
                 .allows(&caller.user, &caller.groups)
@@ -301,9 +300,7 @@ impl Security {
             }
             current = queue.parent;
         }
-        let path = leaf
-            .and_then(|index| queues.get(index))
-            .map_or("its queue", |q| q.path.as_str());
+        let path = queues.get(leaf).map_or("its queue", |q| q.path.as_str());
         Err(format!(
             "user {} may not {action} an application of {owner}: only its user, an administrator of {path} (acl_administer_queue) or of the cluster may",
             caller.user
