@@ -547,6 +547,16 @@ asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 200000 }]
     assert_eq!(etl["apps_met_deadline"], 1, "{etl}");
 }
 
+/// The vcores `queue` holds in a summary's `observation` (0 if none).
+fn vcores(observation: &serde_json::Value, queue: &str) -> u64 {
+    observation["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["queue"] == queue)
+        .map_or(0, |q| q["used"]["vcores"].as_u64().unwrap())
+}
+
 #[test]
 fn reclaim_serves_what_the_user_limit_admits() {
     // Each scenario: c below its guarantee, the policy would place carol's
@@ -637,13 +647,7 @@ observe_at_ms = [12000]
 {scenario}"#
         ));
         let observed = &summary["observations"][0];
-        let c = observed["queues"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|q| q["queue"] == "root.c")
-            .map_or(0, |q| q["used"]["vcores"].as_u64().unwrap());
-        assert_eq!(c, served, "{name}: {observed}");
+        assert_eq!(vcores(observed, "root.c"), served, "{name}: {observed}");
     }
 }
 
@@ -682,14 +686,6 @@ queue = "c"
 asks = [{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 60000 }]
 "#,
     );
-    let vcores = |observation: &serde_json::Value, queue: &str| {
-        observation["queues"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|q| q["queue"] == queue)
-            .map_or(0, |q| q["used"]["vcores"].as_u64().unwrap())
-    };
     let [served, after, later] = [0, 1, 2].map(|i| &summary["observations"][i]);
     assert_eq!(
         (vcores(served, "root.a"), vcores(served, "root.c")),
@@ -739,14 +735,6 @@ queue = "c"
 asks = [{ count = 1, memory_mb = 1024, vcores = 1, duration_ms = 1000000 }]
 "#,
     );
-    let vcores = |observation: &serde_json::Value, queue: &str| {
-        observation["queues"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|q| q["queue"] == queue)
-            .map_or(0, |q| q["used"]["vcores"].as_u64().unwrap())
-    };
     let [before, served, later] = [0, 1, 2].map(|i| &summary["observations"][i]);
     assert_eq!(vcores(before, "root.a"), 2, "{before}");
     // Carol's 1 vcore is more than c's 0.6-vcore user limit.
