@@ -270,7 +270,6 @@ pub(super) fn user_limit(
     let current = guarantee.max(queue_used_with_ask);
     (current / active_users.max(1) as f64)
         .max(current * queue.minimum_user_limit_percent / 100.0)
-        // f64::min ignores the NaN of a queue with no guarantee and no factor.
         .min(guarantee * queue.user_limit_factor)
         .min(maximum)
 }

@@ -163,6 +163,8 @@ impl Starvation {
                 *used = used.saturating_sub(&container.resources);
             }
         }
+        let reserved_leaves: std::collections::HashSet<usize> =
+            reservations.iter().map(|r| r.queue_index).collect();
         let mut guarantees: HashMap<&str, (Resources, Vec<Option<crate::queues::Share>>)> =
             HashMap::new();
         let mut starved: HashMap<(usize, String), u64> = HashMap::new();
@@ -203,7 +205,7 @@ impl Starvation {
                 let share = |r: Resources| r.dominant_share(capacity).percent;
                 // A user who holds nothing here may always have one
                 // container; shares of sums, as the policy reckons them.
-                if !user_used.is_zero() && !reservations.iter().any(|r| r.queue_index == queue) {
+                if !user_used.is_zero() && !reserved_leaves.contains(&queue) {
                     let limit = diagnostics::user_limit(
                         &tree[queue],
                         guaranteed,
