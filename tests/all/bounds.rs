@@ -765,6 +765,10 @@ fn an_apps_priority_is_changed_by_its_user_cut_to_the_clusters_highest_and_check
         r#"{}"#,
         r#"{"priority": 1, "queue": "x"}"#,
         "not json",
+        // An array is not read as the body's fields in order.
+        "[3]",
+        " \n[3]",
+        "3",
     ] {
         let (status, body) = put("alice", bad);
         assert_eq!(status, 400, "{bad}: {body}");

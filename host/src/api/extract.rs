@@ -25,8 +25,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 }
 
 /// `bytes` as JSON of type `T`; a refusal names the field's path:
-/// `asks[0].duration_ms: invalid value …`.
+/// `asks[0].duration_ms: invalid value …`. Every body the API takes is one
+/// object, so anything else is refused here: serde would read an array's
+/// elements as the struct's fields in order (`[3]` as `{"priority": 3}`).
 pub(super) fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let first = bytes.iter().find(|byte| !b" \t\n\r".contains(byte));
+    if first.is_some_and(|&byte| byte != b'{') {
+        return Err(ApiError::bad_request(
+            "invalid request body: expected a JSON object",
+        ));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
