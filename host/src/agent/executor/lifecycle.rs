@@ -30,9 +30,15 @@ impl Executor {
     pub(super) fn remove_cgroups(&mut self, budget: Option<Duration>) -> bool {
         let started = Instant::now();
         let out_of_time = || budget.is_some_and(|budget| started.elapsed() >= budget);
+        // An ended container's cgroup is nearly always empty: removing it
+        // first spares reading every hierarchy's `cgroup.procs`. Only when
+        // a process is left (EBUSY) is everything listed killed, and the
+        // removal tried again (and later, while the kills land).
         let removed = |cgroup: &ContainerCgroup| {
-            cgroup.kill_all();
-            cgroup.remove().is_ok()
+            cgroup.remove().is_ok() || {
+                cgroup.kill_all();
+                cgroup.remove().is_ok()
+            }
         };
         let mut failed = Vec::new();
         let mut cut_short = false;
