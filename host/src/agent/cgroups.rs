@@ -164,15 +164,22 @@ impl Cgroups {
     ) -> Result<ContainerCgroup, CgroupError> {
         let cgroup = self.container(container_id);
         for dir in cgroup.dirs() {
-            if self.version == CgroupVersion::V1 {
+            let mut made = fs::create_dir(dir);
+            if self.version == CgroupVersion::V1
+                && made
+                    .as_ref()
+                    .is_err_and(|error| error.kind() == io::ErrorKind::NotFound)
+                && let Some(parent) = dir.parent()
+            {
                 // v1 has no subtree_control to set up, so a parent removed
-                // since detection can simply be made again.
-                if let Some(parent) = dir.parent() {
-                    fs::create_dir_all(parent)
-                        .map_err(|error| CgroupError::new("create", parent, error))?;
-                }
+                // since detection can simply be made again. (Only then:
+                // trying it first would cost a failed mkdir and a stat per
+                // hierarchy and container.)
+                fs::create_dir_all(parent)
+                    .map_err(|error| CgroupError::new("create", parent, error))?;
+                made = fs::create_dir(dir);
             }
-            match fs::create_dir(dir) {
+            match made {
                 Ok(()) => {}
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => {
                     kill_listed(dir);
@@ -812,5 +819,13 @@ mod tests {
         cgroup.remove().expect("remove");
         assert_eq!(cgroups.existing("c1"), None);
         cgroups.remove_parents_if_empty();
+        if cgroups.version() == CgroupVersion::V1 {
+            // The parents went: the next container's are made again.
+            assert!(!cgroups.memory_parent.exists());
+            let again = cgroups.create("c2", 64, 1, 0).expect("create again");
+            assert!(again.memory_dir.is_dir());
+            again.remove().expect("remove");
+            cgroups.remove_parents_if_empty();
+        }
     }
 }
