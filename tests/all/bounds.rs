@@ -769,6 +769,9 @@ fn an_apps_priority_is_changed_by_its_user_cut_to_the_clusters_highest_and_check
         "[3]",
         " \n[3]",
         "3",
+        // Nor is anything after the object.
+        r#"{"priority": 3}{"priority": 4}"#,
+        r#"{"priority": 3} trailing"#,
     ] {
         let (status, body) = put("alice", bad);
         assert_eq!(status, 400, "{bad}: {body}");

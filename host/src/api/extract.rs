@@ -26,8 +26,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
 /// `bytes` as JSON of type `T`; a refusal names the field's path:
 /// `asks[0].duration_ms: invalid value …`. Every body the API takes is one
-/// object, so anything else is refused here: serde would read an array's
-/// elements as the struct's fields in order (`[3]` as `{"priority": 3}`).
+/// object and nothing after it. Anything else is refused here: serde would
+/// read an array's elements as the struct's fields in order (`[3]` as
+/// `{"priority": 3}`), and stop reading after the first value. (Inside the
+/// object serde still takes an array for a nested struct, field by field:
+/// the same fields, checked the same way.)
 pub(super) fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let first = bytes.iter().find(|byte| !b" \t\n\r".contains(byte));
     if first.is_some_and(|&byte| byte != b'{') {
@@ -36,14 +39,18 @@ pub(super) fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErr
         ));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         match path.as_str() {
             "." | "" => ApiError::bad_request(format!("invalid request body: {inner}")),
             _ => ApiError::bad_request(format!("invalid request body: {path}: {inner}")),
         }
-    })
+    })?;
+    deserializer.end().map_err(|e| {
+        ApiError::bad_request(format!("invalid request body: after the object: {e}"))
+    })?;
+    Ok(value)
 }
 
 /// A query string of type `T`.
