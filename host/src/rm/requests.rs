@@ -507,7 +507,7 @@ impl ResourceManager {
         action: &str,
     ) -> Result<ToChange<'_>, RequestError> {
         let index = self.app_number(id)?;
-        let app = self.owned_app(caller, id, action)?;
+        let app = self.owned_app_at(caller, index, action)?;
         if app.state.has_ended() {
             return Ok(ToChange::Ended(app));
         }
@@ -729,7 +729,17 @@ impl ResourceManager {
     /// App `id` for `caller`, who must be its user or an administrator of
     /// its queue or of the cluster, to `action` it.
     fn owned_app(&self, caller: &Caller, id: &str, action: &str) -> Result<&App, RequestError> {
-        let app = &self.cluster.apps()[self.app_number(id)?];
+        self.owned_app_at(caller, self.app_number(id)?, action)
+    }
+
+    /// The same for the app numbered `index`.
+    fn owned_app_at(
+        &self,
+        caller: &Caller,
+        index: usize,
+        action: &str,
+    ) -> Result<&App, RequestError> {
+        let app = &self.cluster.apps()[index];
         // Only active apps follow a refresh of the queues: an ended app's
         // queue is found by name, and if it is gone, root's administrators
         // (who administered it too) may.
