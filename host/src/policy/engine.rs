@@ -65,7 +65,10 @@ const MEMORY_KEEP_RESIDENT_BYTES: usize = 128 << 10;
 /// call, its memory limits, and what it wrote lately.
 pub struct GuestState {
     pub policy_name: Arc<str>,
-    wasi: WasiCtx,
+    /// Made at the guest's first WASI call: most calls make none, and
+    /// building one (its default random generators seeded, then replaced)
+    /// was most of a new store's cost, paid at every instantiation.
+    wasi: Option<WasiCtx>,
     call: Arc<CallInputs>,
     table: ResourceTable,
     limits: StoreLimits,
@@ -81,11 +84,28 @@ impl GuestState {
 
 impl WasiView for GuestState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        let (output, call) = (&self.output, &self.call);
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: self.wasi.get_or_insert_with(|| guest_wasi(output, call)),
             table: &mut self.table,
         }
     }
+}
+
+/// The WASI context of a guest: its output captured, its clocks and
+/// randomness the call's (see [`CallInputs`]), nothing else granted.
+fn guest_wasi(output: &GuestOutputTail, call: &Arc<CallInputs>) -> WasiCtx {
+    WasiCtx::builder()
+        .stdout(output.stream(Stream::Stdout))
+        .stderr(output.stream(Stream::Stderr))
+        .wall_clock(GuestWallClock(call.clone()))
+        .monotonic_clock(GuestMonotonicClock(call.clone()))
+        .secure_random(GuestRandom(call.clone()))
+        .insecure_random(GuestRandom(call.clone()))
+        // One request for random bytes may not make the host allocate
+        // more than a policy needs (wasmtime-wasi's default is 64 MiB).
+        .max_random_size(MAX_RANDOM_BYTES)
+        .build()
 }
 
 /// The error of a call on `store` that failed with `error`, telling what the
@@ -353,17 +373,6 @@ impl PolicyEngine {
     pub fn new_store(&self, policy_name: Arc<str>) -> Store<GuestState> {
         let call = Arc::new(CallInputs::default());
         let output = GuestOutputTail::new(policy_name.clone());
-        let wasi = WasiCtx::builder()
-            .stdout(output.stream(Stream::Stdout))
-            .stderr(output.stream(Stream::Stderr))
-            .wall_clock(GuestWallClock(call.clone()))
-            .monotonic_clock(GuestMonotonicClock(call.clone()))
-            .secure_random(GuestRandom(call.clone()))
-            .insecure_random(GuestRandom(call.clone()))
-            // One request for random bytes may not make the host allocate
-            // more than a policy needs (wasmtime-wasi's default is 64 MiB).
-            .max_random_size(MAX_RANDOM_BYTES)
-            .build();
         let limits = StoreLimitsBuilder::new()
             .memory_size(self.limits.memory_bytes)
             .trap_on_grow_failure(true)
@@ -372,7 +381,7 @@ impl PolicyEngine {
             &self.engine,
             GuestState {
                 policy_name,
-                wasi,
+                wasi: None,
                 call,
                 table: ResourceTable::new(),
                 limits,
