@@ -60,8 +60,23 @@ impl<'a> Tree<'a> {
 /// How queues are ordered at each level: by `used share ÷ guaranteed share`,
 /// lowest (most under-served) first, ties to the lower index. Queues with no
 /// guarantee come after all that have one, among themselves by used share.
-/// Compared as a tuple: `(class, ratio as ordered bits, queue index)`.
-pub(crate) type QueueKey = (u8, u64, u32);
+/// Compared as `(class, ratio as ordered bits, queue index)`, packed into
+/// one integer: a comparison is two word compares rather than three fields'
+/// (it is the inner loop of every ranking's sift, and in WebAssembly a tuple
+/// of mixed widths also went through the shadow stack).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct QueueKey(u128);
+
+impl QueueKey {
+    pub(crate) fn new(class: u8, ratio_bits: u64, queue: u32) -> QueueKey {
+        QueueKey((u128::from(class) << 96) | (u128::from(ratio_bits) << 32) | u128::from(queue))
+    }
+
+    /// The queue this key ranks.
+    pub(crate) fn queue(self) -> usize {
+        self.0 as u32 as usize
+    }
+}
 
 pub(crate) fn queue_key(
     cluster: &Cluster,
@@ -71,9 +86,9 @@ pub(crate) fn queue_key(
 ) -> QueueKey {
     let share = cluster.share(used);
     if guarantee > 0.0 {
-        (0, ordered(share / guarantee), queue as u32)
+        QueueKey::new(0, ordered(share / guarantee), queue as u32)
     } else {
-        (1, ordered(share), queue as u32)
+        QueueKey::new(1, ordered(share), queue as u32)
     }
 }
 
@@ -187,7 +202,7 @@ mod tests {
             queue_key(&cluster, 0.4, Resources::ZERO, 5),          // 0
         ];
         keys.sort();
-        let order: Vec<u32> = keys.iter().map(|k| k.2).collect();
+        let order: Vec<usize> = keys.iter().map(|k| k.queue()).collect();
         assert_eq!(order, [5, 2, 1, 4, 3]);
     }
 }

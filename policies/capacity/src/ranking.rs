@@ -45,7 +45,7 @@ impl Ranking {
     pub(crate) fn insert(&mut self, parent: usize, key: QueueKey) {
         let i = self.heaps[parent].len();
         self.heaps[parent].push(key);
-        self.slot[key.2 as usize] = i;
+        self.slot[key.queue()] = i;
         self.up(parent, i);
     }
 
@@ -60,15 +60,15 @@ impl Ranking {
         let last = heap.pop().expect("a ranked queue is in the heap");
         if i < heap.len() {
             heap[i] = last;
-            self.slot[last.2 as usize] = i;
+            self.slot[last.queue()] = i;
             self.down(parent, i);
-            self.up(parent, self.slot[last.2 as usize]);
+            self.up(parent, self.slot[last.queue()]);
         }
     }
 
-    /// Gives ranked child `key.2` of `parent` its new key.
+    /// Gives ranked child `key.queue()` of `parent` its new key.
     pub(crate) fn update(&mut self, parent: usize, key: QueueKey) {
-        let i = self.slot[key.2 as usize];
+        let i = self.slot[key.queue()];
         if i == NONE {
             return;
         }
@@ -92,11 +92,11 @@ impl Ranking {
                 break;
             }
             heap[i] = heap[above];
-            self.slot[heap[i].2 as usize] = i;
+            self.slot[heap[i].queue()] = i;
             i = above;
         }
         heap[i] = key;
-        self.slot[key.2 as usize] = i;
+        self.slot[key.queue()] = i;
     }
 
     fn down(&mut self, parent: usize, mut i: usize) {
@@ -118,11 +118,11 @@ impl Ranking {
                 break;
             }
             heap[i] = heap[least];
-            self.slot[heap[i].2 as usize] = i;
+            self.slot[heap[i].queue()] = i;
             i = least;
         }
         heap[i] = key;
-        self.slot[key.2 as usize] = i;
+        self.slot[key.queue()] = i;
     }
 }
 
@@ -144,7 +144,7 @@ mod tests {
             let mut key = vec![None; children + 1];
             for _ in 0..300 {
                 let q = 1 + rng.below(children as u64) as usize;
-                let new = (rng.below(2) as u8, rng.below(6), q as u32);
+                let new = QueueKey::new(rng.below(2) as u8, rng.below(6), q as u32);
                 match (key[q], rng.below(3)) {
                     (None, _) => {
                         ranking.insert(0, new);

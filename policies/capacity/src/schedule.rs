@@ -280,7 +280,7 @@ impl<'a> Round<'a> {
                     continue 'descend;
                 };
                 let runner_up = self.contenders.runner_up(q);
-                q = first.2 as usize;
+                q = first.queue();
                 self.path.push((q, runner_up));
             }
             if let Some(choice) = self.choose_in_leaf(q) {
