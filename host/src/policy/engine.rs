@@ -241,7 +241,7 @@ impl PolicyEngine {
         let mut linker = Linker::new(&engine);
         // WASI is linked so std-built guests instantiate; the context grants
         // no files, network or environment, and its clocks and randomness
-        // are the host's (see `new_store`).
+        // are the host's (see `guest_wasi`).
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .and_then(|()| bindings::add_host_imports(&mut linker))
             .and_then(|()| shadow_wasi_imports(&mut linker))
@@ -368,6 +368,7 @@ impl PolicyEngine {
     }
 
     /// A fresh store for one instance of the policy `policy_name`. Its WASI
+    /// context is made at the guest's first WASI call (`guest_wasi`); its
     /// clocks and random generators read the store's [`CallInputs`], which
     /// [`begin_call`](Self::begin_call) sets before every call.
     pub fn new_store(&self, policy_name: Arc<str>) -> Store<GuestState> {
