@@ -34,6 +34,9 @@
 #   SCHED_MS [100]               weft.scheduler.interval-ms (the default)
 #   CONTAINERS [3000000]         allocations: containers submitted (apps of 1,000,000)
 #   ALLOC_DURATION_S [30]        allocations: the window, from the submission
+#   ALLOC_OOB [1]                allocations: 1 = the agents report ends at once, as `weft agent`
+#                                does (--out-of-band); 0 = only at the interval, as YARN's NodeManager
+#                                does (every allocations figure before 2026-11-28 16:30 UTC)
 #   NODE_VCORES [16] NODE_MEMORY_MB [65536]  each simulated node (1 vcore, 1024 MB a container):
 #                                160,000 containers fit at once on 10,000 nodes
 #   PORT [18490]  MAX_CONN [15000]  BENCH_DIR [/tmp/weft-heartbeat-bench]
@@ -53,6 +56,7 @@ ALLOC_HB_MS=${ALLOC_HB_MS:-1000}
 SCHED_MS=${SCHED_MS:-100}
 CONTAINERS=${CONTAINERS:-3000000}
 ALLOC_DURATION_S=${ALLOC_DURATION_S:-30}
+ALLOC_OOB=${ALLOC_OOB:-1}
 NODE_VCORES=${NODE_VCORES:-16}
 NODE_MEMORY_MB=${NODE_MEMORY_MB:-65536}
 PORT=${PORT:-18490}
@@ -149,9 +153,11 @@ sweep() {
 
 allocations() {
   rm -f "$BENCH_DIR/allocations.latest"
+  local oob=()
+  [ "$ALLOC_OOB" = 1 ] && oob=(--out-of-band)
   for n in $(seq "$RUNS"); do
     run allocations "$n" "$ALLOC_HB_MS" "$ALLOC_DURATION_S" --containers "$CONTAINERS" --per-app 1000000 \
-      --node-vcores "$NODE_VCORES" --node-memory-mb "$NODE_MEMORY_MB"
+      --node-vcores "$NODE_VCORES" --node-memory-mb "$NODE_MEMORY_MB" "${oob[@]}"
   done
   summarize allocations
 }

@@ -5,7 +5,9 @@
 //! (`response_id`), every running container listed, ends resent until
 //! acknowledged, launch orders taken once, kill orders obeyed. Nothing is
 //! executed: a launched container is reported running in the next
-//! heartbeat and ended (exit 0) in a later one, after `--run-ms`.
+//! heartbeat and ended (exit 0) in a later one, after `--run-ms`; with
+//! `--out-of-band`, it ends when `--run-ms` is over and the end goes out at
+//! once, as `weft agent` reports a container's end.
 //!
 //! It measures, client side, over a window after a warm-up: heartbeats
 //! answered per second and their latency (send to the whole answer read:
@@ -79,9 +81,17 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     container_vcores: u32,
     /// How long a launched container "runs" before its end is reported
-    /// (it is reported running in at least one heartbeat first).
+    /// (without `--out-of-band`, it is reported running in at least one
+    /// heartbeat first).
     #[arg(long, default_value_t = 0)]
     run_ms: u64,
+    /// Report ends at once, as `weft agent` does (YARN's out-of-band
+    /// heartbeat): a heartbeat goes out when a container's `--run-ms` is
+    /// over, not sooner than 1 ms after the last one, besides those of the
+    /// interval. Without it the agents are YARN's NodeManagers, which
+    /// report ends only at the interval.
+    #[arg(long)]
+    out_of_band: bool,
     /// The user the agents and the submissions claim (X-Weft-User).
     #[arg(long, default_value = "bench")]
     user: String,
@@ -92,6 +102,10 @@ struct Args {
     #[arg(long, default_value_t = 64)]
     connect_concurrency: usize,
 }
+
+/// The soonest an out-of-band heartbeat follows the one before (`weft
+/// agent`'s `MIN_GAP`): ends closer together go in one heartbeat.
+const OUT_OF_BAND_GAP: Duration = Duration::from_millis(1);
 
 /// Ms since the epoch (a container end's `finished_ms`).
 fn epoch_ms() -> u64 {
@@ -429,14 +443,15 @@ impl Agent {
         }
     }
 
-    /// The next heartbeat: containers reported running once and past
-    /// `run_ms` end now (exit 0); every other is reported running.
-    fn heartbeat(&mut self, run: Duration) -> Heartbeat {
+    /// The next heartbeat: containers past `run_ms` (and, unless ends are
+    /// reported `out_of_band`, reported running once) end now (exit 0);
+    /// every other is reported running.
+    fn heartbeat(&mut self, run: Duration, out_of_band: bool) -> Heartbeat {
         let now = Instant::now();
         let done: Vec<String> = self
             .running
             .iter()
-            .filter(|(_, c)| c.reported && now.duration_since(c.since) >= run)
+            .filter(|(_, c)| (c.reported || out_of_band) && now.duration_since(c.since) >= run)
             .map(|(id, _)| id.clone())
             .collect();
         for id in done {
@@ -467,6 +482,12 @@ impl Agent {
             queued: Vec::new(),
             response_id: Some(self.response_id),
         }
+    }
+
+    /// When the first of its running containers ends (`run` after its
+    /// launch order came), if it runs any.
+    fn next_end(&self, run: Duration) -> Option<Instant> {
+        self.running.values().map(|c| c.since + run).min()
     }
 
     /// Carries out an answer; returns how many new launch orders it held
@@ -568,14 +589,28 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
     let run = Duration::from_millis(args.run_ms);
     let (window_start, window_end) = (plan.window_start, plan.window_end);
     let path = format!("/ws/v1/cluster/nodes/{}/heartbeat", agent.node_id);
+    let mut last_sent = Instant::now();
     loop {
-        let tick = ticks.tick().await.into_std();
+        // Out of band: at the first end, unless the interval's tick comes
+        // first (`Interval::tick` may be dropped unfinished).
+        let end = args.out_of_band.then(|| agent.next_end(run)).flatten();
+        let tick = match end {
+            Some(end) => {
+                let early = end.max(last_sent + OUT_OF_BAND_GAP);
+                tokio::select! {
+                    tick = ticks.tick() => tick.into_std(),
+                    () = tokio::time::sleep_until(early.into()) => early,
+                }
+            }
+            None => ticks.tick().await.into_std(),
+        };
         if tick >= window_end {
             break;
         }
-        let beat = agent.heartbeat(run);
+        let beat = agent.heartbeat(run, args.out_of_band);
         let body = serde_json::to_vec(&beat).expect("a heartbeat serializes");
         let sent = Instant::now();
+        last_sent = sent;
         shared.timeline.send_lateness(tick, sent);
         let counted = sent >= window_start && sent < window_end;
         let answer = agent.conn.post(&path, &args.user, &body).await;
