@@ -81,6 +81,26 @@ fn a_live_cluster_is_scheduled_charged_and_priced() {
 }
 
 #[test]
+fn a_submission_brings_the_next_round_forward() {
+    // Rounds a minute apart: the first is due a minute after the start, so
+    // only the round a submission brings forward can place this app in the
+    // 30 s `wait_for` allows.
+    let server = Server::start(&[
+        "--sim-nodes",
+        "2x4096mb,4vcores",
+        "--set",
+        "weft.scheduler.interval-ms=60000",
+    ]);
+    let id = server.submit("demo", 2, 60_000);
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{id}"),
+        "the app to run",
+        |b| b["app"]["state"] == "RUNNING",
+    );
+    server.stop();
+}
+
+#[test]
 fn nodes_register_heartbeat_and_report_finished_containers() {
     let server = Server::start(&[]);
     let (status, body) = server.post_json(

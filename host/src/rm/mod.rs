@@ -74,6 +74,9 @@ pub struct ResourceManager {
     /// When the last scheduling round ended and how long it took (real
     /// time): bounds the rounds heartbeats bring forward.
     last_round: Option<(std::time::Instant, Duration)>,
+    /// An app was submitted since the last round: `serve`'s loop brings the
+    /// next round forward ([`ResourceManager::take_early_round`]).
+    submitted_since_round: bool,
     /// Reclaim's switch and patience, and who is starved since when.
     reclaim_after_ms: Option<u64>,
     starvation: Starvation,
@@ -350,6 +353,7 @@ impl ResourceManager {
             maximum_allocation: settings.scheduler.maximum_allocation,
             max_application_priority: settings.scheduler.max_application_priority,
             last_round: None,
+            submitted_since_round: false,
             store: None,
             unsaved: Batch::default(),
             scheduling_wait: None,
@@ -653,19 +657,35 @@ impl ResourceManager {
     /// however many heartbeats free room, rounds take at most a fifth of
     /// the loop's time beyond the scheduling interval's own.
     pub(crate) fn schedule_on_freed_resources(&mut self) {
-        let too_soon = self
-            .last_round
-            .is_some_and(|(ended, took)| ended.elapsed() < took * EARLY_ROUND_PAUSE);
-        if too_soon || !self.cluster.has_pending() {
+        if self.round_too_soon() || !self.cluster.has_pending() {
             return;
         }
         self.scheduling_round();
+    }
+
+    /// Whether it is too soon after the last round to bring the next one
+    /// forward (see [`EARLY_ROUND_PAUSE`]).
+    fn round_too_soon(&self) -> bool {
+        self.last_round
+            .is_some_and(|(ended, took)| ended.elapsed() < took * EARLY_ROUND_PAUSE)
+    }
+
+    /// Whether `serve`'s loop should run the next round now rather than at
+    /// the scheduling interval: an app was submitted since the last round,
+    /// and it is not too soon (the bound heartbeats keep). A short app on
+    /// a quiet cluster then starts in milliseconds, not on the interval's
+    /// next tick (up to `weft.scheduler.interval-ms`, 100 ms by default),
+    /// and the submission's answer does not wait for the round. The loop
+    /// asks after each turn; `simulate` and `replay` keep the interval.
+    pub fn take_early_round(&mut self) -> bool {
+        std::mem::take(&mut self.submitted_since_round) && !self.round_too_soon()
     }
 
     /// A scheduling round: simulated containers that are done end, then the
     /// scheduling policy places what is pending (and, with reclaim on,
     /// takes back capacity for starved queues).
     fn scheduling_round(&mut self) {
+        self.submitted_since_round = false;
         let started = std::time::Instant::now();
         self.place_pending();
         self.last_round = Some((std::time::Instant::now(), started.elapsed()));
@@ -1069,6 +1089,9 @@ pub fn spawn(
                     None => None,
                 };
                 loop {
+                    if rm.take_early_round() {
+                        timers.scheduling.bring_forward(ms(start.elapsed()));
+                    }
                     let next = start + Duration::from_millis(timers.next_due());
                     // Biased: a stop first, then due timers (a flood of
                     // requests must not starve scheduling and charging).

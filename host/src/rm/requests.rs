@@ -145,6 +145,7 @@ impl ResourceManager {
         let now = self.now();
         let app = self.cluster.submit(request, submitter, now)?.clone();
         self.app_ids.submitted(&app.id);
+        self.submitted_since_round = true;
         tracing::info!(app = %app.id, queue = %app.queue, user = %app.user, project = %app.project, caller = %caller.user, submitter, "application submitted and accepted");
         Ok(app)
     }

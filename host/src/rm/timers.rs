@@ -87,6 +87,14 @@ impl Every {
         true
     }
 
+    /// Makes the timer due at `now` if it was due later (not if off); it
+    /// is re-armed from when it then fires, as after any firing.
+    pub fn bring_forward(&mut self, now: u64) {
+        if let Some(next) = &mut self.next {
+            *next = (*next).min(now);
+        }
+    }
+
     /// Moves the timer on to its first firing at or after `at` on a
     /// multiple of its period (never back, never before its first), or off
     /// for None.
@@ -161,6 +169,21 @@ impl Timers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timer_brought_forward_fires_then_and_a_period_later() {
+        let mut timers = Timers::new(0, 100, 1000, 1000);
+        timers.scheduling.bring_forward(30);
+        assert_eq!(timers.next_due(), 30);
+        assert_eq!(timers.fire(30), vec![Timer::SchedulingRound]);
+        assert_eq!(timers.next_due(), 130);
+        // Never later than it was, and an off timer stays off.
+        timers.scheduling.bring_forward(500);
+        assert_eq!(timers.next_due(), 130);
+        timers.quota.skip_to(None);
+        timers.quota.bring_forward(10);
+        assert_eq!(timers.quota.next, None);
+    }
 
     #[test]
     fn timers_due_together_fire_in_one_order() {
