@@ -376,6 +376,9 @@ struct Agent {
     response_id: u64,
     running: BTreeMap<String, Running>,
     unacknowledged: BTreeMap<String, ContainerEnd>,
+    /// Containers were killed since the last heartbeat: with
+    /// `--out-of-band`, their ends go out at once, as `weft agent`'s do.
+    killed_since_beat: bool,
 }
 
 impl Agent {
@@ -430,6 +433,7 @@ impl Agent {
 
     fn kill(&mut self, id: &str, exit_status: i32) {
         if self.running.remove(id).is_some() {
+            self.killed_since_beat = true;
             self.unacknowledged.insert(
                 id.to_string(),
                 ContainerEnd {
@@ -447,6 +451,7 @@ impl Agent {
     /// reported `out_of_band`, reported running once) end now (exit 0);
     /// every other is reported running.
     fn heartbeat(&mut self, run: Duration, out_of_band: bool) -> Heartbeat {
+        self.killed_since_beat = false;
         let now = Instant::now();
         let done: Vec<String> = self
             .running
@@ -484,9 +489,13 @@ impl Agent {
         }
     }
 
-    /// When the first of its running containers ends (`run` after its
-    /// launch order came), if it runs any.
+    /// When an end is next to report: now if containers were killed since
+    /// the last heartbeat, else when the first of its running containers
+    /// ends (`run` after its launch order came), if it runs any.
     fn next_end(&self, run: Duration) -> Option<Instant> {
+        if self.killed_since_beat {
+            return Some(Instant::now());
+        }
         self.running.values().map(|c| c.since + run).min()
     }
 
@@ -546,6 +555,7 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
                     response_id: 0,
                     running: BTreeMap::new(),
                     unacknowledged: BTreeMap::new(),
+                    killed_since_beat: false,
                 };
                 let registration = agent.register(args).await?;
                 Ok::<_, String>((agent, registration))
@@ -584,7 +594,9 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
     let offset = interval.mul_f64(index as f64 / args.nodes as f64);
     let mut ticks = tokio::time::interval_at((plan.begin + offset).into(), interval);
     // A heartbeat late past its tick does not make the next ones bunch up
-    // (a real agent waits for an answer before it sends again).
+    // (a real agent waits for an answer before it sends again); after an
+    // answer the next regular one is an interval later (`ticks.reset()`),
+    // as `weft agent` and YARN's NodeManager wait.
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let run = Duration::from_millis(args.run_ms);
     let (window_start, window_end) = (plan.window_start, plan.window_end);
@@ -598,6 +610,7 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
             Some(end) => {
                 let early = end.max(last_sent + OUT_OF_BAND_GAP);
                 tokio::select! {
+                    biased;
                     tick = ticks.tick() => tick.into_std(),
                     () = tokio::time::sleep_until(early.into()) => early,
                 }
@@ -655,6 +668,7 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
             }
         };
         let done = Instant::now();
+        ticks.reset();
         Timeline::add(&shared.timeline.heartbeats, shared.timeline.start, done, 1);
         shared.timeline.latency(sent, latency);
         if counted {

@@ -75,7 +75,7 @@ pub struct ResourceManager {
     /// time): bounds the rounds heartbeats bring forward.
     last_round: Option<(std::time::Instant, Duration)>,
     /// An app was submitted since the last round: `serve`'s loop brings the
-    /// next round forward ([`ResourceManager::take_early_round`]).
+    /// next round forward ([`ResourceManager::early_round_due`]).
     submitted_since_round: bool,
     /// Reclaim's switch and patience, and who is starved since when.
     reclaim_after_ms: Option<u64>,
@@ -670,15 +670,34 @@ impl ResourceManager {
             .is_some_and(|(ended, took)| ended.elapsed() < took * EARLY_ROUND_PAUSE)
     }
 
-    /// Whether `serve`'s loop should run the next round now rather than at
-    /// the scheduling interval: an app was submitted since the last round,
-    /// and it is not too soon (the bound heartbeats keep). A short app on
-    /// a quiet cluster then starts in milliseconds, not on the interval's
-    /// next tick (up to `weft.scheduler.interval-ms`, 100 ms by default),
-    /// and the submission's answer does not wait for the round. The loop
-    /// asks after each turn; `simulate` and `replay` keep the interval.
-    pub fn take_early_round(&mut self) -> bool {
-        std::mem::take(&mut self.submitted_since_round) && !self.round_too_soon()
+    /// When `serve`'s loop should run the next round, sooner than the
+    /// scheduling interval: if an app was submitted since the last round,
+    /// as soon as the bound heartbeats keep allows (now, or once
+    /// [`EARLY_ROUND_PAUSE`] times the last round's duration has passed
+    /// since it ended). A short app on a quiet cluster then starts in
+    /// milliseconds, not on the interval's next tick (up to
+    /// `weft.scheduler.interval-ms`, 100 ms by default), and the
+    /// submission's answer does not wait for the round. The loop asks
+    /// after each turn and runs it with [`ResourceManager::early_round`];
+    /// `simulate` and `replay` keep the interval.
+    pub fn early_round_due(&self) -> Option<std::time::Instant> {
+        if !self.submitted_since_round {
+            return None;
+        }
+        Some(match self.last_round {
+            Some((ended, took)) => ended + took * EARLY_ROUND_PAUSE,
+            None => std::time::Instant::now(),
+        })
+    }
+
+    /// The round [`ResourceManager::early_round_due`] asked for, checked
+    /// again when it comes: not if a round since has seen the submissions
+    /// (a heartbeat's), nor before the bound allows (the submissions then
+    /// keep asking).
+    pub fn early_round(&mut self) {
+        if self.submitted_since_round && !self.round_too_soon() {
+            self.scheduling_round();
+        }
     }
 
     /// A scheduling round: simulated containers that are done end, then the
@@ -1088,9 +1107,16 @@ pub fn spawn(
                     }
                     None => None,
                 };
+                // Whether the round's timer was brought forward for a
+                // submission (its firing is then `early_round`).
+                let mut brought_forward = false;
                 loop {
-                    if rm.take_early_round() {
-                        timers.scheduling.bring_forward(ms(start.elapsed()));
+                    if let Some(due) = rm.early_round_due() {
+                        // Rounded up: a firing before the bound allows
+                        // would find it too soon.
+                        let due = due.saturating_duration_since(start.into_std());
+                        let due_ms = ms(due + Duration::from_micros(999));
+                        brought_forward |= timers.scheduling.bring_forward(due_ms);
                     }
                     let next = start + Duration::from_millis(timers.next_due());
                     // Biased: a stop first, then due timers (a flood of
@@ -1100,6 +1126,12 @@ pub fn spawn(
                         () = &mut stop => break,
                         () = tokio::time::sleep_until(next) => {
                             for timer in timers.fire(ms(start.elapsed())) {
+                                if timer == Timer::SchedulingRound
+                                    && std::mem::take(&mut brought_forward)
+                                {
+                                    let _ = guarded(timer.as_str(), || rm.early_round());
+                                    continue;
+                                }
                                 let _ = guarded(timer.as_str(), || rm.fire(timer));
                             }
                         }

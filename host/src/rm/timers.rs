@@ -87,11 +87,16 @@ impl Every {
         true
     }
 
-    /// Makes the timer due at `now` if it was due later (not if off); it
-    /// is re-armed from when it then fires, as after any firing.
-    pub fn bring_forward(&mut self, now: u64) {
-        if let Some(next) = &mut self.next {
-            *next = (*next).min(now);
+    /// Makes the timer due at `at` if it was due later (not if off), and
+    /// says whether it moved; it is re-armed from when it then fires, as
+    /// after any firing.
+    pub fn bring_forward(&mut self, at: u64) -> bool {
+        match &mut self.next {
+            Some(next) if at < *next => {
+                *next = at;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -173,15 +178,15 @@ mod tests {
     #[test]
     fn a_timer_brought_forward_fires_then_and_a_period_later() {
         let mut timers = Timers::new(0, 100, 1000, 1000);
-        timers.scheduling.bring_forward(30);
+        assert!(timers.scheduling.bring_forward(30));
         assert_eq!(timers.next_due(), 30);
         assert_eq!(timers.fire(30), vec![Timer::SchedulingRound]);
         assert_eq!(timers.next_due(), 130);
         // Never later than it was, and an off timer stays off.
-        timers.scheduling.bring_forward(500);
+        assert!(!timers.scheduling.bring_forward(500));
         assert_eq!(timers.next_due(), 130);
         timers.quota.skip_to(None);
-        timers.quota.bring_forward(10);
+        assert!(!timers.quota.bring_forward(10));
         assert_eq!(timers.quota.next, None);
     }
 
