@@ -594,9 +594,15 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
     let offset = interval.mul_f64(index as f64 / args.nodes as f64);
     let mut ticks = tokio::time::interval_at((plan.begin + offset).into(), interval);
     // A heartbeat late past its tick does not make the next ones bunch up
-    // (a real agent waits for an answer before it sends again); after an
-    // answer the next regular one is an interval later (`ticks.reset()`),
-    // as `weft agent` and YARN's NodeManager wait.
+    // (a real agent waits for an answer before it sends again). The next
+    // regular one is an interval after the answer (`ticks.reset()`), as
+    // `weft agent` and YARN's NodeManager wait: always after an
+    // out-of-band exchange, else when the answer took longer than an
+    // interval. Otherwise each agent keeps its phase on the grid, which
+    // differs from the real wait only by the answer's latency: a fleet's
+    // agents drift apart by their own timing, which this one thread
+    // lacks, and answers it reads in one burst would keep those agents
+    // in step for good.
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let run = Duration::from_millis(args.run_ms);
     let (window_start, window_end) = (plan.window_start, plan.window_end);
@@ -668,7 +674,9 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
             }
         };
         let done = Instant::now();
-        ticks.reset();
+        if args.out_of_band || done >= tick + interval {
+            ticks.reset();
+        }
         Timeline::add(&shared.timeline.heartbeats, shared.timeline.start, done, 1);
         shared.timeline.latency(sent, latency);
         if counted {
