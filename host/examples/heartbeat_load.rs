@@ -596,9 +596,10 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
     // A heartbeat late past its tick does not make the next ones bunch up
     // (a real agent waits for an answer before it sends again). The next
     // regular one is an interval after the answer (`ticks.reset()`), as
-    // `weft agent` and YARN's NodeManager wait: always after an
-    // out-of-band exchange, else when the answer took longer than an
-    // interval. Otherwise each agent keeps its phase on the grid, which
+    // `weft agent` and YARN's NodeManager wait: always for agents that
+    // report ends out of band, else when the answer came more than an
+    // interval after its tick. Otherwise each agent keeps its phase on
+    // the grid, which
     // differs from the real wait only by the answer's latency: a fleet's
     // agents drift apart by their own timing, which this one thread
     // lacks, and answers it reads in one burst would keep those agents
