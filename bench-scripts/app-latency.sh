@@ -29,6 +29,8 @@ cleanup() {
 trap cleanup EXIT
 
 ms_now() { date +%s%N; }
+# One app of one /bin/true container through BINARY ($1), waited for.
+run_app() { "$1" app run --server "$URL" -n 1 --memory 64mb --vcores 1 --wait -- /bin/true >/dev/null 2>&1; }
 
 for round in $(seq "$ROUNDS"); do
   for binary in "$@"; do
@@ -37,12 +39,11 @@ for round in $(seq "$ROUNDS"); do
     "$binary" serve --listen "127.0.0.1:$PORT" --data-dir "$dir/data" >"$dir/serve.log" 2>&1 &
     SERVE_PID=$!
     for _ in $(seq 100); do curl -sf "$URL/ws/v1/cluster/info" >/dev/null && break; sleep 0.1; done
-    run_app() { "$binary" app run --server "$URL" -n 1 --memory 64mb --vcores 1 --wait -- /bin/true >/dev/null 2>&1; }
-    run_app || { echo "the warm-up app failed ($binary); see its log:" >&2; tail -5 "$dir/serve.log" >&2; exit 1; }
+    run_app "$binary" || { echo "the warm-up app failed ($binary); see its log:" >&2; tail -5 "$dir/serve.log" >&2; exit 1; }
     times=""
     for _ in $(seq "$APPS"); do
       start=$(ms_now)
-      run_app || { echo "an app failed ($binary)" >&2; exit 1; }
+      run_app "$binary" || { echo "an app failed ($binary)" >&2; exit 1; }
       times="$times $(( ($(ms_now) - start) / 1000000 ))"
       sleep "$SLEEP_S"
     done

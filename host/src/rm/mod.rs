@@ -666,8 +666,20 @@ impl ResourceManager {
     /// Whether it is too soon after the last round to bring the next one
     /// forward (see [`EARLY_ROUND_PAUSE`]).
     fn round_too_soon(&self) -> bool {
-        self.last_round
-            .is_some_and(|(ended, took)| ended.elapsed() < took * EARLY_ROUND_PAUSE)
+        self.early_rounds_from()
+            .is_none_or(|from| std::time::Instant::now() < from)
+    }
+
+    /// From when a round may be brought forward: now if none ran yet, else
+    /// [`EARLY_ROUND_PAUSE`] times the last round's duration after it
+    /// ended (None: a duration too long to add, so never).
+    fn early_rounds_from(&self) -> Option<std::time::Instant> {
+        match self.last_round {
+            Some((ended, took)) => took
+                .checked_mul(EARLY_ROUND_PAUSE)
+                .and_then(|pause| ended.checked_add(pause)),
+            None => Some(std::time::Instant::now()),
+        }
     }
 
     /// When `serve`'s loop should run the next round, sooner than the
@@ -684,10 +696,7 @@ impl ResourceManager {
         if !self.submitted_since_round {
             return None;
         }
-        Some(match self.last_round {
-            Some((ended, took)) => ended + took * EARLY_ROUND_PAUSE,
-            None => std::time::Instant::now(),
-        })
+        self.early_rounds_from()
     }
 
     /// The round [`ResourceManager::early_round_due`] asked for, checked
