@@ -37,6 +37,11 @@
 #   ALLOC_OOB [1]                allocations: 1 = the agents report ends at once, as `weft agent`
 #                                does (--out-of-band); 0 = only at the interval, as YARN's NodeManager
 #                                does (every allocations figure before 2026-11-28 16:30 UTC)
+#   AFTER_ANSWER [agent]         when an agent's next regular heartbeat goes (the generator's
+#                                --after-answer): agent = up to 10 % sooner than the interval after the
+#                                answer, at random, as weft agent waits; interval = an interval after every
+#                                answer; grid = its phase kept unless the answer was late (every figure
+#                                before 2026-11-28 21:00 UTC)
 #   NODE_VCORES [16] NODE_MEMORY_MB [65536]  each simulated node (1 vcore, 1024 MB a container):
 #                                160,000 containers fit at once on 10,000 nodes
 #   PORT [18490]  MAX_CONN [15000]  BENCH_DIR [/tmp/weft-heartbeat-bench]
@@ -57,6 +62,7 @@ SCHED_MS=${SCHED_MS:-100}
 CONTAINERS=${CONTAINERS:-3000000}
 ALLOC_DURATION_S=${ALLOC_DURATION_S:-30}
 ALLOC_OOB=${ALLOC_OOB:-1}
+AFTER_ANSWER=${AFTER_ANSWER:-agent}
 NODE_VCORES=${NODE_VCORES:-16}
 NODE_MEMORY_MB=${NODE_MEMORY_MB:-65536}
 PORT=${PORT:-18490}
@@ -106,7 +112,7 @@ run() {
   grep -q listening "$dir/server.out" || die "the server did not start: $(tail -3 "$dir/server.log")"
   say "$kind run $n ($start UTC, load $before): $NODES agents every $hb ms"
   "$GEN" --server "$URL" --nodes "$NODES" --warmup-s "$WARMUP_S" --duration-s "$window" \
-    --threads "$GEN_THREADS" --server-pid "$SERVE_PID" "$@" >"$dir/generator.out" 2>"$dir/generator.err" \
+    --threads "$GEN_THREADS" --server-pid "$SERVE_PID" --after-answer "$AFTER_ANSWER" "$@" >"$dir/generator.out" 2>"$dir/generator.err" \
     || die "the generator failed: $(tail -3 "$dir/generator.err")"
   stop_server
   cat "$dir/generator.out"

@@ -40,8 +40,23 @@ use tokio::sync::{Semaphore, watch};
 
 use weft_host::protocol::node::ContainerEnd;
 use weft_host::protocol::node::RegisteredNode;
-use weft_host::protocol::node::{Heartbeat, RegisterNode};
+use weft_host::protocol::node::{Heartbeat, RegisterNode, heartbeat_wait};
 use weft_host::protocol::node::{NodeAction, NodeOrders};
+
+/// When a simulated agent sends its next regular heartbeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AfterAnswer {
+    /// On its grid of ticks an interval apart, unless the answer came more
+    /// than an interval after its tick (then an interval after the answer);
+    /// with `--out-of-band`, always an interval after the answer. Every
+    /// figure before 2026-11-28 21:00 UTC.
+    Grid,
+    /// An interval after every answer, exactly.
+    Interval,
+    /// Up to a tenth of an interval sooner, at random, as `weft agent`
+    /// waits (`protocol::node::heartbeat_wait`).
+    Agent,
+}
 
 #[derive(Debug, Clone, Parser)]
 #[command(about = "Simulated node agents heartbeating a Weft server over HTTP")]
@@ -92,6 +107,9 @@ struct Args {
     /// report ends only at the interval.
     #[arg(long)]
     out_of_band: bool,
+    /// When an agent sends its next regular heartbeat after an answer.
+    #[arg(long, value_enum, default_value_t = AfterAnswer::Agent)]
+    after_answer: AfterAnswer,
     /// The user the agents and the submissions claim (X-Weft-User).
     #[arg(long, default_value = "bench")]
     user: String,
@@ -594,21 +612,25 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
     let offset = interval.mul_f64(index as f64 / args.nodes as f64);
     let mut ticks = tokio::time::interval_at((plan.begin + offset).into(), interval);
     // A heartbeat late past its tick does not make the next ones bunch up
-    // (a real agent waits for an answer before it sends again). The next
-    // regular one is an interval after the answer (`ticks.reset()`), as
-    // `weft agent` and YARN's NodeManager wait: always for agents that
-    // report ends out of band, else when the answer came more than an
-    // interval after its tick. Otherwise each agent keeps its phase on
-    // the grid, which
-    // differs from the real wait only by the answer's latency: a fleet's
-    // agents drift apart by their own timing, which this one thread
-    // lacks, and answers it reads in one burst would keep those agents
-    // in step for good.
+    // (a real agent waits for an answer before it sends again). When the
+    // next regular one goes is `--after-answer`'s: with `grid` (the
+    // default) an agent keeps its phase on the grid, which differs from
+    // an interval after the answer only by the answer's latency, unless
+    // the answer was late or the agent reports ends out of band; with
+    // `interval` an interval after every answer, as YARN's NodeManager
+    // waits; with `agent` (the default) up to a tenth sooner, at random, as
+    // `weft agent` waits.
+    // Answers that come in one burst (this one thread reads many at once;
+    // a server answers many at once after a pause) keep `interval`'s
+    // agents in step for good: `agent`'s drift apart.
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let run = Duration::from_millis(args.run_ms);
     let (window_start, window_end) = (plan.window_start, plan.window_end);
     let path = format!("/ws/v1/cluster/nodes/{}/heartbeat", agent.node_id);
     let mut last_sent = Instant::now();
+    // The agent's random draws for `--after-answer agent` (a 64-bit LCG
+    // seeded by its index: each agent's sequence its own).
+    let mut rng = (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     loop {
         // Out of band: at the first end, unless the interval's tick comes
         // first (`Interval::tick` may be dropped unfinished).
@@ -675,8 +697,16 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
             }
         };
         let done = Instant::now();
-        if args.out_of_band || done >= tick + interval {
-            ticks.reset();
+        match args.after_answer {
+            AfterAnswer::Grid if args.out_of_band || done >= tick + interval => ticks.reset(),
+            AfterAnswer::Grid => {}
+            AfterAnswer::Interval => ticks.reset(),
+            AfterAnswer::Agent => {
+                rng = rng
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ticks.reset_at((done + heartbeat_wait(interval, rng)).into());
+            }
         }
         Timeline::add(&shared.timeline.heartbeats, shared.timeline.start, done, 1);
         shared.timeline.latency(sent, latency);

@@ -22,7 +22,7 @@ use super::executor::Executor;
 use super::node_manager::Shared;
 use super::queue::{OpportunisticQueue, Refused};
 use crate::protocol::node::{ContainerEnd, LaunchOrder};
-use crate::protocol::node::{Heartbeat, RegisterNode};
+use crate::protocol::node::{Heartbeat, RegisterNode, heartbeat_wait};
 use crate::protocol::node::{NodeAction, NodeOrders};
 use crate::protocol::node::{ResourceTracker, TrackerError};
 use crate::resources::Resources;
@@ -213,18 +213,23 @@ impl<T: ResourceTracker> AgentLoop<T> {
                 last_beat = Instant::now();
                 let outcome = self.exchange();
                 answered = outcome.is_ok();
-                next_beat = match outcome {
-                    Ok(()) => Instant::now() + self.interval,
+                let wait = match outcome {
+                    Ok(()) => self.interval,
                     // Warned about once, when it first answered so.
                     Err(error @ TrackerError::Stale(_)) => {
                         tracing::debug!(%error, "trying the next server");
-                        Instant::now() + RETRY
+                        RETRY
                     }
                     Err(error) => {
                         tracing::warn!(%error, node = %self.identity.node_id, "no answer from the resource manager; trying again");
-                        Instant::now() + RETRY
+                        RETRY
                     }
                 };
+                // Spread, so that agents answered (or refused) together do
+                // not send together for good. Without randomness, the
+                // middle of the spread: the wait itself.
+                let draw = getrandom::u64().unwrap_or(1 << 63);
+                next_beat = Instant::now() + heartbeat_wait(wait, draw);
             }
             // Removing cgroups takes long (three rmdirs a container): not
             // while ends wait to be reported, unless the server is away.

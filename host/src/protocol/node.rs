@@ -6,6 +6,7 @@
 //! agent (`agent/`), which import nothing else of each other.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -585,6 +586,26 @@ impl NodeOrders {
     }
 }
 
+/// How much sooner than the interval an agent may send its next heartbeat,
+/// in percent.
+pub const HEARTBEAT_JITTER_PERCENT: u32 = 10;
+
+/// How long an agent waits after an answer before its next heartbeat: the
+/// `interval` the server gives, less up to [`HEARTBEAT_JITTER_PERCENT`] of
+/// it, as far into that range as `draw` (a random number) says. Without
+/// it, agents a server answers together — after a pause, a long round or
+/// a failover — send together again an interval later, and every interval
+/// after, for good. Never later than the interval, so a node is never
+/// late by it for the server's expiry; on average 5 % sooner.
+pub fn heartbeat_wait(interval: Duration, draw: u64) -> Duration {
+    // At most u64::MAX ns (584 years), so the products below fit in u128.
+    let nanos = interval.as_nanos().min(u128::from(u64::MAX));
+    let range = nanos * u128::from(HEARTBEAT_JITTER_PERCENT) / 100;
+    // `draw` as a fraction of 2^64 of the range.
+    let sooner = (range * u128::from(draw)) >> 64;
+    Duration::from_nanos(u64::try_from(nanos - sooner).unwrap_or(u64::MAX))
+}
+
 /// The longest an agent's wait for orders is held open, in ms
 /// (`GET /ws/v1/cluster/nodes/{id}/orders-waiting?wait_ms=`).
 pub const MAX_ORDERS_WAIT_MS: u64 = 30_000;
@@ -643,5 +664,36 @@ pub trait ResourceTracker: Send {
     /// the heartbeats).
     fn orders_waiting(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heartbeat_waits_spread_over_the_tenth_of_the_interval_before_it() {
+        let second = Duration::from_secs(1);
+        assert_eq!(heartbeat_wait(second, 0), second);
+        assert_eq!(heartbeat_wait(second, 1 << 63), Duration::from_millis(950));
+        assert!(heartbeat_wait(second, u64::MAX) > Duration::from_millis(900));
+        assert!(heartbeat_wait(second, u64::MAX) < Duration::from_millis(901));
+        // Draws spread evenly: a tenth of them in each tenth of the range.
+        let mut tenths = [0u32; 10];
+        let mut state = 7u64;
+        for _ in 0..10_000 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let sooner = 1_000_000 - heartbeat_wait(second, state).as_micros();
+            tenths[((sooner / 10_000) as usize).min(9)] += 1;
+        }
+        assert!(
+            tenths.iter().all(|&n| (800..1200).contains(&n)),
+            "{tenths:?}"
+        );
+        // No overflow at the extremes.
+        assert_eq!(heartbeat_wait(Duration::ZERO, u64::MAX), Duration::ZERO);
+        assert!(heartbeat_wait(Duration::MAX, 0) == Duration::from_nanos(u64::MAX));
     }
 }
