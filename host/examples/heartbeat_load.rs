@@ -613,8 +613,7 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
     let mut ticks = tokio::time::interval_at((plan.begin + offset).into(), interval);
     // A heartbeat late past its tick does not make the next ones bunch up
     // (a real agent waits for an answer before it sends again). When the
-    // next regular one goes is `--after-answer`'s: with `grid` (the
-    // default) an agent keeps its phase on the grid, which differs from
+    // next regular one goes is `--after-answer`'s: with `grid` an agent keeps its phase on the grid, which differs from
     // an interval after the answer only by the answer's latency, unless
     // the answer was late or the agent reports ends out of band; with
     // `interval` an interval after every answer, as YARN's NodeManager

@@ -226,8 +226,8 @@ impl<T: ResourceTracker> AgentLoop<T> {
                     }
                 };
                 // Spread, so that agents answered (or refused) together do
-                // not send together for good. Without randomness, the
-                // middle of the spread: the wait itself.
+                // not send together for good (without randomness, the
+                // middle of the spread).
                 let draw = getrandom::u64().unwrap_or(1 << 63);
                 next_beat = Instant::now() + heartbeat_wait(wait, draw);
             }
@@ -628,6 +628,10 @@ mod tests {
         server: Option<String>,
         passed_over: Vec<String>,
         registrations: Vec<RegisterNode>,
+        /// When each heartbeat came, and the flag to set when the script
+        /// runs out (for tests of the running loop).
+        heartbeat_times: Arc<std::sync::Mutex<Vec<Instant>>>,
+        stop_when_done: Option<Arc<AtomicBool>>,
     }
 
     impl ResourceTracker for Scripted {
@@ -645,6 +649,12 @@ mod tests {
 
         fn heartbeat(&mut self, _: &str, _: &Heartbeat) -> Result<NodeOrders, TrackerError> {
             self.asked.push("heartbeat");
+            self.heartbeat_times.lock().unwrap().push(Instant::now());
+            if self.answers.is_empty()
+                && let Some(stop) = &self.stop_when_done
+            {
+                stop.store(true, Ordering::Relaxed);
+            }
             match self.answers.pop_front() {
                 Some(Answer::Orders(server, orders)) => {
                     self.server = Some(server.into());
@@ -780,6 +790,39 @@ mod tests {
         assert_eq!(judge(0, None, &a, 0), Verdict::New);
         // A server that does not say its epoch (0) is taken until one does.
         assert_eq!(judge(0, Some(&(a.clone(), 0)), &a, 0), Verdict::Registered);
+    }
+
+    #[test]
+    fn the_loop_waits_up_to_a_tenth_less_than_the_interval_between_heartbeats() {
+        // Interval 50 ms: each wait is 45–50 ms. Without the spread no gap
+        // is under 50 ms; with it, all twelve at 49 ms or more has a
+        // chance of 0.2^12.
+        let dir = tempfile::tempdir().unwrap();
+        let mut registered = registration(1, &[]);
+        registered.heartbeat_interval_ms = 50;
+        let mut answers = vec![Answer::Registered("http://a", registered)];
+        for id in 1..=13 {
+            answers.push(Answer::Orders(
+                "http://a",
+                orders(1, id, Vec::new(), &[], &[]),
+            ));
+        }
+        let mut agent = agent(&dir, answers);
+        let stop = Arc::new(AtomicBool::new(false));
+        let times = agent.tracker.heartbeat_times.clone();
+        agent.tracker.stop_when_done = Some(stop.clone());
+        agent.run(stop, true);
+        let times = times.lock().unwrap();
+        let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(gaps.len(), 13, "{gaps:?}");
+        assert!(
+            gaps.iter().all(|&g| g >= Duration::from_millis(45)),
+            "never sooner than 90 % of the interval: {gaps:?}"
+        );
+        assert!(
+            gaps.iter().any(|&g| g < Duration::from_millis(49)),
+            "some sooner than the interval: {gaps:?}"
+        );
     }
 
     #[test]
