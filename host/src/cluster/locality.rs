@@ -86,6 +86,11 @@ pub struct Locality {
     pub relax_locality: bool,
     /// Scheduling opportunities missed since its last placement.
     pub missed_opportunities: u64,
+    /// How long it has waited since its last placement, in ms of the
+    /// passes it got nothing in (the missed opportunities are counted
+    /// from it).
+    #[serde(default)]
+    pub waited_ms: u64,
     /// How far it may go now.
     pub level: Level,
 }
@@ -98,6 +103,7 @@ impl Locality {
             racks: spec.racks.iter().cloned().collect(),
             relax_locality: spec.relax_locality,
             missed_opportunities: 0,
+            waited_ms: 0,
             level: Level::NodeLocal,
         };
         locality.level = locality.first_level();
@@ -123,6 +129,7 @@ impl Locality {
     /// Back to its first level with nothing missed: it was just placed.
     pub(super) fn reset(&mut self) {
         self.missed_opportunities = 0;
+        self.waited_ms = 0;
         self.level = self.first_level();
     }
 
@@ -186,17 +193,31 @@ impl Cluster {
         )
     }
 
-    /// After a scheduling pass: each ask with locality that waited through
-    /// it (pending before and after, nothing placed) missed one
-    /// opportunity per node of its partition, and may move a level on.
+    /// A scheduling pass begins at `now`: how long since the last one
+    /// began (0 for the first).
+    pub fn pass_begins(&mut self, now: u64) -> u64 {
+        let since = self.last_pass_ms.map_or(0, |last| now.saturating_sub(last));
+        self.last_pass_ms = Some(now);
+        since
+    }
+
+    /// After a scheduling pass, `waited_ms` after the one before: each ask
+    /// with locality that waited through it (pending before and after,
+    /// nothing placed) waited that much longer, and may move a level on.
+    /// It has missed one opportunity per node of its partition per
+    /// heartbeat interval waited — each NodeManager heartbeat is one in
+    /// YARN — so rounds that come sooner (a submission's, a heartbeat's)
+    /// do not spend the delay sooner.
     pub fn count_missed_opportunities(
         &mut self,
         placed: &std::collections::HashSet<(usize, usize)>,
+        waited_ms: u64,
     ) {
         // As YARN: never more than the cluster's nodes.
         let node_delay = u64::from(self.queues.node_locality_delay).min(self.nodes.len() as u64);
         let rack_delay = self.queues.rack_locality_additional_delay.map(u64::from);
         let cluster_nodes = self.nodes.len() as u64;
+        let interval_ms = self.heartbeat_interval_ms.max(1);
         let mut per_partition: std::collections::HashMap<&str, u64> = Default::default();
         for node in self.nodes.values() {
             *per_partition.entry(&node.partition).or_default() += 1;
@@ -215,8 +236,14 @@ impl Cluster {
                     continue;
                 }
                 let offered = per_partition.get(partition.as_str()).copied().unwrap_or(0);
-                locality.missed_opportunities =
-                    locality.missed_opportunities.saturating_add(offered);
+                locality.waited_ms = locality.waited_ms.saturating_add(waited_ms);
+                let missed =
+                    u128::from(offered) * u128::from(locality.waited_ms) / u128::from(interval_ms);
+                // Never fewer than before (a node gone, or a count kept
+                // from before it was counted by time).
+                locality.missed_opportunities = locality
+                    .missed_opportunities
+                    .max(u64::try_from(missed).unwrap_or(u64::MAX));
                 // YARN's L × C / N when the additional delay is -1.
                 let places = (locality.nodes.len() + locality.racks.len()) as u64;
                 let rack_delay = rack_delay.unwrap_or_else(|| {
@@ -284,15 +311,22 @@ mod tests {
         };
         assert_eq!(cluster.restricted_nodes(0, 0), Some(vec![1]), "node b only");
         let none = std::collections::HashSet::new();
-        // Two nodes offered a pass: 2 missed, the node delay as capped.
-        cluster.count_missed_opportunities(&none);
+        // Two nodes heartbeating every second (the default) offer two
+        // opportunities a second, however often passes come: nine passes
+        // 100 ms apart miss one, the tenth a second (the node delay as
+        // capped).
+        for pass in 1..10 {
+            cluster.count_missed_opportunities(&none, 100);
+            assert_eq!(level(&cluster, 0), Level::NodeLocal, "pass {pass}");
+        }
+        cluster.count_missed_opportunities(&none, 100);
         assert_eq!(level(&cluster, 0), Level::RackLocal);
         assert_eq!(
             cluster.restricted_nodes(0, 0),
             Some(vec![0, 1]),
             "b's rack: both"
         );
-        cluster.count_missed_opportunities(&none);
+        cluster.count_missed_opportunities(&none, 1000);
         assert_eq!(level(&cluster, 0), Level::OffSwitch);
         assert_eq!(cluster.restricted_nodes(0, 0), None, "in the common rounds");
         // The strict one never leaves its node.
@@ -307,5 +341,22 @@ mod tests {
         };
         cluster.allocate(&[placement], 0).unwrap();
         assert_eq!(level(&cluster, 0), Level::NodeLocal);
+        // At a heartbeat every 100 ms, 100 ms waited is two missed.
+        cluster.set_heartbeat_interval(100);
+        cluster.count_missed_opportunities(&none, 100);
+        assert_eq!(level(&cluster, 0), Level::RackLocal);
+    }
+
+    #[test]
+    fn a_pass_says_how_long_since_the_last_began() {
+        let mut cluster = Cluster::new(
+            1,
+            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
+        );
+        assert_eq!(cluster.pass_begins(5_000), 0, "the first");
+        assert_eq!(cluster.pass_begins(5_100), 100);
+        assert_eq!(cluster.pass_begins(5_100), 0);
+        // A clock that went back counts nothing.
+        assert_eq!(cluster.pass_begins(4_000), 0);
     }
 }

@@ -18,6 +18,7 @@ use super::decayed_usage::DecayedUsage;
 use super::durable::{self, Changes};
 use super::table::AppTable;
 use super::{App, AppState, Ask, Node, NodeKind, SubmitApp};
+use crate::config::DEFAULT_HEARTBEAT_INTERVAL_MS;
 use crate::protocol::node::exit_status;
 use crate::queues::{QueueState, QueueTree};
 use crate::resources::Resources;
@@ -311,6 +312,13 @@ pub struct Cluster {
     /// (`yarn.nodemanager.opportunistic-containers-max-queue-length`);
     /// 0: none, they are placed only on free room.
     pub(super) opportunistic_queue: usize,
+    /// How often each node offers itself to waiting asks, in ms
+    /// (`yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`): delay
+    /// scheduling counts a node's missed opportunity once per interval
+    /// waited, as YARN counts one per NodeManager heartbeat.
+    pub(super) heartbeat_interval_ms: u64,
+    /// When the last scheduling pass began (none before the first).
+    pub(super) last_pass_ms: Option<u64>,
 }
 
 /// `weft.scheduler.usage.half-life-ms` unless set: 7 days (Slurm's
@@ -361,6 +369,8 @@ impl Cluster {
             node_owners: foldhash::HashMap::new(),
             ended_apps: Vec::new(),
             opportunistic_queue: 0,
+            heartbeat_interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS,
+            last_pass_ms: None,
             token_keys: match TokenKeys::random() {
                 Ok(keys) => Some(Arc::new(keys)),
                 Err(error) => {
@@ -369,6 +379,12 @@ impl Cluster {
                 }
             },
         }
+    }
+
+    /// How often nodes heartbeat, in ms, from now on: the pace at which
+    /// asks with locality miss opportunities (at least 1).
+    pub fn set_heartbeat_interval(&mut self, interval_ms: u64) {
+        self.heartbeat_interval_ms = interval_ms.max(1);
     }
 
     /// How many opportunistic containers may wait at one agent's node

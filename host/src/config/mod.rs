@@ -19,6 +19,9 @@ pub(crate) use properties::flatten;
 /// scheduling opportunities before an ask may go rack-local (the queue
 /// tree reads the setting; policies' samples assume it).
 pub const DEFAULT_NODE_LOCALITY_DELAY: u32 = 40;
+/// YARN's default `yarn.resourcemanager.nodemanagers.heartbeat-interval-ms`
+/// (the pace of delay scheduling in a cluster nothing configured).
+pub const DEFAULT_HEARTBEAT_INTERVAL_MS: u64 = 1000;
 /// Everything configurable, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {

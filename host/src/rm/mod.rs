@@ -338,6 +338,7 @@ impl ResourceManager {
         cluster.keep_ended_apps(settings.max_completed_applications);
         cluster.set_usage_half_life(settings.scheduler.usage_half_life_ms);
         cluster.set_opportunistic_queue(settings.scheduler.opportunistic_queue_length);
+        cluster.set_heartbeat_interval(settings.nodes.heartbeat_interval_ms);
         Ok(ResourceManager {
             cluster,
             quota,

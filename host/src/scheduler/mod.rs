@@ -700,6 +700,7 @@ pub fn schedule(
     now: u64,
     queueing: bool,
 ) -> Result<Vec<Allocation>, ScheduleError> {
+    let since_last_pass = cluster.pass_begins(now);
     if !cluster.has_pending() || cluster.nodes().next().is_none() {
         return Ok(Vec::new());
     }
@@ -743,7 +744,7 @@ pub fn schedule(
         .iter()
         .filter_map(|a| Some((cluster.app_index(&a.container.app)?, a.container.ask)))
         .collect();
-    cluster.count_missed_opportunities(&placed);
+    cluster.count_missed_opportunities(&placed, since_last_pass);
     Ok(allocations)
 }
 
