@@ -40,8 +40,9 @@ use tokio::sync::{Semaphore, watch};
 
 use weft_host::protocol::node::ContainerEnd;
 use weft_host::protocol::node::RegisteredNode;
-use weft_host::protocol::node::{Heartbeat, RegisterNode, heartbeat_wait};
+use weft_host::protocol::node::{Heartbeat, RegisterNode};
 use weft_host::protocol::node::{NodeAction, NodeOrders};
+use weft_host::protocol::node::{heartbeat_wait, heartbeat_wait_after_a_stall};
 
 /// When a simulated agent sends its next regular heartbeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -53,8 +54,9 @@ enum AfterAnswer {
     Grid,
     /// An interval after every answer, exactly.
     Interval,
-    /// Up to a tenth of an interval sooner, at random, as `weft agent`
-    /// waits (`protocol::node::heartbeat_wait`).
+    /// Up to a tenth of an interval sooner, at random, or anywhere in the
+    /// interval after an answer slower than it, as `weft agent` waits
+    /// (`protocol::node::heartbeat_wait`).
     Agent,
 }
 
@@ -613,12 +615,13 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
     let mut ticks = tokio::time::interval_at((plan.begin + offset).into(), interval);
     // A heartbeat late past its tick does not make the next ones bunch up
     // (a real agent waits for an answer before it sends again). When the
-    // next regular one goes is `--after-answer`'s: with `grid` an agent keeps its phase on the grid, which differs from
-    // an interval after the answer only by the answer's latency, unless
-    // the answer was late or the agent reports ends out of band; with
-    // `interval` an interval after every answer, as YARN's NodeManager
-    // waits; with `agent` (the default) up to a tenth sooner, at random, as
-    // `weft agent` waits.
+    // next regular one goes is `--after-answer`'s: with `grid` an agent
+    // keeps its phase on the grid, which differs from an interval after
+    // the answer only by the answer's latency, unless the answer was late
+    // or the agent reports ends out of band; with `interval` an interval
+    // after every answer, as YARN's NodeManager waits; with `agent` (the
+    // default) up to a tenth sooner, at random, or anywhere in the
+    // interval after an answer slower than it, as `weft agent` waits.
     // Answers that come in one burst (this one thread reads many at once;
     // a server answers many at once after a pause) keep `interval`'s
     // agents in step for good: `agent`'s drift apart.
@@ -704,7 +707,12 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
                 rng = rng
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
-                ticks.reset_at((done + heartbeat_wait(interval, rng)).into());
+                let wait = if latency > interval {
+                    heartbeat_wait_after_a_stall(interval, rng)
+                } else {
+                    heartbeat_wait(interval, rng)
+                };
+                ticks.reset_at((done + wait).into());
             }
         }
         Timeline::add(&shared.timeline.heartbeats, shared.timeline.start, done, 1);
@@ -949,6 +957,9 @@ async fn run(args: Args, address: String) -> anyhow::Result<()> {
     let window = args.duration_s as f64;
     let interval_ms = shared.interval_ms.load(Ordering::Relaxed);
     let offered = nodes as f64 * 1000.0 / interval_ms.max(1) as f64;
+    let after_answer = clap::ValueEnum::to_possible_value(&args.after_answer)
+        .map(|value| value.get_name().to_string())
+        .unwrap_or_default();
     let rate = all.ok as f64 / window;
     let hz = clock_ticks_per_second();
     let own_cpu = (own_after - own_before) as f64 / hz / window * 100.0;
@@ -1096,7 +1107,7 @@ async fn run(args: Args, address: String) -> anyhow::Result<()> {
     }
     // One line for scripts.
     println!(
-        "RESULT nodes={nodes} interval_ms={interval_ms} offered_per_s={offered:.0} heartbeats_per_s={rate:.0} p50_ms={:.3} p99_ms={:.3} max_ms={:.3} errors={} non200={} resyncs={} allocations_per_s={allocation_rate:.0} peak_allocations_per_s={peak} launches={launches} acknowledged={acknowledged} generator_cpu_pct={own_cpu:.0} server_cpu_pct={server_cpu:.0}",
+        "RESULT nodes={nodes} interval_ms={interval_ms} after_answer={after_answer} offered_per_s={offered:.0} heartbeats_per_s={rate:.0} p50_ms={:.3} p99_ms={:.3} max_ms={:.3} errors={} non200={} resyncs={} allocations_per_s={allocation_rate:.0} peak_allocations_per_s={peak} launches={launches} acknowledged={acknowledged} generator_cpu_pct={own_cpu:.0} server_cpu_pct={server_cpu:.0}",
         percentile(&latencies, 50.0),
         percentile(&latencies, 99.0),
         percentile(&latencies, 100.0),

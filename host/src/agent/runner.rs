@@ -22,9 +22,10 @@ use super::executor::Executor;
 use super::node_manager::Shared;
 use super::queue::{OpportunisticQueue, Refused};
 use crate::protocol::node::{ContainerEnd, LaunchOrder};
-use crate::protocol::node::{Heartbeat, RegisterNode, heartbeat_wait};
+use crate::protocol::node::{Heartbeat, RegisterNode};
 use crate::protocol::node::{NodeAction, NodeOrders};
 use crate::protocol::node::{ResourceTracker, TrackerError};
+use crate::protocol::node::{heartbeat_wait, heartbeat_wait_after_a_stall};
 use crate::resources::Resources;
 
 /// Who the agent is to the server, and what it offers.
@@ -80,6 +81,10 @@ pub struct AgentLoop<T: ResourceTracker> {
     registered: bool,
     response_id: u64,
     interval: Duration,
+    /// Random draws for the waits between heartbeats: a counter hashed
+    /// with keys the process drew from the system at random.
+    spread: std::collections::hash_map::RandomState,
+    draws: u64,
     /// The highest epoch an answer carried.
     highest_epoch: u64,
     /// The server (none in process) and epoch of the last registration.
@@ -152,6 +157,8 @@ impl<T: ResourceTracker> AgentLoop<T> {
             registered: false,
             response_id: 0,
             interval: Duration::from_secs(1),
+            spread: Default::default(),
+            draws: 0,
             highest_epoch: 0,
             registered_with: None,
             stale_warned: None,
@@ -212,24 +219,28 @@ impl<T: ResourceTracker> AgentLoop<T> {
             if Instant::now() >= next_beat {
                 last_beat = Instant::now();
                 let outcome = self.exchange();
+                let after_failures = !answered;
                 answered = outcome.is_ok();
+                // Spread, so that agents answered (or refused) together do
+                // not send together for good; over the whole interval when
+                // many were likely answered together.
+                let draw = self.draw();
                 let wait = match outcome {
-                    Ok(()) => self.interval,
+                    Ok(()) if after_failures || last_beat.elapsed() > self.interval => {
+                        heartbeat_wait_after_a_stall(self.interval, draw)
+                    }
+                    Ok(()) => heartbeat_wait(self.interval, draw),
                     // Warned about once, when it first answered so.
                     Err(error @ TrackerError::Stale(_)) => {
                         tracing::debug!(%error, "trying the next server");
-                        RETRY
+                        heartbeat_wait(RETRY, draw)
                     }
                     Err(error) => {
                         tracing::warn!(%error, node = %self.identity.node_id, "no answer from the resource manager; trying again");
-                        RETRY
+                        heartbeat_wait(RETRY, draw)
                     }
                 };
-                // Spread, so that agents answered (or refused) together do
-                // not send together for good (without randomness, the
-                // middle of the spread).
-                let draw = getrandom::u64().unwrap_or(1 << 63);
-                next_beat = Instant::now() + heartbeat_wait(wait, draw);
+                next_beat = Instant::now() + wait;
             }
             // Removing cgroups takes long (three rmdirs a container): not
             // while ends wait to be reported, unless the server is away.
@@ -252,6 +263,12 @@ impl<T: ResourceTracker> AgentLoop<T> {
         if kill_on_stop {
             self.executor.kill_all_now();
         }
+    }
+
+    /// The next random number for a wait between heartbeats.
+    fn draw(&mut self) -> u64 {
+        self.draws = self.draws.wrapping_add(1);
+        std::hash::BuildHasher::hash_one(&self.spread, self.draws)
     }
 
     /// One registration or heartbeat, and its orders carried out.
@@ -632,6 +649,9 @@ mod tests {
         /// runs out (for tests of the running loop).
         heartbeat_times: Arc<std::sync::Mutex<Vec<Instant>>>,
         stop_when_done: Option<Arc<AtomicBool>>,
+        /// How long each heartbeat's answer takes, and when it was given.
+        answer_after: Duration,
+        answer_times: Arc<std::sync::Mutex<Vec<Instant>>>,
     }
 
     impl ResourceTracker for Scripted {
@@ -650,6 +670,8 @@ mod tests {
         fn heartbeat(&mut self, _: &str, _: &Heartbeat) -> Result<NodeOrders, TrackerError> {
             self.asked.push("heartbeat");
             self.heartbeat_times.lock().unwrap().push(Instant::now());
+            std::thread::sleep(self.answer_after);
+            self.answer_times.lock().unwrap().push(Instant::now());
             if self.answers.is_empty()
                 && let Some(stop) = &self.stop_when_done
             {
@@ -792,16 +814,19 @@ mod tests {
         assert_eq!(judge(0, Some(&(a.clone(), 0)), &a, 0), Verdict::Registered);
     }
 
-    #[test]
-    fn the_loop_waits_up_to_a_tenth_less_than_the_interval_between_heartbeats() {
-        // Interval 50 ms: each wait is 45–50 ms. Without the spread no gap
-        // is under 50 ms; with it, all twelve at 49 ms or more has a
-        // chance of 0.2^12.
+    /// An agent registered with heartbeats every `interval_ms`, given
+    /// `heartbeats` answers, each `answer_after` late: when its heartbeats
+    /// came and when their answers did, once the script ran out.
+    fn heartbeat_times(
+        interval_ms: u64,
+        heartbeats: u64,
+        answer_after: Duration,
+    ) -> (Vec<Instant>, Vec<Instant>) {
         let dir = tempfile::tempdir().unwrap();
         let mut registered = registration(1, &[]);
-        registered.heartbeat_interval_ms = 50;
+        registered.heartbeat_interval_ms = interval_ms;
         let mut answers = vec![Answer::Registered("http://a", registered)];
-        for id in 1..=13 {
+        for id in 1..=heartbeats {
             answers.push(Answer::Orders(
                 "http://a",
                 orders(1, id, Vec::new(), &[], &[]),
@@ -809,19 +834,53 @@ mod tests {
         }
         let mut agent = agent(&dir, answers);
         let stop = Arc::new(AtomicBool::new(false));
-        let times = agent.tracker.heartbeat_times.clone();
+        let (sent, answered) = (
+            agent.tracker.heartbeat_times.clone(),
+            agent.tracker.answer_times.clone(),
+        );
         agent.tracker.stop_when_done = Some(stop.clone());
+        agent.tracker.answer_after = answer_after;
         agent.run(stop, true);
-        let times = times.lock().unwrap();
-        let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
-        assert_eq!(gaps.len(), 13, "{gaps:?}");
+        let (sent, answered) = (
+            sent.lock().unwrap().clone(),
+            answered.lock().unwrap().clone(),
+        );
+        assert_eq!(sent.len() as u64, heartbeats + 1, "{sent:?}");
+        (sent, answered)
+    }
+
+    #[test]
+    fn the_loop_waits_up_to_a_tenth_less_than_the_interval_between_heartbeats() {
+        // Interval 200 ms: each wait is 180–200 ms. Without the spread no
+        // gap is under 200 ms; with it, all twelve over 195 ms is about as
+        // likely as 0.25^12 (more with the exchange's time and a late
+        // wake, which a loaded machine adds to every gap).
+        let (sent, _) = heartbeat_times(200, 12, Duration::ZERO);
+        let gaps: Vec<Duration> = sent.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(
-            gaps.iter().all(|&g| g >= Duration::from_millis(45)),
+            gaps.iter().all(|&g| g >= Duration::from_millis(180)),
             "never sooner than 90 % of the interval: {gaps:?}"
         );
         assert!(
-            gaps.iter().any(|&g| g < Duration::from_millis(49)),
+            gaps.iter().any(|&g| g < Duration::from_millis(195)),
             "some sooner than the interval: {gaps:?}"
+        );
+    }
+
+    #[test]
+    fn after_an_answer_slower_than_the_interval_the_wait_is_anywhere_in_it() {
+        // Interval 50 ms, every answer 60 ms late: each wait after one is
+        // 0–50 ms, not 45–50 ms; all eight at 40 ms or more is about as
+        // likely as 0.2^8.
+        let (sent, answered) = heartbeat_times(50, 8, Duration::from_millis(60));
+        let waits: Vec<Duration> = answered
+            .iter()
+            .zip(&sent[1..])
+            .map(|(a, s)| *s - *a)
+            .collect();
+        assert!(
+            waits.iter().any(|&w| w < Duration::from_millis(40)),
+            "spread over the interval: {waits:?}"
         );
     }
 

@@ -606,6 +606,17 @@ pub fn heartbeat_wait(interval: Duration, draw: u64) -> Duration {
     Duration::from_nanos(u64::try_from(nanos - sooner).unwrap_or(u64::MAX))
 }
 
+/// How long an agent waits before its next heartbeat after an answer that
+/// took longer than the `interval`, or the first answer after failed tries
+/// — when many agents were likely answered at once, by a server that
+/// paused or came back: anywhere in the interval, as far as `draw` says,
+/// so that such a crowd spreads over the interval in one heartbeat.
+pub fn heartbeat_wait_after_a_stall(interval: Duration, draw: u64) -> Duration {
+    let nanos = interval.as_nanos().min(u128::from(u64::MAX));
+    let wait = (nanos * u128::from(draw)) >> 64;
+    Duration::from_nanos(u64::try_from(wait).unwrap_or(u64::MAX))
+}
+
 /// The longest an agent's wait for orders is held open, in ms
 /// (`GET /ws/v1/cluster/nodes/{id}/orders-waiting?wait_ms=`).
 pub const MAX_ORDERS_WAIT_MS: u64 = 30_000;
@@ -692,7 +703,18 @@ mod tests {
             tenths.iter().all(|&n| (800..1200).contains(&n)),
             "{tenths:?}"
         );
+        // After a stall, anywhere in the interval.
+        assert_eq!(heartbeat_wait_after_a_stall(second, 0), Duration::ZERO);
+        assert_eq!(
+            heartbeat_wait_after_a_stall(second, 1 << 63),
+            Duration::from_millis(500)
+        );
+        assert!(heartbeat_wait_after_a_stall(second, u64::MAX) < second);
         // No overflow at the extremes.
+        assert_eq!(
+            heartbeat_wait_after_a_stall(Duration::MAX, u64::MAX),
+            Duration::from_nanos(u64::MAX - 1)
+        );
         assert_eq!(heartbeat_wait(Duration::ZERO, u64::MAX), Duration::ZERO);
         assert!(heartbeat_wait(Duration::MAX, 0) == Duration::from_nanos(u64::MAX));
     }
