@@ -3,10 +3,11 @@
 //! (YARN's `node-locality-delay` and `rack-locality-additional-delay`)
 //! keeps it to its nodes until it has missed that many scheduling
 //! opportunities, then to their racks, then — if it relaxes locality —
-//! anywhere. One scheduling pass offers every node of its partition once:
-//! a pass that places none of its containers counts that many missed
-//! opportunities; a placement starts the count again, as YARN's
-//! resetSchedulingOpportunities.
+//! anywhere. Each node of its partition offers it one opportunity per
+//! heartbeat interval, as each NodeManager heartbeat does in YARN: time it
+//! waits through passes that place none of its containers counts that
+//! many missed (however often passes come); a placement starts the count
+//! again, as YARN's resetSchedulingOpportunities.
 
 use std::collections::BTreeSet;
 
@@ -86,11 +87,15 @@ pub struct Locality {
     pub relax_locality: bool,
     /// Scheduling opportunities missed since its last placement.
     pub missed_opportunities: u64,
-    /// How long it has waited since its last placement, in ms of the
-    /// passes it got nothing in (the missed opportunities are counted
-    /// from it).
+    /// The opportunities it missed, in node-ms: the nodes of its
+    /// partition times the ms it waited with them, counted from the first
+    /// pass that saw it waiting (a heartbeat interval of node-ms is one
+    /// opportunity).
     #[serde(default)]
-    pub waited_ms: u64,
+    pub missed_node_ms: u64,
+    /// When a pass last counted its wait (none since its last placement).
+    #[serde(default)]
+    pub counted_at_ms: Option<u64>,
     /// How far it may go now.
     pub level: Level,
 }
@@ -103,7 +108,8 @@ impl Locality {
             racks: spec.racks.iter().cloned().collect(),
             relax_locality: spec.relax_locality,
             missed_opportunities: 0,
-            waited_ms: 0,
+            missed_node_ms: 0,
+            counted_at_ms: None,
             level: Level::NodeLocal,
         };
         locality.level = locality.first_level();
@@ -129,8 +135,31 @@ impl Locality {
     /// Back to its first level with nothing missed: it was just placed.
     pub(super) fn reset(&mut self) {
         self.missed_opportunities = 0;
-        self.waited_ms = 0;
+        self.missed_node_ms = 0;
+        self.counted_at_ms = None;
         self.level = self.first_level();
+    }
+
+    /// Its level after `missed` opportunities, with the delays `delays`
+    /// (node, then rack-additional).
+    fn level_after(&self, missed: u64, (node_delay, rack_delay): (u64, u64)) -> Level {
+        if !self.nodes.is_empty() && missed < node_delay {
+            Level::NodeLocal
+        } else if missed < node_delay.saturating_add(rack_delay) || !self.relax_locality {
+            Level::RackLocal
+        } else {
+            Level::OffSwitch
+        }
+    }
+
+    /// The missed opportunities at which it leaves its level, if it ever
+    /// does.
+    fn next_threshold(&self, (node_delay, rack_delay): (u64, u64)) -> Option<u64> {
+        match self.level {
+            Level::NodeLocal => Some(node_delay),
+            Level::RackLocal if self.relax_locality => Some(node_delay.saturating_add(rack_delay)),
+            _ => None,
+        }
     }
 
     fn first_level(&self) -> Level {
@@ -193,73 +222,131 @@ impl Cluster {
         )
     }
 
-    /// A scheduling pass begins at `now`: how long since the last one
-    /// began (0 for the first).
-    pub fn pass_begins(&mut self, now: u64) -> u64 {
-        let since = self.last_pass_ms.map_or(0, |last| now.saturating_sub(last));
-        self.last_pass_ms = Some(now);
-        since
+    /// The delays (node, then rack-additional) of an ask of `count`
+    /// containers with `locality`: as YARN, the node delay never more than
+    /// the cluster's nodes, and the additional one L × C / N when it is -1.
+    fn locality_delays(&self, locality: &Locality, count: u32) -> (u64, u64) {
+        let cluster_nodes = self.nodes.len() as u64;
+        let node_delay = u64::from(self.queues.node_locality_delay).min(cluster_nodes);
+        let rack_delay = self
+            .queues
+            .rack_locality_additional_delay
+            .map(u64::from)
+            .unwrap_or_else(|| {
+                let places = (locality.nodes.len() + locality.racks.len()) as u64;
+                places.saturating_mul(u64::from(count)) / cluster_nodes.max(1)
+            });
+        (node_delay, rack_delay)
     }
 
-    /// After a scheduling pass, `waited_ms` after the one before: each ask
-    /// with locality that waited through it (pending before and after,
-    /// nothing placed) waited that much longer, and may move a level on.
-    /// It has missed one opportunity per node of its partition per
-    /// heartbeat interval waited — each NodeManager heartbeat is one in
-    /// YARN — so rounds that come sooner (a submission's, a heartbeat's)
-    /// do not spend the delay sooner.
-    pub fn count_missed_opportunities(
-        &mut self,
-        placed: &std::collections::HashSet<(usize, usize)>,
-        waited_ms: u64,
-    ) {
-        // As YARN: never more than the cluster's nodes.
-        let node_delay = u64::from(self.queues.node_locality_delay).min(self.nodes.len() as u64);
-        let rack_delay = self.queues.rack_locality_additional_delay.map(u64::from);
-        let cluster_nodes = self.nodes.len() as u64;
-        let interval_ms = self.heartbeat_interval_ms.max(1);
-        let mut per_partition: std::collections::HashMap<&str, u64> = Default::default();
+    /// The nodes of each partition.
+    fn nodes_per_partition(&self) -> std::collections::HashMap<String, u64> {
+        let mut per_partition = std::collections::HashMap::new();
         for node in self.nodes.values() {
-            *per_partition.entry(&node.partition).or_default() += 1;
+            *per_partition.entry(node.partition.clone()).or_default() += 1;
         }
+        per_partition
+    }
+
+    /// Before a scheduling pass at `now`: each ask with locality still
+    /// waiting (pending, not yet free to go anywhere) missed one
+    /// opportunity per node of its partition per heartbeat interval since
+    /// the pass that last counted it (a placement since started its count
+    /// again), and may move a level on, which the pass then uses. Counted
+    /// by time — each NodeManager heartbeat is one in YARN — so rounds
+    /// that come sooner (a submission's, a heartbeat's) do not spend the
+    /// delay sooner; and from the first pass that saw the ask, never from
+    /// before it existed.
+    pub fn count_missed_opportunities(&mut self, now: u64) {
+        let waiting: Vec<(usize, usize)> = self
+            .active
+            .iter()
+            .flat_map(|&index| {
+                self.apps[index]
+                    .asks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, ask)| {
+                        ask.pending > 0
+                            && ask
+                                .locality
+                                .as_ref()
+                                .is_some_and(|l| l.level != Level::OffSwitch)
+                    })
+                    .map(move |(i, _)| (index, i))
+            })
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let per_partition = self.nodes_per_partition();
+        let interval_ms = self.heartbeat_interval_ms.max(1);
+        for (index, i) in waiting {
+            let ask = &self.apps[index].asks[i];
+            let Some(locality) = ask.locality.as_ref() else {
+                continue;
+            };
+            let offered = per_partition.get(&ask.partition).copied().unwrap_or(0);
+            let delays = self.locality_delays(locality, ask.count);
+            let Some(locality) = self.apps[index].asks[i].locality.as_mut() else {
+                continue;
+            };
+            let waited = locality
+                .counted_at_ms
+                .replace(now)
+                .map_or(0, |since| now.saturating_sub(since));
+            locality.missed_node_ms = locality
+                .missed_node_ms
+                .saturating_add(offered.saturating_mul(waited));
+            // Never fewer than before (a count kept from before it was
+            // counted by time).
+            locality.missed_opportunities = locality
+                .missed_opportunities
+                .max(locality.missed_node_ms / interval_ms);
+            locality.level = locality.level_after(locality.missed_opportunities, delays);
+        }
+    }
+
+    /// When the earliest ask with locality now waiting moves a level on if
+    /// nothing is placed for it (a pass at that time or later moves it,
+    /// and places it there if it can): `simulate` wakes then rather than
+    /// jump over it.
+    pub fn next_locality_change(&self) -> Option<u64> {
+        let per_partition = self.nodes_per_partition();
+        let interval_ms = self.heartbeat_interval_ms.max(1);
+        let mut soonest: Option<u64> = None;
         for &index in &self.active {
-            let app = &mut self.apps[index];
-            for (i, ask) in app.asks.iter_mut().enumerate() {
-                let (pending, count, partition) = (ask.pending, ask.count, &ask.partition);
-                let Some(locality) = ask.locality.as_mut() else {
+            for ask in &self.apps[index].asks {
+                let Some(locality) = ask.locality.as_ref() else {
                     continue;
                 };
-                if pending == 0
-                    || locality.level == Level::OffSwitch
-                    || placed.contains(&(index, i))
-                {
+                if ask.pending == 0 {
                     continue;
                 }
-                let offered = per_partition.get(partition.as_str()).copied().unwrap_or(0);
-                locality.waited_ms = locality.waited_ms.saturating_add(waited_ms);
-                let missed =
-                    u128::from(offered) * u128::from(locality.waited_ms) / u128::from(interval_ms);
-                // Never fewer than before (a node gone, or a count kept
-                // from before it was counted by time).
-                locality.missed_opportunities = locality
-                    .missed_opportunities
-                    .max(u64::try_from(missed).unwrap_or(u64::MAX));
-                // YARN's L × C / N when the additional delay is -1.
-                let places = (locality.nodes.len() + locality.racks.len()) as u64;
-                let rack_delay = rack_delay.unwrap_or_else(|| {
-                    places.saturating_mul(u64::from(count)) / cluster_nodes.max(1)
-                });
-                let missed = locality.missed_opportunities;
-                locality.level = if !locality.nodes.is_empty() && missed < node_delay {
-                    Level::NodeLocal
-                } else if missed < node_delay.saturating_add(rack_delay) || !locality.relax_locality
-                {
-                    Level::RackLocal
-                } else {
-                    Level::OffSwitch
+                let Some(threshold) =
+                    locality.next_threshold(self.locality_delays(locality, ask.count))
+                else {
+                    continue;
                 };
+                let offered = per_partition.get(&ask.partition).copied().unwrap_or(0);
+                let at = match locality.counted_at_ms {
+                    // Not counted yet: the next pass starts its count.
+                    None => continue,
+                    Some(_) if locality.missed_opportunities >= threshold => locality.counted_at_ms,
+                    Some(_) if offered == 0 => None,
+                    Some(since) => {
+                        let needed = threshold
+                            .saturating_mul(interval_ms)
+                            .saturating_sub(locality.missed_node_ms);
+                        Some(since.saturating_add(needed.div_ceil(offered)))
+                    }
+                };
+                if let Some(at) = at {
+                    soonest = Some(soonest.map_or(at, |s| s.min(at)));
+                }
             }
         }
+        soonest
     }
 }
 
@@ -310,23 +397,27 @@ mod tests {
             cluster.apps()[0].asks[ask].locality.as_ref().unwrap().level
         };
         assert_eq!(cluster.restricted_nodes(0, 0), Some(vec![1]), "node b only");
-        let none = std::collections::HashSet::new();
         // Two nodes heartbeating every second (the default) offer two
-        // opportunities a second, however often passes come: nine passes
-        // 100 ms apart miss one, the tenth a second (the node delay as
-        // capped).
+        // opportunities a second, however often passes come. The first
+        // pass that sees the ask starts its count (nothing before it
+        // counts); nine passes 100 ms apart miss one, the tenth a second's
+        // two (the node delay as capped).
+        cluster.count_missed_opportunities(5_000);
+        assert_eq!(cluster.next_locality_change(), Some(6_000));
         for pass in 1..10 {
-            cluster.count_missed_opportunities(&none, 100);
+            cluster.count_missed_opportunities(5_000 + pass * 100);
             assert_eq!(level(&cluster, 0), Level::NodeLocal, "pass {pass}");
         }
-        cluster.count_missed_opportunities(&none, 100);
+        cluster.count_missed_opportunities(6_000);
         assert_eq!(level(&cluster, 0), Level::RackLocal);
         assert_eq!(
             cluster.restricted_nodes(0, 0),
             Some(vec![0, 1]),
             "b's rack: both"
         );
-        cluster.count_missed_opportunities(&none, 1000);
+        // Two more missed (the additional delay) after another second.
+        assert_eq!(cluster.next_locality_change(), Some(7_000));
+        cluster.count_missed_opportunities(7_000);
         assert_eq!(level(&cluster, 0), Level::OffSwitch);
         assert_eq!(cluster.restricted_nodes(0, 0), None, "in the common rounds");
         // The strict one never leaves its node.
@@ -341,22 +432,13 @@ mod tests {
         };
         cluster.allocate(&[placement], 0).unwrap();
         assert_eq!(level(&cluster, 0), Level::NodeLocal);
-        // At a heartbeat every 100 ms, 100 ms waited is two missed.
+        // At a heartbeat every 100 ms, 100 ms waited is two missed; a
+        // clock that went back counts nothing.
         cluster.set_heartbeat_interval(100);
-        cluster.count_missed_opportunities(&none, 100);
+        cluster.count_missed_opportunities(9_000);
+        cluster.count_missed_opportunities(8_000);
+        assert_eq!(level(&cluster, 0), Level::NodeLocal);
+        cluster.count_missed_opportunities(8_100);
         assert_eq!(level(&cluster, 0), Level::RackLocal);
-    }
-
-    #[test]
-    fn a_pass_says_how_long_since_the_last_began() {
-        let mut cluster = Cluster::new(
-            1,
-            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
-        );
-        assert_eq!(cluster.pass_begins(5_000), 0, "the first");
-        assert_eq!(cluster.pass_begins(5_100), 100);
-        assert_eq!(cluster.pass_begins(5_100), 0);
-        // A clock that went back counts nothing.
-        assert_eq!(cluster.pass_begins(4_000), 0);
     }
 }

@@ -317,8 +317,6 @@ pub struct Cluster {
     /// scheduling counts a node's missed opportunity once per interval
     /// waited, as YARN counts one per NodeManager heartbeat.
     pub(super) heartbeat_interval_ms: u64,
-    /// When the last scheduling pass began (none before the first).
-    pub(super) last_pass_ms: Option<u64>,
 }
 
 /// `weft.scheduler.usage.half-life-ms` unless set: 7 days (Slurm's
@@ -370,7 +368,6 @@ impl Cluster {
             ended_apps: Vec::new(),
             opportunistic_queue: 0,
             heartbeat_interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS,
-            last_pass_ms: None,
             token_keys: match TokenKeys::random() {
                 Ok(keys) => Some(Arc::new(keys)),
                 Err(error) => {

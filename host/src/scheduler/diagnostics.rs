@@ -100,8 +100,18 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
             (_, true) => "before it may go anywhere",
             (_, false) => "and keeps to them (it does not relax locality)",
         };
+        // As the count: the node delay at most the cluster's nodes.
+        let (configured, nodes) = (
+            cluster.queues().node_locality_delay,
+            cluster.nodes().count(),
+        );
+        let delay = if configured as usize > nodes {
+            format!("node-locality-delay {configured}, {nodes} on this cluster's {nodes} nodes")
+        } else {
+            format!("node-locality-delay {configured}")
+        };
         format!(
-            "waiting for a {} place on {}: {} scheduling opportunities missed (node-locality-delay {}) {next}",
+            "waiting for a {} place on {}: {} scheduling opportunities missed ({delay}; each node offers one a heartbeat interval) {next}",
             if locality.level == crate::cluster::Level::NodeLocal
                 || locality.racks.is_empty() && !locality.relax_locality
             {
@@ -111,7 +121,6 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
             },
             places.join(", "),
             locality.missed_opportunities,
-            cluster.queues().node_locality_delay,
         )
     } else if let Some(ask) = labelled {
         let label = ask.partition.as_str();

@@ -700,10 +700,12 @@ pub fn schedule(
     now: u64,
     queueing: bool,
 ) -> Result<Vec<Allocation>, ScheduleError> {
-    let since_last_pass = cluster.pass_begins(now);
     if !cluster.has_pending() || cluster.nodes().next().is_none() {
         return Ok(Vec::new());
     }
+    // Asks waiting out a locality delay go as far as the time waited
+    // allows, this pass.
+    cluster.count_missed_opportunities(now);
     let mut admit = admit;
     let mut allocations = Vec::new();
     // Constrained asks go after the others, against what those placed.
@@ -739,12 +741,6 @@ pub fn schedule(
             Err(error) => return Err(error),
         }
     }
-    // Asks with locality that got nothing this pass missed its offers.
-    let placed: std::collections::HashSet<(usize, usize)> = allocations
-        .iter()
-        .filter_map(|a| Some((cluster.app_index(&a.container.app)?, a.container.ask)))
-        .collect();
-    cluster.count_missed_opportunities(&placed, since_last_pass);
     Ok(allocations)
 }
 

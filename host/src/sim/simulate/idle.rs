@@ -53,7 +53,7 @@ impl Placed {
 /// states (docs/policy-authors.md): a round that placed nothing places
 /// nothing again until the cluster changes — an app submitted or killed at
 /// the end of its lifetime, a container ended, a reservation started or
-/// ended. Reclaim needs running containers
+/// ended, an ask's locality level moved on with time. Reclaim needs running containers
 /// to take back, and simulated nodes are never lost, so nothing else moves.
 #[derive(Default)]
 pub(super) struct Idle {
@@ -69,7 +69,8 @@ impl Idle {
     ///
     /// - Nothing runs and nothing is owed: the cluster stays as it is until
     ///   the next submission or end of an app's lifetime — or, if apps are
-    ///   pending, the next time a reservation starts or ends — so every
+    ///   pending, the next time a reservation starts or ends or an ask
+    ///   waiting out its locality delay may go further — so every
     ///   timer skips to then, on its
     ///   phase. QUOTA_COMPUTE would charge nothing (its utilization samples
     ///   are left out); the multiplicator step would be given the same
@@ -141,6 +142,9 @@ impl Idle {
                 .into_iter()
                 .chain(next_boundary(placed, now, since))
                 .chain(lifetime_end)
+                // An ask waiting out its locality delay may go further
+                // then.
+                .chain(rm.cluster().next_locality_change())
                 .min()
         } else {
             next_submission.into_iter().chain(lifetime_end).min()

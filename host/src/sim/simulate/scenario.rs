@@ -25,7 +25,7 @@ pub struct Scenario {
     /// Virtual ms at which to record each queue's and user's use.
     #[serde(default)]
     pub observe_at_ms: Vec<u64>,
-    /// How often the scheduler runs, in virtual ms (a node heartbeat).
+    /// How often the scheduler runs, in virtual ms (`weft.scheduler.interval-ms`).
     #[serde(default = "default_scheduling_interval")]
     pub scheduling_interval_ms: u64,
     /// Stop here even if apps are unfinished (default: when all finish).

@@ -405,3 +405,37 @@ asks = [{ count = 1, memory_mb = 1024, vcores = 3, duration_ms = 10, node_label_
     let error = scenario(&undeclared).check().unwrap_err();
     assert!(error.contains("nodes[2].label"), "{error}");
 }
+
+#[test]
+fn an_ask_waiting_out_its_locality_delay_is_woken_for_it_jumping_or_stepping() {
+    // Nothing runs: the app prefers node-00001, too small for it. Two
+    // nodes heartbeating every second (the default) spend the node delay
+    // (capped at the 2 nodes) in a second from the first round that saw
+    // it (at 100 ms: the round at 0 comes before the submission); then it
+    // goes to node-00002, jumping as stepping. (Before, a run that jumped
+    // stopped: "the run cannot finish".)
+    let (jumped, stepped) = run_both(
+        r#"
+scheduling_interval_ms = 100
+[settings]
+"yarn.scheduler.capacity.rack-locality-additional-delay" = "0"
+[[nodes]]
+count = 1
+memory_mb = 2048
+vcores = 4
+[[nodes]]
+count = 1
+memory_mb = 8192
+vcores = 4
+[[apps]]
+submit_ms = 0
+user = "a"
+project = "p"
+asks = [{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 5000, locality = { nodes = ["node-00001"] } }]
+"#,
+    );
+    assert_eq!(jumped["apps_finished"], 1, "{jumped}");
+    assert_eq!(jumped["wait_time_ms"], stepped["wait_time_ms"]);
+    assert_eq!(jumped["end_ms"], stepped["end_ms"]);
+    assert_eq!(jumped["wait_time_ms"]["default"]["max"], 1100, "{jumped}");
+}
