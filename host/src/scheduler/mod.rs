@@ -26,8 +26,10 @@
 //! yet relaxed to anywhere, is left out of those rounds and placed in a
 //! round of its own, whose snapshot holds its partition with room only on
 //! the nodes its constraint and its locality's level allow now (so its
-//! queue's limits are of the whole partition; after the pass, asks with
-//! locality that got nothing count their missed opportunities); what the policy places there is cut, container by container, to
+//! queue's limits are of the whole partition; before the pass, asks with
+//! locality still waiting count the opportunities missed since they were
+//! last counted, so the pass uses the level their wait allows); what the
+//! policy places there is cut, container by container, to
 //! what the constraint allows (each placed container counting), and
 //! `Cluster::allocate` checks it again. At most
 //! [`MAX_CONSTRAINED_ROUNDS`] such rounds a pass, the asks taking turns
