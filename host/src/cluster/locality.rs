@@ -239,15 +239,6 @@ impl Cluster {
         (node_delay, rack_delay)
     }
 
-    /// The nodes of each partition.
-    fn nodes_per_partition(&self) -> std::collections::HashMap<String, u64> {
-        let mut per_partition = std::collections::HashMap::new();
-        for node in self.nodes.values() {
-            *per_partition.entry(node.partition.clone()).or_default() += 1;
-        }
-        per_partition
-    }
-
     /// Before a scheduling pass at `now`: each ask with locality still
     /// waiting (pending, not yet free to go anywhere) missed one
     /// opportunity per node of its partition per heartbeat interval since
@@ -279,22 +270,26 @@ impl Cluster {
         if waiting.is_empty() {
             return;
         }
-        let per_partition = self.nodes_per_partition();
+        let per_partition = nodes_per_partition(&self.nodes);
         let interval_ms = self.heartbeat_interval_ms.max(1);
         for (index, i) in waiting {
             let ask = &self.apps[index].asks[i];
             let Some(locality) = ask.locality.as_ref() else {
                 continue;
             };
-            let offered = per_partition.get(&ask.partition).copied().unwrap_or(0);
+            let offered = per_partition
+                .get(ask.partition.as_str())
+                .copied()
+                .unwrap_or(0);
             let delays = self.locality_delays(locality, ask.count);
             let Some(locality) = self.apps[index].asks[i].locality.as_mut() else {
                 continue;
             };
-            let waited = locality
-                .counted_at_ms
-                .replace(now)
-                .map_or(0, |since| now.saturating_sub(since));
+            // A clock that went back counts nothing, and not twice when it
+            // comes forward again.
+            let since = locality.counted_at_ms.unwrap_or(now);
+            let waited = now.saturating_sub(since);
+            locality.counted_at_ms = Some(since.max(now));
             locality.missed_node_ms = locality
                 .missed_node_ms
                 .saturating_add(offered.saturating_mul(waited));
@@ -303,8 +298,36 @@ impl Cluster {
             locality.missed_opportunities = locality
                 .missed_opportunities
                 .max(locality.missed_node_ms / interval_ms);
-            locality.level = locality.level_after(locality.missed_opportunities, delays);
+            let level = locality.level_after(locality.missed_opportunities, delays);
+            if level != locality.level {
+                locality.level = level;
+                self.locality_moves = self.locality_moves.saturating_add(1);
+                // Stored with its new level (counts between moves are not
+                // written: after a restart the wait counts on from what was
+                // stored last).
+                super::durable::app_changed(&mut self.changes, &self.apps[index].id);
+            }
         }
+    }
+
+    /// Time in which no node heartbeats — the cluster has none, or a
+    /// restarted server waits for its agents or was down — offers no
+    /// opportunity: each ask whose count has started goes on counting from
+    /// `now`, credited nothing before it.
+    pub fn pause_locality_counts(&mut self, now: u64) {
+        for &index in &self.active {
+            for ask in &mut self.apps[index].asks {
+                if let Some(since) = ask.locality.as_mut().and_then(|l| l.counted_at_ms.as_mut()) {
+                    *since = (*since).max(now);
+                }
+            }
+        }
+    }
+
+    /// How many times an ask's locality level has moved on with time
+    /// (`simulate` takes a move for a change of the cluster).
+    pub fn locality_moves(&self) -> u64 {
+        self.locality_moves
     }
 
     /// When the earliest ask with locality now waiting moves a level on if
@@ -312,7 +335,7 @@ impl Cluster {
     /// and places it there if it can): `simulate` wakes then rather than
     /// jump over it.
     pub fn next_locality_change(&self) -> Option<u64> {
-        let per_partition = self.nodes_per_partition();
+        let per_partition = nodes_per_partition(&self.nodes);
         let interval_ms = self.heartbeat_interval_ms.max(1);
         let mut soonest: Option<u64> = None;
         for &index in &self.active {
@@ -328,7 +351,10 @@ impl Cluster {
                 else {
                     continue;
                 };
-                let offered = per_partition.get(&ask.partition).copied().unwrap_or(0);
+                let offered = per_partition
+                    .get(ask.partition.as_str())
+                    .copied()
+                    .unwrap_or(0);
                 let at = match locality.counted_at_ms {
                     // Not counted yet: the next pass starts its count.
                     None => continue,
@@ -348,6 +374,18 @@ impl Cluster {
         }
         soonest
     }
+}
+
+/// The nodes of each partition of `nodes` (borrowing their names: no
+/// allocation per node).
+fn nodes_per_partition(
+    nodes: &std::collections::BTreeMap<String, Node>,
+) -> std::collections::HashMap<&str, u64> {
+    let mut per_partition = std::collections::HashMap::new();
+    for node in nodes.values() {
+        *per_partition.entry(node.partition.as_str()).or_default() += 1;
+    }
+    per_partition
 }
 
 #[cfg(test)]
@@ -433,12 +471,24 @@ mod tests {
         cluster.allocate(&[placement], 0).unwrap();
         assert_eq!(level(&cluster, 0), Level::NodeLocal);
         // At a heartbeat every 100 ms, 100 ms waited is two missed; a
-        // clock that went back counts nothing.
+        // clock that went back counts nothing, and nothing twice when it
+        // comes forward again.
         cluster.set_heartbeat_interval(100);
         cluster.count_missed_opportunities(9_000);
         cluster.count_missed_opportunities(8_000);
+        cluster.count_missed_opportunities(9_000);
         assert_eq!(level(&cluster, 0), Level::NodeLocal);
-        cluster.count_missed_opportunities(8_100);
+        cluster.count_missed_opportunities(9_100);
         assert_eq!(level(&cluster, 0), Level::RackLocal);
+        // Time no node heartbeats (a restart, no nodes) counts nothing.
+        assert_eq!(cluster.next_locality_change(), Some(9_200));
+        cluster.pause_locality_counts(60_000);
+        assert_eq!(cluster.next_locality_change(), Some(60_100));
+        cluster.count_missed_opportunities(60_000);
+        assert_eq!(level(&cluster, 0), Level::RackLocal);
+        let moves = cluster.locality_moves();
+        cluster.count_missed_opportunities(60_100);
+        assert_eq!(level(&cluster, 0), Level::OffSwitch);
+        assert_eq!(cluster.locality_moves(), moves + 1);
     }
 }

@@ -444,6 +444,13 @@ impl Cluster {
                 (Some(now), Some(asked)) if same(now, asked) => {}
                 _ => held.locality = locality,
             }
+            if held.pending == 0 {
+                // Nothing asked: no wait to count until it asks again (YARN
+                // offers no opportunity to a key with nothing outstanding).
+                if let Some(locality) = held.locality.as_mut() {
+                    locality.counted_at_ms = None;
+                }
+            }
         }
         let master = app.master.as_mut().expect("checked by master_of");
         if master.blacklist != avoid {
@@ -1000,6 +1007,25 @@ mod tests {
         allocate(&mut cluster, &id, &[near(&["n1"], false)], &[], 30).unwrap();
         let kept = cluster.apps()[app].asks[1].locality.as_ref().unwrap();
         assert_eq!(kept.missed_opportunities, 3);
+        // Counted, then asked for none: the time until it asks again is
+        // no wait (the count itself stays).
+        cluster.count_missed_opportunities(30);
+        assert_eq!(
+            cluster.apps()[app].asks[1]
+                .locality
+                .as_ref()
+                .unwrap()
+                .counted_at_ms,
+            Some(30)
+        );
+        let none = MasterAsk {
+            count: 0,
+            ..near(&["n1"], false)
+        };
+        allocate(&mut cluster, &id, &[none], &[], 35).unwrap();
+        allocate(&mut cluster, &id, &[near(&["n1"], false)], &[], 600_000).unwrap();
+        let again = cluster.apps()[app].asks[1].locality.as_ref().unwrap();
+        assert_eq!((again.missed_opportunities, again.counted_at_ms), (3, None));
         // Only unknown hosts: anywhere.
         allocate(&mut cluster, &id, &[near(&["elsewhere"], true)], &[], 40).unwrap();
         assert!(cluster.apps()[app].asks[1].locality.is_none());

@@ -317,6 +317,9 @@ pub struct Cluster {
     /// scheduling counts a node's missed opportunity once per interval
     /// waited, as YARN counts one per NodeManager heartbeat.
     pub(super) heartbeat_interval_ms: u64,
+    /// How many times an ask's locality level has moved on with time, ever
+    /// (`simulate` takes a move for a change of the cluster).
+    pub(super) locality_moves: u64,
 }
 
 /// `weft.scheduler.usage.half-life-ms` unless set: 7 days (Slurm's
@@ -368,6 +371,7 @@ impl Cluster {
             ended_apps: Vec::new(),
             opportunistic_queue: 0,
             heartbeat_interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS,
+            locality_moves: 0,
             token_keys: match TokenKeys::random() {
                 Ok(keys) => Some(Arc::new(keys)),
                 Err(error) => {

@@ -147,7 +147,7 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
     (
         "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms",
         ValueType::Whole {
-            min: 1,
+            min: 10,
             max: 3_600_000,
         },
         "1000",
@@ -820,7 +820,7 @@ mod tests {
 
     #[test]
     fn bad_settings_name_the_property_and_the_bounds() {
-        let cases: [(&str, &str); 9] = [
+        let cases: [(&str, &str); 10] = [
             ("yarn.resourcemanager.quota.nope=1", "unknown property"),
             ("yarn.resourcemanager.quota.enabled=yes", "true or false"),
             ("yarn.resourcemanager.quota.min.runtime=1.5", "whole number"),
@@ -839,6 +839,11 @@ mod tests {
             (
                 "weft.scheduler.interval-ms=18446744073709551615",
                 "to 60000",
+            ),
+            // Agents wait at least 10 ms between heartbeats.
+            (
+                "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=9",
+                "from 10 to",
             ),
             ("weft.security.authentication=kerberos", "simple, token"),
             ("no-equals-sign", "KEY=VALUE"),

@@ -731,6 +731,9 @@ impl ResourceManager {
         // restart (YARN's lifetime monitor is not the scheduler's).
         self.end_lifetimes(now);
         if self.awaiting_nodes(now) {
+            // Nodes not yet back offer nothing to asks waiting out a
+            // locality delay.
+            self.cluster.pause_locality_counts(now);
             return;
         }
         self.end_gang_waits(now);

@@ -201,6 +201,9 @@ impl ResourceManager {
             self.container_finished(container, known);
         }
         self.accounting.restore(&store)?;
+        // No node heartbeated this server while it was down or before it
+        // took over: locality delays count on from now.
+        self.cluster.pause_locality_counts(now);
         self.last_grant = Some(store.counter(crate::store::GRANT_COUNTER)?);
         self.store = Some(store);
         if !restored.nodes.is_empty() && scheduling_wait_ms > 0 {

@@ -106,7 +106,7 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
             cluster.nodes().count(),
         );
         let delay = if configured as usize > nodes {
-            format!("node-locality-delay {configured}, {nodes} on this cluster's {nodes} nodes")
+            format!("node-locality-delay {configured}, capped at this cluster's {nodes} nodes")
         } else {
             format!("node-locality-delay {configured}")
         };

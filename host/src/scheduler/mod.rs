@@ -702,7 +702,12 @@ pub fn schedule(
     now: u64,
     queueing: bool,
 ) -> Result<Vec<Allocation>, ScheduleError> {
-    if !cluster.has_pending() || cluster.nodes().next().is_none() {
+    if !cluster.has_pending() {
+        return Ok(Vec::new());
+    }
+    if cluster.nodes().next().is_none() {
+        // No node heartbeats: no ask misses an opportunity.
+        cluster.pause_locality_counts(now);
         return Ok(Vec::new());
     }
     // Asks waiting out a locality delay go as far as the time waited
@@ -1153,5 +1158,52 @@ mod tests {
         let round = Round::new(&cluster, 0, &[], &HeldProjects::new());
         assert_eq!(round.snapshot.queues.parent.len(), 3);
         assert_eq!(round.snapshot.apps.queue, [2]);
+    }
+
+    #[test]
+    fn time_with_no_nodes_at_all_counts_nothing_toward_a_locality_delay() {
+        let mut cluster = Cluster::new(
+            1,
+            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
+        );
+        // b cannot hold the ask: it waits out its delay for b's rack.
+        let nodes = [("a", 4096), ("b", 512)];
+        for (id, memory_mb) in nodes {
+            let size = Resources::new(memory_mb, 4, 0);
+            cluster
+                .register_node(id, NodeKind::Simulated, size, "t", 0)
+                .unwrap();
+        }
+        let mut ask = AskSpec::sized(1, 1024, 1, 0, 1000);
+        ask.locality = Some(crate::cluster::LocalitySpec {
+            nodes: vec!["b".into()],
+            racks: vec![],
+            relax_locality: true,
+        });
+        cluster
+            .submit(SubmitApp::new("u", "default", "p", vec![ask]), "t", 0)
+            .unwrap();
+        let pass = |cluster: &mut Cluster, now: u64| {
+            schedule(cluster, &Greedy, &[], &HeldProjects::new(), None, now, true).unwrap()
+        };
+        assert!(pass(&mut cluster, 0).is_empty(), "its count starts");
+        for (id, _) in nodes {
+            cluster.lose_node(id, 100);
+        }
+        // A minute with no node: passes find none.
+        assert!(pass(&mut cluster, 60_000).is_empty());
+        for (id, memory_mb) in nodes {
+            let size = Resources::new(memory_mb, 4, 0);
+            cluster
+                .register_node(id, NodeKind::Simulated, size, "t", 60_000)
+                .unwrap();
+        }
+        // Half a second of two nodes is one opportunity, of the two the
+        // (capped) node delay asks: still b only.
+        assert!(pass(&mut cluster, 60_500).is_empty());
+        let locality = cluster.apps()[0].asks[0].locality.as_ref().unwrap();
+        assert_eq!(locality.missed_opportunities, 1);
+        assert_eq!(locality.level, crate::cluster::Level::NodeLocal);
+        assert_eq!(pass(&mut cluster, 61_000).len(), 1, "then anywhere: a");
     }
 }

@@ -57,10 +57,11 @@ impl Placed {
 /// to take back, and simulated nodes are never lost, so nothing else moves.
 #[derive(Default)]
 pub(super) struct Idle {
-    /// Since when nothing has run, and the apps (submitted, active) and
-    /// admitted reservations there were then (a submission or a lifetime's
-    /// end since ends the stretch).
-    since: Option<(u64, (usize, usize, usize))>,
+    /// Since when nothing has run, and the apps (submitted, active),
+    /// admitted reservations and locality moves there were then (a
+    /// submission, a lifetime's end or a level moved on since ends the
+    /// stretch).
+    since: Option<(u64, (usize, usize, usize, u64))>,
 }
 
 impl Idle {
@@ -116,12 +117,15 @@ impl Idle {
             // A failed flush is retried at the next; keep stepping.
             return Ok(());
         }
-        // Apps submitted, apps active (a lifetime's end kills one) and
-        // reservations: a change in any ends the quiet stretch.
+        // Apps submitted, apps active (a lifetime's end kills one),
+        // reservations and locality levels moved on: a change in any ends
+        // the quiet stretch (a reservation's next cycle may place an ask
+        // that can now go further).
         let seen = (
             rm.cluster().apps().len(),
             rm.cluster().active_apps().count(),
             placed.len(),
+            rm.cluster().locality_moves(),
         );
         let since = match self.since {
             Some((since, then)) if then == seen => since,
@@ -143,8 +147,13 @@ impl Idle {
                 .chain(next_boundary(placed, now, since))
                 .chain(lifetime_end)
                 // An ask waiting out its locality delay may go further
-                // then.
-                .chain(rm.cluster().next_locality_change())
+                // then (if within the time a run may reach: a delay of
+                // billions of opportunities is waited out never).
+                .chain(
+                    rm.cluster()
+                        .next_locality_change()
+                        .filter(|&at| at <= crate::limits::MAX_TIME_MS),
+                )
                 .min()
         } else {
             next_submission.into_iter().chain(lifetime_end).min()

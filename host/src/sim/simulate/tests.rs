@@ -439,3 +439,55 @@ asks = [{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 5000, locality 
     assert_eq!(jumped["end_ms"], stepped["end_ms"]);
     assert_eq!(jumped["wait_time_ms"]["default"]["max"], 1100, "{jumped}");
 }
+
+#[test]
+fn a_locality_level_moving_on_gives_a_recurring_reservation_another_cycle() {
+    // The reserved app prefers node-00001, too small for it. Its node
+    // delay (two nodes heartbeating every 25 s) is spent at 25,100 ms,
+    // after the reservation's window of its second cycle closed, more than
+    // a whole cycle after the stretch began. The level's move is a change,
+    // so the next cycle is waited for and it runs at 40,000 ms, jumping as
+    // stepping. (Before, a run that jumped gave up: "the run cannot
+    // finish".)
+    let (jumped, stepped) = run_both(
+        r#"
+scheduling_interval_ms = 100
+[settings]
+"yarn.resourcemanager.nodemanagers.heartbeat-interval-ms" = "25000"
+"yarn.scheduler.capacity.rack-locality-additional-delay" = "0"
+[[nodes]]
+count = 1
+memory_mb = 2048
+vcores = 4
+[[nodes]]
+count = 1
+memory_mb = 8192
+vcores = 4
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "default,dedicated"
+"yarn.scheduler.capacity.root.default.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.capacity" = "50"
+"yarn.scheduler.capacity.root.dedicated.reservable" = "true"
+[[reservations]]
+name = "r"
+submit_ms = 0
+user = "alice"
+queue = "dedicated"
+arrival_ms = 0
+deadline_ms = 5000
+recurrence_ms = 20000
+requests = [{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 5000 }]
+[[apps]]
+submit_ms = 100
+user = "alice"
+queue = "dedicated"
+reservation = "r"
+project = "p"
+asks = [{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 1000, locality = { nodes = ["node-00001"] } }]
+"#,
+    );
+    assert_eq!(jumped["apps_finished"], 1, "{jumped}");
+    assert_eq!(jumped["wait_time_ms"], stepped["wait_time_ms"]);
+    assert_eq!(jumped["end_ms"], stepped["end_ms"]);
+    assert_eq!(jumped["end_ms"], 41_000, "{jumped}");
+}
