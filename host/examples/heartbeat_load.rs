@@ -40,9 +40,9 @@ use tokio::sync::{Semaphore, watch};
 
 use weft_host::protocol::node::ContainerEnd;
 use weft_host::protocol::node::RegisteredNode;
+use weft_host::protocol::node::{HEARTBEAT_RETRY, heartbeat_wait, heartbeat_wait_after_a_stall};
 use weft_host::protocol::node::{Heartbeat, RegisterNode};
 use weft_host::protocol::node::{NodeAction, NodeOrders};
-use weft_host::protocol::node::{heartbeat_wait, heartbeat_wait_after_a_stall};
 
 /// When a simulated agent sends its next regular heartbeat.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -55,9 +55,34 @@ enum AfterAnswer {
     /// An interval after every answer, exactly.
     Interval,
     /// Up to a tenth of an interval sooner, at random, or anywhere in the
-    /// interval after an answer slower than it, as `weft agent` waits
-    /// (`protocol::node::heartbeat_wait`).
+    /// interval after an answer slower than it or the first answer after
+    /// failed tries; after a failed try, half a second less up to a tenth:
+    /// as `weft agent` waits (`protocol::node::heartbeat_wait`).
     Agent,
+}
+
+impl AfterAnswer {
+    /// After a failed try (no answer, a refusal, an answer that does not
+    /// parse): `weft agent` tries again after [`HEARTBEAT_RETRY`] less up
+    /// to a tenth, the agent before it after [`HEARTBEAT_RETRY`]; the grid
+    /// keeps its phase.
+    fn after_failure(self, ticks: &mut tokio::time::Interval, rng: &mut u64) {
+        match self {
+            AfterAnswer::Grid => {}
+            AfterAnswer::Interval => ticks.reset_at((Instant::now() + HEARTBEAT_RETRY).into()),
+            AfterAnswer::Agent => ticks.reset_at(
+                (Instant::now() + heartbeat_wait(HEARTBEAT_RETRY, next_draw(rng))).into(),
+            ),
+        }
+    }
+}
+
+/// The next of an agent's random draws (a 64-bit LCG).
+fn next_draw(rng: &mut u64) -> u64 {
+    *rng = rng
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *rng
 }
 
 #[derive(Debug, Clone, Parser)]
@@ -633,6 +658,9 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
     // The agent's random draws for `--after-answer agent` (a 64-bit LCG
     // seeded by its index: each agent's sequence its own).
     let mut rng = (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    // Whether the last try failed (the next answer is then taken as a
+    // stall's, as `weft agent` takes it).
+    let mut failed = false;
     loop {
         // Out of band: at the first end, unless the interval's tick comes
         // first (`Interval::tick` may be dropped unfinished).
@@ -668,6 +696,8 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
                 stats
                     .first_error
                     .get_or_insert(format!("heartbeat: {error}"));
+                failed = true;
+                args.after_answer.after_failure(&mut ticks, &mut rng);
                 continue;
             }
         };
@@ -688,6 +718,8 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
                 answer.status,
                 String::from_utf8_lossy(&answer.body)
             ));
+            failed = true;
+            args.after_answer.after_failure(&mut ticks, &mut rng);
             continue;
         }
         let orders: NodeOrders = match serde_json::from_slice(&answer.body) {
@@ -695,6 +727,8 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
             Err(error) => {
                 stats.errors += 1;
                 stats.first_error.get_or_insert(format!("answer: {error}"));
+                failed = true;
+                args.after_answer.after_failure(&mut ticks, &mut rng);
                 continue;
             }
         };
@@ -704,17 +738,16 @@ async fn run_agent(index: usize, shared: Arc<Shared>, connect: Arc<Semaphore>) -
             AfterAnswer::Grid => {}
             AfterAnswer::Interval => ticks.reset(),
             AfterAnswer::Agent => {
-                rng = rng
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let wait = if latency > interval {
-                    heartbeat_wait_after_a_stall(interval, rng)
+                let draw = next_draw(&mut rng);
+                let wait = if latency > interval || failed {
+                    heartbeat_wait_after_a_stall(interval, draw)
                 } else {
-                    heartbeat_wait(interval, rng)
+                    heartbeat_wait(interval, draw)
                 };
                 ticks.reset_at((done + wait).into());
             }
         }
+        failed = false;
         Timeline::add(&shared.timeline.heartbeats, shared.timeline.start, done, 1);
         shared.timeline.latency(sent, latency);
         if counted {

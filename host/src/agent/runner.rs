@@ -22,10 +22,10 @@ use super::executor::Executor;
 use super::node_manager::Shared;
 use super::queue::{OpportunisticQueue, Refused};
 use crate::protocol::node::{ContainerEnd, LaunchOrder};
+use crate::protocol::node::{HEARTBEAT_RETRY, heartbeat_wait, heartbeat_wait_after_a_stall};
 use crate::protocol::node::{Heartbeat, RegisterNode};
 use crate::protocol::node::{NodeAction, NodeOrders};
 use crate::protocol::node::{ResourceTracker, TrackerError};
-use crate::protocol::node::{heartbeat_wait, heartbeat_wait_after_a_stall};
 use crate::resources::Resources;
 
 /// Who the agent is to the server, and what it offers.
@@ -57,8 +57,6 @@ const POLL: Duration = Duration::from_millis(20);
 /// The soonest a heartbeat follows the one before, when containers end:
 /// ends closer together than this go in one heartbeat.
 const MIN_GAP: Duration = Duration::from_millis(1);
-/// How long to wait before trying an unreachable server again.
-const RETRY: Duration = Duration::from_millis(500);
 /// How many heartbeat intervals an agent waits for an answer before it
 /// starts no more waiting containers (a server takes a node for lost after
 /// many silent intervals: 600 at YARN's defaults; an agent also keeps
@@ -183,7 +181,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
         let mut last_beat = Instant::now() - self.interval;
         let mut last_sweep = Instant::now();
         // Whether the last exchange was answered: one that was not is
-        // tried again after RETRY, however many containers end meanwhile.
+        // tried again after HEARTBEAT_RETRY, however many containers end meanwhile.
         let mut answered = true;
         // Whether the last wait woke on a pidfd: if the poll then found
         // nothing ended (a monitor traced by someone else looks alive to
@@ -233,11 +231,11 @@ impl<T: ResourceTracker> AgentLoop<T> {
                     // Warned about once, when it first answered so.
                     Err(error @ TrackerError::Stale(_)) => {
                         tracing::debug!(%error, "trying the next server");
-                        heartbeat_wait(RETRY, draw)
+                        heartbeat_wait(HEARTBEAT_RETRY, draw)
                     }
                     Err(error) => {
                         tracing::warn!(%error, node = %self.identity.node_id, "no answer from the resource manager; trying again");
-                        heartbeat_wait(RETRY, draw)
+                        heartbeat_wait(HEARTBEAT_RETRY, draw)
                     }
                 };
                 next_beat = Instant::now() + wait;

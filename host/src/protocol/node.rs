@@ -590,6 +590,11 @@ impl NodeOrders {
 /// in percent.
 pub const HEARTBEAT_JITTER_PERCENT: u32 = 10;
 
+/// How long an agent waits before it tries a server that gave no answer
+/// (or refused the heartbeat) again, less the spread of
+/// [`heartbeat_wait`].
+pub const HEARTBEAT_RETRY: Duration = Duration::from_millis(500);
+
 /// How long an agent waits after an answer before its next heartbeat: the
 /// `interval` the server gives, less up to [`HEARTBEAT_JITTER_PERCENT`] of
 /// it, as far into that range as `draw` (a random number) says. Without
