@@ -274,6 +274,29 @@ impl Client {
         self.answer(path, response)
     }
 
+    /// POSTs nothing, with the header `name: value` (a token's renewal):
+    /// sent again as needed.
+    pub fn post_with_header(&self, path: &str, name: &str, value: &str) -> anyhow::Result<Value> {
+        let response = self.send(path, Replay::Safe, self.failover_wait, |url| {
+            self.with_user(self.agent.post(url))
+                .header(name, value)
+                .send_empty()
+        })?;
+        self.answer(path, response)
+    }
+
+    /// DELETEs `path` with the header `name: value` (a token's
+    /// cancellation); not sent again once it may have been carried out (a
+    /// second would be refused: the token stands no more).
+    pub fn delete_with_header(&self, path: &str, name: &str, value: &str) -> anyhow::Result<Value> {
+        let response = self.send(path, Replay::Unsafe, self.failover_wait, |url| {
+            self.with_user(self.agent.delete(url))
+                .header(name, value)
+                .call()
+        })?;
+        self.answer(path, response)
+    }
+
     /// The bytes a GET answers (a log), or the server's message.
     pub fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
         let mut response = self.send(path, Replay::Safe, self.failover_wait, |url| {

@@ -73,6 +73,7 @@ fn in_process() -> &'static InProcess {
                 default_user: "anonymous".into(),
             }),
             security,
+            delegation_tokens: None,
             reload_queues: Arc::new(|| {
                 weft_host::queues::load(None, &Default::default()).map_err(|e| e.to_string())
             }),
@@ -257,6 +258,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/ws/v1/cluster/apps"),
     ("POST", "/ws/v1/cluster/apps/new-application"),
     ("POST", "/ws/v1/cluster/delegation-token"),
+    ("DELETE", "/ws/v1/cluster/delegation-token"),
+    ("POST", "/ws/v1/cluster/delegation-token/expiration"),
     ("GET", "/ws/v1/cluster/apps/{id}"),
     ("GET", "/ws/v1/cluster/apps/{id}/state"),
     ("PUT", "/ws/v1/cluster/apps/{id}/state"),

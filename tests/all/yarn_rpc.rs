@@ -684,6 +684,15 @@ fn in_token_mode_yarns_client_authenticates_with_a_delegation_token() {
         assert!(!output.status.success() && stderr.contains(why), "{stderr}");
     };
     refused(check(None), "weft token yarn");
+    // Cancelled by its owner: refused from then on.
+    let cancelled = crate::support::weft_command()
+        .args(["token", "cancel", "--server", &server.base])
+        .arg(&alice_file)
+        .env("WEFT_TOKEN", &alice)
+        .output()
+        .unwrap();
+    assert!(cancelled.status.success(), "{cancelled:?}");
+    refused(check(Some(&alice_file)), "lapsed or was cancelled");
     let revoked = crate::support::weft(&[
         "token",
         "revoke",
@@ -698,6 +707,151 @@ fn in_token_mode_yarns_client_authenticates_with_a_delegation_token() {
     let simple = Server::start(&[]);
     let (status, body) = simple.post_json("/ws/v1/cluster/delegation-token", &json!({}));
     assert_eq!(status, 403, "{body}");
+}
+
+/// Token mode, through the binary: `weft token renew` renews a token for
+/// its renewer only, `weft token cancel` cancels it for its owner or
+/// renewer only, after which it renews no more; the REST calls name a bad
+/// or missing header; simple mode has none of it.
+#[test]
+fn delegation_tokens_are_renewed_by_their_renewer_and_cancelled_by_owner_or_renewer() {
+    let dir = crate::support::shared_tempdir();
+    let tokens = dir.path().join("tokens.toml");
+    let alice = crate::hostile_tenant::token(&tokens, "alice");
+    let bob = crate::hostile_tenant::token(&tokens, "bob");
+    let carol = crate::hostile_tenant::token(&tokens, "carol");
+    let tokens_setting = format!("weft.security.tokens-file={}", tokens.display());
+    let server = Server::start_in(
+        &dir.path().join("data"),
+        &[
+            "--set",
+            "weft.security.authentication=token",
+            "--set",
+            &tokens_setting,
+        ],
+    );
+    let weft_as = |bearer: &str, args: &[&str]| {
+        crate::support::weft_command()
+            .args(args)
+            .args(["--server", &server.base])
+            .env("WEFT_TOKEN", bearer)
+            .output()
+            .unwrap()
+    };
+    let file = dir.path().join("alice.creds");
+    let file_arg = file.to_str().unwrap();
+    // Alice's token, which bob may renew.
+    let made = weft_as(
+        &alice,
+        &[
+            "token",
+            "yarn",
+            "--renewer",
+            "bob",
+            "--rm-address",
+            "127.0.0.1:8032",
+            "--out",
+            file_arg,
+        ],
+    );
+    assert!(made.status.success(), "{made:?}");
+    let said = |output: &std::process::Output, ok: bool, words: &str| {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.success(), ok, "{stderr}");
+        assert!(stderr.contains(words), "wanted {words:?}: {stderr}");
+    };
+    said(
+        &weft_as(&alice, &["token", "renew", file_arg]),
+        false,
+        "alice may not renew the RM delegation token of alice",
+    );
+    said(
+        &weft_as(&bob, &["token", "renew", file_arg]),
+        true,
+        "is valid until",
+    );
+    said(
+        &weft_as(&carol, &["token", "cancel", file_arg]),
+        false,
+        "only its owner or renewer may",
+    );
+    said(
+        &weft_as(&alice, &["token", "cancel", file_arg]),
+        true,
+        "is cancelled",
+    );
+    said(
+        &weft_as(&bob, &["token", "renew", file_arg]),
+        false,
+        "lapsed or was cancelled",
+    );
+    // A file without one is named as such.
+    std::fs::write(dir.path().join("empty.creds"), b"").unwrap();
+    said(
+        &weft_as(
+            &bob,
+            &[
+                "token",
+                "renew",
+                dir.path().join("empty.creds").to_str().unwrap(),
+            ],
+        ),
+        false,
+        "holds no RM delegation token",
+    );
+
+    // REST: the header missing, too long, not a token.
+    let bearer = format!("Bearer {bob}");
+    for (header, status, words) in [
+        (
+            None,
+            400,
+            "the Hadoop-YARN-RM-Delegation-Token header is missing",
+        ),
+        (Some("A".repeat(5000)), 400, "more than 4096"),
+        (Some("not!base64".to_string()), 400, "not URL-safe base64"),
+        (
+            Some("AAAA".to_string()),
+            400,
+            "Hadoop-YARN-RM-Delegation-Token header",
+        ),
+    ] {
+        for (method, path) in [
+            ("POST", "/ws/v1/cluster/delegation-token/expiration"),
+            ("DELETE", "/ws/v1/cluster/delegation-token"),
+        ] {
+            let mut headers = vec![("authorization", bearer.as_str())];
+            if let Some(value) = &header {
+                headers.push(("Hadoop-YARN-RM-Delegation-Token", value));
+            }
+            let (got, body) = server.request(method, path, &headers, None);
+            assert_eq!(got, status, "{method} {path}: {body}");
+            assert!(body.to_string().contains(words), "{method} {path}: {body}");
+        }
+    }
+    // No caller, no renewal.
+    let (status, body) = server.request(
+        "POST",
+        "/ws/v1/cluster/delegation-token/expiration",
+        &[("Hadoop-YARN-RM-Delegation-Token", "AAAA")],
+        None,
+    );
+    assert_eq!(status, 401, "{body}");
+
+    // Simple mode issues, renews and cancels none.
+    let simple = Server::start(&[]);
+    for (method, path) in [
+        ("POST", "/ws/v1/cluster/delegation-token/expiration"),
+        ("DELETE", "/ws/v1/cluster/delegation-token"),
+    ] {
+        let (status, body) = simple.request(
+            method,
+            path,
+            &[("Hadoop-YARN-RM-Delegation-Token", "AAAA")],
+            None,
+        );
+        assert_eq!(status, 403, "{method} {path}: {body}");
+    }
 }
 
 /// A local resource of `path` for a launch context.

@@ -62,6 +62,8 @@ pub struct ApiState {
     pub authenticator: Arc<Authenticator>,
     /// What callers may do, for checks made off the event loop.
     pub security: Arc<Security>,
+    /// Token mode's RM delegation tokens (none in simple mode).
+    pub delegation_tokens: Option<Arc<crate::yarn_rpc::delegation::DelegationTokens>>,
     /// The queue tree read again from the configuration (refreshQueues).
     pub reload_queues: QueueReload,
     /// How often nodes should heartbeat, told to them at registration.
@@ -115,7 +117,11 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(node_labels::get_node_to_labels)))
         .routes(small(routes!(cluster::apps, cluster::submit_app)))
         .routes(small(routes!(yarn_apps::new_application)))
-        .routes(small(routes!(delegation_token::create)))
+        .routes(small(routes!(
+            delegation_token::create,
+            delegation_token::cancel
+        )))
+        .routes(small(routes!(delegation_token::renew)))
         .routes(small(routes!(cluster::app)))
         .routes(small(routes!(cluster::app_state, cluster::kill_app)))
         .routes(small(routes!(yarn_reads::cluster_page)))

@@ -23,7 +23,7 @@ use crate::rm::{self, Intervals, policy_load, policy_watch, sim_nodes};
 use crate::security::yarn_tokens::TokenKeys;
 use crate::security::{Authenticator, Security};
 use crate::store::{Fence, Store};
-use crate::yarn_rpc::delegation::DelegationPasswords;
+use crate::yarn_rpc::delegation::DelegationTokens;
 use crate::yarn_rpc::master_protocol::{AmrmPasswords, MasterProtocol};
 use crate::yarn_rpc::{self, client_protocol::ClientProtocol};
 
@@ -325,10 +325,20 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!("stopping: charging running containers, then exiting");
             let _ = signalled.send(true);
         });
+        // Token mode's RM delegation tokens: issued, renewed and cancelled
+        // over REST, taken on the client port.
+        let delegation_tokens = authenticator.token_verifier().map(|bearer_tokens| {
+            Arc::new(DelegationTokens::new(
+                token_keys.clone(),
+                bearer_tokens,
+                clock.clone(),
+            ))
+        });
         let state = ApiState {
             rm: handle,
             policies,
             authenticator,
+            delegation_tokens: delegation_tokens.clone(),
             security,
             reload_queues,
             heartbeat_interval_ms: settings.nodes.heartbeat_interval_ms,
@@ -357,14 +367,10 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
                         authenticator: state.authenticator.clone(),
                         // Token mode takes no one's word: a YARN client
                         // proves its user with an RM delegation token.
-                        sasl: match state.authenticator.token_verifier() {
+                        sasl: match delegation_tokens {
                             None => yarn_rpc::sasl::Methods::SimpleOnly,
-                            Some(bearer_tokens) => yarn_rpc::sasl::Methods::Tokens {
-                                passwords: Arc::new(DelegationPasswords::new(
-                                    token_keys.clone(),
-                                    bearer_tokens,
-                                    clock.clone(),
-                                )),
+                            Some(tokens) => yarn_rpc::sasl::Methods::Tokens {
+                                passwords: tokens,
                                 simple_too: false,
                             },
                         },

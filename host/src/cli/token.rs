@@ -1,7 +1,8 @@
 //! `weft token create USER` and `weft token revoke USER`: the tokens file of
 //! token authentication (see `security::tokens`); `weft token yarn`: a
 //! Hadoop credentials file with an RM delegation token, for YARN clients
-//! in token mode (see `yarn_rpc::delegation`).
+//! in token mode (see `yarn_rpc::delegation`), which `weft token renew` and
+//! `weft token cancel` renew and cancel.
 
 use std::path::PathBuf;
 
@@ -11,7 +12,9 @@ use clap::{Args, Subcommand};
 use super::SettingsArgs;
 use crate::client::ServerArgs;
 use crate::security::TokensFile;
-use crate::yarn_rpc::credentials::{Credentials, Token};
+use crate::yarn_rpc::credentials::{Credentials, MAX_BYTES as CREDENTIALS_MAX_BYTES, Token};
+use crate::yarn_rpc::delegation::TOKEN_HEADER;
+use crate::yarn_rpc::messages::tokens::RM_DELEGATION_TOKEN_KIND;
 
 #[derive(Debug, Subcommand)]
 pub(super) enum TokenCommand {
@@ -38,9 +41,26 @@ pub(super) enum TokenCommand {
         /// yarn.resourcemanager.address names it (default: --server's host, port 8032).
         #[arg(long, value_name = "HOST:PORT")]
         rm_address: Option<String>,
-        /// Recorded in the token as who may renew it.
+        /// Who may renew it (`weft token renew`); none by default.
         #[arg(long, default_value = "")]
         renewer: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Renew the RM delegation token in a credentials file (`weft token yarn
+    /// --out FILE`), as its renewer: it stands a day more, up to a week
+    /// after it was issued.
+    Renew {
+        /// The credentials file.
+        file: PathBuf,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Cancel the RM delegation token in a credentials file, as its owner or
+    /// renewer: YARN clients holding it are refused from then on.
+    Cancel {
+        /// The credentials file.
+        file: PathBuf,
         #[command(flatten)]
         server: ServerArgs,
     },
@@ -94,8 +114,58 @@ pub(super) fn run(command: TokenCommand) -> anyhow::Result<()> {
             renewer,
             server,
         } => yarn_credentials(&out, rm_address, &renewer, &server)?,
+        TokenCommand::Renew { file, server } => {
+            let token = delegation_token_in(&file)?;
+            let answer = server.client()?.post_with_header(
+                "/ws/v1/cluster/delegation-token/expiration",
+                TOKEN_HEADER,
+                &token.to_url_string(),
+            )?;
+            let until = answer["expiration-time"]
+                .as_u64()
+                .map_or_else(|| "?".to_string(), crate::clock::iso8601);
+            eprintln!(
+                "the RM delegation token in {} is valid until {until}",
+                file.display()
+            );
+        }
+        TokenCommand::Cancel { file, server } => {
+            let token = delegation_token_in(&file)?;
+            server.client()?.delete_with_header(
+                "/ws/v1/cluster/delegation-token",
+                TOKEN_HEADER,
+                &token.to_url_string(),
+            )?;
+            eprintln!("the RM delegation token in {} is cancelled", file.display());
+        }
     }
     Ok(())
+}
+
+/// The RM delegation token in the Hadoop credentials file `path`.
+fn delegation_token_in(path: &std::path::Path) -> anyhow::Result<Token> {
+    let metadata =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if metadata.len() > CREDENTIALS_MAX_BYTES as u64 {
+        anyhow::bail!(
+            "{} is {} bytes, more than a credentials file's {CREDENTIALS_MAX_BYTES}",
+            path.display(),
+            metadata.len()
+        );
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let credentials = Credentials::decode(&bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not a Hadoop credentials file: {e}", path.display()))?;
+    credentials
+        .tokens
+        .into_iter()
+        .find(|t| t.kind == RM_DELEGATION_TOKEN_KIND)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} holds no RM delegation token ({RM_DELEGATION_TOKEN_KIND}); `weft token yarn --out FILE` writes one",
+                path.display()
+            )
+        })
 }
 
 /// `weft token yarn`: the token, its service every address the client may
@@ -151,7 +221,7 @@ fn yarn_credentials(
         .as_u64()
         .map_or_else(|| "?".to_string(), crate::clock::iso8601);
     eprintln!(
-        "an RM delegation token for {owner}, for {rm_address}, valid until {until} (or a restart of the server, or a revocation of {owner}'s tokens), written to {}\nuse it: HADOOP_TOKEN_FILE_LOCATION={} spark-submit --master yarn …",
+        "an RM delegation token for {owner}, for {rm_address}, valid until {until} (unless renewed: weft token renew; or until it is cancelled, the server restarts or {owner}'s tokens are revoked), written to {}\nuse it: HADOOP_TOKEN_FILE_LOCATION={} spark-submit --master yarn …",
         out.display(),
         out.display()
     );

@@ -6,16 +6,20 @@
 //! DIGEST-MD5) and its calls are the token's owner's, under the same ACLs,
 //! projects and limits as that user's REST calls.
 //!
-//! A token lapses a day after it is issued (YARN's renew interval; Weft
-//! does not renew), when the server restarts (its key is the process's),
-//! and when its owner's bearer tokens are revoked: it stands only while
-//! the owner holds a bearer token created no later than it was issued.
-//! Whether it stands is asked only of a client that proved it holds the
-//! token, at authentication and before each call, so an open connection
-//! loses it too and no one else learns anything from the answer.
+//! As YARN's, a token stands for a day after it is issued or renewed
+//! (`yarn.resourcemanager.delegation.token.renew-interval`), its renewer
+//! may renew it up to a week after its issue (`…max-lifetime`), and its
+//! owner or renewer may cancel it (REST's `…/delegation-token/expiration`
+//! and `DELETE …/delegation-token`). It lapses too when the server restarts
+//! (its key and the tokens standing are the process's), and when its
+//! owner's bearer tokens are revoked: it stands only while the owner holds
+//! a bearer token created no later than it was issued. Whether it stands
+//! is asked only of a client that proved it holds the token, at
+//! authentication and before each call, so an open connection loses it too
+//! and no one else learns anything from the answer.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use prost::Message;
 
@@ -24,17 +28,25 @@ use super::messages::tokens::{RM_DELEGATION_TOKEN_KIND, YARNDelegationTokenIdent
 use super::sasl::TokenPasswords;
 use crate::clock::Clock;
 use crate::security::TokenVerifier;
-use crate::security::yarn_tokens::TokenKeys;
+use crate::security::yarn_tokens::{TokenKeys, same_password};
 
-/// How long a token stands after it is issued: a day, YARN's
+/// How long a token stands after it is issued or renewed: a day, YARN's
 /// `yarn.resourcemanager.delegation.token.renew-interval`.
-pub const LIFETIME_MS: i64 = 24 * 60 * 60 * 1000;
+pub const RENEW_INTERVAL_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// How long after its issue renewals may keep a token: a week, YARN's
+/// `yarn.resourcemanager.delegation.token.max-lifetime`.
+pub const MAX_LIFETIME_MS: i64 = 7 * RENEW_INTERVAL_MS;
+
+/// The most tokens that may stand at once: issuing more is refused until
+/// some lapse or are cancelled.
+pub const MAX_STANDING: usize = 100_000;
+
+/// The HTTP header that names the token to renew or cancel, as YARN's.
+pub const TOKEN_HEADER: &str = "Hadoop-YARN-RM-Delegation-Token";
 
 /// The id tokens name as their key's (one key per process).
 const MASTER_KEY_ID: i32 = 1;
-
-/// Tokens issued by this process, for their sequence numbers.
-static ISSUED: AtomicI32 = AtomicI32::new(0);
 
 /// A token issued to a user.
 #[derive(Debug, Clone)]
@@ -44,66 +56,246 @@ pub struct Issued {
     pub token: Token,
     /// Its owner.
     pub owner: String,
-    /// Who may renew it (recorded; Weft does not renew).
+    /// Who may renew it (none: no one).
     pub renewer: String,
-    /// When it lapses, ms since the epoch.
+    /// When it lapses unless renewed, ms since the epoch.
+    pub expires_ms: i64,
+    /// When it lapses however often it is renewed.
     pub max_date: i64,
 }
 
-/// A token for `owner` under `keys`, issued at `now_ms`.
-pub fn issue(keys: &TokenKeys, owner: &str, renewer: &str, now_ms: i64) -> Issued {
-    let max_date = now_ms.saturating_add(LIFETIME_MS);
-    let identifier = YARNDelegationTokenIdentifierProto {
-        owner: Some(owner.to_string()),
-        renewer: Some(renewer.to_string()),
-        real_user: Some(String::new()),
-        issue_date: Some(now_ms),
-        max_date: Some(max_date),
-        sequence_number: Some(ISSUED.fetch_add(1, Ordering::Relaxed).wrapping_add(1)),
-        master_key_id: Some(MASTER_KEY_ID),
-    }
-    .encode_to_vec();
-    let password = keys.rm_delegation_password(&identifier);
-    Issued {
-        token: Token {
-            alias: String::new(),
-            identifier,
-            password,
-            kind: RM_DELEGATION_TOKEN_KIND.to_string(),
-            service: String::new(),
-        },
-        owner: owner.to_string(),
-        renewer: renewer.to_string(),
-        max_date,
+/// Why a token was not issued, renewed or cancelled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// The token does not read as one of this server's RM delegation
+    /// tokens, or was never issued or no longer stands.
+    #[error("{0}")]
+    Invalid(String),
+    /// The caller may not do this to it.
+    #[error("{0}")]
+    NotAllowed(String),
+    /// Too many stand.
+    #[error("{0}")]
+    Full(String),
+}
+
+/// A token standing: issued, not cancelled, not lapsed when last looked.
+#[derive(Debug)]
+struct Standing {
+    /// Its identifier's issue date: a token of the same sequence number
+    /// from before they wrapped is not this one.
+    issued_ms: i64,
+    owner: String,
+    renewer: String,
+    expires_ms: i64,
+    max_date: i64,
+}
+
+/// The tokens standing, by sequence number, and the last number given.
+#[derive(Debug, Default)]
+struct Ledger {
+    standing: HashMap<i32, Standing>,
+    last_sequence: i32,
+}
+
+impl Ledger {
+    /// The entry of the token `identifier` names, if it stands.
+    fn of(&mut self, identifier: &YARNDelegationTokenIdentifierProto) -> Option<&mut Standing> {
+        self.standing
+            .get_mut(&identifier.sequence_number?)
+            .filter(|t| Some(t.issued_ms) == identifier.issue_date)
     }
 }
 
-/// The RM delegation tokens this server issued: checked by the client
-/// port's SASL in token mode.
+/// The RM delegation tokens this server issued: issued, renewed and
+/// cancelled over REST, checked by the client port's SASL in token mode.
 #[derive(Debug)]
-pub struct DelegationPasswords {
+pub struct DelegationTokens {
     keys: Arc<TokenKeys>,
     bearer_tokens: Arc<TokenVerifier>,
     clock: Arc<dyn Clock>,
+    ledger: Mutex<Ledger>,
 }
 
-impl DelegationPasswords {
+impl DelegationTokens {
     /// Tokens under `keys`, standing while their owners' bearer tokens in
     /// `bearer_tokens` do, lapsing by `clock`.
     pub fn new(
         keys: Arc<TokenKeys>,
         bearer_tokens: Arc<TokenVerifier>,
         clock: Arc<dyn Clock>,
-    ) -> DelegationPasswords {
-        DelegationPasswords {
+    ) -> DelegationTokens {
+        DelegationTokens {
             keys,
             bearer_tokens,
             clock,
+            ledger: Mutex::new(Ledger::default()),
         }
+    }
+
+    fn now_ms(&self) -> i64 {
+        i64::try_from(self.clock.now_ms()).unwrap_or(i64::MAX)
+    }
+
+    fn ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        // Nothing is left half-changed under the lock: a panic elsewhere
+        // does not make the ledger wrong.
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new token for `owner`, renewable by `renewer` (empty: no one).
+    pub fn issue(&self, owner: &str, renewer: &str) -> Result<Issued, TokenError> {
+        let now = self.now_ms();
+        let mut ledger = self.ledger();
+        if ledger.standing.len() >= MAX_STANDING {
+            ledger.standing.retain(|_, token| token.expires_ms > now);
+        }
+        if ledger.standing.len() >= MAX_STANDING {
+            return Err(TokenError::Full(format!(
+                "{MAX_STANDING} RM delegation tokens stand, the most this server keeps: cancel some (DELETE /ws/v1/cluster/delegation-token) or wait for them to lapse"
+            )));
+        }
+        // A number no token standing has (they wrap after 2^31 issues).
+        let mut sequence = ledger.last_sequence;
+        loop {
+            sequence = sequence.wrapping_add(1);
+            if !ledger.standing.contains_key(&sequence) {
+                break;
+            }
+        }
+        ledger.last_sequence = sequence;
+        let expires_ms = now.saturating_add(RENEW_INTERVAL_MS);
+        let max_date = now.saturating_add(MAX_LIFETIME_MS);
+        let identifier = YARNDelegationTokenIdentifierProto {
+            owner: Some(owner.to_string()),
+            renewer: Some(renewer.to_string()),
+            real_user: Some(String::new()),
+            issue_date: Some(now),
+            max_date: Some(max_date),
+            sequence_number: Some(sequence),
+            master_key_id: Some(MASTER_KEY_ID),
+        }
+        .encode_to_vec();
+        let password = self.keys.rm_delegation_password(&identifier);
+        ledger.standing.insert(
+            sequence,
+            Standing {
+                issued_ms: now,
+                owner: owner.to_string(),
+                renewer: renewer.to_string(),
+                expires_ms,
+                max_date,
+            },
+        );
+        Ok(Issued {
+            token: Token {
+                alias: String::new(),
+                identifier,
+                password,
+                kind: RM_DELEGATION_TOKEN_KIND.to_string(),
+                service: String::new(),
+            },
+            owner: owner.to_string(),
+            renewer: renewer.to_string(),
+            expires_ms,
+            max_date,
+        })
+    }
+
+    /// Renews `token` for `caller`, its renewer: it stands a renew interval
+    /// from now, never past its max date. Answers its new expiry.
+    pub fn renew(&self, token: &Token, caller: &str) -> Result<i64, TokenError> {
+        let (sequence, identifier) = self.authentic(token)?;
+        let now = self.now_ms();
+        let mut ledger = self.ledger();
+        let standing = ledger
+            .of(&identifier)
+            .filter(|t| t.expires_ms > now)
+            .ok_or_else(|| gone(&identifier, sequence))?;
+        if standing.renewer.is_empty() {
+            return Err(TokenError::NotAllowed(format!(
+                "{caller} may not renew the RM delegation token of {} (sequenceNumber={sequence}): it names no renewer",
+                standing.owner
+            )));
+        }
+        if standing.renewer != caller {
+            return Err(TokenError::NotAllowed(format!(
+                "{caller} may not renew the RM delegation token of {} (sequenceNumber={sequence}): its renewer is {}",
+                standing.owner, standing.renewer
+            )));
+        }
+        if !self
+            .bearer_tokens
+            .holds_token_since(&standing.owner, standing.issued_ms)
+        {
+            return Err(TokenError::Invalid(format!(
+                "the RM delegation token of {} (sequenceNumber={sequence}) no longer stands: the bearer tokens it was issued under were revoked",
+                standing.owner
+            )));
+        }
+        if standing.max_date <= now {
+            return Err(TokenError::Invalid(format!(
+                "the RM delegation token of {} (sequenceNumber={sequence}) passed its max date ({} ms): ask for a new one (weft token yarn)",
+                standing.owner, standing.max_date
+            )));
+        }
+        standing.expires_ms = now.saturating_add(RENEW_INTERVAL_MS).min(standing.max_date);
+        Ok(standing.expires_ms)
+    }
+
+    /// Cancels `token` for `caller`, its owner or renewer: it stands no
+    /// more, on connections already open too.
+    pub fn cancel(&self, token: &Token, caller: &str) -> Result<(), TokenError> {
+        let (sequence, identifier) = self.authentic(token)?;
+        let mut ledger = self.ledger();
+        let standing = ledger
+            .of(&identifier)
+            .ok_or_else(|| gone(&identifier, sequence))?;
+        if standing.owner != caller && (standing.renewer.is_empty() || standing.renewer != caller) {
+            return Err(TokenError::NotAllowed(format!(
+                "{caller} may not cancel the RM delegation token of {} (sequenceNumber={sequence}): only its owner or renewer may",
+                standing.owner
+            )));
+        }
+        ledger.standing.remove(&sequence);
+        Ok(())
+    }
+
+    /// The sequence number and identifier of `token`, if this server made
+    /// it (its password is the one this server's key gives).
+    fn authentic(
+        &self,
+        token: &Token,
+    ) -> Result<(i32, YARNDelegationTokenIdentifierProto), TokenError> {
+        let not_ours = || {
+            TokenError::Invalid(
+                "the token is not an RM delegation token of this server (or the server restarted since it was issued)".to_string(),
+            )
+        };
+        if token.kind != RM_DELEGATION_TOKEN_KIND
+            || !same_password(
+                &token.password,
+                &self.keys.rm_delegation_password(&token.identifier),
+            )
+        {
+            return Err(not_ours());
+        }
+        let identifier = YARNDelegationTokenIdentifierProto::decode(token.identifier.as_slice())
+            .map_err(|_| not_ours())?;
+        let sequence = identifier.sequence_number.ok_or_else(not_ours)?;
+        Ok((sequence, identifier))
     }
 }
 
-impl TokenPasswords for DelegationPasswords {
+/// The refusal of a token that no longer stands.
+fn gone(identifier: &YARNDelegationTokenIdentifierProto, sequence: i32) -> TokenError {
+    TokenError::Invalid(format!(
+        "the RM delegation token of {} (sequenceNumber={sequence}) no longer stands: it lapsed or was cancelled; ask for a new one (weft token yarn)",
+        identifier.owner.as_deref().unwrap_or_default()
+    ))
+}
+
+impl TokenPasswords for DelegationTokens {
     fn password(&self, identifier: &[u8]) -> Result<(Vec<u8>, Arc<str>), String> {
         let token = YARNDelegationTokenIdentifierProto::decode(identifier)
             .map_err(|_| "the token is not an RM delegation token".to_string())?;
@@ -118,18 +310,23 @@ impl TokenPasswords for DelegationPasswords {
     fn standing(&self, identifier: &[u8]) -> Result<(), String> {
         let token = YARNDelegationTokenIdentifierProto::decode(identifier)
             .map_err(|_| "the token is not an RM delegation token".to_string())?;
-        let owner = token.owner.unwrap_or_default();
+        let owner = token.owner.clone().unwrap_or_default();
         let sequence = token.sequence_number.unwrap_or_default();
-        let (Some(issued), Some(max_date)) = (token.issue_date, token.max_date) else {
+        let (Some(issued), Some(_)) = (token.issue_date, token.max_date) else {
             return Err(format!(
                 "the RM delegation token of {owner} has no issue or expiry date"
             ));
         };
-        let now = i64::try_from(self.clock.now_ms()).unwrap_or(i64::MAX);
-        if now >= max_date {
-            return Err(format!(
-                "the RM delegation token of {owner} (sequenceNumber={sequence}) is expired: it lapsed at {max_date} ms, the time is {now} ms; ask for a new one (weft token yarn)"
-            ));
+        let now = self.now_ms();
+        match self.ledger().of(&token) {
+            None => return Err(gone(&token, sequence).to_string()),
+            Some(standing) if now >= standing.expires_ms => {
+                return Err(format!(
+                    "the RM delegation token of {owner} (sequenceNumber={sequence}) is expired: it lapsed at {} ms, the time is {now} ms; renew it or ask for a new one (weft token yarn)",
+                    standing.expires_ms
+                ));
+            }
+            Some(_) => {}
         }
         if !self.bearer_tokens.holds_token_since(&owner, issued) {
             return Err(format!(
@@ -149,9 +346,8 @@ mod tests {
     fn setup() -> (
         tempfile::TempDir,
         std::path::PathBuf,
-        Arc<TokenKeys>,
         Arc<VirtualClock>,
-        DelegationPasswords,
+        DelegationTokens,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokens.toml");
@@ -159,8 +355,8 @@ mod tests {
         let keys = Arc::new(TokenKeys::random().unwrap());
         let now = chrono::Utc::now().timestamp_millis() as u64;
         let clock = Arc::new(VirtualClock::starting_at(now));
-        let passwords = DelegationPasswords::new(
-            keys.clone(),
+        let tokens = DelegationTokens::new(
+            keys,
             Arc::new(
                 TokenVerifier::open(path.clone())
                     .unwrap()
@@ -168,66 +364,171 @@ mod tests {
             ),
             clock.clone(),
         );
-        (dir, path, keys, clock, passwords)
+        (dir, path, clock, tokens)
     }
 
     #[test]
     fn an_issued_token_names_its_owner_until_it_lapses() {
-        let (_dir, _path, keys, clock, passwords) = setup();
-        let issued = issue(&keys, "alice", "yarn", clock.now_ms() as i64);
-        let (password, owner) = passwords.password(&issued.token.identifier).unwrap();
+        let (_dir, _path, clock, tokens) = setup();
+        let issued = tokens.issue("alice", "yarn").unwrap();
+        let (password, owner) = tokens.password(&issued.token.identifier).unwrap();
         assert_eq!(password, issued.token.password);
         assert_eq!(&*owner, "alice");
-        // Another process's key makes another password.
-        let other = issue(
-            &TokenKeys::random().unwrap(),
-            "alice",
-            "",
-            clock.now_ms() as i64,
-        );
+        // Another process's tokens make other passwords, and are not its.
+        let (_dir2, _path2, _clock2, other) = setup();
+        let theirs = other.issue("alice", "").unwrap();
         assert_ne!(
-            passwords.password(&other.token.identifier).unwrap().0,
-            other.token.password
+            tokens.password(&theirs.token.identifier).unwrap().0,
+            theirs.token.password
         );
-        passwords.standing(&issued.token.identifier).unwrap();
-        clock.advance_to(clock.now_ms() + LIFETIME_MS as u64);
-        let lapsed = passwords.standing(&issued.token.identifier).unwrap_err();
+        let refusal = tokens.cancel(&theirs.token, "alice").unwrap_err();
+        assert!(
+            refusal
+                .to_string()
+                .contains("not an RM delegation token of this server"),
+            "{refusal}"
+        );
+        tokens.standing(&issued.token.identifier).unwrap();
+        clock.advance_to(clock.now_ms() + RENEW_INTERVAL_MS as u64);
+        let lapsed = tokens.standing(&issued.token.identifier).unwrap_err();
         assert!(lapsed.contains("expired"), "{lapsed}");
+        // Lapsed: not renewed either.
+        assert!(matches!(
+            tokens.renew(&issued.token, "yarn"),
+            Err(TokenError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn its_renewer_renews_it_up_to_its_max_date_and_its_owner_or_renewer_cancels_it() {
+        let (_dir, _path, clock, tokens) = setup();
+        let start = clock.now_ms() as i64;
+        let issued = tokens.issue("alice", "oozie").unwrap();
+        assert_eq!(issued.expires_ms, start + RENEW_INTERVAL_MS);
+        assert_eq!(issued.max_date, start + MAX_LIFETIME_MS);
+        // Only its renewer renews it.
+        for caller in ["alice", "mallory"] {
+            let refusal = tokens.renew(&issued.token, caller).unwrap_err();
+            assert!(
+                matches!(&refusal, TokenError::NotAllowed(m) if m.contains("its renewer is oozie")),
+                "{refusal}"
+            );
+        }
+        // Renewed a little less than a day apart, it stands for the week,
+        // never past its max date.
+        for day in 1..=7 {
+            let now = start + day * (RENEW_INTERVAL_MS - 1000);
+            clock.advance_to(now as u64);
+            let until = tokens.renew(&issued.token, "oozie").unwrap();
+            assert_eq!(until, (now + RENEW_INTERVAL_MS).min(issued.max_date));
+            tokens.standing(&issued.token.identifier).unwrap();
+        }
+        assert_eq!(
+            tokens.renew(&issued.token, "oozie").unwrap(),
+            issued.max_date
+        );
+        clock.advance_to(issued.max_date as u64);
+        assert!(tokens.standing(&issued.token.identifier).is_err());
+        assert!(tokens.renew(&issued.token, "oozie").is_err());
+
+        // A token without a renewer is renewed by no one.
+        let plain = tokens.issue("alice", "").unwrap();
+        let refusal = tokens.renew(&plain.token, "alice").unwrap_err();
+        assert!(
+            refusal.to_string().contains("names no renewer"),
+            "{refusal}"
+        );
+        // Cancelled by its owner or renewer only; then it stands no more.
+        let refusal = tokens.cancel(&plain.token, "mallory").unwrap_err();
+        assert!(matches!(refusal, TokenError::NotAllowed(_)), "{refusal}");
+        tokens.standing(&plain.token.identifier).unwrap();
+        tokens.cancel(&plain.token, "alice").unwrap();
+        let gone = tokens.standing(&plain.token.identifier).unwrap_err();
+        assert!(gone.contains("lapsed or was cancelled"), "{gone}");
+        assert!(tokens.cancel(&plain.token, "alice").is_err(), "not twice");
+        let renewable = tokens.issue("alice", "oozie").unwrap();
+        tokens.cancel(&renewable.token, "oozie").unwrap();
+        assert!(tokens.renew(&renewable.token, "oozie").is_err());
+
+        // A forged token (its identifier changed, its password kept) is
+        // not this server's: nothing of another's can be renewed or
+        // cancelled by naming its sequence number.
+        let victim = tokens.issue("alice", "oozie").unwrap();
+        let mut forged = victim.token.clone();
+        let mut identifier =
+            YARNDelegationTokenIdentifierProto::decode(forged.identifier.as_slice()).unwrap();
+        identifier.renewer = Some("mallory".into());
+        forged.identifier = identifier.encode_to_vec();
+        for refusal in [
+            tokens.renew(&forged, "mallory").unwrap_err(),
+            tokens.cancel(&forged, "mallory").unwrap_err(),
+        ] {
+            assert!(
+                refusal
+                    .to_string()
+                    .contains("not an RM delegation token of this server"),
+                "{refusal}"
+            );
+        }
+        let wrong_kind = Token {
+            kind: "HDFS_DELEGATION_TOKEN".into(),
+            ..victim.token.clone()
+        };
+        assert!(tokens.cancel(&wrong_kind, "alice").is_err());
+        tokens.standing(&victim.token.identifier).unwrap();
     }
 
     #[test]
     fn unreadable_tokens_and_revoked_bearers_are_refused() {
-        let (_dir, path, keys, clock, passwords) = setup();
-        let now = clock.now_ms() as i64;
+        let (_dir, path, _clock, tokens) = setup();
         // Refused before any password: what names no one.
         let nobody = YARNDelegationTokenIdentifierProto::default().encode_to_vec();
         for (identifier, why) in [
             (nobody, "the token's owner"),
             (b"\xff\xff".to_vec(), "not an RM delegation token"),
         ] {
-            let refusal = passwords.password(&identifier).unwrap_err();
+            let refusal = tokens.password(&identifier).unwrap_err();
             assert!(refusal.contains(why), "{refusal} (wanted {why})");
         }
-        let issued = issue(&keys, "alice", "", now);
-        passwords.standing(&issued.token.identifier).unwrap();
-        // Revoked, then a new bearer token made: the old token stays dead.
+        let issued = tokens.issue("alice", "alice").unwrap();
+        tokens.standing(&issued.token.identifier).unwrap();
+        // Revoked, then a new bearer token made: the old token stays dead,
+        // and is not renewed back to life.
         TokensFile::update(&path, |file| Ok(file.revoke("alice"))).unwrap();
-        let refusal = passwords.standing(&issued.token.identifier).unwrap_err();
+        let refusal = tokens.standing(&issued.token.identifier).unwrap_err();
         assert!(refusal.contains("revoked"), "{refusal}");
         std::thread::sleep(std::time::Duration::from_millis(2));
         TokensFile::update(&path, |file| file.create("alice")).unwrap();
-        let refusal = passwords.standing(&issued.token.identifier).unwrap_err();
+        let refusal = tokens.standing(&issued.token.identifier).unwrap_err();
         assert!(refusal.contains("revoked"), "{refusal}");
+        let refusal = tokens.renew(&issued.token, "alice").unwrap_err();
+        assert!(refusal.to_string().contains("revoked"), "{refusal}");
         // Bob never had a bearer token: his token (were it issued) does
         // not stand.
-        let bobs = issue(&keys, "bob", "", now);
-        assert!(passwords.standing(&bobs.token.identifier).is_err());
+        let bobs = tokens.issue("bob", "").unwrap();
+        assert!(tokens.standing(&bobs.token.identifier).is_err());
+    }
+
+    #[test]
+    fn no_more_than_the_most_stand_and_lapsed_ones_make_room() {
+        let (_dir, _path, clock, tokens) = setup();
+        for _ in 0..MAX_STANDING {
+            tokens.issue("alice", "").unwrap();
+        }
+        let refusal = tokens.issue("alice", "").unwrap_err();
+        assert!(
+            matches!(&refusal, TokenError::Full(m) if m.contains("100000 RM delegation tokens stand")),
+            "{refusal}"
+        );
+        clock.advance_to(clock.now_ms() + RENEW_INTERVAL_MS as u64);
+        let fresh = tokens.issue("alice", "").unwrap();
+        tokens.standing(&fresh.token.identifier).unwrap();
     }
 
     #[test]
     fn a_token_survives_its_url_string() {
-        let keys = TokenKeys::random().unwrap();
-        let mut issued = issue(&keys, "alice", "yarn", 1_700_000_000_000).token;
+        let (_dir, _path, _clock, tokens) = setup();
+        let mut issued = tokens.issue("alice", "yarn").unwrap().token;
         issued.service = "127.0.0.1:8032".into();
         let text = issued.to_url_string();
         assert!(!text.contains(['+', '/', '=']), "{text}");
