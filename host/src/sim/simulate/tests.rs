@@ -406,6 +406,17 @@ asks = [{ count = 1, memory_mb = 1024, vcores = 3, duration_ms = 10, node_label_
     assert!(error.contains("nodes[2].label"), "{error}");
 }
 
+/// Two nodes: node-00001 too small for the 4 GB asks of the locality
+/// tests, which prefer it; node-00002 roomy.
+const TOO_SMALL_THEN_ROOMY: &str = "[[nodes]]
+count = 1
+memory_mb = 2048
+vcores = 4
+[[nodes]]
+count = 1
+memory_mb = 8192
+vcores = 4";
+
 #[test]
 fn an_ask_waiting_out_its_locality_delay_is_woken_for_it_jumping_or_stepping() {
     // Nothing runs: the app prefers node-00001, too small for it. Two
@@ -414,26 +425,19 @@ fn an_ask_waiting_out_its_locality_delay_is_woken_for_it_jumping_or_stepping() {
     // it (at 100 ms: the round at 0 comes before the submission); then it
     // goes to node-00002, jumping as stepping. (Before, a run that jumped
     // stopped: "the run cannot finish".)
-    let (jumped, stepped) = run_both(
+    let (jumped, stepped) = run_both(&format!(
         r#"
 scheduling_interval_ms = 100
 [settings]
 "yarn.scheduler.capacity.rack-locality-additional-delay" = "0"
-[[nodes]]
-count = 1
-memory_mb = 2048
-vcores = 4
-[[nodes]]
-count = 1
-memory_mb = 8192
-vcores = 4
+{TOO_SMALL_THEN_ROOMY}
 [[apps]]
 submit_ms = 0
 user = "a"
 project = "p"
-asks = [{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 5000, locality = { nodes = ["node-00001"] } }]
-"#,
-    );
+asks = [{{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 5000, locality = {{ nodes = ["node-00001"] }} }}]
+"#
+    ));
     assert_eq!(jumped["apps_finished"], 1, "{jumped}");
     assert_eq!(jumped["wait_time_ms"], stepped["wait_time_ms"]);
     assert_eq!(jumped["end_ms"], stepped["end_ms"]);
@@ -449,20 +453,13 @@ fn a_locality_level_moving_on_gives_a_recurring_reservation_another_cycle() {
     // so the next cycle is waited for and it runs at 40,000 ms, jumping as
     // stepping. (Before, a run that jumped gave up: "the run cannot
     // finish".)
-    let (jumped, stepped) = run_both(
+    let (jumped, stepped) = run_both(&format!(
         r#"
 scheduling_interval_ms = 100
 [settings]
 "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms" = "25000"
 "yarn.scheduler.capacity.rack-locality-additional-delay" = "0"
-[[nodes]]
-count = 1
-memory_mb = 2048
-vcores = 4
-[[nodes]]
-count = 1
-memory_mb = 8192
-vcores = 4
+{TOO_SMALL_THEN_ROOMY}
 [queues.properties]
 "yarn.scheduler.capacity.root.queues" = "default,dedicated"
 "yarn.scheduler.capacity.root.default.capacity" = "50"
@@ -476,16 +473,16 @@ queue = "dedicated"
 arrival_ms = 0
 deadline_ms = 5000
 recurrence_ms = 20000
-requests = [{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 5000 }]
+requests = [{{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 5000 }}]
 [[apps]]
 submit_ms = 100
 user = "alice"
 queue = "dedicated"
 reservation = "r"
 project = "p"
-asks = [{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 1000, locality = { nodes = ["node-00001"] } }]
-"#,
-    );
+asks = [{{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 1000, locality = {{ nodes = ["node-00001"] }} }}]
+"#
+    ));
     assert_eq!(jumped["apps_finished"], 1, "{jumped}");
     assert_eq!(jumped["wait_time_ms"], stepped["wait_time_ms"]);
     assert_eq!(jumped["end_ms"], stepped["end_ms"]);
