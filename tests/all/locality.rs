@@ -98,3 +98,57 @@ fn an_ask_lands_node_local_when_it_can_and_relaxes_after_the_delay() {
     let missed = &app["app"]["asks"][0]["locality"]["missed_opportunities"];
     assert!(missed.as_u64().unwrap_or(0) >= 6, "{app}");
 }
+
+#[test]
+fn time_the_server_was_down_is_not_counted_toward_a_delay() {
+    // As above, but heartbeats every 2 s: a delay of 2 s. The ask has
+    // waited a fraction of it when the server stops. Down for three
+    // seconds (4.5 opportunities' worth), then started again on its
+    // store: the ask still waits the rest of its delay, not relaxed at
+    // once for the time no node heartbeat.
+    let dir = crate::support::shared_tempdir();
+    let data = dir.path().join("data");
+    let args = [
+        "--sim-nodes",
+        "3x4096mb,2vcores",
+        "--set",
+        "yarn.scheduler.capacity.node-locality-delay=6",
+        "--set",
+        "yarn.scheduler.capacity.rack-locality-additional-delay=0",
+        "--set",
+        "yarn.cluster.max-application-priority=10",
+        "--set",
+        "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=2000",
+    ];
+    let server = Server::start_in(&data, &args);
+    let first = id(submit(&server, 2, json!({"nodes": ["sim-0002:8041"]})));
+    server.wait_for(&format!("/ws/v1/cluster/apps/{first}"), "two", |b| {
+        b["app"]["runningContainers"] == 2
+    });
+    let waiting = id(submit(&server, 1, json!({"nodes": ["sim-0002:8041"]})));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // A change to the app stores it with its count as it is.
+    let (status, body) = server.request(
+        "PUT",
+        &format!("/ws/v1/cluster/apps/{waiting}/priority"),
+        &[("content-type", "application/json")],
+        Some(br#"{"priority": 5}"#),
+    );
+    assert_eq!(status, 200, "{body}");
+    server.stop();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let server = Server::start_in(&data, &args);
+    let back = std::time::Instant::now();
+    let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{waiting}"));
+    assert_eq!(app["app"]["runningContainers"], 0, "not at once: {app}");
+    server.wait_for(&format!("/ws/v1/cluster/apps/{waiting}"), "relaxed", |b| {
+        b["app"]["runningContainers"] == 1
+    });
+    // A few hundred ms were counted before the stop. (Counted from
+    // before the stop, it went within about 100 ms.)
+    let waited = back.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(1000),
+        "it waited the rest of its delay: {waited:?}"
+    );
+}
