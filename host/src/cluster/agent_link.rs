@@ -141,6 +141,7 @@ impl Cluster {
             let node = self.nodes.get_mut(id).expect("checked above");
             node.capacity = capacity;
             node.last_heartbeat_ms = now;
+            node.unheard_since_restore = false;
             // Kept: the agent runs them, or ran them and has yet to report
             // their end (it lists those too), so when one that was never
             // charged started is learnt from its next heartbeat.
@@ -201,6 +202,7 @@ impl Cluster {
             .get_mut(id)
             .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
         node.last_heartbeat_ms = now;
+        node.unheard_since_restore = false;
         if let Some(number) = report.response_id
             && number != node.response_id
         {

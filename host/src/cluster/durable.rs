@@ -674,6 +674,7 @@ impl Cluster {
                 nm_address: String::new(),
             };
             live.partition = self.partition_of(&node.id, &node.label);
+            live.unheard_since_restore = true;
             restored.nodes.push(node.id.clone());
             self.nodes.insert(node.id, live);
         }

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cluster, Node};
+use super::{Cluster, Node, NodeKind};
 use crate::limits::{self, OutOfBounds};
 
 /// An ask's preferred places, as submitted.
@@ -270,8 +270,8 @@ impl Cluster {
         if waiting.is_empty() {
             return;
         }
-        let per_partition = nodes_per_partition(&self.nodes);
         let interval_ms = self.heartbeat_interval_ms.max(1);
+        let per_partition = offering_nodes_per_partition(&self.nodes, now, interval_ms);
         for (index, i) in waiting {
             let ask = &self.apps[index].asks[i];
             let Some(locality) = ask.locality.as_ref() else {
@@ -331,13 +331,14 @@ impl Cluster {
         self.locality_moves
     }
 
-    /// When the earliest ask with locality now waiting moves a level on if
-    /// nothing is placed for it (a pass at that time or later moves it,
+    /// When the earliest ask with locality now waiting moves a level on
+    /// (with the nodes offering opportunities at `now`) if nothing is
+    /// placed for it (a pass at that time or later moves it,
     /// and places it there if it can): `simulate` wakes then rather than
     /// jump over it.
-    pub fn next_locality_change(&self) -> Option<u64> {
-        let per_partition = nodes_per_partition(&self.nodes);
+    pub fn next_locality_change(&self, now: u64) -> Option<u64> {
         let interval_ms = self.heartbeat_interval_ms.max(1);
+        let per_partition = offering_nodes_per_partition(&self.nodes, now, interval_ms);
         let mut soonest: Option<u64> = None;
         for &index in &self.active {
             for ask in &self.apps[index].asks {
@@ -377,13 +378,25 @@ impl Cluster {
     }
 }
 
-/// The nodes of each partition of `nodes` (borrowing their names: no
-/// allocation per node).
-fn nodes_per_partition(
+/// The nodes of each partition of `nodes` that offer opportunities at
+/// `now` (borrowing their names: no allocation per node): every simulated
+/// node, and an agent's node heard from within two heartbeat intervals
+/// (`interval_ms`) — as YARN counts an opportunity per heartbeat, a node
+/// gone silent, or restored and not yet heard from, offers none.
+fn offering_nodes_per_partition(
     nodes: &std::collections::BTreeMap<String, Node>,
+    now: u64,
+    interval_ms: u64,
 ) -> std::collections::HashMap<&str, u64> {
     let mut per_partition = std::collections::HashMap::new();
-    for node in nodes.values() {
+    let offers = |node: &Node| match node.kind {
+        NodeKind::Simulated => true,
+        NodeKind::Remote => {
+            !node.unheard_since_restore
+                && now.saturating_sub(node.last_heartbeat_ms) <= interval_ms.saturating_mul(2)
+        }
+    };
+    for node in nodes.values().filter(|node| offers(node)) {
         *per_partition.entry(node.partition.as_str()).or_default() += 1;
     }
     per_partition
@@ -392,7 +405,7 @@ fn nodes_per_partition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{AskSpec, NodeKind, SubmitApp};
+    use crate::cluster::{AskSpec, SubmitApp};
     use crate::queues::{QueueProperties, QueueTree};
     use crate::resources::Resources;
 
@@ -442,7 +455,7 @@ mod tests {
         // counts); nine passes 100 ms apart miss one, the tenth a second's
         // two (the node delay as capped).
         cluster.count_missed_opportunities(5_000);
-        assert_eq!(cluster.next_locality_change(), Some(6_000));
+        assert_eq!(cluster.next_locality_change(0), Some(6_000));
         for pass in 1..10 {
             cluster.count_missed_opportunities(5_000 + pass * 100);
             assert_eq!(level(&cluster, 0), Level::NodeLocal, "pass {pass}");
@@ -455,7 +468,7 @@ mod tests {
             "b's rack: both"
         );
         // Two more missed (the additional delay) after another second.
-        assert_eq!(cluster.next_locality_change(), Some(7_000));
+        assert_eq!(cluster.next_locality_change(0), Some(7_000));
         cluster.count_missed_opportunities(7_000);
         assert_eq!(level(&cluster, 0), Level::OffSwitch);
         assert_eq!(cluster.restricted_nodes(0, 0), None, "in the common rounds");
@@ -482,14 +495,60 @@ mod tests {
         cluster.count_missed_opportunities(8_100);
         assert_eq!(level(&cluster, 0), Level::RackLocal);
         // Time no node heartbeats (a restart, no nodes) counts nothing.
-        assert_eq!(cluster.next_locality_change(), Some(8_200));
+        assert_eq!(cluster.next_locality_change(0), Some(8_200));
         cluster.pause_locality_counts(60_000);
-        assert_eq!(cluster.next_locality_change(), Some(60_100));
+        assert_eq!(cluster.next_locality_change(0), Some(60_100));
         cluster.count_missed_opportunities(60_000);
         assert_eq!(level(&cluster, 0), Level::RackLocal);
         let moves = cluster.locality_moves();
         cluster.count_missed_opportunities(60_100);
         assert_eq!(level(&cluster, 0), Level::OffSwitch);
         assert_eq!(cluster.locality_moves(), moves + 1);
+    }
+
+    #[test]
+    fn only_agents_nodes_heard_from_lately_offer_opportunities() {
+        let mut properties = QueueProperties::defaults();
+        properties.set(
+            "yarn.scheduler.capacity.rack-locality-additional-delay",
+            "100",
+        );
+        let mut cluster = Cluster::new(1, QueueTree::from_properties(&properties).unwrap());
+        for id in ["a", "b"] {
+            let size = Resources::new(4096, 4, 0);
+            cluster
+                .register_node(id, crate::cluster::NodeKind::Remote, size, "t", 0)
+                .unwrap();
+        }
+        let mut ask = AskSpec::sized(1, 8192, 1, 0, 1000);
+        ask.locality = Some(LocalitySpec {
+            nodes: vec!["b".into()],
+            racks: vec![],
+            relax_locality: true,
+        });
+        cluster
+            .submit(SubmitApp::new("u", "default", "p", vec![ask]), "t", 0)
+            .unwrap();
+        let missed = |cluster: &Cluster| {
+            cluster.apps()[0].asks[0]
+                .locality
+                .as_ref()
+                .unwrap()
+                .missed_node_ms
+        };
+        cluster.count_missed_opportunities(0);
+        // Heard from at 0: both offer for two intervals.
+        cluster.count_missed_opportunities(1_000);
+        assert_eq!(missed(&cluster), 2_000);
+        // Silent since: none offers.
+        cluster.count_missed_opportunities(5_000);
+        assert_eq!(missed(&cluster), 2_000);
+        // a heard from again; b restored and not yet heard from.
+        cluster.nodes.get_mut("a").unwrap().last_heartbeat_ms = 5_000;
+        let b = cluster.nodes.get_mut("b").unwrap();
+        b.last_heartbeat_ms = 5_000;
+        b.unheard_since_restore = true;
+        cluster.count_missed_opportunities(5_500);
+        assert_eq!(missed(&cluster), 2_500);
     }
 }

@@ -34,6 +34,12 @@ pub struct Node {
     /// When it last registered or heartbeated, in ms since the epoch: a
     /// remote node silent past the expiry interval is lost.
     pub last_heartbeat_ms: u64,
+    /// Restored from the store and not yet heard from by this server (its
+    /// `last_heartbeat_ms` is the restore's, so that it has the expiry
+    /// interval to come back): it offers asks waiting out a locality
+    /// delay nothing until its agent registers.
+    #[serde(skip)]
+    pub unheard_since_restore: bool,
     /// Who registered it: only they may heartbeat for it or register it again.
     pub owner: String,
     /// What a remote node's agent says of itself (isolation, address).
@@ -138,6 +144,7 @@ impl Node {
             allocated: Resources::ZERO,
             containers: BTreeSet::new(),
             last_heartbeat_ms: now,
+            unheard_since_restore: false,
             owner,
             agent: AgentInfo::default(),
             partition: String::new(),

@@ -151,7 +151,7 @@ impl Idle {
                 // billions of opportunities is waited out never).
                 .chain(
                     rm.cluster()
-                        .next_locality_change()
+                        .next_locality_change(now)
                         .filter(|&at| at <= crate::limits::MAX_TIME_MS),
                 )
                 .min()
