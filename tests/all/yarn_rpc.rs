@@ -810,6 +810,7 @@ fn delegation_tokens_are_renewed_by_their_renewer_and_cancelled_by_owner_or_rene
         ),
         (Some("A".repeat(5000)), 400, "more than 4096"),
         (Some("not!base64".to_string()), 400, "not URL-safe base64"),
+        (Some(String::new()), 400, "header is empty"),
         (
             Some("AAAA".to_string()),
             400,

@@ -64,7 +64,7 @@ pub(super) struct Expiration {
 fn tokens(state: &ApiState) -> Result<&Arc<DelegationTokens>, ApiError> {
     state.delegation_tokens.as_ref().ok_or_else(|| {
         ApiError::forbidden(
-            "delegation tokens are issued only in token mode (weft.security.authentication=token): in simple mode YARN clients need none",
+            "RM delegation tokens exist only in token mode (weft.security.authentication=token): in simple mode YARN clients need none",
         )
     })
 }
@@ -85,16 +85,22 @@ fn named_token(headers: &HeaderMap) -> Result<Token, ApiError> {
     let text = value
         .to_str()
         .map_err(|_| ApiError::bad_request(format!("the {TOKEN_HEADER} header is not text")))?;
+    if text.trim().is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "the {TOKEN_HEADER} header is empty: it names the token (its URL string)"
+        )));
+    }
     Token::from_url_string(text, String::new())
         .map_err(|e| ApiError::bad_request(format!("the {TOKEN_HEADER} header: {e}")))
 }
 
-/// A refusal of the token service, as an HTTP answer.
+/// A refusal of the token service, as an HTTP answer: as YARN's, a token
+/// that is not (or no longer) valid is a bad request, a caller who may not
+/// act on it forbidden.
 fn refused(error: TokenError) -> ApiError {
     match error {
-        TokenError::Invalid(message) | TokenError::NotAllowed(message) => {
-            ApiError::forbidden(message)
-        }
+        TokenError::Invalid(message) => ApiError::bad_request(message),
+        TokenError::NotAllowed(message) => ApiError::forbidden(message),
         TokenError::Full(message) => ApiError::unavailable(message),
     }
 }

@@ -18,7 +18,7 @@
 //! authentication and before each call, so an open connection loses it too
 //! and no one else learns anything from the answer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use prost::Message;
@@ -39,8 +39,16 @@ pub const RENEW_INTERVAL_MS: i64 = 24 * 60 * 60 * 1000;
 pub const MAX_LIFETIME_MS: i64 = 7 * RENEW_INTERVAL_MS;
 
 /// The most tokens that may stand at once: issuing more is refused until
-/// some lapse or are cancelled.
+/// some lapse, are cancelled or their owners' bearer tokens are revoked.
 pub const MAX_STANDING: usize = 100_000;
+
+/// The most tokens of one owner that may stand at once, so that no one
+/// user holds the server's room.
+pub const MAX_STANDING_PER_OWNER: usize = 1_000;
+
+/// The least time between two sweeps of a full ledger, in ms: asking again
+/// and again while it is full does not scan it each time.
+const SWEEP_EVERY_MS: i64 = 1_000;
 
 /// The HTTP header that names the token to renew or cancel, as YARN's.
 pub const TOKEN_HEADER: &str = "Hadoop-YARN-RM-Delegation-Token";
@@ -71,10 +79,10 @@ pub enum TokenError {
     /// tokens, or was never issued or no longer stands.
     #[error("{0}")]
     Invalid(String),
-    /// The caller may not do this to it.
+    /// The caller may not do this to it (or, issuing, holds their share).
     #[error("{0}")]
     NotAllowed(String),
-    /// Too many stand.
+    /// Too many stand on the server.
     #[error("{0}")]
     Full(String),
 }
@@ -91,14 +99,52 @@ struct Standing {
     max_date: i64,
 }
 
-/// The tokens standing, by sequence number, and the last number given.
+/// The tokens standing, by sequence number and by owner, and the last
+/// number given.
 #[derive(Debug, Default)]
 struct Ledger {
     standing: HashMap<i32, Standing>,
+    by_owner: HashMap<String, HashSet<i32>>,
     last_sequence: i32,
+    /// When the whole ledger was last swept.
+    swept_at: Option<i64>,
 }
 
 impl Ledger {
+    fn insert(&mut self, sequence: i32, token: Standing) {
+        self.by_owner
+            .entry(token.owner.clone())
+            .or_default()
+            .insert(sequence);
+        self.standing.insert(sequence, token);
+    }
+
+    fn remove(&mut self, sequence: i32) {
+        let Some(token) = self.standing.remove(&sequence) else {
+            return;
+        };
+        if let Some(theirs) = self.by_owner.get_mut(&token.owner) {
+            theirs.remove(&sequence);
+            if theirs.is_empty() {
+                self.by_owner.remove(&token.owner);
+            }
+        }
+    }
+
+    /// How many of `owner`'s tokens stand.
+    fn owned_by(&self, owner: &str) -> usize {
+        self.by_owner.get(owner).map_or(0, HashSet::len)
+    }
+
+    /// Drops those of `sequences` that `stands` says no longer stand.
+    fn sweep(&mut self, sequences: Vec<i32>, stands: impl Fn(&Standing) -> bool) {
+        for sequence in sequences {
+            if self.standing.get(&sequence).is_some_and(|t| !stands(t)) {
+                self.remove(sequence);
+            }
+        }
+    }
+
     /// The entry of the token `identifier` names, if it stands.
     fn of(&mut self, identifier: &YARNDelegationTokenIdentifierProto) -> Option<&mut Standing> {
         self.standing
@@ -144,15 +190,38 @@ impl DelegationTokens {
     }
 
     /// A new token for `owner`, renewable by `renewer` (empty: no one).
+    /// Refused while `owner` has [`MAX_STANDING_PER_OWNER`] standing or the
+    /// server [`MAX_STANDING`], those lapsed or revoked not counted.
     pub fn issue(&self, owner: &str, renewer: &str) -> Result<Issued, TokenError> {
         let now = self.now_ms();
+        let stands = |token: &Standing| {
+            token.expires_ms > now
+                && self
+                    .bearer_tokens
+                    .holds_token_since(&token.owner, token.issued_ms)
+        };
         let mut ledger = self.ledger();
-        if ledger.standing.len() >= MAX_STANDING {
-            ledger.standing.retain(|_, token| token.expires_ms > now);
+        if ledger.owned_by(owner) >= MAX_STANDING_PER_OWNER {
+            let theirs = ledger.by_owner[owner].iter().copied().collect();
+            ledger.sweep(theirs, stands);
+        }
+        if ledger.owned_by(owner) >= MAX_STANDING_PER_OWNER {
+            return Err(TokenError::NotAllowed(format!(
+                "{owner} has {MAX_STANDING_PER_OWNER} RM delegation tokens standing, the most one user may: cancel some (weft token cancel FILE) or wait for them to lapse"
+            )));
+        }
+        if ledger.standing.len() >= MAX_STANDING
+            && ledger
+                .swept_at
+                .is_none_or(|at| now.saturating_sub(at) >= SWEEP_EVERY_MS)
+        {
+            ledger.swept_at = Some(now);
+            let all = ledger.standing.keys().copied().collect();
+            ledger.sweep(all, stands);
         }
         if ledger.standing.len() >= MAX_STANDING {
             return Err(TokenError::Full(format!(
-                "{MAX_STANDING} RM delegation tokens stand, the most this server keeps: cancel some (DELETE /ws/v1/cluster/delegation-token) or wait for them to lapse"
+                "{MAX_STANDING} RM delegation tokens stand, the most this server keeps (at most {MAX_STANDING_PER_OWNER} a user): ask again when some lapse, or ask an administrator (revoking a user's bearer tokens drops theirs)"
             )));
         }
         // A number no token standing has (they wrap after 2^31 issues).
@@ -177,7 +246,7 @@ impl DelegationTokens {
         }
         .encode_to_vec();
         let password = self.keys.rm_delegation_password(&identifier);
-        ledger.standing.insert(
+        ledger.insert(
             sequence,
             Standing {
                 issued_ms: now,
@@ -257,7 +326,7 @@ impl DelegationTokens {
                 standing.owner
             )));
         }
-        ledger.standing.remove(&sequence);
+        ledger.remove(sequence);
         Ok(())
     }
 
@@ -510,19 +579,50 @@ mod tests {
     }
 
     #[test]
-    fn no_more_than_the_most_stand_and_lapsed_ones_make_room() {
-        let (_dir, _path, clock, tokens) = setup();
-        for _ in 0..MAX_STANDING {
+    fn no_user_holds_more_than_their_share_and_lapsed_or_revoked_ones_make_room() {
+        let (_dir, path, clock, tokens) = setup();
+        for _ in 0..MAX_STANDING_PER_OWNER {
             tokens.issue("alice", "").unwrap();
         }
         let refusal = tokens.issue("alice", "").unwrap_err();
         assert!(
-            matches!(&refusal, TokenError::Full(m) if m.contains("100000 RM delegation tokens stand")),
+            matches!(&refusal, TokenError::NotAllowed(m) if m.contains("alice has 1000 RM delegation tokens standing")),
             "{refusal}"
         );
         clock.advance_to(clock.now_ms() + RENEW_INTERVAL_MS as u64);
         let fresh = tokens.issue("alice", "").unwrap();
         tokens.standing(&fresh.token.identifier).unwrap();
+        tokens.cancel(&fresh.token, "alice").unwrap();
+
+        // A hundred users at their share fill the server; one more user is
+        // refused, until a user's bearer tokens are revoked (swept at most
+        // once a second).
+        let users: Vec<String> = (0..MAX_STANDING / MAX_STANDING_PER_OWNER)
+            .map(|n| format!("u{n}"))
+            .collect();
+        TokensFile::update(&path, |file| {
+            for user in users.iter().map(String::as_str).chain(["late"]) {
+                file.create(user)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        clock.advance_to(clock.now_ms() + 1);
+        for user in &users {
+            for _ in 0..MAX_STANDING_PER_OWNER {
+                tokens.issue(user, "").unwrap();
+            }
+        }
+        let refusal = tokens.issue("late", "").unwrap_err();
+        assert!(
+            matches!(&refusal, TokenError::Full(m) if m.contains("100000 RM delegation tokens stand")),
+            "{refusal}"
+        );
+        TokensFile::update(&path, |file| Ok(file.revoke("u7"))).unwrap();
+        assert!(tokens.issue("late", "").is_err(), "not swept again at once");
+        clock.advance_to(clock.now_ms() + SWEEP_EVERY_MS as u64);
+        let late = tokens.issue("late", "").unwrap();
+        tokens.standing(&late.token.identifier).unwrap();
     }
 
     #[test]
