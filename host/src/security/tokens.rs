@@ -179,6 +179,9 @@ struct Loaded {
     /// What the file looked like when read.
     stamp: Option<Stamp>,
     checked: Instant,
+    /// Whether the file read when last looked at (if not, no one holds a
+    /// token until it does).
+    reads: bool,
 }
 
 impl TokenVerifier {
@@ -193,6 +196,7 @@ impl TokenVerifier {
                 since: since_of(&file),
                 stamp,
                 checked: Instant::now(),
+                reads: true,
             }),
             recheck: RECHECK,
         })
@@ -226,6 +230,12 @@ impl TokenVerifier {
             .is_some_and(|&created| created <= unix_ms)
     }
 
+    /// Whether the tokens file read when last looked at: while it does
+    /// not, no one holds a token, which says nothing of who was revoked.
+    pub fn file_reads(&self) -> bool {
+        self.current().reads
+    }
+
     /// The file as it is now, read again when it changed.
     fn current(&self) -> std::sync::MutexGuard<'_, Loaded> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -240,11 +250,13 @@ impl TokenVerifier {
                     Ok(file) => {
                         state.users = users_of(&file);
                         state.since = since_of(&file);
+                        state.reads = true;
                         tracing::info!(file = %self.path.display(), tokens = state.users.len(), "tokens file read again");
                     }
                     Err(error) => {
                         state.users.clear();
                         state.since.clear();
+                        state.reads = false;
                         tracing::error!(%error, "the tokens file does not read: no token is accepted until it does");
                     }
                 }

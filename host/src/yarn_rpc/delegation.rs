@@ -46,9 +46,9 @@ pub const MAX_STANDING: usize = 100_000;
 /// user holds the server's room.
 pub const MAX_STANDING_PER_OWNER: usize = 1_000;
 
-/// The least time between two sweeps of a full ledger, in ms: asking again
-/// and again while it is full does not scan it each time.
-const SWEEP_EVERY_MS: i64 = 1_000;
+/// The least time between two sweeps of a full ledger: asking again and
+/// again while it is full does not scan it each time.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The HTTP header that names the token to renew or cancel, as YARN's.
 pub const TOKEN_HEADER: &str = "Hadoop-YARN-RM-Delegation-Token";
@@ -106,8 +106,9 @@ struct Ledger {
     standing: HashMap<i32, Standing>,
     by_owner: HashMap<String, HashSet<i32>>,
     last_sequence: i32,
-    /// When the whole ledger was last swept.
-    swept_at: Option<i64>,
+    /// When the whole ledger was last swept (monotonic: a wall clock set
+    /// back does not hold the next sweep off).
+    swept_at: Option<std::time::Instant>,
 }
 
 impl Ledger {
@@ -194,11 +195,15 @@ impl DelegationTokens {
     /// server [`MAX_STANDING`], those lapsed or revoked not counted.
     pub fn issue(&self, owner: &str, renewer: &str) -> Result<Issued, TokenError> {
         let now = self.now_ms();
+        // Revoked owners' tokens go only while the tokens file reads (an
+        // unreadable one revokes no one for good).
+        let revocations_known = self.bearer_tokens.file_reads();
         let stands = |token: &Standing| {
             token.expires_ms > now
-                && self
-                    .bearer_tokens
-                    .holds_token_since(&token.owner, token.issued_ms)
+                && (!revocations_known
+                    || self
+                        .bearer_tokens
+                        .holds_token_since(&token.owner, token.issued_ms))
         };
         let mut ledger = self.ledger();
         if ledger.owned_by(owner) >= MAX_STANDING_PER_OWNER {
@@ -211,11 +216,9 @@ impl DelegationTokens {
             )));
         }
         if ledger.standing.len() >= MAX_STANDING
-            && ledger
-                .swept_at
-                .is_none_or(|at| now.saturating_sub(at) >= SWEEP_EVERY_MS)
+            && ledger.swept_at.is_none_or(|at| at.elapsed() >= SWEEP_EVERY)
         {
-            ledger.swept_at = Some(now);
+            ledger.swept_at = Some(std::time::Instant::now());
             let all = ledger.standing.keys().copied().collect();
             ledger.sweep(all, stands);
         }
@@ -589,6 +592,17 @@ mod tests {
             matches!(&refusal, TokenError::NotAllowed(m) if m.contains("alice has 1000 RM delegation tokens standing")),
             "{refusal}"
         );
+        // A tokens file that does not read revokes no one for good: the
+        // sweep keeps alice's, which stand again once it reads.
+        let good = std::fs::read(&path).unwrap();
+        std::fs::write(&path, b"not toml [").unwrap();
+        assert!(matches!(
+            tokens.issue("alice", ""),
+            Err(TokenError::NotAllowed(_))
+        ));
+        std::fs::write(&path, &good).unwrap();
+        let kept = tokens.issue("alice", "").unwrap_err();
+        assert!(kept.to_string().contains("alice has 1000"), "{kept}");
         clock.advance_to(clock.now_ms() + RENEW_INTERVAL_MS as u64);
         let fresh = tokens.issue("alice", "").unwrap();
         tokens.standing(&fresh.token.identifier).unwrap();
@@ -620,7 +634,7 @@ mod tests {
         );
         TokensFile::update(&path, |file| Ok(file.revoke("u7"))).unwrap();
         assert!(tokens.issue("late", "").is_err(), "not swept again at once");
-        clock.advance_to(clock.now_ms() + SWEEP_EVERY_MS as u64);
+        std::thread::sleep(SWEEP_EVERY);
         let late = tokens.issue("late", "").unwrap();
         tokens.standing(&late.token.identifier).unwrap();
     }
