@@ -16,6 +16,31 @@ fn submit(server: &Server, count: u32, locality: Value) -> (u16, Value) {
     )
 }
 
+/// Three simulated nodes of two vcores; a node delay of 6 (counted as 3,
+/// the cluster's nodes, as YARN caps it) and none more before off-switch
+/// (the racks are all the default one).
+const THREE_NODES_DELAY_SIX: [&str; 6] = [
+    "--sim-nodes",
+    "3x4096mb,2vcores",
+    "--set",
+    "yarn.scheduler.capacity.node-locality-delay=6",
+    "--set",
+    "yarn.scheduler.capacity.rack-locality-additional-delay=0",
+];
+
+/// Waits for `app`'s container to run, and checks it ran no sooner than
+/// `at_least_ms` after `since` (it waited out its delay).
+fn runs_no_sooner_than(server: &Server, app: &str, since: std::time::Instant, at_least_ms: u64) {
+    server.wait_for(&format!("/ws/v1/cluster/apps/{app}"), "relaxed", |b| {
+        b["app"]["runningContainers"] == 1
+    });
+    let waited = since.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_millis(at_least_ms),
+        "it waited out its delay: {waited:?}"
+    );
+}
+
 fn id(answer: (u16, Value)) -> String {
     assert_eq!(answer.0, 202, "{}", answer.1);
     answer.1["app"]["id"].as_str().unwrap().to_string()
@@ -28,14 +53,7 @@ fn an_ask_lands_node_local_when_it_can_and_relaxes_after_the_delay() {
     // the cluster's nodes: a second's worth, however many passes come in
     // it. The racks are all the default one: rack-local is anywhere, and
     // no additional delay before off-switch.
-    let server = Server::start(&[
-        "--sim-nodes",
-        "3x4096mb,2vcores",
-        "--set",
-        "yarn.scheduler.capacity.node-locality-delay=6",
-        "--set",
-        "yarn.scheduler.capacity.rack-locality-additional-delay=0",
-    ]);
+    let server = Server::start(&THREE_NODES_DELAY_SIX);
     for (locality, says) in [
         (json!({}), "asks[0].locality"),
         (json!({"racks": ["rack7"]}), "asks[0].locality.racks[0]"),
@@ -62,17 +80,10 @@ fn an_ask_lands_node_local_when_it_can_and_relaxes_after_the_delay() {
     // come every 100 ms.
     let submitted = std::time::Instant::now();
     let relaxed = id(submit(&server, 1, json!({"nodes": ["sim-0002:8041"]})));
-    server.wait_for(&format!("/ws/v1/cluster/apps/{relaxed}"), "relaxed", |b| {
-        b["app"]["runningContainers"] == 1
-    });
     // (Its count starts at the first pass that sees it, after the
     // submission; the server counts whole ms. Counted by pass, it went
     // within 200 ms.)
-    let waited = submitted.elapsed();
-    assert!(
-        waited >= std::time::Duration::from_millis(990),
-        "it waited the delay: {waited:?}"
-    );
+    runs_no_sooner_than(&server, &relaxed, submitted, 990);
     let nodes = server.container_nodes(&relaxed);
     assert_ne!(
         nodes,
@@ -109,17 +120,15 @@ fn time_the_server_was_down_is_not_counted_toward_a_delay() {
     let dir = crate::support::shared_tempdir();
     let data = dir.path().join("data");
     let args = [
-        "--sim-nodes",
-        "3x4096mb,2vcores",
-        "--set",
-        "yarn.scheduler.capacity.node-locality-delay=6",
-        "--set",
-        "yarn.scheduler.capacity.rack-locality-additional-delay=0",
-        "--set",
-        "yarn.cluster.max-application-priority=10",
-        "--set",
-        "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=2000",
-    ];
+        &THREE_NODES_DELAY_SIX[..],
+        &[
+            "--set",
+            "yarn.cluster.max-application-priority=10",
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=2000",
+        ],
+    ]
+    .concat();
     let server = Server::start_in(&data, &args);
     let first = id(submit(&server, 2, json!({"nodes": ["sim-0002:8041"]})));
     server.wait_for(&format!("/ws/v1/cluster/apps/{first}"), "two", |b| {
@@ -141,14 +150,7 @@ fn time_the_server_was_down_is_not_counted_toward_a_delay() {
     let back = std::time::Instant::now();
     let (_, app) = server.get(&format!("/ws/v1/cluster/apps/{waiting}"));
     assert_eq!(app["app"]["runningContainers"], 0, "not at once: {app}");
-    server.wait_for(&format!("/ws/v1/cluster/apps/{waiting}"), "relaxed", |b| {
-        b["app"]["runningContainers"] == 1
-    });
     // A few hundred ms were counted before the stop. (Counted from
     // before the stop, it went within about 100 ms.)
-    let waited = back.elapsed();
-    assert!(
-        waited >= std::time::Duration::from_millis(1000),
-        "it waited the rest of its delay: {waited:?}"
-    );
+    runs_no_sooner_than(&server, &waiting, back, 1000);
 }

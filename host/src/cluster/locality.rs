@@ -402,6 +402,35 @@ fn offering_nodes_per_partition(
     per_partition
 }
 
+/// A cluster of `nodes` (id, MB; 4 vcores each) of `kind` under
+/// `properties`, registered at 0, with one app submitted at 0 asking one
+/// container of `memory_mb` that prefers node "b" and may relax.
+#[cfg(test)]
+pub(crate) fn waiting_for_b(
+    properties: &crate::queues::QueueProperties,
+    kind: NodeKind,
+    nodes: &[(&str, u64)],
+    memory_mb: u64,
+) -> Cluster {
+    use crate::cluster::{AskSpec, SubmitApp};
+    let queues = crate::queues::QueueTree::from_properties(properties).unwrap();
+    let mut cluster = Cluster::new(1, queues);
+    for &(id, node_mb) in nodes {
+        let size = crate::resources::Resources::new(node_mb, 4, 0);
+        cluster.register_node(id, kind, size, "t", 0).unwrap();
+    }
+    let mut ask = AskSpec::sized(1, memory_mb, 1, 0, 1000);
+    ask.locality = Some(LocalitySpec {
+        nodes: vec!["b".into()],
+        racks: vec![],
+        relax_locality: true,
+    });
+    cluster
+        .submit(SubmitApp::new("u", "default", "p", vec![ask]), "t", 0)
+        .unwrap();
+    cluster
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,22 +542,8 @@ mod tests {
             "yarn.scheduler.capacity.rack-locality-additional-delay",
             "100",
         );
-        let mut cluster = Cluster::new(1, QueueTree::from_properties(&properties).unwrap());
-        for id in ["a", "b"] {
-            let size = Resources::new(4096, 4, 0);
-            cluster
-                .register_node(id, crate::cluster::NodeKind::Remote, size, "t", 0)
-                .unwrap();
-        }
-        let mut ask = AskSpec::sized(1, 8192, 1, 0, 1000);
-        ask.locality = Some(LocalitySpec {
-            nodes: vec!["b".into()],
-            racks: vec![],
-            relax_locality: true,
-        });
-        cluster
-            .submit(SubmitApp::new("u", "default", "p", vec![ask]), "t", 0)
-            .unwrap();
+        let nodes = [("a", 4096), ("b", 4096)];
+        let mut cluster = waiting_for_b(&properties, NodeKind::Remote, &nodes, 8192);
         let missed = |cluster: &Cluster| {
             cluster.apps()[0].asks[0]
                 .locality

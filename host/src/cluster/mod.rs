@@ -31,6 +31,8 @@ pub use durable::{Changes, RestoreError, Restored, StoredCluster};
 pub use gang::without_gangs;
 pub use labels::{LabelError, NodeLabels};
 pub use lifetime::LifetimeRefusal;
+#[cfg(test)]
+pub(crate) use locality::waiting_for_b;
 pub use locality::{Level, Locality, LocalitySpec, MAX_PLACES};
 pub use master::{
     AttemptView, BlacklistChange, Completed, FinalStatus, MAX_BLACKLIST, MAX_MASTER_ASK_CONTAINERS,

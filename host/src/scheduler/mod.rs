@@ -1162,27 +1162,14 @@ mod tests {
 
     #[test]
     fn time_with_no_nodes_at_all_counts_nothing_toward_a_locality_delay() {
-        let mut cluster = Cluster::new(
-            1,
-            QueueTree::from_properties(&QueueProperties::defaults()).unwrap(),
-        );
         // b cannot hold the ask: it waits out its delay for b's rack.
         let nodes = [("a", 4096), ("b", 512)];
-        for (id, memory_mb) in nodes {
-            let size = Resources::new(memory_mb, 4, 0);
-            cluster
-                .register_node(id, NodeKind::Simulated, size, "t", 0)
-                .unwrap();
-        }
-        let mut ask = AskSpec::sized(1, 1024, 1, 0, 1000);
-        ask.locality = Some(crate::cluster::LocalitySpec {
-            nodes: vec!["b".into()],
-            racks: vec![],
-            relax_locality: true,
-        });
-        cluster
-            .submit(SubmitApp::new("u", "default", "p", vec![ask]), "t", 0)
-            .unwrap();
+        let mut cluster = crate::cluster::waiting_for_b(
+            &QueueProperties::defaults(),
+            NodeKind::Simulated,
+            &nodes,
+            1024,
+        );
         let pass = |cluster: &mut Cluster, now: u64| {
             schedule(cluster, &Greedy, &[], &HeldProjects::new(), None, now, true).unwrap()
         };

@@ -406,6 +406,13 @@ asks = [{ count = 1, memory_mb = 1024, vcores = 3, duration_ms = 10, node_label_
     assert!(error.contains("nodes[2].label"), "{error}");
 }
 
+/// The run finished its one app, jumping as stepping.
+fn finished_one_as_stepping(jumped: &serde_json::Value, stepped: &serde_json::Value) {
+    assert_eq!(jumped["apps_finished"], 1, "{jumped}");
+    assert_eq!(jumped["wait_time_ms"], stepped["wait_time_ms"]);
+    assert_eq!(jumped["end_ms"], stepped["end_ms"]);
+}
+
 /// Two nodes: node-00001 too small for the 4 GB asks of the locality
 /// tests, which prefer it; node-00002 roomy.
 const TOO_SMALL_THEN_ROOMY: &str = "[[nodes]]
@@ -438,9 +445,7 @@ project = "p"
 asks = [{{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 5000, locality = {{ nodes = ["node-00001"] }} }}]
 "#
     ));
-    assert_eq!(jumped["apps_finished"], 1, "{jumped}");
-    assert_eq!(jumped["wait_time_ms"], stepped["wait_time_ms"]);
-    assert_eq!(jumped["end_ms"], stepped["end_ms"]);
+    finished_one_as_stepping(&jumped, &stepped);
     assert_eq!(jumped["wait_time_ms"]["default"]["max"], 1100, "{jumped}");
 }
 
@@ -483,8 +488,6 @@ project = "p"
 asks = [{{ count = 1, memory_mb = 4096, vcores = 1, duration_ms = 1000, locality = {{ nodes = ["node-00001"] }} }}]
 "#
     ));
-    assert_eq!(jumped["apps_finished"], 1, "{jumped}");
-    assert_eq!(jumped["wait_time_ms"], stepped["wait_time_ms"]);
-    assert_eq!(jumped["end_ms"], stepped["end_ms"]);
+    finished_one_as_stepping(&jumped, &stepped);
     assert_eq!(jumped["end_ms"], 41_000, "{jumped}");
 }
