@@ -230,10 +230,13 @@ impl TokenVerifier {
             .is_some_and(|&created| created <= unix_ms)
     }
 
-    /// Whether the tokens file read when last looked at: while it does
-    /// not, no one holds a token, which says nothing of who was revoked.
-    pub fn file_reads(&self) -> bool {
-        self.current().reads
+    /// Per user, when their oldest token still in the file was created (as
+    /// [`TokenVerifier::holds_token_since`] asks it), for checking many at
+    /// once; None while the file does not read (no one holds a token then,
+    /// which says nothing of who was revoked).
+    pub fn holders_since(&self) -> Option<HashMap<String, i64>> {
+        let state = self.current();
+        state.reads.then(|| state.since.clone())
     }
 
     /// The file as it is now, read again when it changed.

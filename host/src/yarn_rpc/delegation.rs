@@ -195,15 +195,20 @@ impl DelegationTokens {
     /// server [`MAX_STANDING`], those lapsed or revoked not counted.
     pub fn issue(&self, owner: &str, renewer: &str) -> Result<Issued, TokenError> {
         let now = self.now_ms();
+        // The bearer tokens read once, and only if a sweep needs them.
         // Revoked owners' tokens go only while the tokens file reads (an
         // unreadable one revokes no one for good).
-        let revocations_known = self.bearer_tokens.file_reads();
+        let holders = std::cell::OnceCell::new();
         let stands = |token: &Standing| {
             token.expires_ms > now
-                && (!revocations_known
-                    || self
-                        .bearer_tokens
-                        .holds_token_since(&token.owner, token.issued_ms))
+                && holders
+                    .get_or_init(|| self.bearer_tokens.holders_since())
+                    .as_ref()
+                    .is_none_or(|since| {
+                        since
+                            .get(&token.owner)
+                            .is_some_and(|&created| created <= token.issued_ms)
+                    })
         };
         let mut ledger = self.ledger();
         if ledger.owned_by(owner) >= MAX_STANDING_PER_OWNER {
