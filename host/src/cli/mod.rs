@@ -165,6 +165,23 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// A file's bytes, refused if it is larger than `limit` bytes (read no
+/// further than one byte past it).
+fn read_bounded_bytes(path: &std::path::Path, limit: usize) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context;
+    use std::io::Read;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() > limit {
+        anyhow::bail!("{} is larger than {limit} bytes", path.display());
+    }
+    Ok(bytes)
+}
+
 /// What the offline policy tools (check, test, bench) log: warnings, but
 /// not the guest's own lines, which come with a failure's message instead
 /// (RUST_LOG=weft::policy::guest=info shows them as they are written).

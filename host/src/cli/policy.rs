@@ -514,17 +514,8 @@ fn test(
 
 /// A file's text, refused if it is larger than `limit` bytes.
 fn read_bounded(path: &std::path::Path, limit: usize) -> anyhow::Result<String> {
-    use std::io::Read;
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut text = String::new();
-    file.take(limit as u64 + 1)
-        .read_to_string(&mut text)
-        .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))?;
-    if text.len() > limit {
-        anyhow::bail!("{} is larger than {limit} bytes", path.display());
-    }
-    Ok(text)
+    String::from_utf8(super::read_bounded_bytes(path, limit)?)
+        .with_context(|| format!("cannot read {} as UTF-8 text", path.display()))
 }
 
 /// What the offline tools start from: the settings, an engine whose guests

@@ -144,16 +144,7 @@ pub(super) fn run(command: TokenCommand) -> anyhow::Result<()> {
 
 /// The RM delegation token in the Hadoop credentials file `path`.
 fn delegation_token_in(path: &std::path::Path) -> anyhow::Result<Token> {
-    let metadata =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    if metadata.len() > CREDENTIALS_MAX_BYTES as u64 {
-        anyhow::bail!(
-            "{} is {} bytes, more than a credentials file's {CREDENTIALS_MAX_BYTES}",
-            path.display(),
-            metadata.len()
-        );
-    }
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = super::read_bounded_bytes(path, CREDENTIALS_MAX_BYTES)?;
     let credentials = Credentials::decode(&bytes)
         .map_err(|e| anyhow::anyhow!("{} is not a Hadoop credentials file: {e}", path.display()))?;
     credentials
