@@ -547,6 +547,110 @@ fn a_servers_event_log_replays_to_its_ledger_across_a_restart() {
     );
 }
 
+/// One event-loop turn that runs a scheduling round (which ends a
+/// container, so its last stretch is owed) and then the multiplicator
+/// step, a millisecond later, as a slow round on a busy machine dates it.
+/// The server prices what is owed before it steps, and replay prices each
+/// line's usage before the next step: the ledgers agree. (Before, the
+/// server charged the finish at the new multiplicators and replay at the
+/// old: "p3: 3.6825 credits, expected 2.9121" in the test above.)
+#[test]
+fn a_round_and_a_step_in_one_turn_replay_to_the_servers_ledger() {
+    use std::sync::Arc;
+    use weft_host::clock::{Clock, VirtualClock};
+    use weft_host::policy::{PolicyKind, PolicyRuntime, PolicySource};
+    use weft_host::resources::Resources;
+    use weft_host::rm::assemble::{Parts, QuotaEventLog, assemble};
+    use weft_host::rm::timers::Timer;
+    use weft_host::security::Security;
+    use weft_host::store::Store;
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("quota-events.jsonl");
+    let mut overrides: Vec<String> = QUOTA_SETTINGS
+        .iter()
+        .filter(|arg| **arg != "--set")
+        .map(ToString::to_string)
+        .collect();
+    overrides.push(format!("weft.quota.event-log={}", log.display()));
+    let mut settings = weft_host::config::Settings::load(None, &overrides).unwrap();
+    settings.policies.compile_cache_dir = Some(crate::support::compile_cache_dir());
+    let start = 1_700_000_000_000;
+    let clock = VirtualClock::starting_at(start);
+    let shared: Arc<dyn Clock> = Arc::new(clock.clone());
+    let policies = Arc::new(PolicyRuntime::from_settings(&settings, shared.clone()).unwrap());
+    for (kind, name) in [
+        (PolicyKind::Scheduling, "capacity"),
+        (PolicyKind::Pricing, "hops-pricing"),
+    ] {
+        policies
+            .load(kind, &PolicySource::Builtin(name.into()), &[])
+            .unwrap();
+    }
+    let security = Arc::new(Security::default());
+    let mut rm = assemble(Parts {
+        settings: &settings,
+        queues: weft_host::queues::load(None, &settings.queue_properties).unwrap(),
+        store: Store::in_memory(),
+        clock: shared,
+        policies,
+        security: security.clone(),
+        sim_nodes: Some((1, Resources::new(4096, 4, 0))),
+        event_log: QuotaEventLog::FromSettings { opened: &mut None },
+        recover: None,
+    })
+    .unwrap();
+    let submission = serde_json::from_value(serde_json::json!({
+        "name": "one", "queue": "default", "user": "alice", "project": "p", "priority": 0,
+        "asks": [{"count": 1, "memory_mb": 2048, "vcores": 1, "gpus": 0, "duration_ms": 10_000}]
+    }))
+    .unwrap();
+    rm.submit_app(&security.caller("alice"), submission, "127.0.0.1")
+        .unwrap();
+    let mut turn = |at: u64, timers: &[(u64, Timer)]| {
+        clock.advance_to(start + at);
+        for (late, timer) in timers {
+            clock.advance_to(start + at + late);
+            rm.fire(*timer);
+        }
+        rm.flush_quota();
+        rm.commit().unwrap();
+    };
+    // Half the memory in use: the step raises the price.
+    turn(0, &[(0, Timer::SchedulingRound)]);
+    turn(1_000, &[(0, Timer::MultiplicatorStep)]);
+    turn(5_000, &[(0, Timer::QuotaCompute)]);
+    // The container ended at 10 s; the round that sees it, then the step
+    // (the cluster now idle: the price falls back).
+    turn(
+        10_500,
+        &[(0, Timer::SchedulingRound), (1, Timer::MultiplicatorStep)],
+    );
+    let ledger = rm.quota().ledger().projects()["p"].total_used;
+    rm.shutdown();
+    rm.commit().unwrap();
+    drop(rm);
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let steps: Vec<f64> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|line| line["event"] == "multiplicator-step")
+        .map(|line| line["memory"].as_f64().unwrap())
+        .collect();
+    assert_eq!(steps, [0.5, 0.0], "{text}");
+    let mut replay_args: Vec<&str> = QUOTA_SETTINGS.to_vec();
+    replay_args.extend(["--pricing", "builtin:hops-pricing"]);
+    let output = replay_file(&log, &replay_args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_credits(&report["projects"]["p"]["total_used"], ledger, "p");
+}
+
 /// A day of two projects over midnight, charged under `builtin:flat-pricing`
 /// with a GPU base price of 2 (A) and `builtin:hops-pricing` at 3 credits a
 /// general unit (B).

@@ -966,6 +966,12 @@ impl ResourceManager {
     /// utilization (allocated plus pending over capacity) and each
     /// partition's and leaf queue's.
     pub fn multiplicator_step(&mut self) {
+        // What is owed so far is priced at the multiplicators it was owed
+        // under: a turn that ran a scheduling round before this step would
+        // otherwise charge the round's starts and finishes at the new ones,
+        // which `weft replay` (pricing each line's usage before the next
+        // step) could not reproduce.
+        self.flush_quota();
         let now = self.now();
         let market = charging::market(&self.cluster, now);
         let Utilization {

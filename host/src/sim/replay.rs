@@ -12,8 +12,9 @@
 //! virtual time (multiples of each, from 0). Events at time t are applied
 //! and charged before the periodic timers due at t; at equal times the
 //! multiplicator step runs before QUOTA_COMPUTE. Either way what is owed is
-//! priced after each t's lines, and after the last line a final
-//! QUOTA_COMPUTE charges running containers up to it.
+//! priced after each t's lines and before each multiplicator step (as the
+//! server prices it), and after the last line a final QUOTA_COMPUTE
+//! charges running containers up to it.
 //!
 //! Recoveries. A `recovery` line and the `running` lines right after it
 //! are the containers a (re)started server charged on: one the log does not
@@ -557,6 +558,9 @@ fn apply(
             let mut market = market(t, utilization);
             market.partitions = partitions.clone();
             market.queues = queues.clone();
+            // As the server does: what is owed before a step is priced at
+            // the multiplicators in force until it, even at the same t.
+            quota.flush(pricing)?;
             quota.update_multiplicators(pricing, market).map(|_| ())
         }
         QuotaEvent::Recovery => Ok(()),
@@ -900,6 +904,27 @@ mod tests {
         // 2.5 s at 1, then 3.5 s and 5 s at 2.
         assert!((used - (2.5 + 7.0 + 10.0)).abs() < 1e-9, "{used}");
         assert_eq!(calls, 2, "only the recorded steps");
+    }
+
+    /// The server prices what is owed before it steps; a finish logged at
+    /// the step's own millisecond (one turn before it) is priced at the old
+    /// multiplicators, as one a millisecond earlier is.
+    #[test]
+    fn usage_owed_before_a_step_at_the_same_t_is_priced_at_the_old_multiplicators() {
+        let at = |finish_ms: u64| {
+            credits(&[
+                step(0, 0.0),
+                start(0, "c", 1024),
+                finish(finish_ms, "c"),
+                step(20_000, 1.0),
+                start(20_000, "d", 1024),
+                finish(31_000, "d"),
+            ])
+            .0
+        };
+        // c: 20 s at 1; d: 11 s at 2 (both past the minimum runtime).
+        assert!((at(20_000) - 42.0).abs() < 1e-9, "{}", at(20_000));
+        assert!((at(19_999) - 41.999).abs() < 1e-9, "{}", at(19_999));
     }
 
     #[test]
