@@ -18,7 +18,7 @@
 //! authentication and before each call, so an open connection loses it too
 //! and no one else learns anything from the answer.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use prost::Message;
@@ -99,24 +99,30 @@ struct Standing {
     max_date: i64,
 }
 
-/// The tokens standing, by sequence number and by owner, and the last
-/// number given.
+/// The tokens standing, by sequence number, by expiry and by owner, and
+/// the last number given. The two orders make a sweep cost what it drops:
+/// lapsed tokens are the first by expiry, and an owner's tokens issued
+/// before their bearer tokens were (re)created the first by issue date.
 #[derive(Debug, Default)]
 struct Ledger {
     standing: HashMap<i32, Standing>,
-    by_owner: HashMap<String, HashSet<i32>>,
+    /// (expiry, sequence) of every token standing.
+    by_expiry: BTreeSet<(i64, i32)>,
+    /// Each owner's tokens as (issue date, sequence).
+    by_owner: HashMap<String, BTreeSet<(i64, i32)>>,
     last_sequence: i32,
-    /// When the whole ledger was last swept (monotonic: a wall clock set
-    /// back does not hold the next sweep off).
+    /// When every owner was last swept for revoked bearer tokens
+    /// (monotonic: a wall clock set back does not hold the next off).
     swept_at: Option<std::time::Instant>,
 }
 
 impl Ledger {
     fn insert(&mut self, sequence: i32, token: Standing) {
+        self.by_expiry.insert((token.expires_ms, sequence));
         self.by_owner
             .entry(token.owner.clone())
             .or_default()
-            .insert(sequence);
+            .insert((token.issued_ms, sequence));
         self.standing.insert(sequence, token);
     }
 
@@ -124,25 +130,61 @@ impl Ledger {
         let Some(token) = self.standing.remove(&sequence) else {
             return;
         };
+        self.by_expiry.remove(&(token.expires_ms, sequence));
         if let Some(theirs) = self.by_owner.get_mut(&token.owner) {
-            theirs.remove(&sequence);
+            theirs.remove(&(token.issued_ms, sequence));
             if theirs.is_empty() {
                 self.by_owner.remove(&token.owner);
             }
         }
     }
 
-    /// How many of `owner`'s tokens stand.
-    fn owned_by(&self, owner: &str) -> usize {
-        self.by_owner.get(owner).map_or(0, HashSet::len)
+    /// Token `sequence` (standing) now lapses at `expires_ms`.
+    fn set_expiry(&mut self, sequence: i32, expires_ms: i64) {
+        if let Some(token) = self.standing.get_mut(&sequence) {
+            self.by_expiry.remove(&(token.expires_ms, sequence));
+            token.expires_ms = expires_ms;
+            self.by_expiry.insert((expires_ms, sequence));
+        }
     }
 
-    /// Drops those of `sequences` that `stands` says no longer stand.
-    fn sweep(&mut self, sequences: Vec<i32>, stands: impl Fn(&Standing) -> bool) {
-        for sequence in sequences {
-            if self.standing.get(&sequence).is_some_and(|t| !stands(t)) {
-                self.remove(sequence);
-            }
+    /// How many of `owner`'s tokens stand.
+    fn owned_by(&self, owner: &str) -> usize {
+        self.by_owner.get(owner).map_or(0, BTreeSet::len)
+    }
+
+    /// Drops the tokens lapsed by `now`.
+    fn drop_lapsed(&mut self, now: i64) {
+        while let Some(&(expires_ms, sequence)) = self.by_expiry.first()
+            && expires_ms <= now
+        {
+            self.remove(sequence);
+        }
+    }
+
+    /// Drops `owner`'s tokens issued before the bearer tokens they hold
+    /// now were created (`since`: each holder's creation time), all of
+    /// them if they hold none.
+    fn drop_revoked(&mut self, owner: &str, since: &HashMap<String, i64>) {
+        let revoked: Vec<i32> = self
+            .by_owner
+            .get(owner)
+            .map(|theirs| revoked(owner, theirs, since).collect())
+            .unwrap_or_default();
+        for sequence in revoked {
+            self.remove(sequence);
+        }
+    }
+
+    /// [`Ledger::drop_revoked`] for every owner: one look-up per owner.
+    fn drop_every_revoked(&mut self, since: &HashMap<String, i64>) {
+        let revoked: Vec<i32> = self
+            .by_owner
+            .iter()
+            .flat_map(|(owner, theirs)| revoked(owner, theirs, since))
+            .collect();
+        for sequence in revoked {
+            self.remove(sequence);
         }
     }
 
@@ -152,6 +194,22 @@ impl Ledger {
             .get_mut(&identifier.sequence_number?)
             .filter(|t| Some(t.issued_ms) == identifier.issue_date)
     }
+}
+
+/// The sequence numbers of `owner`'s tokens (`theirs`, by issue date)
+/// that no longer stand under the bearer tokens `since` says they hold.
+fn revoked<'a>(
+    owner: &str,
+    theirs: &'a BTreeSet<(i64, i32)>,
+    since: &HashMap<String, i64>,
+) -> impl Iterator<Item = i32> + 'a {
+    // Those issued before their bearer tokens were created come first;
+    // all of them, if they hold none.
+    let created = since.get(owner).copied();
+    theirs
+        .iter()
+        .take_while(move |&&(issued_ms, _)| created.is_none_or(|created| issued_ms < created))
+        .map(|&(_, sequence)| sequence)
 }
 
 /// The RM delegation tokens this server issued: issued, renewed and
@@ -195,37 +253,33 @@ impl DelegationTokens {
     /// server [`MAX_STANDING`], those lapsed or revoked not counted.
     pub fn issue(&self, owner: &str, renewer: &str) -> Result<Issued, TokenError> {
         let now = self.now_ms();
-        // The bearer tokens read once, and only if a sweep needs them.
-        // Revoked owners' tokens go only while the tokens file reads (an
-        // unreadable one revokes no one for good).
-        let holders = std::cell::OnceCell::new();
-        let stands = |token: &Standing| {
-            token.expires_ms > now
-                && holders
-                    .get_or_init(|| self.bearer_tokens.holders_since())
-                    .as_ref()
-                    .is_none_or(|since| {
-                        since
-                            .get(&token.owner)
-                            .is_some_and(|&created| created <= token.issued_ms)
-                    })
-        };
         let mut ledger = self.ledger();
-        if ledger.owned_by(owner) >= MAX_STANDING_PER_OWNER {
-            let theirs = ledger.by_owner[owner].iter().copied().collect();
-            ledger.sweep(theirs, stands);
+        ledger.drop_lapsed(now);
+        let owner_full = ledger.owned_by(owner) >= MAX_STANDING_PER_OWNER;
+        let sweep_all = ledger.standing.len() >= MAX_STANDING
+            && ledger.swept_at.is_none_or(|at| at.elapsed() >= SWEEP_EVERY);
+        if owner_full || sweep_all {
+            if sweep_all {
+                ledger.swept_at = Some(std::time::Instant::now());
+            }
+            // The bearer tokens are read (a copy of who holds them) without
+            // the ledger's lock, which every call on the client port takes.
+            // Revoked owners' tokens go only while the tokens file reads (an
+            // unreadable one revokes no one for good).
+            drop(ledger);
+            let since = self.bearer_tokens.holders_since();
+            ledger = self.ledger();
+            if let Some(since) = since {
+                match sweep_all {
+                    true => ledger.drop_every_revoked(&since),
+                    false => ledger.drop_revoked(owner, &since),
+                }
+            }
         }
         if ledger.owned_by(owner) >= MAX_STANDING_PER_OWNER {
             return Err(TokenError::NotAllowed(format!(
                 "{owner} has {MAX_STANDING_PER_OWNER} RM delegation tokens standing, the most one user may: cancel some (weft token cancel FILE) or wait for them to lapse"
             )));
-        }
-        if ledger.standing.len() >= MAX_STANDING
-            && ledger.swept_at.is_none_or(|at| at.elapsed() >= SWEEP_EVERY)
-        {
-            ledger.swept_at = Some(std::time::Instant::now());
-            let all = ledger.standing.keys().copied().collect();
-            ledger.sweep(all, stands);
         }
         if ledger.standing.len() >= MAX_STANDING {
             return Err(TokenError::Full(format!(
@@ -316,8 +370,9 @@ impl DelegationTokens {
                 standing.owner, standing.max_date
             )));
         }
-        standing.expires_ms = now.saturating_add(RENEW_INTERVAL_MS).min(standing.max_date);
-        Ok(standing.expires_ms)
+        let expires_ms = now.saturating_add(RENEW_INTERVAL_MS).min(standing.max_date);
+        ledger.set_expiry(sequence, expires_ms);
+        Ok(expires_ms)
     }
 
     /// Cancels `token` for `caller`, its owner or renewer: it stands no
@@ -642,6 +697,42 @@ mod tests {
         std::thread::sleep(SWEEP_EVERY);
         let late = tokens.issue("late", "").unwrap();
         tokens.standing(&late.token.identifier).unwrap();
+    }
+
+    /// Lapsed tokens are let go at the next issue; a renewed one lapses at
+    /// its new expiry, not its first.
+    #[test]
+    fn lapsed_tokens_go_at_the_next_issue_and_a_renewal_moves_the_lapse() {
+        let (_dir, _path, clock, tokens) = setup();
+        let renewed = tokens.issue("alice", "yarn").unwrap();
+        let lapsing = tokens.issue("alice", "").unwrap();
+        let issued = clock.now_ms();
+        let day = RENEW_INTERVAL_MS as u64;
+        clock.advance_to(issued + day / 2);
+        tokens.renew(&renewed.token, "yarn").unwrap();
+        clock.advance_to(issued + day);
+        assert!(
+            tokens
+                .standing(&lapsing.token.identifier)
+                .unwrap_err()
+                .contains("is expired"),
+            "lapsed, not yet let go"
+        );
+        tokens.issue("alice", "").unwrap();
+        let gone = tokens.standing(&lapsing.token.identifier).unwrap_err();
+        assert!(gone.contains("it lapsed or was cancelled"), "{gone}");
+        tokens.standing(&renewed.token.identifier).unwrap();
+        assert_eq!(tokens.ledger().standing.len(), 2);
+        clock.advance_to(issued + day / 2 + day);
+        tokens.issue("bob", "").unwrap();
+        let gone = tokens.standing(&renewed.token.identifier).unwrap_err();
+        assert!(gone.contains("it lapsed or was cancelled"), "{gone}");
+        let ledger = tokens.ledger();
+        assert_eq!(ledger.standing.len(), ledger.by_expiry.len());
+        assert_eq!(
+            ledger.by_owner.values().map(BTreeSet::len).sum::<usize>(),
+            2
+        );
     }
 
     #[test]
