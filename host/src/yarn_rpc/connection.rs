@@ -12,7 +12,7 @@ use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use super::error::{ErrorCode, RpcError, class, is_fatal};
 use super::frame::{self, AuthProtocol, EncodeDelimited, Encoded, Frame, FrameError};
@@ -35,7 +35,9 @@ mod call_id {
     pub(super) const NONE: i32 = -1;
 }
 
-/// Answers waiting to be written, per connection.
+/// Answers waiting to be written, per connection: at most
+/// `calls_per_connection` of them calls' (each holds its call's place until
+/// written), the rest the connection's own small ones.
 const ANSWER_QUEUE: usize = 64;
 /// The longest frame before the connection context is established: SASL
 /// and the context are small, and no one is known yet.
@@ -129,11 +131,28 @@ pub(super) async fn serve(stream: TcpStream, address: SocketAddr, shared: Arc<Sh
 struct Answer {
     bytes: Vec<u8>,
     last: bool,
+    /// What a call's answer holds until it is written (or the connection
+    /// ends): its call's place among the connection's, so a client that
+    /// does not read has at most so many answers waiting and no more of
+    /// its calls are read; and its bytes of the listener's answer budget.
+    _held: Option<(OwnedSemaphorePermit, Option<OwnedSemaphorePermit>)>,
 }
 
 impl Answer {
+    /// A small answer of the connection's own (SASL, a refusal).
+    fn plain(bytes: Vec<u8>) -> Answer {
+        Answer {
+            bytes,
+            last: false,
+            _held: None,
+        }
+    }
+
     fn last(bytes: Vec<u8>) -> Answer {
-        Answer { bytes, last: true }
+        Answer {
+            last: true,
+            ..Answer::plain(bytes)
+        }
     }
 }
 
@@ -283,10 +302,11 @@ async fn read_calls(
             Err(e) => {
                 let error = RpcError::undecodable(&request.method_name, e);
                 let _ = answers
-                    .send(Answer {
-                        bytes: error_frame(header.call_id, Some(&header), &error),
-                        last: false,
-                    })
+                    .send(Answer::plain(error_frame(
+                        header.call_id,
+                        Some(&header),
+                        &error,
+                    )))
                     .await;
                 continue;
             }
@@ -311,29 +331,43 @@ async fn read_calls(
             request: body,
         };
         let answers = answers.clone();
-        let protocols = shared.protocols.clone();
-        let calls = shared.calls.clone();
+        let shared = shared.clone();
         tokio::spawn(async move {
             let id = header.call_id;
             // The server's calls at once are bounded too, so RPC cannot fill
             // the event loop's queue; a call whose client is gone is dropped.
             let slot = tokio::select! {
-                slot = calls.acquire_owned() => slot,
+                slot = shared.calls.clone().acquire_owned() => slot,
                 () = answers.closed() => return,
             };
-            let Ok(_slot) = slot else { return };
-            let answer = match protocols.serve(call).await {
-                Ok(response) => Answer {
-                    bytes: success_frame(id, &header, response),
-                    last: false,
+            let Ok(slot) = slot else { return };
+            let (bytes, last) = match shared.protocols.serve(call).await {
+                Ok(response) => (success_frame(id, &header, response), false),
+                Err(error) => (error_frame(id, Some(&header), &error), is_fatal(error.code)),
+            };
+            // Served: its place among the server's calls and its request's
+            // bytes go back now, not once the client reads the answer (one
+            // that never reads would hold up everyone's calls).
+            drop((slot, budget));
+            let answer = match shared.answer_bytes(bytes.len()) {
+                Ok(held) => Answer {
+                    bytes,
+                    last,
+                    _held: Some((permit, Some(held))),
                 },
-                Err(error) => Answer {
-                    bytes: error_frame(id, Some(&header), &error),
-                    last: is_fatal(error.code),
+                // A refusal is small and ends the connection: written anyway.
+                Err(_) if last => Answer {
+                    bytes,
+                    last,
+                    _held: Some((permit, None)),
+                },
+                Err(full) => Answer {
+                    bytes: error_frame(id, Some(&header), &full),
+                    last: false,
+                    _held: Some((permit, None)),
                 },
             };
             let _ = answers.send(answer).await;
-            drop((permit, budget));
         });
     }
 }
@@ -414,7 +448,7 @@ async fn establish(
             if !step.silent {
                 let bytes = frame::encode_frame(&[&sasl_header(), &step.reply]);
                 answers
-                    .send(Answer { bytes, last: false })
+                    .send(Answer::plain(bytes))
                     .await
                     .map_err(|_| Refusal::silent("the writer stopped"))?;
             }

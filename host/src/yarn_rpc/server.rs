@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use super::connection::{self, Call};
-use super::error::RpcError;
+use super::error::{RpcError, class};
 use super::frame::FrameBudget;
 use super::sasl::Methods;
 use crate::security::{AuthError, Authenticator};
@@ -33,6 +33,10 @@ pub struct Limits {
     pub max_frame: usize,
     /// The request bytes all connections may hold at once.
     pub budget_bytes: usize,
+    /// The answer bytes all connections may hold unwritten at once (their
+    /// clients not reading them yet); a call answered beyond it gets
+    /// RetriableException instead.
+    pub answer_budget_bytes: usize,
     /// Open connections at once; beyond them a new one is closed at once.
     pub max_connections: usize,
     /// Calls of one connection served at once; further ones wait unread.
@@ -55,6 +59,7 @@ impl Default for Limits {
         Limits {
             max_frame: crate::limits::MAX_RPC_FRAME_BYTES,
             budget_bytes: 256 << 20,
+            answer_budget_bytes: 256 << 20,
             max_connections: 1024,
             calls_per_connection: 16,
             calls: 32,
@@ -71,12 +76,32 @@ pub(super) struct Shared {
     /// Places for calls being served, across connections.
     pub(super) calls: Arc<Semaphore>,
     pub(super) budget: FrameBudget,
+    /// The answer bytes not yet written, across connections.
+    answer_budget: Arc<Semaphore>,
     pub(super) protocols: Arc<dyn Protocols>,
     pub(super) sasl: Arc<Methods>,
     authenticator: Arc<Authenticator>,
 }
 
 impl Shared {
+    /// Takes `bytes` of the answer budget until the permit is dropped (the
+    /// answer written), or says why not: never waiting, as the answer is
+    /// made already and waiting would hold it.
+    pub(super) fn answer_bytes(&self, bytes: usize) -> Result<OwnedSemaphorePermit, RpcError> {
+        u32::try_from(bytes)
+            .ok()
+            .and_then(|bytes| self.answer_budget.clone().try_acquire_many_owned(bytes).ok())
+            .ok_or_else(|| {
+                RpcError::new(
+                    class::RETRIABLE,
+                    format!(
+                        "the server holds {} MiB of answers its clients have not read yet, the most it keeps: try again",
+                        self.limits.answer_budget_bytes >> 20
+                    ),
+                )
+            })
+    }
+
     /// Who a connection's calls come from, with SIMPLE authentication: the
     /// user its context names, believed as simple mode believes the
     /// X-Weft-User header. Token mode takes no one's word.
@@ -124,6 +149,7 @@ pub async fn serve(listener: Listener, stop: impl Future<Output = ()>) {
     let shared = Arc::new(Shared {
         calls: Arc::new(Semaphore::new(limits.calls)),
         budget: FrameBudget::new(limits.budget_bytes),
+        answer_budget: Arc::new(Semaphore::new(limits.answer_budget_bytes)),
         limits,
         protocols,
         sasl: Arc::new(sasl),
@@ -211,5 +237,156 @@ impl Drop for AddressPlace {
                 open.remove(&self.address);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use prost::Message;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    use super::*;
+    use crate::yarn_rpc::frame::{EncodeDelimited, Encoded, encode_frame};
+    use crate::yarn_rpc::messages::ipc::{
+        IpcConnectionContextProto, RequestHeaderProto, RpcRequestHeaderProto,
+        RpcResponseHeaderProto, RpcStatusProto,
+    };
+
+    /// Answers `big` with 1 MiB and anything else with a few bytes.
+    struct Sized;
+
+    impl Protocols for Sized {
+        fn serve(&self, call: Call) -> BoxFuture<'static, Result<Vec<u8>, RpcError>> {
+            let bytes = if call.method == "big" { 1 << 20 } else { 8 };
+            Box::pin(async move { Ok(vec![7; bytes]) })
+        }
+    }
+
+    /// A SIMPLE client's preamble and connection context, then `calls`
+    /// calls of `method` (ids from 1).
+    fn calls(method: &str, calls: i32) -> Vec<u8> {
+        let header = |call_id| RpcRequestHeaderProto {
+            rpc_kind: Some(2),
+            rpc_op: Some(0),
+            call_id,
+            client_id: vec![7; 16],
+            retry_count: Some(-1),
+            ..Default::default()
+        };
+        let context = IpcConnectionContextProto {
+            user_info: None,
+            protocol: Some("test".into()),
+        };
+        let mut bytes = b"hrpc\x09\x00\x00".to_vec();
+        bytes.extend(encode_frame(&[&header(-3), &context]));
+        let method = RequestHeaderProto {
+            method_name: method.into(),
+            declaring_class_protocol_name: "test".into(),
+            client_protocol_version: 1,
+        };
+        for id in 1..=calls {
+            let parts: [&dyn EncodeDelimited; 3] = [&header(id), &method, &Encoded(Vec::new())];
+            bytes.extend(encode_frame(&parts));
+        }
+        bytes
+    }
+
+    /// A connection that sends `calls` calls of `method` and reads
+    /// nothing (its receive buffer as small as the kernel allows).
+    async fn never_reading(address: std::net::SocketAddr, method: &str, count: i32) -> TcpStream {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let mut stream = socket.connect(address).await.unwrap();
+        stream.write_all(&calls(method, count)).await.unwrap();
+        stream
+    }
+
+    /// The status (and exception class) of the next answer on `stream`.
+    async fn status(stream: &mut TcpStream) -> (i32, String) {
+        let mut prefix = [0u8; 4];
+        stream.read_exact(&mut prefix).await.unwrap();
+        let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+        stream.read_exact(&mut body).await.unwrap();
+        let header = RpcResponseHeaderProto::decode_length_delimited(&body[..]).unwrap();
+        (
+            header.status,
+            header.exception_class_name.unwrap_or_default(),
+        )
+    }
+
+    /// One call of `method` on a fresh connection that reads its answer,
+    /// within 5 s.
+    async fn call(address: std::net::SocketAddr, method: &str) -> (i32, String) {
+        let mut stream = TcpStream::connect(address).await.unwrap();
+        stream.write_all(&calls(method, 1)).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), status(&mut stream))
+            .await
+            .unwrap_or_else(|_| panic!("{method} was not answered within 5 s"))
+    }
+
+    /// Clients that send calls and never read the answers hold none of
+    /// the server's call places (others are answered at once, not when
+    /// the writer gives up on them after 20 s), and their unread answers
+    /// no more than the answer budget: a call answered beyond it gets
+    /// RetriableException, and the room comes back when they go.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clients_that_never_read_hold_no_calls_up_and_bounded_answers() {
+        let socket = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = socket.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let listener = Listener {
+            socket,
+            protocols: Arc::new(Sized),
+            authenticator: Arc::new(Authenticator::Simple {
+                default_user: "anonymous".into(),
+            }),
+            sasl: Methods::SimpleOnly,
+            limits: Limits {
+                calls: 4,
+                // Eight big answers, and room for small ones.
+                answer_budget_bytes: (8 << 20) + (64 << 10),
+                ..Limits::default()
+            },
+        };
+        let serving = tokio::spawn(serve(listener, async {
+            let _ = stopped.await;
+        }));
+        let mut silent = Vec::new();
+        for _ in 0..3 {
+            silent.push(never_reading(address, "big", 200).await);
+        }
+        let ok = RpcStatusProto::Success as i32;
+        // Time for their calls to be read and served (the answers queued
+        // up to what the connection allows).
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(call(address, "small").await.0, ok);
+        // Each silent client's kernel buffers take a few MiB; the rest of
+        // its 16 answers in flight fill the budget.
+        let started = tokio::time::Instant::now();
+        loop {
+            let (status, class) = call(address, "big").await;
+            if status != ok {
+                assert_eq!(class, "org.apache.hadoop.ipc.RetriableException");
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the unread answers were never bounded"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(call(address, "small").await.0, ok);
+        drop(silent);
+        let started = tokio::time::Instant::now();
+        while call(address, "big").await.0 != ok {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the budget did not come back"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = stop.send(());
+        serving.await.unwrap();
     }
 }
