@@ -37,6 +37,7 @@ use crate::cluster::{
     BlacklistChange, Container, FinalStatus, MAX_BLACKLIST, MasterAsk, MasterAskKey, MasterError,
     MasterFinish, MasterPlaces, attempt_id,
 };
+use crate::limits::OutOfBounds;
 use crate::resources::Resources;
 use crate::rm::{ResourceManager, RmHandle};
 use crate::security::yarn_tokens::{NodeTokenKey, TokenKeys};
@@ -50,6 +51,46 @@ const MAX_SESSIONS: usize = 10_000;
 const MAX_ASKS_PER_CALL: usize = 10_000;
 /// The longest tracking URL a master may give.
 const MAX_TRACKING_URL_BYTES: usize = 4096;
+
+/// What a master registers, as every client reads it back in the app's
+/// report: its host a name (empty allowed), its tracking URL empty, an
+/// http(s) URL or one with no scheme (`host:port/…`, which YARN takes as
+/// http): never a `javascript:` or other scheme a reader would follow.
+fn check_registration(host: &str, tracking_url: &str) -> Result<(), OutOfBounds> {
+    if !host.is_empty() {
+        crate::limits::name("host", host)?;
+    }
+    crate::limits::at_most(
+        "tracking_url (bytes)",
+        tracking_url.len(),
+        MAX_TRACKING_URL_BYTES,
+    )?;
+    let refused = |rule: &str| OutOfBounds {
+        field: "tracking_url".into(),
+        value: format!("{:?}", crate::limits::cut(tracking_url, 40)),
+        rule: rule.into(),
+    };
+    if tracking_url
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err(refused("but must not contain spaces or control characters"));
+    }
+    // A scheme is letters (then letters, digits, + . -) before a colon that
+    // a port's digits do not follow.
+    let scheme = tracking_url.split_once(':').filter(|(scheme, rest)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
+            && !rest.starts_with(|c: char| c.is_ascii_digit())
+    });
+    match scheme.map(|(scheme, _)| scheme.to_ascii_lowercase()) {
+        None => Ok(()),
+        Some(scheme) if scheme == "http" || scheme == "https" => Ok(()),
+        Some(_) => Err(refused("but must be an http or https URL")),
+    }
+}
 /// How long a container token lasts (YARN's
 /// `yarn.resourcemanager.rm.container-allocation.expiry-interval-ms`).
 const CONTAINER_TOKEN_MS: u64 = 600_000;
@@ -184,17 +225,13 @@ impl MasterProtocol {
                 // Every client reads them back in the app's report.
                 let host = request.host.unwrap_or_default();
                 let tracking_url = request.tracking_url.unwrap_or_default();
-                crate::limits::at_most("host (bytes)", host.len(), crate::limits::MAX_NAME_BYTES)
-                    .and_then(|()| {
-                        crate::limits::at_most(
-                            "tracking_url (bytes)",
-                            tracking_url.len(),
-                            MAX_TRACKING_URL_BYTES,
-                        )
-                    })
-                    .map_err(|e| {
-                        RpcError::new(class::INVALID_APPLICATION_MASTER_REQUEST, e.to_string())
-                    })?;
+                check_registration(&host, &tracking_url).map_err(|e| {
+                    RpcError::new(class::INVALID_APPLICATION_MASTER_REQUEST, e.to_string())
+                })?;
+                // Once per attempt while this server runs, as YARN's (a
+                // restarted or failed-over server knows no session, so
+                // its masters register again).
+                self.start_session(&session, &app)?;
                 let registered = self
                     .rm
                     .with(move |rm: &mut ResourceManager| {
@@ -206,9 +243,16 @@ impl MasterProtocol {
                             tracking_url,
                         )
                     })
-                    .await?
-                    .map_err(refused)?;
-                self.start_session(session);
+                    .await
+                    .map_err(RpcError::from)
+                    .and_then(|registered| registered.map_err(refused));
+                let registered = match registered {
+                    Ok(registered) => registered,
+                    Err(error) => {
+                        self.end_session(&session);
+                        return Err(error);
+                    }
+                };
                 Ok(RegisterApplicationMasterResponseProto {
                     maximum_capability: Some(reports::resource(registered.maximum)),
                     queue: Some(registered.queue),
@@ -288,23 +332,40 @@ impl MasterProtocol {
             .map_err(refused)
     }
 
-    /// A registration starts the master's numbering at 0.
-    fn start_session(&self, session: String) {
-        if let Ok(mut sessions) = self.sessions.lock() {
-            if sessions.len() >= MAX_SESSIONS && !sessions.contains_key(&session) {
-                // The oldest masters are long gone; any one will do.
-                if let Some(old) = sessions.keys().next().cloned() {
-                    sessions.remove(&old);
-                }
+    /// A registration starts the master's numbering at 0; a second one of
+    /// the same attempt is refused, as YARN refuses it.
+    fn start_session(&self, session: &str, app: &str) -> Result<(), RpcError> {
+        let mut sessions = self
+            .sessions
+            .lock()
+            .map_err(|_| RpcError::yarn("the scheduler port's sessions are unusable"))?;
+        if sessions.contains_key(session) {
+            return Err(RpcError::new(
+                class::INVALID_APPLICATION_MASTER_REQUEST,
+                format!("Application Master is already registered : {app}"),
+            ));
+        }
+        if sessions.len() >= MAX_SESSIONS {
+            // The oldest masters are long gone; any one will do.
+            if let Some(old) = sessions.keys().next().cloned() {
+                sessions.remove(&old);
             }
-            sessions.insert(
-                session,
-                Session {
-                    last_id: 0,
-                    last: None,
-                    serving: false,
-                },
-            );
+        }
+        sessions.insert(
+            session.to_string(),
+            Session {
+                last_id: 0,
+                last: None,
+                serving: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// Forgets a session whose registration failed.
+    fn end_session(&self, session: &str) {
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.remove(session);
         }
     }
 
@@ -649,6 +710,57 @@ mod tests {
             allocation_request_id: Some(0),
             ..Default::default()
         }
+    }
+
+    /// What every client reads back is a name and a web address: no
+    /// control characters, no scheme but http(s).
+    #[test]
+    fn a_registration_names_a_host_and_an_http_tracking_url() {
+        for (host, url) in [
+            ("", ""),
+            ("worker-1.example.com", "http://worker-1:4040"),
+            ("10.0.0.7", "https://10.0.0.7:8443/proxy/app"),
+            ("h", "worker-1:4040/jobs"),
+            ("h", "HTTP://w:4040"),
+        ] {
+            check_registration(host, url).unwrap_or_else(|e| panic!("{host} {url}: {e}"));
+        }
+        for (host, url, says) in [
+            ("h\nforged: 1", "", "host"),
+            ("h", "javascript:alert(1)", "http or https"),
+            ("h", "data:text/html,<script>", "http or https"),
+            ("h", "http://w:4040/\r\nX-Evil: 1", "control characters"),
+            ("h", "http://w /x", "spaces"),
+        ] {
+            let refused = check_registration(host, url).unwrap_err().to_string();
+            assert!(refused.contains(says), "{host:?} {url:?}: {refused}");
+        }
+        let long = format!("http://w/{}", "x".repeat(MAX_TRACKING_URL_BYTES));
+        assert!(check_registration("h", &long).is_err());
+    }
+
+    /// One registration per attempt while the server runs, as YARN's; one
+    /// that failed leaves none behind.
+    #[test]
+    fn an_attempt_registers_once() {
+        let protocol = MasterProtocol::new(RmHandle::standby(None));
+        let session = attempt_id("application_1_0001", 1);
+        protocol
+            .start_session(&session, "application_1_0001")
+            .unwrap();
+        let again = protocol
+            .start_session(&session, "application_1_0001")
+            .unwrap_err();
+        assert_eq!(again.class, class::INVALID_APPLICATION_MASTER_REQUEST);
+        assert!(
+            again.message.contains("already registered"),
+            "{}",
+            again.message
+        );
+        protocol.end_session(&session);
+        protocol
+            .start_session(&session, "application_1_0001")
+            .unwrap();
     }
 
     #[test]
