@@ -251,6 +251,38 @@ fn a_container_cannot_read_hang_or_rewrite_the_host() {
     let id = run_shell(&server, &tenant, "true", 128);
     assert_eq!(ended(&server, &tenant, &id)["finalStatus"], "SUCCEEDED");
 
+    // No exec raises its privileges (no setuid binary makes it root), and
+    // where cgroups are used all containers together are capped at the
+    // node's memory: what one leaves behind (a tmpfs or memfd another
+    // process keeps open) never takes more of the host.
+    let id = run_shell(
+        &server,
+        &tenant,
+        "grep NoNewPrivs /proc/self/status; m=$(grep -m1 -E ':memory:|^0::' /proc/self/cgroup | cut -d: -f3); for f in /sys/fs/cgroup/memory$m/../memory.limit_in_bytes /sys/fs/cgroup$m/../memory.max; do [ -r $f ] && echo parent $(cat $f); done; exit 0",
+        128,
+    );
+    let app = ended(&server, &tenant, &id);
+    let container = container_of(&server, &tenant, &id);
+    let (_, output) = call(
+        &server,
+        "GET",
+        &format!("/ws/v1/cluster/apps/{id}/containers/{container}/logs/stdout"),
+        &tenant,
+        None,
+    );
+    let output = output.as_str().unwrap_or_default().to_string();
+    assert!(output.contains("NoNewPrivs:\t1"), "{output} {app}");
+    if isolation.contains("memory") {
+        let (_, nodes) = call(&server, "GET", "/ws/v1/cluster/nodes", &tenant, None);
+        let node = &nodes["nodes"]["node"][0];
+        let memory_mb =
+            node["usedMemoryMB"].as_u64().unwrap() + node["availMemoryMB"].as_u64().unwrap();
+        assert!(
+            output.contains(&format!("parent {}", memory_mb << 20)),
+            "{output}, the node has {memory_mb} MB"
+        );
+    }
+
     // The data dir is out of reach: the tokens file, the ledger.
     let id = run_shell(
         &server,

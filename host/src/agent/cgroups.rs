@@ -72,6 +72,9 @@ pub struct Cgroups {
     /// `<own pids cgroup>/<cgroup_name>`, when the pids controller is
     /// usable (the same directory as `memory_parent` on v2).
     pids_parent: Option<PathBuf>,
+    /// What all containers together may hold, in bytes (the memory
+    /// parent's limit; set again when v1's parent is made again).
+    all_containers_memory: Option<u64>,
 }
 
 /// One container's cgroup (one directory per hierarchy it spans).
@@ -177,6 +180,9 @@ impl Cgroups {
                 // hierarchy and container.)
                 fs::create_dir_all(parent)
                     .map_err(|error| CgroupError::new("create", parent, error))?;
+                if parent == self.memory_parent {
+                    self.cap_memory_parent()?;
+                }
                 made = fs::create_dir(dir);
             }
             match made {
@@ -193,6 +199,27 @@ impl Cgroups {
             return Err(error);
         }
         Ok(cgroup)
+    }
+
+    /// Caps what all containers together hold at `memory_mb` (0: no cap):
+    /// the memory parent's limit, so memory charged to containers —
+    /// running, or left behind by ended ones and reparented here — never
+    /// takes more of the host than the node declares.
+    pub fn limit_all_containers(&mut self, memory_mb: u64) -> Result<(), CgroupError> {
+        let bytes = memory_mb.saturating_mul(1024 * 1024);
+        self.all_containers_memory = (bytes > 0 && bytes < (1 << 62)).then_some(bytes);
+        self.cap_memory_parent()
+    }
+
+    fn cap_memory_parent(&self) -> Result<(), CgroupError> {
+        let Some(bytes) = self.all_containers_memory else {
+            return Ok(());
+        };
+        let file = match self.version {
+            CgroupVersion::V1 => "memory.limit_in_bytes",
+            CgroupVersion::V2 => "memory.max",
+        };
+        write_file(&self.memory_parent.join(file), &bytes)
     }
 
     /// The names of the container cgroups under the agent's parents.
@@ -544,6 +571,7 @@ fn setup_v2(own: &Path, cgroup_name: &str) -> Result<Cgroups, String> {
         cpu_parent: cpu_enabled.then(|| parent.clone()),
         pids_parent: pids_enabled.then(|| parent.clone()),
         memory_parent: parent,
+        all_containers_memory: None,
     })
 }
 
@@ -664,6 +692,7 @@ fn setup_v1(places: &Places, cgroup_name: &str) -> Result<Cgroups, String> {
         memory_parent,
         cpu_parent,
         pids_parent,
+        all_containers_memory: None,
     })
 }
 
@@ -801,6 +830,16 @@ mod tests {
             eprintln!("note: cgroups unusable here, skipping");
             return;
         };
+        let mut cgroups = cgroups;
+        cgroups.limit_all_containers(512).expect("the parent's cap");
+        let parent_limit = || {
+            let file = match cgroups.version() {
+                CgroupVersion::V1 => "memory.limit_in_bytes",
+                CgroupVersion::V2 => "memory.max",
+            };
+            fs::read_to_string(cgroups.memory_parent.join(file)).expect("the parent's limit")
+        };
+        assert_eq!(parent_limit().trim(), (512u64 << 20).to_string());
         let cgroup = cgroups.create("c1", 64, 2, 100).expect("create");
         let limit = match cgroups.version() {
             CgroupVersion::V1 => {
@@ -824,6 +863,11 @@ mod tests {
             assert!(!cgroups.memory_parent.exists());
             let again = cgroups.create("c2", 64, 1, 0).expect("create again");
             assert!(again.memory_dir.is_dir());
+            assert_eq!(
+                parent_limit().trim(),
+                (512u64 << 20).to_string(),
+                "capped again"
+            );
             again.remove().expect("remove");
             cgroups.remove_parents_if_empty();
         }

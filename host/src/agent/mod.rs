@@ -65,9 +65,10 @@ pub fn open_executor(
     settings: &AgentSettings,
     authentication: Authentication,
     kind: AgentKind,
+    memory_mb: u64,
 ) -> anyhow::Result<Executor> {
     let run_as = run_as(settings, authentication, kind)?;
-    executor_for(node_id, dirs, settings, run_as)
+    executor_for(node_id, dirs, settings, run_as, memory_mb)
 }
 
 /// Who containers run as, if the settings are safe:
@@ -161,6 +162,7 @@ fn executor_for(
     dirs: &AgentDirs,
     settings: &AgentSettings,
     run_as: RunAs,
+    memory_mb: u64,
 ) -> anyhow::Result<Executor> {
     let sanitized: String = node_id
         .chars()
@@ -180,6 +182,7 @@ fn executor_for(
         stderr_tail_bytes: settings.stderr_tail_bytes,
         cgroup_name: format!("weft-agent-{sanitized}-{}", work_dir_tag(&dirs.work_dir)),
         pids_limit: settings.pids_limit,
+        memory_mb,
     })
     .with_context(|| {
         format!(

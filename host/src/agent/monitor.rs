@@ -720,6 +720,13 @@ impl Prepared {
             {
                 return Err(b"cannot switch to its user");
             }
+            // A container of another user gains no privilege by exec: no
+            // setuid or file-capability binary raises it (Docker's
+            // no-new-privileges), so a flaw in one is no way to root.
+            if self.switch_to.is_some() && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1
+            {
+                return Err(b"cannot set no_new_privs");
+            }
             if libc::chdir(self.work_dir.as_ptr()) == -1 {
                 return Err(b"cannot enter its working dir");
             }

@@ -90,6 +90,7 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
         &settings.agent,
         settings.security.authentication,
         agent::AgentKind::Standalone,
+        resources.memory_mb,
     )?;
     let client = args.server.client()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

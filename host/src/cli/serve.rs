@@ -470,6 +470,7 @@ fn start_local_agent(
         &settings.agent,
         settings.security.authentication,
         agent::AgentKind::Local,
+        resources.memory_mb,
     )?;
     let (http_address, logs_secret) = runtime.block_on(agent::serve_logs(
         SocketAddr::from(([127, 0, 0, 1], 0)),

@@ -112,6 +112,11 @@ pub struct ExecutorConfig {
     /// Processes and threads one container may have (0: no limit), where
     /// the pids controller is usable.
     pub pids_limit: u64,
+    /// The node's declared memory, in MB (0: no cap): what all its
+    /// containers together may hold, their parent cgroup's limit. Memory a
+    /// container leaves behind (a tmpfs or memfd another process keeps
+    /// open) stays charged there, so it can never take more of the host.
+    pub memory_mb: u64,
 }
 
 /// Which Unix user a container runs as.
@@ -391,13 +396,18 @@ impl Executor {
             warn_unless_traversable(&work_dir);
             warn_unless_traversable(&log_dir);
         }
-        let cgroups = Cgroups::detect(&config.cgroup_name);
+        let mut cgroups = Cgroups::detect(&config.cgroup_name);
         let private_mounts = plan_private_mounts(&[&work_dir, &log_dir]);
         if let Err(reason) = &private_mounts {
             tracing::warn!(%reason, "containers share this machine's /dev/shm and /tmp");
         }
-        match &cgroups {
-            Ok(cgroups) => tracing::info!(isolation = %cgroups.describe(), "container isolation"),
+        match &mut cgroups {
+            Ok(cgroups) => {
+                tracing::info!(isolation = %cgroups.describe(), "container isolation");
+                if let Err(error) = cgroups.limit_all_containers(config.memory_mb) {
+                    tracing::warn!(%error, "containers together are not capped at the node's memory");
+                }
+            }
             Err(reason) => {
                 tracing::warn!(%reason, "cgroups unusable; containers run in process groups only")
             }
