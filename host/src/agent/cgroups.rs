@@ -180,8 +180,10 @@ impl Cgroups {
                 // hierarchy and container.)
                 fs::create_dir_all(parent)
                     .map_err(|error| CgroupError::new("create", parent, error))?;
-                if parent == self.memory_parent {
-                    self.cap_memory_parent()?;
+                if parent == self.memory_parent
+                    && let Err(error) = self.cap_memory_parent()
+                {
+                    tracing::warn!(%error, "containers together are not capped at the node's memory");
                 }
                 made = fs::create_dir(dir);
             }
@@ -212,14 +214,35 @@ impl Cgroups {
     }
 
     fn cap_memory_parent(&self) -> Result<(), CgroupError> {
-        let Some(bytes) = self.all_containers_memory else {
+        let Some(cap) = self.all_containers_memory else {
             return Ok(());
         };
-        let file = match self.version {
-            CgroupVersion::V1 => "memory.limit_in_bytes",
-            CgroupVersion::V2 => "memory.max",
+        let (limit, usage, swap) = match self.version {
+            CgroupVersion::V1 => (
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+                "memory.memsw.limit_in_bytes",
+            ),
+            CgroupVersion::V2 => ("memory.max", "memory.current", "memory.swap.max"),
         };
-        write_file(&self.memory_parent.join(file), &bytes)
+        // Never below what the containers hold now (an agent restarted
+        // declaring less than its recovered containers use): v2 would
+        // reclaim and kill in them, v1 refuse the write.
+        let used = fs::read_to_string(self.memory_parent.join(usage))
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let bytes = cap.max(used);
+        write_file(&self.memory_parent.join(limit), &bytes)?;
+        // Nor beyond it by swapping (as each container's own limit).
+        let swap = self.memory_parent.join(swap);
+        if swap.exists() {
+            let _ = match self.version {
+                CgroupVersion::V1 => write_file(&swap, &bytes),
+                CgroupVersion::V2 => write_file(&swap, &0),
+            };
+        }
+        Ok(())
     }
 
     /// The names of the container cgroups under the agent's parents.

@@ -221,6 +221,10 @@ impl Protocols for NodeManager {
         let result = self.dispatch(&call);
         Box::pin(async move { result })
     }
+
+    fn only_reads(&self, method: &str) -> bool {
+        method == "getContainerStatuses"
+    }
 }
 
 /// A failure of one container of a call, as Hadoop's client rebuilds it.

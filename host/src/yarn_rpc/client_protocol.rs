@@ -63,6 +63,12 @@ impl Protocols for ClientProtocol {
         let this = self.clone();
         Box::pin(async move { this.dispatch(call).await })
     }
+
+    /// The reports (getApplications and the like); getNewApplication
+    /// hands out an id, so it is told.
+    fn only_reads(&self, method: &str) -> bool {
+        method.starts_with("get") && method != "getNewApplication"
+    }
 }
 
 /// A refusal of the resource manager's, as a Hadoop client reads it.

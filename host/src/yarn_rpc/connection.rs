@@ -332,6 +332,7 @@ async fn read_calls(
         };
         let answers = answers.clone();
         let shared = shared.clone();
+        let only_reads = shared.protocols.only_reads(&call.method);
         tokio::spawn(async move {
             let id = header.call_id;
             // The server's calls at once are bounded too, so RPC cannot fill
@@ -355,15 +356,18 @@ async fn read_calls(
                     last,
                     _held: Some((permit, Some(held))),
                 },
-                // A refusal is small and ends the connection: written anyway.
-                Err(_) if last => Answer {
-                    bytes,
-                    last,
-                    _held: Some((permit, None)),
-                },
-                Err(full) => Answer {
+                // A read is asked again: nothing was done.
+                Err(full) if only_reads && !last => Answer {
                     bytes: error_frame(id, Some(&header), &full),
                     last: false,
+                    _held: Some((permit, None)),
+                },
+                // A call that changed something (or a refusal that ends
+                // the connection) is told what happened, whatever the
+                // budget: its answer is small.
+                Err(_) => Answer {
+                    bytes,
+                    last,
                     _held: Some((permit, None)),
                 },
             };

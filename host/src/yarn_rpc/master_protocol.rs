@@ -76,21 +76,63 @@ fn check_registration(host: &str, tracking_url: &str) -> Result<(), OutOfBounds>
     {
         return Err(refused("but must not contain spaces or control characters"));
     }
-    // A scheme is letters (then letters, digits, + . -) before a colon that
-    // a port's digits do not follow.
-    let scheme = tracking_url.split_once(':').filter(|(scheme, rest)| {
-        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c))
-            && !rest.starts_with(|c: char| c.is_ascii_digit())
-    });
-    match scheme.map(|(scheme, _)| scheme.to_ascii_lowercase()) {
-        None => Ok(()),
-        Some(scheme) if scheme == "http" || scheme == "https" => Ok(()),
-        Some(_) => Err(refused("but must be an http or https URL")),
+    let lower = tracking_url.to_ascii_lowercase();
+    if tracking_url.is_empty()
+        || lower.starts_with("http://")
+        || lower.starts_with("https://")
+        || is_host_and_port(tracking_url)
+    {
+        return Ok(());
     }
+    Err(refused(
+        "but must be an http or https URL, or host:port with no scheme",
+    ))
 }
+
+/// Whether `url` starts with a host (a name, or an IPv6 address in
+/// brackets) and an optional port, then ends or goes on with a path, query
+/// or fragment: `worker-1:4040/jobs`, as MapReduce registers it (YARN
+/// takes it as http). Anything else before a colon is a scheme.
+fn is_host_and_port(url: &str) -> bool {
+    let end = url.find(['/', '?', '#']).unwrap_or(url.len());
+    let authority = &url[..end];
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((address, port)) => (
+                !address.is_empty()
+                    && address
+                        .chars()
+                        .all(|c| c.is_ascii_hexdigit() || ":.".contains(c)),
+                port,
+            ),
+            None => return false,
+        },
+        None => {
+            let (name, port) = authority
+                .find(':')
+                .map_or((authority, ""), |colon| authority.split_at(colon));
+            // `javascript:1` reads as a host and a port too: a name that
+            // is a scheme a browser runs or opens locally is not a host.
+            let scheme_like = ["javascript", "vbscript", "data", "file", "blob"]
+                .iter()
+                .any(|scheme| name.eq_ignore_ascii_case(scheme));
+            (
+                !name.is_empty()
+                    && !scheme_like
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || ".-_".contains(c)),
+                port,
+            )
+        }
+    };
+    let port_ok = port.is_empty()
+        || port.strip_prefix(':').is_some_and(|digits| {
+            (1..=5).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit())
+        });
+    host && port_ok
+}
+
 /// How long a container token lasts (YARN's
 /// `yarn.resourcemanager.rm.container-allocation.expiry-interval-ms`).
 const CONTAINER_TOKEN_MS: u64 = 600_000;
@@ -228,10 +270,10 @@ impl MasterProtocol {
                 check_registration(&host, &tracking_url).map_err(|e| {
                     RpcError::new(class::INVALID_APPLICATION_MASTER_REQUEST, e.to_string())
                 })?;
-                // Once per attempt while this server runs, as YARN's (a
-                // restarted or failed-over server knows no session, so
-                // its masters register again).
-                self.start_session(&session, &app)?;
+                // A registration repeated (its answer lost, and retried)
+                // keeps the master's numbering: resetting it mid-allocate
+                // would let an old response id through.
+                let started = self.start_session(&session)?;
                 let registered = self
                     .rm
                     .with(move |rm: &mut ResourceManager| {
@@ -249,7 +291,9 @@ impl MasterProtocol {
                 let registered = match registered {
                     Ok(registered) => registered,
                     Err(error) => {
-                        self.end_session(&session);
+                        if started {
+                            self.end_session(&session);
+                        }
                         return Err(error);
                     }
                 };
@@ -332,18 +376,15 @@ impl MasterProtocol {
             .map_err(refused)
     }
 
-    /// A registration starts the master's numbering at 0; a second one of
-    /// the same attempt is refused, as YARN refuses it.
-    fn start_session(&self, session: &str, app: &str) -> Result<(), RpcError> {
+    /// A first registration starts the master's numbering at 0; one
+    /// repeated keeps it. Whether this one started it.
+    fn start_session(&self, session: &str) -> Result<bool, RpcError> {
         let mut sessions = self
             .sessions
             .lock()
             .map_err(|_| RpcError::yarn("the scheduler port's sessions are unusable"))?;
         if sessions.contains_key(session) {
-            return Err(RpcError::new(
-                class::INVALID_APPLICATION_MASTER_REQUEST,
-                format!("Application Master is already registered : {app}"),
-            ));
+            return Ok(false);
         }
         if sessions.len() >= MAX_SESSIONS {
             // The oldest masters are long gone; any one will do.
@@ -359,7 +400,7 @@ impl MasterProtocol {
                 serving: false,
             },
         );
-        Ok(())
+        Ok(true)
     }
 
     /// Forgets a session whose registration failed.
@@ -722,6 +763,10 @@ mod tests {
             ("10.0.0.7", "https://10.0.0.7:8443/proxy/app"),
             ("h", "worker-1:4040/jobs"),
             ("h", "HTTP://w:4040"),
+            ("h", "http://[::1]:4040"),
+            ("h", "[::1]:4040"),
+            ("h", "localhost"),
+            ("h", "w:4040?x=1#y"),
         ] {
             check_registration(host, url).unwrap_or_else(|e| panic!("{host} {url}: {e}"));
         }
@@ -731,6 +776,13 @@ mod tests {
             ("h", "data:text/html,<script>", "http or https"),
             ("h", "http://w:4040/\r\nX-Evil: 1", "control characters"),
             ("h", "http://w /x", "spaces"),
+            ("h", "javascript:0,alert(document.cookie)", "http or https"),
+            ("h", "JavaScript:1;fetch('//evil')", "http or https"),
+            ("h", "vbscript:1", "http or https"),
+            ("h", "data:0,x", "http or https"),
+            ("h", "w:123456", "http or https"),
+            ("h", "[::1", "http or https"),
+            ("h", "javascript:1", "http or https"),
         ] {
             let refused = check_registration(host, url).unwrap_err().to_string();
             assert!(refused.contains(says), "{host:?} {url:?}: {refused}");
@@ -739,28 +791,29 @@ mod tests {
         assert!(check_registration("h", &long).is_err());
     }
 
-    /// One registration per attempt while the server runs, as YARN's; one
-    /// that failed leaves none behind.
+    /// A registration repeated keeps the master's numbering (an allocate
+    /// answered before it is still the last one); one that failed leaves
+    /// no session behind.
     #[test]
-    fn an_attempt_registers_once() {
+    fn a_repeated_registration_keeps_the_numbering() {
         let protocol = MasterProtocol::new(RmHandle::standby(None));
         let session = attempt_id("application_1_0001", 1);
-        protocol
-            .start_session(&session, "application_1_0001")
-            .unwrap();
-        let again = protocol
-            .start_session(&session, "application_1_0001")
-            .unwrap_err();
-        assert_eq!(again.class, class::INVALID_APPLICATION_MASTER_REQUEST);
-        assert!(
-            again.message.contains("already registered"),
-            "{}",
-            again.message
-        );
+        assert!(protocol.start_session(&session).unwrap());
+        let Numbered::Next(next) = protocol.check_response_id(&session, 0).unwrap() else {
+            panic!("a first allocate is new");
+        };
+        protocol.served(&session, Some((next, Arc::new(vec![1]))));
+        assert!(!protocol.start_session(&session).unwrap(), "kept");
+        assert!(matches!(
+            protocol.check_response_id(&session, 0),
+            Ok(Numbered::Repeat(_))
+        ));
+        assert!(matches!(
+            protocol.check_response_id(&session, 1),
+            Ok(Numbered::Next(2))
+        ));
         protocol.end_session(&session);
-        protocol
-            .start_session(&session, "application_1_0001")
-            .unwrap();
+        assert!(protocol.start_session(&session).unwrap());
     }
 
     #[test]

@@ -23,6 +23,16 @@ use crate::security::{AuthError, Authenticator};
 pub trait Protocols: Send + Sync + 'static {
     /// Serves `call`: the response message's bytes, or the failure.
     fn serve(&self, call: Call) -> BoxFuture<'static, Result<Vec<u8>, RpcError>>;
+
+    /// Whether a call of `method` only reads, so that once served its
+    /// answer may be replaced with RetriableException when the answer
+    /// budget is full: the client asks again and nothing was done twice.
+    /// A call that changes something is always told its answer (such
+    /// answers are small).
+    fn only_reads(&self, method: &str) -> bool {
+        let _ = method;
+        false
+    }
 }
 
 /// What one listener allows each client.
@@ -253,13 +263,19 @@ mod tests {
         RpcResponseHeaderProto, RpcStatusProto,
     };
 
-    /// Answers `big` with 1 MiB and anything else with a few bytes.
+    /// Answers `small` with a few bytes and anything else (`big`, `change`)
+    /// with 1 MiB.
     struct Sized;
 
     impl Protocols for Sized {
         fn serve(&self, call: Call) -> BoxFuture<'static, Result<Vec<u8>, RpcError>> {
-            let bytes = if call.method == "big" { 1 << 20 } else { 8 };
+            let bytes = if call.method == "small" { 8 } else { 1 << 20 };
             Box::pin(async move { Ok(vec![7; bytes]) })
+        }
+
+        /// `change` stands for a call that does something.
+        fn only_reads(&self, method: &str) -> bool {
+            method != "change"
         }
     }
 
@@ -377,6 +393,8 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert_eq!(call(address, "small").await.0, ok);
+        // A call that did something is told so, budget or not.
+        assert_eq!(call(address, "change").await.0, ok);
         drop(silent);
         let started = tokio::time::Instant::now();
         while call(address, "big").await.0 != ok {
