@@ -371,7 +371,37 @@ impl ContainerCgroup {
         };
         let text = fs::read_to_string(self.memory_dir.join(file)).unwrap_or_default();
         if let Some(kills) = keyed_value(&text, key) {
-            return kills > 0;
+            // The kernel counts a kill in the victim's cgroup whichever
+            // limit was reached: the container's own only if its own limit
+            // was (v2's local oom events, v1's failures to charge it), not
+            // when all containers together reached the node's.
+            let own_limit_reached = match self.version {
+                CgroupVersion::V2 => {
+                    fs::read_to_string(self.memory_dir.join("memory.events.local"))
+                        .ok()
+                        .and_then(|local| keyed_value(&local, "oom"))
+                        .is_none_or(|ooms| ooms > 0)
+                }
+                // Its peak reached its own limit (its failure counts do
+                // not say: they stay 0 when the kernel reclaims first).
+                CgroupVersion::V1 => {
+                    let read = |name: &str| {
+                        fs::read_to_string(self.memory_dir.join(name))
+                            .ok()?
+                            .trim()
+                            .parse::<u64>()
+                            .ok()
+                    };
+                    match (
+                        read("memory.limit_in_bytes"),
+                        read("memory.max_usage_in_bytes"),
+                    ) {
+                        (Some(limit), Some(peak)) => peak.saturating_add(1024 * 1024) >= limit,
+                        _ => true,
+                    }
+                }
+            };
+            return kills > 0 && own_limit_reached;
         }
         if self.version == CgroupVersion::V1 && ended_by_sigkill {
             let read = |name: &str| {

@@ -135,7 +135,7 @@ struct Answer {
     /// ends): its call's place among the connection's, so a client that
     /// does not read has at most so many answers waiting and no more of
     /// its calls are read; and its bytes of the listener's answer budget.
-    _held: Option<(OwnedSemaphorePermit, Option<OwnedSemaphorePermit>)>,
+    _held: Vec<OwnedSemaphorePermit>,
 }
 
 impl Answer {
@@ -144,7 +144,7 @@ impl Answer {
         Answer {
             bytes,
             last: false,
-            _held: None,
+            _held: Vec::new(),
         }
     }
 
@@ -251,6 +251,7 @@ async fn read_calls(
     })?;
     let established = establish(reader, address, auth, shared, answers).await?;
     let in_flight = Arc::new(Semaphore::new(limits.calls_per_connection));
+    let answer_room = Arc::new(Semaphore::new(limits.answer_bytes_per_connection));
     loop {
         // Idle only counts while no call is in flight: a call may take a
         // while, and the client waits for it in silence (or pings).
@@ -333,6 +334,7 @@ async fn read_calls(
         let answers = answers.clone();
         let shared = shared.clone();
         let only_reads = shared.protocols.only_reads(&call.method);
+        let answer_room = answer_room.clone();
         tokio::spawn(async move {
             let id = header.call_id;
             // The server's calls at once are bounded too, so RPC cannot fill
@@ -350,17 +352,17 @@ async fn read_calls(
             // bytes go back now, not once the client reads the answer (one
             // that never reads would hold up everyone's calls).
             drop((slot, budget));
-            let answer = match shared.answer_bytes(bytes.len()) {
-                Ok(held) => Answer {
+            let answer = match shared.answer_bytes(bytes.len(), &answer_room) {
+                Ok([own, all]) => Answer {
                     bytes,
                     last,
-                    _held: Some((permit, Some(held))),
+                    _held: vec![permit, own, all],
                 },
                 // A read is asked again: nothing was done.
                 Err(full) if only_reads && !last => Answer {
                     bytes: error_frame(id, Some(&header), &full),
                     last: false,
-                    _held: Some((permit, None)),
+                    _held: vec![permit],
                 },
                 // A call that changed something (or a refusal that ends
                 // the connection) is told what happened, whatever the
@@ -368,7 +370,7 @@ async fn read_calls(
                 Err(_) => Answer {
                     bytes,
                     last,
-                    _held: Some((permit, None)),
+                    _held: vec![permit],
                 },
             };
             let _ = answers.send(answer).await;

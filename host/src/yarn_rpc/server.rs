@@ -47,6 +47,9 @@ pub struct Limits {
     /// clients not reading them yet); a call answered beyond it gets
     /// RetriableException instead.
     pub answer_budget_bytes: usize,
+    /// The part of it one connection may hold, so that one client that
+    /// does not read leaves the rest to others.
+    pub answer_bytes_per_connection: usize,
     /// Open connections at once; beyond them a new one is closed at once.
     pub max_connections: usize,
     /// Calls of one connection served at once; further ones wait unread.
@@ -70,6 +73,7 @@ impl Default for Limits {
             max_frame: crate::limits::MAX_RPC_FRAME_BYTES,
             budget_bytes: 256 << 20,
             answer_budget_bytes: 256 << 20,
+            answer_bytes_per_connection: 16 << 20,
             max_connections: 1024,
             calls_per_connection: 16,
             calls: 32,
@@ -97,19 +101,38 @@ impl Shared {
     /// Takes `bytes` of the answer budget until the permit is dropped (the
     /// answer written), or says why not: never waiting, as the answer is
     /// made already and waiting would hold it.
-    pub(super) fn answer_bytes(&self, bytes: usize) -> Result<OwnedSemaphorePermit, RpcError> {
-        u32::try_from(bytes)
-            .ok()
-            .and_then(|bytes| self.answer_budget.clone().try_acquire_many_owned(bytes).ok())
-            .ok_or_else(|| {
-                RpcError::new(
-                    class::RETRIABLE,
-                    format!(
-                        "the server holds {} MiB of answers its clients have not read yet, the most it keeps: try again",
-                        self.limits.answer_budget_bytes >> 20
-                    ),
-                )
-            })
+    pub(super) fn answer_bytes(
+        &self,
+        bytes: usize,
+        connections: &Arc<Semaphore>,
+    ) -> Result<[OwnedSemaphorePermit; 2], RpcError> {
+        let take = |room: &Arc<Semaphore>| {
+            u32::try_from(bytes)
+                .ok()
+                .and_then(|bytes| room.clone().try_acquire_many_owned(bytes).ok())
+        };
+        let full = |whose: &str, limit: usize| {
+            RpcError::new(
+                class::RETRIABLE,
+                format!(
+                    "{whose} {} MiB of answers not read yet, the most it keeps: read them, then try again",
+                    limit >> 20
+                ),
+            )
+        };
+        let own = take(connections).ok_or_else(|| {
+            full(
+                "this connection holds",
+                self.limits.answer_bytes_per_connection,
+            )
+        })?;
+        let all = take(&self.answer_budget).ok_or_else(|| {
+            full(
+                "the server holds its clients'",
+                self.limits.answer_budget_bytes,
+            )
+        })?;
+        Ok([own, all])
     }
 
     /// Who a connection's calls come from, with SIMPLE authentication: the
@@ -343,9 +366,10 @@ mod tests {
 
     /// Clients that send calls and never read the answers hold none of
     /// the server's call places (others are answered at once, not when
-    /// the writer gives up on them after 20 s), and their unread answers
-    /// no more than the answer budget: a call answered beyond it gets
-    /// RetriableException, and the room comes back when they go.
+    /// the writer gives up on them after 20 s); each holds at most its
+    /// connection's share of the answer budget, and all of them no more
+    /// than the budget: a read answered beyond it gets RetriableException,
+    /// and the room comes back when they go.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn clients_that_never_read_hold_no_calls_up_and_bounded_answers() {
         let socket = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -360,25 +384,30 @@ mod tests {
             sasl: Methods::SimpleOnly,
             limits: Limits {
                 calls: 4,
-                // Eight big answers, and room for small ones.
+                // Eight big answers in all, two a connection, and room for
+                // small ones.
                 answer_budget_bytes: (8 << 20) + (64 << 10),
+                answer_bytes_per_connection: (2 << 20) + (64 << 10),
                 ..Limits::default()
             },
         };
         let serving = tokio::spawn(serve(listener, async {
             let _ = stopped.await;
         }));
-        let mut silent = Vec::new();
-        for _ in 0..3 {
+        let ok = RpcStatusProto::Success as i32;
+        // One client alone holds its share, and leaves the rest to others.
+        let mut silent = vec![never_reading(address, "big", 200).await];
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(call(address, "big").await.0, ok, "one client took all");
+        for _ in 0..5 {
             silent.push(never_reading(address, "big", 200).await);
         }
-        let ok = RpcStatusProto::Success as i32;
         // Time for their calls to be read and served (the answers queued
         // up to what the connection allows).
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(call(address, "small").await.0, ok);
-        // Each silent client's kernel buffers take a few MiB; the rest of
-        // its 16 answers in flight fill the budget.
+        // Each silent client's kernel buffers take a few MiB, its share of
+        // the budget the next two of its answers: six fill it.
         let started = tokio::time::Instant::now();
         loop {
             let (status, class) = call(address, "big").await;

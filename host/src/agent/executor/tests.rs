@@ -411,6 +411,32 @@ fn kill_ends_the_whole_group_and_the_cgroup() {
     assert!(executor.poll().is_empty());
 }
 
+/// All containers together are capped at the node's memory: one within
+/// its own limit that the node's cap stops is not said to have exceeded
+/// its own (it did not).
+#[test]
+fn the_nodes_memory_cap_stops_a_container_within_its_own_limit() {
+    let bench = Bench::new();
+    let mut config = bench.config(RunAs::Agent);
+    config.memory_mb = 64;
+    let mut executor = Executor::open(config).expect("open");
+    if !executor.has_cgroups() {
+        eprintln!("note: skipping the node cap test: {}", executor.isolation());
+        return;
+    }
+    let mut launch = order("c_within", shell("head -c 300M /dev/zero | tail"));
+    launch.memory_mb = 1024;
+    executor.launch(&launch);
+    let end = wait_for_end(&mut executor, "c_within", Duration::from_secs(5));
+    assert_ne!(
+        end.exit_status,
+        exit_status::KILLED_EXCEEDED_PMEM,
+        "{}",
+        end.diagnostics
+    );
+    assert_ne!(end.exit_status, 0, "ran past the node's cap");
+}
+
 #[test]
 fn a_container_over_its_memory_limit_ends_killed_for_memory() {
     let bench = Bench::new();
