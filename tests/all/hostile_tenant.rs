@@ -100,6 +100,19 @@ fn container_of(server: &Server, token: &str, id: &str) -> String {
     body["containers"][0]["id"].as_str().unwrap().to_string()
 }
 
+/// What app `id`'s only container wrote to its stdout.
+fn stdout_of(server: &Server, token: &str, id: &str) -> String {
+    let container = container_of(server, token, id);
+    let (_, output) = call(
+        server,
+        "GET",
+        &format!("/ws/v1/cluster/apps/{id}/containers/{container}/logs/stdout"),
+        token,
+        None,
+    );
+    output.as_str().unwrap_or_default().to_string()
+}
+
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().mode() & 0o777
 }
@@ -262,15 +275,7 @@ fn a_container_cannot_read_hang_or_rewrite_the_host() {
         128,
     );
     let app = ended(&server, &tenant, &id);
-    let container = container_of(&server, &tenant, &id);
-    let (_, output) = call(
-        &server,
-        "GET",
-        &format!("/ws/v1/cluster/apps/{id}/containers/{container}/logs/stdout"),
-        &tenant,
-        None,
-    );
-    let output = output.as_str().unwrap_or_default().to_string();
+    let output = stdout_of(&server, &tenant, &id);
     assert!(output.contains("NoNewPrivs:\t1"), "{output} {app}");
     if isolation.contains("memory") {
         let (_, nodes) = call(&server, "GET", "/ws/v1/cluster/nodes", &tenant, None);
@@ -374,17 +379,9 @@ fn a_container_cannot_read_hang_or_rewrite_the_host() {
             128,
         );
         ended(&server, &tenant, &id);
-        let container = container_of(&server, &tenant, &id);
-        let (_, seen) = call(
-            &server,
-            "GET",
-            &format!("/ws/v1/cluster/apps/{id}/containers/{container}/logs/stdout"),
-            &tenant,
-            None,
-        );
+        let seen = stdout_of(&server, &tenant, &id);
         let _ = outside.kill();
         let _ = outside.wait();
-        let seen = seen.as_str().unwrap_or_default().to_string();
         let processes: u32 = seen.lines().next().unwrap_or("").parse().unwrap();
         assert!(processes <= 5, "it saw {processes} processes: {seen}");
         assert!(seen.contains("No such file"), "{seen}");
@@ -459,17 +456,9 @@ fn token_mode_never_runs_containers_as_the_servers_user() {
     );
     let app = ended(&server, &alice, &id);
     assert_ne!(app["exitStatus"], 0, "it read the tokens file: {app}");
-    let container = container_of(&server, &alice, &id);
-    let (_, output) = call(
-        &server,
-        "GET",
-        &format!("/ws/v1/cluster/apps/{id}/containers/{container}/logs/stdout"),
-        &alice,
-        None,
-    );
     assert_eq!(
-        output.as_str().map(str::trim),
-        Some("nobody alice"),
+        stdout_of(&server, &alice, &id).trim(),
+        "nobody alice",
         "{app}"
     );
 }

@@ -373,7 +373,8 @@ impl ContainerCgroup {
         if let Some(kills) = keyed_value(&text, key) {
             // The kernel counts a kill in the victim's cgroup whichever
             // limit was reached: the container's own only if its own limit
-            // was (v2's local oom events, v1's failures to charge it), not
+            // was (v2's local oom events; v1's peak at its limit — its
+            // failure counts stay 0 when the kernel reclaims first), not
             // when all containers together reached the node's.
             let own_limit_reached = match self.version {
                 CgroupVersion::V2 => {
@@ -382,44 +383,33 @@ impl ContainerCgroup {
                         .and_then(|local| keyed_value(&local, "oom"))
                         .is_none_or(|ooms| ooms > 0)
                 }
-                // Its peak reached its own limit (its failure counts do
-                // not say: they stay 0 when the kernel reclaims first).
-                CgroupVersion::V1 => {
-                    let read = |name: &str| {
-                        fs::read_to_string(self.memory_dir.join(name))
-                            .ok()?
-                            .trim()
-                            .parse::<u64>()
-                            .ok()
-                    };
-                    match (
-                        read("memory.limit_in_bytes"),
-                        read("memory.max_usage_in_bytes"),
-                    ) {
-                        (Some(limit), Some(peak)) => peak.saturating_add(1024 * 1024) >= limit,
-                        _ => true,
-                    }
-                }
+                CgroupVersion::V1 => self.peak_at_limit().unwrap_or(true),
             };
             return kills > 0 && own_limit_reached;
         }
         if self.version == CgroupVersion::V1 && ended_by_sigkill {
-            let read = |name: &str| {
-                fs::read_to_string(self.memory_dir.join(name))
-                    .ok()?
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            };
-            if let (Some(limit), Some(peak), Some(failures)) = (
-                read("memory.limit_in_bytes"),
-                read("memory.max_usage_in_bytes"),
-                read("memory.failcnt"),
-            ) {
-                return failures > 0 && peak.saturating_add(1024 * 1024) >= limit;
+            let failures = self.read_number("memory.failcnt");
+            if let (Some(at_limit), Some(failures)) = (self.peak_at_limit(), failures) {
+                return failures > 0 && at_limit;
             }
         }
         false
+    }
+
+    /// Whether its peak use reached its limit (v1), if both read.
+    fn peak_at_limit(&self) -> Option<bool> {
+        let limit = self.read_number("memory.limit_in_bytes")?;
+        let peak = self.read_number("memory.max_usage_in_bytes")?;
+        Some(peak.saturating_add(1024 * 1024) >= limit)
+    }
+
+    /// A number one of its memory files holds.
+    fn read_number(&self, name: &str) -> Option<u64> {
+        fs::read_to_string(self.memory_dir.join(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     }
 
     /// The processes in this cgroup now.
