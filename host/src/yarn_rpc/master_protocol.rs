@@ -195,6 +195,9 @@ struct Session {
     /// An allocate numbered `last_id` is being served: another of that
     /// number waits (it would be applied twice).
     serving: bool,
+    /// When it last registered or allocated: the session used least
+    /// recently makes room (a killed master's never allocates again).
+    used: std::time::Instant,
 }
 
 /// ApplicationMasterProtocol over the resource manager.
@@ -386,11 +389,13 @@ impl MasterProtocol {
         if sessions.contains_key(session) {
             return Ok(false);
         }
-        if sessions.len() >= MAX_SESSIONS {
-            // The oldest masters are long gone; any one will do.
-            if let Some(old) = sessions.keys().next().cloned() {
-                sessions.remove(&old);
-            }
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(least_used) = sessions
+                .iter()
+                .min_by_key(|(_, known)| known.used)
+                .map(|(name, _)| name.clone())
+        {
+            sessions.remove(&least_used);
         }
         sessions.insert(
             session.to_string(),
@@ -398,6 +403,7 @@ impl MasterProtocol {
                 last_id: 0,
                 last: None,
                 serving: false,
+                used: std::time::Instant::now(),
             },
         );
         Ok(true)
@@ -462,6 +468,7 @@ impl MasterProtocol {
             && let Some(known) = sessions.get_mut(session)
         {
             known.serving = false;
+            known.used = std::time::Instant::now();
             if let Some((id, answer)) = answered {
                 known.last_id = id;
                 known.last = Some(answer);
@@ -814,6 +821,28 @@ mod tests {
         ));
         protocol.end_session(&session);
         assert!(protocol.start_session(&session).unwrap());
+    }
+
+    /// When the sessions are full, the one used least recently makes room
+    /// (a killed master's, say), not a master still allocating.
+    #[test]
+    fn the_session_used_least_recently_makes_room() {
+        let protocol = MasterProtocol::new(RmHandle::standby(None));
+        let name = |n: usize| attempt_id(&format!("application_1_{n:05}"), 1);
+        for n in 0..MAX_SESSIONS {
+            assert!(protocol.start_session(&name(n)).unwrap());
+            if n == 1 {
+                // The first two strictly before the rest.
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+        // The first master goes on allocating; the second is gone.
+        protocol.served(&name(0), None);
+        assert!(protocol.start_session(&name(MAX_SESSIONS)).unwrap());
+        let sessions = protocol.sessions.lock().unwrap();
+        assert_eq!(sessions.len(), MAX_SESSIONS);
+        assert!(sessions.contains_key(&name(0)), "the one allocating stays");
+        assert!(!sessions.contains_key(&name(1)), "the least used went");
     }
 
     #[test]
