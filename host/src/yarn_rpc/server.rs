@@ -44,8 +44,9 @@ pub struct Limits {
     /// The request bytes all connections may hold at once.
     pub budget_bytes: usize,
     /// The answer bytes all connections may hold unwritten at once (their
-    /// clients not reading them yet); a call answered beyond it gets
-    /// RetriableException instead.
+    /// clients not reading them yet); a read answered beyond it gets
+    /// RetriableException instead (a call that changed something is told
+    /// its answer anyway, see [`Protocols::only_reads`]).
     pub answer_budget_bytes: usize,
     /// The part of it one connection may hold, so that one client that
     /// does not read leaves the rest to others.
