@@ -782,14 +782,40 @@ fn listed_pids(dir: &Path) -> Vec<u32> {
 }
 
 /// SIGKILLs each process listed in `dir`; returns how many were listed.
+///
+/// A listed process may end, and its pid be reused by a process outside
+/// the cgroup, before the signal: so each is pinned first (a pidfd names
+/// one process, never a later one with its pid), the list is read again,
+/// and only processes still listed are signalled. One that ended between
+/// the readings is not; whatever took its pid since is left to the next
+/// call, as is anything forked in between.
 fn kill_listed(dir: &Path) -> usize {
     let pids = listed_pids(dir);
-    for pid in &pids {
+    let mut pinned = Vec::with_capacity(pids.len());
+    for &pid in &pids {
         // Never 0 or 1 (this process group, init), whatever the file says.
-        if let Ok(raw) = i32::try_from(*pid)
-            && raw > 1
-        {
-            let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+        let Some(raw) = i32::try_from(pid).ok().filter(|raw| *raw > 1) else {
+            continue;
+        };
+        let Some(rustix_pid) = rustix::process::Pid::from_raw(raw) else {
+            continue;
+        };
+        match rustix::process::pidfd_open(rustix_pid, rustix::process::PidfdFlags::empty()) {
+            Ok(pidfd) => pinned.push((pid, pidfd)),
+            // Kernels before 5.3 have no pidfds: the old way, by pid.
+            Err(rustix::io::Errno::NOSYS) => {
+                let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+            }
+            // Gone already (or not ours to see).
+            Err(_) => {}
+        }
+    }
+    if !pinned.is_empty() {
+        let still_listed: std::collections::HashSet<u32> = listed_pids(dir).into_iter().collect();
+        for (pid, pidfd) in pinned {
+            if still_listed.contains(&pid) {
+                let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
+            }
         }
     }
     pids.len()
@@ -897,6 +923,19 @@ mod tests {
         }
         assert!(cgroup.pids().is_empty());
         assert!(!cgroup.memory_killed(false));
+        // What it holds is killed (pinned by pidfd, then signalled).
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("sleep");
+        for dir in cgroup.dirs() {
+            fs::write(dir.join("cgroup.procs"), sleeper.id().to_string()).expect("join");
+        }
+        assert_eq!(cgroup.pids(), vec![sleeper.id()]);
+        assert!(cgroup.kill_all() >= 1);
+        let status = sleeper.wait().expect("wait");
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
         assert_eq!(cgroups.existing("c1"), Some(cgroup.clone()));
         cgroup.remove().expect("remove");
         assert_eq!(cgroups.existing("c1"), None);
