@@ -264,19 +264,24 @@ fn a_container_cannot_read_hang_or_rewrite_the_host() {
     let id = run_shell(&server, &tenant, "true", 128);
     assert_eq!(ended(&server, &tenant, &id)["finalStatus"], "SUCCEEDED");
 
-    // No exec raises its privileges (no setuid binary makes it root), and
-    // where cgroups are used all containers together are capped at the
-    // node's memory: what one leaves behind (a tmpfs or memfd another
-    // process keeps open) never takes more of the host.
+    // No exec raises its privileges (no setuid binary makes it root), no
+    // user namespace gives it root's powers over namespaces of its own
+    // (the system call filter), and where cgroups are used all containers
+    // together are capped at the node's memory: what one leaves behind (a
+    // tmpfs or memfd another process keeps open) never takes more of the
+    // host.
+    assert!(isolation.contains("system calls filtered"), "{isolation}");
     let id = run_shell(
         &server,
         &tenant,
-        "grep NoNewPrivs /proc/self/status; m=$(grep -m1 -E ':memory:|^0::' /proc/self/cgroup | cut -d: -f3); for f in /sys/fs/cgroup/memory$m/../memory.limit_in_bytes /sys/fs/cgroup$m/../memory.max; do [ -r $f ] && echo parent $(cat $f); done; exit 0",
+        "grep -E 'NoNewPrivs|Seccomp:' /proc/self/status; unshare --user --map-root-user true 2>/dev/null; echo user namespace $?; m=$(grep -m1 -E ':memory:|^0::' /proc/self/cgroup | cut -d: -f3); for f in /sys/fs/cgroup/memory$m/../memory.limit_in_bytes /sys/fs/cgroup$m/../memory.max; do [ -r $f ] && echo parent $(cat $f); done; exit 0",
         128,
     );
     let app = ended(&server, &tenant, &id);
     let output = stdout_of(&server, &tenant, &id);
     assert!(output.contains("NoNewPrivs:\t1"), "{output} {app}");
+    assert!(output.contains("Seccomp:\t2"), "{output} {app}");
+    assert!(output.contains("user namespace 1"), "{output} {app}");
     if isolation.contains("memory") {
         let (_, nodes) = call(&server, "GET", "/ws/v1/cluster/nodes", &tenant, None);
         let node = &nodes["nodes"]["node"][0];

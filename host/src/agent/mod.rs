@@ -21,6 +21,7 @@ pub mod queue;
 pub mod removal;
 pub mod runner;
 pub mod spawner;
+pub mod syscall_filter;
 pub mod tracker;
 pub mod untrusted;
 pub mod yarn_launch;
@@ -182,6 +183,7 @@ fn executor_for(
         stderr_tail_bytes: settings.stderr_tail_bytes,
         cgroup_name: format!("weft-agent-{sanitized}-{}", work_dir_tag(&dirs.work_dir)),
         pids_limit: settings.pids_limit,
+        syscall_filter: settings.syscall_filter,
         memory_mb,
     })
     .with_context(|| {

@@ -55,6 +55,10 @@ pub struct Launch<'a> {
     pub exit_file: File,
     /// A private /dev/shm and /tmp, or none (shared with the host).
     pub private_mounts: Option<PrivateMounts>,
+    /// Whether the command runs under [`super::syscall_filter`]: only
+    /// where it can be installed (another user, after `no_new_privs`, or
+    /// root), since a launch whose filter the kernel refuses fails.
+    pub syscall_filter: bool,
 }
 
 /// A container's own /dev/shm and /tmp: a mount namespace of its own
@@ -255,6 +259,7 @@ struct Prepared {
     join_files: Vec<OwnedFd>,
     switch_to: Option<(libc::uid_t, libc::gid_t, Vec<libc::gid_t>)>,
     mounts: Option<PreparedMounts>,
+    syscall_filter: Option<&'static [libc::sock_filter]>,
 }
 
 /// [`PrivateMounts`] as C strings.
@@ -524,6 +529,12 @@ impl Prepared {
                 (uid.as_raw(), gid.as_raw(), groups)
             }),
             mounts: launch.private_mounts.map(PreparedMounts::new).transpose()?,
+            syscall_filter: match launch.syscall_filter {
+                true => Some(super::syscall_filter::program().ok_or_else(|| {
+                    io::Error::other("no system call filter is written for this architecture")
+                })?),
+                false => None,
+            },
         })
     }
 
@@ -726,6 +737,12 @@ impl Prepared {
             if self.switch_to.is_some() && libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1
             {
                 return Err(b"cannot set no_new_privs");
+            }
+            // Last, as it refuses calls set-up makes (unshare, mount).
+            if let Some(program) = self.syscall_filter
+                && super::syscall_filter::install(program) == -1
+            {
+                return Err(b"cannot install its system call filter");
             }
             if libc::chdir(self.work_dir.as_ptr()) == -1 {
                 return Err(b"cannot enter its working dir");
@@ -981,6 +998,7 @@ mod tests {
             switch_to: None,
             exit_file: File::create(dir.join("exitcode")).unwrap(),
             private_mounts: None,
+            syscall_filter: false,
         }
     }
 

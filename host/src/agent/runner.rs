@@ -778,6 +778,7 @@ mod tests {
             stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
             cgroup_name: format!("weft-test-{}-{unique}", std::process::id()),
             pids_limit: 0,
+            syscall_filter: true,
             memory_mb: 0,
         })
         .expect("open");

@@ -69,6 +69,8 @@ struct Request {
     switch_to: Option<(u32, u32, Vec<u32>)>,
     /// The tmpfs size in MiB and the kept dirs' paths, if private.
     private_mounts: Option<(u64, Vec<Vec<u8>>)>,
+    /// Whether the command runs under the system call filter.
+    syscall_filter: bool,
     /// How many cgroup join files follow the exit-code file.
     join_files: usize,
 }
@@ -156,6 +158,7 @@ impl Spawner {
                 (uid.as_raw(), gid.as_raw(), groups)
             }),
             private_mounts,
+            syscall_filter: launch.syscall_filter,
             join_files: launch.join_files.len(),
         };
         let body = serde_json::to_vec(&request).map_err(|e| HelperError::Refused(e.to_string()))?;
@@ -300,6 +303,7 @@ fn fork_for(body: &[u8], fds: Vec<OwnedFd>) -> io::Result<u32> {
         }),
         exit_file,
         private_mounts,
+        syscall_filter: request.syscall_filter,
     };
     monitor::fork_monitor(launch, ready, Parent::OurParent)
 }

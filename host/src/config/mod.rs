@@ -229,6 +229,8 @@ pub struct AgentSettings {
     pub local_user: String,
     /// Processes and threads one container may have (0: no limit).
     pub pids_limit: u64,
+    /// `weft.agent.syscall-filter`: containers run under the seccomp filter.
+    pub syscall_filter: bool,
     /// `weft.agent.banned-users`: users no container runs as with `run-as`
     /// submitter or local-user (container-executor.cfg's `banned.users`).
     pub banned_users: Vec<String>,
@@ -486,6 +488,7 @@ impl Settings {
                 .trim()
                 .to_string(),
             pids_limit: read.whole("weft.agent.pids-limit")?,
+            syscall_filter: read.flag("weft.agent.syscall-filter")?,
             banned_users: read
                 .text("weft.agent.banned-users")?
                 .split(',')

@@ -211,6 +211,12 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "processes and threads one container may have at once (the pids cgroup controller, where usable; 0: no limit), so no container takes every pid of its machine",
     ),
     (
+        "weft.agent.syscall-filter",
+        ValueType::Flag,
+        "true",
+        "run containers under a seccomp filter that refuses system calls batch work has no need of and that widen what the kernel exposes to a tenant: creating or entering namespaces (user namespaces above all), mounts, keyrings, BPF, perf events, userfaultfd, io_uring, kernel modules (where the agent runs as root; false for containers that must make namespaces of their own, such as nested sandboxes)",
+    ),
+    (
         "weft.agent.banned-users",
         ValueType::Text,
         "hdfs,yarn,mapred,bin",

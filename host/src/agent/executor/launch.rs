@@ -150,6 +150,7 @@ impl Settings {
             switch_to: identity.switch_to,
             exit_file,
             private_mounts,
+            syscall_filter: self.syscall_filter.is_ok(),
         };
         let started_ms = now_ms();
         let (pid, setting_up) = monitor::spawn(launch, spawner).map_err(|error| {
@@ -388,6 +389,25 @@ pub(super) fn plan_private_mounts(dirs: &[&Path]) -> Result<Vec<PathBuf>, String
         }
     }
     Ok(keep)
+}
+
+/// Whether containers can run under the system call filter here: asked
+/// for, written for this architecture, and installable. Installing it
+/// needs `no_new_privs` or CAP_SYS_ADMIN: a root agent has the one, and
+/// sets the other for containers of other users (which only a root agent
+/// runs); containers of a non-root agent's own user would need
+/// `no_new_privs`, which would stop setuid programs the user may rely on.
+pub(super) fn plan_syscall_filter(wanted: bool) -> Result<(), String> {
+    if !wanted {
+        return Err("off (weft.agent.syscall-filter = false)".into());
+    }
+    if syscall_filter::program().is_none() {
+        return Err("none is written for this architecture".into());
+    }
+    if !nix::unistd::geteuid().is_root() {
+        return Err("containers run as the agent's own user, which is not root".into());
+    }
+    Ok(())
 }
 
 /// Containers run as other users enter their working and log dirs below

@@ -60,7 +60,7 @@ use serde::{Deserialize, Serialize};
 use super::cgroups::{Cgroups, ContainerCgroup};
 use super::removal::Remover;
 use super::spawner::Spawner;
-use super::{monitor, untrusted};
+use super::{monitor, syscall_filter, untrusted};
 use crate::protocol::node::{ContainerCommand, ContainerEnd, LaunchOrder, exit_status};
 
 mod checks;
@@ -112,6 +112,9 @@ pub struct ExecutorConfig {
     /// Processes and threads one container may have (0: no limit), where
     /// the pids controller is usable.
     pub pids_limit: u64,
+    /// Whether containers run under the system call filter
+    /// (`weft.agent.syscall-filter`), where the agent can install it.
+    pub syscall_filter: bool,
     /// The node's declared memory, in MB (0: no cap): what all its
     /// containers together may hold, their parent cgroup's limit. Memory a
     /// container leaves behind (a tmpfs or memfd another process keeps
@@ -231,6 +234,9 @@ struct Settings {
     /// [`monitor::PrivateMounts`]): if so, the agent's dirs beneath either
     /// mount point, to be bound back in each container's view; if not, why.
     private_mounts: Result<Vec<PathBuf>, String>,
+    /// Whether containers run under [`crate::agent::syscall_filter`]; if
+    /// not, why.
+    syscall_filter: Result<(), String>,
     /// USER and LOGNAME for containers run as the agent's user.
     agent_user: String,
 }
@@ -412,6 +418,10 @@ impl Executor {
                 tracing::warn!(%reason, "cgroups unusable; containers run in process groups only")
             }
         }
+        let syscall_filter = plan_syscall_filter(config.syscall_filter);
+        if let Err(reason) = &syscall_filter {
+            tracing::warn!(%reason, "containers run without a system call filter");
+        }
         let agent_user = match User::from_uid(Uid::current()) {
             Ok(Some(user)) => user.name,
             _ => Uid::current().to_string(),
@@ -426,6 +436,7 @@ impl Executor {
                 },
                 cgroups,
                 private_mounts,
+                syscall_filter,
                 agent_user,
             },
             containers: BTreeMap::new(),
@@ -458,10 +469,15 @@ impl Executor {
             Ok(cgroups) => cgroups.describe(),
             Err(reason) => format!("process groups only: {reason}"),
         };
-        match &self.settings.private_mounts {
-            Ok(_) => format!("{processes}; private /dev/shm and /tmp, own pid and IPC namespaces"),
-            Err(reason) => format!("{processes}; /dev/shm and /tmp shared: {reason}"),
-        }
+        let mounts = match &self.settings.private_mounts {
+            Ok(_) => "private /dev/shm and /tmp, own pid and IPC namespaces".to_owned(),
+            Err(reason) => format!("/dev/shm and /tmp shared: {reason}"),
+        };
+        let calls = match &self.settings.syscall_filter {
+            Ok(()) => "system calls filtered (no namespaces, mounts, keyrings, bpf)".to_owned(),
+            Err(reason) => format!("no system call filter: {reason}"),
+        };
+        format!("{processes}; {mounts}; {calls}")
     }
 
     /// Whether each container gets its own /dev/shm and /tmp.

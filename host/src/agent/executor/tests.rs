@@ -30,6 +30,7 @@ impl Bench {
             stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
             cgroup_name: format!("weft-test-{}-{unique}", std::process::id()),
             pids_limit: 512,
+            syscall_filter: true,
             memory_mb: 4096,
         }
     }
