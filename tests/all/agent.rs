@@ -731,3 +731,49 @@ fn run_six_short_containers(server: &Server, what: &str) {
         String::from_utf8_lossy(&ran.stderr)
     );
 }
+
+#[test]
+fn a_container_without_network_reaches_no_service_of_the_node() {
+    let dir = crate::support::shared_tempdir();
+    let server = Server::start_with_local_agent(
+        &dir.path().join("data"),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
+            "--set",
+            "weft.agent.container-network=none",
+        ],
+        None,
+    );
+    let nodes = server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
+        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
+    });
+    let isolation = nodes["nodes"]["node"][0]["isolation"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if !isolation.contains("network: a loopback of its own") {
+        // Not root, or no namespaces: the agent would have refused to start.
+        eprintln!("note: no network namespaces here ({isolation}); skipped");
+        return;
+    }
+    // The server's own port on the node's loopback is out of reach, its
+    // own loopback works (processes of one container still talk), and it
+    // sees no interface but that loopback.
+    let port = server.base.rsplit(':').next().expect("a port");
+    let probe = format!(
+        "import socket\n\
+         try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5); print('reached the server')\n\
+         except OSError as error:\n    print('server unreachable:', type(error).__name__)\n\
+         listener = socket.socket(); listener.bind(('127.0.0.1', 0)); listener.listen()\n\
+         socket.create_connection(listener.getsockname(), timeout=5); print('own loopback works')\n\
+         print('interfaces:', ' '.join(line.split(':')[0].strip() for line in open('/proc/net/dev').readlines()[2:]))\n"
+    );
+    let (code, id, stderr) = run_and_wait(&server, &[], &["/usr/bin/python3", "-c", &probe]);
+    assert_eq!(code, 0, "{stderr}");
+    let logs = app(&server, &["logs", &id]);
+    let stdout = String::from_utf8_lossy(&logs.stdout);
+    assert!(stdout.contains("server unreachable"), "{stdout}");
+    assert!(stdout.contains("own loopback works"), "{stdout}");
+    assert!(stdout.contains("interfaces: lo\n"), "{stdout}");
+}

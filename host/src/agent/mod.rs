@@ -184,6 +184,7 @@ fn executor_for(
         cgroup_name: format!("weft-agent-{sanitized}-{}", work_dir_tag(&dirs.work_dir)),
         pids_limit: settings.pids_limit,
         syscall_filter: settings.syscall_filter,
+        own_network: settings.own_network,
         memory_mb,
     })
     .with_context(|| {

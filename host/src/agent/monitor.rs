@@ -74,6 +74,10 @@ pub struct PrivateMounts {
     /// Directories beneath /tmp or /dev/shm to keep where they are, each
     /// opened (`O_PATH`) before the tmpfs hides it.
     pub keep: Vec<(OwnedFd, PathBuf)>,
+    /// A network namespace of its own too, with only a loopback (up): it
+    /// reaches no service of the node, nor another container's abstract
+    /// Unix sockets (`weft.agent.container-network = none`).
+    pub own_network: bool,
 }
 
 /// The descriptor the monitor keeps its exit-code file on once it has
@@ -268,6 +272,7 @@ struct PreparedMounts {
     options: CString,
     points: Vec<CString>,
     keep: Vec<KeptDir>,
+    own_network: bool,
 }
 
 struct KeptDir {
@@ -317,6 +322,7 @@ impl PreparedMounts {
                 .map(|point| c_string(Path::new(point)))
                 .collect::<io::Result<_>>()?,
             keep,
+            own_network: mounts.own_network,
         })
     }
 
@@ -330,8 +336,18 @@ impl PreparedMounts {
             // for its processes (the monitor's next child is its first):
             // none of the host's processes, or their /proc/PID/root, in
             // its sight.
-            if libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID) == -1 {
+            let network = if self.own_network {
+                libc::CLONE_NEWNET
+            } else {
+                0
+            };
+            if libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWIPC | libc::CLONE_NEWPID | network)
+                == -1
+            {
                 return Err(b"cannot enter namespaces of its own");
+            }
+            if self.own_network {
+                loopback_up()?;
             }
             let none = std::ptr::null::<libc::c_char>();
             if libc::mount(
@@ -415,10 +431,35 @@ impl PreparedMounts {
     }
 }
 
+/// Brings up the loopback of a new network namespace (it starts down), so
+/// a container's processes can still talk to each other on 127.0.0.1.
+///
+/// # Safety
+/// Only system calls: safe after fork.
+unsafe fn loopback_up() -> Result<(), &'static [u8]> {
+    unsafe {
+        let socket = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if socket == -1 {
+            return Err(b"cannot bring up its loopback");
+        }
+        let mut request: libc::ifreq = std::mem::zeroed();
+        for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo") {
+            *slot = *byte as libc::c_char;
+        }
+        request.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        let up = libc::ioctl(socket, libc::SIOCSIFFLAGS, &raw const request);
+        libc::close(socket);
+        if up == -1 {
+            return Err(b"cannot bring up its loopback");
+        }
+        Ok(())
+    }
+}
+
 /// Whether this process can give containers private mounts: it forks a
 /// child that makes the namespaces, a tmpfs and a /proc as a container's
 /// monitor would, and says why not if it cannot.
-pub fn probe_private_mounts() -> Result<(), String> {
+pub fn probe_private_mounts(own_network: bool) -> Result<(), String> {
     for point in PRIVATE_MOUNT_POINTS {
         if !Path::new(point).is_dir() {
             return Err(format!("there is no {point} to mount over"));
@@ -427,6 +468,7 @@ pub fn probe_private_mounts() -> Result<(), String> {
     let prepared = PreparedMounts::new(PrivateMounts {
         size_mb: 1,
         keep: Vec::new(),
+        own_network,
     })
     .map_err(|error| error.to_string())?;
     // SAFETY: the child makes system calls on memory prepared above and

@@ -779,6 +779,7 @@ mod tests {
             cgroup_name: format!("weft-test-{}-{unique}", std::process::id()),
             pids_limit: 0,
             syscall_filter: true,
+            own_network: false,
             memory_mb: 0,
         })
         .expect("open");

@@ -67,8 +67,9 @@ struct Request {
     work_dir: Vec<u8>,
     /// uid, gid and supplementary groups.
     switch_to: Option<(u32, u32, Vec<u32>)>,
-    /// The tmpfs size in MiB and the kept dirs' paths, if private.
-    private_mounts: Option<(u64, Vec<Vec<u8>>)>,
+    /// The tmpfs size in MiB, the kept dirs' paths and whether the
+    /// network is its own, if private.
+    private_mounts: Option<(u64, Vec<Vec<u8>>, bool)>,
     /// Whether the command runs under the system call filter.
     syscall_filter: bool,
     /// How many cgroup join files follow the exit-code file.
@@ -137,7 +138,7 @@ impl Spawner {
                 fds.push(fd.as_raw_fd());
                 paths.push(path.as_os_str().as_bytes().to_vec());
             }
-            (mounts.size_mb, paths)
+            (mounts.size_mb, paths, mounts.own_network)
         });
         if fds.len() > MAX_FDS {
             return Err(HelperError::Refused(format!(
@@ -254,7 +255,7 @@ fn fork_for(body: &[u8], fds: Vec<OwnedFd>) -> io::Result<u32> {
     let keep = request
         .private_mounts
         .as_ref()
-        .map_or(0, |(_, paths)| paths.len());
+        .map_or(0, |(_, paths, _)| paths.len());
     if fds.len() != 4 + request.join_files + keep {
         return Err(io::Error::other(format!(
             "a launch came with {} descriptors, not the {} it names",
@@ -275,8 +276,9 @@ fn fork_for(body: &[u8], fds: Vec<OwnedFd>) -> io::Result<u32> {
         .map(|_| next())
         .collect::<io::Result<Vec<_>>>()?;
     let private_mounts = match request.private_mounts {
-        Some((size_mb, paths)) => Some(PrivateMounts {
+        Some((size_mb, paths, own_network)) => Some(PrivateMounts {
             size_mb,
+            own_network,
             keep: paths
                 .into_iter()
                 .map(|path| Ok((next()?, PathBuf::from(OsString::from_vec(path)))))

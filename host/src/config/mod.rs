@@ -231,6 +231,9 @@ pub struct AgentSettings {
     pub pids_limit: u64,
     /// `weft.agent.syscall-filter`: containers run under the seccomp filter.
     pub syscall_filter: bool,
+    /// `weft.agent.container-network = none`: each container gets a network
+    /// namespace of its own with only a loopback.
+    pub own_network: bool,
     /// `weft.agent.banned-users`: users no container runs as with `run-as`
     /// submitter or local-user (container-executor.cfg's `banned.users`).
     pub banned_users: Vec<String>,
@@ -489,6 +492,7 @@ impl Settings {
                 .to_string(),
             pids_limit: read.whole("weft.agent.pids-limit")?,
             syscall_filter: read.flag("weft.agent.syscall-filter")?,
+            own_network: read.text("weft.agent.container-network")? == "none",
             banned_users: read
                 .text("weft.agent.banned-users")?
                 .split(',')

@@ -211,6 +211,12 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "processes and threads one container may have at once (the pids cgroup controller, where usable; 0: no limit), so no container takes every pid of its machine",
     ),
     (
+        "weft.agent.container-network",
+        ValueType::Choice(&["host", "none"]),
+        "host",
+        "the network containers get: the node's own (host, as YARN's default runtime: a container reaches every service of the node, its loopback included), or none: a network namespace of its own with only a loopback, which reaches no service of the node and no other container (for batch work that needs no network: YARN applications such as Spark need host). none needs a root agent that can make namespaces, and the agent refuses to start without",
+    ),
+    (
         "weft.agent.syscall-filter",
         ValueType::Flag,
         "true",

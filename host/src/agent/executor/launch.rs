@@ -125,6 +125,7 @@ impl Settings {
         let private_mounts = match &self.private_mounts {
             Ok(keep) => Some(monitor::PrivateMounts {
                 size_mb: order.memory_mb,
+                own_network: self.config.own_network,
                 keep: keep
                     .iter()
                     .map(|dir| {
@@ -360,14 +361,18 @@ pub(super) fn prepare_dir(role: &'static str, path: &Path) -> Result<PathBuf, Ex
 }
 
 /// Whether containers can have their own /dev/shm and /tmp here (root, and
-/// mount namespaces that work: see [`monitor::probe_private_mounts`]); if
+/// mount namespaces that work, and network namespaces if `own_network`:
+/// see [`monitor::probe_private_mounts`]); if
 /// so, which of `dirs` lie beneath either and must be bound back into each
 /// container's view.
-pub(super) fn plan_private_mounts(dirs: &[&Path]) -> Result<Vec<PathBuf>, String> {
+pub(super) fn plan_private_mounts(
+    dirs: &[&Path],
+    own_network: bool,
+) -> Result<Vec<PathBuf>, String> {
     if !nix::unistd::geteuid().is_root() {
         return Err("mount namespaces need the agent to run as root".into());
     }
-    monitor::probe_private_mounts()?;
+    monitor::probe_private_mounts(own_network)?;
     let points: Vec<PathBuf> = monitor::PRIVATE_MOUNT_POINTS
         .iter()
         .map(|point| fs::canonicalize(point).unwrap_or_else(|_| PathBuf::from(point)))

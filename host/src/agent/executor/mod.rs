@@ -115,6 +115,10 @@ pub struct ExecutorConfig {
     /// Whether containers run under the system call filter
     /// (`weft.agent.syscall-filter`), where the agent can install it.
     pub syscall_filter: bool,
+    /// Whether each container gets a network namespace of its own with
+    /// only a loopback (`weft.agent.container-network = none`); the
+    /// executor refuses to open where it cannot make one.
+    pub own_network: bool,
     /// The node's declared memory, in MB (0: no cap): what all its
     /// containers together may hold, their parent cgroup's limit. Memory a
     /// container leaves behind (a tmpfs or memfd another process keeps
@@ -175,6 +179,14 @@ pub enum ExecutorError {
         /// What the OS said.
         #[source]
         source: io::Error,
+    },
+    /// Containers were to have no network, and cannot have one of their own.
+    #[error(
+        "weft.agent.container-network = none needs a network namespace for each container, which this agent cannot make: {reason}"
+    )]
+    NoOwnNetwork {
+        /// Why not.
+        reason: String,
     },
 }
 
@@ -403,9 +415,18 @@ impl Executor {
             warn_unless_traversable(&log_dir);
         }
         let mut cgroups = Cgroups::detect(&config.cgroup_name);
-        let private_mounts = plan_private_mounts(&[&work_dir, &log_dir]);
-        if let Err(reason) = &private_mounts {
-            tracing::warn!(%reason, "containers share this machine's /dev/shm and /tmp");
+        let private_mounts = plan_private_mounts(&[&work_dir, &log_dir], config.own_network);
+        match &private_mounts {
+            // Asked for no network: never run containers with the node's.
+            Err(reason) if config.own_network => {
+                return Err(ExecutorError::NoOwnNetwork {
+                    reason: reason.clone(),
+                });
+            }
+            Err(reason) => {
+                tracing::warn!(%reason, "containers share this machine's /dev/shm and /tmp")
+            }
+            Ok(_) => {}
         }
         match &mut cgroups {
             Ok(cgroups) => {
@@ -473,11 +494,15 @@ impl Executor {
             Ok(_) => "private /dev/shm and /tmp, own pid and IPC namespaces".to_owned(),
             Err(reason) => format!("/dev/shm and /tmp shared: {reason}"),
         };
+        let network = match self.settings.config.own_network {
+            true => "network: a loopback of its own",
+            false => "network: the node's",
+        };
         let calls = match &self.settings.syscall_filter {
             Ok(()) => "system calls filtered (no namespaces, mounts, keyrings, bpf)".to_owned(),
             Err(reason) => format!("no system call filter: {reason}"),
         };
-        format!("{processes}; {mounts}; {calls}")
+        format!("{processes}; {mounts}; {network}; {calls}")
     }
 
     /// Whether each container gets its own /dev/shm and /tmp.

@@ -31,6 +31,7 @@ impl Bench {
             cgroup_name: format!("weft-test-{}-{unique}", std::process::id()),
             pids_limit: 512,
             syscall_filter: true,
+            own_network: false,
             memory_mb: 4096,
         }
     }
