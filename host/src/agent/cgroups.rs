@@ -788,10 +788,13 @@ fn listed_pids(dir: &Path) -> Vec<u32> {
 /// one process, never a later one with its pid), the list is read again,
 /// and only processes still listed are signalled. One that ended between
 /// the readings is not; whatever took its pid since is left to the next
-/// call, as is anything forked in between.
+/// call, as is anything forked in between. A pid that cannot be pinned
+/// (a kernel before 5.3, no descriptors left) is signalled by number if
+/// the second reading still lists it: the old way, with its small race.
 fn kill_listed(dir: &Path) -> usize {
     let pids = listed_pids(dir);
     let mut pinned = Vec::with_capacity(pids.len());
+    let mut unpinned = Vec::new();
     for &pid in &pids {
         // Never 0 or 1 (this process group, init), whatever the file says.
         let Some(raw) = i32::try_from(pid).ok().filter(|raw| *raw > 1) else {
@@ -802,20 +805,26 @@ fn kill_listed(dir: &Path) -> usize {
         };
         match rustix::process::pidfd_open(rustix_pid, rustix::process::PidfdFlags::empty()) {
             Ok(pidfd) => pinned.push((pid, pidfd)),
-            // Kernels before 5.3 have no pidfds: the old way, by pid.
-            Err(rustix::io::Errno::NOSYS) => {
-                let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+            // Gone already.
+            Err(rustix::io::Errno::SRCH) => {}
+            Err(error) => {
+                tracing::debug!(pid, %error, "cannot pin a container's process; signalled by pid");
+                unpinned.push(raw);
             }
-            // Gone already (or not ours to see).
-            Err(_) => {}
         }
     }
-    if !pinned.is_empty() {
-        let still_listed: std::collections::HashSet<u32> = listed_pids(dir).into_iter().collect();
-        for (pid, pidfd) in pinned {
-            if still_listed.contains(&pid) {
-                let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
-            }
+    if pinned.is_empty() && unpinned.is_empty() {
+        return pids.len();
+    }
+    let still_listed: std::collections::HashSet<u32> = listed_pids(dir).into_iter().collect();
+    for (pid, pidfd) in pinned {
+        if still_listed.contains(&pid) {
+            let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
+        }
+    }
+    for raw in unpinned {
+        if still_listed.contains(&raw.unsigned_abs()) {
+            let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
         }
     }
     pids.len()
