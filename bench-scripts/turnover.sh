@@ -6,7 +6,8 @@
 # The server is started on loopback in a fresh temp dir and stopped by its
 # pid (SIGINT); nothing else is touched. The temp dir is removed at the end,
 # unless KEEP_IN names a dir to make it in (the caller removes it later:
-# see turnover-vs-slurm.sh for why).
+# see turnover-vs-slurm.sh for why). WEFT_SET may list properties for the
+# server, KEY=VALUE separated by spaces (each passed as --set).
 #
 #   bench-scripts/turnover.sh BINARY PORT [N=100]
 set -euo pipefail
@@ -14,7 +15,9 @@ binary=$1
 port=$2
 count=${3:-100}
 dir=$(mktemp -d "${KEEP_IN:-/var/tmp}/weft-turnover-XXXX")
-"$binary" serve --listen "127.0.0.1:$port" --data-dir "$dir/data" >"$dir/out" 2>"$dir/err" &
+settings=()
+for property in ${WEFT_SET:-}; do settings+=(--set "$property"); done
+"$binary" serve --listen "127.0.0.1:$port" --data-dir "$dir/data" "${settings[@]}" >"$dir/out" 2>"$dir/err" &
 server=$!
 trap 'kill -INT "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; [ -n "${KEEP_IN:-}" ] || rm -rf "$dir"' EXIT
 for _ in $(seq 100); do

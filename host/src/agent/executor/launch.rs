@@ -397,22 +397,18 @@ pub(super) fn plan_private_mounts(
 }
 
 /// Whether containers can run under the system call filter here: asked
-/// for, written for this architecture, and installable. Installing it
-/// needs `no_new_privs` or CAP_SYS_ADMIN: a root agent has the one, and
-/// sets the other for containers of other users (which only a root agent
-/// runs); containers of a non-root agent's own user would need
-/// `no_new_privs`, which would stop setuid programs the user may rely on.
+/// for, written for this architecture, and taken by the kernel (probed).
+/// Installing it sets `no_new_privs`, so only a root agent's containers
+/// get it: containers of a non-root agent's own user would lose the
+/// setuid programs that user may rely on.
 pub(super) fn plan_syscall_filter(wanted: bool) -> Result<(), String> {
     if !wanted {
         return Err("off (weft.agent.syscall-filter = false)".into());
     }
-    if syscall_filter::program().is_none() {
-        return Err("none is written for this architecture".into());
-    }
     if !nix::unistd::geteuid().is_root() {
         return Err("containers run as the agent's own user, which is not root".into());
     }
-    Ok(())
+    syscall_filter::probe()
 }
 
 /// Containers run as other users enter their working and log dirs below

@@ -502,7 +502,14 @@ impl Executor {
             Ok(()) => "system calls filtered (no namespaces, mounts, keyrings, bpf)".to_owned(),
             Err(reason) => format!("no system call filter: {reason}"),
         };
-        format!("{processes}; {mounts}; {network}; {calls}")
+        // Root is the host's own whatever else holds (it owns /proc/sys
+        // and the host's files): said early, so a cut never drops it.
+        let root =
+            match self.settings.config.run_as == RunAs::Agent && nix::unistd::geteuid().is_root() {
+                true => "containers run as root (run-as = agent), no boundary to the host; ",
+                false => "",
+            };
+        format!("{processes}; {root}{mounts}; {network}; {calls}")
     }
 
     /// Whether each container gets its own /dev/shm and /tmp.
