@@ -757,14 +757,26 @@ fn a_container_without_network_reaches_no_service_of_the_node() {
         eprintln!("note: no network namespaces here ({isolation}); skipped");
         return;
     }
-    // The server's own port on the node's loopback is out of reach, its
-    // own loopback works (processes of one container still talk), and it
-    // sees no interface but that loopback.
+    // The server's own port on the node's loopback is out of reach, and so
+    // is a service of the node's on a Unix socket in /var/tmp (a network
+    // namespace does not cover sockets at paths: /run and /var/tmp are its
+    // own); its own loopback works (processes of one container still
+    // talk), and it sees no interface but that loopback.
     let port = server.base.rsplit(':').next().expect("a port");
+    let socket_path = format!("/var/tmp/weft-test-{}.sock", std::process::id());
+    let _ = std::fs::remove_file(&socket_path);
+    let host_service = std::os::unix::net::UnixListener::bind(&socket_path).expect("bind");
+    std::fs::set_permissions(
+        &socket_path,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("chmod");
     let probe = format!(
         "import socket\n\
          try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=5); print('reached the server')\n\
          except OSError as error:\n    print('server unreachable:', type(error).__name__)\n\
+         try:\n    socket.socket(socket.AF_UNIX).connect('{socket_path}'); print('reached the node')\n\
+         except OSError as error:\n    print('path socket unreachable:', type(error).__name__)\n\
          listener = socket.socket(); listener.bind(('127.0.0.1', 0)); listener.listen()\n\
          socket.create_connection(listener.getsockname(), timeout=5); print('own loopback works')\n\
          print('interfaces:', ' '.join(line.split(':')[0].strip() for line in open('/proc/net/dev').readlines()[2:]))\n"
@@ -773,7 +785,10 @@ fn a_container_without_network_reaches_no_service_of_the_node() {
     assert_eq!(code, 0, "{stderr}");
     let logs = app(&server, &["logs", &id]);
     let stdout = String::from_utf8_lossy(&logs.stdout);
+    drop(host_service);
+    let _ = std::fs::remove_file(&socket_path);
     assert!(stdout.contains("server unreachable"), "{stdout}");
+    assert!(stdout.contains("path socket unreachable"), "{stdout}");
     assert!(stdout.contains("own loopback works"), "{stdout}");
     assert!(stdout.contains("interfaces: lo\n"), "{stdout}");
 }

@@ -91,6 +91,25 @@ const READY_FD: libc::c_int = 4;
 /// The mount points a container gets a tmpfs of its own on.
 pub const PRIVATE_MOUNT_POINTS: [&str; 2] = ["/dev/shm", "/tmp"];
 
+/// And, with no network of its own, where Unix sockets at file-system
+/// paths live (the system's services', other users') and where containers
+/// could meet through one: /run (which /var/run names on current systems)
+/// and /var/tmp. A network namespace does not cover them.
+const NO_NETWORK_MOUNT_POINTS: [&str; 3] = ["/run", "/var/run", "/var/tmp"];
+
+/// The mount points a container gets a tmpfs of its own on: with no
+/// network, also those of [`NO_NETWORK_MOUNT_POINTS`] that are
+/// directories (a link such as /var/run → /run is covered by its target).
+pub fn private_mount_points(own_network: bool) -> Vec<&'static str> {
+    let mut points = PRIVATE_MOUNT_POINTS.to_vec();
+    if own_network {
+        points.extend(NO_NETWORK_MOUNT_POINTS.iter().filter(|point| {
+            std::fs::symlink_metadata(point).is_ok_and(|metadata| metadata.is_dir())
+        }));
+    }
+    points
+}
+
 /// The PATH a container gets when neither the agent nor the order has one.
 pub const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
@@ -293,9 +312,10 @@ impl PreparedMounts {
             CString::new(path.as_os_str().as_bytes())
                 .map_err(|_| io::Error::other("a mount path contains a NUL byte"))
         };
+        let mount_points = private_mount_points(mounts.own_network);
         let mut keep = Vec::new();
         for (fd, dir) in mounts.keep {
-            let Some(point) = PRIVATE_MOUNT_POINTS
+            let Some(point) = mount_points
                 .iter()
                 .map(Path::new)
                 .find(|point| dir.starts_with(point) && dir != *point)
@@ -317,7 +337,7 @@ impl PreparedMounts {
         Ok(PreparedMounts {
             options: CString::new(format!("size={}m,mode=1777", mounts.size_mb.max(1)))
                 .map_err(|_| io::Error::other("tmpfs options"))?,
-            points: PRIVATE_MOUNT_POINTS
+            points: mount_points
                 .iter()
                 .map(|point| c_string(Path::new(point)))
                 .collect::<io::Result<_>>()?,
@@ -460,7 +480,7 @@ unsafe fn loopback_up() -> Result<(), &'static [u8]> {
 /// child that makes the namespaces, a tmpfs and a /proc as a container's
 /// monitor would, and says why not if it cannot.
 pub fn probe_private_mounts(own_network: bool) -> Result<(), String> {
-    for point in PRIVATE_MOUNT_POINTS {
+    for point in private_mount_points(own_network) {
         if !Path::new(point).is_dir() {
             return Err(format!("there is no {point} to mount over"));
         }

@@ -4,7 +4,9 @@
 //! root's powers over fresh mount, network and other namespaces, the
 //! kernel's largest surface for privilege bugs), mounts, keyrings, BPF,
 //! perf events, userfaultfd, io_uring, kernel modules and handles to files
-//! by inode — fail with EPERM, as under Docker's default profile.
+//! by inode — fail with EPERM, as under Docker's default profile; and
+//! vsock sockets (a VM's channel to its hypervisor, which no network
+//! namespace covers) fail with EAFNOSUPPORT.
 //!
 //! Calls newer than this filter knows (numbered above [`LAST_KNOWN`])
 //! answer ENOSYS, as on a kernel that predates them, so programs fall
@@ -171,6 +173,13 @@ fn build() -> Vec<sock_filter> {
             answer(libc::SECCOMP_RET_ALLOW),
         ]);
     }
+    program.extend([
+        jump_if_equal(libc::SYS_socket as u32, 0, 4),
+        load(FIRST_ARG_LOW_OFFSET),
+        jump_if_equal(libc::AF_VSOCK as u32, 0, 1),
+        answer(errno(libc::EAFNOSUPPORT)),
+        answer(libc::SECCOMP_RET_ALLOW),
+    ]);
     program.push(answer(libc::SECCOMP_RET_ALLOW));
     program
 }
@@ -323,16 +332,20 @@ mod tests {
              print(errno(libc.syscall({bpf}, 0, 0, 0)))\n\
              print(errno(libc.syscall(467, -100, b'/', 1, None, 0)))\n\
              print(errno(libc.syscall({x32_getpid})))\n\
-             print(0 if libc.ntp_gettime(ctypes.create_string_buffer(256)) >= 0 else ctypes.get_errno())\n",
+             print(0 if libc.ntp_gettime(ctypes.create_string_buffer(256)) >= 0 else ctypes.get_errno())\n\
+             print(errno(libc.socket({vsock}, 1, 0)))\n\
+             print(0 if libc.socket(1, 1, 0) >= 0 else ctypes.get_errno())\n",
             user = libc::CLONE_NEWUSER,
             net = libc::CLONE_NEWNET,
             keyctl = libc::SYS_keyctl,
             bpf = libc::SYS_bpf,
             x32_getpid = 0x4000_0000 | libc::SYS_getpid,
+            vsock = libc::AF_VSOCK,
         );
         let said = python(&code);
         let answers: Vec<&str> = said.lines().collect();
         let (eperm, enosys) = (libc::EPERM.to_string(), libc::ENOSYS.to_string());
+        let eafnosupport = libc::EAFNOSUPPORT.to_string();
         // Calls newer than the filter (open_tree_attr, 467) and x32's
         // numbering answer ENOSYS; reading the clock through clock_adjtime
         // (ntp_gettime) is left.
@@ -346,6 +359,8 @@ mod tests {
             ("open_tree_attr", &enosys),
             ("x32 getpid", &enosys),
             ("ntp_gettime", "0"),
+            ("socket(AF_VSOCK)", &eafnosupport),
+            ("socket(AF_UNIX)", "0"),
         ];
         assert_eq!(answers.len(), expected.len(), "{said}");
         for ((call, wanted), errno) in expected.iter().zip(answers) {

@@ -214,7 +214,7 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "weft.agent.container-network",
         ValueType::Choice(&["host", "none"]),
         "host",
-        "the network containers get: the node's own (host, as YARN's default runtime: a container reaches every service of the node, its loopback included), or none: a network namespace of its own with only a loopback, which reaches no service of the node and no other container (for batch work that needs no network: YARN applications such as Spark need host). none needs a root agent that can make namespaces, and the agent refuses to start without",
+        "the network containers get: the node's own (host, as YARN's default runtime: a container reaches every service of the node, its loopback included), or none: a network namespace of its own with only a loopback, and a /run and /var/tmp of its own, so it reaches no service of the node (on a port or a socket in /run) and no other container (for batch work that needs no network: YARN applications, such as Spark, need host and are refused). none needs a root agent that can make namespaces, and the agent refuses to start without",
     ),
     (
         "weft.agent.syscall-filter",

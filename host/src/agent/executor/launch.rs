@@ -34,6 +34,13 @@ impl Settings {
         check_user(&order.user)?;
         check_command(&order.command)?;
         check_env(&order.env)?;
+        if self.config.own_network && order.yarn.is_some() {
+            // Its master could never reach the resource manager: say so
+            // now rather than let its client retry for minutes.
+            return Err(format!(
+                "container {container_id} is a YARN application's, which needs the node's network to reach the resource manager and its other containers; this node gives containers none (weft.agent.container-network = none)"
+            ));
+        }
         // 0 would be no memory limit at all (cgroups.rs): never launched.
         if order.memory_mb == 0 || order.vcores == 0 {
             return Err(format!(
@@ -373,13 +380,14 @@ pub(super) fn plan_private_mounts(
         return Err("mount namespaces need the agent to run as root".into());
     }
     monitor::probe_private_mounts(own_network)?;
-    let points: Vec<PathBuf> = monitor::PRIVATE_MOUNT_POINTS
+    let mount_points = monitor::private_mount_points(own_network);
+    let points: Vec<PathBuf> = mount_points
         .iter()
         .map(|point| fs::canonicalize(point).unwrap_or_else(|_| PathBuf::from(point)))
         .collect();
     let mut keep = Vec::new();
     for dir in dirs {
-        for (point, canonical) in monitor::PRIVATE_MOUNT_POINTS.iter().zip(&points) {
+        for (point, canonical) in mount_points.iter().zip(&points) {
             // Written under the mount point's own name, which the
             // container's namespace mounts over.
             if let Ok(below) = dir.strip_prefix(canonical) {
