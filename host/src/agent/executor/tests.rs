@@ -1157,3 +1157,34 @@ fn records_survive_torn_lines_foreign_ends_and_fifos() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(Record::read(&layout, "f", RECORD).end.is_none());
 }
+
+#[test]
+fn a_node_without_network_refuses_a_yarn_container_saying_why() {
+    let bench = Bench::new();
+    if !bench.open().has_private_mounts() {
+        eprintln!("note: no namespaces here; skipped");
+        return;
+    }
+    let mut config = bench.config(RunAs::Agent);
+    config.own_network = true;
+    let mut executor = Executor::open(config).expect("open");
+    assert!(
+        executor
+            .isolation()
+            .contains("network: a loopback of its own")
+    );
+    let mut yarn = order("c_yarn", shell("true"));
+    yarn.yarn = Some(crate::protocol::node::YarnLaunch::default());
+    executor.launch(&yarn);
+    let end = wait_for_end(&mut executor, "c_yarn", Duration::from_secs(10));
+    assert_eq!(end.exit_status, exit_status::INVALID);
+    assert!(
+        end.diagnostics.contains("needs the node's network"),
+        "{}",
+        end.diagnostics
+    );
+    // A plain command still runs there.
+    executor.launch(&order("c_plain", shell("true")));
+    let end = wait_for_end(&mut executor, "c_plain", Duration::from_secs(10));
+    assert_eq!((end.exit_status, end.diagnostics.as_str()), (0, ""));
+}
