@@ -16,16 +16,10 @@ binary=$1
 port=$2
 count=${3:-2000000}
 dir=$(mktemp -d /var/tmp/weft-syscalls-XXXX)
-settings=()
-for property in ${WEFT_SET:-}; do settings+=(--set "$property"); done
-"$binary" serve --listen "127.0.0.1:$port" --data-dir "$dir/data" "${settings[@]}" >"$dir/out" 2>"$dir/err" &
-server=$!
-trap 'kill -INT "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do
-    grep -q listening "$dir/out" 2>/dev/null && break
-    sleep 0.1
-done
-sleep 1 # the local agent registers
+source "$(dirname "$0")/serve-local.sh"
+server=
+trap '[ -z "$server" ] || { kill -INT "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }; rm -rf "$dir"' EXIT
+start_local_server "$binary" "$port" "$dir"
 forks=$((count / 100))
 probe="s=\$(date +%s%N); dd if=/dev/zero of=/dev/null bs=1 count=$count 2>/dev/null; m=\$(date +%s%N); \
 i=0; while [ \$i -lt $forks ]; do /bin/true; i=\$((i+1)); done; e=\$(date +%s%N); \

@@ -15,16 +15,10 @@ binary=$1
 port=$2
 count=${3:-100}
 dir=$(mktemp -d "${KEEP_IN:-/var/tmp}/weft-turnover-XXXX")
-settings=()
-for property in ${WEFT_SET:-}; do settings+=(--set "$property"); done
-"$binary" serve --listen "127.0.0.1:$port" --data-dir "$dir/data" "${settings[@]}" >"$dir/out" 2>"$dir/err" &
-server=$!
-trap 'kill -INT "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; [ -n "${KEEP_IN:-}" ] || rm -rf "$dir"' EXIT
-for _ in $(seq 100); do
-    grep -q listening "$dir/out" 2>/dev/null && break
-    sleep 0.1
-done
-sleep 1 # the local agent registers
+source "$(dirname "$0")/serve-local.sh"
+server=
+trap '[ -z "$server" ] || { kill -INT "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; }; [ -n "${KEEP_IN:-}" ] || rm -rf "$dir"' EXIT
+start_local_server "$binary" "$port" "$dir"
 start=$(date +%s.%N)
 "$binary" app run --server "http://127.0.0.1:$port" -n "$count" --memory 64mb --vcores 1 \
     --wait -- /bin/true >/dev/null 2>&1
