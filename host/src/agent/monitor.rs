@@ -55,9 +55,9 @@ pub struct Launch<'a> {
     pub exit_file: File,
     /// A private /dev/shm and /tmp, or none (shared with the host).
     pub private_mounts: Option<PrivateMounts>,
-    /// Whether the command runs under [`super::syscall_filter`]: only
-    /// where it can be installed (another user, after `no_new_privs`, or
-    /// root), since a launch whose filter the kernel refuses fails.
+    /// Whether the command runs under [`super::syscall_filter`] (with
+    /// `no_new_privs`): only where the executor found at start that the
+    /// kernel takes it, since a launch whose filter is refused fails.
     pub syscall_filter: bool,
 }
 
@@ -74,9 +74,10 @@ pub struct PrivateMounts {
     /// Directories beneath /tmp or /dev/shm to keep where they are, each
     /// opened (`O_PATH`) before the tmpfs hides it.
     pub keep: Vec<(OwnedFd, PathBuf)>,
-    /// A network namespace of its own too, with only a loopback (up): it
-    /// reaches no service of the node, nor another container's abstract
-    /// Unix sockets (`weft.agent.container-network = none`).
+    /// A network namespace of its own too, with only a loopback (up), and
+    /// a tmpfs of its own on /run and /var/tmp: it reaches no service of
+    /// the node (on a port, or a socket there) and no other container
+    /// (`weft.agent.container-network = none`).
     pub own_network: bool,
 }
 
