@@ -443,6 +443,11 @@ impl Executor {
         if let Err(reason) = &syscall_filter {
             tracing::warn!(%reason, "containers run without a system call filter");
         }
+        if config.run_as == RunAs::Agent && nix::unistd::geteuid().is_root() {
+            tracing::warn!(
+                "containers run as root (weft.agent.run-as = agent): no namespace, filter or network setting is a boundary to this host; use local-user or submitter"
+            );
+        }
         let agent_user = match User::from_uid(Uid::current()) {
             Ok(Some(user)) => user.name,
             _ => Uid::current().to_string(),
