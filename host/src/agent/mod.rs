@@ -185,6 +185,8 @@ fn executor_for(
         pids_limit: settings.pids_limit,
         syscall_filter: settings.syscall_filter,
         own_network: settings.own_network,
+        log_limit_bytes: settings.log_limit_bytes.unwrap_or(0),
+        log_check_interval: settings.log_check_interval,
         memory_mb,
     })
     .with_context(|| {

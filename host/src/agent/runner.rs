@@ -780,6 +780,8 @@ mod tests {
             pids_limit: 0,
             syscall_filter: true,
             own_network: false,
+            log_limit_bytes: 0,
+            log_check_interval: Duration::from_secs(10),
             memory_mb: 0,
         })
         .expect("open");

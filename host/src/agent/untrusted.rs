@@ -123,6 +123,117 @@ pub fn read_range(mut file: File, start: u64, length: u64) -> io::Result<Vec<u8>
 }
 
 /// The directory a path starts from: the operator's, opened as given.
+/// What a directory tree a container writes takes on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskUsage {
+    /// Its blocks in bytes (as `du` counts: what is allocated, so a
+    /// sparse file counts only what it holds), the directories included.
+    pub bytes: u64,
+    /// Entries seen beneath it.
+    pub entries: usize,
+    /// False if the walk stopped at its bound of entries or depth: there
+    /// is more than was counted.
+    pub complete: bool,
+}
+
+/// The deepest a [`disk_usage`] walk goes (one descriptor open a level).
+const MAX_WALK_DEPTH: usize = 32;
+
+/// What the directory `relative` beneath `root` takes on disk, walked
+/// without following a symbolic link (each directory opened by handle,
+/// `O_NOFOLLOW`, from its parent's), counting at most `max_entries`
+/// entries and going at most [`MAX_WALK_DEPTH`] levels down; past either,
+/// `complete` is false. What vanishes while it walks is skipped.
+pub fn disk_usage(root: &Path, relative: &Path, max_entries: usize) -> io::Result<DiskUsage> {
+    let mut dir = open_root(root)?;
+    for name in plain_names(relative)? {
+        dir = openat(
+            &dir,
+            name,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|errno| refusal(errno, root, relative, "a directory on its way"))?;
+    }
+    let own = nix::sys::stat::fstat(&dir).map_err(io::Error::from)?;
+    let mut usage = DiskUsage {
+        bytes: blocks_in_bytes(&own),
+        entries: 0,
+        complete: true,
+    };
+    walk(dir, 0, max_entries, &mut usage)?;
+    Ok(usage)
+}
+
+/// Adds what `dir`'s entries take to `usage`, then its subdirectories',
+/// one level open at a time.
+fn walk(dir: OwnedFd, depth: usize, max_entries: usize, usage: &mut DiskUsage) -> io::Result<()> {
+    use nix::sys::stat::{SFlag, fstatat};
+    let mut listing = nix::dir::Dir::from_fd(dir).map_err(io::Error::from)?;
+    let mut names = Vec::new();
+    for entry in listing.iter() {
+        let entry = entry.map_err(io::Error::from)?;
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        if usage.entries >= max_entries {
+            usage.complete = false;
+            break;
+        }
+        usage.entries += 1;
+        names.push(name.to_owned());
+    }
+    let mut subdirs = Vec::new();
+    for name in names {
+        let stat = match fstatat(
+            &listing,
+            name.as_c_str(),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) {
+            Ok(stat) => stat,
+            Err(Errno::ENOENT) => continue,
+            Err(errno) => return Err(errno.into()),
+        };
+        usage.bytes = usage.bytes.saturating_add(blocks_in_bytes(&stat));
+        if SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR {
+            subdirs.push(name);
+        }
+    }
+    if !usage.complete {
+        return Ok(());
+    }
+    for name in subdirs {
+        if depth + 1 >= MAX_WALK_DEPTH {
+            usage.complete = false;
+            return Ok(());
+        }
+        let child = match openat(
+            &listing,
+            name.as_c_str(),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(child) => child,
+            // Gone, or replaced by something else since it was listed.
+            Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => continue,
+            Err(errno) => return Err(errno.into()),
+        };
+        walk(child, depth + 1, max_entries, usage)?;
+        if !usage.complete {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// A file's allocated blocks, in bytes.
+fn blocks_in_bytes(stat: &nix::sys::stat::FileStat) -> u64 {
+    u64::try_from(stat.st_blocks)
+        .unwrap_or(0)
+        .saturating_mul(512)
+}
+
 fn open_root(root: &Path) -> io::Result<OwnedFd> {
     openat(
         nix::fcntl::AT_FDCWD,

@@ -231,6 +231,11 @@ pub struct AgentSettings {
     pub pids_limit: u64,
     /// `weft.agent.syscall-filter`: containers run under the seccomp filter.
     pub syscall_filter: bool,
+    /// The container log monitor's limit on a container's log dir, in
+    /// bytes (the smaller of YARN's dir and total limits), if enabled.
+    pub log_limit_bytes: Option<u64>,
+    /// How often the container log monitor measures.
+    pub log_check_interval: Duration,
     /// `weft.agent.container-network = none`: each container gets a network
     /// namespace of its own with only a loopback.
     pub own_network: bool,
@@ -492,6 +497,19 @@ impl Settings {
                 .to_string(),
             pids_limit: read.whole("weft.agent.pids-limit")?,
             syscall_filter: read.flag("weft.agent.syscall-filter")?,
+            log_limit_bytes: read
+                .flag("yarn.nodemanager.container-log-monitor.enable")?
+                .then(|| -> Result<u64, ConfigError> {
+                    Ok(read
+                        .whole("yarn.nodemanager.container-log-monitor.dir-size-limit-bytes")?
+                        .min(read.whole(
+                            "yarn.nodemanager.container-log-monitor.total-size-limit-bytes",
+                        )?))
+                })
+                .transpose()?,
+            log_check_interval: Duration::from_millis(
+                read.whole("yarn.nodemanager.container-log-monitor.interval-ms")?,
+            ),
             own_network: read.text("weft.agent.container-network")? == "none",
             banned_users: read
                 .text("weft.agent.banned-users")?

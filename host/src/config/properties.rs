@@ -211,6 +211,39 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "processes and threads one container may have at once (the pids cgroup controller, where usable; 0: no limit), so no container takes every pid of its machine",
     ),
     (
+        "yarn.nodemanager.container-log-monitor.enable",
+        ValueType::Flag,
+        "true",
+        "an agent kills a container whose log dir grows past the limits below (KILLED_FOR_EXCESS_LOGS, -109), so no runaway logger fills the node's disk (YARN's default is false)",
+    ),
+    (
+        "yarn.nodemanager.container-log-monitor.interval-ms",
+        ValueType::Whole {
+            min: 100,
+            max: 3_600_000,
+        },
+        "10000",
+        "how often an agent measures its containers' log dirs, in ms (YARN's default is 60000)",
+    ),
+    (
+        "yarn.nodemanager.container-log-monitor.dir-size-limit-bytes",
+        ValueType::Whole {
+            min: 1,
+            max: 1 << 50,
+        },
+        "1000000000",
+        "the disk space one container's log dir may take (as du counts it), or hold more than 1,000 files or 32 levels of dirs",
+    ),
+    (
+        "yarn.nodemanager.container-log-monitor.total-size-limit-bytes",
+        ValueType::Whole {
+            min: 1,
+            max: 1 << 50,
+        },
+        "10000000000",
+        "the disk space all of one container's logs may take (a Weft container has one log dir, so the smaller of this and the dir limit holds)",
+    ),
+    (
         "weft.agent.container-network",
         ValueType::Choice(&["host", "none"]),
         "host",

@@ -354,6 +354,9 @@ pub mod exit_status {
     pub const KILLED_BY_APPMASTER: i32 = -105;
     /// Killed by the resource manager (e.g. the node does not run it).
     pub const KILLED_BY_RESOURCEMANAGER: i32 = -106;
+    /// Killed by its agent for logs beyond the container log monitor's
+    /// limit (`yarn.nodemanager.container-log-monitor.*`).
+    pub const KILLED_FOR_EXCESS_LOGS: i32 = -109;
     /// Could not be launched at all (a refused user, an unwritable dir).
     pub const INVALID: i32 = -1000;
 
@@ -371,7 +374,10 @@ pub mod exit_status {
         status >= 0
             || matches!(
                 status,
-                KILLED_EXCEEDED_VMEM | KILLED_EXCEEDED_PMEM | KILLED_BY_APPMASTER
+                KILLED_EXCEEDED_VMEM
+                    | KILLED_EXCEEDED_PMEM
+                    | KILLED_BY_APPMASTER
+                    | KILLED_FOR_EXCESS_LOGS
             )
     }
 }

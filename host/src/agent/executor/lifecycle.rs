@@ -299,7 +299,14 @@ impl Settings {
                     self.config.kill_grace.as_millis()
                 )
             };
-            (kill.record.exit_status, how)
+            let why = match kill.record.exit_status {
+                exit_status::KILLED_FOR_EXCESS_LOGS => format!(
+                    "its logs grew past the container log monitor's limit ({} bytes on disk or {MAX_LOG_ENTRIES} entries, yarn.nodemanager.container-log-monitor.*); ",
+                    self.config.log_limit_bytes
+                ),
+                _ => String::new(),
+            };
+            (kill.record.exit_status, format!("{why}{how}"))
         } else {
             match outcome {
                 // A child may have been killed for memory, but the command

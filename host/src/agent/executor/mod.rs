@@ -119,6 +119,11 @@ pub struct ExecutorConfig {
     /// only a loopback (`weft.agent.container-network = none`); the
     /// executor refuses to open where it cannot make one.
     pub own_network: bool,
+    /// The container log monitor's limit: bytes a container's log dir may
+    /// take on disk before it is killed (KILLED_FOR_EXCESS_LOGS); 0: none.
+    pub log_limit_bytes: u64,
+    /// How often the container log monitor measures.
+    pub log_check_interval: Duration,
     /// The node's declared memory, in MB (0: no cap): what all its
     /// containers together may hold, their parent cgroup's limit. Memory a
     /// container leaves behind (a tmpfs or memfd another process keeps
@@ -190,6 +195,10 @@ pub enum ExecutorError {
     },
 }
 
+/// The most entries the container log monitor counts in one container's
+/// log dir: more is killed as too many (a log dir holds a few files).
+pub const MAX_LOG_ENTRIES: usize = 1000;
+
 /// Runs containers on this node; see the module docs.
 pub struct Executor {
     settings: Settings,
@@ -204,6 +213,8 @@ pub struct Executor {
     cgroups_to_retry: Vec<(ContainerCgroup, Instant)>,
     /// Dirs of old containers being removed.
     remover: Remover,
+    /// When the container log monitor measures next.
+    next_log_check: Instant,
     /// The helper process monitors are forked from, if started
     /// ([`Executor::fork_from_helper`]); else the agent forks them.
     spawner: Option<Spawner>,
@@ -470,6 +481,7 @@ impl Executor {
             cgroups_to_remove: Vec::new(),
             cgroups_to_retry: Vec::new(),
             remover: Remover::default(),
+            next_log_check: Instant::now(),
             spawner: None,
         };
         executor.recover()?;
@@ -588,7 +600,51 @@ impl Executor {
         let ended = self.poll_ends();
         self.remove_cgroups(None);
         self.remover.poll();
+        self.check_log_sizes(Instant::now());
         ended
+    }
+
+    /// The container log monitor (YARN's): once an interval, kills every
+    /// running container whose log dir takes more than the limit on disk,
+    /// or holds more than [`MAX_LOG_ENTRIES`] entries (or dirs nested past
+    /// what is walked), with KILLED_FOR_EXCESS_LOGS, so no container fills
+    /// the node's disk through its logs. A walk is bounded, so a check
+    /// costs at most that many `stat`s a container.
+    fn check_log_sizes(&mut self, now: Instant) {
+        let limit = self.settings.config.log_limit_bytes;
+        if limit == 0 || now < self.next_log_check {
+            return;
+        }
+        self.next_log_check = now + self.settings.config.log_check_interval;
+        let mut over = Vec::new();
+        for (container_id, tracked) in &self.containers {
+            let Tracked::Running(process) = tracked else {
+                continue;
+            };
+            if process.kill.is_some() {
+                continue;
+            }
+            let relative = Path::new(&process.app_id).join(&process.container_id);
+            match untrusted::disk_usage(&self.settings.layout.log_dir, &relative, MAX_LOG_ENTRIES) {
+                Ok(usage) if !usage.complete || usage.bytes > limit => {
+                    tracing::warn!(
+                        container = %container_id,
+                        bytes = usage.bytes,
+                        entries = usage.entries,
+                        limit,
+                        "killing a container for its logs (the container log monitor)"
+                    );
+                    over.push(container_id.clone());
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::debug!(container = %container_id, %error, "cannot measure a container's logs")
+                }
+            }
+        }
+        for container_id in over {
+            self.kill(&container_id, exit_status::KILLED_FOR_EXCESS_LOGS);
+        }
     }
 
     /// [`Executor::poll`] without its tidying: the ends, found as soon as

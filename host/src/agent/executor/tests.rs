@@ -32,6 +32,8 @@ impl Bench {
             pids_limit: 512,
             syscall_filter: true,
             own_network: false,
+            log_limit_bytes: 0,
+            log_check_interval: Duration::from_secs(10),
             memory_mb: 4096,
         }
     }
@@ -1187,4 +1189,50 @@ fn a_node_without_network_refuses_a_yarn_container_saying_why() {
     executor.launch(&order("c_plain", shell("true")));
     let end = wait_for_end(&mut executor, "c_plain", Duration::from_secs(10));
     assert_eq!((end.exit_status, end.diagnostics.as_str()), (0, ""));
+}
+
+#[test]
+fn the_log_monitor_kills_a_container_whose_logs_outgrow_the_limit() {
+    let bench = Bench::new();
+    let mut config = bench.config(RunAs::Agent);
+    config.log_limit_bytes = 256 << 10;
+    config.log_check_interval = Duration::from_millis(100);
+    let mut executor = Executor::open(config).expect("open");
+    executor.launch(&order(
+        "c_big_logs",
+        shell("head -c 2000000 /dev/urandom > \"$LOG_DIRS/big\"; sleep 30"),
+    ));
+    executor.launch(&order(
+        "c_many_logs",
+        shell("cd \"$LOG_DIRS\" && i=0; while [ $i -lt 1100 ]; do : > f$i; i=$((i+1)); done; sleep 30"),
+    ));
+    // Within the limit, with a link to / that is not followed.
+    executor.launch(&order(
+        "c_small_logs",
+        shell("ln -s / \"$LOG_DIRS/root\"; echo fine; sleep 1"),
+    ));
+    let ends = wait_for_ends(
+        &mut executor,
+        &["c_big_logs", "c_many_logs", "c_small_logs"],
+        Duration::from_secs(20),
+    );
+    for id in ["c_big_logs", "c_many_logs"] {
+        let end = &ends[id];
+        assert_eq!(
+            end.exit_status,
+            exit_status::KILLED_FOR_EXCESS_LOGS,
+            "{id}: {end:?}"
+        );
+        assert!(
+            end.diagnostics
+                .contains("container log monitor's limit (262144 bytes"),
+            "{id}: {}",
+            end.diagnostics
+        );
+    }
+    assert_eq!(
+        ends["c_small_logs"].exit_status, 0,
+        "{:?}",
+        ends["c_small_logs"]
+    );
 }
