@@ -792,3 +792,43 @@ fn a_container_without_network_reaches_no_service_of_the_node() {
     assert!(stdout.contains("own loopback works"), "{stdout}");
     assert!(stdout.contains("interfaces: lo\n"), "{stdout}");
 }
+
+#[test]
+fn the_log_monitor_kills_a_container_whose_logs_outgrow_their_limit() {
+    let dir = crate::support::shared_tempdir();
+    let server = Server::start_with_local_agent(
+        &dir.path().join("data"),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
+            "--set",
+            "yarn.nodemanager.container-log-monitor.interval-ms=200",
+            "--set",
+            "yarn.nodemanager.container-log-monitor.dir-size-limit-bytes=1000000",
+        ],
+        None,
+    );
+    server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
+        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
+    });
+    let started = Instant::now();
+    let (code, id, stderr) = run_and_wait(
+        &server,
+        &["--shell"],
+        &["head -c 5000000 /dev/urandom > \"$LOG_DIRS/big\"; sleep 60"],
+    );
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "not killed: it slept on"
+    );
+    let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{id}"));
+    let app_report = &report["app"];
+    assert_eq!(app_report["state"], "FAILED", "{report}");
+    assert_eq!(app_report["exitStatus"], -109, "{report}");
+    let diagnostics = app_report["diagnostics"].as_str().unwrap_or_default();
+    assert!(
+        diagnostics.contains("container log monitor's limit (1000000 bytes"),
+        "{diagnostics}"
+    );
+}

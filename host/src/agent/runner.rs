@@ -199,6 +199,9 @@ impl<T: ResourceTracker> AgentLoop<T> {
                 }
             }
             self.starts_and_stops();
+            // The container log monitor (a no-op until its interval has
+            // passed): a container it kills ends as any kill does.
+            self.executor.check_log_sizes(Instant::now());
             // Ends are found first and tidied after the heartbeat that
             // reports them, so the server learns of them sooner.
             let something_ended = self.take_ends();

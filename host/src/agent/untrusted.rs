@@ -122,7 +122,6 @@ pub fn read_range(mut file: File, start: u64, length: u64) -> io::Result<Vec<u8>
     Ok(bytes)
 }
 
-/// The directory a path starts from: the operator's, opened as given.
 /// What a directory tree a container writes takes on disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DiskUsage {
@@ -161,13 +160,21 @@ pub fn disk_usage(root: &Path, relative: &Path, max_entries: usize) -> io::Resul
         entries: 0,
         complete: true,
     };
-    walk(dir, 0, max_entries, &mut usage)?;
+    let mut linked = std::collections::HashSet::new();
+    walk(dir, 0, max_entries, &mut usage, &mut linked)?;
     Ok(usage)
 }
 
 /// Adds what `dir`'s entries take to `usage`, then its subdirectories',
-/// one level open at a time.
-fn walk(dir: OwnedFd, depth: usize, max_entries: usize, usage: &mut DiskUsage) -> io::Result<()> {
+/// one level open at a time; a file with other names (hard links) is
+/// counted once, by device and inode in `linked`, as `du` does.
+fn walk(
+    dir: OwnedFd,
+    depth: usize,
+    max_entries: usize,
+    usage: &mut DiskUsage,
+    linked: &mut std::collections::HashSet<(u64, u64)>,
+) -> io::Result<()> {
     use nix::sys::stat::{SFlag, fstatat};
     let mut listing = nix::dir::Dir::from_fd(dir).map_err(io::Error::from)?;
     let mut names = Vec::new();
@@ -195,8 +202,13 @@ fn walk(dir: OwnedFd, depth: usize, max_entries: usize, usage: &mut DiskUsage) -
             Err(Errno::ENOENT) => continue,
             Err(errno) => return Err(errno.into()),
         };
+        let is_dir =
+            SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR;
+        if !is_dir && stat.st_nlink > 1 && !linked.insert((stat.st_dev, stat.st_ino)) {
+            continue;
+        }
         usage.bytes = usage.bytes.saturating_add(blocks_in_bytes(&stat));
-        if SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFDIR {
+        if is_dir {
             subdirs.push(name);
         }
     }
@@ -219,7 +231,7 @@ fn walk(dir: OwnedFd, depth: usize, max_entries: usize, usage: &mut DiskUsage) -
             Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => continue,
             Err(errno) => return Err(errno.into()),
         };
-        walk(child, depth + 1, max_entries, usage)?;
+        walk(child, depth + 1, max_entries, usage, linked)?;
         if !usage.complete {
             return Ok(());
         }
@@ -234,6 +246,7 @@ fn blocks_in_bytes(stat: &nix::sys::stat::FileStat) -> u64 {
         .saturating_mul(512)
 }
 
+/// The directory a path starts from: the operator's, opened as given.
 fn open_root(root: &Path) -> io::Result<OwnedFd> {
     openat(
         nix::fcntl::AT_FDCWD,

@@ -609,8 +609,10 @@ impl Executor {
     /// or holds more than [`MAX_LOG_ENTRIES`] entries (or dirs nested past
     /// what is walked), with KILLED_FOR_EXCESS_LOGS, so no container fills
     /// the node's disk through its logs. A walk is bounded, so a check
-    /// costs at most that many `stat`s a container.
-    fn check_log_sizes(&mut self, now: Instant) {
+    /// costs at most that many `stat`s a container. (Called by
+    /// [`Executor::poll`] and by the agent's loop, which uses the parts of
+    /// a poll apart.)
+    pub fn check_log_sizes(&mut self, now: Instant) {
         let limit = self.settings.config.log_limit_bytes;
         if limit == 0 || now < self.next_log_check {
             return;
@@ -621,7 +623,8 @@ impl Executor {
             let Tracked::Running(process) = tracked else {
                 continue;
             };
-            if process.kill.is_some() {
+            // Being killed, or ended and waiting for its exit code.
+            if process.kill.is_some() || process.ended_at.is_some() {
                 continue;
             }
             let relative = Path::new(&process.app_id).join(&process.container_id);
@@ -638,7 +641,7 @@ impl Executor {
                 }
                 Ok(_) => {}
                 Err(error) => {
-                    tracing::debug!(container = %container_id, %error, "cannot measure a container's logs")
+                    tracing::warn!(container = %container_id, %error, "cannot measure a container's logs")
                 }
             }
         }
