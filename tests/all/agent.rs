@@ -56,6 +56,16 @@ fn spawner_of(parent: u32) -> Option<u32> {
         })
 }
 
+/// A server with its local agent and `extra` arguments, once the agent has
+/// registered; and the nodes it then lists.
+fn registered_local_agent(dir: &Path, extra: &[&str]) -> (Server, serde_json::Value) {
+    let server = Server::start_with_local_agent(&dir.join("data"), extra, None);
+    let nodes = server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
+        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
+    });
+    (server, nodes)
+}
+
 fn local_agent_server(dir: &Path) -> Server {
     Server::start_with_local_agent(
         &dir.join("data"),
@@ -457,17 +467,13 @@ fn the_local_agent_launches_what_is_placed_without_waiting_for_its_heartbeat() {
     // next heartbeat, rather than being told of the placement at once,
     // would not come within the limit below.
     let dir = crate::support::shared_tempdir();
-    let server = Server::start_with_local_agent(
-        &dir.path().join("data"),
+    let (server, _) = registered_local_agent(
+        dir.path(),
         &[
             "--set",
             "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=600000",
         ],
-        None,
     );
-    server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
-        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
-    });
     run_six_short_containers(&server, "the local agent");
 }
 
@@ -735,19 +741,15 @@ fn run_six_short_containers(server: &Server, what: &str) {
 #[test]
 fn a_container_without_network_reaches_no_service_of_the_node() {
     let dir = crate::support::shared_tempdir();
-    let server = Server::start_with_local_agent(
-        &dir.path().join("data"),
+    let (server, nodes) = registered_local_agent(
+        dir.path(),
         &[
             "--set",
             "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
             "--set",
             "weft.agent.container-network=none",
         ],
-        None,
     );
-    let nodes = server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
-        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
-    });
     let isolation = nodes["nodes"]["node"][0]["isolation"]
         .as_str()
         .unwrap_or_default()
@@ -796,8 +798,8 @@ fn a_container_without_network_reaches_no_service_of_the_node() {
 #[test]
 fn the_log_monitor_kills_a_container_whose_logs_outgrow_their_limit() {
     let dir = crate::support::shared_tempdir();
-    let server = Server::start_with_local_agent(
-        &dir.path().join("data"),
+    let (server, _) = registered_local_agent(
+        dir.path(),
         &[
             "--set",
             "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
@@ -806,11 +808,7 @@ fn the_log_monitor_kills_a_container_whose_logs_outgrow_their_limit() {
             "--set",
             "yarn.nodemanager.container-log-monitor.dir-size-limit-bytes=1000000",
         ],
-        None,
     );
-    server.wait_for("/ws/v1/cluster/nodes", "the local agent", |b| {
-        b["nodes"]["node"].as_array().is_some_and(|n| !n.is_empty())
-    });
     let started = Instant::now();
     let (code, id, stderr) = run_and_wait(
         &server,
