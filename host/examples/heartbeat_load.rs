@@ -449,6 +449,7 @@ impl Agent {
             attributes: Default::default(),
             labels: Vec::new(),
             nm_address: None,
+            health: None,
         }
     }
 
@@ -531,6 +532,7 @@ impl Agent {
             running: Some(self.running.keys().cloned().collect()),
             queued: Vec::new(),
             response_id: Some(self.response_id),
+            health: None,
         }
     }
 

@@ -373,6 +373,42 @@ fn hostile_agent_and_command_fields_are_refused() {
     );
     assert_eq!(status, 400, "{body}");
     assert!(body.to_string().contains("ended[0].exit_status"), "{body}");
+    // A health report past 2,048 bytes, or health of another shape, is
+    // refused whole: the node stays as it was (RUNNING).
+    let heartbeat = |health: serde_json::Value| {
+        server.post_json(
+            "/ws/v1/cluster/nodes/n1/heartbeat",
+            &serde_json::json!({"response_id": 0, "running": [], "health": health}),
+        )
+    };
+    let (status, body) =
+        heartbeat(serde_json::json!({"healthy": false, "report": "x".repeat(2049)}));
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body.to_string()
+            .contains("health.report is 2049 bytes, but may hold at most 2048 bytes"),
+        "{body}"
+    );
+    // A report forging a log line, or escapes for a terminal.
+    let (status, body) = heartbeat(serde_json::json!({"healthy": false,
+        "report": "ok\n2026-11-29T10:00:00Z  INFO node registered \u{1b}[31m"}));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("no control characters"), "{body}");
+    let (status, body) = register(
+        serde_json::json!({"http_address": "http://127.0.0.1:9", "logs_secret": "s3cret",
+            "health": {"healthy": false, "report": "x".repeat(5000)}}),
+    );
+    assert_eq!(status, 400, "{body}");
+    for odd in [
+        serde_json::json!({"healthy": "no"}),
+        serde_json::json!({"report": "missing healthy"}),
+        serde_json::json!({"healthy": false, "extra": 1}),
+    ] {
+        let (status, body) = heartbeat(odd.clone());
+        assert_eq!(status, 400, "{odd}: {body}");
+    }
+    let (_, node) = server.get("/ws/v1/cluster/nodes/n1");
+    assert_eq!(node["node"]["state"], "RUNNING", "{node}");
     // One exec argument over Linux's 128 KiB would fail at every launch.
     let long = format!("true #{}", "x".repeat(200 << 10));
     let (status, body) = server.post_json(
@@ -829,4 +865,124 @@ fn the_log_monitor_kills_a_container_whose_logs_outgrow_their_limit() {
         diagnostics.contains("container log monitor's limit (1000000 bytes"),
         "{diagnostics}"
     );
+}
+
+/// YARN's node health script through `weft serve`: an ERROR line in its
+/// output makes the local agent's node UNHEALTHY (the REST node, YARN's
+/// metrics, `?states=`), an app waits rather than run there, and once the
+/// script passes again the node is RUNNING and the app runs.
+#[test]
+fn an_unhealthy_node_gets_no_containers_until_its_health_script_passes() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = crate::support::shared_tempdir();
+    let state = dir.path().join("health-state");
+    std::fs::write(&state, "ERROR disk /data is failing\n").unwrap();
+    let script = dir.path().join("check-health.sh");
+    std::fs::write(&script, format!("#!/bin/sh\ncat '{}'\n", state.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (server, _) = registered_local_agent(
+        dir.path(),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
+            "--set",
+            &format!(
+                "yarn.nodemanager.health-checker.script.path={}",
+                script.display()
+            ),
+            "--set",
+            "yarn.nodemanager.health-checker.interval-ms=200",
+        ],
+    );
+    let nodes = server.wait_for("/ws/v1/cluster/nodes", "an unhealthy node", |b| {
+        b["nodes"]["node"][0]["state"] == "UNHEALTHY"
+    });
+    assert_eq!(
+        nodes["nodes"]["node"][0]["healthReport"],
+        "the health script says: ERROR disk /data is failing",
+        "{nodes}"
+    );
+    let (_, metrics) = server.get("/ws/v1/cluster/metrics");
+    assert_eq!(metrics["clusterMetrics"]["unhealthyNodes"], 1, "{metrics}");
+    assert_eq!(metrics["clusterMetrics"]["activeNodes"], 0, "{metrics}");
+    let (_, running) = server.get("/ws/v1/cluster/nodes?states=RUNNING");
+    assert_eq!(running["nodes"]["node"], serde_json::json!([]), "{running}");
+    let listed = crate::support::weft_stdout(&["node", "list", "--server", &server.base]);
+    assert!(listed.contains("UNHEALTHY"), "{listed}");
+    assert!(listed.contains("ERROR disk /data is failing"), "{listed}");
+
+    let app = crate::support::weft_stdout(&[
+        "app",
+        "run",
+        "--server",
+        &server.base,
+        "--memory",
+        "64mb",
+        "--",
+        "true",
+    ])
+    .trim()
+    .to_string();
+    // Several heartbeats and rounds: nothing is placed on the node.
+    std::thread::sleep(Duration::from_millis(1500));
+    let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{app}"));
+    assert_eq!(report["app"]["state"], "ACCEPTED", "{report}");
+    assert_eq!(report["app"]["runningContainers"], 0, "{report}");
+    let why = report["app"]["diagnostics"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("1 node is unhealthy and takes no new containers"),
+        "{report}"
+    );
+    // Its room is not the cluster's while it is unhealthy.
+    let (_, metrics) = server.get("/ws/v1/cluster/metrics");
+    assert_eq!(metrics["clusterMetrics"]["totalMB"], 0, "{metrics}");
+    assert_eq!(metrics["clusterMetrics"]["availableMB"], 0, "{metrics}");
+
+    std::fs::write(&state, "all well\n").unwrap();
+    let nodes = server.wait_for("/ws/v1/cluster/nodes", "a healthy node", |b| {
+        b["nodes"]["node"][0]["state"] == "RUNNING"
+    });
+    assert_eq!(nodes["nodes"]["node"][0]["healthReport"], "", "{nodes}");
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{app}"),
+        "the app to run",
+        |b| b["app"]["state"] == "FINISHED",
+    );
+}
+
+/// The disk checker: a standalone agent whose dirs' disk has less free
+/// than `min-free-space-per-disk-mb` registers UNHEALTHY, with YARN's name
+/// for each dir in the report.
+#[test]
+fn an_agent_whose_disk_is_too_full_registers_unhealthy() {
+    let dir = crate::support::shared_tempdir();
+    let server = Server::start_in(&dir.path().join("data"), &[]);
+    let agent = crate::support::weft_command()
+        .args(["agent", "--server", &server.base, "--node-id", "full-disk"])
+        .args(["--resources", "2048mb,2vcores"])
+        .arg("--work-dir")
+        .arg(dir.path().join("work"))
+        .arg("--log-dir")
+        .arg(dir.path().join("logs"))
+        .args([
+            "--set",
+            "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb=1099511627776",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("weft agent starts");
+    let agent = Stoppable(agent);
+    let nodes = server.wait_for("/ws/v1/cluster/nodes/full-disk", "the agent", |b| {
+        b["node"]["state"] == "UNHEALTHY"
+    });
+    let report = nodes["node"]["healthReport"].as_str().unwrap_or_default();
+    for kind in ["local-dirs", "log-dirs"] {
+        assert!(report.contains(&format!("{kind} ")), "{report}");
+    }
+    assert!(
+        report.contains("MB free, below the minimum of 1099511627776 MB"),
+        "{report}"
+    );
+    drop(agent);
 }

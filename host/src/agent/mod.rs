@@ -8,11 +8,12 @@
 //! `runner.rs`: the loop. `executor.rs` and `cgroups.rs`: processes,
 //! limits, kills and exit statuses. `logs.rs`: the log server.
 //! `untrusted.rs`: reading files a container can write. `removal.rs`:
-//! removing the trees it leaves.
+//! removing the trees it leaves. `health.rs`: the node's health checks.
 //! `machine.rs`: what the machine offers.
 
 pub mod cgroups;
 pub mod executor;
+pub mod health;
 pub mod logs;
 pub mod machine;
 pub mod monitor;
@@ -36,7 +37,7 @@ use anyhow::{Context, bail};
 use crate::config::{AgentSettings, Authentication, RunAsSetting};
 use crate::protocol::node::ResourceTracker;
 use executor::{Executor, ExecutorConfig, RunAs};
-use runner::{AgentLoop, NodeIdentity};
+use runner::AgentLoop;
 
 /// Where an agent keeps its containers and their logs.
 #[derive(Debug, Clone)]
@@ -316,23 +317,15 @@ pub async fn serve_node_manager(
     Ok(format!("{host}:{}", address.port()))
 }
 
-/// Runs an agent's loop on a thread of its own until `stop` is set, its
-/// held containers shared with `node_manager`.
+/// Runs `agent_loop` on a thread of its own until `stop` is set; then,
+/// with `kill_on_stop`, it kills what runs.
 pub fn spawn_loop<T: ResourceTracker + 'static>(
-    identity: NodeIdentity,
-    log_retain: std::time::Duration,
-    tracker: T,
-    executor: Executor,
-    node_manager: Arc<node_manager::Shared>,
+    agent_loop: AgentLoop<T>,
     stop: Arc<AtomicBool>,
     kill_on_stop: bool,
 ) -> anyhow::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("weft-agent".into())
-        .spawn(move || {
-            AgentLoop::new(identity, log_retain, tracker, executor)
-                .with_node_manager(node_manager)
-                .run(stop, kill_on_stop)
-        })
+        .spawn(move || agent_loop.run(stop, kill_on_stop))
         .context("cannot start the agent's thread")
 }

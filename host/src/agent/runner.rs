@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::executor::Executor;
+use super::health::HealthChecker;
 use super::node_manager::Shared;
 use super::queue::{OpportunisticQueue, Refused};
 use crate::protocol::node::{ContainerEnd, LaunchOrder};
@@ -105,6 +106,8 @@ pub struct AgentLoop<T: ResourceTracker> {
     /// How long after its last answer the agent counts itself in touch
     /// with the server (see [`AgentLoop::in_touch`]).
     in_touch_for: Duration,
+    /// The node's health checks, reported in every heartbeat.
+    health: HealthChecker,
 }
 
 /// What an answer is to the agent, by who gave it and its epoch.
@@ -165,6 +168,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
             queue: OpportunisticQueue::default(),
             last_answered: None,
             in_touch_for: Duration::ZERO,
+            health: HealthChecker::none(),
         }
     }
 
@@ -172,6 +176,12 @@ impl<T: ResourceTracker> AgentLoop<T> {
     /// agent's ContainerManagementProtocol).
     pub fn with_node_manager(mut self, node_manager: Arc<Shared>) -> AgentLoop<T> {
         self.node_manager = node_manager;
+        self
+    }
+
+    /// The loop, its node's health checked by `health`.
+    pub fn with_health(mut self, health: HealthChecker) -> AgentLoop<T> {
+        self.health = health;
         self
     }
 
@@ -212,9 +222,12 @@ impl<T: ResourceTracker> AgentLoop<T> {
             // (but not sooner than MIN_GAP after the last one).
             // And when the server says containers were placed here since
             // (an agent in its process): their launch need not wait.
+            // A change of health goes out at once too: the server stops
+            // (or starts again) placing work here.
+            let health_changed = self.health.changed();
             let can_beat = self.registered && answered;
             let placed = can_beat && self.tracker.orders_waiting();
-            if (self.ends_to_report || placed) && can_beat {
+            if (self.ends_to_report || placed || health_changed) && can_beat {
                 next_beat = next_beat.min(last_beat + MIN_GAP);
             }
             if Instant::now() >= next_beat {
@@ -289,6 +302,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
             running: Some(self.running_ids()),
             queued: self.queue.ids(),
             response_id: Some(self.response_id),
+            health: self.health.health(),
         };
         match self.tracker.heartbeat(&self.identity.node_id, &beat) {
             Ok(orders) => {
@@ -358,6 +372,7 @@ impl<T: ResourceTracker> AgentLoop<T> {
             attributes: self.identity.attributes.clone(),
             labels: self.identity.labels.clone(),
             nm_address: self.identity.nm_address.clone(),
+            health: self.health.health(),
         };
         let registration = self.tracker.register(&request)?;
         // What waited is not among what it runs, so the server takes it

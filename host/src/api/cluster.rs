@@ -153,9 +153,9 @@ pub(super) struct ClusterMetrics {
     /// Nodes lost by silence and not registered since (the most recent
     /// 1,000, since this server started).
     lost_nodes: usize,
-    /// Weft has no node health checks, decommissioning or reboots yet:
-    /// these are 0.
+    /// Registered nodes whose health checks fail (not among the active).
     unhealthy_nodes: usize,
+    /// Weft has no decommissioning or reboots yet: these are 0.
     decommissioning_nodes: usize,
     decommissioned_nodes: usize,
     rebooted_nodes: usize,
@@ -178,8 +178,12 @@ pub(super) async fn cluster_metrics(
             let (submitted, finished, killed_or_failed) = c.app_totals();
             let failed = c.failed_total();
             let (capacity, allocated) = (c.capacity(), c.allocated());
-            let available = capacity.saturating_sub(&allocated);
-            let (active_nodes, lost_nodes) = (c.nodes().count(), c.lost_nodes().count());
+            let available = c.free();
+            let unhealthy_nodes = c.nodes().filter(|n| n.unhealthy.is_some()).count();
+            let (active_nodes, lost_nodes) = (
+                c.nodes().count().saturating_sub(unhealthy_nodes),
+                c.lost_nodes().count(),
+            );
             ClusterMetrics {
                 apps_submitted: submitted,
                 apps_pending: active(AppState::Accepted),
@@ -203,10 +207,12 @@ pub(super) async fn cluster_metrics(
                 available_virtual_cores: available.vcores,
                 total_gpus: capacity.gpus,
                 allocated_gpus: allocated.gpus,
-                total_nodes: active_nodes.saturating_add(lost_nodes),
+                total_nodes: active_nodes
+                    .saturating_add(lost_nodes)
+                    .saturating_add(unhealthy_nodes),
                 active_nodes,
                 lost_nodes,
-                unhealthy_nodes: 0,
+                unhealthy_nodes,
                 decommissioning_nodes: 0,
                 decommissioned_nodes: 0,
                 rebooted_nodes: 0,
@@ -244,7 +250,8 @@ pub(super) struct NodeInfo {
     /// Its node label (YARN's partition): none, or one.
     node_labels: Vec<String>,
     kind: NodeKind,
-    /// RUNNING, or LOST for a node that stopped heartbeating.
+    /// RUNNING; UNHEALTHY while its health checks fail (it gets no new
+    /// containers); LOST for a node that stopped heartbeating.
     state: String,
     /// The host part of the agent's log address, else of the node id.
     node_host_name: String,
@@ -254,7 +261,8 @@ pub(super) struct NodeInfo {
     /// Who registered it.
     owner: String,
     last_health_update: u64,
-    /// Weft runs no node health script: always "".
+    /// What its agent's health checks found wrong (the disk checker, the
+    /// health script); "" while it is healthy.
     health_report: String,
     /// This server's version (agents do not report theirs).
     version: String,
@@ -326,7 +334,8 @@ impl NodeAttributesInfo {
 impl NodeInfo {
     fn new(n: &Node, state: &str) -> NodeInfo {
         let free = n.free();
-        let running = state == "RUNNING";
+        // Registered and heard from (healthy or not), not lost.
+        let running = state != "LOST";
         let address = if running {
             n.agent.http_address.clone()
         } else {
@@ -364,7 +373,7 @@ impl NodeInfo {
             node_http_address: host_port,
             owner: n.owner.clone(),
             last_health_update: n.last_heartbeat_ms,
-            health_report: String::new(),
+            health_report: n.unhealthy.clone().unwrap_or_default(),
             version: env!("CARGO_PKG_VERSION").into(),
             num_containers: n.containers.len(),
             num_queued_containers: n.queued.len(),
@@ -381,8 +390,9 @@ impl NodeInfo {
     }
 }
 
-/// YARN's node states; Weft's registered nodes are RUNNING, and the ones
-/// lost by silence LOST until they register again.
+/// YARN's node states; Weft's registered nodes are RUNNING (UNHEALTHY
+/// while their health checks fail), and the ones lost by silence LOST
+/// until they register again.
 const NODE_STATES: &[&str] = &[
     "NEW",
     "RUNNING",
@@ -418,8 +428,8 @@ pub(super) async fn nodes(
             let c = rm.cluster();
             let running = c
                 .nodes()
-                .filter(|_| wants("RUNNING"))
-                .map(|n| NodeInfo::new(n, "RUNNING"));
+                .filter(|n| wants(n.state()))
+                .map(|n| NodeInfo::new(n, n.state()));
             let lost = c
                 .lost_nodes()
                 .filter(|_| wants("LOST"))
@@ -432,7 +442,7 @@ pub(super) async fn nodes(
     }))
 }
 
-/// One node, registered (RUNNING) or lost lately (LOST).
+/// One node, registered (RUNNING or UNHEALTHY) or lost lately (LOST).
 #[utoipa::path(get, path = "/ws/v1/cluster/nodes/{id}", tag = "cluster",
     params(("id" = String, Path, description = "The node id")),
     responses((status = 200, body = NodeResponse), (status = 401, body = RemoteException),
@@ -447,7 +457,7 @@ pub(super) async fn node(
         .with(move |rm: &mut ResourceManager| {
             let c = rm.cluster();
             c.node(&wanted)
-                .map(|n| NodeInfo::new(n, "RUNNING"))
+                .map(|n| NodeInfo::new(n, n.state()))
                 .or_else(|| {
                     c.lost_nodes()
                         .find(|lost| lost.node.id == wanted)

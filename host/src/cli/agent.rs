@@ -92,6 +92,7 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
         agent::AgentKind::Standalone,
         resources.memory_mb,
     )?;
+    let health = agent::health::HealthChecker::start(&dirs, &settings.agent.health)?;
     let client = args.server.client()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -140,15 +141,15 @@ pub(super) fn run(args: AgentArgs) -> anyhow::Result<()> {
     // A clean stop (Ctrl-C, SIGTERM) kills the containers, as YARN's
     // NodeManager does without supervised recovery; a kill -9 leaves them
     // running for the next agent on the same work dir to take back.
-    let thread = agent::spawn_loop(
+    let agent_loop = agent::runner::AgentLoop::new(
         identity,
         settings.agent.log_retain,
         HttpTracker::new(client, std::time::Duration::from_millis(args.order_wait_ms)),
         executor,
-        node_manager,
-        stop.clone(),
-        true,
-    )?;
+    )
+    .with_node_manager(node_manager)
+    .with_health(health);
+    let thread = agent::spawn_loop(agent_loop, stop.clone(), true)?;
     runtime.block_on(signals.received());
     tracing::info!("stopping: killing this node's containers");
     stop.store(true, Ordering::Relaxed);

@@ -282,7 +282,7 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<28} {:<8} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
+        "{:<28} {:<9} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
         "NODE",
         "STATE",
         "KIND",
@@ -297,7 +297,7 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
     for n in &nodes {
         let label = n["nodeLabels"][0].as_str().unwrap_or("-");
         println!(
-            "{:<28} {:<8} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
+            "{:<28} {:<9} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
             text(&n["id"]),
             text(&n["state"]),
             text(&n["kind"]),
@@ -310,6 +310,12 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
             text(&n["numContainers"]),
             n["isolation"].as_str().unwrap_or("-"),
         );
+    }
+    // Why an unhealthy node gets no new containers, under the table.
+    for n in &nodes {
+        if let Some(report) = n["healthReport"].as_str().filter(|r| !r.is_empty()) {
+            println!("{}: {report}", text(&n["id"]));
+        }
     }
     Ok(())
 }

@@ -472,6 +472,7 @@ fn start_local_agent(
         agent::AgentKind::Local,
         resources.memory_mb,
     )?;
+    let health = agent::health::HealthChecker::start(&dirs, &settings.agent.health)?;
     let (http_address, logs_secret) = runtime.block_on(agent::serve_logs(
         SocketAddr::from(([127, 0, 0, 1], 0)),
         dirs.log_dir.clone(),
@@ -512,15 +513,11 @@ fn start_local_agent(
         labels: Vec::new(),
         nm_address,
     };
-    agent::spawn_loop(
-        identity,
-        settings.agent.log_retain,
-        tracker,
-        executor,
-        node_manager,
-        stop,
-        true,
-    )
+    let agent_loop =
+        agent::runner::AgentLoop::new(identity, settings.agent.log_retain, tracker, executor)
+            .with_node_manager(node_manager)
+            .with_health(health);
+    agent::spawn_loop(agent_loop, stop, true)
 }
 
 /// A listener for one of YARN's RPC ports, unless Hadoop RPC is off: where

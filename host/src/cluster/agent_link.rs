@@ -763,6 +763,52 @@ mod tests {
     }
 
     #[test]
+    fn an_unhealthy_node_is_offered_to_no_new_container_and_keeps_what_it_runs() {
+        use crate::protocol::node::NodeHealth;
+        let mut cluster = opportunistic(10);
+        let started = cluster.allocate(&place(1), 10).unwrap();
+        let sick = NodeHealth {
+            healthy: false,
+            report: "local-dirs /w is bad: 95.0% used".into(),
+        };
+        assert!(!cluster.set_node_health("a1", Some(&sick)));
+        let node = cluster.node("a1").unwrap();
+        assert_eq!(node.state(), "UNHEALTHY");
+        assert_eq!(node.free(), Resources::ZERO);
+        assert_eq!(cluster.queue_room_of(node), Resources::ZERO);
+        let refused = cluster.allocate(&place(1), 20).unwrap_err();
+        assert!(refused.to_string().contains("does not fit"), "{refused}");
+        assert!(cluster.allocate_queued(&place(1), 20).is_err());
+        // What it runs goes on, and a heartbeat without health changes
+        // nothing of it.
+        let running = vec![started[0].container.id.clone()];
+        let report = AgentReport {
+            response_id: Some(0),
+            running: Some(&running),
+            ended: &[],
+            finished: &[],
+            queued: &[],
+        };
+        cluster.agent_heartbeat("a1", report, 30).unwrap();
+        let node = cluster.node("a1").unwrap();
+        assert_eq!(node.containers.len(), 1);
+        assert_eq!(node.unhealthy.as_deref(), Some(sick.report.as_str()));
+        // Healthy again: said so once, and its room is offered.
+        let well = NodeHealth {
+            healthy: true,
+            report: String::new(),
+        };
+        assert!(cluster.set_node_health("a1", Some(&well)));
+        assert!(!cluster.set_node_health("a1", Some(&well)));
+        assert_eq!(cluster.node("a1").unwrap().state(), "RUNNING");
+        assert_eq!(
+            cluster.node("a1").unwrap().free(),
+            Resources::new(1536, 1, 0)
+        );
+        cluster.allocate(&place(1), 40).unwrap();
+    }
+
+    #[test]
     fn opportunistic_containers_wait_within_the_queue_and_twice_the_capacity() {
         let mut cluster = opportunistic(10);
         // Free room first: two start at once (on their way, they count as

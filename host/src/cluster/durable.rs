@@ -252,6 +252,10 @@ pub(super) struct StoredNode {
     /// The label its agent named; absent in older rows (none).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub label: String,
+    /// What its health checks found wrong when last heard from; absent
+    /// while healthy (and in older rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unhealthy: Option<String>,
 }
 
 /// What a restore put back, and what it could not.
@@ -563,6 +567,7 @@ impl Cluster {
                         rack: node.agent.rack.clone(),
                         attributes: node.agent.attributes.clone(),
                         label: node.agent.label.clone(),
+                        unhealthy: node.unhealthy.clone(),
                     }),
                 ),
                 _ => batch.delete_node(id),
@@ -675,6 +680,8 @@ impl Cluster {
             };
             live.partition = self.partition_of(&node.id, &node.label);
             live.unheard_since_restore = true;
+            // Unhealthy until its agent says otherwise.
+            live.unhealthy = node.unhealthy;
             restored.nodes.push(node.id.clone());
             self.nodes.insert(node.id, live);
         }
@@ -941,6 +948,41 @@ mod tests {
             refused,
             Err(crate::cluster::ClusterError::TooManyOwnedNodes(_))
         ));
+    }
+
+    #[test]
+    fn an_unhealthy_node_comes_back_unhealthy_until_its_agent_says_otherwise() {
+        use crate::protocol::node::NodeHealth;
+        let mut cluster = tracked_cluster();
+        let store = Store::in_memory();
+        for id in ["sick", "well"] {
+            cluster
+                .register_agent(
+                    id,
+                    Resources::new(4096, 4, 0),
+                    "ops",
+                    AgentInfo::default(),
+                    Some(&[]),
+                    5,
+                )
+                .unwrap();
+        }
+        let sick = NodeHealth {
+            healthy: false,
+            report: "log-dirs /l is bad".into(),
+        };
+        cluster.set_node_health("sick", Some(&sick));
+        let mut batch = Batch::default();
+        cluster.take_changes(&mut batch);
+        store.commit(&batch).unwrap();
+
+        let mut restored = tracked_cluster();
+        restored.restore(stored(&store), 200).unwrap();
+        let node = restored.node("sick").unwrap();
+        assert_eq!(node.unhealthy.as_deref(), Some("log-dirs /l is bad"));
+        assert_eq!(node.free(), Resources::ZERO);
+        assert_eq!(restored.capacity(), Resources::new(4096, 4, 0));
+        assert_eq!(restored.node("well").unwrap().unhealthy, None);
     }
 
     #[test]

@@ -1557,11 +1557,11 @@ impl Cluster {
         self.containers.values()
     }
 
-    /// What the registered nodes offer together.
+    /// What the registered nodes offer together (unhealthy ones nothing).
     pub fn capacity(&self) -> Resources {
         self.nodes
             .values()
-            .fold(Resources::ZERO, |sum, n| sum + n.capacity)
+            .fold(Resources::ZERO, |sum, n| sum + n.usable_capacity())
     }
 
     /// Where the next pass starts among the asks placed in rounds of
@@ -1575,12 +1575,20 @@ impl Cluster {
         self.restricted_turn = turn;
     }
 
-    /// What the nodes of partition `label` ("" the default one) offer in all.
+    /// What the nodes of partition `label` ("" the default one) offer in
+    /// all (unhealthy ones nothing).
     pub fn partition_capacity(&self, label: &str) -> Resources {
         self.nodes
             .values()
             .filter(|n| n.partition == label)
-            .fold(Resources::ZERO, |sum, n| sum + n.capacity)
+            .fold(Resources::ZERO, |sum, n| sum + n.usable_capacity())
+    }
+
+    /// What the nodes offer new containers now, together ([`Node::free`]).
+    pub fn free(&self) -> Resources {
+        self.nodes
+            .values()
+            .fold(Resources::ZERO, |sum, n| sum + n.free())
     }
 
     /// What the running containers hold together.

@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::protocol::node::NodeHealth;
 use crate::resources::Resources;
 
 /// How a node learns of its containers.
@@ -42,6 +43,11 @@ pub struct Node {
     pub unheard_since_restore: bool,
     /// Who registered it: only they may heartbeat for it or register it again.
     pub owner: String,
+    /// What its agent's health checks found wrong (YARN's health report),
+    /// or none while it is healthy: an unhealthy node is offered to no
+    /// new container ([`Node::free`]), and what it runs goes on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unhealthy: Option<String>,
     /// What a remote node's agent says of itself (isolation, address).
     pub agent: AgentInfo,
     /// The node label (partition) it is in: an administrator's, else its
@@ -125,6 +131,16 @@ impl Node {
             .map_or(named.as_str(), |(host, _)| host)
     }
 
+    /// Its YARN node state: UNHEALTHY while its agent's health checks
+    /// fail, else RUNNING (nodes lost lately are kept apart, as LOST).
+    pub fn state(&self) -> &'static str {
+        if self.unhealthy.is_some() {
+            "UNHEALTHY"
+        } else {
+            "RUNNING"
+        }
+    }
+
     /// Its rack: the one its agent registered, else YARN's `/default-rack`.
     pub fn rack(&self) -> &str {
         if self.agent.rack.is_empty() {
@@ -146,6 +162,7 @@ impl Node {
             last_heartbeat_ms: now,
             unheard_since_restore: false,
             owner,
+            unhealthy: None,
             agent: AgentInfo::default(),
             partition: String::new(),
             launched: BTreeSet::new(),
@@ -156,10 +173,25 @@ impl Node {
         }
     }
 
+    /// What it offers the cluster: its capacity, or nothing while it is
+    /// unhealthy (the cluster's and its partition's capacity, and the
+    /// scheduling policy's view of it, leave it out then, as YARN removes
+    /// an unhealthy node from its scheduler).
+    pub fn usable_capacity(&self) -> Resources {
+        if self.unhealthy.is_some() {
+            Resources::ZERO
+        } else {
+            self.capacity
+        }
+    }
+
     /// What is left to allocate: its capacity less what is allocated
     /// (nothing while opportunistic containers wait in its queue beyond
-    /// it).
+    /// it, or while it is unhealthy).
     pub fn free(&self) -> Resources {
+        if self.unhealthy.is_some() {
+            return Resources::ZERO;
+        }
         self.capacity.saturating_sub(&self.allocated)
     }
 
@@ -169,7 +201,7 @@ impl Node {
     /// allocated beyond it — so all that is placed on it is at most twice
     /// its capacity, and no more than a capacity's worth ever waits.
     pub fn queue_room(&self, waiting: usize, max_queue: usize) -> Resources {
-        if self.kind != NodeKind::Remote || waiting >= max_queue {
+        if self.kind != NodeKind::Remote || waiting >= max_queue || self.unhealthy.is_some() {
             return Resources::ZERO;
         }
         let beyond = self.allocated.saturating_sub(&self.capacity);
@@ -178,6 +210,37 @@ impl Node {
 }
 
 impl super::Cluster {
+    /// Takes what node `id`'s agent says of its health (none: healthy, as
+    /// an agent that does not check); says so in the log when it changes.
+    /// Whether it became healthy again (its room is offered once more).
+    pub fn set_node_health(&mut self, id: &str, health: Option<&NodeHealth>) -> bool {
+        let Some(node) = self.nodes.get_mut(id) else {
+            return false;
+        };
+        let unhealthy = health.filter(|health| !health.healthy).map(|health| {
+            if health.report.is_empty() {
+                "unhealthy (its agent gave no report)".to_string()
+            } else {
+                health.report.clone()
+            }
+        });
+        if node.unhealthy == unhealthy {
+            return false;
+        }
+        let was_unhealthy = node.unhealthy.is_some();
+        match &unhealthy {
+            Some(report) => {
+                tracing::warn!(node = %id, %report, "node unhealthy: it gets no new containers until its agent reports it healthy")
+            }
+            None => tracing::info!(node = %id, "node healthy again"),
+        }
+        node.unhealthy = unhealthy;
+        // Kept, so that a restart does not offer its room before its agent
+        // is heard from again.
+        super::durable::node_changed(&mut self.changes, id);
+        was_unhealthy && node.unhealthy.is_none()
+    }
+
     /// Gives node `id` (if there is one) `rack` ("" YARN's default) and
     /// `attributes`, as its agent's registration does: for simulated nodes,
     /// which have no agent. Checked by the caller.

@@ -246,6 +246,43 @@ pub struct AgentSettings {
     /// `run-as` submitter or local-user (container-executor.cfg's
     /// `min.user.id`).
     pub min_user_id: u32,
+    /// The node's health checks.
+    pub health: HealthSettings,
+}
+
+/// An agent's node health checks (YARN's NodeHealthCheckerService).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthSettings {
+    /// The disk checker (`yarn.nodemanager.disk-health-checker.*`), unless
+    /// disabled.
+    pub disk: Option<DiskCheckSettings>,
+    /// The health script (`yarn.nodemanager.health-checker.*`), if one is
+    /// set.
+    pub script: Option<HealthScriptSettings>,
+}
+
+/// When the disk of an agent's work or log dir is too full.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiskCheckSettings {
+    /// How often the disks are checked.
+    pub interval: Duration,
+    /// Too full above this percentage used.
+    pub max_used_percent: f64,
+    /// Too full below this many MB free for use.
+    pub min_free_mb: u64,
+}
+
+/// The operator's health script.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthScriptSettings {
+    /// The executable.
+    pub path: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// From the start of one run to the next.
+    pub interval: Duration,
+    /// How long one run may take.
+    pub timeout: Duration,
 }
 
 /// `weft.agent.run-as`.
@@ -518,6 +555,7 @@ impl Settings {
                 .filter(|u| !u.is_empty())
                 .collect(),
             min_user_id: read.whole_u32("weft.agent.min-user-id")?,
+            health: health_settings(&read)?,
         };
         let max_completed_applications =
             read.whole("yarn.resourcemanager.max-completed-applications")? as usize;
@@ -631,6 +669,37 @@ impl Settings {
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str)> {
         self.properties.iter()
     }
+}
+
+/// An agent's health checks, from `yarn.nodemanager.disk-health-checker.*`
+/// and `yarn.nodemanager.health-checker.*`.
+fn health_settings(read: &Reader<'_>) -> Result<HealthSettings, ConfigError> {
+    const DISKS: &str = "yarn.nodemanager.disk-health-checker";
+    const SCRIPT: &str = "yarn.nodemanager.health-checker";
+    let disk = DiskCheckSettings {
+        interval: Duration::from_millis(read.whole(&format!("{DISKS}.interval-ms"))?),
+        max_used_percent: read
+            .number(&format!("{DISKS}.max-disk-utilization-per-disk-percentage"))?,
+        min_free_mb: read.whole(&format!("{DISKS}.min-free-space-per-disk-mb"))?,
+    };
+    let args = read
+        .text(&format!("{SCRIPT}.script.opts"))?
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let interval = Duration::from_millis(read.whole(&format!("{SCRIPT}.interval-ms"))?);
+    let timeout = Duration::from_millis(read.whole(&format!("{SCRIPT}.timeout-ms"))?);
+    Ok(HealthSettings {
+        disk: read.flag(&format!("{DISKS}.enable"))?.then_some(disk),
+        script: read
+            .path(&format!("{SCRIPT}.script.path"))?
+            .map(|path| HealthScriptSettings {
+                path,
+                args,
+                interval,
+                timeout,
+            }),
+    })
 }
 
 /// Reads typed values out of [`Properties`]. The values were checked when

@@ -250,6 +250,66 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "the network containers get: the node's own (host, as YARN's default runtime: a container reaches every service of the node, its loopback included), or none: a network namespace of its own with only a loopback, and a /run and /var/tmp of its own, so it reaches no service of the node (on a port or a socket in /run) and no other container (for batch work that needs no network: YARN applications, such as Spark, need host and are refused). none needs a root agent that can make namespaces, and the agent refuses to start without",
     ),
     (
+        "yarn.nodemanager.disk-health-checker.enable",
+        ValueType::Flag,
+        "true",
+        "an agent checks the disks of its work and log dirs, and reports its node unhealthy while one is too full: an unhealthy node gets no new containers (those it runs go on)",
+    ),
+    (
+        "yarn.nodemanager.disk-health-checker.interval-ms",
+        ValueType::Whole {
+            min: 100,
+            max: 86_400_000,
+        },
+        "120000",
+        "how often an agent checks its disks, in ms",
+    ),
+    (
+        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage",
+        ValueType::Number { max: 100 },
+        "90.0",
+        "a dir's disk is too full when more than this percentage of it is not free for use (YARN's measure: the blocks kept for root count as used, which df's Use% leaves out)",
+    ),
+    (
+        "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb",
+        ValueType::Whole {
+            min: 0,
+            max: 1 << 40,
+        },
+        "0",
+        "a dir's disk is too full when less than this many MB are free for use",
+    ),
+    (
+        "yarn.nodemanager.health-checker.script.path",
+        ValueType::Text,
+        "",
+        "an executable (an absolute path) an agent runs every yarn.nodemanager.health-checker.interval-ms, as its own user: a line of its output starting with ERROR reports the node unhealthy (with those lines as the report), as does not ending within the timeout or not starting; its exit status does not count (YARN's rule); empty: none",
+    ),
+    (
+        "yarn.nodemanager.health-checker.script.opts",
+        ValueType::Text,
+        "",
+        "the health script's arguments, split at white space",
+    ),
+    (
+        "yarn.nodemanager.health-checker.interval-ms",
+        ValueType::Whole {
+            min: 100,
+            max: 86_400_000,
+        },
+        "600000",
+        "how often an agent runs its health script, in ms (from the start of one run to the next)",
+    ),
+    (
+        "yarn.nodemanager.health-checker.timeout-ms",
+        ValueType::Whole {
+            min: 100,
+            max: 86_400_000,
+        },
+        "1200000",
+        "how long a health script may run, in ms: one still running then is killed (its process group) and the node reported unhealthy",
+    ),
+    (
         "weft.agent.syscall-filter",
         ValueType::Flag,
         "true",

@@ -467,10 +467,28 @@ pub struct RegisterNode {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(max_length = 256)]
     pub nm_address: Option<String>,
+    /// What its health checks found at start; none for a healthy node (or
+    /// an agent that does not check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<NodeHealth>,
 }
 
 /// The rack of a node that names none (YARN's `/default-rack`).
 pub const DEFAULT_RACK: &str = "/default-rack";
+
+/// What a node's health checks found (YARN's NodeHealthStatus): a node
+/// that is not healthy gets no new containers, and those it runs go on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeHealth {
+    /// Whether every check passed.
+    pub healthy: bool,
+    /// What failed (YARN's health report), at most 2,048 bytes; "" when
+    /// healthy.
+    #[serde(default)]
+    #[schema(max_length = 2048)]
+    pub report: String,
+}
 
 /// A node's heartbeat: what ended (and, from an agent, what runs and the
 /// number of the last answer it got).
@@ -500,6 +518,10 @@ pub struct Heartbeat {
     /// the same heartbeat sent twice gets the same answer.
     #[serde(default)]
     pub response_id: Option<u64>,
+    /// What its health checks found; none: as the heartbeat before said
+    /// (healthy, for an agent that does not check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<NodeHealth>,
 }
 
 /// What a registration answers.

@@ -9,7 +9,7 @@ use crate::cluster::{
     TakenReport,
 };
 use crate::limits;
-use crate::protocol::node::{ContainerEnd, Heartbeat, RegisterNode, exit_status};
+use crate::protocol::node::{ContainerEnd, Heartbeat, NodeHealth, RegisterNode, exit_status};
 use crate::protocol::node::{KillOrder, NodeOrders};
 use crate::refusal::Refusal;
 use crate::reservation::definition::{
@@ -218,6 +218,7 @@ impl ResourceManager {
         limits::name("node_id", &request.node_id)?;
         let running = request.running.as_deref();
         check_ids("running", running.unwrap_or_default())?;
+        check_health(request.health.as_ref())?;
         let agent = AgentInfo {
             isolation: bounded_text("isolation", request.isolation.as_deref())?,
             http_address: check_http_address(request.http_address.as_deref())?,
@@ -261,6 +262,8 @@ impl ResourceManager {
         self.placement_notice(&request.node_id);
         let (lost, kill) = (registered.lost, registered.kill);
         self.containers_lost(&lost, now);
+        self.cluster
+            .set_node_health(&request.node_id, request.health.as_ref());
         self.agent_is_back(&request.node_id, now);
         self.node_back(&request.node_id);
         tracing::info!(node = %request.node_id, %capacity, owner = %caller.user, lost = lost.len(), kept = running.map_or(0, |r| r.len()), "node registered");
@@ -317,6 +320,7 @@ impl ResourceManager {
         check_ids("finished", &heartbeat.finished)?;
         check_ids("running", heartbeat.running.as_deref().unwrap_or_default())?;
         check_ids("queued", &heartbeat.queued)?;
+        check_health(heartbeat.health.as_ref())?;
         limits::at_most(
             "ended",
             heartbeat.ended.len(),
@@ -359,14 +363,20 @@ impl ResourceManager {
             queued: &heartbeat.queued,
         };
         let taken = self.cluster.take_agent_report(id, report, now)?;
+        let new_answer = matches!(taken, TakenReport::New { .. });
+        // A repeated heartbeat changes nothing, its health included.
+        let healthy_again = new_answer
+            && heartbeat
+                .health
+                .as_ref()
+                .is_some_and(|health| self.cluster.set_node_health(id, Some(health)));
         self.containers_launched(taken.launched(), now);
         for (container, at) in taken.ended() {
             self.container_finished(container, *at);
         }
-        if !taken.ended().is_empty() {
+        if !taken.ended().is_empty() || healthy_again {
             self.schedule_on_freed_resources();
         }
-        let new_answer = matches!(taken, TakenReport::New { .. });
         let orders = self.cluster.answer_agent(id, taken).orders;
         // A new answer carries every placement so far (a repeated one is
         // the answer before, which may not).
@@ -406,6 +416,31 @@ fn check_ids(field: &str, ids: &[String]) -> Result<(), limits::OutOfBounds> {
         limits::name(format_args!("{field}[{i}]"), id)?;
     }
     Ok(())
+}
+
+/// A node's health as its agent reports it: a report of at most
+/// [`limits::MAX_HEALTH_REPORT_BYTES`] (an agent cuts its own) and no
+/// control characters (it goes into the server's log and onto terminals).
+fn check_health(health: Option<&NodeHealth>) -> Result<(), limits::OutOfBounds> {
+    let Some(health) = health else {
+        return Ok(());
+    };
+    let report = &health.report;
+    let rule = if report.len() > limits::MAX_HEALTH_REPORT_BYTES {
+        format!(
+            "but may hold at most {} bytes",
+            limits::MAX_HEALTH_REPORT_BYTES
+        )
+    } else if report.chars().any(char::is_control) {
+        "but must hold no control characters (newlines, escapes)".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(limits::OutOfBounds {
+        field: "health.report".into(),
+        value: format!("{} bytes", report.len()),
+        rule,
+    })
 }
 
 /// Free text an agent gives of itself, at most 256 bytes.

@@ -130,7 +130,7 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
             .nodes()
             .filter(|n| n.partition == label)
             .fold((Resources::ZERO, Resources::ZERO), |(room, free), n| {
-                (room + n.capacity, free + n.free())
+                (room + n.usable_capacity(), free + n.free())
             });
         match share {
             Some(share) if share.absolute_capacity <= 0.0 => format!(
@@ -175,23 +175,25 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
             )
         } else {
             format!(
-                "waiting to place its gang of at least {} × {} whole (all or nothing): {} free in the cluster",
+                "waiting to place its gang of at least {} × {} whole (all or nothing): {} free in the cluster{}",
                 gang.minimum,
                 ask.resources,
-                capacity.saturating_sub(&cluster.allocated())
+                cluster.free(),
+                unhealthy_nodes(cluster)
             )
         }
     } else {
         let queue = &tree[app.queue_index];
         let dominant = usage[app.queue_index].dominant_share(&capacity);
         format!(
-            "waiting for resources: {} free in the cluster; queue {} uses {:.1}% of it ({}; guaranteed {:.1}%, maximum {:.1}%)",
-            capacity.saturating_sub(&cluster.allocated()),
+            "waiting for resources: {} free in the cluster; queue {} uses {:.1}% of it ({}; guaranteed {:.1}%, maximum {:.1}%){}",
+            cluster.free(),
             queue.path,
             dominant.percent,
             dominant,
             queue.absolute_capacity,
-            queue.absolute_maximum_capacity
+            queue.absolute_maximum_capacity,
+            unhealthy_nodes(cluster)
         )
     };
     let ahead = cluster
@@ -211,6 +213,15 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
         reason,
         position_in_queue: ahead + 1,
     })
+}
+
+/// "; N nodes unhealthy …" when some are (they offer nothing), else "".
+fn unhealthy_nodes(cluster: &Cluster) -> String {
+    match cluster.nodes().filter(|n| n.unhealthy.is_some()).count() {
+        0 => String::new(),
+        1 => "; 1 node is unhealthy and takes no new containers".into(),
+        count => format!("; {count} nodes are unhealthy and take no new containers"),
+    }
 }
 
 /// The user limit as Hadoop 3 computes it (and the `capacity` policy

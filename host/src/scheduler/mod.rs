@@ -355,9 +355,9 @@ impl Round {
             // A queueing round's nodes hold their capacity running and as
             // much again waiting (see `for_queueing`).
             let capacity = if queueing {
-                node.capacity + node.capacity
+                node.usable_capacity() + node.usable_capacity()
             } else {
-                node.capacity
+                node.usable_capacity()
             };
             nodes.capacity_memory_mb.push(capacity.memory_mb);
             nodes.capacity_vcores.push(capacity.vcores.into());

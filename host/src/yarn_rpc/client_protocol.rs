@@ -28,8 +28,8 @@ use super::messages::calls::{
 };
 use super::messages::records::{
     ApplicationAttemptIdProto, ApplicationAttemptReportProto, ApplicationSubmissionContextProto,
-    ContainerLaunchContextProto, LocalResourceTypeProto, NodeStateProto, PriorityProto,
-    QueueACLProto, QueueUserACLInfoProto,
+    ContainerLaunchContextProto, LocalResourceTypeProto, PriorityProto, QueueACLProto,
+    QueueUserACLInfoProto,
 };
 use super::reports::{self, QueueDepth};
 use super::server::Protocols;
@@ -196,18 +196,21 @@ impl ClientProtocol {
             }
             "getClusterNodes" => {
                 let request: GetClusterNodesRequestProto = call.decode()?;
-                // Weft's registered nodes are RUNNING: asked only for other
-                // states, there are none.
-                let running = request.node_states.is_empty()
-                    || request
-                        .node_states
-                        .contains(&(NodeStateProto::NsRunning as i32));
-                let node_reports = if running {
-                    self.read(|rm| rm.cluster().nodes().map(reports::node_report).collect())
-                        .await?
-                } else {
-                    Vec::new()
-                };
+                // Weft's registered nodes are RUNNING or UNHEALTHY; none
+                // asked is all of them, as YARN's.
+                let states = request.node_states;
+                let node_reports = self
+                    .read(move |rm| {
+                        rm.cluster()
+                            .nodes()
+                            .map(reports::node_report)
+                            .filter(|report| {
+                                states.is_empty()
+                                    || report.node_state.is_some_and(|s| states.contains(&s))
+                            })
+                            .collect()
+                    })
+                    .await?;
                 GetClusterNodesResponseProto { node_reports }.encode_to_vec()
             }
             "getQueueInfo" => {

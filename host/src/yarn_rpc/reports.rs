@@ -270,7 +270,8 @@ pub fn container_report(cluster: &Cluster, record: &ContainerRecord) -> Containe
     }
 }
 
-/// A registered node's report (RUNNING: Weft keeps only live nodes here).
+/// A registered node's report (RUNNING, or UNHEALTHY with what its health
+/// checks found: Weft keeps only live nodes here).
 pub fn node_report(node: &Node) -> NodeReportProto {
     NodeReportProto {
         node_id: Some(node_id(node)),
@@ -279,8 +280,12 @@ pub fn node_report(node: &Node) -> NodeReportProto {
         used: Some(resource(node.allocated)),
         capability: Some(resource(node.capacity)),
         num_containers: Some(i32::try_from(node.containers.len()).unwrap_or(i32::MAX)),
-        node_state: Some(NodeStateProto::NsRunning as i32),
-        health_report: Some(String::new()),
+        node_state: Some(if node.unhealthy.is_some() {
+            NodeStateProto::NsUnhealthy as i32
+        } else {
+            NodeStateProto::NsRunning as i32
+        }),
+        health_report: Some(node.unhealthy.clone().unwrap_or_default()),
         last_health_report_time: Some(ms(node.last_heartbeat_ms)),
         node_labels: if node.partition.is_empty() {
             Vec::new()
@@ -294,13 +299,15 @@ pub fn node_report(node: &Node) -> NodeReportProto {
 /// The cluster's node counts.
 pub fn cluster_metrics(cluster: &Cluster) -> YarnClusterMetricsProto {
     let count = |n: usize| Some(i32::try_from(n).unwrap_or(i32::MAX));
-    let (active, lost) = (cluster.nodes().count(), cluster.lost_nodes().count());
+    let registered = cluster.nodes().count();
+    let unhealthy = cluster.nodes().filter(|n| n.unhealthy.is_some()).count();
+    let lost = cluster.lost_nodes().count();
     YarnClusterMetricsProto {
-        num_node_managers: count(active),
-        num_active_nms: count(active),
+        num_node_managers: count(registered),
+        num_active_nms: count(registered.saturating_sub(unhealthy)),
         num_lost_nms: count(lost),
         num_decommissioned_nms: Some(0),
-        num_unhealthy_nms: Some(0),
+        num_unhealthy_nms: count(unhealthy),
         num_rebooted_nms: Some(0),
         num_decommissioning_nms: Some(0),
         num_shutdown_nms: Some(0),
@@ -415,6 +422,40 @@ mod tests {
             cluster_timestamp: None,
         };
         assert!(application_id_text(Some(&missing)).is_err());
+    }
+
+    #[test]
+    fn an_unhealthy_node_is_reported_as_yarn_says_it() {
+        use crate::protocol::node::NodeHealth;
+        use crate::queues::{QueueProperties, QueueTree};
+        let tree = QueueTree::from_properties(&QueueProperties::defaults()).unwrap();
+        let mut cluster = Cluster::new(1, tree);
+        for id in ["a", "b"] {
+            cluster
+                .register_agent(
+                    id,
+                    crate::resources::Resources::new(1024, 1, 0),
+                    "ops",
+                    Default::default(),
+                    Some(&[]),
+                    0,
+                )
+                .unwrap();
+        }
+        let sick = NodeHealth {
+            healthy: false,
+            report: "log-dirs /l is bad".into(),
+        };
+        cluster.set_node_health("b", Some(&sick));
+        let report = node_report(cluster.node("b").unwrap());
+        assert_eq!(report.node_state, Some(NodeStateProto::NsUnhealthy as i32));
+        assert_eq!(report.health_report.as_deref(), Some("log-dirs /l is bad"));
+        let healthy = node_report(cluster.node("a").unwrap());
+        assert_eq!(healthy.node_state, Some(NodeStateProto::NsRunning as i32));
+        let metrics = cluster_metrics(&cluster);
+        assert_eq!(metrics.num_node_managers, Some(2));
+        assert_eq!(metrics.num_active_nms, Some(1));
+        assert_eq!(metrics.num_unhealthy_nms, Some(1));
     }
 
     #[test]

@@ -36,7 +36,7 @@ function nodeRow(node, index, withGpus) {
   const base = `/nodes/node/${index}`;
   const f = figuresAt(SRC, base, node);
   const [memory, vcores, gpus] = resourceBars(SRC, base, node, withGpus);
-  return el('tr', { 'data-key': node.id, class: node.state === 'RUNNING' ? null : 'state-lost' },
+  return el('tr', { 'data-key': node.id, class: node.state === 'RUNNING' ? null : `state-${node.state.toLowerCase()}` },
     el('td', { class: 'mono' }, el('a', { href: `#/node/${segment(node.id)}` }, node.id)),
     el('td', null, badge(node.state)),
     el('td', null, node.kind),
