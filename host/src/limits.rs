@@ -73,6 +73,8 @@ pub const MAX_ENV_VALUE_BYTES: usize = 64 << 10;
 /// A container end's diagnostics as an agent reports them (longer ones
 /// are cut).
 pub const MAX_DIAGNOSTICS_BYTES: usize = 16 << 10;
+/// The longest a node's decommission waits for its containers: a year.
+pub const MAX_DECOMMISSION_TIMEOUT_S: u64 = 365 * 24 * 3600;
 /// A node's health report (what its health checks found), in bytes.
 pub const MAX_HEALTH_REPORT_BYTES: usize = 2048;
 

@@ -986,3 +986,114 @@ fn an_agent_whose_disk_is_too_full_registers_unhealthy() {
     );
     drop(agent);
 }
+
+/// YARN's graceful decommission through `weft serve` and the CLI: the
+/// node takes no new containers, what it runs goes on until the timeout
+/// and is then killed and asked for again, and a recommission puts it
+/// back to work. Only administrators may do either.
+#[test]
+fn a_decommissioned_node_runs_out_its_containers_then_takes_work_again_when_recommissioned() {
+    let dir = crate::support::shared_tempdir();
+    let (server, nodes) = registered_local_agent(
+        dir.path(),
+        &[
+            "--set",
+            "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms=100",
+            "--set",
+            "yarn.admin.acl=admin",
+        ],
+    );
+    let node = nodes["nodes"]["node"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // `weft ARGS --server … --user USER [-- COMMAND]`.
+    let weft_as = |user: &str, args: &[&str]| {
+        let (args, command) = match args.iter().position(|a| *a == "--") {
+            Some(at) => args.split_at(at),
+            None => (args, &[][..]),
+        };
+        let mut all = args.to_vec();
+        all.extend(["--server", &server.base, "--user", user]);
+        all.extend_from_slice(command);
+        weft_within(&all, LIMIT)
+    };
+    let long = String::from_utf8(
+        weft_as(
+            "alice",
+            &["app", "run", "--memory", "64mb", "--", "sleep", "300"],
+        )
+        .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    server.wait_for(&format!("/ws/v1/cluster/apps/{long}"), "it to run", |b| {
+        b["app"]["runningContainers"] == 1
+    });
+
+    let refused = weft_as("alice", &["node", "decommission", &node]);
+    assert!(
+        !refused.status.success(),
+        "only administrators decommission"
+    );
+    let done = weft_as("admin", &["node", "decommission", &node, "--timeout", "3"]);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&done.stderr).contains("DECOMMISSIONING"),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let (_, listed) = server.get(&format!("/ws/v1/cluster/nodes/{}", node));
+    assert_eq!(listed["node"]["state"], "DECOMMISSIONING", "{listed}");
+    // Nothing new goes there while it runs out.
+    let short = String::from_utf8(
+        weft_as("alice", &["app", "run", "--memory", "64mb", "--", "true"]).stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    std::thread::sleep(Duration::from_millis(1000));
+    let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{short}"));
+    assert_eq!(report["app"]["state"], "ACCEPTED", "{report}");
+    let why = report["app"]["diagnostics"].as_str().unwrap_or_default();
+    assert!(why.contains("1 node is decommissioned"), "{report}");
+
+    // At the timeout the sleeper is killed (ABORTED, asked for again) and
+    // the node is DECOMMISSIONED, its process gone.
+    let gone = server.wait_for("/ws/v1/cluster/metrics", "the node decommissioned", |b| {
+        b["clusterMetrics"]["decommissionedNodes"] == 1
+    });
+    assert_eq!(gone["clusterMetrics"]["activeNodes"], 0, "{gone}");
+    let (_, report) = server.get(&format!("/ws/v1/cluster/apps/{long}"));
+    assert_eq!(report["app"]["runningContainers"], 0, "{report}");
+    let (_, containers) = server.get(&format!("/ws/v1/cluster/apps/{long}/containers"));
+    assert!(containers.to_string().contains("-100"), "{containers}");
+
+    let back = weft_as("admin", &["node", "recommission", &node]);
+    assert!(
+        back.status.success(),
+        "{}",
+        String::from_utf8_lossy(&back.stderr)
+    );
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{short}"),
+        "the app to run",
+        |b| b["app"]["state"] == "FINISHED",
+    );
+    server.wait_for(
+        &format!("/ws/v1/cluster/apps/{long}"),
+        "the sleeper again",
+        |b| b["app"]["runningContainers"] == 1,
+    );
+    let killed = weft_as("alice", &["app", "kill", &long]);
+    assert!(
+        killed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&killed.stderr)
+    );
+}

@@ -19,7 +19,7 @@ use crate::limits::{DEFAULT_APPS_PAGE, MAX_APPS_PAGE};
 use crate::protocol::node::{
     Heartbeat, MAX_ORDERS_WAIT_MS, NodeOrders, OrdersWaiting, RegisterNode, RegisteredNode,
 };
-use crate::rm::requests::NodeReleased;
+use crate::rm::requests::{NodeDecommissioned, NodeReleased};
 use crate::rm::{ResourceManager, notices};
 use crate::scheduler::diagnostics;
 use crate::security::Caller;
@@ -155,9 +155,11 @@ pub(super) struct ClusterMetrics {
     lost_nodes: usize,
     /// Registered nodes whose health checks fail (not among the active).
     unhealthy_nodes: usize,
-    /// Weft has no decommissioning or reboots yet: these are 0.
+    /// Nodes being decommissioned, containers still running on them.
     decommissioning_nodes: usize,
+    /// Nodes decommissioned, nothing running on them (still registered).
     decommissioned_nodes: usize,
+    /// Weft has no reboots or shutdowns of nodes: these are 0.
     rebooted_nodes: usize,
     shutdown_nodes: usize,
 }
@@ -179,11 +181,11 @@ pub(super) async fn cluster_metrics(
             let failed = c.failed_total();
             let (capacity, allocated) = (c.capacity(), c.allocated());
             let available = c.free();
-            let unhealthy_nodes = c.nodes().filter(|n| n.unhealthy.is_some()).count();
-            let (active_nodes, lost_nodes) = (
-                c.nodes().count().saturating_sub(unhealthy_nodes),
-                c.lost_nodes().count(),
-            );
+            let in_state = |state: &str| c.nodes().filter(|n| n.state() == state).count();
+            let (active_nodes, lost_nodes) = (in_state("RUNNING"), c.lost_nodes().count());
+            let unhealthy_nodes = in_state("UNHEALTHY");
+            let decommissioning_nodes = in_state("DECOMMISSIONING");
+            let decommissioned_nodes = in_state("DECOMMISSIONED");
             ClusterMetrics {
                 apps_submitted: submitted,
                 apps_pending: active(AppState::Accepted),
@@ -207,14 +209,12 @@ pub(super) async fn cluster_metrics(
                 available_virtual_cores: available.vcores,
                 total_gpus: capacity.gpus,
                 allocated_gpus: allocated.gpus,
-                total_nodes: active_nodes
-                    .saturating_add(lost_nodes)
-                    .saturating_add(unhealthy_nodes),
+                total_nodes: c.nodes().count().saturating_add(lost_nodes),
                 active_nodes,
                 lost_nodes,
                 unhealthy_nodes,
-                decommissioning_nodes: 0,
-                decommissioned_nodes: 0,
+                decommissioning_nodes,
+                decommissioned_nodes,
                 rebooted_nodes: 0,
                 shutdown_nodes: 0,
             }
@@ -250,8 +250,9 @@ pub(super) struct NodeInfo {
     /// Its node label (YARN's partition): none, or one.
     node_labels: Vec<String>,
     kind: NodeKind,
-    /// RUNNING; UNHEALTHY while its health checks fail (it gets no new
-    /// containers); LOST for a node that stopped heartbeating.
+    /// RUNNING; UNHEALTHY while its health checks fail, DECOMMISSIONING
+    /// and then DECOMMISSIONED once an administrator decommissions it (it
+    /// gets no new containers); LOST for a node that stopped heartbeating.
     state: String,
     /// The host part of the agent's log address, else of the node id.
     node_host_name: String,
@@ -391,8 +392,9 @@ impl NodeInfo {
 }
 
 /// YARN's node states; Weft's registered nodes are RUNNING (UNHEALTHY
-/// while their health checks fail), and the ones lost by silence LOST
-/// until they register again.
+/// while their health checks fail, DECOMMISSIONING or DECOMMISSIONED
+/// when decommissioned), and the ones lost by silence LOST until they
+/// register again.
 const NODE_STATES: &[&str] = &[
     "NEW",
     "RUNNING",
@@ -442,7 +444,8 @@ pub(super) async fn nodes(
     }))
 }
 
-/// One node, registered (RUNNING or UNHEALTHY) or lost lately (LOST).
+/// One node, registered (RUNNING, UNHEALTHY, DECOMMISSIONING or
+/// DECOMMISSIONED) or lost lately (LOST).
 #[utoipa::path(get, path = "/ws/v1/cluster/nodes/{id}", tag = "cluster",
     params(("id" = String, Path, description = "The node id")),
     responses((status = 200, body = NodeResponse), (status = 401, body = RemoteException),
@@ -631,6 +634,58 @@ pub(super) async fn release_node(
         .with(move |rm: &mut ResourceManager| rm.release_node(&caller, &id))
         .await??;
     Ok(Json(released))
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct DecommissionQuery {
+    /// Seconds its containers may still run before they are killed (0: at
+    /// once, at most a year); `yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs`
+    /// (3600) when left out.
+    timeout: Option<u64>,
+}
+
+/// Decommissions a node (administrators only; YARN's graceful
+/// decommission): it takes no new containers from now (DECOMMISSIONING),
+/// what it runs goes on until the timeout and is then killed (ABORTED,
+/// −100, asked for again), and once nothing runs it is DECOMMISSIONED.
+/// Its agent goes on heartbeating; the decommission outlasts its restarts
+/// and the server's. Asked again, the new timeout holds.
+#[utoipa::path(post, path = "/ws/v1/cluster/nodes/{id}/decommission", tag = "nodes",
+    params(("id" = String, Path, description = "The node id"), DecommissionQuery),
+    responses((status = 200, body = NodeDecommissioned), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException)))]
+pub(super) async fn decommission_node(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(query): ApiQuery<DecommissionQuery>,
+) -> Result<Json<NodeDecommissioned>, ApiError> {
+    let answer = state
+        .rm
+        .with(move |rm: &mut ResourceManager| rm.decommission_node(&caller, &id, query.timeout))
+        .await??;
+    Ok(Json(answer))
+}
+
+/// Ends a node's decommission (administrators only): it takes containers
+/// again at once (RUNNING, or UNHEALTHY if its checks fail).
+#[utoipa::path(post, path = "/ws/v1/cluster/nodes/{id}/recommission", tag = "nodes",
+    params(("id" = String, Path, description = "The node id")),
+    responses((status = 200, body = NodeDecommissioned), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException)))]
+pub(super) async fn recommission_node(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<NodeDecommissioned>, ApiError> {
+    let answer = state
+        .rm
+        .with(move |rm: &mut ResourceManager| rm.recommission_node(&caller, &id))
+        .await??;
+    Ok(Json(answer))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

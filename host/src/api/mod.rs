@@ -108,6 +108,8 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(cluster::heartbeat)))
         .routes(small(routes!(cluster::orders_waiting)))
         .routes(small(routes!(cluster::release_node)))
+        .routes(small(routes!(cluster::decommission_node)))
+        .routes(small(routes!(cluster::recommission_node)))
         .routes(small(routes!(node_labels::get_node_labels)))
         .routes(small(routes!(node_labels::add_node_labels)))
         .routes(small(routes!(node_labels::remove_node_labels)))

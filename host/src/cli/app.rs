@@ -92,6 +92,28 @@ pub(super) enum NodeCommand {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Decommissions a node (administrators; YARN's graceful
+    /// decommission): it takes no new containers, what it runs goes on
+    /// until the timeout and is then killed and asked for again.
+    Decommission {
+        /// The node id.
+        id: String,
+        /// Seconds its containers may still run (0: kill them now); the
+        /// server's yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs
+        /// (3600) when left out.
+        #[arg(long)]
+        timeout: Option<u64>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Ends a node's decommission (administrators): it takes containers
+    /// again.
+    Recommission {
+        /// The node id.
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -271,6 +293,35 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
             );
             return Ok(());
         }
+        NodeCommand::Decommission {
+            id,
+            timeout,
+            server,
+        } => {
+            let mut path = format!("/ws/v1/cluster/nodes/{}/decommission", encode(&id));
+            if let Some(seconds) = timeout {
+                path.push_str(&format!("?timeout={seconds}"));
+            }
+            let answer = server.client()?.post(&path)?;
+            eprintln!(
+                "node {id} {}: it takes no new containers; {} still running, killed at {} if not ended by then",
+                text(&answer["state"]),
+                answer["running_containers"],
+                answer["deadline_ms"]
+                    .as_u64()
+                    .map_or("?".into(), crate::clock::iso8601)
+            );
+            return Ok(());
+        }
+        NodeCommand::Recommission { id, server } => {
+            let path = format!("/ws/v1/cluster/nodes/{}/recommission", encode(&id));
+            let answer = server.client()?.post(&path)?;
+            eprintln!(
+                "node {id} {}: it takes containers again",
+                text(&answer["state"])
+            );
+            return Ok(());
+        }
     };
     let answer = server.client()?.get("/ws/v1/cluster/nodes")?;
     let nodes = answer["nodes"]["node"]
@@ -282,7 +333,7 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<28} {:<9} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
+        "{:<28} {:<15} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  ISOLATION",
         "NODE",
         "STATE",
         "KIND",
@@ -297,7 +348,7 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
     for n in &nodes {
         let label = n["nodeLabels"][0].as_str().unwrap_or("-");
         println!(
-            "{:<28} {:<9} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
+            "{:<28} {:<15} {:<9} {:<16} {:<12} {:>10} {:>10} {:>7} {:>7} {:>5}  {}",
             text(&n["id"]),
             text(&n["state"]),
             text(&n["kind"]),

@@ -123,6 +123,8 @@ impl Cluster {
         self.check_capacity(id, capacity)?;
         self.claim_node(id, owner)?;
         let running: BTreeSet<&String> = running.unwrap_or_default().iter().collect();
+        // An administrator's decommission outlasts the agent's restarts.
+        let decommission = self.nodes.get(id).and_then(|node| node.decommission);
         let mut lost = Vec::new();
         if keep {
             self.check_capacity(id, capacity)?;
@@ -156,6 +158,7 @@ impl Cluster {
         let node = self.nodes.get_mut(id).expect("registered above");
         node.agent = agent;
         node.partition = partition;
+        node.decommission = decommission;
         node.response_id = 0;
         node.last_answer = None;
         for container in running {
@@ -806,6 +809,54 @@ mod tests {
             Resources::new(1536, 1, 0)
         );
         cluster.allocate(&place(1), 40).unwrap();
+    }
+
+    #[test]
+    fn a_decommissioned_node_takes_nothing_new_and_kills_what_runs_at_its_deadline() {
+        let mut cluster = opportunistic(10);
+        let started = cluster.allocate(&place(1), 10).unwrap();
+        let id = started[0].container.id.clone();
+        cluster.decommission_node("a1", 1_000, 20).unwrap();
+        let node = cluster.node("a1").unwrap();
+        assert_eq!(node.state(), "DECOMMISSIONING");
+        assert_eq!(
+            (node.free(), node.usable_capacity()),
+            (Resources::ZERO, Resources::ZERO)
+        );
+        assert_eq!(cluster.queue_room_of(node), Resources::ZERO);
+        assert!(cluster.allocate(&place(1), 30).is_err());
+        assert!(cluster.allocate_queued(&place(1), 30).is_err());
+        // Its agent registers again (a restart): still decommissioning.
+        cluster
+            .register_agent(
+                "a1",
+                Resources::new(2048, 2, 0),
+                "ops",
+                AgentInfo::default(),
+                Some(std::slice::from_ref(&id)),
+                40,
+            )
+            .unwrap();
+        assert_eq!(cluster.node("a1").unwrap().state(), "DECOMMISSIONING");
+        // Before the deadline nothing ends; at it, what runs is killed
+        // (ordered killed, ABORTED) and asked for again.
+        assert!(cluster.end_decommissions(999).is_empty());
+        let killed = cluster.end_decommissions(1_000);
+        assert_eq!(killed.len(), 1);
+        assert_eq!(killed[0].exit_status, Some(exit_status::ABORTED));
+        let node = cluster.node("a1").unwrap();
+        assert_eq!(node.state(), "DECOMMISSIONED");
+        assert_eq!(node.to_kill.get(&id), Some(&exit_status::ABORTED));
+        assert_eq!(cluster.apps()[0].pending_containers(), 10);
+        // Recommissioned: it takes containers again.
+        assert!(cluster.recommission_node("a1").unwrap());
+        assert!(!cluster.recommission_node("a1").unwrap());
+        assert_eq!(cluster.node("a1").unwrap().state(), "RUNNING");
+        cluster.allocate(&place(1), 1_100).unwrap();
+        assert!(matches!(
+            cluster.decommission_node("nope", 0, 0),
+            Err(ClusterError::UnknownNode(_))
+        ));
     }
 
     #[test]

@@ -256,6 +256,9 @@ pub(super) struct StoredNode {
     /// while healthy (and in older rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unhealthy: Option<String>,
+    /// An administrator's decommission of it; absent when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decommission: Option<super::node::Decommission>,
 }
 
 /// What a restore put back, and what it could not.
@@ -568,6 +571,7 @@ impl Cluster {
                         attributes: node.agent.attributes.clone(),
                         label: node.agent.label.clone(),
                         unhealthy: node.unhealthy.clone(),
+                        decommission: node.decommission,
                     }),
                 ),
                 _ => batch.delete_node(id),
@@ -682,6 +686,7 @@ impl Cluster {
             live.unheard_since_restore = true;
             // Unhealthy until its agent says otherwise.
             live.unhealthy = node.unhealthy;
+            live.decommission = node.decommission;
             restored.nodes.push(node.id.clone());
             self.nodes.insert(node.id, live);
         }

@@ -628,6 +628,9 @@ impl Cluster {
             EndCause::Released => "Container released by the application master".into(),
             EndCause::Preempted => "Container preempted by the scheduler".into(),
             EndCause::Lost => "Container lost with its node".into(),
+            EndCause::Decommissioned => {
+                "Container killed: its node's decommission ran out of time".into()
+            }
             EndCause::Killed => "Container killed".into(),
             EndCause::Succeeded => String::new(),
         };
@@ -635,7 +638,7 @@ impl Cluster {
             EndCause::Succeeded => app.finished_containers += 1,
             EndCause::Failed { .. } => app.failed_containers += 1,
             EndCause::Preempted => app.preempted_containers += 1,
-            EndCause::Lost => app.lost_containers += 1,
+            EndCause::Lost | EndCause::Decommissioned => app.lost_containers += 1,
             EndCause::Killed | EndCause::Released => {}
         }
         let master = app.master.as_mut().expect("an application master's app");

@@ -217,6 +217,9 @@ pub enum EndCause {
     /// Its application master released it (ABORTED, −100); an agent is
     /// told to kill it.
     Released,
+    /// Its node's decommission ran out of time (ABORTED, −100): an agent
+    /// is told to kill it, and its app asks for it again.
+    Decommissioned,
 }
 
 impl EndCause {
@@ -242,7 +245,7 @@ impl EndCause {
             EndCause::Failed { exit_status, .. } => *exit_status,
             EndCause::Killed => KILLED_BY_APPMASTER,
             EndCause::Preempted => PREEMPTED,
-            EndCause::Lost | EndCause::Released => ABORTED,
+            EndCause::Lost | EndCause::Released | EndCause::Decommissioned => ABORTED,
         }
     }
 }
@@ -1397,7 +1400,10 @@ impl Cluster {
             if node.kind == NodeKind::Remote
                 && matches!(
                     cause,
-                    EndCause::Killed | EndCause::Preempted | EndCause::Released
+                    EndCause::Killed
+                        | EndCause::Preempted
+                        | EndCause::Released
+                        | EndCause::Decommissioned
                 )
             {
                 node.to_kill.insert(id.to_string(), cause.exit_status());
@@ -1440,7 +1446,7 @@ impl Cluster {
                 app.preempted_containers += 1;
                 true
             }
-            EndCause::Lost => {
+            EndCause::Lost | EndCause::Decommissioned => {
                 app.lost_containers += 1;
                 true
             }

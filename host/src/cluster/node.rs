@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::model::EndCause;
+use super::{ClusterError, Container};
 use crate::protocol::node::NodeHealth;
 use crate::resources::Resources;
 
@@ -48,6 +50,11 @@ pub struct Node {
     /// new container ([`Node::free`]), and what it runs goes on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unhealthy: Option<String>,
+    /// An administrator's decommission of it (YARN's graceful
+    /// decommission), under way or done: it is offered to no new
+    /// container, and what it runs goes on until the deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decommission: Option<Decommission>,
     /// What a remote node's agent says of itself (isolation, address).
     pub agent: AgentInfo,
     /// The node label (partition) it is in: an administrator's, else its
@@ -74,6 +81,16 @@ pub struct Node {
     /// its heartbeats; none before the first such answer.
     #[serde(skip)]
     pub last_answer: Option<std::sync::Arc<crate::protocol::node::NodeOrders>>,
+}
+
+/// A node's decommission: since when, and until when its containers may
+/// run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Decommission {
+    /// When it began, in ms since the epoch.
+    pub since_ms: u64,
+    /// When what still runs on it is killed (ABORTED, asked for again).
+    pub deadline_ms: u64,
 }
 
 /// What an agent tells of itself at registration.
@@ -131,14 +148,23 @@ impl Node {
             .map_or(named.as_str(), |(host, _)| host)
     }
 
-    /// Its YARN node state: UNHEALTHY while its agent's health checks
-    /// fail, else RUNNING (nodes lost lately are kept apart, as LOST).
+    /// Its YARN node state: DECOMMISSIONING while an administrator's
+    /// decommission waits for its containers, DECOMMISSIONED once none
+    /// runs; else UNHEALTHY while its agent's health checks fail; else
+    /// RUNNING (nodes lost lately are kept apart, as LOST).
     pub fn state(&self) -> &'static str {
-        if self.unhealthy.is_some() {
-            "UNHEALTHY"
-        } else {
-            "RUNNING"
+        match (&self.decommission, &self.unhealthy) {
+            (Some(_), _) if self.containers.is_empty() => "DECOMMISSIONED",
+            (Some(_), _) => "DECOMMISSIONING",
+            (None, Some(_)) => "UNHEALTHY",
+            (None, None) => "RUNNING",
         }
+    }
+
+    /// Whether it takes new containers: not while it is unhealthy or
+    /// decommissioned.
+    pub fn takes_containers(&self) -> bool {
+        self.unhealthy.is_none() && self.decommission.is_none()
     }
 
     /// Its rack: the one its agent registered, else YARN's `/default-rack`.
@@ -163,6 +189,7 @@ impl Node {
             unheard_since_restore: false,
             owner,
             unhealthy: None,
+            decommission: None,
             agent: AgentInfo::default(),
             partition: String::new(),
             launched: BTreeSet::new(),
@@ -173,23 +200,23 @@ impl Node {
         }
     }
 
-    /// What it offers the cluster: its capacity, or nothing while it is
-    /// unhealthy (the cluster's and its partition's capacity, and the
+    /// What it offers the cluster: its capacity, or nothing while it takes
+    /// no containers (the cluster's and its partition's capacity, and the
     /// scheduling policy's view of it, leave it out then, as YARN removes
-    /// an unhealthy node from its scheduler).
+    /// an unhealthy or decommissioning node from its scheduler).
     pub fn usable_capacity(&self) -> Resources {
-        if self.unhealthy.is_some() {
-            Resources::ZERO
-        } else {
+        if self.takes_containers() {
             self.capacity
+        } else {
+            Resources::ZERO
         }
     }
 
     /// What is left to allocate: its capacity less what is allocated
     /// (nothing while opportunistic containers wait in its queue beyond
-    /// it, or while it is unhealthy).
+    /// it, or while it takes no containers).
     pub fn free(&self) -> Resources {
-        if self.unhealthy.is_some() {
+        if !self.takes_containers() {
             return Resources::ZERO;
         }
         self.capacity.saturating_sub(&self.allocated)
@@ -201,7 +228,7 @@ impl Node {
     /// allocated beyond it — so all that is placed on it is at most twice
     /// its capacity, and no more than a capacity's worth ever waits.
     pub fn queue_room(&self, waiting: usize, max_queue: usize) -> Resources {
-        if self.kind != NodeKind::Remote || waiting >= max_queue || self.unhealthy.is_some() {
+        if self.kind != NodeKind::Remote || waiting >= max_queue || !self.takes_containers() {
             return Resources::ZERO;
         }
         let beyond = self.allocated.saturating_sub(&self.capacity);
@@ -239,6 +266,61 @@ impl super::Cluster {
         // is heard from again.
         super::durable::node_changed(&mut self.changes, id);
         was_unhealthy && node.unhealthy.is_none()
+    }
+
+    /// Decommissions node `id` (YARN's graceful decommission): it takes
+    /// no new containers from now, and what it runs at `deadline_ms` is
+    /// killed then. Again on a node being decommissioned, the deadline is
+    /// the new one.
+    pub fn decommission_node(
+        &mut self,
+        id: &str,
+        deadline_ms: u64,
+        now: u64,
+    ) -> Result<Decommission, ClusterError> {
+        let node = self
+            .nodes
+            .get_mut(id)
+            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
+        let decommission = Decommission {
+            since_ms: node.decommission.map_or(now, |d| d.since_ms),
+            deadline_ms,
+        };
+        node.decommission = Some(decommission);
+        super::durable::node_changed(&mut self.changes, id);
+        Ok(decommission)
+    }
+
+    /// Ends node `id`'s decommission: it takes containers again. Whether
+    /// one was under way or done.
+    pub fn recommission_node(&mut self, id: &str) -> Result<bool, ClusterError> {
+        let node = self
+            .nodes
+            .get_mut(id)
+            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
+        let was = node.decommission.take().is_some();
+        if was {
+            super::durable::node_changed(&mut self.changes, id);
+        }
+        Ok(was)
+    }
+
+    /// Kills what still runs on nodes whose decommission's deadline is
+    /// past at `now` (ABORTED; their apps ask for them again); returns
+    /// them, to be charged.
+    pub fn end_decommissions(&mut self, now: u64) -> Vec<Container> {
+        let due: Vec<String> = self
+            .nodes
+            .values()
+            .filter(|node| {
+                node.decommission
+                    .is_some_and(|decommission| decommission.deadline_ms <= now)
+            })
+            .flat_map(|node| node.containers.iter().cloned())
+            .collect();
+        due.iter()
+            .filter_map(|id| self.end_container(id, now, EndCause::Decommissioned))
+            .collect()
     }
 
     /// Gives node `id` (if there is one) `rack` ("" YARN's default) and

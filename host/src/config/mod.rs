@@ -206,6 +206,9 @@ pub struct NodeSettings {
     pub heartbeat_interval_ms: u64,
     /// Silence after which a node is lost.
     pub expiry_interval_ms: u64,
+    /// How long a node being decommissioned waits for its containers,
+    /// unless the administrator says otherwise.
+    pub decommission_timeout_ms: u64,
 }
 
 /// How a node agent runs containers (YARN's NodeManager properties).
@@ -514,6 +517,9 @@ impl Settings {
             heartbeat_interval_ms: read
                 .whole("yarn.resourcemanager.nodemanagers.heartbeat-interval-ms")?,
             expiry_interval_ms: read.whole("yarn.nm.liveness-monitor.expiry-interval-ms")?,
+            decommission_timeout_ms: read
+                .whole("yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs")?
+                .saturating_mul(1000),
         };
         let agent = AgentSettings {
             kill_grace: Duration::from_millis(

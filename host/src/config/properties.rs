@@ -331,6 +331,15 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "the lowest uid containers run as with run-as = submitter (container-executor.cfg's min.user.id)",
     ),
     (
+        "yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs",
+        ValueType::Whole {
+            min: 0,
+            max: 365 * 24 * 3600,
+        },
+        "3600",
+        "how long a node being decommissioned (weft node decommission) waits for its containers to end before they are killed, in seconds, when the administrator names no timeout",
+    ),
+    (
         "yarn.nm.liveness-monitor.expiry-interval-ms",
         ValueType::Whole {
             min: 1,

@@ -67,6 +67,9 @@ pub struct ResourceManager {
     /// App ids new-application handed out and not yet submitted.
     app_ids: crate::security::issued::IssuedIds,
     node_expiry_ms: u64,
+    /// How long a decommission waits for a node's containers when the
+    /// administrator names no timeout.
+    decommission_timeout_ms: u64,
     /// `yarn.scheduler.maximum-allocation-*` (0: the largest node's).
     maximum_allocation: Resources,
     /// `yarn.cluster.max-application-priority`.
@@ -351,6 +354,7 @@ impl ResourceManager {
             reclaim_after_ms: settings.scheduler.reclaim_after_ms,
             starvation: Starvation::default(),
             node_expiry_ms: settings.nodes.expiry_interval_ms,
+            decommission_timeout_ms: settings.nodes.decommission_timeout_ms,
             maximum_allocation: settings.scheduler.maximum_allocation,
             max_application_priority: settings.scheduler.max_application_priority,
             last_round: None,
@@ -728,8 +732,11 @@ impl ResourceManager {
             self.container_finished(&container, at);
         }
         // Lifetimes end whether or not nodes are still awaited after a
-        // restart (YARN's lifetime monitor is not the scheduler's).
+        // restart (YARN's lifetime monitor is not the scheduler's), and so
+        // do decommissions.
         self.end_lifetimes(now);
+        let decommissioned = self.cluster.end_decommissions(now);
+        self.containers_finished(&decommissioned, now);
         if self.awaiting_nodes(now) {
             // Nodes not yet back offer nothing to asks waiting out a
             // locality delay.

@@ -306,6 +306,70 @@ impl ResourceManager {
         })
     }
 
+    /// Decommissions node `id` (administrators only; YARN's graceful
+    /// decommission): it takes no new containers from now, and what still
+    /// runs on it after `timeout_s` (the setting's when none) is killed,
+    /// ABORTED and asked for again; 0 kills it now. Its agent goes on
+    /// heartbeating, so the node can be recommissioned.
+    pub fn decommission_node(
+        &mut self,
+        caller: &Caller,
+        id: &str,
+        timeout_s: Option<u64>,
+    ) -> Result<NodeDecommissioned, RequestError> {
+        self.security
+            .check_admin(caller, "decommission a node")
+            .map_err(RequestError::NotAllowed)?;
+        limits::name("node_id", id)?;
+        if let Some(timeout) = timeout_s {
+            limits::within("timeout", timeout, 0, limits::MAX_DECOMMISSION_TIMEOUT_S)?;
+        }
+        let timeout_ms = timeout_s.map_or(self.decommission_timeout_ms, |s| s.saturating_mul(1000));
+        let now = self.now();
+        let deadline_ms = now.saturating_add(timeout_ms);
+        self.cluster.decommission_node(id, deadline_ms, now)?;
+        let killed = self.cluster.end_decommissions(now);
+        self.containers_finished(&killed, now);
+        tracing::warn!(node = %id, timeout_ms, by = %caller.user, killed = killed.len(), "node decommissioning: it takes no new containers");
+        let node = self
+            .cluster
+            .node(id)
+            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
+        Ok(NodeDecommissioned {
+            node_id: id.to_string(),
+            state: node.state().to_string(),
+            deadline_ms,
+            running_containers: node.containers.len(),
+        })
+    }
+
+    /// Ends node `id`'s decommission (administrators only): it takes
+    /// containers again, at once.
+    pub fn recommission_node(
+        &mut self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<NodeDecommissioned, RequestError> {
+        self.security
+            .check_admin(caller, "recommission a node")
+            .map_err(RequestError::NotAllowed)?;
+        limits::name("node_id", id)?;
+        if self.cluster.recommission_node(id)? {
+            tracing::info!(node = %id, by = %caller.user, "node recommissioned: it takes containers again");
+            self.schedule_on_freed_resources();
+        }
+        let node = self
+            .cluster
+            .node(id)
+            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
+        Ok(NodeDecommissioned {
+            node_id: id.to_string(),
+            state: node.state().to_string(),
+            deadline_ms: 0,
+            running_containers: node.containers.len(),
+        })
+    }
+
     /// A heartbeat from the owner of node `id`; what ended is charged up to
     /// when it ended.
     pub fn node_heartbeat(
@@ -837,6 +901,22 @@ impl ResourceManager {
             app_id: found.id.clone(),
         })
     }
+}
+
+/// A node decommissioned or recommissioned: where it stands.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub struct NodeDecommissioned {
+    /// The node id.
+    pub node_id: String,
+    /// Its state now: DECOMMISSIONING (containers still run),
+    /// DECOMMISSIONED (none does), or after a recommission RUNNING or
+    /// UNHEALTHY.
+    pub state: String,
+    /// When what still runs on it is killed, in ms since the epoch (0
+    /// after a recommission).
+    pub deadline_ms: u64,
+    /// Containers still running on it.
+    pub running_containers: usize,
 }
 
 /// A node id released: who owned it and how many containers it lost.

@@ -215,13 +215,23 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
     })
 }
 
-/// "; N nodes unhealthy …" when some are (they offer nothing), else "".
+/// "; N nodes … take no new containers" when some are unhealthy or
+/// decommissioned (they offer nothing), else "".
 fn unhealthy_nodes(cluster: &Cluster) -> String {
-    match cluster.nodes().filter(|n| n.unhealthy.is_some()).count() {
-        0 => String::new(),
-        1 => "; 1 node is unhealthy and takes no new containers".into(),
-        count => format!("; {count} nodes are unhealthy and take no new containers"),
+    let count = |state: &str| cluster.nodes().filter(|n| n.state() == state).count();
+    let unhealthy = count("UNHEALTHY");
+    let decommissioned = count("DECOMMISSIONING") + count("DECOMMISSIONED");
+    let mut said = String::new();
+    for (count, what) in [(unhealthy, "unhealthy"), (decommissioned, "decommissioned")] {
+        match count {
+            0 => {}
+            1 => said.push_str(&format!("; 1 node is {what} and takes no new containers")),
+            n => said.push_str(&format!(
+                "; {n} nodes are {what} and take no new containers"
+            )),
+        }
     }
+    said
 }
 
 /// The user limit as Hadoop 3 computes it (and the `capacity` policy

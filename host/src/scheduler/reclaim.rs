@@ -281,9 +281,10 @@ fn running_in(cluster: &Cluster, round: &Round) -> (Containers, Vec<String>) {
         let Some(node) = nodes.get(round.node_position(node_index)) else {
             continue;
         };
-        // What runs on an unhealthy node is no victim: the room it would
-        // free goes to no one (the node takes no new containers).
-        if node.unhealthy.is_some() {
+        // What runs on an unhealthy or decommissioned node is no victim:
+        // the room it would free goes to no one (the node takes no new
+        // containers).
+        if !node.takes_containers() {
             continue;
         }
         for container in node

@@ -196,8 +196,9 @@ impl ClientProtocol {
             }
             "getClusterNodes" => {
                 let request: GetClusterNodesRequestProto = call.decode()?;
-                // Weft's registered nodes are RUNNING or UNHEALTHY; none
-                // asked is all of them, as YARN's.
+                // Weft's registered nodes are RUNNING, UNHEALTHY,
+                // DECOMMISSIONING or DECOMMISSIONED; none asked is all of
+                // them, as YARN's.
                 let states = request.node_states;
                 let node_reports = self
                     .read(move |rm| {

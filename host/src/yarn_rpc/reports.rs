@@ -270,8 +270,9 @@ pub fn container_report(cluster: &Cluster, record: &ContainerRecord) -> Containe
     }
 }
 
-/// A registered node's report (RUNNING, or UNHEALTHY with what its health
-/// checks found: Weft keeps only live nodes here).
+/// A registered node's report (RUNNING; UNHEALTHY with what its health
+/// checks found; DECOMMISSIONING or DECOMMISSIONED: Weft keeps only live
+/// nodes here).
 pub fn node_report(node: &Node) -> NodeReportProto {
     NodeReportProto {
         node_id: Some(node_id(node)),
@@ -280,11 +281,12 @@ pub fn node_report(node: &Node) -> NodeReportProto {
         used: Some(resource(node.allocated)),
         capability: Some(resource(node.capacity)),
         num_containers: Some(i32::try_from(node.containers.len()).unwrap_or(i32::MAX)),
-        node_state: Some(if node.unhealthy.is_some() {
-            NodeStateProto::NsUnhealthy as i32
-        } else {
-            NodeStateProto::NsRunning as i32
-        }),
+        node_state: Some(match node.state() {
+            "UNHEALTHY" => NodeStateProto::NsUnhealthy,
+            "DECOMMISSIONING" => NodeStateProto::NsDecommissioning,
+            "DECOMMISSIONED" => NodeStateProto::NsDecommissioned,
+            _ => NodeStateProto::NsRunning,
+        } as i32),
         health_report: Some(node.unhealthy.clone().unwrap_or_default()),
         last_health_report_time: Some(ms(node.last_heartbeat_ms)),
         node_labels: if node.partition.is_empty() {
@@ -299,17 +301,15 @@ pub fn node_report(node: &Node) -> NodeReportProto {
 /// The cluster's node counts.
 pub fn cluster_metrics(cluster: &Cluster) -> YarnClusterMetricsProto {
     let count = |n: usize| Some(i32::try_from(n).unwrap_or(i32::MAX));
-    let registered = cluster.nodes().count();
-    let unhealthy = cluster.nodes().filter(|n| n.unhealthy.is_some()).count();
-    let lost = cluster.lost_nodes().count();
+    let in_state = |state: &str| count(cluster.nodes().filter(|n| n.state() == state).count());
     YarnClusterMetricsProto {
-        num_node_managers: count(registered),
-        num_active_nms: count(registered.saturating_sub(unhealthy)),
-        num_lost_nms: count(lost),
-        num_decommissioned_nms: Some(0),
-        num_unhealthy_nms: count(unhealthy),
+        num_node_managers: count(cluster.nodes().count()),
+        num_active_nms: in_state("RUNNING"),
+        num_lost_nms: count(cluster.lost_nodes().count()),
+        num_decommissioned_nms: in_state("DECOMMISSIONED"),
+        num_unhealthy_nms: in_state("UNHEALTHY"),
         num_rebooted_nms: Some(0),
-        num_decommissioning_nms: Some(0),
+        num_decommissioning_nms: in_state("DECOMMISSIONING"),
         num_shutdown_nms: Some(0),
     }
 }
