@@ -120,6 +120,10 @@ pub struct Master {
     completed: Vec<Completed>,
     /// Nodes it has been given an NMToken for in this attempt.
     nodes_told: BTreeSet<String>,
+    /// Nodes whose state changed (unhealthy, decommissioning, usable
+    /// again) since its last allocate: YARN's updated nodes (at most one
+    /// entry a node).
+    nodes_changed: BTreeSet<String>,
     /// Hosts and racks its containers must not go to (its blacklist).
     blacklist: BTreeSet<String>,
     /// How far it says it got, 0 to 1 (its last allocate's).
@@ -194,6 +198,10 @@ pub struct MasterNews {
     pub completed: Vec<Completed>,
     /// Nodes of `allocated` it was given no NMToken for yet.
     pub new_nodes: Vec<String>,
+    /// Nodes whose state changed since its last allocate (YARN's
+    /// `updated_nodes`: a Spark master decommissions its executors on a
+    /// node being decommissioned).
+    pub updated_nodes: Vec<String>,
     /// Containers of the app running or pending.
     pub outstanding: u64,
 }
@@ -283,6 +291,17 @@ impl Master {
 }
 
 impl Cluster {
+    /// Node `id` became unusable or usable again (its health, a
+    /// decommission): every running master hears of it at its next
+    /// allocate, as YARN's NodesListManager tells every app.
+    pub(super) fn tell_masters_node_changed(&mut self, id: &str) {
+        for &index in &self.active {
+            if let Some(master) = self.apps[index].master.as_mut() {
+                master.nodes_changed.insert(id.to_string());
+            }
+        }
+    }
+
     /// The master of app `app_id` in attempt `attempt`, if that is the one
     /// running.
     fn master_of(&mut self, app_id: &str, attempt: u32) -> Result<usize, MasterError> {
@@ -476,6 +495,9 @@ impl Cluster {
         let master = app.master.as_mut().expect("checked by master_of");
         let mut news = MasterNews {
             completed: std::mem::take(&mut master.completed),
+            updated_nodes: std::mem::take(&mut master.nodes_changed)
+                .into_iter()
+                .collect(),
             ..MasterNews::default()
         };
         // Told once its node holds it, so the master's start finds it there.
@@ -785,6 +807,32 @@ mod tests {
             count,
             places: MasterPlaces::default(),
         }
+    }
+
+    #[test]
+    fn a_master_hears_once_of_each_node_that_became_unusable_or_usable() {
+        use crate::protocol::node::NodeHealth;
+        let (mut cluster, _, id) = with_master();
+        cluster
+            .register_master(&id, 1, "h".into(), 7077, String::new())
+            .unwrap();
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 20).unwrap();
+        assert!(news.updated_nodes.is_empty());
+        cluster.decommission_node("n1", 60_000, 30).unwrap();
+        // Again with a new deadline: not news.
+        cluster.decommission_node("n1", 90_000, 31).unwrap();
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 40).unwrap();
+        assert_eq!(news.updated_nodes, ["n1"]);
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 50).unwrap();
+        assert!(news.updated_nodes.is_empty(), "told once");
+        cluster.recommission_node("n1").unwrap();
+        let sick = NodeHealth {
+            healthy: false,
+            report: "bad disk".into(),
+        };
+        cluster.set_node_health("n1", Some(&sick));
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 60).unwrap();
+        assert_eq!(news.updated_nodes, ["n1"], "one entry a node");
     }
 
     #[test]

@@ -261,11 +261,13 @@ impl super::Cluster {
             }
             None => tracing::info!(node = %id, "node healthy again"),
         }
+        let healthy_again = was_unhealthy && unhealthy.is_none();
         node.unhealthy = unhealthy;
         // Kept, so that a restart does not offer its room before its agent
         // is heard from again.
         super::durable::node_changed(&mut self.changes, id);
-        was_unhealthy && node.unhealthy.is_none()
+        self.tell_masters_node_changed(id);
+        healthy_again
     }
 
     /// Decommissions node `id` (YARN's graceful decommission): it takes
@@ -286,8 +288,11 @@ impl super::Cluster {
             since_ms: node.decommission.map_or(now, |d| d.since_ms),
             deadline_ms,
         };
-        node.decommission = Some(decommission);
+        let first = node.decommission.replace(decommission).is_none();
         super::durable::node_changed(&mut self.changes, id);
+        if first {
+            self.tell_masters_node_changed(id);
+        }
         Ok(decommission)
     }
 
@@ -301,6 +306,7 @@ impl super::Cluster {
         let was = node.decommission.take().is_some();
         if was {
             super::durable::node_changed(&mut self.changes, id);
+            self.tell_masters_node_changed(id);
         }
         Ok(was)
     }

@@ -331,16 +331,7 @@ impl ResourceManager {
         let killed = self.cluster.end_decommissions(now);
         self.containers_finished(&killed, now);
         tracing::warn!(node = %id, timeout_ms, by = %caller.user, killed = killed.len(), "node decommissioning: it takes no new containers");
-        let node = self
-            .cluster
-            .node(id)
-            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
-        Ok(NodeDecommissioned {
-            node_id: id.to_string(),
-            state: node.state().to_string(),
-            deadline_ms,
-            running_containers: node.containers.len(),
-        })
+        self.decommission_standing(id, deadline_ms)
     }
 
     /// Ends node `id`'s decommission (administrators only): it takes
@@ -358,6 +349,16 @@ impl ResourceManager {
             tracing::info!(node = %id, by = %caller.user, "node recommissioned: it takes containers again");
             self.schedule_on_freed_resources();
         }
+        self.decommission_standing(id, 0)
+    }
+
+    /// Where node `id` stands after a decommission of `deadline_ms` (0: a
+    /// recommission).
+    fn decommission_standing(
+        &self,
+        id: &str,
+        deadline_ms: u64,
+    ) -> Result<NodeDecommissioned, RequestError> {
         let node = self
             .cluster
             .node(id)
@@ -365,7 +366,7 @@ impl ResourceManager {
         Ok(NodeDecommissioned {
             node_id: id.to_string(),
             state: node.state().to_string(),
-            deadline_ms: 0,
+            deadline_ms,
             running_containers: node.containers.len(),
         })
     }

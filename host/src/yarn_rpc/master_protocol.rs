@@ -24,7 +24,7 @@ use super::messages::calls::{
 use super::messages::ipc::TokenProto;
 use super::messages::records::{
     ContainerProto, ContainerStateProto, ContainerStatusProto, ExecutionTypeProto,
-    FinalApplicationStatusProto, PriorityProto,
+    FinalApplicationStatusProto, NodeReportProto, PriorityProto,
 };
 use super::messages::tokens::{
     AMRMTokenIdentifierProto, CONTAINER_TOKEN_KIND, ContainerTokenIdentifierProto, NM_TOKEN_KIND,
@@ -248,6 +248,8 @@ struct NodeView {
 struct Allocated {
     news: crate::cluster::MasterNews,
     nodes: HashMap<String, NodeView>,
+    /// Reports of the nodes whose state changed (YARN's updated nodes).
+    updated_nodes: Vec<NodeReportProto>,
     available: Resources,
     cluster_nodes: usize,
     submitter: String,
@@ -603,14 +605,23 @@ fn view(
             );
         }
     }
+    let now = rm.now();
+    let updated_nodes = allocated
+        .news
+        .updated_nodes
+        .iter()
+        .filter_map(|id| cluster.node(id))
+        .map(|node| reports::updated_node_report(node, now))
+        .collect();
     Allocated {
         news: allocated.news,
         nodes,
+        updated_nodes,
         available: allocated.available,
         cluster_nodes: allocated.nodes,
         submitter: cluster.app(app).map(|a| a.user.clone()).unwrap_or_default(),
         rm_start: rm.started_ms(),
-        now: rm.now(),
+        now,
     }
 }
 
@@ -669,6 +680,7 @@ fn allocate_response(
             }),
         });
     }
+    response.updated_nodes = allocated.updated_nodes.clone();
     for completed in &allocated.news.completed {
         response
             .completed_container_statuses

@@ -7,8 +7,9 @@ use super::messages::records::{
     ApplicationAttemptIdProto, ApplicationAttemptReportProto, ApplicationIdProto,
     ApplicationReportProto, ApplicationResourceUsageReportProto, ContainerIdProto,
     ContainerReportProto, ContainerStateProto, FinalApplicationStatusProto, NodeIdProto,
-    NodeReportProto, NodeStateProto, PriorityProto, QueueInfoProto, QueueStateProto, ResourceProto,
-    YarnApplicationAttemptStateProto, YarnApplicationStateProto, YarnClusterMetricsProto,
+    NodeReportProto, NodeStateProto, NodeUpdateTypeProto, PriorityProto, QueueInfoProto,
+    QueueStateProto, ResourceProto, YarnApplicationAttemptStateProto, YarnApplicationStateProto,
+    YarnClusterMetricsProto,
 };
 use crate::cluster::{App, AppState, Cluster, ContainerRecord, Node};
 use crate::queues::QueueState;
@@ -298,6 +299,24 @@ pub fn node_report(node: &Node) -> NodeReportProto {
     }
 }
 
+/// A node's report among an allocate's updated nodes: why it is there
+/// (usable again, unusable, being decommissioned) and, while it is being
+/// decommissioned, the seconds left before what runs on it is killed.
+pub fn updated_node_report(node: &Node, now: u64) -> NodeReportProto {
+    let update = match node.state() {
+        "RUNNING" => NodeUpdateTypeProto::NodeUsable,
+        "DECOMMISSIONING" => NodeUpdateTypeProto::NodeDecommissioning,
+        _ => NodeUpdateTypeProto::NodeUnusable,
+    };
+    NodeReportProto {
+        node_update_type: Some(update as i32),
+        decommissioning_timeout: node
+            .decommission
+            .map(|d| u32::try_from(d.deadline_ms.saturating_sub(now) / 1000).unwrap_or(u32::MAX)),
+        ..node_report(node)
+    }
+}
+
 /// The cluster's node counts.
 pub fn cluster_metrics(cluster: &Cluster) -> YarnClusterMetricsProto {
     let count = |n: usize| Some(i32::try_from(n).unwrap_or(i32::MAX));
@@ -452,6 +471,24 @@ mod tests {
         assert_eq!(report.health_report.as_deref(), Some("log-dirs /l is bad"));
         let healthy = node_report(cluster.node("a").unwrap());
         assert_eq!(healthy.node_state, Some(NodeStateProto::NsRunning as i32));
+        let updated = updated_node_report(cluster.node("b").unwrap(), 0);
+        assert_eq!(
+            updated.node_update_type,
+            Some(NodeUpdateTypeProto::NodeUnusable as i32)
+        );
+        cluster.decommission_node("a", 90_500, 0).unwrap();
+        let draining = updated_node_report(cluster.node("a").unwrap(), 500);
+        assert_eq!(
+            draining.node_state,
+            Some(NodeStateProto::NsDecommissioned as i32),
+            "nothing runs on it"
+        );
+        assert_eq!(
+            draining.node_update_type,
+            Some(NodeUpdateTypeProto::NodeUnusable as i32)
+        );
+        assert_eq!(draining.decommissioning_timeout, Some(90));
+        cluster.recommission_node("a").unwrap();
         let metrics = cluster_metrics(&cluster);
         assert_eq!(metrics.num_node_managers, Some(2));
         assert_eq!(metrics.num_active_nms, Some(1));
