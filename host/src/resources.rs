@@ -74,6 +74,15 @@ impl Resources {
         }
     }
 
+    /// The smaller of `self` and `other` in each dimension.
+    pub fn min(&self, other: &Resources) -> Resources {
+        Resources {
+            memory_mb: self.memory_mb.min(other.memory_mb),
+            vcores: self.vcores.min(other.vcores),
+            gpus: self.gpus.min(other.gpus),
+        }
+    }
+
     /// Each dimension of `self` as a fraction of `total` (0 where total is 0).
     pub fn fractions_of(&self, total: &Resources) -> (f64, f64, f64) {
         let fraction = |part: f64, whole: f64| if whole > 0.0 { part / whole } else { 0.0 };

@@ -1050,6 +1050,15 @@ fn a_decommissioned_node_runs_out_its_containers_then_takes_work_again_when_reco
     );
     let (_, listed) = server.get(&format!("/ws/v1/cluster/nodes/{}", node));
     assert_eq!(listed["node"]["state"], "DECOMMISSIONING", "{listed}");
+    assert!(
+        listed["node"]["decommissionDeadlineMs"].as_u64().is_some(),
+        "{listed}"
+    );
+    let table = String::from_utf8(weft_as("alice", &["node", "list"]).stdout).unwrap();
+    assert!(
+        table.contains("decommissioning; what still runs is killed at"),
+        "{table}"
+    );
     // Nothing new goes there while it runs out.
     let short = String::from_utf8(
         weft_as("alice", &["app", "run", "--memory", "64mb", "--", "true"]).stdout,

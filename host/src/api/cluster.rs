@@ -265,6 +265,10 @@ pub(super) struct NodeInfo {
     /// What its agent's health checks found wrong (the disk checker, the
     /// health script); "" while it is healthy.
     health_report: String,
+    /// While it is decommissioned: when what still runs on it is killed,
+    /// in ms since the epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decommission_deadline_ms: Option<u64>,
     /// This server's version (agents do not report theirs).
     version: String,
     num_containers: usize,
@@ -375,6 +379,7 @@ impl NodeInfo {
             owner: n.owner.clone(),
             last_health_update: n.last_heartbeat_ms,
             health_report: n.unhealthy.clone().unwrap_or_default(),
+            decommission_deadline_ms: n.decommission.map(|d| d.deadline_ms),
             version: env!("CARGO_PKG_VERSION").into(),
             num_containers: n.containers.len(),
             num_queued_containers: n.queued.len(),
@@ -649,8 +654,10 @@ pub(super) struct DecommissionQuery {
 /// decommission): it takes no new containers from now (DECOMMISSIONING),
 /// what it runs goes on until the timeout and is then killed (ABORTED,
 /// −100, asked for again), and once nothing runs it is DECOMMISSIONED.
-/// Its agent goes on heartbeating; the decommission outlasts its restarts
-/// and the server's. Asked again, the new timeout holds.
+/// Its agent goes on heartbeating; the decommission outlasts its restarts,
+/// the server's and the node's loss (a lost node's id may be
+/// decommissioned), until a recommission or a release of the id. Asked
+/// again, the new timeout holds.
 #[utoipa::path(post, path = "/ws/v1/cluster/nodes/{id}/decommission", tag = "nodes",
     params(("id" = String, Path, description = "The node id"), DecommissionQuery),
     responses((status = 200, body = NodeDecommissioned), (status = 400, body = RemoteException),

@@ -303,14 +303,21 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
                 path.push_str(&format!("?timeout={seconds}"));
             }
             let answer = server.client()?.post(&path)?;
-            eprintln!(
-                "node {id} {}: it takes no new containers; {} still running, killed at {} if not ended by then",
-                text(&answer["state"]),
-                answer["running_containers"],
-                answer["deadline_ms"]
-                    .as_u64()
-                    .map_or("?".into(), crate::clock::iso8601)
-            );
+            let running = answer["running_containers"].as_u64().unwrap_or(0);
+            let deadline = answer["deadline_ms"]
+                .as_u64()
+                .map_or("?".into(), crate::clock::iso8601);
+            if running == 0 {
+                eprintln!(
+                    "node {id} {}: it takes no new containers",
+                    text(&answer["state"])
+                );
+            } else {
+                eprintln!(
+                    "node {id} {}: it takes no new containers; {running} still running, killed at {deadline} if not ended by then",
+                    text(&answer["state"])
+                );
+            }
             return Ok(());
         }
         NodeCommand::Recommission { id, server } => {
@@ -362,10 +369,20 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
             n["isolation"].as_str().unwrap_or("-"),
         );
     }
-    // Why an unhealthy node gets no new containers, under the table.
+    // Why an unhealthy node gets no new containers, and until when a
+    // decommissioning one runs what it has, under the table.
     for n in &nodes {
         if let Some(report) = n["healthReport"].as_str().filter(|r| !r.is_empty()) {
             println!("{}: {report}", text(&n["id"]));
+        }
+        if let Some(deadline) = n["decommissionDeadlineMs"].as_u64()
+            && n["state"] == "DECOMMISSIONING"
+        {
+            println!(
+                "{}: decommissioning; what still runs is killed at {}",
+                text(&n["id"]),
+                crate::clock::iso8601(deadline)
+            );
         }
     }
     Ok(())

@@ -123,8 +123,9 @@ impl Cluster {
         self.check_capacity(id, capacity)?;
         self.claim_node(id, owner)?;
         let running: BTreeSet<&String> = running.unwrap_or_default().iter().collect();
-        // An administrator's decommission outlasts the agent's restarts.
-        let decommission = self.nodes.get(id).and_then(|node| node.decommission);
+        // An administrator's decommission outlasts the agent's restarts
+        // and its node's loss.
+        let decommission = self.decommissions.get(id).copied();
         let mut lost = Vec::new();
         if keep {
             self.check_capacity(id, capacity)?;
@@ -816,12 +817,26 @@ mod tests {
         let mut cluster = opportunistic(10);
         let started = cluster.allocate(&place(1), 10).unwrap();
         let id = started[0].container.id.clone();
-        cluster.decommission_node("a1", 1_000, 20).unwrap();
+        // One more waits in the agent's queue.
+        let queued = cluster.allocate_queued(&place(1), 10).unwrap();
+        let queued_id = queued[0].container.id.clone();
+        let report = AgentReport {
+            response_id: Some(0),
+            running: Some(std::slice::from_ref(&id)),
+            ended: &[],
+            finished: &[],
+            queued: std::slice::from_ref(&queued_id),
+        };
+        cluster.agent_heartbeat("a1", report, 15).unwrap();
+        let (_, taken_back) = cluster.decommission_node("a1", 1_000, 20).unwrap();
+        assert_eq!(taken_back.len(), 1, "what waited is taken back at once");
+        assert_eq!(taken_back[0].id, queued_id);
         let node = cluster.node("a1").unwrap();
         assert_eq!(node.state(), "DECOMMISSIONING");
+        // It counts for what runs on it, no more.
         assert_eq!(
             (node.free(), node.usable_capacity()),
-            (Resources::ZERO, Resources::ZERO)
+            (Resources::ZERO, Resources::new(512, 1, 0))
         );
         assert_eq!(cluster.queue_room_of(node), Resources::ZERO);
         assert!(cluster.allocate(&place(1), 30).is_err());
@@ -848,6 +863,10 @@ mod tests {
         assert_eq!(node.state(), "DECOMMISSIONED");
         assert_eq!(node.to_kill.get(&id), Some(&exit_status::ABORTED));
         assert_eq!(cluster.apps()[0].pending_containers(), 10);
+        assert_eq!(
+            cluster.node("a1").unwrap().usable_capacity(),
+            Resources::ZERO
+        );
         // Recommissioned: it takes containers again.
         assert!(cluster.recommission_node("a1").unwrap());
         assert!(!cluster.recommission_node("a1").unwrap());

@@ -42,6 +42,8 @@ pub struct Changes {
     decayed_usage: bool,
     /// The node labels and what is set on nodes (`labels.rs`).
     labels: bool,
+    /// The administrators' decommissions (`node.rs`).
+    decommissions: bool,
 }
 
 impl Changes {
@@ -56,6 +58,7 @@ impl Changes {
             && !self.totals
             && !self.decayed_usage
             && !self.labels
+            && !self.decommissions
     }
 }
 
@@ -124,6 +127,15 @@ pub(super) fn labels_changed(changes: &mut Option<Changes>) {
 
 /// The setting that keeps the node labels and what is set on nodes.
 const LABELS_SETTING: &str = "cluster.node-labels";
+/// The setting that keeps the administrators' decommissions, by node id.
+const DECOMMISSIONS_SETTING: &str = "cluster.decommissions";
+
+/// Notes on `changes` (if tracked) that the decommissions changed.
+pub(super) fn decommissions_changed(changes: &mut Option<Changes>) {
+    if let Some(changes) = changes {
+        changes.decommissions = true;
+    }
+}
 
 /// The setting that keeps the fading use of users and queues.
 const DECAYED_USAGE_SETTING: &str = "scheduler.decayed-usage";
@@ -256,9 +268,6 @@ pub(super) struct StoredNode {
     /// while healthy (and in older rows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unhealthy: Option<String>,
-    /// An administrator's decommission of it; absent when there is none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decommission: Option<super::node::Decommission>,
 }
 
 /// What a restore put back, and what it could not.
@@ -503,6 +512,8 @@ pub struct StoredCluster {
     pub decayed_usage: Option<String>,
     /// The node labels and what is set on nodes, if stored.
     pub labels: Option<String>,
+    /// The administrators' decommissions, by node id, if stored.
+    pub decommissions: Option<String>,
 }
 
 /// A stored record that does not parse.
@@ -571,7 +582,6 @@ impl Cluster {
                         attributes: node.agent.attributes.clone(),
                         label: node.agent.label.clone(),
                         unhealthy: node.unhealthy.clone(),
-                        decommission: node.decommission,
                     }),
                 ),
                 _ => batch.delete_node(id),
@@ -588,6 +598,9 @@ impl Cluster {
         }
         if changes.labels {
             batch.set_setting(LABELS_SETTING, &json(&self.labels));
+        }
+        if changes.decommissions {
+            batch.set_setting(DECOMMISSIONS_SETTING, &json(&self.decommissions));
         }
         if changes.totals {
             let totals = [self.finished_total, self.failed_total, self.killed_total];
@@ -636,6 +649,12 @@ impl Cluster {
         LABELS_SETTING
     }
 
+    /// The name of the setting [`StoredCluster::decommissions`] is read
+    /// from.
+    pub fn decommissions_setting() -> &'static str {
+        DECOMMISSIONS_SETTING
+    }
+
     /// The name of the setting [`StoredCluster::totals`] is read from.
     pub fn totals_setting() -> &'static str {
         TOTALS_SETTING
@@ -654,6 +673,9 @@ impl Cluster {
         self.node_owners.extend(stored.node_owners.iter().cloned());
         if let Some(labels) = &stored.labels {
             self.restore_labels(parse("node labels", labels)?);
+        }
+        if let Some(decommissions) = &stored.decommissions {
+            self.decommissions = parse("decommissions", decommissions)?;
         }
         for record in &stored.nodes {
             let node: StoredNode = parse("node", record)?;
@@ -686,7 +708,7 @@ impl Cluster {
             live.unheard_since_restore = true;
             // Unhealthy until its agent says otherwise.
             live.unhealthy = node.unhealthy;
-            live.decommission = node.decommission;
+            live.decommission = self.decommissions.get(&live.id).copied();
             restored.nodes.push(node.id.clone());
             self.nodes.insert(node.id, live);
         }
@@ -891,6 +913,11 @@ mod tests {
                 .get(DECAYED_USAGE_SETTING)
                 .cloned(),
             labels: store.settings().unwrap().get(LABELS_SETTING).cloned(),
+            decommissions: store
+                .settings()
+                .unwrap()
+                .get(DECOMMISSIONS_SETTING)
+                .cloned(),
         }
     }
 
@@ -988,6 +1015,48 @@ mod tests {
         assert_eq!(node.free(), Resources::ZERO);
         assert_eq!(restored.capacity(), Resources::new(4096, 4, 0));
         assert_eq!(restored.node("well").unwrap().unhealthy, None);
+    }
+
+    #[test]
+    fn a_decommission_outlasts_its_nodes_loss_and_a_restart() {
+        let mut cluster = tracked_cluster();
+        let store = Store::in_memory();
+        let register = |cluster: &mut Cluster, now| {
+            cluster
+                .register_agent(
+                    "n1",
+                    Resources::new(4096, 4, 0),
+                    "ops",
+                    AgentInfo::default(),
+                    None,
+                    now,
+                )
+                .unwrap();
+        };
+        register(&mut cluster, 5);
+        cluster.expire_nodes(100, 100);
+        assert!(cluster.node("n1").is_none(), "lost");
+        // Lost, its id can be decommissioned; an id never seen cannot.
+        cluster.decommission_node("n1", 9_000, 110).unwrap();
+        assert!(cluster.decommission_node("never", 9_000, 110).is_err());
+        let mut batch = Batch::default();
+        cluster.take_changes(&mut batch);
+        store.commit(&batch).unwrap();
+
+        let mut restored = tracked_cluster();
+        restored.restore(stored(&store), 200).unwrap();
+        register(&mut restored, 210);
+        let node = restored.node("n1").unwrap();
+        assert_eq!(node.state(), "DECOMMISSIONED");
+        assert_eq!(node.free(), Resources::ZERO);
+        assert_eq!(
+            restored
+                .decommission_of("n1")
+                .map(|d| (d.since_ms, d.deadline_ms)),
+            Some((110, 9_000))
+        );
+        assert!(restored.recommission_node("n1").unwrap());
+        assert_eq!(restored.node("n1").unwrap().state(), "RUNNING");
     }
 
     #[test]

@@ -128,6 +128,10 @@ pub struct Master {
     blacklist: BTreeSet<String>,
     /// How far it says it got, 0 to 1 (its last allocate's).
     pub progress: f32,
+    /// Attempts of the app that ended through no fault of their own (their
+    /// container lost with its node, preempted, or killed by a node's
+    /// decommission): not counted against its maximum, as YARN does not.
+    uncounted_attempts: u32,
 }
 
 /// An allocate's change to its master's blacklist: hosts (as its NodeIds
@@ -271,6 +275,7 @@ impl Master {
         *self = Master {
             attempt,
             container: Some(container),
+            uncounted_attempts: self.uncounted_attempts,
             ..Master::default()
         };
     }
@@ -682,6 +687,17 @@ impl Cluster {
         let registered = master.registered;
         let attempt = container.attempt;
         let max_attempts = app.asks.first().map_or(1, |a| a.max_attempts);
+        // YARN's rule: an attempt whose container was lost, preempted or
+        // killed for its node's decommission does not count (but no app
+        // has more than MAX_ATTEMPTS in all).
+        if matches!(
+            cause,
+            EndCause::Lost | EndCause::Preempted | EndCause::Decommissioned
+        ) {
+            master.uncounted_attempts = master.uncounted_attempts.saturating_add(1);
+        }
+        let counted = attempt.saturating_sub(master.uncounted_attempts);
+        let another = counted < max_attempts && attempt < crate::limits::MAX_ATTEMPTS;
         // Unregistered, or never registered and exited 0 (a plain command
         // run as a YARN app): the app finishes.
         if finished.is_some() || (!registered && *cause == EndCause::Succeeded) {
@@ -715,9 +731,10 @@ impl Cluster {
                 }
             )
         };
-        if attempt < max_attempts {
-            tracing::info!(app = %app.id, attempt, max_attempts, %why, "application attempt failed; starting the next");
-            app.diagnostics = format!("attempt {attempt} of {max_attempts} failed: {why}");
+        if another {
+            tracing::info!(app = %app.id, attempt, counted, max_attempts, %why, "application attempt failed; starting the next");
+            app.diagnostics =
+                format!("attempt {attempt} failed ({counted} of {max_attempts} counted): {why}");
             let ask = &mut app.asks[0];
             ask.retries.push(attempt + 1);
             ask.pending = ask.pending.saturating_add(1);
@@ -726,7 +743,9 @@ impl Cluster {
             app.exit_status = Some(exit_status);
             self.failing.push((
                 index,
-                format!("application attempt {attempt} of {max_attempts} failed: {why}"),
+                format!(
+                    "application attempt {attempt} failed ({counted} of {max_attempts} counted): {why}"
+                ),
             ));
         }
     }
@@ -970,7 +989,43 @@ mod tests {
         let app = &cluster.apps()[app];
         assert_eq!(app.state, AppState::Failed);
         assert!(
-            app.diagnostics.contains("attempt 2 of 2"),
+            app.diagnostics
+                .contains("attempt 2 failed (2 of 2 counted)"),
+            "{}",
+            app.diagnostics
+        );
+    }
+
+    #[test]
+    fn an_attempt_lost_preempted_or_decommissioned_does_not_count() {
+        let (mut cluster, app, _) = with_master();
+        // Attempt 1 killed by its node's decommission, attempt 2 preempted,
+        // attempt 3 lost: none counts, so two more may fail.
+        let failed = || EndCause::Failed {
+            exit_status: 1,
+            diagnostics: String::new(),
+        };
+        let ends = [
+            EndCause::Decommissioned,
+            EndCause::Preempted,
+            EndCause::Lost,
+            failed(),
+        ];
+        for (at, cause) in ends.into_iter().enumerate() {
+            let am = master_container(&cluster, app);
+            cluster.end_container(&am, 10 * at as u64 + 20, cause);
+            assert!(!cluster.apps()[app].state.has_ended(), "{am}");
+            place(&mut cluster, app, 0, 1);
+        }
+        assert_eq!(cluster.apps()[app].master.as_ref().unwrap().attempt, 5);
+        let am = master_container(&cluster, app);
+        cluster.end_container(&am, 90, failed());
+        cluster.fail_apps(100);
+        let app = &cluster.apps()[app];
+        assert_eq!(app.state, AppState::Failed);
+        assert!(
+            app.diagnostics
+                .contains("attempt 5 failed (2 of 2 counted)"),
             "{}",
             app.diagnostics
         );

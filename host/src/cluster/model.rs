@@ -304,6 +304,11 @@ pub struct Cluster {
     /// (foldhash, seeded per map, resists chosen keys less than SipHash;
     /// node ids come only from callers `node-acl` admits.)
     pub(super) node_owners: foldhash::HashMap<String, String>,
+    /// Administrators' decommissions, by node id: kept apart from the
+    /// nodes (each registered one holds a copy), so that one outlasts its
+    /// node's loss, and across restarts, until a recommission or a release
+    /// of the id.
+    pub(super) decommissions: BTreeMap<String, super::node::Decommission>,
     /// The accounting records of apps ended since
     /// [`Cluster::take_ended_apps`]: made as each ends, before the table
     /// may let it go.
@@ -371,6 +376,7 @@ impl Cluster {
             epoch: 0,
             lost_nodes: BTreeMap::new(),
             node_owners: foldhash::HashMap::new(),
+            decommissions: BTreeMap::new(),
             ended_apps: Vec::new(),
             opportunistic_queue: 0,
             heartbeat_interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -505,8 +511,11 @@ impl Cluster {
         let lost = self.lose_node(id, now);
         self.lost_nodes.remove(id);
         // Forgotten, the id's label goes too: its next registrant starts
-        // where its agent says.
+        // where its agent says; and so does a decommission.
         self.forget_node_label(id);
+        if self.decommissions.remove(id).is_some() {
+            durable::decommissions_changed(&mut self.changes);
+        }
         Ok((owner, lost))
     }
 

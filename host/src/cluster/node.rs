@@ -52,7 +52,8 @@ pub struct Node {
     pub unhealthy: Option<String>,
     /// An administrator's decommission of it (YARN's graceful
     /// decommission), under way or done: it is offered to no new
-    /// container, and what it runs goes on until the deadline.
+    /// container, and what it runs goes on until the deadline. A copy of
+    /// the cluster's entry for its id (`Cluster::decommissions`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decommission: Option<Decommission>,
     /// What a remote node's agent says of itself (isolation, address).
@@ -200,15 +201,16 @@ impl Node {
         }
     }
 
-    /// What it offers the cluster: its capacity, or nothing while it takes
-    /// no containers (the cluster's and its partition's capacity, and the
-    /// scheduling policy's view of it, leave it out then, as YARN removes
-    /// an unhealthy or decommissioning node from its scheduler).
+    /// What it counts for in the cluster's and its partition's capacity,
+    /// and in the scheduling policy's view of it: its capacity; while it
+    /// takes no containers, only what its containers hold (its idle room
+    /// is no one's, and what runs there is still its queues' use, as YARN
+    /// shrinks a decommissioning node to what it has allocated).
     pub fn usable_capacity(&self) -> Resources {
         if self.takes_containers() {
             self.capacity
         } else {
-            Resources::ZERO
+            self.capacity.min(&self.allocated)
         }
     }
 
@@ -270,45 +272,64 @@ impl super::Cluster {
         healthy_again
     }
 
-    /// Decommissions node `id` (YARN's graceful decommission): it takes
-    /// no new containers from now, and what it runs at `deadline_ms` is
-    /// killed then. Again on a node being decommissioned, the deadline is
+    /// Decommissions node `id` (YARN's graceful decommission), registered
+    /// or lost (an id someone owns): it takes no new containers from now,
+    /// and what it runs at `deadline_ms` is killed then; what waits in its
+    /// agent's queue is taken back now (returned, charged nothing as it
+    /// never ran). Again on a node being decommissioned, the deadline is
     /// the new one.
     pub fn decommission_node(
         &mut self,
         id: &str,
         deadline_ms: u64,
         now: u64,
-    ) -> Result<Decommission, ClusterError> {
-        let node = self
-            .nodes
-            .get_mut(id)
-            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
+    ) -> Result<(Decommission, Vec<Container>), ClusterError> {
+        if !self.nodes.contains_key(id) && !self.node_owners.contains_key(id) {
+            return Err(ClusterError::UnknownNode(id.into()));
+        }
         let decommission = Decommission {
-            since_ms: node.decommission.map_or(now, |d| d.since_ms),
+            since_ms: self.decommissions.get(id).map_or(now, |d| d.since_ms),
             deadline_ms,
         };
-        let first = node.decommission.replace(decommission).is_none();
-        super::durable::node_changed(&mut self.changes, id);
-        if first {
-            self.tell_masters_node_changed(id);
-        }
-        Ok(decommission)
+        self.decommissions.insert(id.to_string(), decommission);
+        super::durable::decommissions_changed(&mut self.changes);
+        let Some(node) = self.nodes.get_mut(id) else {
+            return Ok((decommission, Vec::new()));
+        };
+        node.decommission = Some(decommission);
+        // Opportunistic containers waiting in its agent's queue would start
+        // there: taken back now (ABORTED, asked for again elsewhere).
+        let queued: Vec<String> = node.queued.iter().cloned().collect();
+        // Told again with a new deadline (its seconds left change).
+        self.tell_masters_node_changed(id);
+        let taken_back = queued
+            .iter()
+            .filter_map(|container| self.end_container(container, now, EndCause::Decommissioned))
+            .collect();
+        Ok((decommission, taken_back))
     }
 
-    /// Ends node `id`'s decommission: it takes containers again. Whether
-    /// one was under way or done.
+    /// Ends node `id`'s decommission (registered or lost): it takes
+    /// containers again. Whether one was under way or done.
     pub fn recommission_node(&mut self, id: &str) -> Result<bool, ClusterError> {
-        let node = self
-            .nodes
-            .get_mut(id)
-            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
-        let was = node.decommission.take().is_some();
-        if was {
-            super::durable::node_changed(&mut self.changes, id);
+        if !self.nodes.contains_key(id) && !self.node_owners.contains_key(id) {
+            return Err(ClusterError::UnknownNode(id.into()));
+        }
+        let was = self.decommissions.remove(id).is_some();
+        if !was {
+            return Ok(false);
+        }
+        super::durable::decommissions_changed(&mut self.changes);
+        if let Some(node) = self.nodes.get_mut(id) {
+            node.decommission = None;
             self.tell_masters_node_changed(id);
         }
-        Ok(was)
+        Ok(true)
+    }
+
+    /// The decommission of node id `id`, registered or not.
+    pub fn decommission_of(&self, id: &str) -> Option<Decommission> {
+        self.decommissions.get(id).copied()
     }
 
     /// Kills what still runs on nodes whose decommission's deadline is
@@ -324,9 +345,14 @@ impl super::Cluster {
             })
             .flat_map(|node| node.containers.iter().cloned())
             .collect();
-        due.iter()
+        let killed: Vec<Container> = due
+            .iter()
             .filter_map(|id| self.end_container(id, now, EndCause::Decommissioned))
-            .collect()
+            .collect();
+        for container in &killed {
+            tracing::warn!(container = %container.id, app = %container.app, node = %container.node, "container killed: its node's decommission ran out of time (ABORTED, asked for again)");
+        }
+        killed
     }
 
     /// Gives node `id` (if there is one) `rack` ("" YARN's default) and

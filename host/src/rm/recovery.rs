@@ -104,6 +104,7 @@ impl ResourceManager {
             totals: settings.get(Cluster::totals_setting()).cloned(),
             decayed_usage: settings.get(Cluster::decayed_usage_setting()).cloned(),
             labels: settings.get(Cluster::labels_setting()).cloned(),
+            decommissions: settings.get(Cluster::decommissions_setting()).cloned(),
         };
         // Each server reads its own queue files (as YARN's RMs do); one that
         // differs from the configuration in force before is worth a word.

@@ -327,11 +327,12 @@ impl ResourceManager {
         let timeout_ms = timeout_s.map_or(self.decommission_timeout_ms, |s| s.saturating_mul(1000));
         let now = self.now();
         let deadline_ms = now.saturating_add(timeout_ms);
-        self.cluster.decommission_node(id, deadline_ms, now)?;
+        let (_, taken_back) = self.cluster.decommission_node(id, deadline_ms, now)?;
+        self.containers_finished(&taken_back, now);
         let killed = self.cluster.end_decommissions(now);
         self.containers_finished(&killed, now);
         tracing::warn!(node = %id, timeout_ms, by = %caller.user, killed = killed.len(), "node decommissioning: it takes no new containers");
-        self.decommission_standing(id, deadline_ms)
+        Ok(self.decommission_standing(id, deadline_ms))
     }
 
     /// Ends node `id`'s decommission (administrators only): it takes
@@ -349,26 +350,19 @@ impl ResourceManager {
             tracing::info!(node = %id, by = %caller.user, "node recommissioned: it takes containers again");
             self.schedule_on_freed_resources();
         }
-        self.decommission_standing(id, 0)
+        Ok(self.decommission_standing(id, 0))
     }
 
     /// Where node `id` stands after a decommission of `deadline_ms` (0: a
-    /// recommission).
-    fn decommission_standing(
-        &self,
-        id: &str,
-        deadline_ms: u64,
-    ) -> Result<NodeDecommissioned, RequestError> {
-        let node = self
-            .cluster
-            .node(id)
-            .ok_or_else(|| ClusterError::UnknownNode(id.into()))?;
-        Ok(NodeDecommissioned {
+    /// recommission); a lost one, as LOST.
+    fn decommission_standing(&self, id: &str, deadline_ms: u64) -> NodeDecommissioned {
+        let node = self.cluster.node(id);
+        NodeDecommissioned {
             node_id: id.to_string(),
-            state: node.state().to_string(),
+            state: node.map_or("LOST", |node| node.state()).to_string(),
             deadline_ms,
-            running_containers: node.containers.len(),
-        })
+            running_containers: node.map_or(0, |node| node.containers.len()),
+        }
     }
 
     /// A heartbeat from the owner of node `id`; what ended is charged up to

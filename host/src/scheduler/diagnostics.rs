@@ -175,27 +175,27 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
             )
         } else {
             format!(
-                "waiting to place its gang of at least {} × {} whole (all or nothing): {} free in the cluster{}",
+                "waiting to place its gang of at least {} × {} whole (all or nothing): {} free in the cluster",
                 gang.minimum,
                 ask.resources,
                 cluster.free(),
-                unhealthy_nodes(cluster)
             )
         }
     } else {
         let queue = &tree[app.queue_index];
         let dominant = usage[app.queue_index].dominant_share(&capacity);
         format!(
-            "waiting for resources: {} free in the cluster; queue {} uses {:.1}% of it ({}; guaranteed {:.1}%, maximum {:.1}%){}",
+            "waiting for resources: {} free in the cluster; queue {} uses {:.1}% of it ({}; guaranteed {:.1}%, maximum {:.1}%)",
             cluster.free(),
             queue.path,
             dominant.percent,
             dominant,
             queue.absolute_capacity,
             queue.absolute_maximum_capacity,
-            unhealthy_nodes(cluster)
         )
     };
+    // Whatever the reason, nodes that take nothing new are part of it.
+    let reason = reason + &unusable_nodes(cluster);
     let ahead = cluster
         .active_apps()
         .map(|i| &cluster.apps()[i])
@@ -217,7 +217,7 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
 
 /// "; N nodes … take no new containers" when some are unhealthy or
 /// decommissioned (they offer nothing), else "".
-fn unhealthy_nodes(cluster: &Cluster) -> String {
+fn unusable_nodes(cluster: &Cluster) -> String {
     let count = |state: &str| cluster.nodes().filter(|n| n.state() == state).count();
     let unhealthy = count("UNHEALTHY");
     let decommissioned = count("DECOMMISSIONING") + count("DECOMMISSIONED");
