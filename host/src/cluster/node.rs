@@ -1,4 +1,6 @@
-//! A node: where containers run, with a capacity and what is allocated on it.
+//! A node: where containers run, with a capacity and what is allocated on
+//! it, and whether it takes new ones (its agent's health checks, an
+//! administrator's decommission).
 
 use std::collections::{BTreeMap, BTreeSet};
 
