@@ -186,6 +186,14 @@ pub(super) struct StoredApp {
     /// Its node label expression as submitted; absent in older rows.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub node_label_expression: String,
+    /// A YARN application master's attempts that ended through no fault
+    /// of their own (not counted against its maximum); absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub uncounted_attempts: u32,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 fn default_application_type() -> String {
@@ -338,6 +346,7 @@ impl StoredApp {
             usage_counted_ms: app.usage_counted_ms,
             lifetime_deadline_ms: app.lifetime_deadline_ms,
             node_label_expression: app.node_label_expression.clone(),
+            uncounted_attempts: app.master.as_ref().map_or(0, |m| m.uncounted_attempts),
         }
     }
 
@@ -417,7 +426,9 @@ impl StoredApp {
                 .as_ref()
                 .is_some_and(|yarn| yarn.application_master)
         }) {
-            app.master = Some(Box::default());
+            let mut master = Box::<super::master::Master>::default();
+            master.uncounted_attempts = self.uncounted_attempts;
+            app.master = Some(master);
         }
         app
     }
@@ -676,6 +687,18 @@ impl Cluster {
         }
         if let Some(decommissions) = &stored.decommissions {
             self.decommissions = parse("decommissions", decommissions)?;
+            // Nodes registered before the restore (simulated ones) take
+            // theirs now; an id no longer registered nor owned (a smaller
+            // --sim-nodes) lets its entry go.
+            let owners = &self.node_owners;
+            let nodes = &self.nodes;
+            self.decommissions
+                .retain(|id, _| nodes.contains_key(id) || owners.contains_key(id));
+            for (id, decommission) in &self.decommissions {
+                if let Some(node) = self.nodes.get_mut(id) {
+                    node.decommission = Some(*decommission);
+                }
+            }
         }
         for record in &stored.nodes {
             let node: StoredNode = parse("node", record)?;
@@ -1015,6 +1038,60 @@ mod tests {
         assert_eq!(node.free(), Resources::ZERO);
         assert_eq!(restored.capacity(), Resources::new(4096, 4, 0));
         assert_eq!(restored.node("well").unwrap().unhealthy, None);
+    }
+
+    #[test]
+    fn a_masters_uncounted_attempts_and_a_simulated_nodes_decommission_outlast_a_restart() {
+        let mut cluster = tracked_cluster();
+        let store = Store::in_memory();
+        let sim = |cluster: &mut Cluster| {
+            cluster
+                .register_node(
+                    "sim-1",
+                    NodeKind::Simulated,
+                    Resources::new(4096, 4, 0),
+                    "",
+                    0,
+                )
+                .unwrap();
+        };
+        sim(&mut cluster);
+        let mut am = AskSpec::sized(1, 1024, 1, 0, 1000);
+        am.yarn = Some(crate::protocol::node::YarnLaunch {
+            application_master: true,
+            ..Default::default()
+        });
+        let id = cluster
+            .submit(SubmitApp::new("alice", "default", "p", vec![am]), "t", 0)
+            .unwrap()
+            .id
+            .clone();
+        let index = cluster.app_index(&id).unwrap();
+        cluster.apps[index]
+            .master
+            .as_mut()
+            .unwrap()
+            .uncounted_attempts = 2;
+        app_changed(&mut cluster.changes, &id);
+        cluster.decommission_node("sim-1", 9_000, 10).unwrap();
+        let mut batch = Batch::default();
+        cluster.take_changes(&mut batch);
+        store.commit(&batch).unwrap();
+
+        let mut restored = tracked_cluster();
+        // Simulated nodes are registered before the restore, as serve does.
+        sim(&mut restored);
+        restored.restore(stored(&store), 200).unwrap();
+        let index = restored.app_index(&id).unwrap();
+        assert_eq!(
+            restored.apps()[index]
+                .master
+                .as_ref()
+                .unwrap()
+                .uncounted_attempts,
+            2
+        );
+        assert_eq!(restored.node("sim-1").unwrap().state(), "DECOMMISSIONED");
     }
 
     #[test]

@@ -131,7 +131,7 @@ pub struct Master {
     /// Attempts of the app that ended through no fault of their own (their
     /// container lost with its node, preempted, or killed by a node's
     /// decommission): not counted against its maximum, as YARN does not.
-    uncounted_attempts: u32,
+    pub(super) uncounted_attempts: u32,
 }
 
 /// An allocate's change to its master's blacklist: hosts (as its NodeIds

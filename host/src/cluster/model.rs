@@ -685,6 +685,7 @@ impl Cluster {
         self.lost_nodes.remove(id);
         let mut node = Node::new(id.to_string(), kind, capacity, owner.to_string(), now);
         node.partition = self.partition_of(id, "");
+        node.decommission = self.decommissions.get(id).copied();
         self.nodes.insert(id.to_string(), node);
         durable::node_changed(&mut self.changes, id);
         Ok(lost)
