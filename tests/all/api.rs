@@ -247,6 +247,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("POST", "/ws/v1/cluster/nodes/{id}/heartbeat"),
     ("GET", "/ws/v1/cluster/nodes/{id}/orders-waiting"),
     ("POST", "/ws/v1/cluster/nodes/{id}/release"),
+    ("POST", "/ws/v1/cluster/nodes/{id}/decommission"),
+    ("POST", "/ws/v1/cluster/nodes/{id}/recommission"),
     ("GET", "/ws/v1/cluster/get-node-labels"),
     ("POST", "/ws/v1/cluster/add-node-labels"),
     ("POST", "/ws/v1/cluster/remove-node-labels"),
