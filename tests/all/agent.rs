@@ -930,7 +930,8 @@ fn an_unhealthy_node_gets_no_containers_until_its_health_script_passes() {
     assert_eq!(report["app"]["runningContainers"], 0, "{report}");
     let why = report["app"]["diagnostics"].as_str().unwrap_or_default();
     assert!(
-        why.contains("1 node is unhealthy and takes no new containers"),
+        why.contains("1 node is unhealthy and takes no new containers (")
+            && why.ends_with(": the health script says: ERROR disk /data is failing)"),
         "{report}"
     );
     // Its room is not the cluster's while it is unhealthy.

@@ -231,6 +231,17 @@ fn unusable_nodes(cluster: &Cluster) -> String {
             )),
         }
     }
+    // The one unhealthy node of a small cluster (a new user's local
+    // agent on a full disk): why, in its agent's words.
+    if unhealthy == 1
+        && let Some(node) = cluster.nodes().find(|n| n.state() == "UNHEALTHY")
+    {
+        said.push_str(&format!(
+            " ({}: {})",
+            node.id,
+            node.unhealthy.as_deref().unwrap_or_default()
+        ));
+    }
     said
 }
 
