@@ -1,9 +1,9 @@
 //! The node's health checks (YARN's NodeHealthCheckerService): the disk
 //! checker on the agent's work and log dirs and, if the operator sets one,
-//! a health script. They run on a thread of their own, so a disk that
-//! hangs or a slow script never holds the heartbeats up; what they found
-//! last goes to the server with every heartbeat, and a node that is not
-//! healthy gets no new containers.
+//! a health script. Each runs on a thread of its own, so a disk that
+//! hangs or a slow script never holds the heartbeats (or the other check)
+//! up; what they found last goes to the server with every heartbeat, and a
+//! node that is not healthy gets no new containers.
 
 use std::io::Read;
 use std::os::fd::AsFd;
@@ -46,13 +46,31 @@ pub struct HealthChecker {
     seen: u64,
 }
 
-/// What the checks' thread publishes.
+/// What the checks' threads publish.
 struct Shared {
-    health: Mutex<NodeHealth>,
-    /// Goes up by one whenever `health` changes.
+    /// What each check found wrong last: the disks', the script's.
+    problems: Mutex<Problems>,
+    /// Goes up by one whenever the health they make changes.
     generation: AtomicU64,
+    /// Checks that have had their first round.
+    first_rounds: AtomicU64,
     /// Set when the agent stops (its checker is dropped).
     stop: AtomicBool,
+}
+
+/// What the checks found wrong last, and the health that makes.
+#[derive(Debug, Default)]
+struct Problems {
+    disk: Option<String>,
+    script: Option<String>,
+    health: Option<NodeHealth>,
+}
+
+/// Which check found a problem.
+#[derive(Debug, Clone, Copy)]
+enum Check {
+    Disk,
+    Script,
 }
 
 impl HealthChecker {
@@ -65,9 +83,9 @@ impl HealthChecker {
         }
     }
 
-    /// Starts the checks `settings` ask for on `dirs` on a thread of their
-    /// own, and waits up to [`FIRST_ROUND_WAIT`] for their first round. A
-    /// health script that is not an executable file, or named by a
+    /// Starts the checks `settings` ask for on `dirs`, each on a thread of
+    /// its own, and waits up to [`FIRST_ROUND_WAIT`] for their first round.
+    /// A health script that is not an executable file, or named by a
     /// relative path, is refused, so a misconfigured node stops at start
     /// rather than run unhealthy.
     pub fn start(dirs: &AgentDirs, settings: &HealthSettings) -> anyhow::Result<HealthChecker> {
@@ -77,28 +95,33 @@ impl HealthChecker {
         if let Some(script) = &settings.script {
             check_executable(&script.path)?;
         }
-        let checks = Checks {
-            dirs: vec![
-                ("local-dirs", dirs.work_dir.clone()),
-                ("log-dirs", dirs.log_dir.clone()),
-            ],
-            disk: settings.disk.clone().map(Due::now),
-            script: settings.script.clone().map(Due::now),
-            disk_problem: None,
-            script_problem: None,
-        };
         let shared = Arc::new(Shared {
-            health: Mutex::new(checks.health()),
+            problems: Mutex::new(Problems::default()),
             generation: AtomicU64::new(0),
+            first_rounds: AtomicU64::new(0),
             stop: AtomicBool::new(false),
         });
-        let thread_shared = shared.clone();
-        std::thread::Builder::new()
-            .name("weft-health".into())
-            .spawn(move || checks.run(&thread_shared))
-            .context("cannot start the thread of the node's health checks")?;
+        let mut checks = 0;
+        if let Some(disk) = settings.disk.clone() {
+            let dirs = vec![
+                ("local-dirs", dirs.work_dir.clone()),
+                ("log-dirs", dirs.log_dir.clone()),
+            ];
+            let shared = shared.clone();
+            spawn_check("weft-health-disks", move || {
+                check_disks(&dirs, &disk, &shared)
+            })?;
+            checks += 1;
+        }
+        if let Some(script) = settings.script.clone() {
+            let shared = shared.clone();
+            spawn_check("weft-health-script", move || {
+                check_with_script(&script, &shared)
+            })?;
+            checks += 1;
+        }
         let give_up = Instant::now() + FIRST_ROUND_WAIT;
-        while shared.generation.load(Ordering::Acquire) == 0 && Instant::now() < give_up {
+        while shared.first_rounds.load(Ordering::Acquire) < checks && Instant::now() < give_up {
             std::thread::sleep(Duration::from_millis(5));
         }
         Ok(HealthChecker {
@@ -110,8 +133,13 @@ impl HealthChecker {
     /// What the checks found last, for the server; none without checks.
     pub fn health(&self) -> Option<NodeHealth> {
         let shared = self.shared.as_ref()?;
-        let health = shared.health.lock().unwrap_or_else(|e| e.into_inner());
-        Some(health.clone())
+        let problems = shared.problems.lock().unwrap_or_else(|e| e.into_inner());
+        Some(
+            problems
+                .health
+                .clone()
+                .unwrap_or_else(|| health_of(&problems)),
+        )
     }
 
     /// Whether what the checks found changed since the last call.
@@ -149,105 +177,92 @@ fn check_executable(path: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// A check and when it is due next.
-struct Due<S> {
-    settings: S,
-    next: Instant,
+fn spawn_check(name: &str, check: impl FnOnce() + Send + 'static) -> anyhow::Result<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(check)
+        .map(drop)
+        .context("cannot start a thread of the node's health checks")
 }
 
-impl<S> Due<S> {
-    fn now(settings: S) -> Due<S> {
-        Due {
-            settings,
-            next: Instant::now(),
-        }
+/// The disk checker's thread: every interval, until the agent stops.
+fn check_disks(dirs: &[(&str, PathBuf)], settings: &DiskCheckSettings, shared: &Shared) {
+    let mut first = true;
+    while !shared.stop.load(Ordering::Relaxed) {
+        let next = Instant::now() + settings.interval;
+        publish(shared, Check::Disk, disk_problems(dirs, settings), first);
+        first = false;
+        nap_until(next, shared);
     }
 }
 
-/// The checks, run by their thread.
-struct Checks {
-    /// The dirs whose disks are checked, each with YARN's name for its kind.
-    dirs: Vec<(&'static str, PathBuf)>,
-    disk: Option<Due<DiskCheckSettings>>,
-    script: Option<Due<HealthScriptSettings>>,
-    disk_problem: Option<String>,
-    script_problem: Option<String>,
+/// The health script's thread: a run every interval (from the start of
+/// one to the next), until the agent stops.
+fn check_with_script(settings: &HealthScriptSettings, shared: &Shared) {
+    let mut first = true;
+    while !shared.stop.load(Ordering::Relaxed) {
+        let next = Instant::now() + settings.interval;
+        match run_script(settings, &shared.stop) {
+            Some(outcome) => publish(shared, Check::Script, outcome, first),
+            None => return,
+        }
+        first = false;
+        nap_until(next, shared);
+    }
 }
 
-impl Checks {
-    /// Runs the checks as they fall due and publishes what they find, until
-    /// the agent stops.
-    fn run(mut self, shared: &Shared) {
-        let mut first = true;
-        while !shared.stop.load(Ordering::Relaxed) {
-            let now = Instant::now();
-            if let Some(disk) = &mut self.disk
-                && now >= disk.next
-            {
-                disk.next = now + disk.settings.interval;
-                self.disk_problem = disk_problems(&self.dirs, &disk.settings);
-            }
-            if let Some(script) = &mut self.script
-                && now >= script.next
-            {
-                // From the start of one run to the next.
-                script.next = now + script.settings.interval;
-                if let Some(outcome) = run_script(&script.settings, &shared.stop) {
-                    self.script_problem = outcome;
-                }
-            }
-            self.publish(shared, first);
-            first = false;
-            let next = [
-                self.disk.as_ref().map(|d| d.next),
-                self.script.as_ref().map(|s| s.next),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            let wait = next.map_or(NAP, |next| {
-                next.saturating_duration_since(Instant::now()).min(NAP)
-            });
-            std::thread::sleep(wait);
-        }
-    }
-
-    /// Publishes what the checks found if it changed (and after the first
-    /// round in any case), saying so in the log.
-    fn publish(&self, shared: &Shared, first: bool) {
-        let health = self.health();
-        let mut published = shared.health.lock().unwrap_or_else(|e| e.into_inner());
-        if !first && *published == health {
+/// Sleeps until `next`, looking every [`NAP`] whether the agent stops.
+fn nap_until(next: Instant, shared: &Shared) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        let left = next.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             return;
         }
-        if *published != health {
-            if health.healthy {
-                tracing::info!("this node is healthy");
-            } else {
-                tracing::warn!(report = %health.report, "this node is unhealthy: it gets no new containers until its checks pass");
-            }
+        std::thread::sleep(left.min(NAP));
+    }
+}
+
+/// Takes what `check` found and publishes the health it makes if that
+/// changed, saying so in the log; counts the `first` round of a check.
+fn publish(shared: &Shared, check: Check, problem: Option<String>, first: bool) {
+    let mut problems = shared.problems.lock().unwrap_or_else(|e| e.into_inner());
+    match check {
+        Check::Disk => problems.disk = problem,
+        Check::Script => problems.script = problem,
+    }
+    let health = health_of(&problems);
+    if problems.health.as_ref() != Some(&health) {
+        let was_healthy = problems.health.as_ref().is_none_or(|h| h.healthy);
+        if !health.healthy {
+            tracing::warn!(report = %health.report, "this node is unhealthy: it gets no new containers until its checks pass");
+        } else if !was_healthy {
+            tracing::info!("this node is healthy again");
         }
-        *published = health;
+        problems.health = Some(health);
         shared.generation.fetch_add(1, Ordering::Release);
     }
+    drop(problems);
+    if first {
+        shared.first_rounds.fetch_add(1, Ordering::AcqRel);
+    }
+}
 
-    /// What the checks found last: the problems, one after the other, in
-    /// a report of at most [`MAX_HEALTH_REPORT_BYTES`] and no control
-    /// characters (the server refuses either).
-    fn health(&self) -> NodeHealth {
-        let problems: Vec<&str> = [self.disk_problem.as_deref(), self.script_problem.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect();
-        let report: String = problems
-            .join("; ")
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .collect();
-        NodeHealth {
-            healthy: problems.is_empty(),
-            report: cut(&report, MAX_HEALTH_REPORT_BYTES),
-        }
+/// The health the checks' problems make: the problems, one after the
+/// other, in a report of at most [`MAX_HEALTH_REPORT_BYTES`] and no
+/// control characters (the server refuses either).
+fn health_of(problems: &Problems) -> NodeHealth {
+    let found: Vec<&str> = [problems.disk.as_deref(), problems.script.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let report: String = found
+        .join("; ")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    NodeHealth {
+        healthy: found.is_empty(),
+        report: cut(&report, MAX_HEALTH_REPORT_BYTES),
     }
 }
 
@@ -564,14 +579,12 @@ mod tests {
 
     #[test]
     fn a_report_has_no_control_characters_and_is_cut_to_what_the_server_takes() {
-        let checks = Checks {
-            dirs: Vec::new(),
-            disk: None,
-            script: None,
-            disk_problem: Some("local-dirs /a\nb is bad".into()),
-            script_problem: Some(format!("ERROR \u{1b}[31m{}", "z".repeat(5000))),
+        let problems = Problems {
+            disk: Some("local-dirs /a\nb is bad".into()),
+            script: Some(format!("ERROR \u{1b}[31m{}", "z".repeat(5000))),
+            health: None,
         };
-        let health = checks.health();
+        let health = health_of(&problems);
         assert!(!health.healthy);
         assert!(
             health
@@ -642,6 +655,34 @@ mod tests {
         std::fs::write(&state, "fine\n").unwrap();
         assert!(until(&checker, |h| h.healthy).healthy);
         assert!(checker.changed());
+    }
+
+    #[test]
+    fn a_slow_script_does_not_hold_the_disk_check_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let body = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+        let dirs = AgentDirs {
+            work_dir: dir.path().to_path_buf(),
+            log_dir: dir.path().to_path_buf(),
+        };
+        let settings = HealthSettings {
+            disk: Some(disk(100.0, u64::MAX)),
+            script: Some(script(dir.path(), &body, 120_000)),
+        };
+        // The start gives up waiting for the script's first round; the
+        // disks' is in.
+        let checker = HealthChecker::start(&dirs, &settings).unwrap();
+        let health = checker.health().unwrap();
+        assert!(
+            health.report.starts_with("local-dirs "),
+            "{}",
+            health.report
+        );
+        // Stopping the agent ends the run, its process with it.
+        let script_pid = read_pid(&pid_file);
+        drop(checker);
+        wait_gone(script_pid);
     }
 
     /// Whether process `pid` is gone (or a zombie).
