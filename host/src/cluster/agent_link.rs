@@ -828,7 +828,7 @@ mod tests {
             queued: std::slice::from_ref(&queued_id),
         };
         cluster.agent_heartbeat("a1", report, 15).unwrap();
-        let (_, taken_back) = cluster.decommission_node("a1", 1_000, 20).unwrap();
+        let taken_back = cluster.decommission_node("a1", 1_000, 20).unwrap();
         assert_eq!(taken_back.len(), 1, "what waited is taken back at once");
         assert_eq!(taken_back[0].id, queued_id);
         let node = cluster.node("a1").unwrap();

@@ -285,7 +285,7 @@ impl super::Cluster {
         id: &str,
         deadline_ms: u64,
         now: u64,
-    ) -> Result<(Decommission, Vec<Container>), ClusterError> {
+    ) -> Result<Vec<Container>, ClusterError> {
         if !self.nodes.contains_key(id) && !self.node_owners.contains_key(id) {
             return Err(ClusterError::UnknownNode(id.into()));
         }
@@ -296,7 +296,7 @@ impl super::Cluster {
         self.decommissions.insert(id.to_string(), decommission);
         super::durable::decommissions_changed(&mut self.changes);
         let Some(node) = self.nodes.get_mut(id) else {
-            return Ok((decommission, Vec::new()));
+            return Ok(Vec::new());
         };
         node.decommission = Some(decommission);
         // Opportunistic containers waiting in its agent's queue would start
@@ -308,7 +308,7 @@ impl super::Cluster {
             .iter()
             .filter_map(|container| self.end_container(container, now, EndCause::Decommissioned))
             .collect();
-        Ok((decommission, taken_back))
+        Ok(taken_back)
     }
 
     /// Ends node `id`'s decommission (registered or lost): it takes
@@ -338,13 +338,12 @@ impl super::Cluster {
     /// past at `now` (ABORTED; their apps ask for them again); returns
     /// them, to be charged.
     pub fn end_decommissions(&mut self, now: u64) -> Vec<Container> {
+        // The decommissions, not every node: this runs every round.
         let due: Vec<String> = self
-            .nodes
-            .values()
-            .filter(|node| {
-                node.decommission
-                    .is_some_and(|decommission| decommission.deadline_ms <= now)
-            })
+            .decommissions
+            .iter()
+            .filter(|(_, decommission)| decommission.deadline_ms <= now)
+            .filter_map(|(id, _)| self.nodes.get(id))
             .flat_map(|node| node.containers.iter().cloned())
             .collect();
         let killed: Vec<Container> = due

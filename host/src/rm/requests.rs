@@ -327,7 +327,7 @@ impl ResourceManager {
         let timeout_ms = timeout_s.map_or(self.decommission_timeout_ms, |s| s.saturating_mul(1000));
         let now = self.now();
         let deadline_ms = now.saturating_add(timeout_ms);
-        let (_, taken_back) = self.cluster.decommission_node(id, deadline_ms, now)?;
+        let taken_back = self.cluster.decommission_node(id, deadline_ms, now)?;
         self.containers_finished(&taken_back, now);
         let killed = self.cluster.end_decommissions(now);
         self.containers_finished(&killed, now);

@@ -218,9 +218,19 @@ pub fn diagnose(cluster: &Cluster, app_index: usize, usage: &[Resources]) -> Opt
 /// "; N nodes … take no new containers" when some are unhealthy or
 /// decommissioned (they offer nothing), else "".
 fn unusable_nodes(cluster: &Cluster) -> String {
-    let count = |state: &str| cluster.nodes().filter(|n| n.state() == state).count();
-    let unhealthy = count("UNHEALTHY");
-    let decommissioned = count("DECOMMISSIONING") + count("DECOMMISSIONED");
+    // One pass over the nodes: the unhealthy (the first of them kept) and
+    // the decommissioned.
+    let (mut unhealthy, mut decommissioned, mut first_unhealthy) = (0, 0, None);
+    for node in cluster.nodes() {
+        match node.state() {
+            "UNHEALTHY" => {
+                unhealthy += 1;
+                first_unhealthy.get_or_insert(node);
+            }
+            "DECOMMISSIONING" | "DECOMMISSIONED" => decommissioned += 1,
+            _ => {}
+        }
+    }
     let mut said = String::new();
     for (count, what) in [(unhealthy, "unhealthy"), (decommissioned, "decommissioned")] {
         match count {
@@ -234,7 +244,7 @@ fn unusable_nodes(cluster: &Cluster) -> String {
     // The one unhealthy node of a small cluster (a new user's local
     // agent on a full disk): why, in its agent's words.
     if unhealthy == 1
-        && let Some(node) = cluster.nodes().find(|n| n.state() == "UNHEALTHY")
+        && let Some(node) = first_unhealthy
     {
         said.push_str(&format!(
             " ({}: {})",
