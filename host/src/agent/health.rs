@@ -733,15 +733,33 @@ mod tests {
         wait_gone(read_pid(&pid_file));
     }
 
+    /// Kills, when dropped, every process whose pid is a line of a file:
+    /// what a test's scripts started outside their process group, gone
+    /// whether the test passes or fails.
+    struct KillListed(PathBuf);
+
+    impl Drop for KillListed {
+        fn drop(&mut self) {
+            let listed = std::fs::read_to_string(&self.0).unwrap_or_default();
+            for pid in listed.lines().filter_map(|line| line.trim().parse().ok()) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_script_that_leaves_a_daemon_holding_its_output_is_judged_on_what_it_wrote() {
         let dir = tempfile::tempdir().unwrap();
-        let pid_file = dir.path().join("daemon");
-        // The daemon leaves the group (setsid) and keeps stdout open: the
-        // run ends with the script, its ERROR line counts, and nothing
-        // piles up run after run.
+        let pid_file = dir.path().join("daemons");
+        let _daemons = KillListed(pid_file.clone());
+        // Each run leaves a daemon out of its group (setsid) that keeps
+        // stdout open: the run ends with the script, its ERROR line
+        // counts, and nothing piles up run after run.
         let body = format!(
-            "setsid sleep 600 & echo $! > {}; echo 'ERROR from the script'",
+            "setsid sleep 600 & echo $! >> {}; echo 'ERROR from the script'",
             pid_file.display()
         );
         let checker = checker_with(dir.path(), script(dir.path(), &body, 5_000));
@@ -756,12 +774,10 @@ mod tests {
             "the health script says: ERROR from the script",
             "later runs are judged the same"
         );
+        // The checker's thread is not joined: let a run in flight end (and
+        // list its daemon) before the guard kills what is listed.
         drop(checker);
-        let daemon = read_pid(&pid_file);
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(daemon),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        std::thread::sleep(Duration::from_millis(200));
     }
 
     #[test]

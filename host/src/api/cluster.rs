@@ -13,7 +13,7 @@ use super::openapi::RemoteException;
 use super::yarn_reads::AppPriority;
 use super::{ApiError, ApiState};
 use crate::cluster::{
-    App, AppFilter, AppState, Ask, Node, NodeKind, OTHER_YARN_APP_STATES, SubmitApp,
+    App, AppFilter, AppState, Ask, Node, NodeKind, NodeState, OTHER_YARN_APP_STATES, SubmitApp,
 };
 use crate::limits::{DEFAULT_APPS_PAGE, MAX_APPS_PAGE};
 use crate::protocol::node::{
@@ -181,11 +181,7 @@ pub(super) async fn cluster_metrics(
             let failed = c.failed_total();
             let (capacity, allocated) = (c.capacity(), c.allocated());
             let available = c.free();
-            let in_state = |state: &str| c.nodes().filter(|n| n.state() == state).count();
-            let (active_nodes, lost_nodes) = (in_state("RUNNING"), c.lost_nodes().count());
-            let unhealthy_nodes = in_state("UNHEALTHY");
-            let decommissioning_nodes = in_state("DECOMMISSIONING");
-            let decommissioned_nodes = in_state("DECOMMISSIONED");
+            let nodes = c.node_counts();
             ClusterMetrics {
                 apps_submitted: submitted,
                 apps_pending: active(AppState::Accepted),
@@ -209,12 +205,12 @@ pub(super) async fn cluster_metrics(
                 available_virtual_cores: available.vcores,
                 total_gpus: capacity.gpus,
                 allocated_gpus: allocated.gpus,
-                total_nodes: c.nodes().count().saturating_add(lost_nodes),
-                active_nodes,
-                lost_nodes,
-                unhealthy_nodes,
-                decommissioning_nodes,
-                decommissioned_nodes,
+                total_nodes: nodes.registered.saturating_add(nodes.lost),
+                active_nodes: nodes.running,
+                lost_nodes: nodes.lost,
+                unhealthy_nodes: nodes.unhealthy,
+                decommissioning_nodes: nodes.decommissioning,
+                decommissioned_nodes: nodes.decommissioned,
                 rebooted_nodes: 0,
                 shutdown_nodes: 0,
             }
@@ -337,10 +333,10 @@ impl NodeAttributesInfo {
 }
 
 impl NodeInfo {
-    fn new(n: &Node, state: &str) -> NodeInfo {
+    fn new(n: &Node, state: NodeState) -> NodeInfo {
         let free = n.free();
         // Registered and heard from (healthy or not), not lost.
-        let running = state != "LOST";
+        let running = state != NodeState::Lost;
         let address = if running {
             n.agent.http_address.clone()
         } else {
@@ -373,7 +369,7 @@ impl NodeInfo {
                 vec![n.partition.clone()]
             },
             kind: n.kind,
-            state: state.into(),
+            state: state.as_str().into(),
             node_host_name,
             node_http_address: host_port,
             owner: n.owner.clone(),
@@ -428,7 +424,11 @@ pub(super) async fn nodes(
     ApiQuery(query): ApiQuery<NodesQuery>,
 ) -> Result<Json<NodesResponse>, ApiError> {
     let wanted = parse_states(query.states.as_deref(), NODE_STATES, "node")?;
-    let wants = move |state: &str| wanted.as_ref().is_none_or(|w| w.iter().any(|s| s == state));
+    let wants = move |state: NodeState| {
+        wanted
+            .as_ref()
+            .is_none_or(|w| w.iter().any(|s| s == state.as_str()))
+    };
     let nodes = state
         .rm
         .with(move |rm: &mut ResourceManager| {
@@ -439,8 +439,8 @@ pub(super) async fn nodes(
                 .map(|n| NodeInfo::new(n, n.state()));
             let lost = c
                 .lost_nodes()
-                .filter(|_| wants("LOST"))
-                .map(|lost| NodeInfo::new(&lost.node, "LOST"));
+                .filter(|_| wants(NodeState::Lost))
+                .map(|lost| NodeInfo::new(&lost.node, NodeState::Lost));
             running.chain(lost).collect()
         })
         .await?;
@@ -467,9 +467,8 @@ pub(super) async fn node(
             c.node(&wanted)
                 .map(|n| NodeInfo::new(n, n.state()))
                 .or_else(|| {
-                    c.lost_nodes()
-                        .find(|lost| lost.node.id == wanted)
-                        .map(|lost| NodeInfo::new(&lost.node, "LOST"))
+                    c.lost_node(&wanted)
+                        .map(|lost| NodeInfo::new(&lost.node, NodeState::Lost))
                 })
         })
         .await?

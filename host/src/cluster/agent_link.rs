@@ -499,7 +499,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::cluster::{AppState, AskSpec, Placement, SubmitApp};
+    use crate::cluster::{AppState, AskSpec, NodeState, Placement, SubmitApp};
     use crate::queues::{QueueProperties, QueueTree};
 
     /// A cluster with agent node "a1" and one app of `count` containers
@@ -777,7 +777,7 @@ mod tests {
         };
         assert!(!cluster.set_node_health("a1", Some(&sick)));
         let node = cluster.node("a1").unwrap();
-        assert_eq!(node.state(), "UNHEALTHY");
+        assert_eq!(node.state(), NodeState::Unhealthy);
         assert_eq!(node.free(), Resources::ZERO);
         assert_eq!(cluster.queue_room_of(node), Resources::ZERO);
         let refused = cluster.allocate(&place(1), 20).unwrap_err();
@@ -804,7 +804,7 @@ mod tests {
         };
         assert!(cluster.set_node_health("a1", Some(&well)));
         assert!(!cluster.set_node_health("a1", Some(&well)));
-        assert_eq!(cluster.node("a1").unwrap().state(), "RUNNING");
+        assert_eq!(cluster.node("a1").unwrap().state(), NodeState::Running);
         assert_eq!(
             cluster.node("a1").unwrap().free(),
             Resources::new(1536, 1, 0)
@@ -832,7 +832,7 @@ mod tests {
         assert_eq!(taken_back.len(), 1, "what waited is taken back at once");
         assert_eq!(taken_back[0].id, queued_id);
         let node = cluster.node("a1").unwrap();
-        assert_eq!(node.state(), "DECOMMISSIONING");
+        assert_eq!(node.state(), NodeState::Decommissioning);
         // It counts for what runs on it, no more.
         assert_eq!(
             (node.free(), node.usable_capacity()),
@@ -852,7 +852,10 @@ mod tests {
                 40,
             )
             .unwrap();
-        assert_eq!(cluster.node("a1").unwrap().state(), "DECOMMISSIONING");
+        assert_eq!(
+            cluster.node("a1").unwrap().state(),
+            NodeState::Decommissioning
+        );
         // Before the deadline nothing ends; at it, what runs is killed
         // (ordered killed, ABORTED) and asked for again.
         assert!(cluster.end_decommissions(999).is_empty());
@@ -860,7 +863,7 @@ mod tests {
         assert_eq!(killed.len(), 1);
         assert_eq!(killed[0].exit_status, Some(exit_status::ABORTED));
         let node = cluster.node("a1").unwrap();
-        assert_eq!(node.state(), "DECOMMISSIONED");
+        assert_eq!(node.state(), NodeState::Decommissioned);
         assert_eq!(node.to_kill.get(&id), Some(&exit_status::ABORTED));
         assert_eq!(cluster.apps()[0].pending_containers(), 10);
         assert_eq!(
@@ -870,7 +873,7 @@ mod tests {
         // Recommissioned: it takes containers again.
         assert!(cluster.recommission_node("a1").unwrap());
         assert!(!cluster.recommission_node("a1").unwrap());
-        assert_eq!(cluster.node("a1").unwrap().state(), "RUNNING");
+        assert_eq!(cluster.node("a1").unwrap().state(), NodeState::Running);
         cluster.allocate(&place(1), 1_100).unwrap();
         assert!(matches!(
             cluster.decommission_node("nope", 0, 0),

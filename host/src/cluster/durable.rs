@@ -853,7 +853,7 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::{AskSpec, Placement, SubmitApp};
+    use crate::cluster::{AskSpec, NodeState, Placement, SubmitApp};
     use crate::queues::{QueueProperties, QueueTree};
     use crate::store::Store;
 
@@ -1091,7 +1091,10 @@ mod tests {
                 .uncounted_attempts,
             2
         );
-        assert_eq!(restored.node("sim-1").unwrap().state(), "DECOMMISSIONED");
+        assert_eq!(
+            restored.node("sim-1").unwrap().state(),
+            NodeState::Decommissioned
+        );
     }
 
     #[test]
@@ -1124,7 +1127,7 @@ mod tests {
         restored.restore(stored(&store), 200).unwrap();
         register(&mut restored, 210);
         let node = restored.node("n1").unwrap();
-        assert_eq!(node.state(), "DECOMMISSIONED");
+        assert_eq!(node.state(), NodeState::Decommissioned);
         assert_eq!(node.free(), Resources::ZERO);
         assert_eq!(
             restored
@@ -1133,7 +1136,7 @@ mod tests {
             Some((110, 9_000))
         );
         assert!(restored.recommission_node("n1").unwrap());
-        assert_eq!(restored.node("n1").unwrap().state(), "RUNNING");
+        assert_eq!(restored.node("n1").unwrap().state(), NodeState::Running);
     }
 
     #[test]

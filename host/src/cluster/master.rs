@@ -855,6 +855,46 @@ mod tests {
     }
 
     #[test]
+    fn a_master_hears_of_a_node_lost_by_silence_and_of_its_return() {
+        let (mut cluster, _, id) = with_master();
+        cluster
+            .register_master(&id, 1, "h".into(), 7077, String::new())
+            .unwrap();
+        cluster
+            .register_node("n2", NodeKind::Remote, Resources::new(8192, 8, 0), "t", 0)
+            .unwrap();
+        // n1, where the master runs, is heard from; n2 falls silent.
+        cluster.nodes.get_mut("n1").unwrap().last_heartbeat_ms = 1_000;
+        assert!(cluster.expire_nodes(500, 1_000).is_empty());
+        assert!(cluster.node("n2").is_none() && cluster.lost_node("n2").is_some());
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 1_010).unwrap();
+        assert_eq!(news.updated_nodes, ["n2"], "YARN's NODE_UNUSABLE");
+        cluster
+            .register_node(
+                "n2",
+                NodeKind::Remote,
+                Resources::new(8192, 8, 0),
+                "t",
+                1_020,
+            )
+            .unwrap();
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 1_030).unwrap();
+        assert_eq!(news.updated_nodes, ["n2"], "YARN's NODE_USABLE");
+        // A new node never lost is no news.
+        cluster
+            .register_node(
+                "n3",
+                NodeKind::Remote,
+                Resources::new(8192, 8, 0),
+                "t",
+                1_040,
+            )
+            .unwrap();
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 1_050).unwrap();
+        assert!(news.updated_nodes.is_empty());
+    }
+
+    #[test]
     fn a_master_asks_is_told_what_its_node_holds_and_finishes_its_app() {
         let (mut cluster, app, id) = with_master();
         let am = master_container(&cluster, app);

@@ -42,5 +42,5 @@ pub use master::{
 pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,
 };
-pub use node::{AgentInfo, Node, NodeKind};
+pub use node::{AgentInfo, Node, NodeCounts, NodeKind, NodeState};
 pub use table::AppTable;

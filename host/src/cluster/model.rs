@@ -17,7 +17,7 @@ use super::deadlines::Deadlines;
 use super::decayed_usage::DecayedUsage;
 use super::durable::{self, Changes};
 use super::table::AppTable;
-use super::{App, AppState, Ask, Node, NodeKind, SubmitApp};
+use super::{App, AppState, Ask, Node, NodeCounts, NodeKind, NodeState, SubmitApp};
 use crate::config::DEFAULT_HEARTBEAT_INTERVAL_MS;
 use crate::protocol::node::exit_status;
 use crate::queues::{QueueState, QueueTree};
@@ -682,7 +682,10 @@ impl Cluster {
             )?;
         }
         let lost = self.lose_node(id, now);
-        self.lost_nodes.remove(id);
+        if self.lost_nodes.remove(id).is_some() {
+            // Back from LOST: YARN's NODE_USABLE to every running master.
+            self.tell_masters_node_changed(id);
+        }
         let mut node = Node::new(id.to_string(), kind, capacity, owner.to_string(), now);
         node.partition = self.partition_of(id, "");
         node.decommission = self.decommissions.get(id).copied();
@@ -735,6 +738,8 @@ impl Cluster {
             .flat_map(|id| {
                 tracing::warn!(node = %id, "node lost: no heartbeat within the expiry interval");
                 self.remember_lost(id, now);
+                // YARN's NODE_UNUSABLE to every running master.
+                self.tell_masters_node_changed(id);
                 self.lose_node(id, now)
             })
             .collect()
@@ -772,6 +777,11 @@ impl Cluster {
     /// Nodes lost by silence and not registered since (the most recent).
     pub fn lost_nodes(&self) -> impl Iterator<Item = &LostNode> {
         self.lost_nodes.values()
+    }
+
+    /// Node `id`, if it is among the nodes lost lately.
+    pub fn lost_node(&self, id: &str) -> Option<&LostNode> {
+        self.lost_nodes.get(id)
     }
 
     /// Adds `credits` to what app `id` has been charged (an app no longer
@@ -1513,6 +1523,25 @@ impl Cluster {
     /// The registered nodes, in id order.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
         self.nodes.values()
+    }
+
+    /// How many nodes are in each state, in one pass.
+    pub fn node_counts(&self) -> NodeCounts {
+        let mut counts = NodeCounts {
+            registered: self.nodes.len(),
+            lost: self.lost_nodes.len(),
+            ..NodeCounts::default()
+        };
+        for node in self.nodes.values() {
+            match node.state() {
+                NodeState::Running => counts.running += 1,
+                NodeState::Unhealthy => counts.unhealthy += 1,
+                NodeState::Decommissioning => counts.decommissioning += 1,
+                NodeState::Decommissioned => counts.decommissioned += 1,
+                NodeState::Lost => {}
+            }
+        }
+        counts
     }
 
     /// The apps kept: every active one and the most recently ended ones.

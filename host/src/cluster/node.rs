@@ -22,6 +22,53 @@ pub enum NodeKind {
     Simulated,
 }
 
+/// A node's state, as YARN names it (its `NodeState`). Weft's registered
+/// nodes are in one of the first four; nodes lost by silence are LOST
+/// until they register again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeState {
+    /// Takes containers.
+    Running,
+    /// Its agent's health checks fail: no new containers.
+    Unhealthy,
+    /// An administrator's decommission waits for its containers.
+    Decommissioning,
+    /// Decommissioned, and nothing runs on it.
+    Decommissioned,
+    /// Silent past the expiry interval (kept apart, as [`super::LostNode`]).
+    Lost,
+}
+
+impl NodeState {
+    /// YARN's name for it (REST, the CLI, diagnostics).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NodeState::Running => "RUNNING",
+            NodeState::Unhealthy => "UNHEALTHY",
+            NodeState::Decommissioning => "DECOMMISSIONING",
+            NodeState::Decommissioned => "DECOMMISSIONED",
+            NodeState::Lost => "LOST",
+        }
+    }
+}
+
+/// How many nodes are in each state (the cluster's metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    /// Registered nodes, in every state.
+    pub registered: usize,
+    /// RUNNING (YARN's active nodes).
+    pub running: usize,
+    /// UNHEALTHY.
+    pub unhealthy: usize,
+    /// DECOMMISSIONING.
+    pub decommissioning: usize,
+    /// DECOMMISSIONED.
+    pub decommissioned: usize,
+    /// LOST lately (up to [`super::LOST_NODES_KEPT`]).
+    pub lost: usize,
+}
+
 /// A registered node (YARN's RMNode): what it offers, what its containers
 /// hold, and for an agent's node where the heartbeat protocol stands.
 #[derive(Debug, Clone, Serialize)]
@@ -155,12 +202,12 @@ impl Node {
     /// decommission waits for its containers, DECOMMISSIONED once none
     /// runs; else UNHEALTHY while its agent's health checks fail; else
     /// RUNNING (nodes lost lately are kept apart, as LOST).
-    pub fn state(&self) -> &'static str {
+    pub fn state(&self) -> NodeState {
         match (&self.decommission, &self.unhealthy) {
-            (Some(_), _) if self.containers.is_empty() => "DECOMMISSIONED",
-            (Some(_), _) => "DECOMMISSIONING",
-            (None, Some(_)) => "UNHEALTHY",
-            (None, None) => "RUNNING",
+            (Some(_), _) if self.containers.is_empty() => NodeState::Decommissioned,
+            (Some(_), _) => NodeState::Decommissioning,
+            (None, Some(_)) => NodeState::Unhealthy,
+            (None, None) => NodeState::Running,
         }
     }
 

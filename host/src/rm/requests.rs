@@ -5,8 +5,8 @@
 
 use super::ResourceManager;
 use crate::cluster::{
-    AgentInfo, AgentReport, App, AppState, ClusterError, LifetimeRefusal, NodeKind, SubmitApp,
-    TakenReport,
+    AgentInfo, AgentReport, App, AppState, ClusterError, LifetimeRefusal, NodeKind, NodeState,
+    SubmitApp, TakenReport,
 };
 use crate::limits;
 use crate::protocol::node::{ContainerEnd, Heartbeat, NodeHealth, RegisterNode, exit_status};
@@ -359,7 +359,10 @@ impl ResourceManager {
         let node = self.cluster.node(id);
         NodeDecommissioned {
             node_id: id.to_string(),
-            state: node.map_or("LOST", |node| node.state()).to_string(),
+            state: node
+                .map_or(NodeState::Lost, |node| node.state())
+                .as_str()
+                .to_string(),
             deadline_ms,
             running_containers: node.map_or(0, |node| node.containers.len()),
         }

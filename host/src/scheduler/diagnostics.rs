@@ -2,7 +2,7 @@
 //! the API and the simulator (seed 002 §10.3), from what the host can see:
 //! node sizes, queue limits and free resources.
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, NodeState};
 use crate::resources::Resources;
 
 /// A pending app's diagnosis.
@@ -223,12 +223,12 @@ fn unusable_nodes(cluster: &Cluster) -> String {
     let (mut unhealthy, mut decommissioned, mut first_unhealthy) = (0, 0, None);
     for node in cluster.nodes() {
         match node.state() {
-            "UNHEALTHY" => {
+            NodeState::Unhealthy => {
                 unhealthy += 1;
                 first_unhealthy.get_or_insert(node);
             }
-            "DECOMMISSIONING" | "DECOMMISSIONED" => decommissioned += 1,
-            _ => {}
+            NodeState::Decommissioning | NodeState::Decommissioned => decommissioned += 1,
+            NodeState::Running | NodeState::Lost => {}
         }
     }
     let mut said = String::new();

@@ -197,14 +197,12 @@ impl ClientProtocol {
             "getClusterNodes" => {
                 let request: GetClusterNodesRequestProto = call.decode()?;
                 // Weft's registered nodes are RUNNING, UNHEALTHY,
-                // DECOMMISSIONING or DECOMMISSIONED; none asked is all of
-                // them, as YARN's.
+                // DECOMMISSIONING or DECOMMISSIONED, and those lost lately
+                // LOST; none asked is all of them, as YARN's.
                 let states = request.node_states;
                 let node_reports = self
                     .read(move |rm| {
-                        rm.cluster()
-                            .nodes()
-                            .map(reports::node_report)
+                        reports::node_reports(rm.cluster())
                             .filter(|report| {
                                 states.is_empty()
                                     || report.node_state.is_some_and(|s| states.contains(&s))

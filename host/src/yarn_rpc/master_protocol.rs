@@ -610,8 +610,7 @@ fn view(
         .news
         .updated_nodes
         .iter()
-        .filter_map(|id| cluster.node(id))
-        .map(|node| reports::updated_node_report(node, now))
+        .filter_map(|id| reports::updated_node_report(cluster, id, now))
         .collect();
     Allocated {
         news: allocated.news,

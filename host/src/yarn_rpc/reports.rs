@@ -11,7 +11,7 @@ use super::messages::records::{
     QueueStateProto, ResourceProto, YarnApplicationAttemptStateProto, YarnApplicationStateProto,
     YarnClusterMetricsProto,
 };
-use crate::cluster::{App, AppState, Cluster, ContainerRecord, Node};
+use crate::cluster::{App, AppState, Cluster, ContainerRecord, Node, NodeState};
 use crate::queues::QueueState;
 use crate::resources::Resources;
 
@@ -271,10 +271,10 @@ pub fn container_report(cluster: &Cluster, record: &ContainerRecord) -> Containe
     }
 }
 
-/// A registered node's report (RUNNING; UNHEALTHY with what its health
-/// checks found; DECOMMISSIONING or DECOMMISSIONED: Weft keeps only live
-/// nodes here).
-pub fn node_report(node: &Node) -> NodeReportProto {
+/// A node's report in `state`: a registered node's own (RUNNING;
+/// UNHEALTHY with what its health checks found; DECOMMISSIONING or
+/// DECOMMISSIONED), or a node lost lately as it was (LOST, nothing on it).
+pub fn node_report(node: &Node, state: NodeState) -> NodeReportProto {
     NodeReportProto {
         node_id: Some(node_id(node)),
         http_address: Some(node.http_host_port()),
@@ -282,12 +282,7 @@ pub fn node_report(node: &Node) -> NodeReportProto {
         used: Some(resource(node.allocated)),
         capability: Some(resource(node.capacity)),
         num_containers: Some(i32::try_from(node.containers.len()).unwrap_or(i32::MAX)),
-        node_state: Some(match node.state() {
-            "UNHEALTHY" => NodeStateProto::NsUnhealthy,
-            "DECOMMISSIONING" => NodeStateProto::NsDecommissioning,
-            "DECOMMISSIONED" => NodeStateProto::NsDecommissioned,
-            _ => NodeStateProto::NsRunning,
-        } as i32),
+        node_state: Some(node_state(state) as i32),
         health_report: Some(node.unhealthy.clone().unwrap_or_default()),
         last_health_report_time: Some(ms(node.last_heartbeat_ms)),
         node_labels: if node.partition.is_empty() {
@@ -299,36 +294,64 @@ pub fn node_report(node: &Node) -> NodeReportProto {
     }
 }
 
-/// A node's report among an allocate's updated nodes: why it is there
-/// (usable again, unusable, being decommissioned) and, while it is being
-/// decommissioned, the seconds left before what runs on it is killed.
-pub fn updated_node_report(node: &Node, now: u64) -> NodeReportProto {
-    let update = match node.state() {
-        "RUNNING" => NodeUpdateTypeProto::NodeUsable,
-        "DECOMMISSIONING" => NodeUpdateTypeProto::NodeDecommissioning,
-        _ => NodeUpdateTypeProto::NodeUnusable,
+/// YARN's `NodeStateProto` for a node state.
+pub fn node_state(state: NodeState) -> NodeStateProto {
+    match state {
+        NodeState::Running => NodeStateProto::NsRunning,
+        NodeState::Unhealthy => NodeStateProto::NsUnhealthy,
+        NodeState::Decommissioning => NodeStateProto::NsDecommissioning,
+        NodeState::Decommissioned => NodeStateProto::NsDecommissioned,
+        NodeState::Lost => NodeStateProto::NsLost,
+    }
+}
+
+/// Every node's report, registered or lost lately.
+pub fn node_reports(cluster: &Cluster) -> impl Iterator<Item = NodeReportProto> + '_ {
+    let registered = cluster.nodes().map(|node| node_report(node, node.state()));
+    let lost = cluster
+        .lost_nodes()
+        .map(|lost| node_report(&lost.node, NodeState::Lost));
+    registered.chain(lost)
+}
+
+/// Node `id`'s report among an allocate's updated nodes, if it is
+/// registered or lost lately: why it is there (usable again, unusable —
+/// unhealthy, decommissioned or lost —, being decommissioned) and, while
+/// it is being decommissioned, the seconds left before what runs on it is
+/// killed.
+pub fn updated_node_report(cluster: &Cluster, id: &str, now: u64) -> Option<NodeReportProto> {
+    let (node, state) = match cluster.node(id) {
+        Some(node) => (node, node.state()),
+        None => (&cluster.lost_node(id)?.node, NodeState::Lost),
     };
-    NodeReportProto {
+    let update = match state {
+        NodeState::Running => NodeUpdateTypeProto::NodeUsable,
+        NodeState::Decommissioning => NodeUpdateTypeProto::NodeDecommissioning,
+        NodeState::Unhealthy | NodeState::Decommissioned | NodeState::Lost => {
+            NodeUpdateTypeProto::NodeUnusable
+        }
+    };
+    Some(NodeReportProto {
         node_update_type: Some(update as i32),
         decommissioning_timeout: node
             .decommission
             .map(|d| u32::try_from(d.deadline_ms.saturating_sub(now) / 1000).unwrap_or(u32::MAX)),
-        ..node_report(node)
-    }
+        ..node_report(node, state)
+    })
 }
 
 /// The cluster's node counts.
 pub fn cluster_metrics(cluster: &Cluster) -> YarnClusterMetricsProto {
     let count = |n: usize| Some(i32::try_from(n).unwrap_or(i32::MAX));
-    let in_state = |state: &str| count(cluster.nodes().filter(|n| n.state() == state).count());
+    let nodes = cluster.node_counts();
     YarnClusterMetricsProto {
-        num_node_managers: count(cluster.nodes().count()),
-        num_active_nms: in_state("RUNNING"),
-        num_lost_nms: count(cluster.lost_nodes().count()),
-        num_decommissioned_nms: in_state("DECOMMISSIONED"),
-        num_unhealthy_nms: in_state("UNHEALTHY"),
+        num_node_managers: count(nodes.registered),
+        num_active_nms: count(nodes.running),
+        num_lost_nms: count(nodes.lost),
+        num_decommissioned_nms: count(nodes.decommissioned),
+        num_unhealthy_nms: count(nodes.unhealthy),
         num_rebooted_nms: Some(0),
-        num_decommissioning_nms: in_state("DECOMMISSIONING"),
+        num_decommissioning_nms: count(nodes.decommissioning),
         num_shutdown_nms: Some(0),
     }
 }
@@ -466,18 +489,20 @@ mod tests {
             report: "log-dirs /l is bad".into(),
         };
         cluster.set_node_health("b", Some(&sick));
-        let report = node_report(cluster.node("b").unwrap());
+        let b = cluster.node("b").unwrap();
+        let report = node_report(b, b.state());
         assert_eq!(report.node_state, Some(NodeStateProto::NsUnhealthy as i32));
         assert_eq!(report.health_report.as_deref(), Some("log-dirs /l is bad"));
-        let healthy = node_report(cluster.node("a").unwrap());
+        let a = cluster.node("a").unwrap();
+        let healthy = node_report(a, a.state());
         assert_eq!(healthy.node_state, Some(NodeStateProto::NsRunning as i32));
-        let updated = updated_node_report(cluster.node("b").unwrap(), 0);
+        let updated = updated_node_report(&cluster, "b", 0).unwrap();
         assert_eq!(
             updated.node_update_type,
             Some(NodeUpdateTypeProto::NodeUnusable as i32)
         );
         cluster.decommission_node("a", 90_500, 0).unwrap();
-        let draining = updated_node_report(cluster.node("a").unwrap(), 500);
+        let draining = updated_node_report(&cluster, "a", 500).unwrap();
         assert_eq!(
             draining.node_state,
             Some(NodeStateProto::NsDecommissioned as i32),
@@ -493,6 +518,22 @@ mod tests {
         assert_eq!(metrics.num_node_managers, Some(2));
         assert_eq!(metrics.num_active_nms, Some(1));
         assert_eq!(metrics.num_unhealthy_nms, Some(1));
+        // Lost by silence: LOST and unusable, in the listing until it
+        // registers again.
+        cluster.expire_nodes(1, 2);
+        let lost = updated_node_report(&cluster, "a", 3).unwrap();
+        assert_eq!(lost.node_state, Some(NodeStateProto::NsLost as i32));
+        assert_eq!(
+            lost.node_update_type,
+            Some(NodeUpdateTypeProto::NodeUnusable as i32)
+        );
+        assert_eq!(lost.num_containers, Some(0));
+        assert_eq!(node_reports(&cluster).count(), 2);
+        assert!(updated_node_report(&cluster, "never-seen", 3).is_none());
+        let metrics = cluster_metrics(&cluster);
+        assert_eq!(metrics.num_node_managers, Some(0));
+        assert_eq!(metrics.num_lost_nms, Some(2));
+        assert_eq!(metrics.num_active_nms, Some(0));
     }
 
     #[test]
