@@ -50,6 +50,19 @@ impl SparkSite {
     /// spark-submit of the pi example in `mode` with `slices`, tagged
     /// `project:science`; not waited for.
     fn submit(&self, mode: &str, slices: u32, name: &str) -> std::process::Child {
+        self.submit_with(mode, slices, name, &[], Stdio::piped())
+    }
+
+    /// As [`SparkSite::submit`], with `extra` confs (later ones win) and
+    /// its stderr to `stderr`.
+    fn submit_with(
+        &self,
+        mode: &str,
+        slices: u32,
+        name: &str,
+        extra: &[&str],
+        stderr: Stdio,
+    ) -> std::process::Child {
         let rpc = self.server.rpc.as_deref().expect("YARN's client port");
         let scheduler = self
             .server
@@ -97,14 +110,18 @@ impl SparkSite {
             format!("spark.executorEnv.PYSPARK_PYTHON={}", python.display()),
             "spark.yarn.report.interval=1s".into(),
         ];
-        for conf in confs {
+        for conf in confs
+            .iter()
+            .map(String::as_str)
+            .chain(extra.iter().copied())
+        {
             command.arg("--conf").arg(conf);
         }
         command
             .arg(self.spark_home.join("examples/src/main/python/pi.py"))
             .arg(slices.to_string())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(stderr)
             .spawn()
             .expect("spark-submit starts")
     }
@@ -291,4 +308,72 @@ fn spark_pi_runs_on_weft_in_cluster_and_client_mode_and_a_killed_run_leaves_noth
     assert!(!ok, "spark-submit says its app was killed: {stderr}");
     let app = site.app_named("pi-killed").unwrap();
     assert_eq!(app["state"], "KILLED", "{app}");
+    decommission_run(&site);
+}
+
+/// A client-mode run with Spark's executor decommissioning on: the local
+/// node is decommissioned while the executor computes (with a deadline
+/// far off), Spark's master hears NODE_DECOMMISSIONING among the updated
+/// nodes of its allocate and its driver decommissions the executor; the
+/// replacement it asks for waits until the node is recommissioned, then
+/// the job ends. The master, still running, keeps the node DECOMMISSIONING.
+fn decommission_run(site: &SparkSite) {
+    let log = site.conf_dir.join("decommission-run.stderr");
+    let stderr = std::fs::File::create(&log).unwrap();
+    let child = site.submit_with(
+        "client",
+        // Enough tasks (about 0.2 s each here) that the job still runs
+        // when the decommission reaches Spark, a few seconds on.
+        200,
+        "pi-decommission",
+        &["spark.decommission.enabled=true"],
+        Stdio::from(stderr),
+    );
+    let said = |what: &str| {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains(what)
+    };
+    let wait_until = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + RUN_LIMIT;
+        while !done() {
+            assert!(
+                Instant::now() < deadline,
+                "{what}: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    // Its executor registered with the driver and computing.
+    wait_until("the executor never ran a task", &|| {
+        said("Registered executor") && said("Finished task")
+    });
+    let (_, nodes) = site.server.get("/ws/v1/cluster/nodes");
+    let node = nodes["nodes"]["node"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, body) = site.server.post(&format!(
+        "/ws/v1/cluster/nodes/{node}/decommission?timeout=600"
+    ));
+    assert_eq!(status, 200, "{body}");
+    wait_until("Spark's driver never decommissioned its executor", &|| {
+        said("Decommission executors") && said("is decommissioned")
+    });
+    // The executor gone, the master holds the node up.
+    wait_until(
+        "the decommissioned executor's container never ended",
+        &|| site.server.get("/ws/v1/cluster/nodes").1["nodes"]["node"][0]["numContainers"] == 1,
+    );
+    let (_, info) = site.server.get(&format!("/ws/v1/cluster/nodes/{node}"));
+    assert_eq!(info["node"]["state"], "DECOMMISSIONING", "{info}");
+    let (status, body) = site
+        .server
+        .post(&format!("/ws/v1/cluster/nodes/{node}/recommission"));
+    assert_eq!(status, 200, "{body}");
+    let (ok, stdout, _) = finish(child);
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(stdout.contains("Pi is roughly 3.1"), "{stdout}\n{stderr}");
 }
