@@ -131,10 +131,15 @@ fn opportunistic_containers_wait_at_a_busy_agent_and_never_run_beyond_it_or_thei
         ],
         "1.5",
     );
+    // Running, and their commands started (under load a shell can write
+    // its start a moment after the server counts it running).
     poll(
         "the guaranteed containers to run",
         Duration::from_secs(10),
-        || (app_state(&server, &filler)["runningContainers"] == 2).then_some(()),
+        || {
+            let running = app_state(&server, &filler)["runningContainers"] == 2;
+            (running && intervals(&runs).len() == 2).then_some(())
+        },
         logs,
     );
     let waiting = run(
