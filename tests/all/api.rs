@@ -235,6 +235,7 @@ const ROUTES: &[(&str, &str)] = &[
         "/ws/v1/cluster/apps/{id}/appattempts/{attempt}/containers/{container}",
     ),
     ("GET", "/ws/v1/cluster/apps/{id}/queue"),
+    ("PUT", "/ws/v1/cluster/apps/{id}/queue"),
     ("GET", "/ws/v1/cluster/apps/{id}/priority"),
     ("PUT", "/ws/v1/cluster/apps/{id}/priority"),
     ("GET", "/ws/v1/cluster/apps/{id}/timeouts"),

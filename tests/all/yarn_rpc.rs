@@ -177,11 +177,11 @@ fn calls_answer_and_a_failed_call_leaves_the_connection_open() {
     assert_eq!(class, "org.apache.hadoop.ipc.RpcNoSuchMethodException");
     assert!(message.contains("noSuchCall"), "{message}");
 
-    let unsupported = raw.call(3, "moveApplicationAcrossQueues", Vec::new());
+    let unsupported = raw.call(3, "getNewReservation", Vec::new());
     let (class, message) = unsupported.exception();
     assert_eq!(class, "org.apache.hadoop.ipc.RpcNoSuchMethodException");
     assert!(
-        message.contains("moveApplicationAcrossQueues") && message.contains("not supported"),
+        message.contains("getNewReservation") && message.contains("not supported"),
         "{message}"
     );
 
@@ -562,15 +562,28 @@ fn yarns_own_client_submits_watches_and_kills_over_rpc() {
     let dir = crate::support::shared_tempdir();
     // The client asks priority 3, which the cluster's highest (0 by
     // default, as YARN's) would cut.
+    // And it moves its app to queue b and back.
     let server = Server::start_with_local_agent(
         &dir.path().join("data"),
-        &["--set", "yarn.cluster.max-application-priority=10"],
+        &[
+            "--set",
+            "yarn.cluster.max-application-priority=10",
+            "--set",
+            "yarn.scheduler.capacity.root.queues=default,b",
+            "--set",
+            "yarn.scheduler.capacity.root.default.capacity=99",
+            "--set",
+            "yarn.scheduler.capacity.root.b.capacity=1",
+        ],
         None,
     );
     let output = client_check(
         &jars,
         &rpc_address(&server),
-        &[("CHECK_CONTAINERS", "1".as_ref())],
+        &[
+            ("CHECK_CONTAINERS", "1".as_ref()),
+            ("CHECK_MOVE_TO", "b".as_ref()),
+        ],
     );
     let read = read_check(&output);
     let (_, metrics) = server.get("/ws/v1/cluster/metrics");
@@ -579,7 +592,7 @@ fn yarns_own_client_submits_watches_and_kills_over_rpc() {
         metrics["clusterMetrics"]["activeNodes"].to_string()
     );
     assert_eq!(read["queue.name"], "default");
-    assert_eq!(read["queue.capacity"], "1.0");
+    assert_eq!(read["queue.capacity"], "0.99");
     // Its master never registers (it is `sleep`): YARN says ACCEPTED
     // until a master does, whatever runs.
     assert_eq!(read["report.state"], "ACCEPTED");
@@ -590,6 +603,9 @@ fn yarns_own_client_submits_watches_and_kills_over_rpc() {
     assert_eq!(read["listed"], "true");
     assert_eq!(read["updated.priority"], "10");
     assert_eq!(read["updated.report.priority"], "10");
+    assert_eq!(read["moved.queue"], "b");
+    assert_eq!(read["moved.back"], "default");
+    assert_eq!(read["move.unknown"], "refused");
     assert_eq!(read["killed.state"], "KILLED");
     assert_eq!(read["unknown"], "ApplicationNotFoundException");
     // Its attempt, and its master's container as the attempt names it.

@@ -30,6 +30,7 @@ import org.apache.hadoop.yarn.client.api.YarnClient;
 import org.apache.hadoop.yarn.client.api.YarnClientApplication;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.exceptions.ApplicationNotFoundException;
+import org.apache.hadoop.yarn.exceptions.YarnException;
 
 public class ClientCheck {
     public static void main(String[] args) throws Exception {
@@ -143,6 +144,23 @@ public class ClientCheck {
         // Asked above the cluster's highest (10 in the test), cut to it.
         say("updated.priority", client.updateApplicationPriority(id, Priority.newInstance(12)).getPriority());
         say("updated.report.priority", client.getApplicationReport(id).getPriority().getPriority());
+
+        // Moved to the queue CHECK_MOVE_TO names and back (`yarn
+        // application -movetoqueue`); a queue there is none of is refused.
+        String moveTo = System.getenv("CHECK_MOVE_TO");
+        if (moveTo != null) {
+            String from = client.getApplicationReport(id).getQueue();
+            client.moveApplicationAcrossQueues(id, moveTo);
+            say("moved.queue", client.getApplicationReport(id).getQueue());
+            client.moveApplicationAcrossQueues(id, from);
+            say("moved.back", client.getApplicationReport(id).getQueue());
+            try {
+                client.moveApplicationAcrossQueues(id, "nowhere");
+                say("move.unknown", "moved");
+            } catch (YarnException e) {
+                say("move.unknown", e.getMessage().contains("unknown queue") ? "refused" : e.getMessage());
+            }
+        }
 
         client.killApplication(id);
         report = client.getApplicationReport(id);

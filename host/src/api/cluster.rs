@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::extract::{ApiPath, ApiQuery, ClientAddr, JsonBody, RawBody, decode_json};
 use super::openapi::RemoteException;
-use super::yarn_reads::AppPriority;
+use super::yarn_reads::{AppPriority, AppQueue};
 use super::{ApiError, ApiState};
 use crate::cluster::{
     App, AppFilter, AppState, Ask, Node, NodeKind, NodeState, OTHER_YARN_APP_STATES, SubmitApp,
@@ -1150,6 +1150,31 @@ pub(super) async fn update_app_priority(
         .with(move |rm: &mut ResourceManager| rm.update_priority(&caller, &id, wanted.priority))
         .await??;
     Ok(Json(AppPriority { priority }))
+}
+
+/// Moves an app to another leaf queue (YARN's `PUT …/queue`): its user,
+/// an administrator of its queue or of the cluster, who may also submit to
+/// the target. The target must take it (not STOPPED, room for one more app
+/// of its user, the app's node labels); an app in a reservation, or one
+/// that has ended, stays. Answers the app's queue now.
+#[utoipa::path(put, path = "/ws/v1/cluster/apps/{id}/queue", tag = "apps",
+    params(("id" = String, Path, description = "The application id")),
+    request_body = AppQueue,
+    responses((status = 200, body = AppQueue), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException),
+        (status = 404, body = RemoteException), (status = 409, body = RemoteException),
+        (status = 413, body = RemoteException)))]
+pub(super) async fn move_app(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiPath(id): ApiPath<String>,
+    JsonBody(wanted): JsonBody<AppQueue>,
+) -> Result<Json<AppQueue>, ApiError> {
+    let queue = state
+        .rm
+        .with(move |rm: &mut ResourceManager| rm.move_app(&caller, &id, &wanted.queue))
+        .await??;
+    Ok(Json(AppQueue { queue }))
 }
 
 /// Kills an app, as YARN's `PUT …/state {"state": "KILLED"}`: its user, an

@@ -132,7 +132,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(yarn_reads::app_attempt)))
         .routes(small(routes!(yarn_reads::attempt_containers)))
         .routes(small(routes!(yarn_reads::attempt_container)))
-        .routes(small(routes!(yarn_reads::app_queue)))
+        .routes(small(routes!(yarn_reads::app_queue, cluster::move_app)))
         .routes(small(routes!(
             yarn_reads::app_priority,
             cluster::update_app_priority

@@ -403,9 +403,11 @@ pub(super) async fn attempt_container(
     Ok(Json(AttemptContainerResponse { container: found }))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+/// An app's queue, as YARN's REST API reads and writes it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub(super) struct AppQueue {
-    queue: String,
+    pub(super) queue: String,
 }
 
 /// An app's priority, as YARN's REST API reads and writes it.

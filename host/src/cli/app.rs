@@ -52,6 +52,16 @@ pub(super) enum AppCommand {
         #[arg(value_parser = clap::value_parser!(u64).range(1..=crate::limits::MAX_APP_LIFETIME_S))]
         seconds: u64,
     },
+    /// Move an app to another leaf queue (as `yarn application -movetoqueue
+    /// ID -queue QUEUE`): its user or an administrator who may submit to
+    /// QUEUE; what it runs counts there from now on.
+    Move {
+        #[command(flatten)]
+        server: ServerArgs,
+        id: String,
+        /// The leaf queue, by name or path (e.g. root.batch).
+        queue: String,
+    },
     /// The stdout (or --stderr) of an app's containers.
     Logs {
         #[command(flatten)]
@@ -263,6 +273,14 @@ pub(super) fn run(command: AppCommand) -> anyhow::Result<()> {
             id,
             seconds,
         } => update_lifetime(&server, &id, seconds),
+        AppCommand::Move { server, id, queue } => {
+            let answer = server.client()?.put_json(
+                &format!("/ws/v1/cluster/apps/{}/queue", encode(&id)),
+                &json!({ "queue": queue }),
+            )?;
+            println!("{id}: in queue {}", answer["queue"].as_str().unwrap_or("?"));
+            Ok(())
+        }
         AppCommand::Logs {
             server,
             id,

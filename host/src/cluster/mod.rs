@@ -17,6 +17,7 @@ mod locality;
 mod master;
 mod model;
 mod node;
+mod queue_move;
 mod table;
 
 pub use accounting_record::AccountingRecord;

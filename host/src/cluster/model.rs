@@ -185,6 +185,10 @@ pub enum ClusterError {
         /// The label.
         label: String,
     },
+    /// A move of an app to another queue that its state or its queue's
+    /// rules refuse (a reservation's app, a lifetime the target would end).
+    #[error("{0}")]
+    CannotMove(String),
     /// A release of one of this server's simulated nodes (its id given),
     /// which no caller owns.
     #[error("node {0} is a simulated node of this server, which no caller owns")]
@@ -828,17 +832,8 @@ impl Cluster {
         submitter: &str,
         now: u64,
     ) -> Result<&App, ClusterError> {
-        let queue_index =
-            self.queues
-                .leaf(&request.queue)
-                .ok_or_else(|| ClusterError::UnknownQueue {
-                    queue: request.queue.clone(),
-                    leaves: self.queues.leaf_names().join(", "),
-                })?;
+        let queue_index = self.open_leaf(&request.queue)?;
         let queue = &self.queues.queues()[queue_index];
-        if queue.state == QueueState::Stopped {
-            return Err(ClusterError::QueueStopped(queue.path.clone()));
-        }
         let queue_name = queue.name.clone();
         request.check()?;
         let lifetime_deadline_ms = queue
@@ -870,28 +865,7 @@ impl Cluster {
             }
             partitions.push(label.to_string());
         }
-        let active = self.active_counts.of_queue(queue_index);
-        if active >= queue.maximum_applications {
-            return Err(ClusterError::QueueFull {
-                queue: queue.path.clone(),
-                active,
-            });
-        }
-        // YARN's per-user share of it (LeafQueue's maxApplicationsPerUser):
-        // maximum-applications × minimum-user-limit-percent × user-limit-factor.
-        let per_user = (queue.maximum_applications as f64 * queue.minimum_user_limit_percent
-            / 100.0
-            * queue.user_limit_factor)
-            .clamp(1.0, queue.maximum_applications.max(1) as f64) as u64;
-        let of_user = self.active_counts.of_user(queue_index, &request.user);
-        if of_user >= per_user {
-            return Err(ClusterError::UserFull {
-                user: request.user.clone(),
-                queue: queue.path.clone(),
-                active: of_user,
-                maximum: per_user,
-            });
-        }
+        self.check_room_for_app(queue_index, &request.user)?;
         let (number, id) = match &request.application_id {
             Some(id) => {
                 let number = self.reserved_number(id).ok_or_else(|| {
@@ -969,9 +943,55 @@ impl Cluster {
         Ok(app)
     }
 
+    /// The leaf queue named `name` (its name or path), if it takes apps:
+    /// not STOPPED.
+    pub(super) fn open_leaf(&self, name: &str) -> Result<usize, ClusterError> {
+        let leaf = self
+            .queues
+            .leaf(name)
+            .ok_or_else(|| ClusterError::UnknownQueue {
+                queue: name.to_string(),
+                leaves: self.queues.leaf_names().join(", "),
+            })?;
+        let queue = &self.queues.queues()[leaf];
+        if queue.state == QueueState::Stopped {
+            return Err(ClusterError::QueueStopped(queue.path.clone()));
+        }
+        Ok(leaf)
+    }
+
+    /// Refuses one more active app of `user` in leaf `leaf` beyond its
+    /// maximum-applications or the user's share of them.
+    pub(super) fn check_room_for_app(&self, leaf: usize, user: &str) -> Result<(), ClusterError> {
+        let queue = &self.queues.queues()[leaf];
+        let active = self.active_counts.of_queue(leaf);
+        if active >= queue.maximum_applications {
+            return Err(ClusterError::QueueFull {
+                queue: queue.path.clone(),
+                active,
+            });
+        }
+        // YARN's per-user share of it (LeafQueue's maxApplicationsPerUser):
+        // maximum-applications × minimum-user-limit-percent × user-limit-factor.
+        let per_user = (queue.maximum_applications as f64 * queue.minimum_user_limit_percent
+            / 100.0
+            * queue.user_limit_factor)
+            .clamp(1.0, queue.maximum_applications.max(1) as f64) as u64;
+        let of_user = self.active_counts.of_user(leaf, user);
+        if of_user >= per_user {
+            return Err(ClusterError::UserFull {
+                user: user.to_string(),
+                queue: queue.path.clone(),
+                active: of_user,
+                maximum: per_user,
+            });
+        }
+        Ok(())
+    }
+
     /// Refuses a label (named by `field`) the cluster lacks or leaf
     /// `queue_index` may not use; "" (the default partition) is always fine.
-    fn check_label(
+    pub(super) fn check_label(
         &self,
         queue_index: usize,
         field: &str,

@@ -686,6 +686,51 @@ impl ResourceManager {
     }
 }
 
+impl ResourceManager {
+    /// Moves app `id` to leaf queue `queue` for `caller` (YARN's
+    /// moveApplicationAcrossQueues): the caller may change the app (its
+    /// user, an administrator of its queue or of the cluster) and may
+    /// submit to or administer the target; the target's own rules are the
+    /// cluster's (`Cluster::move_app`). An app that has ended is not moved.
+    /// Returns the app's queue now.
+    pub fn move_app(
+        &mut self,
+        caller: &Caller,
+        id: &str,
+        queue: &str,
+    ) -> Result<String, RequestError> {
+        limits::name("queue", queue)?;
+        let index = match self.app_to_change(caller, id, "move")? {
+            ToChange::Ended(app) => {
+                return Err(RequestError::Conflict(format!(
+                    "application {id} is {} and cannot be moved",
+                    app.state.as_str()
+                )));
+            }
+            ToChange::Active(index) => index,
+        };
+        let queues = self.cluster.queues();
+        if let Some(leaf) = queues.leaf(queue)
+            && !self.security.is_admin(caller)
+        {
+            self.security
+                .check_submit(caller, queues, leaf)
+                .map_err(|refusal| {
+                    RequestError::NotAllowed(format!("cannot move {id}: {refusal}"))
+                })?;
+        }
+        let from = self.cluster.apps()[index].queue.clone();
+        let moved = self.cluster.move_app(index, queue, self.now())?;
+        if moved != from {
+            tracing::info!(app = id, from = %from, to = %moved, by = %caller.user, "application moved to another queue");
+            // What it waits for may fit in its new queue: as a submission,
+            // the next round comes early.
+            self.submitted_since_round = true;
+        }
+        Ok(moved)
+    }
+}
+
 /// Why refreshQueues refused a tree; nothing changed.
 #[derive(Debug, thiserror::Error)]
 pub enum RefreshError {

@@ -23,6 +23,7 @@ use super::messages::calls::{
     GetContainersResponseProto, GetNewApplicationRequestProto, GetNewApplicationResponseProto,
     GetQueueInfoRequestProto, GetQueueInfoResponseProto, GetQueueUserAclsInfoRequestProto,
     GetQueueUserAclsInfoResponseProto, KillApplicationRequestProto, KillApplicationResponseProto,
+    MoveApplicationAcrossQueuesRequestProto, MoveApplicationAcrossQueuesResponseProto,
     SubmitApplicationRequestProto, SubmitApplicationResponseProto,
     UpdateApplicationPriorityRequestProto, UpdateApplicationPriorityResponseProto,
 };
@@ -193,6 +194,23 @@ impl ClientProtocol {
                     }),
                 }
                 .encode_to_vec()
+            }
+            "moveApplicationAcrossQueues" => {
+                let request: MoveApplicationAcrossQueuesRequestProto = call.decode()?;
+                let id = reports::application_id_text(Some(&request.application_id))?;
+                let queue = request.target_queue;
+                if queue.is_empty() {
+                    return Err(RpcError::new(class::YARN, "targetQueue is missing"));
+                }
+                let app = id.clone();
+                self.rm
+                    .with(move |rm: &mut ResourceManager| rm.move_app(&caller, &app, &queue))
+                    .await?
+                    .map_err(|e| match e {
+                        RequestError::Unknown(_) => reports::app_not_found(&id),
+                        other => refused(other),
+                    })?;
+                MoveApplicationAcrossQueuesResponseProto {}.encode_to_vec()
             }
             "getClusterNodes" => {
                 let request: GetClusterNodesRequestProto = call.decode()?;
