@@ -146,6 +146,12 @@ pub struct Metrics {
     /// `weft_budget_preemptions_total`: running containers preempted because
     /// their project ran out of credits (stop-running).
     pub budget_preemptions: Counter,
+    /// `weft_reclaim_preemptions_total`: running containers reclaim took
+    /// back for starved queues.
+    pub reclaim_preemptions: Counter,
+    /// `weft_reclaim_observed_total`: containers reclaim would have taken
+    /// back, under `…preemption.observe_only` (none was).
+    pub reclaim_observed: Counter,
     /// `weft_containers_lost_total`: containers lost with their node
     /// (ABORTED, exit status -100) and asked for again.
     pub containers_lost: Counter,
@@ -226,6 +232,8 @@ impl Metrics {
             project_budget_low: Family::default(),
             project_budget_exhausted: Family::default(),
             budget_preemptions: Counter::default(),
+            reclaim_preemptions: Counter::default(),
+            reclaim_observed: Counter::default(),
             containers_lost: Counter::default(),
             event_loop_panics: Family::default(),
             requests_refused: Family::default(),
@@ -331,6 +339,16 @@ impl Metrics {
             "budget_preemptions",
             "Running containers preempted because their project had no credits left (stop-running)",
             metrics.budget_preemptions.clone(),
+        );
+        registry.register(
+            "reclaim_preemptions",
+            "Running containers reclaim took back for starved queues",
+            metrics.reclaim_preemptions.clone(),
+        );
+        registry.register(
+            "reclaim_observed",
+            "Containers reclaim would have taken back under observe_only (none was)",
+            metrics.reclaim_observed.clone(),
         );
         registry.register(
             "containers_lost",

@@ -110,7 +110,7 @@ fn a_hadoop_capacity_scheduler_xml_imports_unchanged() {
 
 #[test]
 fn bad_queue_configurations_are_refused_naming_the_property() {
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 4] = [
         (
             &[
                 "--queues",
@@ -137,6 +137,13 @@ fn bad_queue_configurations_are_refused_naming_the_property() {
                 "yarn.scheduler.capacity.root.default.capacity=60",
             ],
             "below the queue's capacity",
+        ),
+        (
+            &[
+                "--set",
+                "yarn.scheduler.capacity.root.default.disable_preemption=maybe",
+            ],
+            "yarn.scheduler.capacity.root.default.disable_preemption: \"maybe\" must be true or false",
         ),
     ];
     for (args, says) in cases {

@@ -652,6 +652,84 @@ observe_at_ms = [12000]
 }
 
 #[test]
+fn reclaim_spares_queues_with_preemption_disabled_and_takes_nothing_when_only_observing() {
+    // a fills the node; c, below its guarantee, waits past the patience.
+    let scenario = r#"
+[[nodes]]
+count = 1
+memory_mb = 10240
+vcores = 10
+[[apps]]
+submit_ms = 0
+user = "alice"
+queue = "a"
+asks = [{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
+[[apps]]
+submit_ms = 2000
+user = "carol"
+queue = "c"
+asks = [{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 10000 }]
+"#;
+    for (name, extra, c_served) in [
+        ("reclaim as usual", "", 3),
+        (
+            "a's disable_preemption",
+            r#""yarn.scheduler.capacity.root.a.disable_preemption" = "true""#,
+            0,
+        ),
+        (
+            "root's, inherited by a",
+            r#""yarn.scheduler.capacity.root.disable_preemption" = "true""#,
+            0,
+        ),
+        (
+            "root's, a's own false",
+            "\"yarn.scheduler.capacity.root.disable_preemption\" = \"true\"\n\
+             \"yarn.scheduler.capacity.root.a.disable_preemption\" = \"false\"",
+            3,
+        ),
+    ] {
+        let summary = simulate(&format!(
+            r#"
+scheduling_interval_ms = 1000
+observe_at_ms = [12000]
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+{scenario}
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,c"
+"yarn.scheduler.capacity.root.a.capacity" = "50"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
+"yarn.scheduler.capacity.root.c.capacity" = "50"
+{extra}
+"#
+        ));
+        let observed = &summary["observations"][0];
+        assert_eq!(vcores(observed, "root.c"), c_served, "{name}: {observed}");
+    }
+    let summary = simulate(&format!(
+        r#"
+scheduling_interval_ms = 1000
+observe_at_ms = [12000]
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"yarn.resourcemanager.monitor.capacity.preemption.observe_only" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+{scenario}
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,c"
+"yarn.scheduler.capacity.root.a.capacity" = "50"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
+"yarn.scheduler.capacity.root.c.capacity" = "50"
+"#
+    ));
+    let observed = &summary["observations"][0];
+    assert_eq!(vcores(observed, "root.c"), 0, "observe_only: {observed}");
+    assert_eq!(vcores(observed, "root.a"), 10, "observe_only: {observed}");
+}
+
+#[test]
 fn reclaim_takes_nothing_for_demand_the_user_limit_bars() {
     // c's user limit is one container: once carol has it, what she still
     // asks for would not be served with room, so nothing more is taken

@@ -72,6 +72,9 @@ pub(super) struct QueueInfo {
     resources_used: ResourcesInfo,
     pending_resources: ResourcesInfo,
     priority: i32,
+    /// `disable_preemption` in force (its own or inherited): reclaim takes
+    /// none of its apps' containers.
+    preemption_disabled: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     users: Option<UserList>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -324,6 +327,7 @@ fn queue_info(cluster: &Cluster, partitions: Option<&Partitions>, index: usize) 
         resources_used: used.into(),
         pending_resources: pending.into(),
         priority: queue.priority,
+        preemption_disabled: queue.preemption_disabled,
         users: None,
         user_limit: None,
         user_limit_factor: None,

@@ -182,6 +182,9 @@ pub struct SchedulerSettings {
     pub interval: Duration,
     /// Reclaim's patience, when reclaim is on (`…scheduler.monitor.enable`).
     pub reclaim_after_ms: Option<u64>,
+    /// `yarn.resourcemanager.monitor.capacity.preemption.observe_only`:
+    /// reclaim chooses its victims and logs them, and preempts none.
+    pub reclaim_observe_only: bool,
     /// The largest container an ask may ask for (YARN's
     /// `yarn.scheduler.maximum-allocation-*`); 0 in a field: the largest
     /// registered node's.
@@ -493,6 +496,8 @@ impl Settings {
                 .flag("yarn.resourcemanager.scheduler.monitor.enable")?
                 .then(|| read.whole("weft.reclaim.starvation-ms"))
                 .transpose()?,
+            reclaim_observe_only: read
+                .flag("yarn.resourcemanager.monitor.capacity.preemption.observe_only")?,
             maximum_allocation: crate::resources::Resources::new(
                 read.whole("yarn.scheduler.maximum-allocation-mb")?,
                 read.whole_u32("yarn.scheduler.maximum-allocation-vcores")?,

@@ -511,6 +511,12 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "reclaim: preempt containers of queues above their guarantee for starved ones",
     ),
     (
+        "yarn.resourcemanager.monitor.capacity.preemption.observe_only",
+        ValueType::Flag,
+        "false",
+        "reclaim: choose victims and log them, preempting none",
+    ),
+    (
         "weft.reclaim.starvation-ms",
         ValueType::Whole {
             min: 0,

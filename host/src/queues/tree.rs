@@ -91,6 +91,10 @@ pub struct Queue {
     /// `acl_administer_queue`: who administers the queue, in YARN's ACL
     /// syntax (default `*` for root, nobody for the others).
     pub acl_administer_queue: String,
+    /// `disable_preemption`: reclaim takes no container of this queue's
+    /// apps (inherited: a queue without its own setting has its parent's;
+    /// root's is false).
+    pub preemption_disabled: bool,
     /// Set when the queue is `reservable`: the settings of its plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reservations: Option<ReservationSettings>,
@@ -306,6 +310,7 @@ impl QueueTree {
             state: QueueState::Running,
             acl_submit_applications: default_acl.into(),
             acl_administer_queue: default_acl.into(),
+            preemption_disabled: false,
             reservations: None,
             maximum_application_lifetime_s: None,
             default_application_lifetime_s: None,
@@ -421,6 +426,9 @@ impl QueueTree {
         let key = |attribute: &str| format!("{PREFIX}{path}.{attribute}");
         let value = |attribute: &str| properties.get(&key(attribute)).map(|v| (key(attribute), v));
         let is_root = index == 0;
+        let parent_preemption_disabled = self.queues[index]
+            .parent
+            .is_some_and(|parent| self.queues[parent].preemption_disabled);
         let queue = &mut self.queues[index];
 
         match value("capacity") {
@@ -509,6 +517,10 @@ impl QueueTree {
                 }
             };
         }
+        queue.preemption_disabled = match value("disable_preemption") {
+            Some((property, text)) => parse::<bool>(&property, text, "true or false")?,
+            None => parent_preemption_disabled,
+        };
         if let Some((_, text)) = value("acl_submit_applications") {
             queue.acl_submit_applications = text.to_string();
         }

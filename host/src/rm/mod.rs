@@ -82,6 +82,8 @@ pub struct ResourceManager {
     submitted_since_round: bool,
     /// Reclaim's switch and patience, and who is starved since when.
     reclaim_after_ms: Option<u64>,
+    /// Reclaim only says what it would take back (`observe_only`).
+    reclaim_observe_only: bool,
     starvation: Starvation,
     /// Where every change is written after each event (`commit`); `None`:
     /// nothing is (simulation, tests of the loop alone).
@@ -352,6 +354,7 @@ impl ResourceManager {
             started_ms: now,
             app_ids: Default::default(),
             reclaim_after_ms: settings.scheduler.reclaim_after_ms,
+            reclaim_observe_only: settings.scheduler.reclaim_observe_only,
             starvation: Starvation::default(),
             node_expiry_ms: settings.nodes.expiry_interval_ms,
             decommission_timeout_ms: settings.nodes.decommission_timeout_ms,
@@ -780,15 +783,18 @@ impl ResourceManager {
                 .starvation
                 .update(&self.cluster, &reservations, &held, now, after_ms)
         {
+            let observe_only = self.reclaim_observe_only;
             // What waits in agents' queues goes first: it ran nowhere, and
             // the room promised to it is what a starved queue needs.
-            let dequeued = self.cluster.dequeue_waiting(now);
-            if !dequeued.is_empty() {
-                tracing::info!(
-                    containers = dequeued.len(),
-                    "took back opportunistic containers waiting at agents for starved queues"
-                );
-                self.containers_finished(&dequeued, now);
+            if !observe_only {
+                let dequeued = self.cluster.dequeue_waiting(now);
+                if !dequeued.is_empty() {
+                    tracing::info!(
+                        containers = dequeued.len(),
+                        "took back opportunistic containers waiting at agents for starved queues"
+                    );
+                    self.containers_finished(&dequeued, now);
+                }
             }
             match reclaim::reclaim(
                 &mut self.cluster,
@@ -796,16 +802,29 @@ impl ResourceManager {
                 &reservations,
                 &held,
                 now,
+                observe_only,
             ) {
-                Ok(preempted) if !preempted.is_empty() => {
+                Ok(victims) if victims.is_empty() => {}
+                Ok(observed) if observe_only => {
+                    let ids: Vec<&str> = observed.iter().take(20).map(|c| c.id.as_str()).collect();
+                    tracing::info!(
+                        containers = observed.len(),
+                        first = ?ids,
+                        "reclaim would take these containers back for starved queues; none taken (observe_only)"
+                    );
+                    metrics().reclaim_observed.inc_by(observed.len() as u64);
+                    // As after a reclaim: said again after a whole patience.
+                    self.starvation.reclaimed(now);
+                }
+                Ok(preempted) => {
                     tracing::info!(
                         containers = preempted.len(),
                         "reclaimed capacity for starved queues"
                     );
+                    metrics().reclaim_preemptions.inc_by(preempted.len() as u64);
                     self.containers_finished(&preempted, now);
                     self.starvation.reclaimed(now);
                 }
-                Ok(_) => {}
                 Err(error) => tracing::warn!(%error, "reclaim skipped"),
             }
         }

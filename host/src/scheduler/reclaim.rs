@@ -232,14 +232,17 @@ impl Starvation {
 
 /// Asks `policy` which containers to take back and preempts them, one
 /// partition at a time when the cluster has labels (what a queue holds in
-/// one partition says nothing of its share of another). Returns the
-/// preempted containers.
+/// one partition says nothing of its share of another); with
+/// `observe_only` (YARN's `…preemption.observe_only`) preempts none.
+/// Returns the preempted containers (with `observe_only`, those it would
+/// have preempted, still running).
 pub fn reclaim(
     cluster: &mut Cluster,
     policy: &dyn Scheduling,
     reservations: &[ActiveReservation],
     held: &HeldProjects,
     now: u64,
+    observe_only: bool,
 ) -> Result<Vec<Container>, ScheduleError> {
     let mut preempted = Vec::new();
     for part in Part::all(cluster) {
@@ -260,17 +263,21 @@ pub fn reclaim(
             }
             Err(error) => return Err(error.into()),
         };
-        preempted.extend(
-            victims
-                .iter()
-                .filter_map(|&v| cluster.preempt(&running_ids[v as usize], now)),
-        );
+        let chosen = victims.iter().filter_map(|&v| running_ids.get(v as usize));
+        if observe_only {
+            preempted.extend(chosen.filter_map(|id| cluster.container(id).cloned()));
+        } else {
+            let chosen: Vec<String> = chosen.cloned().collect();
+            preempted.extend(chosen.iter().filter_map(|id| cluster.preempt(id, now)));
+        }
     }
     Ok(preempted)
 }
 
-/// The containers running on `round`'s nodes, as its snapshot numbers
-/// them, with their ids.
+/// The containers running on `round`'s nodes that may be taken back, as
+/// its snapshot numbers them, with their ids: not those of apps in a queue
+/// with `disable_preemption` (checked here, whatever the policy would
+/// choose).
 fn running_in(cluster: &Cluster, round: &Round) -> (Containers, Vec<String>) {
     let mut running = Containers::empty();
     let mut running_ids = Vec::new();
@@ -292,12 +299,19 @@ fn running_in(cluster: &Cluster, round: &Round) -> (Containers, Vec<String>) {
             .iter()
             .filter_map(|id| cluster.container(id))
         {
-            let Some(app) = cluster
+            let Some((index, app)) = cluster
                 .app_index(&container.app)
-                .and_then(|a| round.app_position(a))
+                .and_then(|a| Some((a, round.app_position(a)?)))
             else {
                 continue;
             };
+            let queues = cluster.queues().queues();
+            if queues
+                .get(cluster.apps()[index].queue_index)
+                .is_some_and(|queue| queue.preemption_disabled)
+            {
+                continue;
+            }
             running.app.push(app);
             running.node.push(node_index);
             running.memory_mb.push(container.resources.memory_mb);
