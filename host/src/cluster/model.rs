@@ -844,6 +844,11 @@ impl Cluster {
             .as_deref()
             .map(str::trim)
             .unwrap_or(&queue.partitions.default_label_expression);
+        // The app's own expression, checked even when every ask names its
+        // own: a YARN master's later asks run in it (`master.rs`).
+        if let Some(label) = request.node_label_expression.as_deref() {
+            self.check_label(queue_index, "node_label_expression", label.trim())?;
+        }
         let mut partitions = Vec::with_capacity(request.asks.len());
         for (i, ask) in request.asks.iter().enumerate() {
             let (field, label) = match ask.node_label_expression.as_deref() {

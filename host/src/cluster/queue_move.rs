@@ -27,17 +27,20 @@ impl Cluster {
             .get(index)
             .filter(|app| !app.state.has_ended())
             .ok_or_else(|| ClusterError::CannotMove(format!("no active application {index}")))?;
+        // Its own queue again: nothing to do, whatever that queue's state.
+        if self.queues.leaf(queue) == Some(app.queue_index) {
+            return Ok(app.queue.clone());
+        }
         let leaf = self.open_leaf(queue)?;
         let target = &self.queues.queues()[leaf];
-        if leaf == app.queue_index {
-            return Ok(target.name.clone());
-        }
         if let Some(reservation) = &app.reservation_id {
             return Err(ClusterError::CannotMove(format!(
                 "application {} runs in reservation {reservation} and stays in its queue {}",
                 app.id, app.queue
             )));
         }
+        let field = format!("application {}'s node_label_expression", app.id);
+        self.check_label(leaf, &field, &app.node_label_expression)?;
         for (i, ask) in app.asks.iter().enumerate() {
             let field = format!("application {}'s asks[{i}] node label", app.id);
             self.check_label(leaf, &field, &ask.partition)?;
@@ -261,5 +264,55 @@ mod tests {
             matches!(error, ClusterError::LabelNotAccessible { .. }),
             "{error}"
         );
+        // So does one whose own expression names it, its asks naming none
+        // (a YARN master's later asks run in the app's): b takes it neither
+        // by a move nor at submission.
+        let whole_app = |queue: &str| {
+            let mut ask = AskSpec::sized(1, 1024, 1, 0, 60_000);
+            ask.node_label_expression = Some(String::new());
+            let mut request = SubmitApp::new("alice", queue, "app", vec![ask]);
+            request.node_label_expression = Some("gpu".into());
+            request
+        };
+        let error = cluster.submit(whole_app("b"), "t", 0).unwrap_err();
+        assert!(
+            matches!(error, ClusterError::LabelNotAccessible { .. }),
+            "{error}"
+        );
+        let id = cluster
+            .submit(whole_app("default"), "t", 0)
+            .unwrap()
+            .id
+            .clone();
+        let index = cluster.app_index(&id).unwrap();
+        let error = cluster.move_app(index, "b", 1).unwrap_err();
+        assert!(
+            error.to_string().contains("node_label_expression"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_move_to_its_own_queue_is_nothing_to_do_even_when_that_queue_is_stopped() {
+        let mut cluster = cluster(&[]);
+        let app = submit(&mut cluster, "b", "alice", 0);
+        let mut properties = QueueProperties::defaults();
+        for (key, value) in [
+            ("root.queues", "default,b"),
+            ("root.default.capacity", "50"),
+            ("root.b.capacity", "50"),
+            ("root.b.state", "STOPPED"),
+        ] {
+            properties.set(&format!("{PREFIX}{key}"), value);
+        }
+        cluster
+            .replace_queues(QueueTree::from_properties(&properties).unwrap(), 1)
+            .unwrap();
+        assert_eq!(cluster.move_app(app, "root.b", 2).unwrap(), "b");
+        assert_eq!(cluster.move_app(app, "default", 2).unwrap(), "default");
+        assert!(matches!(
+            cluster.move_app(app, "b", 3),
+            Err(ClusterError::QueueStopped(_))
+        ));
     }
 }

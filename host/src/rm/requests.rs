@@ -710,7 +710,10 @@ impl ResourceManager {
             ToChange::Active(index) => index,
         };
         let queues = self.cluster.queues();
+        let current = self.cluster.apps()[index].queue_index;
+        // Its own queue again is no move: nothing to allow.
         if let Some(leaf) = queues.leaf(queue)
+            && leaf != current
             && !self.security.is_admin(caller)
         {
             self.security
