@@ -1048,4 +1048,50 @@ mod tests {
         let answer = cluster.agent_heartbeat("a1", report, 40).unwrap();
         assert!(answer.orders.kill.iter().any(|k| k.container_id == waiting));
     }
+
+    #[test]
+    fn what_waits_in_a_queue_with_preemption_disabled_is_not_taken_back() {
+        let mut cluster = opportunistic(4);
+        let (running, waiting) = two_running_one_waiting(&mut cluster);
+        let mut properties = QueueProperties::defaults();
+        properties.set(
+            "yarn.scheduler.capacity.root.default.disable_preemption",
+            "true",
+        );
+        cluster
+            .replace_queues(QueueTree::from_properties(&properties).unwrap(), 15)
+            .unwrap();
+        let queued = [waiting];
+        let report = AgentReport {
+            response_id: Some(0),
+            running: Some(&running),
+            ended: &[],
+            finished: &[],
+            queued: &queued,
+        };
+        cluster.agent_heartbeat("a1", report, 20).unwrap();
+        assert_eq!(cluster.waiting_containers().count(), 1);
+        assert!(cluster.dequeue_waiting(30).is_empty());
+        assert_eq!(cluster.apps()[0].preempted_containers, 0);
+    }
+
+    #[test]
+    fn a_decommissioned_node_whose_agent_stops_stays_decommissioned() {
+        let mut cluster = opportunistic(1);
+        cluster.decommission_node("a1", 0, 10).unwrap();
+        assert_eq!(
+            cluster.node("a1").unwrap().state(),
+            NodeState::Decommissioned
+        );
+        assert!(cluster.expire_nodes(1_000, 1_000).is_empty());
+        assert_eq!(
+            cluster.node("a1").unwrap().state(),
+            NodeState::Decommissioned
+        );
+        assert!(cluster.lost_node("a1").is_none());
+        // Recommissioned, a silent node is lost as any.
+        cluster.recommission_node("a1").unwrap();
+        cluster.expire_nodes(1_000, 1_000);
+        assert!(cluster.node("a1").is_none() && cluster.lost_node("a1").is_some());
+    }
 }

@@ -438,12 +438,23 @@ impl Cluster {
             .filter_map(|id| self.containers.get(id))
     }
 
-    /// Takes back every container waiting in an agent's queue (PREEMPTED:
+    /// Takes back every container waiting in an agent's queue, but those of
+    /// a queue with `disable_preemption` (PREEMPTED:
     /// asked for again, no attempt counted, nothing charged — none ran),
     /// so the room they were promised goes to starved queues first; their
     /// agents are ordered to drop them. Returns them.
     pub fn dequeue_waiting(&mut self, now: u64) -> Vec<Container> {
-        let waiting: Vec<String> = self.waiting_containers().map(|c| c.id.clone()).collect();
+        // Not those of a queue with disable_preemption: reclaim takes
+        // nothing of theirs.
+        let spared = |app: Option<&App>| {
+            app.and_then(|app| self.queues.queues().get(app.queue_index))
+                .is_some_and(|queue| queue.preemption_disabled)
+        };
+        let waiting: Vec<String> = self
+            .waiting_containers()
+            .filter(|c| !spared(self.app(&c.app)))
+            .map(|c| c.id.clone())
+            .collect();
         waiting
             .iter()
             .filter_map(|id| self.end_container(id, now, EndCause::Preempted))
@@ -731,10 +742,13 @@ impl Cluster {
     /// Remote nodes silent since before `deadline` are lost, with their
     /// containers (asked for again).
     pub fn expire_nodes(&mut self, deadline: u64, now: u64) -> Vec<Container> {
+        // A decommissioned node with nothing on it stays DECOMMISSIONED
+        // when its agent stops (as YARN's, whose NodeManager shuts down).
         let silent: Vec<String> = self
             .nodes
             .values()
             .filter(|n| n.kind == NodeKind::Remote && n.last_heartbeat_ms < deadline)
+            .filter(|n| n.state() != NodeState::Decommissioned)
             .map(|n| n.id.clone())
             .collect();
         silent

@@ -335,6 +335,7 @@ pub fn updated_node_report(cluster: &Cluster, id: &str, now: u64) -> Option<Node
         node_update_type: Some(update as i32),
         decommissioning_timeout: node
             .decommission
+            .filter(|_| state != NodeState::Lost)
             .map(|d| u32::try_from(d.deadline_ms.saturating_sub(now) / 1000).unwrap_or(u32::MAX)),
         ..node_report(node, state)
     })
