@@ -250,3 +250,74 @@ fn who_may_change_an_ended_app_follows_its_queue_by_name_across_refreshes() {
     refresh();
     answers([200, 403, 200, 200, 403]);
 }
+
+/// YARN's refreshNodes: `weft node refresh` and `POST
+/// /ws/v1/admin/refresh-nodes` decommission the nodes the exclude file
+/// lists and recommission those it drops; only administrators; a bad file
+/// changes nothing.
+#[test]
+fn refresh_nodes_decommissions_what_the_exclude_file_lists_and_recommissions_what_it_drops() {
+    let dir = tempfile::tempdir().unwrap();
+    let exclude = dir.path().join("exclude");
+    write(&exclude, "# for the upgrade\nsim-0001:8041\n");
+    let setting = format!(
+        "yarn.resourcemanager.nodes.exclude-path={}",
+        exclude.display()
+    );
+    let server = Server::start(&[
+        "--sim-nodes",
+        "2x4096mb,4vcores",
+        "--set",
+        &setting,
+        "--set",
+        "yarn.admin.acl=ops",
+    ]);
+    let state = |id: &str| {
+        server.get(&format!("/ws/v1/cluster/nodes/{id}")).1["node"]["state"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let refresh = |user: &str, query: &str| {
+        server.request(
+            "POST",
+            &format!("/ws/v1/admin/refresh-nodes{query}"),
+            &[("X-Weft-User", user)],
+            None,
+        )
+    };
+    let (status, body) = refresh("alice", "");
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(state("sim-0001:8041"), "RUNNING");
+    let (status, body) = refresh("ops", "?graceful=true&timeout=60");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        json!({"decommissioned": ["sim-0001:8041"], "recommissioned": []})
+    );
+    assert_eq!(
+        state("sim-0001:8041"),
+        "DECOMMISSIONED",
+        "nothing ran on it"
+    );
+    assert_eq!(state("sim-0002:8041"), "RUNNING");
+    // A bad name in the file: refused, naming the line; nothing changes.
+    write(&exclude, "sim-0002:8041\nbad\u{7}name\n");
+    let (status, body) = refresh("ops", "");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("line 2"), "{body}");
+    assert_eq!(state("sim-0002:8041"), "RUNNING");
+    // A timeout without graceful is refused.
+    let (status, _) = refresh("ops", "?timeout=5");
+    assert_eq!(status, 400);
+    // Dropped from the file: the CLI's refresh recommissions it, and
+    // decommissions what the file names now.
+    write(&exclude, "sim-0002:8041\n");
+    let output = weft(&["node", "refresh", "--server", &server.base, "--user", "ops"]);
+    assert!(output.status.success(), "{output:?}");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(said.contains("decommissioned: sim-0002:8041"), "{said}");
+    assert!(said.contains("recommissioned: sim-0001:8041"), "{said}");
+    assert_eq!(state("sim-0001:8041"), "RUNNING");
+    assert_eq!(state("sim-0002:8041"), "DECOMMISSIONED");
+}

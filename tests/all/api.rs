@@ -285,6 +285,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/ws/v1/policies/{kind}/shadow"),
     ("POST", "/ws/v1/policies/{kind}/shadow/promote"),
     ("POST", "/ws/v1/admin/refresh-queues"),
+    ("POST", "/ws/v1/admin/refresh-nodes"),
     ("GET", "/ws/v1/quota/projects"),
     ("GET", "/ws/v1/quota/prices"),
     ("POST", "/ws/v1/quota/quote"),

@@ -1,10 +1,11 @@
-//! Administration: refreshQueues.
+//! Administration: refreshQueues and refreshNodes.
 
 use axum::Json;
 use axum::extract::State;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
+use super::extract::ApiQuery;
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::rm::ResourceManager;
@@ -49,5 +50,55 @@ pub(super) async fn refresh_queues(
     Ok(Json(Refreshed {
         refreshed: true,
         leaf_queues: leaves,
+    }))
+}
+
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(super) struct RefreshNodesQuery {
+    /// Decommission gracefully (YARN's `-refreshNodes -g`): what runs on a
+    /// listed node goes on until the timeout. Without it, at once.
+    #[serde(default)]
+    graceful: bool,
+    /// With `graceful`, seconds its containers may still run (at most a
+    /// year); `yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs`
+    /// (3600) when left out.
+    timeout: Option<u64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct NodesRefreshed {
+    /// Node ids decommissioned by this refresh.
+    decommissioned: Vec<String>,
+    /// Node ids an earlier refresh decommissioned that the file no longer
+    /// lists, which take containers again.
+    recommissioned: Vec<String>,
+}
+
+/// Reads the exclude file (`yarn.resourcemanager.nodes.exclude-path`) again
+/// (administrators only; YARN's refreshNodes): the nodes it lists (by node
+/// id or host) are decommissioned, at once or with `graceful` after the
+/// timeout; those an earlier refresh decommissioned that it no longer lists
+/// are recommissioned. Decommissions made through the nodes API stay. A
+/// file refused (unreadable, too large, a bad name) changes nothing.
+#[utoipa::path(post, path = "/ws/v1/admin/refresh-nodes", tag = "admin",
+    params(RefreshNodesQuery),
+    responses((status = 200, body = NodesRefreshed), (status = 400, body = RemoteException),
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException)))]
+pub(super) async fn refresh_nodes(
+    State(state): State<ApiState>,
+    caller: Caller,
+    ApiQuery(query): ApiQuery<RefreshNodesQuery>,
+) -> Result<Json<NodesRefreshed>, ApiError> {
+    let refresh = state
+        .rm
+        .with(move |rm: &mut ResourceManager| {
+            rm.refresh_nodes(&caller, query.graceful, query.timeout)
+        })
+        .await??;
+    Ok(Json(NodesRefreshed {
+        decommissioned: refresh.decommissioned,
+        recommissioned: refresh.recommissioned,
     }))
 }

@@ -166,6 +166,7 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(policies::promote_shadow)))
         .routes(small(routes!(policies::rollback)))
         .routes(small(routes!(admin::refresh_queues)))
+        .routes(small(routes!(admin::refresh_nodes)))
         .routes(small(routes!(quota::projects)))
         .routes(small(routes!(quota::prices)))
         .routes(small(routes!(quota::quote)))

@@ -124,6 +124,23 @@ pub(super) enum NodeCommand {
         #[command(flatten)]
         server: ServerArgs,
     },
+    /// Reads the server's exclude file (yarn.resourcemanager.nodes.exclude-path)
+    /// again, as `yarn rmadmin -refreshNodes` (administrators): the nodes
+    /// it lists are decommissioned, those it no longer lists that a refresh
+    /// decommissioned take containers again.
+    Refresh {
+        /// Decommission gracefully: what runs goes on until the timeout
+        /// (YARN's -g). Without it, at once.
+        #[arg(short = 'g', long)]
+        graceful: bool,
+        /// With --graceful, seconds its containers may still run; the
+        /// server's yarn.resourcemanager.nodemanager-graceful-decommission-timeout-secs
+        /// (3600) when left out.
+        #[arg(long, requires = "graceful")]
+        timeout: Option<u64>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -336,6 +353,32 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
                     text(&answer["state"])
                 );
             }
+            return Ok(());
+        }
+        NodeCommand::Refresh {
+            graceful,
+            timeout,
+            server,
+        } => {
+            let mut path = format!("/ws/v1/admin/refresh-nodes?graceful={graceful}");
+            if let Some(seconds) = timeout {
+                path.push_str(&format!("&timeout={seconds}"));
+            }
+            let answer = server.client()?.post(&path)?;
+            let list = |key: &str| {
+                answer[key]
+                    .as_array()
+                    .map(|ids| {
+                        ids.iter()
+                            .filter_map(|id| id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .filter(|ids| !ids.is_empty())
+                    .unwrap_or_else(|| "none".into())
+            };
+            println!("decommissioned: {}", list("decommissioned"));
+            println!("recommissioned: {}", list("recommissioned"));
             return Ok(());
         }
         NodeCommand::Recommission { id, server } => {

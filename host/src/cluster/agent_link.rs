@@ -1094,4 +1094,43 @@ mod tests {
         cluster.expire_nodes(1_000, 1_000);
         assert!(cluster.node("a1").is_none() && cluster.lost_node("a1").is_some());
     }
+
+    #[test]
+    fn a_refresh_decommissions_the_nodes_the_exclude_file_names_and_ends_only_its_own() {
+        let mut cluster = opportunistic(1);
+        for (id, nm) in [("a2", "host-b:4545"), ("a3", ""), ("a4", "")] {
+            let agent = AgentInfo {
+                nm_address: nm.into(),
+                ..AgentInfo::default()
+            };
+            cluster
+                .register_agent(id, Resources::new(2048, 2, 0), "ops", agent, Some(&[]), 0)
+                .unwrap();
+        }
+        // a4 decommissioned through the API: no refresh ends it.
+        cluster.decommission_node("a4", 5_000, 0).unwrap();
+        let names = |names: &[&str]| names.iter().map(|n| n.to_string()).collect();
+        // a1 by its id, a2 by its NodeId's host; "ghost" names nothing.
+        let refresh = cluster.refresh_excluded(&names(&["a1", "host-b", "ghost", "a4"]), 9_000, 10);
+        assert_eq!(refresh.decommissioned, ["a1", "a2"]);
+        assert!(refresh.recommissioned.is_empty());
+        let deadline =
+            |cluster: &Cluster, id: &str| cluster.decommission_of(id).map(|d| d.deadline_ms);
+        assert_eq!(deadline(&cluster, "a2"), Some(9_000));
+        assert_eq!(deadline(&cluster, "a4"), Some(5_000), "the API's stands");
+        // Again, with a2 dropped from the file: a2 takes containers again,
+        // a1's deadline stands, a4's decommission is the API's.
+        let refresh = cluster.refresh_excluded(&names(&["a1"]), 20_000, 20);
+        assert!(refresh.decommissioned.is_empty());
+        assert_eq!(refresh.recommissioned, ["a2"]);
+        assert_eq!(deadline(&cluster, "a1"), Some(9_000));
+        assert_eq!(cluster.node("a2").unwrap().state(), NodeState::Running);
+        // An empty file: every decommission a refresh made ends.
+        let refresh = cluster.refresh_excluded(&BTreeSet::new(), 0, 30);
+        assert_eq!(refresh.recommissioned, ["a1"]);
+        assert_eq!(
+            cluster.node("a4").unwrap().state(),
+            NodeState::Decommissioned
+        );
+    }
 }

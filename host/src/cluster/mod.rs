@@ -43,5 +43,5 @@ pub use master::{
 pub use model::{
     Allocation, Cluster, ClusterError, Container, EndCause, LOST_NODES_KEPT, LostNode, Placement,
 };
-pub use node::{AgentInfo, Node, NodeCounts, NodeKind, NodeState};
+pub use node::{AgentInfo, ExcludedRefresh, Node, NodeCounts, NodeKind, NodeState};
 pub use table::AppTable;

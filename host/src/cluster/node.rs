@@ -141,6 +141,24 @@ pub struct Decommission {
     pub since_ms: u64,
     /// When what still runs on it is killed (ABORTED, asked for again).
     pub deadline_ms: u64,
+    /// Made by a refresh of the nodes from the exclude file
+    /// (`yarn.resourcemanager.nodes.exclude-path`): a later refresh ends it
+    /// once the file no longer lists the node. One made through the API
+    /// stands until a recommission.
+    #[serde(default)]
+    pub listed: bool,
+}
+
+/// What a refresh of the nodes from the exclude file did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExcludedRefresh {
+    /// Node ids decommissioned now.
+    pub decommissioned: Vec<String>,
+    /// Node ids whose earlier refresh's decommission ended.
+    pub recommissioned: Vec<String>,
+    /// Opportunistic containers taken back from the decommissioned nodes'
+    /// queues (ABORTED, asked for again).
+    pub taken_back: Vec<Container>,
 }
 
 /// What an agent tells of itself at registration.
@@ -333,12 +351,25 @@ impl super::Cluster {
         deadline_ms: u64,
         now: u64,
     ) -> Result<Vec<Container>, ClusterError> {
+        self.decommission(id, deadline_ms, false, now)
+    }
+
+    /// Decommissions node `id` until `deadline_ms`, `listed` if the exclude
+    /// file asked (see [`Decommission::listed`]).
+    fn decommission(
+        &mut self,
+        id: &str,
+        deadline_ms: u64,
+        listed: bool,
+        now: u64,
+    ) -> Result<Vec<Container>, ClusterError> {
         if !self.nodes.contains_key(id) && !self.node_owners.contains_key(id) {
             return Err(ClusterError::UnknownNode(id.into()));
         }
         let decommission = Decommission {
             since_ms: self.decommissions.get(id).map_or(now, |d| d.since_ms),
             deadline_ms,
+            listed,
         };
         self.decommissions.insert(id.to_string(), decommission);
         super::durable::decommissions_changed(&mut self.changes);
@@ -374,6 +405,61 @@ impl super::Cluster {
             self.tell_masters_node_changed(id);
         }
         Ok(true)
+    }
+
+    /// YARN's refreshNodes against the exclude file's `excluded` hosts:
+    /// every node named there (by its id, or the host of its YARN NodeId)
+    /// and not being decommissioned already is decommissioned until
+    /// `deadline_ms`; every decommission an earlier refresh made whose node
+    /// the file no longer names ends. Decommissions made through the API
+    /// are left as they are. What it did, and the containers taken back
+    /// from agents' queues.
+    pub fn refresh_excluded(
+        &mut self,
+        excluded: &BTreeSet<String>,
+        deadline_ms: u64,
+        now: u64,
+    ) -> ExcludedRefresh {
+        let named = |id: &str, host: &str| excluded.contains(id) || excluded.contains(host);
+        let mut listed: BTreeSet<String> = self
+            .nodes
+            .values()
+            .filter(|node| named(&node.id, node.yarn_host()))
+            .map(|node| node.id.clone())
+            .collect();
+        listed.extend(
+            self.lost_nodes()
+                .filter(|lost| named(&lost.node.id, lost.node.yarn_host()))
+                .map(|lost| lost.node.id.clone()),
+        );
+        listed.extend(
+            self.node_owners
+                .keys()
+                .filter(|id| excluded.contains(id.as_str()))
+                .cloned(),
+        );
+        let mut refresh = ExcludedRefresh::default();
+        for id in &listed {
+            if self.decommissions.contains_key(id) {
+                continue;
+            }
+            if let Ok(taken) = self.decommission(id, deadline_ms, true, now) {
+                refresh.taken_back.extend(taken);
+                refresh.decommissioned.push(id.clone());
+            }
+        }
+        let unlisted: Vec<String> = self
+            .decommissions
+            .iter()
+            .filter(|(id, decommission)| decommission.listed && !listed.contains(*id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in unlisted {
+            if self.recommission_node(&id).unwrap_or(false) {
+                refresh.recommissioned.push(id);
+            }
+        }
+        refresh
     }
 
     /// The decommission of node id `id`, registered or not.

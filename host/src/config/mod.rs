@@ -36,6 +36,9 @@ pub struct Settings {
     pub scheduler: SchedulerSettings,
     /// How often nodes heartbeat and when a silent one is lost.
     pub nodes: NodeSettings,
+    /// `yarn.resourcemanager.nodes.exclude-path`: the hosts a refresh of
+    /// the nodes decommissions (an absolute path), if any.
+    pub nodes_exclude_path: Option<PathBuf>,
     /// How node agents run containers.
     pub agent: AgentSettings,
     /// Ended apps kept for the API (YARN's max-completed-applications).
@@ -654,6 +657,15 @@ impl Settings {
             node_manager_address: read.address("yarn.nodemanager.address")?,
         };
         let accounting_enabled = read.flag("weft.accounting.enabled")?;
+        let exclude = "yarn.resourcemanager.nodes.exclude-path";
+        let nodes_exclude_path = read.path(exclude)?;
+        if let Some(path) = nodes_exclude_path.as_ref().filter(|p| !p.is_absolute()) {
+            return Err(ConfigError::BadValue {
+                key: exclude.into(),
+                value: path.display().to_string(),
+                expected: "an absolute path".into(),
+            });
+        }
         #[cfg(test)]
         read.check_all_read();
         Ok(Settings {
@@ -662,6 +674,7 @@ impl Settings {
             pricing_params,
             scheduler,
             nodes,
+            nodes_exclude_path,
             agent,
             max_completed_applications,
             reservations,

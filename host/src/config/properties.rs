@@ -340,6 +340,12 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "how long a node being decommissioned (weft node decommission) waits for its containers to end before they are killed, in seconds, when the administrator names no timeout",
     ),
     (
+        "yarn.resourcemanager.nodes.exclude-path",
+        ValueType::Text,
+        "",
+        "a file (an absolute path) of hosts to decommission, as YARN's: names or node ids separated by white space, # to the end of a line a comment; read at each refresh of the nodes (POST /ws/v1/admin/refresh-nodes, weft node refresh); empty: none",
+    ),
+    (
         "yarn.nm.liveness-monitor.expiry-interval-ms",
         ValueType::Whole {
             min: 1,

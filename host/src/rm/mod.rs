@@ -11,6 +11,7 @@ pub mod application_masters;
 pub mod assemble;
 pub mod budget;
 pub mod charging;
+pub mod excluded_nodes;
 mod labels;
 pub mod local_tracker;
 pub mod notices;
@@ -70,6 +71,9 @@ pub struct ResourceManager {
     /// How long a decommission waits for a node's containers when the
     /// administrator names no timeout.
     decommission_timeout_ms: u64,
+    /// `yarn.resourcemanager.nodes.exclude-path`, read at each refresh of
+    /// the nodes (`excluded_nodes.rs`).
+    nodes_exclude_path: Option<std::path::PathBuf>,
     /// `yarn.scheduler.maximum-allocation-*` (0: the largest node's).
     maximum_allocation: Resources,
     /// `yarn.cluster.max-application-priority`.
@@ -358,6 +362,7 @@ impl ResourceManager {
             starvation: Starvation::default(),
             node_expiry_ms: settings.nodes.expiry_interval_ms,
             decommission_timeout_ms: settings.nodes.decommission_timeout_ms,
+            nodes_exclude_path: settings.nodes_exclude_path.clone(),
             maximum_allocation: settings.scheduler.maximum_allocation,
             max_application_priority: settings.scheduler.max_application_priority,
             last_round: None,

@@ -1,0 +1,149 @@
+//! YARN's refreshNodes: the hosts of the exclude file
+//! (`yarn.resourcemanager.nodes.exclude-path`) are decommissioned, and
+//! those it no longer lists recommissioned.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+
+use super::ResourceManager;
+use super::requests::RequestError;
+use crate::cluster::ExcludedRefresh;
+use crate::limits;
+use crate::security::Caller;
+
+/// The most the exclude file may hold.
+pub const MAX_EXCLUDE_FILE_BYTES: u64 = 4 << 20;
+
+/// The hosts the exclude file at `path` lists, as YARN's HostsFileReader
+/// reads its plain form: names separated by white space, `#` starting a
+/// comment to the end of its line. Refused, naming the file (and the line),
+/// when it cannot be read, is larger than [`MAX_EXCLUDE_FILE_BYTES`], is
+/// the XML form (per-host timeouts are not read), names more than
+/// [`limits::MAX_NODES`] hosts or a name out of bounds.
+pub fn read_exclude_file(path: &Path) -> Result<BTreeSet<String>, String> {
+    let what = format!("yarn.resourcemanager.nodes.exclude-path {}", path.display());
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("xml"))
+    {
+        return Err(format!(
+            "{what}: the XML form (hosts with timeouts) is not read; list the hosts as plain text, one or more a line"
+        ));
+    }
+    let file = std::fs::File::open(path).map_err(|e| format!("{what}: {e}"))?;
+    let mut text = String::new();
+    file.take(MAX_EXCLUDE_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{what}: {e}"))?;
+    if text.len() as u64 > MAX_EXCLUDE_FILE_BYTES {
+        return Err(format!(
+            "{what}: larger than {MAX_EXCLUDE_FILE_BYTES} bytes"
+        ));
+    }
+    let mut hosts = BTreeSet::new();
+    for (number, line) in text.lines().enumerate() {
+        let listed = line.split('#').next().unwrap_or_default();
+        for host in listed.split_whitespace() {
+            limits::name("host", host).map_err(|e| format!("{what}, line {}: {e}", number + 1))?;
+            hosts.insert(host.to_string());
+            if hosts.len() > limits::MAX_NODES {
+                return Err(format!("{what}: more than {} hosts", limits::MAX_NODES));
+            }
+        }
+    }
+    Ok(hosts)
+}
+
+impl ResourceManager {
+    /// refreshNodes for `caller` (administrators only): reads the exclude
+    /// file again and decommissions the nodes it lists — at once, or with
+    /// `graceful` after `timeout_s` (the setting's when none) — and
+    /// recommissions those an earlier refresh decommissioned that it no
+    /// longer lists. Without an exclude file, every such decommission
+    /// ends. A file refused changes nothing.
+    pub fn refresh_nodes(
+        &mut self,
+        caller: &Caller,
+        graceful: bool,
+        timeout_s: Option<u64>,
+    ) -> Result<ExcludedRefresh, RequestError> {
+        self.security
+            .check_admin(caller, "refresh the nodes")
+            .map_err(RequestError::NotAllowed)?;
+        if let Some(timeout) = timeout_s {
+            if !graceful {
+                return Err(RequestError::Invalid(
+                    "timeout: only a graceful refresh waits (graceful=true)".into(),
+                ));
+            }
+            limits::within("timeout", timeout, 0, limits::MAX_DECOMMISSION_TIMEOUT_S)?;
+        }
+        let excluded = match &self.nodes_exclude_path {
+            Some(path) => read_exclude_file(path).map_err(RequestError::Invalid)?,
+            None => BTreeSet::new(),
+        };
+        let timeout_ms = match (graceful, timeout_s) {
+            (false, _) => 0,
+            (true, Some(seconds)) => seconds.saturating_mul(1000),
+            (true, None) => self.decommission_timeout_ms,
+        };
+        let now = self.now();
+        let refresh = self
+            .cluster
+            .refresh_excluded(&excluded, now.saturating_add(timeout_ms), now);
+        self.containers_finished(&refresh.taken_back, now);
+        let killed = self.cluster.end_decommissions(now);
+        self.containers_finished(&killed, now);
+        tracing::warn!(
+            decommissioned = ?refresh.decommissioned,
+            recommissioned = ?refresh.recommissioned,
+            timeout_ms,
+            killed = killed.len(),
+            by = %caller.user,
+            "nodes refreshed from the exclude file"
+        );
+        if !refresh.recommissioned.is_empty() {
+            self.schedule_on_freed_resources();
+        }
+        Ok(refresh)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str, name: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn the_plain_form_is_read_with_its_comments_and_bad_files_are_refused() {
+        let (_dir, path) = file(
+            "# drained for the upgrade\nnode-1 node-2\n\n  10.0.0.7\t# rack 3\nnode-1\n",
+            "exclude",
+        );
+        let hosts = read_exclude_file(&path).unwrap();
+        assert_eq!(
+            hosts.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["10.0.0.7", "node-1", "node-2"]
+        );
+        let (_dir, path) = file("ok\nbad\u{1b}[31m\n", "exclude");
+        let refusal = read_exclude_file(&path).unwrap_err();
+        assert!(refusal.contains("line 2"), "{refusal}");
+        let (_dir, path) = file("<hosts/>", "exclude.xml");
+        assert!(read_exclude_file(&path).unwrap_err().contains("XML form"));
+        let (_dir, path) = file(&"a ".repeat(3 << 20), "exclude");
+        assert!(
+            read_exclude_file(&path)
+                .unwrap_err()
+                .contains("larger than")
+        );
+        let missing = read_exclude_file(Path::new("/nonexistent/exclude")).unwrap_err();
+        assert!(missing.contains("/nonexistent/exclude"), "{missing}");
+    }
+}
