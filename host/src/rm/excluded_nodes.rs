@@ -31,6 +31,11 @@ pub fn read_exclude_file(path: &Path) -> Result<BTreeSet<String>, String> {
             "{what}: the XML form (hosts with timeouts) is not read; list the hosts as plain text, one or more a line"
         ));
     }
+    // Read on the event loop: a FIFO or a device would hold it up.
+    let meta = std::fs::metadata(path).map_err(|e| format!("{what}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{what}: not a regular file"));
+    }
     let file = std::fs::File::open(path).map_err(|e| format!("{what}: {e}"))?;
     let mut text = String::new();
     file.take(MAX_EXCLUDE_FILE_BYTES + 1)
@@ -142,6 +147,11 @@ mod tests {
             read_exclude_file(&path)
                 .unwrap_err()
                 .contains("larger than")
+        );
+        assert!(
+            read_exclude_file(Path::new("/dev/zero"))
+                .unwrap_err()
+                .contains("not a regular file")
         );
         let missing = read_exclude_file(Path::new("/nonexistent/exclude")).unwrap_err();
         assert!(missing.contains("/nonexistent/exclude"), "{missing}");
