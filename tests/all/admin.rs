@@ -293,7 +293,8 @@ fn refresh_nodes_decommissions_what_the_exclude_file_lists_and_recommissions_wha
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body,
-        json!({"decommissioned": ["sim-0001:8041"], "recommissioned": []})
+        json!({"decommissioned": ["sim-0001:8041"], "recommissioned": [],
+            "unmatched": [], "unmatchedCount": 0})
     );
     assert_eq!(
         state("sim-0001:8041"),

@@ -1,5 +1,8 @@
 //! Administration: refreshQueues and refreshNodes.
 
+use std::collections::BTreeSet;
+use std::path::Path;
+
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
@@ -9,6 +12,7 @@ use super::extract::ApiQuery;
 use super::openapi::RemoteException;
 use super::{ApiError, ApiState};
 use crate::rm::ResourceManager;
+use crate::rm::excluded_nodes::read_exclude_file;
 use crate::security::Caller;
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -74,6 +78,10 @@ pub(super) struct NodesRefreshed {
     /// Node ids an earlier refresh decommissioned that the file no longer
     /// lists, which take containers again.
     recommissioned: Vec<String>,
+    /// Names in the file that matched no node (the first 100).
+    unmatched: Vec<String>,
+    /// How many names matched no node.
+    unmatched_count: usize,
 }
 
 /// Reads the exclude file (`yarn.resourcemanager.nodes.exclude-path`) again
@@ -91,14 +99,36 @@ pub(super) async fn refresh_nodes(
     caller: Caller,
     ApiQuery(query): ApiQuery<RefreshNodesQuery>,
 ) -> Result<Json<NodesRefreshed>, ApiError> {
+    // Checked before the file is read: only administrators make the
+    // server read it.
+    state
+        .security
+        .check_admin(&caller, "refresh the nodes")
+        .map_err(ApiError::forbidden)?;
+    let path = state
+        .rm
+        .with(|rm: &mut ResourceManager| rm.nodes_exclude_path().map(Path::to_path_buf))
+        .await?;
+    // Read off the event loop: a slow disk or mount holds up this request
+    // only.
+    let excluded = match path {
+        Some(path) => tokio::task::spawn_blocking(move || read_exclude_file(&path))
+            .await
+            .map_err(|e| ApiError::internal(format!("the read task failed: {e}")))?
+            .map_err(|e| ApiError::bad_request(format!("nodes not refreshed: {e}")))?,
+        None => BTreeSet::new(),
+    };
     let refresh = state
         .rm
         .with(move |rm: &mut ResourceManager| {
-            rm.refresh_nodes(&caller, query.graceful, query.timeout)
+            rm.refresh_nodes(&caller, &excluded, query.graceful, query.timeout)
         })
         .await??;
+    let unmatched_count = refresh.unmatched.len();
     Ok(Json(NodesRefreshed {
         decommissioned: refresh.decommissioned,
         recommissioned: refresh.recommissioned,
+        unmatched: refresh.unmatched.into_iter().take(100).collect(),
+        unmatched_count,
     }))
 }

@@ -1132,5 +1132,22 @@ mod tests {
             cluster.node("a4").unwrap().state(),
             NodeState::Decommissioned
         );
+        assert!(refresh.unmatched.is_empty());
+        // By its web address's host too; a name that matches nothing is
+        // said.
+        cluster.nodes.get_mut("a3").unwrap().agent.http_address = "http://web-3:8042".into();
+        let refresh = cluster.refresh_excluded(&names(&["web-3", "typo"]), 50_000, 40);
+        assert_eq!(refresh.decommissioned, ["a3"]);
+        assert_eq!(refresh.unmatched, ["typo"]);
+        // Restored and not yet heard from, a node's hosts are unknown: the
+        // decommission its host asked for stands until they are.
+        let refresh = cluster.refresh_excluded(&names(&["host-b"]), 60_000, 50);
+        assert_eq!(refresh.decommissioned, ["a2"]);
+        let a2 = cluster.nodes.get_mut("a2").unwrap();
+        a2.unheard_since_restore = true;
+        a2.agent = AgentInfo::default();
+        let refresh = cluster.refresh_excluded(&names(&["host-b"]), 70_000, 60);
+        assert!(refresh.recommissioned.is_empty(), "{refresh:?}");
+        assert_eq!(deadline(&cluster, "a2"), Some(60_000));
     }
 }

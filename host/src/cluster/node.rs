@@ -156,6 +156,9 @@ pub struct ExcludedRefresh {
     pub decommissioned: Vec<String>,
     /// Node ids whose earlier refresh's decommission ended.
     pub recommissioned: Vec<String>,
+    /// Names of the file that matched no node (a typo, a node not yet
+    /// registered).
+    pub unmatched: Vec<String>,
     /// Opportunistic containers taken back from the decommissioned nodes'
     /// queues (ABORTED, asked for again).
     pub taken_back: Vec<Container>,
@@ -408,11 +411,14 @@ impl super::Cluster {
     }
 
     /// YARN's refreshNodes against the exclude file's `excluded` hosts:
-    /// every node named there (by its id, or the host of its YARN NodeId)
-    /// and not being decommissioned already is decommissioned until
-    /// `deadline_ms`; every decommission an earlier refresh made whose node
-    /// the file no longer names ends. Decommissions made through the API
-    /// are left as they are. What it did, and the containers taken back
+    /// every node named there — by its id, the host of its YARN NodeId or
+    /// the host of its web address — and not being decommissioned already
+    /// is decommissioned until `deadline_ms`; every decommission an earlier
+    /// refresh made whose node the file no longer names ends, if the node's
+    /// hosts are known now (registered and heard from since a restart, or
+    /// lost lately: a restored node's agent has yet to say them).
+    /// Decommissions made through the API are left as they are. What it
+    /// did, the names that matched no node, and the containers taken back
     /// from agents' queues.
     pub fn refresh_excluded(
         &mut self,
@@ -420,25 +426,52 @@ impl super::Cluster {
         deadline_ms: u64,
         now: u64,
     ) -> ExcludedRefresh {
-        let named = |id: &str, host: &str| excluded.contains(id) || excluded.contains(host);
-        let mut listed: BTreeSet<String> = self
-            .nodes
-            .values()
-            .filter(|node| named(&node.id, node.yarn_host()))
-            .map(|node| node.id.clone())
-            .collect();
-        listed.extend(
-            self.lost_nodes()
-                .filter(|lost| named(&lost.node.id, lost.node.yarn_host()))
-                .map(|lost| lost.node.id.clone()),
-        );
-        listed.extend(
-            self.node_owners
-                .keys()
-                .filter(|id| excluded.contains(id.as_str()))
-                .cloned(),
-        );
-        let mut refresh = ExcludedRefresh::default();
+        let mut matched: BTreeSet<&str> = BTreeSet::new();
+        let mut named = |node: &Node| {
+            let http = node.http_host_port();
+            let http_host = http
+                .rsplit_once(':')
+                .map_or(http.as_str(), |(host, _)| host);
+            let names = [node.id.as_str(), node.yarn_host(), http_host];
+            let hits: Vec<&str> = names
+                .iter()
+                .filter_map(|name| excluded.get(*name).map(String::as_str))
+                .collect();
+            matched.extend(hits.iter().copied());
+            !hits.is_empty()
+        };
+        let mut listed: BTreeSet<String> = BTreeSet::new();
+        // Nodes whose hosts are known now: a decommission the file no
+        // longer names may end only for them.
+        let mut known: BTreeSet<String> = BTreeSet::new();
+        for node in self.nodes.values() {
+            if named(node) {
+                listed.insert(node.id.clone());
+            }
+            if node.kind == NodeKind::Simulated || !node.unheard_since_restore {
+                known.insert(node.id.clone());
+            }
+        }
+        for lost in self.lost_nodes.values() {
+            if named(&lost.node) {
+                listed.insert(lost.node.id.clone());
+            }
+            known.insert(lost.node.id.clone());
+        }
+        for id in self.node_owners.keys() {
+            if let Some(name) = excluded.get(id.as_str()) {
+                matched.insert(name);
+                listed.insert(id.clone());
+            }
+        }
+        let mut refresh = ExcludedRefresh {
+            unmatched: excluded
+                .iter()
+                .filter(|name| !matched.contains(name.as_str()))
+                .cloned()
+                .collect(),
+            ..ExcludedRefresh::default()
+        };
         for id in &listed {
             if self.decommissions.contains_key(id) {
                 continue;
@@ -451,7 +484,9 @@ impl super::Cluster {
         let unlisted: Vec<String> = self
             .decommissions
             .iter()
-            .filter(|(id, decommission)| decommission.listed && !listed.contains(*id))
+            .filter(|(id, decommission)| {
+                decommission.listed && !listed.contains(*id) && known.contains(*id)
+            })
             .map(|(id, _)| id.clone())
             .collect();
         for id in unlisted {

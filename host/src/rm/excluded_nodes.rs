@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::ResourceManager;
@@ -31,12 +32,18 @@ pub fn read_exclude_file(path: &Path) -> Result<BTreeSet<String>, String> {
             "{what}: the XML form (hosts with timeouts) is not read; list the hosts as plain text, one or more a line"
         ));
     }
-    // Read on the event loop: a FIFO or a device would hold it up.
-    let meta = std::fs::metadata(path).map_err(|e| format!("{what}: {e}"))?;
+    // Opened without waiting (a FIFO's open would wait for a writer) and
+    // checked as opened, not by name: whatever is swapped in at the path,
+    // only a regular file is read.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| format!("{what}: {e}"))?;
+    let meta = file.metadata().map_err(|e| format!("{what}: {e}"))?;
     if !meta.is_file() {
         return Err(format!("{what}: not a regular file"));
     }
-    let file = std::fs::File::open(path).map_err(|e| format!("{what}: {e}"))?;
     let mut text = String::new();
     file.take(MAX_EXCLUDE_FILE_BYTES + 1)
         .read_to_string(&mut text)
@@ -46,6 +53,9 @@ pub fn read_exclude_file(path: &Path) -> Result<BTreeSet<String>, String> {
             "{what}: larger than {MAX_EXCLUDE_FILE_BYTES} bytes"
         ));
     }
+    // A byte-order mark some editors write would make the first name one
+    // that matches nothing.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut hosts = BTreeSet::new();
     for (number, line) in text.lines().enumerate() {
         let listed = line.split('#').next().unwrap_or_default();
@@ -61,15 +71,22 @@ pub fn read_exclude_file(path: &Path) -> Result<BTreeSet<String>, String> {
 }
 
 impl ResourceManager {
-    /// refreshNodes for `caller` (administrators only): reads the exclude
-    /// file again and decommissions the nodes it lists — at once, or with
-    /// `graceful` after `timeout_s` (the setting's when none) — and
-    /// recommissions those an earlier refresh decommissioned that it no
-    /// longer lists. Without an exclude file, every such decommission
-    /// ends. A file refused changes nothing.
+    /// `yarn.resourcemanager.nodes.exclude-path`, if set: read (off the
+    /// event loop) with [`read_exclude_file`] for [`Self::refresh_nodes`].
+    pub fn nodes_exclude_path(&self) -> Option<&Path> {
+        self.nodes_exclude_path.as_deref()
+    }
+
+    /// refreshNodes for `caller` (administrators only), with `excluded`
+    /// the hosts the exclude file lists now (none without a file): the
+    /// nodes it names are decommissioned — at once, or with `graceful`
+    /// after `timeout_s` (the setting's when none) — and those an earlier
+    /// refresh decommissioned that it no longer names are recommissioned
+    /// (`Cluster::refresh_excluded`).
     pub fn refresh_nodes(
         &mut self,
         caller: &Caller,
+        excluded: &BTreeSet<String>,
         graceful: bool,
         timeout_s: Option<u64>,
     ) -> Result<ExcludedRefresh, RequestError> {
@@ -84,10 +101,6 @@ impl ResourceManager {
             }
             limits::within("timeout", timeout, 0, limits::MAX_DECOMMISSION_TIMEOUT_S)?;
         }
-        let excluded = match &self.nodes_exclude_path {
-            Some(path) => read_exclude_file(path).map_err(RequestError::Invalid)?,
-            None => BTreeSet::new(),
-        };
         let timeout_ms = match (graceful, timeout_s) {
             (false, _) => 0,
             (true, Some(seconds)) => seconds.saturating_mul(1000),
@@ -96,13 +109,14 @@ impl ResourceManager {
         let now = self.now();
         let refresh = self
             .cluster
-            .refresh_excluded(&excluded, now.saturating_add(timeout_ms), now);
+            .refresh_excluded(excluded, now.saturating_add(timeout_ms), now);
         self.containers_finished(&refresh.taken_back, now);
         let killed = self.cluster.end_decommissions(now);
         self.containers_finished(&killed, now);
         tracing::warn!(
             decommissioned = ?refresh.decommissioned,
             recommissioned = ?refresh.recommissioned,
+            unmatched = refresh.unmatched.len(),
             timeout_ms,
             killed = killed.len(),
             by = %caller.user,
@@ -129,7 +143,7 @@ mod tests {
     #[test]
     fn the_plain_form_is_read_with_its_comments_and_bad_files_are_refused() {
         let (_dir, path) = file(
-            "# drained for the upgrade\nnode-1 node-2\n\n  10.0.0.7\t# rack 3\nnode-1\n",
+            "\u{feff}# drained for the upgrade\nnode-1 node-2\n\n  10.0.0.7\t# rack 3\nnode-1\n",
             "exclude",
         );
         let hosts = read_exclude_file(&path).unwrap();
@@ -150,6 +164,15 @@ mod tests {
         );
         assert!(
             read_exclude_file(Path::new("/dev/zero"))
+                .unwrap_err()
+                .contains("not a regular file")
+        );
+        // A FIFO with no writer: refused at once, not waited on.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("exclude");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRUSR).unwrap();
+        assert!(
+            read_exclude_file(&fifo)
                 .unwrap_err()
                 .contains("not a regular file")
         );
