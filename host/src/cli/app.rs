@@ -379,6 +379,13 @@ pub(super) fn run_node(command: NodeCommand) -> anyhow::Result<()> {
             };
             println!("decommissioned: {}", list("decommissioned"));
             println!("recommissioned: {}", list("recommissioned"));
+            if answer["unmatchedCount"].as_u64().unwrap_or(0) > 0 {
+                eprintln!(
+                    "{} name(s) of the file match no node: {}",
+                    text(&answer["unmatchedCount"]),
+                    list("unmatched")
+                );
+            }
             return Ok(());
         }
         NodeCommand::Recommission { id, server } => {
