@@ -670,24 +670,31 @@ user = "carol"
 queue = "c"
 asks = [{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 10000 }]
 "#;
-    for (name, extra, c_served) in [
-        ("reclaim as usual", "", 3),
+    // Each case: a setting, a queue property, what c then holds.
+    let observe_only =
+        r#""yarn.resourcemanager.monitor.capacity.preemption.observe_only" = "true""#;
+    for (name, setting, property, c_served) in [
+        ("reclaim as usual", "", "", 3),
         (
             "a's disable_preemption",
+            "",
             r#""yarn.scheduler.capacity.root.a.disable_preemption" = "true""#,
             0,
         ),
         (
             "root's, inherited by a",
+            "",
             r#""yarn.scheduler.capacity.root.disable_preemption" = "true""#,
             0,
         ),
         (
             "root's, a's own false",
+            "",
             "\"yarn.scheduler.capacity.root.disable_preemption\" = \"true\"\n\
              \"yarn.scheduler.capacity.root.a.disable_preemption\" = \"false\"",
             3,
         ),
+        ("observe_only", observe_only, "", 0),
     ] {
         let summary = simulate(&format!(
             r#"
@@ -696,37 +703,24 @@ observe_at_ms = [12000]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
+{setting}
 {scenario}
 [queues.properties]
 "yarn.scheduler.capacity.root.queues" = "a,c"
 "yarn.scheduler.capacity.root.a.capacity" = "50"
 "yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
 "yarn.scheduler.capacity.root.c.capacity" = "50"
-{extra}
+{property}
 "#
         ));
         let observed = &summary["observations"][0];
         assert_eq!(vcores(observed, "root.c"), c_served, "{name}: {observed}");
+        assert_eq!(
+            vcores(observed, "root.a"),
+            10 - c_served,
+            "{name}: {observed}"
+        );
     }
-    let summary = simulate(&format!(
-        r#"
-scheduling_interval_ms = 1000
-observe_at_ms = [12000]
-[settings]
-"yarn.resourcemanager.scheduler.monitor.enable" = "true"
-"yarn.resourcemanager.monitor.capacity.preemption.observe_only" = "true"
-"weft.reclaim.starvation-ms" = "5000"
-{scenario}
-[queues.properties]
-"yarn.scheduler.capacity.root.queues" = "a,c"
-"yarn.scheduler.capacity.root.a.capacity" = "50"
-"yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
-"yarn.scheduler.capacity.root.c.capacity" = "50"
-"#
-    ));
-    let observed = &summary["observations"][0];
-    assert_eq!(vcores(observed, "root.c"), 0, "observe_only: {observed}");
-    assert_eq!(vcores(observed, "root.a"), 10, "observe_only: {observed}");
 }
 
 #[test]
