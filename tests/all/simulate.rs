@@ -652,7 +652,8 @@ observe_at_ms = [12000]
 }
 
 #[test]
-fn reclaim_spares_queues_with_preemption_disabled_and_takes_nothing_when_only_observing() {
+fn reclaim_spares_disabled_queues_observes_only_when_asked_and_takes_a_tenth_of_the_cluster_a_time()
+{
     // a fills the node; c, below its guarantee, waits past the patience.
     let scenario = r#"
 [[nodes]]
@@ -703,6 +704,7 @@ observe_at_ms = [12000]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round" = "1"
 {setting}
 {scenario}
 [queues.properties]
@@ -720,6 +722,31 @@ observe_at_ms = [12000]
             10 - c_served,
             "{name}: {observed}"
         );
+    }
+    // YARN's default cap, a tenth of the cluster a reclaim (one of a's
+    // containers here): the rest comes a monitoring interval (3 s) apart,
+    // not a whole patience. A cap below one container still takes one.
+    for cap in ["0.1", "0.01"] {
+        let summary = simulate(&format!(
+            r#"
+scheduling_interval_ms = 1000
+observe_at_ms = [8500, 11500, 14500]
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round" = "{cap}"
+{scenario}
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,c"
+"yarn.scheduler.capacity.root.a.capacity" = "50"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
+"yarn.scheduler.capacity.root.c.capacity" = "50"
+"#
+        ));
+        let served: Vec<u64> = (0..3)
+            .map(|i| vcores(&summary["observations"][i], "root.c"))
+            .collect();
+        assert_eq!(served, [1, 2, 3], "cap {cap}: {summary}");
     }
 }
 

@@ -188,6 +188,12 @@ pub struct SchedulerSettings {
     /// `yarn.resourcemanager.monitor.capacity.preemption.observe_only`:
     /// reclaim chooses its victims and logs them, and preempts none.
     pub reclaim_observe_only: bool,
+    /// `…preemption.total_preemption_per_round`: the most of the cluster
+    /// one reclaim takes, a fraction (at least one container).
+    pub reclaim_per_round: f64,
+    /// `…preemption.monitoring_interval`: ms before the next reclaim when
+    /// the cap cut one short.
+    pub reclaim_interval_ms: u64,
     /// The largest container an ask may ask for (YARN's
     /// `yarn.scheduler.maximum-allocation-*`); 0 in a field: the largest
     /// registered node's.
@@ -501,6 +507,11 @@ impl Settings {
                 .transpose()?,
             reclaim_observe_only: read
                 .flag("yarn.resourcemanager.monitor.capacity.preemption.observe_only")?,
+            reclaim_per_round: read.number(
+                "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round",
+            )?,
+            reclaim_interval_ms: read
+                .whole("yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval")?,
             maximum_allocation: crate::resources::Resources::new(
                 read.whole("yarn.scheduler.maximum-allocation-mb")?,
                 read.whole_u32("yarn.scheduler.maximum-allocation-vcores")?,

@@ -517,6 +517,21 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "reclaim: preempt containers of queues above their guarantee for starved ones",
     ),
     (
+        "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round",
+        ValueType::Number { max: 1 },
+        "0.1",
+        "reclaim: the most of the cluster's resources one reclaim takes back, as a fraction (at least one container); what the policy chose beyond it waits for the next, monitoring_interval later",
+    ),
+    (
+        "yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval",
+        ValueType::Whole {
+            min: 1,
+            max: DAY_MS,
+        },
+        "3000",
+        "ms after a reclaim cut short by total_preemption_per_round before the next",
+    ),
+    (
         "yarn.resourcemanager.monitor.capacity.preemption.observe_only",
         ValueType::Flag,
         "false",

@@ -86,8 +86,12 @@ pub struct ResourceManager {
     submitted_since_round: bool,
     /// Reclaim's switch and patience, and who is starved since when.
     reclaim_after_ms: Option<u64>,
-    /// Reclaim only says what it would take back (`observe_only`).
-    reclaim_observe_only: bool,
+    /// How much one reclaim takes back, or whether it only says
+    /// (`observe_only`).
+    reclaim_limits: reclaim::ReclaimLimits,
+    /// `…preemption.monitoring_interval`: ms before the next reclaim when
+    /// the cap cut one short.
+    reclaim_interval_ms: u64,
     starvation: Starvation,
     /// Where every change is written after each event (`commit`); `None`:
     /// nothing is (simulation, tests of the loop alone).
@@ -358,7 +362,11 @@ impl ResourceManager {
             started_ms: now,
             app_ids: Default::default(),
             reclaim_after_ms: settings.scheduler.reclaim_after_ms,
-            reclaim_observe_only: settings.scheduler.reclaim_observe_only,
+            reclaim_limits: reclaim::ReclaimLimits {
+                per_round: settings.scheduler.reclaim_per_round,
+                observe_only: settings.scheduler.reclaim_observe_only,
+            },
+            reclaim_interval_ms: settings.scheduler.reclaim_interval_ms,
             starvation: Starvation::default(),
             node_expiry_ms: settings.nodes.expiry_interval_ms,
             decommission_timeout_ms: settings.nodes.decommission_timeout_ms,
@@ -788,7 +796,7 @@ impl ResourceManager {
                 .starvation
                 .update(&self.cluster, &reservations, &held, now, after_ms)
         {
-            let observe_only = self.reclaim_observe_only;
+            let observe_only = self.reclaim_limits.observe_only;
             // What waits in agents' queues goes first: it ran nowhere, and
             // the room promised to it is what a starved queue needs.
             if !observe_only {
@@ -807,10 +815,11 @@ impl ResourceManager {
                 &reservations,
                 &held,
                 now,
-                observe_only,
+                self.reclaim_limits,
             ) {
-                Ok(victims) if victims.is_empty() => {}
-                Ok(observed) if observe_only => {
+                Ok(reclaimed) if reclaimed.containers.is_empty() => {}
+                Ok(reclaimed) if observe_only => {
+                    let observed = reclaimed.containers;
                     let ids: Vec<&str> = observed.iter().take(20).map(|c| c.id.as_str()).collect();
                     tracing::info!(
                         containers = observed.len(),
@@ -821,14 +830,22 @@ impl ResourceManager {
                     // As after a reclaim: said again after a whole patience.
                     self.starvation.reclaimed(now);
                 }
-                Ok(preempted) => {
+                Ok(reclaimed) => {
+                    let preempted = reclaimed.containers;
                     tracing::info!(
                         containers = preempted.len(),
+                        capped = reclaimed.capped,
                         "reclaimed capacity for starved queues"
                     );
                     metrics().reclaim_preemptions.inc_by(preempted.len() as u64);
                     self.containers_finished(&preempted, now);
-                    self.starvation.reclaimed(now);
+                    if reclaimed.capped {
+                        // The rest a monitoring interval on, if still starved.
+                        self.starvation
+                            .reclaimed_in_part(now, after_ms, self.reclaim_interval_ms);
+                    } else {
+                        self.starvation.reclaimed(now);
+                    }
                 }
                 Err(error) => tracing::warn!(%error, "reclaim skipped"),
             }

@@ -37,6 +37,19 @@ impl Starvation {
         }
     }
 
+    /// A reclaim was cut short by its cap: the starved may have the rest
+    /// `interval_ms` from `now`, not a whole patience (`after_ms`) on.
+    pub fn reclaimed_in_part(&mut self, now: u64, after_ms: u64, interval_ms: u64) {
+        let since = now.saturating_add(interval_ms).saturating_sub(after_ms);
+        for value in self
+            .since
+            .values_mut()
+            .chain(self.reservations_since.values_mut())
+        {
+            *value = since;
+        }
+    }
+
     /// Whether a leaf or a reservation was starved at the last update.
     pub fn any(&self) -> bool {
         !self.since.is_empty() || !self.reservations_since.is_empty()
@@ -230,21 +243,53 @@ impl Starvation {
     }
 }
 
-/// Asks `policy` which containers to take back and preempts them, one
-/// partition at a time when the cluster has labels (what a queue holds in
-/// one partition says nothing of its share of another); with
-/// `observe_only` (YARN's `…preemption.observe_only`) preempts none.
-/// Returns the preempted containers (with `observe_only`, those it would
-/// have preempted, still running).
+/// What one reclaim took back.
+#[derive(Debug, Default)]
+pub struct Reclaimed {
+    /// The containers preempted (with `observe_only`, those that would
+    /// have been, still running).
+    pub containers: Vec<Container>,
+    /// Whether the cap (`total_preemption_per_round`) held back some of
+    /// what the policy chose.
+    pub capped: bool,
+}
+
+/// How a reclaim may take back: at most `per_round` of the cluster's
+/// resources (YARN's `total_preemption_per_round`; at least one container
+/// whatever it is), or only say what it would (`observe_only`).
+#[derive(Debug, Clone, Copy)]
+pub struct ReclaimLimits {
+    /// The fraction of the cluster's resources one reclaim takes at most.
+    pub per_round: f64,
+    /// Choose and say, take nothing.
+    pub observe_only: bool,
+}
+
+/// Asks `policy` which containers to take back and preempts them, in the
+/// policy's order up to `limits.per_round` of the cluster, one partition
+/// at a time when the cluster has labels (what a queue holds in one
+/// partition says nothing of its share of another); with
+/// `limits.observe_only` (YARN's `…preemption.observe_only`) preempts
+/// none.
 pub fn reclaim(
     cluster: &mut Cluster,
     policy: &dyn Scheduling,
     reservations: &[ActiveReservation],
     held: &HeldProjects,
     now: u64,
-    observe_only: bool,
-) -> Result<Vec<Container>, ScheduleError> {
-    let mut preempted = Vec::new();
+    limits: ReclaimLimits,
+) -> Result<Reclaimed, ScheduleError> {
+    let capacity = cluster.capacity();
+    let share = limits.per_round.clamp(0.0, 1.0);
+    // Floors of each resource's share (whole MB, vcores, GPUs).
+    let cap = Resources::new(
+        (capacity.memory_mb as f64 * share) as u64,
+        (f64::from(capacity.vcores) * share) as u32,
+        (f64::from(capacity.gpus) * share) as u32,
+    );
+    let mut taken = Resources::ZERO;
+    let mut reclaimed = Reclaimed::default();
+    let preempted = &mut reclaimed.containers;
     for part in Part::all(cluster) {
         if matches!(part, Part::Lending(_)) {
             continue; // what is lent is in the label's own round
@@ -263,15 +308,38 @@ pub fn reclaim(
             }
             Err(error) => return Err(error.into()),
         };
-        let chosen = victims.iter().filter_map(|&v| running_ids.get(v as usize));
-        if observe_only {
-            preempted.extend(chosen.filter_map(|id| cluster.container(id).cloned()));
+        // In the policy's order, while within the cap (the first always).
+        let mut chosen = Vec::new();
+        for id in victims.iter().filter_map(|&v| running_ids.get(v as usize)) {
+            let Some(resources) = cluster.container(id).map(|c| c.resources) else {
+                continue;
+            };
+            let after = taken + resources;
+            let within = after.memory_mb <= cap.memory_mb
+                && after.vcores <= cap.vcores
+                && after.gpus <= cap.gpus;
+            let first = preempted.is_empty() && chosen.is_empty();
+            if !(within || first) {
+                reclaimed.capped = true;
+                break;
+            }
+            taken = after;
+            chosen.push(id.clone());
+        }
+        if limits.observe_only {
+            preempted.extend(
+                chosen
+                    .iter()
+                    .filter_map(|id| cluster.container(id).cloned()),
+            );
         } else {
-            let chosen: Vec<String> = chosen.cloned().collect();
             preempted.extend(chosen.iter().filter_map(|id| cluster.preempt(id, now)));
         }
+        if reclaimed.capped {
+            break;
+        }
     }
-    Ok(preempted)
+    Ok(reclaimed)
 }
 
 /// The containers running on `round`'s nodes that may be taken back, as
