@@ -748,6 +748,47 @@ observe_at_ms = [8500, 11500, 14500]
             .collect();
         assert_eq!(served, [1, 2, 3], "cap {cap}: {summary}");
     }
+    // Per resource, and only what a victim holds: with 4 GPUs in 100
+    // vcores the GPU cap is 0, and a GPU container among a's victims bars
+    // none of the others: ten a reclaim, as without GPUs.
+    let summary = simulate(
+        r#"
+scheduling_interval_ms = 1000
+observe_at_ms = [8500, 11500]
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+[[nodes]]
+count = 8
+memory_mb = 10240
+vcores = 10
+[[nodes]]
+count = 2
+memory_mb = 10240
+vcores = 10
+gpus = 2
+[[apps]]
+submit_ms = 0
+user = "alice"
+queue = "a"
+asks = [{ count = 4, memory_mb = 1024, vcores = 1, gpus = 1, duration_ms = 100000 },
+        { count = 96, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
+[[apps]]
+submit_ms = 2000
+user = "carol"
+queue = "c"
+asks = [{ count = 50, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,c"
+"yarn.scheduler.capacity.root.a.capacity" = "50"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
+"yarn.scheduler.capacity.root.c.capacity" = "50"
+"#,
+    );
+    let served: Vec<u64> = (0..2)
+        .map(|i| vcores(&summary["observations"][i], "root.c"))
+        .collect();
+    assert_eq!(served, [10, 20], "{summary}");
 }
 
 #[test]

@@ -823,6 +823,7 @@ impl ResourceManager {
                     let ids: Vec<&str> = observed.iter().take(20).map(|c| c.id.as_str()).collect();
                     tracing::info!(
                         containers = observed.len(),
+                        capped = reclaimed.capped,
                         first = ?ids,
                         "reclaim would take these containers back for starved queues; none taken (observe_only)"
                     );

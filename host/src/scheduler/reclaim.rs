@@ -38,9 +38,10 @@ impl Starvation {
     }
 
     /// A reclaim was cut short by its cap: the starved may have the rest
-    /// `interval_ms` from `now`, not a whole patience (`after_ms`) on.
+    /// `interval_ms` from `now`, or a whole patience (`after_ms`) on if that
+    /// is sooner.
     pub fn reclaimed_in_part(&mut self, now: u64, after_ms: u64, interval_ms: u64) {
-        let since = now.saturating_add(interval_ms).saturating_sub(after_ms);
+        let since = now.saturating_sub(after_ms.saturating_sub(interval_ms));
         for value in self
             .since
             .values_mut()
@@ -266,11 +267,12 @@ pub struct ReclaimLimits {
 }
 
 /// Asks `policy` which containers to take back and preempts them, in the
-/// policy's order up to `limits.per_round` of the cluster, one partition
-/// at a time when the cluster has labels (what a queue holds in one
-/// partition says nothing of its share of another); with
-/// `limits.observe_only` (YARN's `…preemption.observe_only`) preempts
-/// none.
+/// policy's order while they fit in `limits.per_round` of the cluster
+/// (those that do not are left for the next reclaim; at least one a
+/// partition), one partition at a time when the cluster has labels (what
+/// a queue holds in one partition says nothing of its share of another);
+/// with `limits.observe_only` (YARN's `…preemption.observe_only`)
+/// preempts none.
 pub fn reclaim(
     cluster: &mut Cluster,
     policy: &dyn Scheduling,
@@ -281,11 +283,13 @@ pub fn reclaim(
 ) -> Result<Reclaimed, ScheduleError> {
     let capacity = cluster.capacity();
     let share = limits.per_round.clamp(0.0, 1.0);
-    // Floors of each resource's share (whole MB, vcores, GPUs).
+    // Floors of each resource's share (whole MB, vcores, GPUs); the
+    // epsilon keeps 0.29 × 100 at 29, not 28.99… → 28.
+    let floor = |total: f64| (total * share + 1e-9).floor();
     let cap = Resources::new(
-        (capacity.memory_mb as f64 * share) as u64,
-        (f64::from(capacity.vcores) * share) as u32,
-        (f64::from(capacity.gpus) * share) as u32,
+        floor(capacity.memory_mb as f64) as u64,
+        floor(f64::from(capacity.vcores)) as u32,
+        floor(f64::from(capacity.gpus)) as u32,
     );
     let mut taken = Resources::ZERO;
     let mut reclaimed = Reclaimed::default();
@@ -308,20 +312,24 @@ pub fn reclaim(
             }
             Err(error) => return Err(error.into()),
         };
-        // In the policy's order, while within the cap (the first always).
+        // In the policy's order, each that fits within the cap (one that
+        // does not is left, a smaller one after it may fit: a GPU
+        // container over a small GPU cap holds back no other); the first
+        // of each partition always, so no partition waits on another's.
         let mut chosen = Vec::new();
         for id in victims.iter().filter_map(|&v| running_ids.get(v as usize)) {
             let Some(resources) = cluster.container(id).map(|c| c.resources) else {
                 continue;
             };
             let after = taken + resources;
-            let within = after.memory_mb <= cap.memory_mb
-                && after.vcores <= cap.vcores
-                && after.gpus <= cap.gpus;
-            let first = preempted.is_empty() && chosen.is_empty();
-            if !(within || first) {
+            // Only what it holds counts against the cap: a first GPU
+            // container over a GPU cap of 0 bars no container without.
+            let within = (resources.memory_mb == 0 || after.memory_mb <= cap.memory_mb)
+                && (resources.vcores == 0 || after.vcores <= cap.vcores)
+                && (resources.gpus == 0 || after.gpus <= cap.gpus);
+            if !(within || chosen.is_empty()) {
                 reclaimed.capped = true;
-                break;
+                continue;
             }
             taken = after;
             chosen.push(id.clone());
@@ -334,9 +342,6 @@ pub fn reclaim(
             );
         } else {
             preempted.extend(chosen.iter().filter_map(|id| cluster.preempt(id, now)));
-        }
-        if reclaimed.capped {
-            break;
         }
     }
     Ok(reclaimed)
@@ -421,6 +426,12 @@ mod tests {
         starvation.reclaimed(5_000);
         assert_eq!(starvation.since[&(1, String::new())], 5_000);
         assert_eq!(starvation.reservations_since["r"], 5_000);
+        // Cut short by the cap: due again an interval on (3 s of a 15 s
+        // patience), or a patience on when that is sooner.
+        starvation.reclaimed_in_part(20_000, 15_000, 3_000);
+        assert_eq!(starvation.since[&(1, String::new())], 8_000);
+        starvation.reclaimed_in_part(20_000, 2_000, 5_000);
+        assert_eq!(starvation.reservations_since["r"], 20_000);
     }
 
     #[test]
