@@ -347,19 +347,7 @@ impl NodeInfo {
         } else {
             String::new()
         };
-        let host = |text: &str| -> String {
-            let authority = text.rsplit("://").next().unwrap_or(text);
-            let authority = authority.split('/').next().unwrap_or(authority);
-            authority
-                .rsplit_once(':')
-                .map_or(authority, |(host, _)| host)
-                .to_string()
-        };
-        let node_host_name = if n.agent.http_address.is_empty() {
-            host(&n.id)
-        } else {
-            host(&n.agent.http_address)
-        };
+        let node_host_name = n.host_name().to_string();
         NodeInfo {
             id: n.id.clone(),
             rack: n.rack().into(),

@@ -205,6 +205,21 @@ impl Node {
             .to_string()
     }
 
+    /// Its host as REST's `nodeHostName` shows it: its agent's web
+    /// address's, else its id's, without scheme, path or port.
+    pub fn host_name(&self) -> &str {
+        let text = if self.agent.http_address.is_empty() {
+            &self.id
+        } else {
+            &self.agent.http_address
+        };
+        let authority = text.rsplit("://").next().unwrap_or(text);
+        let authority = authority.split('/').next().unwrap_or(authority);
+        authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _)| host)
+    }
+
     /// The host YARN's masters name it by: its NodeId's (the agent's
     /// ContainerManagementProtocol address), else its id's, without the
     /// port.
@@ -428,11 +443,7 @@ impl super::Cluster {
     ) -> ExcludedRefresh {
         let mut matched: BTreeSet<&str> = BTreeSet::new();
         let mut named = |node: &Node| {
-            let http = node.http_host_port();
-            let http_host = http
-                .rsplit_once(':')
-                .map_or(http.as_str(), |(host, _)| host);
-            let names = [node.id.as_str(), node.yarn_host(), http_host];
+            let names = [node.id.as_str(), node.yarn_host(), node.host_name()];
             let hits: Vec<&str> = names
                 .iter()
                 .filter_map(|name| excluded.get(*name).map(String::as_str))
