@@ -239,6 +239,23 @@ impl Client {
         self.answer(path, response)
     }
 
+    /// GETs `path`, whose 2xx answer is text. Sent again as needed.
+    pub fn get_text(&self, path: &str) -> anyhow::Result<String> {
+        let response = self.send(path, Replay::Safe, self.failover_wait, |url| {
+            self.with_user(self.agent.get(url)).call()
+        })?;
+        self.answer_text(path, response)
+    }
+
+    /// PUTs `body`, a change that may not be made twice (its 2xx answer
+    /// text): not sent again once it may have been carried out.
+    pub fn put_json_once(&self, path: &str, body: &Value) -> anyhow::Result<String> {
+        let response = self.send(path, Replay::Unsafe, self.failover_wait, |url| {
+            self.with_user(self.agent.put(url)).send_json(body)
+        })?;
+        self.answer_text(path, response)
+    }
+
     /// POSTs `body` and gives back the answer whatever its status, for
     /// callers that act on the status. Not sent again once it may have
     /// been carried out.
@@ -532,27 +549,36 @@ impl Client {
     pub fn answer(
         &self,
         path: &str,
-        mut response: ureq::http::Response<ureq::Body>,
+        response: ureq::http::Response<ureq::Body>,
     ) -> anyhow::Result<Value> {
+        let text = self.answer_text(path, response)?;
+        // Some answers have no body (a reservation's submit, as in YARN).
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text).with_context(|| format!("{path} did not answer JSON"))
+    }
+
+    /// The body of a 2xx answer as text; otherwise the server's own message.
+    fn answer_text(
+        &self,
+        path: &str,
+        mut response: ureq::http::Response<ureq::Body>,
+    ) -> anyhow::Result<String> {
         let status = response.status();
         let text = response
             .body_mut()
             .read_to_string()
             .with_context(|| format!("{path} answered an unreadable body"))?;
-        // Some answers have no body (a reservation's submit, as in YARN).
-        let body: Value = if text.trim().is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).with_context(|| format!("{path} did not answer JSON"))?
-        };
         if !status.is_success() {
+            let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             let message = body["RemoteException"]["message"]
                 .as_str()
                 .map(str::to_string)
-                .unwrap_or_else(|| body.to_string());
+                .unwrap_or(text);
             bail!("the server refused ({status}): {message}");
         }
-        Ok(body)
+        Ok(text)
     }
 }
 

@@ -75,7 +75,8 @@ fn in_process() -> &'static InProcess {
             security,
             delegation_tokens: None,
             reload_queues: Arc::new(|| {
-                weft_host::queues::load(None, &Default::default()).map_err(|e| e.to_string())
+                weft_host::queues::load_properties(None, &Default::default())
+                    .map_err(|e| e.to_string())
             }),
             heartbeat_interval_ms: 1000,
             policy_loads: Default::default(),
@@ -242,6 +243,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ws/v1/cluster/apps/{id}/timeouts/{type}"),
     ("PUT", "/ws/v1/cluster/apps/{id}/timeout"),
     ("GET", "/ws/v1/cluster/scheduler-conf"),
+    ("PUT", "/ws/v1/cluster/scheduler-conf"),
+    ("POST", "/ws/v1/cluster/scheduler-conf/validate"),
+    ("GET", "/ws/v1/cluster/scheduler-conf/version"),
+    ("GET", "/ws/v1/cluster/scheduler-conf/format"),
     ("GET", "/ws/v1/cluster/scheduler/activities"),
     ("GET", "/ws/v1/cluster/scheduler/app-activities/{id}"),
     ("POST", "/ws/v1/cluster/nodes/register"),

@@ -32,6 +32,7 @@ mod racks;
 mod replay;
 mod reservations;
 mod restart;
+mod scheduler_conf;
 mod security;
 mod seed_001;
 mod seed_004;

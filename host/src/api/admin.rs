@@ -35,17 +35,18 @@ pub(super) async fn refresh_queues(
         .security
         .check_admin(&caller, "refresh the queues")
         .map_err(ApiError::forbidden)?;
-    let reload = state.reload_queues.clone();
-    let tree = tokio::task::spawn_blocking(move || reload())
-        .await
-        .map_err(|e| ApiError::internal(format!("the reload task failed: {e}")))?
-        .map_err(|e| {
-            ApiError::bad_request(format!("queues not refreshed, the current ones stay: {e}"))
-        })?;
-    let leaves: Vec<String> = tree.leaf_names().iter().map(|s| s.to_string()).collect();
-    state
+    let properties = reload_queue_properties(&state).await?.map_err(|e| {
+        ApiError::bad_request(format!("queues not refreshed, the current ones stay: {e}"))
+    })?;
+    let leaves = state
         .rm
-        .with(move |rm: &mut ResourceManager| rm.refresh_queues(tree))
+        .with(move |rm: &mut ResourceManager| {
+            rm.refresh_queues(properties)?;
+            let leaves = rm.cluster().queues().leaf_names();
+            Ok::<_, crate::rm::requests::RefreshError>(
+                leaves.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+            )
+        })
         .await?
         .map_err(|e| {
             ApiError::bad_request(format!("queues not refreshed, the current ones stay: {e}"))
@@ -55,6 +56,17 @@ pub(super) async fn refresh_queues(
         refreshed: true,
         leaf_queues: leaves,
     }))
+}
+
+/// The queue properties of the configuration as it is now (its files read
+/// off the loop).
+pub(super) async fn reload_queue_properties(
+    state: &ApiState,
+) -> Result<Result<crate::queues::QueueProperties, String>, ApiError> {
+    let reload = state.reload_queues.clone();
+    tokio::task::spawn_blocking(move || reload())
+        .await
+        .map_err(|e| ApiError::internal(format!("the reload task failed: {e}")))
 }
 
 #[derive(Debug, Default, Deserialize, IntoParams)]

@@ -26,6 +26,7 @@ mod policies;
 mod quota;
 mod reservation;
 mod scheduler;
+mod scheduler_conf;
 pub mod server;
 mod ui;
 mod usage;
@@ -44,12 +45,13 @@ pub use events::Live;
 
 use crate::limits::{MAX_BODY_BYTES, MAX_POLICY_BODY_BYTES};
 use crate::policy::PolicyRuntime;
-use crate::queues::QueueTree;
+use crate::queues::QueueProperties;
 use crate::rm::RmHandle;
 use crate::security::{Authenticator, Security};
 
-/// Builds the queue tree anew from the configuration, for refreshQueues.
-pub type QueueReload = Arc<dyn Fn() -> Result<QueueTree, String> + Send + Sync>;
+/// Reads the queue properties anew from the configuration, for
+/// refreshQueues (and a format of the changes made through the API).
+pub type QueueReload = Arc<dyn Fn() -> Result<QueueProperties, String> + Send + Sync>;
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -140,7 +142,13 @@ fn api_routes() -> OpenApiRouter<ApiState> {
         .routes(small(routes!(app_timeouts::app_timeouts)))
         .routes(small(routes!(app_timeouts::app_timeout)))
         .routes(small(routes!(app_timeouts::update_timeout)))
-        .routes(small(routes!(yarn_reads::scheduler_conf)))
+        .routes(small(routes!(
+            scheduler_conf::scheduler_conf,
+            scheduler_conf::change
+        )))
+        .routes(small(routes!(scheduler_conf::validate)))
+        .routes(small(routes!(scheduler_conf::version)))
+        .routes(small(routes!(scheduler_conf::format)))
         .routes(small(routes!(yarn_reads::scheduler_activities)))
         .routes(small(routes!(yarn_reads::app_activities)))
         .routes(small(routes!(containers::containers)))

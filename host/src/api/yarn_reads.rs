@@ -2,8 +2,8 @@
 //! ResourceManager among them), answered from what Weft knows: the web
 //! UI's `/cluster` page that clients probe for the active server, an app's
 //! one attempt and its containers, its queue and priority,
-//! application statistics, the scheduler's configuration, and scheduler
-//! activities (which Weft does not record).
+//! application statistics, and scheduler activities (which Weft does not
+//! record).
 
 use axum::Json;
 use axum::extract::State;
@@ -446,48 +446,6 @@ pub(super) async fn app_priority(
 ) -> Result<Json<AppPriority>, ApiError> {
     let (_, priority) = queue_and_priority(&state, id).await?;
     Ok(Json(AppPriority { priority }))
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub(super) struct SchedulerConf {
-    property: Vec<ConfProperty>,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub(super) struct ConfProperty {
-    name: String,
-    value: String,
-}
-
-/// The `yarn.scheduler.capacity.*` properties the queue tree in force was
-/// built from (YARN's scheduler-conf; read only here), but its ACLs: who
-/// may submit to or administer a queue is not shown to every caller.
-#[utoipa::path(get, path = "/ws/v1/cluster/scheduler-conf", tag = "cluster",
-    responses((status = 200, body = SchedulerConf), (status = 401, body = RemoteException)))]
-pub(super) async fn scheduler_conf(
-    State(state): State<ApiState>,
-) -> Result<Json<SchedulerConf>, ApiError> {
-    let property = state
-        .rm
-        .with(|rm: &mut ResourceManager| {
-            rm.cluster()
-                .queues()
-                .properties()
-                .iter()
-                .filter(|(name, _)| {
-                    !name
-                        .rsplit('.')
-                        .next()
-                        .is_some_and(|last| last.starts_with("acl_"))
-                })
-                .map(|(name, value)| ConfProperty {
-                    name: name.into(),
-                    value: value.into(),
-                })
-                .collect()
-        })
-        .await?;
-    Ok(Json(SchedulerConf { property }))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

@@ -2,7 +2,8 @@
 //! configured, maximum and absolute capacities, what each queue uses (of
 //! its capacity and of the cluster), its apps and what they still ask for
 //! (seed 002 §5.4) — or as JSON for scripts; `weft queue usage`: each
-//! queue's and user's fading use.
+//! queue's and user's fading use; `weft queue conf`: changes to the queues
+//! through the API, as `yarn schedulerconf` makes them.
 
 use clap::Subcommand;
 use serde_json::Value;
@@ -31,11 +32,44 @@ pub(super) enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Change the queues of a running server, as `yarn schedulerconf`
+    /// does (yarn.scheduler.configuration.store.class not file), all
+    /// changes or none; with no change, print the properties in force.
+    Conf(ConfArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(super) struct ConfArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Queues to add, by full path, each with its properties:
+    /// "root.a:capacity=10,maximum-capacity=100;root.b:capacity=0"
+    /// (`\,` for a comma in a value).
+    #[arg(long)]
+    add: Option<String>,
+    /// Queues to remove, each STOPPED first: "root.a;root.b".
+    #[arg(long)]
+    remove: Option<String>,
+    /// Queues whose properties change, as --add; "key=" unsets one.
+    #[arg(long)]
+    update: Option<String>,
+    /// Global properties by full name: "yarn.scheduler.capacity.maximum-applications=5000".
+    #[arg(long)]
+    global: Option<String>,
+    /// Check the changes and print the properties they would give, without
+    /// applying them.
+    #[arg(long)]
+    validate: bool,
+    /// Drop every change made through the API: the queue file and settings
+    /// are the configuration again.
+    #[arg(long, conflicts_with_all = ["add", "remove", "update", "global", "validate"])]
+    format: bool,
 }
 
 pub(super) fn run(command: QueueCommand) -> anyhow::Result<()> {
     let (server, json) = match command {
         QueueCommand::List { server, json } => (server, json),
+        QueueCommand::Conf(args) => return conf(args),
         QueueCommand::Usage {
             server,
             users,
@@ -50,6 +84,130 @@ pub(super) fn run(command: QueueCommand) -> anyhow::Result<()> {
     }
     print!("{}", table(root));
     Ok(())
+}
+
+/// `weft queue conf`: a change (or its check), a format, or the properties
+/// in force.
+fn conf(args: ConfArgs) -> anyhow::Result<()> {
+    let client = args.server.client()?;
+    if args.format {
+        println!(
+            "{}",
+            client.get_text("/ws/v1/cluster/scheduler-conf/format")?
+        );
+        return Ok(());
+    }
+    let body = conf_update(
+        args.add.as_deref(),
+        args.remove.as_deref(),
+        args.update.as_deref(),
+        args.global.as_deref(),
+    )?;
+    if args.validate {
+        let answer = client.post_json("/ws/v1/cluster/scheduler-conf/validate", &body)?;
+        print_properties(&answer);
+    } else if body.as_object().is_some_and(|o| !o.is_empty()) {
+        println!(
+            "{}",
+            client.put_json_once("/ws/v1/cluster/scheduler-conf", &body)?
+        );
+    } else {
+        print_properties(&client.get("/ws/v1/cluster/scheduler-conf")?);
+    }
+    Ok(())
+}
+
+fn print_properties(answer: &Value) {
+    for property in answer["property"].as_array().map_or(&[][..], |p| p) {
+        println!(
+            "{}={}",
+            property["name"].as_str().unwrap_or("?"),
+            property["value"].as_str().unwrap_or("")
+        );
+    }
+}
+
+/// YARN's SchedConfUpdateInfo as JSON, from `yarn schedulerconf`'s
+/// arguments: `;` between queues, `:` after a queue's path, `,` between
+/// pairs (`\,` inside a value), `key=value`, `key=` to unset.
+fn conf_update(
+    add: Option<&str>,
+    remove: Option<&str>,
+    update: Option<&str>,
+    global: Option<&str>,
+) -> anyhow::Result<Value> {
+    let mut body = serde_json::Map::new();
+    let queues = |spec: &str| -> anyhow::Result<Value> {
+        let mut queues = Vec::new();
+        for part in spec.split(';').filter(|p| !p.trim().is_empty()) {
+            let (path, pairs) = part.split_once(':').unwrap_or((part, ""));
+            queues.push(serde_json::json!({
+                "queue-name": path.trim(),
+                "params": { "entry": entries(pairs)? },
+            }));
+        }
+        Ok(Value::Array(queues))
+    };
+    if let Some(spec) = add {
+        body.insert("add-queue".into(), queues(spec)?);
+    }
+    if let Some(spec) = update {
+        body.insert("update-queue".into(), queues(spec)?);
+    }
+    if let Some(spec) = remove {
+        let paths: Vec<Value> = spec
+            .split(';')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| Value::String(p.into()))
+            .collect();
+        body.insert("remove-queue".into(), Value::Array(paths));
+    }
+    if let Some(spec) = global {
+        body.insert(
+            "global-updates".into(),
+            serde_json::json!({ "entry": entries(spec)? }),
+        );
+    }
+    Ok(Value::Object(body))
+}
+
+/// `k=v,k2=,…` as YARN's entries: `k2=` without a value.
+fn entries(pairs: &str) -> anyhow::Result<Vec<Value>> {
+    let mut entries = Vec::new();
+    for pair in split_unescaped_commas(pairs) {
+        if pair.trim().is_empty() {
+            continue;
+        }
+        let mut parts = pair.split('=');
+        let (Some(key), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
+            anyhow::bail!("{pair:?} is not key=value (key= unsets the property)");
+        };
+        let mut entry = serde_json::json!({ "key": key.trim() });
+        if !value.is_empty() {
+            entry["value"] = Value::String(value.into());
+        }
+        entries.push(entry);
+    }
+    Ok(entries)
+}
+
+/// `a=1,b=x\,y` as `["a=1", "b=x,y"]`.
+fn split_unescaped_commas(text: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    parts.last_mut().expect("one part at least").push(next);
+                }
+            }
+            ',' => parts.push(String::new()),
+            c => parts.last_mut().expect("one part at least").push(c),
+        }
+    }
+    parts
 }
 
 /// `weft queue usage`: queues, then the users with the most use.
@@ -213,6 +371,35 @@ fn rows(queue: &Value, depth: usize, out: &mut String) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn yarn_schedulerconf_arguments_become_its_json() {
+        let body = conf_update(
+            Some("root.a:capacity=10,acl_submit_applications=alice\\,bob;root.b:capacity=0"),
+            Some("root.c; root.d"),
+            Some("root.e:state="),
+            Some("yarn.scheduler.capacity.maximum-applications=5000"),
+        )
+        .unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "add-queue": [
+                    {"queue-name": "root.a", "params": {"entry": [
+                        {"key": "capacity", "value": "10"},
+                        {"key": "acl_submit_applications", "value": "alice,bob"}]}},
+                    {"queue-name": "root.b", "params": {"entry": [
+                        {"key": "capacity", "value": "0"}]}}],
+                "remove-queue": ["root.c", "root.d"],
+                "update-queue": [{"queue-name": "root.e", "params": {"entry": [{"key": "state"}]}}],
+                "global-updates": {"entry": [
+                    {"key": "yarn.scheduler.capacity.maximum-applications", "value": "5000"}]},
+            })
+        );
+        assert!(conf_update(Some("root.a:capacity"), None, None, None).is_err());
+        assert!(conf_update(None, None, None, Some("a=b=c")).is_err());
+        assert_eq!(conf_update(None, None, None, None).unwrap(), json!({}));
+    }
 
     #[test]
     fn children_are_indented_under_their_parent_and_missing_figures_are_dashes() {

@@ -56,6 +56,11 @@ pub(super) struct ServeArgs {
     /// commands out of the box).
     #[arg(long)]
     no_local_agent: bool,
+    /// Drop the queue changes made through the API from the store and exit
+    /// (YARN's `yarn resourcemanager -format-conf-store`), for changes that
+    /// no longer apply to the queue file; run it with the servers stopped.
+    #[arg(long)]
+    format_conf_store: bool,
 }
 
 /// What becoming active needs, kept by the server for each time it does.
@@ -83,6 +88,9 @@ impl Activation {
         let store = &self.store;
         policy_load::put_policies_in_force(&self.policies, settings, store)?;
         let queues = (self.reload_queues)()
+            .and_then(|properties| {
+                crate::queues::QueueTree::from_properties(&properties).map_err(|e| e.to_string())
+            })
             .map_err(anyhow::Error::msg)
             .context("the queue configuration is invalid")?;
         let mut manager = rm::assemble::assemble(Parts {
@@ -170,7 +178,7 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
         let (settings_args, queues_file) = (args.settings.clone(), args.queues.clone());
         Arc::new(move || {
             let settings = settings_args.load().map_err(|e| format!("{e:#}"))?;
-            crate::queues::load(queues_file.as_deref(), &settings.queue_properties)
+            crate::queues::load_properties(queues_file.as_deref(), &settings.queue_properties)
                 .map_err(|e| e.to_string())
         })
     };
@@ -178,6 +186,15 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(WallClock);
     let store = crate::store::open(settings.store.url.as_deref(), &args.data_dir)
         .context("cannot open the store")?;
+    if args.format_conf_store {
+        let version = crate::rm::scheduler_conf::format_stored(&store)
+            .context("cannot format the scheduler configuration's changes")?;
+        println!(
+            "the queue changes made through the API are dropped from {} (version {version})",
+            store.target()
+        );
+        return Ok(());
+    }
     let listener = std::net::TcpListener::bind(args.listen)
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     let address = listener.local_addr()?;

@@ -39,6 +39,9 @@ pub struct Settings {
     /// `yarn.resourcemanager.nodes.exclude-path`: the hosts a refresh of
     /// the nodes decommissions (an absolute path), if any.
     pub nodes_exclude_path: Option<PathBuf>,
+    /// Queue changes made through the API: where they are kept and who may
+    /// make them (`yarn.scheduler.configuration.*`).
+    pub scheduler_conf: SchedulerConfSettings,
     /// How node agents run containers.
     pub agent: AgentSettings,
     /// Ended apps kept for the API (YARN's max-completed-applications).
@@ -62,6 +65,29 @@ pub struct Settings {
     /// `weft.accounting.enabled`: one record per ended app.
     pub accounting_enabled: bool,
     properties: Properties,
+}
+
+/// Queue changes made through the API (YARN's mutable scheduler
+/// configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerConfSettings {
+    /// `yarn.scheduler.configuration.store.class`.
+    pub store: ConfStore,
+    /// `yarn.scheduler.configuration.mutation.acl-policy.class`: whether
+    /// queue administrators may change their queues (else administrators
+    /// only).
+    pub queue_admins_may_change: bool,
+}
+
+/// Where queue changes made through the API are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfStore {
+    /// `file`: nowhere; the API refuses changes.
+    File,
+    /// `memory`: in the server, until it stops.
+    Memory,
+    /// `leveldb`, `zk` or `fs`: in Weft's store, over restarts and failovers.
+    Store,
 }
 
 /// YARN's RPC ports (`yarn_rpc`), with YARN's property names.
@@ -668,6 +694,19 @@ impl Settings {
             node_manager_address: read.address("yarn.nodemanager.address")?,
         };
         let accounting_enabled = read.flag("weft.accounting.enabled")?;
+        let scheduler_conf = SchedulerConfSettings {
+            store: match read
+                .text("yarn.scheduler.configuration.store.class")?
+                .as_str()
+            {
+                "file" => ConfStore::File,
+                "memory" => ConfStore::Memory,
+                _ => ConfStore::Store,
+            },
+            queue_admins_may_change: read
+                .text("yarn.scheduler.configuration.mutation.acl-policy.class")?
+                .ends_with(".QueueAdminConfigurationMutationACLPolicy"),
+        };
         let exclude = "yarn.resourcemanager.nodes.exclude-path";
         let nodes_exclude_path = read.path(exclude)?;
         if let Some(path) = nodes_exclude_path.as_ref().filter(|p| !p.is_absolute()) {
@@ -686,6 +725,7 @@ impl Settings {
             scheduler,
             nodes,
             nodes_exclude_path,
+            scheduler_conf,
             agent,
             max_completed_applications,
             reservations,

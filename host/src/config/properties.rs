@@ -340,6 +340,21 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "how long a node being decommissioned (weft node decommission) waits for its containers to end before they are killed, in seconds, when the administrator names no timeout",
     ),
     (
+        "yarn.scheduler.configuration.store.class",
+        ValueType::Choice(&["file", "memory", "leveldb", "zk", "fs"]),
+        "file",
+        "where queue changes made through the API (PUT /ws/v1/cluster/scheduler-conf, weft queue conf) are kept: file refuses them (the queue file and settings are the configuration); memory keeps them in the server until it stops; leveldb, zk and fs all keep them in Weft's store (SQLite or PostgreSQL), over restarts and failovers, on top of the queue file",
+    ),
+    (
+        "yarn.scheduler.configuration.mutation.acl-policy.class",
+        ValueType::Choice(&[
+            "org.apache.hadoop.yarn.server.resourcemanager.scheduler.DefaultConfigurationMutationACLPolicy",
+            "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.conf.QueueAdminConfigurationMutationACLPolicy",
+        ]),
+        "org.apache.hadoop.yarn.server.resourcemanager.scheduler.DefaultConfigurationMutationACLPolicy",
+        "who may change the queues through the API: administrators (yarn.admin.acl; the default), or with QueueAdminConfigurationMutationACLPolicy also the administrators of each queue changed (of the nearest queue that exists for one added; global updates stay the administrators')",
+    ),
+    (
         "yarn.resourcemanager.nodes.exclude-path",
         ValueType::Text,
         "",

@@ -4,6 +4,7 @@
 //! Scheduler documentation states: at every level the children's capacities
 //! sum to 100, each is at least 1, and maximum-capacity is at least capacity.
 
+pub mod mutation;
 mod partitions;
 mod properties;
 mod tree;
@@ -17,13 +18,21 @@ pub use tree::{
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The queue tree in force: the `--queues` file's properties (or, when
-/// nothing declares `root.queues`, the default root.default at 100 %)
-/// overlaid with `overrides` (the config file's and `--set`'s).
+/// The queue tree the configuration describes: see [`load_properties`].
 pub fn load(
     queues_file: Option<&Path>,
     overrides: &BTreeMap<String, String>,
 ) -> Result<QueueTree, QueueError> {
+    QueueTree::from_properties(&load_properties(queues_file, overrides)?)
+}
+
+/// The queue properties the configuration gives: the `--queues` file's
+/// (or, when nothing declares `root.queues`, the default root.default at
+/// 100 %) overlaid with `overrides` (the config file's and `--set`'s).
+pub fn load_properties(
+    queues_file: Option<&Path>,
+    overrides: &BTreeMap<String, String>,
+) -> Result<QueueProperties, QueueError> {
     let mut properties = match queues_file {
         Some(path) => QueueProperties::from_file(path)?,
         None => QueueProperties::default(),
@@ -36,7 +45,7 @@ pub fn load(
         defaults.extend(&properties);
         properties = defaults;
     }
-    QueueTree::from_properties(&properties)
+    Ok(properties)
 }
 
 /// Why a queue configuration was refused. Every message names the property.

@@ -36,6 +36,11 @@ impl QueueProperties {
         self.values.insert(name.to_string(), value.to_string());
     }
 
+    /// Unsets the property `name` (its full name).
+    pub fn remove(&mut self, name: &str) {
+        self.values.remove(name.trim());
+    }
+
     /// The value of the property `name` (its full name), if set.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(String::as_str)

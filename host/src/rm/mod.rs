@@ -19,6 +19,7 @@ pub mod policy_load;
 pub mod policy_watch;
 pub mod recovery;
 pub mod requests;
+pub mod scheduler_conf;
 pub mod sim_nodes;
 pub mod timers;
 mod writer;
@@ -109,6 +110,8 @@ pub struct ResourceManager {
     /// The queue tree changed (refreshQueues, recovery): the next commit
     /// saves the configuration in force.
     queues_changed: bool,
+    /// Queue changes made through the API, kept on top of the queue file.
+    scheduler_conf: scheduler_conf::SchedulerConf,
     /// Where the quota service's events are recorded for `weft replay`
     /// (`weft.quota.event-log`), if anywhere.
     event_log: Option<EventLog>,
@@ -381,6 +384,7 @@ impl ResourceManager {
             awaiting_agents: HashMap::new(),
             saved_policies: [None; 3],
             queues_changed: false,
+            scheduler_conf: scheduler_conf::SchedulerConf::new(settings.scheduler_conf),
             event_log: None,
             accounting: Accounting::new(settings.accounting_enabled),
             last_grant: None,
@@ -469,6 +473,10 @@ impl ResourceManager {
         if std::mem::take(&mut self.queues_changed) {
             let json = serde_json::to_string(self.cluster.queues()).expect("queues serialize");
             self.unsaved.set_setting(recovery::QUEUES_SETTING, &json);
+        }
+        if let Some(json) = self.scheduler_conf.take_unsaved() {
+            self.unsaved
+                .set_setting(scheduler_conf::OVERLAY_SETTING, &json);
         }
         self.cluster.take_changes(&mut self.unsaved);
         self.quota.take_changes(&mut self.unsaved);

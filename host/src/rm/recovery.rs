@@ -27,6 +27,9 @@ pub enum RecoveryError {
     /// The store could not be read.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The queue changes made through the API do not apply.
+    #[error(transparent)]
+    SchedulerConf(#[from] super::scheduler_conf::OverlayError),
     /// The store's records could not be put back into the cluster.
     #[error("store {target}: {source}")]
     Restore {
@@ -83,6 +86,9 @@ impl ResourceManager {
             target: store.target().to_string(),
             source,
         };
+        // Before anything is put back in the queues: the queues the API
+        // added must be there.
+        self.recover_scheduler_conf(&store)?;
         let containers = store.containers()?;
         let settings = store.settings()?;
         let charged_until: BTreeMap<String, Option<u64>> = containers

@@ -737,6 +737,9 @@ impl ResourceManager {
 /// Why refreshQueues refused a tree; nothing changed.
 #[derive(Debug, thiserror::Error)]
 pub enum RefreshError {
+    /// The queue configuration is not a valid tree.
+    #[error("{0}")]
+    Queues(String),
     /// A reservation would be lost, or a queue's own policy does not load.
     #[error(transparent)]
     Reservations(#[from] ReservationError),
@@ -746,14 +749,17 @@ pub enum RefreshError {
 }
 
 impl ResourceManager {
-    /// refreshQueues: takes the queue tree `tree` (read again by the caller,
-    /// an administrator). The plans are prepared first (they refuse a tree
+    /// Puts the queue tree `tree` in force (a refresh, a change through the
+    /// API, a format). The plans are prepared first (they refuse a tree
     /// that would lose a reservation, or a queue policy that does not
     /// load) and applied only once the cluster has taken the tree, so a
     /// refusal changes nothing. A queue naming its own sharing policy is
     /// compiled here, on the loop: rare, and a refresh must see the
     /// reservations as they are.
-    pub fn refresh_queues(&mut self, tree: crate::queues::QueueTree) -> Result<(), RefreshError> {
+    pub(super) fn put_queues_in_force(
+        &mut self,
+        tree: crate::queues::QueueTree,
+    ) -> Result<(), RefreshError> {
         let prepared = self
             .reservations
             .prepare_queues(&tree, &self.policies.clone())?;

@@ -1,0 +1,286 @@
+//! Queue changes made through the API (YARN's mutable scheduler
+//! configuration): who may make them, applying them as a refresh of the
+//! queues does, and the overlay of changes kept on top of the queue file —
+//! in the store (`leveldb`, `zk`, `fs`) or only in this server (`memory`).
+
+use crate::config::{ConfStore, SchedulerConfSettings};
+use crate::queues::mutation::{self, ConfOverlay, ConfUpdate, MutationError};
+use crate::queues::{QueueProperties, QueueTree};
+use crate::security::Caller;
+use crate::store::Store;
+
+use super::ResourceManager;
+use super::requests::RefreshError;
+
+/// The setting that keeps the overlay (JSON of [`ConfOverlay`]).
+pub const OVERLAY_SETTING: &str = "queues.api-changes";
+
+/// The scheduler configuration's changes, as the loop keeps them.
+#[derive(Debug)]
+pub(super) struct SchedulerConf {
+    settings: SchedulerConfSettings,
+    overlay: ConfOverlay,
+    /// The overlay changed since the last commit.
+    unsaved: bool,
+}
+
+impl SchedulerConf {
+    pub(super) fn new(settings: SchedulerConfSettings) -> SchedulerConf {
+        SchedulerConf {
+            settings,
+            overlay: ConfOverlay::default(),
+            unsaved: false,
+        }
+    }
+
+    /// The overlay to write with the next commit, if it changed and is
+    /// kept in the store.
+    pub(super) fn take_unsaved(&mut self) -> Option<String> {
+        if !std::mem::take(&mut self.unsaved) || self.settings.store != ConfStore::Store {
+            return None;
+        }
+        Some(serde_json::to_string(&self.overlay).expect("the overlay serializes"))
+    }
+}
+
+/// Why a change of the scheduler configuration was refused; nothing changed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfChangeError {
+    /// The configuration is the file's (`store.class = file`).
+    #[error(
+        "the scheduler configuration is not changed through the API here: yarn.scheduler.configuration.store.class is file (set memory, or leveldb, zk or fs to keep changes in the store)"
+    )]
+    NotMutable,
+    /// The caller may not change what the request changes.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The request, or the configuration it gives, is refused.
+    #[error(transparent)]
+    Mutation(#[from] MutationError),
+    /// The cluster or the reservations refuse the tree.
+    #[error(transparent)]
+    Refresh(#[from] RefreshError),
+}
+
+impl ConfChangeError {
+    /// What kind of refusal this is.
+    pub fn kind(&self) -> crate::refusal::Refusal {
+        use crate::refusal::Refusal;
+        match self {
+            ConfChangeError::Forbidden(_) => Refusal::NotAllowed,
+            ConfChangeError::NotMutable
+            | ConfChangeError::Mutation(_)
+            | ConfChangeError::Refresh(_) => Refusal::Invalid,
+        }
+    }
+}
+
+/// Why the changes kept in the store do not apply at a start or failover.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the scheduler configuration changes made through the API (version {version}) do not apply to this server's queue configuration: {reason}; correct the queue file, or drop the changes (weft serve --format-conf-store, with the servers stopped)"
+)]
+pub struct OverlayError {
+    version: u64,
+    reason: String,
+}
+
+/// Drops the changes `store` keeps (its version stays, so no version is
+/// given twice), for `weft serve --format-conf-store`. Returns the version.
+pub fn format_stored(store: &Store) -> Result<u64, crate::store::StoreError> {
+    let mut overlay: ConfOverlay = store
+        .settings()?
+        .get(OVERLAY_SETTING)
+        .and_then(|json| serde_json::from_str(json).ok())
+        .unwrap_or_default();
+    overlay.changes.clear();
+    let mut batch = crate::store::Batch::default();
+    batch.set_setting(
+        OVERLAY_SETTING,
+        &serde_json::to_string(&overlay).expect("the overlay serializes"),
+    );
+    store.commit(&batch)?;
+    Ok(overlay.version)
+}
+
+impl ResourceManager {
+    /// The version of the scheduler configuration: changes applied through
+    /// the API (YARN's versionID).
+    pub fn scheduler_conf_version(&self) -> Result<u64, ConfChangeError> {
+        self.check_mutable()?;
+        Ok(self.scheduler_conf.overlay.version)
+    }
+
+    /// Applies `update` (YARN's PUT scheduler-conf) for `caller`: the
+    /// changes are checked, the tree they give is put in force as a refresh
+    /// of the queues would, and they are kept on top of the queue file.
+    /// Returns the new version.
+    pub fn change_scheduler_conf(
+        &mut self,
+        caller: &Caller,
+        update: &ConfUpdate,
+    ) -> Result<u64, ConfChangeError> {
+        let proposal = self.propose_scheduler_conf(caller, update)?;
+        let mut overlay = self.scheduler_conf.overlay.clone();
+        overlay.record(&proposal.changes)?;
+        self.put_queues_in_force(proposal.tree)?;
+        self.scheduler_conf.overlay = overlay;
+        self.scheduler_conf.unsaved = true;
+        Ok(self.scheduler_conf.overlay.version)
+    }
+
+    /// The configuration `update` would give (YARN's validate), checked as
+    /// [`change_scheduler_conf`](Self::change_scheduler_conf) checks it but
+    /// not applied; the apps in the queues are not looked at.
+    pub fn validate_scheduler_conf(
+        &self,
+        caller: &Caller,
+        update: &ConfUpdate,
+    ) -> Result<QueueTree, ConfChangeError> {
+        Ok(self.propose_scheduler_conf(caller, update)?.tree)
+    }
+
+    fn propose_scheduler_conf(
+        &self,
+        caller: &Caller,
+        update: &ConfUpdate,
+    ) -> Result<mutation::Proposal, ConfChangeError> {
+        self.check_mutable()?;
+        self.check_may_change(caller, update)?;
+        Ok(mutation::propose(self.cluster.queues(), update)?)
+    }
+
+    /// Drops every change made through the API (YARN's format): the queue
+    /// configuration `base` (the file's, read again by the caller) alone is
+    /// put in force. Administrators only.
+    pub fn format_scheduler_conf(
+        &mut self,
+        caller: &Caller,
+        base: QueueProperties,
+    ) -> Result<(), ConfChangeError> {
+        self.check_mutable()?;
+        self.security
+            .check_admin(caller, "format the scheduler configuration")
+            .map_err(ConfChangeError::Forbidden)?;
+        let tree = QueueTree::from_properties(&base).map_err(MutationError::from)?;
+        self.put_queues_in_force(tree)?;
+        self.scheduler_conf.overlay.changes.clear();
+        self.scheduler_conf.unsaved = true;
+        Ok(())
+    }
+
+    /// refreshQueues: puts in force the queue configuration `base` (the
+    /// file's and settings', read again by the caller, an administrator)
+    /// with the changes made through the API on top.
+    pub fn refresh_queues(&mut self, base: QueueProperties) -> Result<(), RefreshError> {
+        let properties = self.scheduler_conf.overlay.apply_to(&base);
+        let tree = QueueTree::from_properties(&properties).map_err(|e| {
+            RefreshError::Queues(if self.scheduler_conf.overlay.changes.is_empty() {
+                e.to_string()
+            } else {
+                format!(
+                    "{e} (with the {} changes made through the API, version {}, on top)",
+                    self.scheduler_conf.overlay.changes.len(),
+                    self.scheduler_conf.overlay.version
+                )
+            })
+        })?;
+        self.put_queues_in_force(tree)
+    }
+
+    /// At a start or failover (before anything is restored into the
+    /// queues): the changes the store keeps, put on top of the queue tree
+    /// this server read. Kept only where the store keeps them.
+    pub(super) fn recover_scheduler_conf(&mut self, store: &Store) -> Result<(), OverlayError> {
+        if self.scheduler_conf.settings.store != ConfStore::Store {
+            return Ok(());
+        }
+        let stored = store
+            .settings()
+            .map_err(|e| OverlayError {
+                version: 0,
+                reason: format!("the store cannot be read: {e}"),
+            })?
+            .remove(OVERLAY_SETTING);
+        let Some(json) = stored else {
+            return Ok(());
+        };
+        let overlay: ConfOverlay = serde_json::from_str(&json).map_err(|e| OverlayError {
+            version: 0,
+            reason: format!("the stored changes are not readable: {e}"),
+        })?;
+        let failed = |reason: String| OverlayError {
+            version: overlay.version,
+            reason,
+        };
+        if !overlay.changes.is_empty() {
+            let properties = overlay.apply_to(self.cluster.queues().properties());
+            let tree =
+                QueueTree::from_properties(&properties).map_err(|e| failed(e.to_string()))?;
+            self.put_queues_in_force(tree)
+                .map_err(|e| failed(e.to_string()))?;
+        }
+        self.scheduler_conf.overlay = overlay;
+        Ok(())
+    }
+
+    fn check_mutable(&self) -> Result<(), ConfChangeError> {
+        match self.scheduler_conf.settings.store {
+            ConfStore::File => Err(ConfChangeError::NotMutable),
+            ConfStore::Memory | ConfStore::Store => Ok(()),
+        }
+    }
+
+    /// YARN's mutation ACL policies: administrators; with the queue-admin
+    /// policy also whoever administers every queue changed (for a queue not
+    /// there yet, its nearest ancestor that is), global updates excepted.
+    fn check_may_change(
+        &self,
+        caller: &Caller,
+        update: &ConfUpdate,
+    ) -> Result<(), ConfChangeError> {
+        if self.security.is_admin(caller) {
+            return Ok(());
+        }
+        let only_admins = || {
+            ConfChangeError::Forbidden(format!(
+                "user {} may not change the scheduler configuration: only administrators (yarn.admin.acl) may{}",
+                caller.user,
+                if self.scheduler_conf.settings.queue_admins_may_change {
+                    " change global properties"
+                } else {
+                    ""
+                }
+            ))
+        };
+        if !self.scheduler_conf.settings.queue_admins_may_change || !update.global.is_empty() {
+            return Err(only_admins());
+        }
+        let tree = self.cluster.queues();
+        let paths = update
+            .add
+            .iter()
+            .chain(&update.update)
+            .map(|q| q.queue.as_str())
+            .chain(update.remove.iter().map(String::as_str));
+        for path in paths {
+            let mut at = path;
+            let index = loop {
+                if let Some(index) = tree.queues().iter().position(|q| q.path == at) {
+                    break index;
+                }
+                match at.rsplit_once('.') {
+                    Some((parent, _)) => at = parent,
+                    None => return Err(only_admins()),
+                }
+            };
+            if !self.security.queue_rights(caller, tree, index).1 {
+                return Err(ConfChangeError::Forbidden(format!(
+                    "user {} may not change queue {path}: only administrators of {at} (acl_administer_queue) or of the cluster may",
+                    caller.user
+                )));
+            }
+        }
+        Ok(())
+    }
+}
