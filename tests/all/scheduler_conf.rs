@@ -422,6 +422,25 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
     }
     assert_eq!(version(&server), "1");
 
+    // YARN's weight mode: each child its weight's share.
+    let (ok, _, stderr) = conf(
+        &server,
+        "root-user",
+        &["--update", "root.a:capacity=3w;root.b:capacity=1w"],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        capacities(&server),
+        vec![("a".to_string(), 75.0), ("x".to_string(), 100.0)]
+    );
+    let (_, body) = server.get("/ws/v1/cluster/scheduler");
+    let b = &body["scheduler"]["schedulerInfo"]["queues"]["queue"][1];
+    assert_eq!(
+        (b["capacity"].as_f64(), b["weight"].as_f64()),
+        (Some(25.0), Some(1.0))
+    );
+    assert_eq!(version(&server), "2");
+
     // Hostile bodies: refused, naming the field, nothing changed.
     for (content_type, body, says) in [
         ("application/json", "{\"add-queue\": 5}", "add-queue"),
@@ -466,5 +485,5 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
     );
     assert_eq!(status, 400, "{answer}");
     assert!(message(&answer).contains("at most 1000"), "{answer}");
-    assert_eq!(version(&server), "1");
+    assert_eq!(version(&server), "2");
 }

@@ -58,6 +58,9 @@ pub(super) struct QueueInfo {
     queue_path: String,
     state: String,
     capacity: f64,
+    /// Its `capacity` as configured by weight (`2.5w`), its share then
+    /// being `capacity`; -1 when it is configured as a percentage (YARN's).
+    weight: f64,
     max_capacity: f64,
     absolute_capacity: f64,
     absolute_max_capacity: f64,
@@ -317,6 +320,7 @@ fn queue_info(cluster: &Cluster, partitions: Option<&Partitions>, index: usize) 
         queue_path: queue.path.clone(),
         state: queue.state.as_str().into(),
         capacity: queue.capacity,
+        weight: queue.weight.unwrap_or(-1.0),
         max_capacity: queue.maximum_capacity,
         absolute_capacity: queue.absolute_capacity,
         absolute_max_capacity: queue.absolute_maximum_capacity,

@@ -59,8 +59,13 @@ pub struct Queue {
     /// The children's indexes in [`QueueTree::queues`]; empty for a leaf.
     #[serde(skip)]
     pub children: Vec<usize>,
-    /// Percent of the parent's capacity guaranteed.
+    /// Percent of the parent's capacity guaranteed (for a queue configured
+    /// by weight, its weight's share of its siblings' weights).
     pub capacity: f64,
+    /// Its `capacity` as a weight (YARN's `2.5w`), if it is configured so:
+    /// its siblings are then too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
     /// Percent of the parent's capacity this queue may grow to.
     pub maximum_capacity: f64,
     /// Percent of the cluster guaranteed (the product down the tree).
@@ -271,8 +276,9 @@ impl QueueTree {
             )?,
             None => DEFAULT_MAXIMUM_APPLICATIONS,
         };
-        for index in 0..tree.queues.len() {
-            tree.configure(index, properties, maximum_applications)?;
+        let weighted = tree.weighted_capacities(properties)?;
+        for (index, weighted) in weighted.into_iter().enumerate() {
+            tree.configure(index, properties, maximum_applications, weighted)?;
         }
         super::partitions::configure(&mut tree.queues, properties)?;
         tree.check_capacities()?;
@@ -299,6 +305,7 @@ impl QueueTree {
             parent,
             children: Vec::new(),
             capacity: 100.0,
+            weight: None,
             maximum_capacity: 100.0,
             absolute_capacity: 100.0,
             absolute_maximum_capacity: 100.0,
@@ -421,6 +428,7 @@ impl QueueTree {
         index: usize,
         properties: &QueueProperties,
         maximum_applications: u64,
+        weighted: Option<(f64, f64)>,
     ) -> Result<(), QueueError> {
         let path = self.queues[index].path.clone();
         let key = |attribute: &str| format!("{PREFIX}{path}.{attribute}");
@@ -438,7 +446,13 @@ impl QueueTree {
                     reason: "root's capacity is always 100".into(),
                 });
             }
-            Some((property, text)) => queue.capacity = percent(&property, text)?,
+            Some((property, text)) => match weighted {
+                Some((weight, share)) => {
+                    queue.weight = Some(weight);
+                    queue.capacity = share;
+                }
+                None => queue.capacity = percent(&property, text)?,
+            },
             None if !is_root => {
                 return Err(QueueError::MissingCapacity {
                     property: key("capacity"),
@@ -454,7 +468,8 @@ impl QueueTree {
                 percent(&property, text)?
             };
         }
-        if !is_root && queue.capacity < 1.0 {
+        // A weight's share may be smaller: it is what the weights say.
+        if !is_root && queue.weight.is_none() && queue.capacity < 1.0 {
             return Err(QueueError::BadValue {
                 property: key("capacity"),
                 reason: format!(
@@ -606,6 +621,50 @@ impl QueueTree {
         Ok(())
     }
 
+    /// Each queue's weight and the share of its parent it gives, where its
+    /// `capacity` is a weight (YARN's `2.5w`): then every sibling's is (a
+    /// mix of weights and percentages is refused, naming the first
+    /// percentage), and each child's share is its weight over the sum of
+    /// its siblings'.
+    fn weighted_capacities(
+        &self,
+        properties: &QueueProperties,
+    ) -> Result<Vec<Option<(f64, f64)>>, QueueError> {
+        let mut weighted = vec![None; self.queues.len()];
+        for parent in self.queues.iter().filter(|q| !q.is_leaf()) {
+            let mut weights = Vec::new();
+            let mut first_percentage = None;
+            for &child in &parent.children {
+                let property = format!("{PREFIX}{}.capacity", self.queues[child].path);
+                match properties.get(&property).map(str::trim) {
+                    Some(text) if text.ends_with('w') => {
+                        weights.push((child, weight(&property, text)?, property));
+                    }
+                    _ => {
+                        first_percentage.get_or_insert(property);
+                    }
+                }
+            }
+            let Some((_, _, first_weight)) = weights.first() else {
+                continue;
+            };
+            if let Some(percentage) = first_percentage {
+                return Err(QueueError::BadValue {
+                    property: percentage,
+                    reason: format!(
+                        "the children of {} mix weights ({first_weight}) and percentages: give them all weights (2.5w) or all percentages",
+                        parent.path
+                    ),
+                });
+            }
+            let sum: f64 = weights.iter().map(|(_, w, _)| w).sum();
+            for (child, weight, _) in weights {
+                weighted[child] = Some((weight, weight / sum * 100.0));
+            }
+        }
+        Ok(weighted)
+    }
+
     /// The reservable queues, with their settings.
     pub fn reservable(&self) -> impl Iterator<Item = (&Queue, &ReservationSettings)> {
         self.queues
@@ -696,8 +755,10 @@ impl QueueTree {
 
 pub(super) fn percent(property: &str, text: &str) -> Result<f64, QueueError> {
     let reason = || {
-        if text.contains('[') || text.ends_with('w') {
-            format!("{text:?}: only percentages are supported, not absolute resources or weights")
+        if text.contains('[') {
+            format!(
+                "{text:?}: only percentages and weights (2.5w) are supported, not absolute resources"
+            )
         } else {
             format!("{text:?} must be a percentage between 0 and 100")
         }
@@ -707,6 +768,21 @@ pub(super) fn percent(property: &str, text: &str) -> Result<f64, QueueError> {
         _ => Err(QueueError::BadValue {
             property: property.into(),
             reason: reason(),
+        }),
+    }
+}
+
+/// The heaviest weight a queue may have: weights are relative, so this
+/// bounds only how unequal siblings may be (one in a million).
+const MAX_WEIGHT: f64 = 1e6;
+
+/// `text` as a weight (`2.5w`): above 0, at most [`MAX_WEIGHT`].
+fn weight(property: &str, text: &str) -> Result<f64, QueueError> {
+    match text.strip_suffix('w').map(|n| n.trim().parse::<f64>()) {
+        Some(Ok(value)) if value > 0.0 && value <= MAX_WEIGHT => Ok(value),
+        _ => Err(QueueError::BadValue {
+            property: property.into(),
+            reason: format!("{text:?} must be a weight above 0 and at most {MAX_WEIGHT} (2.5w)"),
         }),
     }
 }
@@ -1029,6 +1105,59 @@ mod tests {
             assert!(error.contains(name), "{name}: {error}");
             assert!(error.contains(expected), "{name}: {error}");
         }
+    }
+
+    #[test]
+    fn weights_give_each_child_its_share_of_the_siblings_weights() {
+        let tree = QueueTree::from_properties(&properties(&[
+            ("root.queues", "a,b"),
+            ("root.a.capacity", "3w"),
+            ("root.a.queues", "x,y"),
+            ("root.a.x.capacity", "1w"),
+            ("root.a.y.capacity", "999w"),
+            ("root.b.capacity", "1w"),
+            ("root.b.maximum-capacity", "50"),
+        ]))
+        .unwrap();
+        let queue = |name: &str| {
+            tree.queues()
+                .iter()
+                .find(|q| q.name == name)
+                .unwrap()
+                .clone()
+        };
+        assert_eq!(queue("a").capacity, 75.0);
+        assert_eq!(queue("a").weight, Some(3.0));
+        assert_eq!(queue("b").capacity, 25.0);
+        assert!((queue("x").absolute_capacity - 0.075).abs() < 1e-9);
+        assert!((queue("y").absolute_capacity - 74.925).abs() < 1e-9);
+        assert_eq!(queue("root").weight, None);
+
+        let refused = |pairs: &[(&str, &str)]| {
+            QueueTree::from_properties(&properties(pairs))
+                .unwrap_err()
+                .to_string()
+        };
+        let mixed = refused(&[
+            ("root.queues", "a,b"),
+            ("root.a.capacity", "1w"),
+            ("root.b.capacity", "50"),
+        ]);
+        assert!(
+            mixed.contains("root.b.capacity") && mixed.contains("mix weights"),
+            "{mixed}"
+        );
+        for bad in ["0w", "-1w", "w", "2ww", "1e7w", "NaNw"] {
+            let error = refused(&[("root.queues", "a"), ("root.a.capacity", bad)]);
+            assert!(error.contains("must be a weight"), "{bad}: {error}");
+        }
+        let over = refused(&[
+            ("root.queues", "a,b"),
+            ("root.a.capacity", "1w"),
+            ("root.b.capacity", "1w"),
+            ("root.b.maximum-capacity", "40"),
+        ]);
+        assert!(over.contains("below the queue's capacity 50"), "{over}");
     }
 
     #[test]
