@@ -441,8 +441,20 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
     );
     assert_eq!(version(&server), "2");
 
+    // A queue's own sharing policy is code: not a queue administrator's.
+    let (ok, _, stderr) = conf(
+        &server,
+        "bob",
+        &[
+            "--update",
+            "root.b:reservation-policy=builtin:no-overcommit",
+        ],
+    );
+    assert!(!ok && stderr.contains("403"), "{stderr}");
+
     // Hostile bodies: refused, naming the field, nothing changed.
     for (content_type, body, says) in [
+        ("application/json", "{}", "changes nothing"),
         ("application/json", "{\"add-queue\": 5}", "add-queue"),
         (
             "application/json",

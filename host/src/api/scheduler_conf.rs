@@ -233,9 +233,11 @@ fn parse_xml(text: &str) -> Result<ConfUpdate, String> {
     }
     let text_of = |node: roxmltree::Node| node.text().unwrap_or("").trim().to_string();
     let entries = |node: roxmltree::Node| -> Result<Vec<(String, Option<String>)>, String> {
+        only(node, &["entry"])?;
         node.children()
             .filter(|n| n.has_tag_name("entry"))
             .map(|entry| {
+                only(entry, &["key", "value"])?;
                 let key = child(entry, "key").map(text_of).ok_or_else(|| {
                     format!("an <entry> in <{}> has no <key>", node.tag_name().name())
                 })?;
@@ -245,6 +247,7 @@ fn parse_xml(text: &str) -> Result<ConfUpdate, String> {
             .collect()
     };
     let queue = |node: roxmltree::Node| -> Result<QueueParams, String> {
+        only(node, &["queue-name", "params"])?;
         let name = child(node, "queue-name")
             .map(text_of)
             .ok_or_else(|| format!("an <{}> has no <queue-name>", node.tag_name().name()))?;
@@ -270,6 +273,22 @@ fn parse_xml(text: &str) -> Result<ConfUpdate, String> {
         }
     }
     Ok(update)
+}
+
+/// Refuses a child element of `node` other than `allowed`.
+fn only(node: roxmltree::Node, allowed: &[&str]) -> Result<(), String> {
+    match node
+        .children()
+        .filter(roxmltree::Node::is_element)
+        .find(|n| !allowed.contains(&n.tag_name().name()))
+    {
+        Some(other) => Err(format!(
+            "<{}> is not part of <{}>",
+            other.tag_name().name(),
+            node.tag_name().name()
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The first child element of `node` named `tag`.
@@ -474,11 +493,12 @@ mod tests {
                 .status,
             400
         );
-        assert_eq!(
-            decode_update(&headers, b"<sched-conf><drop-queue/></sched-conf>")
-                .unwrap_err()
-                .status,
-            400
-        );
+        for bad in [
+            &b"<sched-conf><drop-queue/></sched-conf>"[..],
+            b"<sched-conf><add-queue><queue-name>root.a</queue-name><capacity>5</capacity></add-queue></sched-conf>",
+            b"<sched-conf><global-updates><entry><key>k</key><val>1</val></entry></global-updates></sched-conf>",
+        ] {
+            assert_eq!(decode_update(&headers, bad).unwrap_err().status, 400);
+        }
     }
 }

@@ -18,7 +18,9 @@ pub const MAX_CHANGES_PER_UPDATE: usize = 1000;
 pub const MAX_PROPERTY_NAME_BYTES: usize = 2048;
 /// Bytes in a changed property's value (an ACL of many users fits).
 pub const MAX_PROPERTY_VALUE_BYTES: usize = 16 << 10;
-/// Bytes of names and values the overlay of changes may hold in all.
+/// Bytes of names and values the overlay of changes may hold in all after
+/// a change by a queue administrator; an administrator's change may take it
+/// to four times that, so a queue administrator cannot fill it for good.
 pub const MAX_OVERLAY_BYTES: usize = 1 << 20;
 
 /// One request's changes (YARN's SchedConfUpdateInfo), as the caller sent
@@ -80,21 +82,25 @@ impl ConfOverlay {
         properties
     }
 
-    /// Takes `changes` on top of the ones kept, refused (and nothing
-    /// kept) if the overlay would hold more than [`MAX_OVERLAY_BYTES`].
+    /// Takes `changes` on top of the ones kept, less those that leave a
+    /// property as `base` (the queue file's) has it; refused (and nothing
+    /// kept) if the overlay would hold more than `limit` bytes.
     pub fn record(
         &mut self,
         changes: &BTreeMap<String, Option<String>>,
+        base: &QueueProperties,
+        limit: usize,
     ) -> Result<(), MutationError> {
         let mut merged = self.changes.clone();
         merged.extend(changes.iter().map(|(k, v)| (k.clone(), v.clone())));
+        merged.retain(|name, value| base.get(name) != value.as_deref());
         let bytes: usize = merged
             .iter()
             .map(|(k, v)| k.len() + v.as_ref().map_or(0, String::len))
             .sum();
-        if bytes > MAX_OVERLAY_BYTES {
+        if bytes > limit {
             return Err(MutationError::Refused(format!(
-                "the scheduler configuration changes kept would take {bytes} bytes, more than the {MAX_OVERLAY_BYTES} allowed: put them in the queue file and format the changes (GET /ws/v1/cluster/scheduler-conf/format)"
+                "the scheduler configuration changes kept would take {bytes} bytes, more than the {limit} allowed: put them in the queue file and format the changes (GET /ws/v1/cluster/scheduler-conf/format)"
             )));
         }
         self.changes = merged;
@@ -130,16 +136,17 @@ pub fn propose(current: &QueueTree, update: &ConfUpdate) -> Result<Proposal, Mut
     check_bounds(update)?;
     let mut properties = current.properties().clone();
     let mut changes = BTreeMap::new();
+    // Each change is kept as the properties hold it (trimmed as a file's).
     let mut change = |properties: &mut QueueProperties, name: String, value: Option<String>| {
         match &value {
             Some(value) => properties.set(&name, value),
             None => properties.remove(&name),
         }
-        changes.insert(name, value);
+        let held = properties.get(&name).map(str::to_string);
+        changes.insert(name, held);
     };
     for path in &update.remove {
         let (parent, name) = split_path("remove-queue", path)?;
-        check_stopped(current, path)?;
         let siblings = children(&properties, parent);
         if !siblings.iter().any(|s| s == name) {
             return Err(MutationError::Refused(format!(
@@ -213,7 +220,19 @@ pub fn propose(current: &QueueTree, update: &ConfUpdate) -> Result<Proposal, Mut
         }
         change(&mut properties, name.clone(), value.clone());
     }
+    if changes.is_empty() {
+        return Err(MutationError::Refused(
+            "the request changes nothing: name a queue to add, update or remove, or a global property".into(),
+        ));
+    }
     let tree = QueueTree::from_properties(&properties)?;
+    // However a queue leaves the tree (remove-queue, or its parent's
+    // `queues` changed), it must be STOPPED first.
+    for queue in current.queues() {
+        if !tree.queues().iter().any(|q| q.path == queue.path) {
+            check_stopped(queue)?;
+        }
+    }
     Ok(Proposal { changes, tree })
 }
 
@@ -225,7 +244,9 @@ fn set_params(
     change: &mut impl FnMut(&mut QueueProperties, String, Option<String>),
 ) {
     for (key, value) in &queue.params {
-        let value = value.clone().filter(|v| !v.trim().is_empty());
+        // Only an empty value unsets, as YARN's: an ACL of " " means nobody,
+        // and unset it would be root's `*`.
+        let value = value.clone().filter(|v| !v.is_empty());
         change(properties, format!("{PREFIX}{}.{key}", queue.queue), value);
     }
 }
@@ -256,28 +277,16 @@ fn split_path<'a>(field: &str, path: &'a str) -> Result<(&'a str, &'a str), Muta
     }
 }
 
-/// A queue is removed only once it is STOPPED, by its own state or an
-/// ancestor's (YARN's rule: its apps drain first). One the tree does not
-/// have is left to the caller to report.
-fn check_stopped(tree: &QueueTree, path: &str) -> Result<(), MutationError> {
-    let queues = tree.queues();
-    let Some(mut index) = queues.iter().position(|q| q.path == path) else {
+/// A queue leaves the tree only once it is STOPPED, by its own state or an
+/// ancestor's (YARN's rule: its apps drain first).
+fn check_stopped(queue: &super::Queue) -> Result<(), MutationError> {
+    if queue.state == QueueState::Stopped {
         return Ok(());
-    };
-    loop {
-        let queue = &queues[index];
-        if queue.state == QueueState::Stopped {
-            return Ok(());
-        }
-        match queue.parent {
-            Some(parent) => index = parent,
-            None => {
-                return Err(MutationError::Refused(format!(
-                    "remove-queue: queue {path} is RUNNING; stop it first (update-queue {path} with state=STOPPED), then remove it once its apps have ended"
-                )));
-            }
-        }
     }
+    let path = &queue.path;
+    Err(MutationError::Refused(format!(
+        "queue {path} is RUNNING and would leave the tree; stop it first (update-queue {path} with state=STOPPED), then remove it once its apps have ended"
+    )))
 }
 
 fn check_bounds(update: &ConfUpdate) -> Result<(), MutationError> {
@@ -307,7 +316,22 @@ fn check_bounds(update: &ConfUpdate) -> Result<(), MutationError> {
     Ok(())
 }
 
+/// The attribute naming a reservable queue's own sharing policy: through
+/// the API only a policy Weft bundles (a file path would be read by the
+/// server, on its event loop).
+pub const POLICY_ATTRIBUTE: &str = "reservation-policy";
+
 fn check_property(name: &str, value: Option<&str>) -> Result<(), MutationError> {
+    if let Some(value) = value
+        && name.ends_with(&format!(".{POLICY_ATTRIBUTE}"))
+        && !(value.trim().starts_with("builtin:")
+            || value.trim().ends_with(".CapacityOverTimePolicy")
+            || value.trim().ends_with(".NoOverCommitPolicy"))
+    {
+        return Err(MutationError::Refused(format!(
+            "{name}: through the API only a bundled policy (builtin:NAME, or YARN's CapacityOverTimePolicy or NoOverCommitPolicy), not {value:?}; name a file in the queue file instead"
+        )));
+    }
     if name.len() > MAX_PROPERTY_NAME_BYTES {
         return Err(OutOfBounds {
             field: "a property name".into(),
@@ -514,24 +538,110 @@ mod tests {
     }
 
     #[test]
+    fn a_blank_acl_is_nobody_not_unset() {
+        let update = ConfUpdate {
+            update: vec![params("root.a", &[("acl_submit_applications", Some(" "))])],
+            ..ConfUpdate::default()
+        };
+        let proposal = propose(&two_leaves(), &update).unwrap();
+        assert_eq!(
+            value(&proposal.tree, "root.a.acl_submit_applications").as_deref(),
+            Some(" ")
+        );
+        assert_eq!(proposal.tree.queues()[1].acl_submit_applications, " ");
+    }
+
+    #[test]
+    fn a_running_queue_cannot_leave_by_its_parents_list_either() {
+        let update = ConfUpdate {
+            update: vec![
+                params("root", &[("queues", Some("a"))]),
+                params("root.a", &[("capacity", Some("100"))]),
+            ],
+            global: vec![(format!("{PREFIX}root.b.capacity"), None)],
+            ..ConfUpdate::default()
+        };
+        let refused = propose(&two_leaves(), &update).unwrap_err().to_string();
+        assert!(refused.contains("root.b is RUNNING"), "{refused}");
+    }
+
+    #[test]
+    fn nothing_to_change_and_a_policy_file_are_refused() {
+        let refused = |update: ConfUpdate| propose(&two_leaves(), &update).unwrap_err().to_string();
+        assert!(refused(ConfUpdate::default()).contains("changes nothing"));
+        assert!(
+            refused(ConfUpdate {
+                update: vec![params("root.zz", &[])],
+                ..ConfUpdate::default()
+            })
+            .contains("changes nothing")
+        );
+        let policy = |value: &str| ConfUpdate {
+            update: vec![params(
+                "root.a",
+                &[
+                    ("reservable", Some("true")),
+                    ("reservation-policy", Some(value)),
+                ],
+            )],
+            ..ConfUpdate::default()
+        };
+        assert!(refused(policy("/dev/zero")).contains("only a bundled policy"));
+        assert!(propose(&two_leaves(), &policy("builtin:no-overcommit")).is_ok());
+        assert!(
+            propose(
+                &two_leaves(),
+                &policy("org.apache.hadoop.yarn.server.resourcemanager.reservation.CapacityOverTimePolicy")
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
     fn the_overlay_applies_later_changes_over_earlier_and_is_bounded() {
         let mut overlay = ConfOverlay::default();
+        let base = two_leaves().properties().clone();
         let name = format!("{PREFIX}root.b.capacity");
+        let limit = MAX_OVERLAY_BYTES;
         overlay
-            .record(&BTreeMap::from([(name.clone(), Some("30".to_string()))]))
+            .record(
+                &BTreeMap::from([(name.clone(), Some("30".to_string()))]),
+                &base,
+                limit,
+            )
             .unwrap();
         overlay
-            .record(&BTreeMap::from([(name.clone(), None)]))
+            .record(&BTreeMap::from([(name.clone(), None)]), &base, limit)
             .unwrap();
         assert_eq!(overlay.version, 2);
-        let applied = overlay.apply_to(two_leaves().properties());
+        let applied = overlay.apply_to(&base);
         assert_eq!(applied.get(&name), None);
+
+        // What leaves a property as the file has it is not kept: a queue
+        // added and removed again leaves nothing behind.
+        let added = format!("{PREFIX}root.c.capacity");
+        overlay
+            .record(
+                &BTreeMap::from([(added.clone(), Some("1".into()))]),
+                &base,
+                limit,
+            )
+            .unwrap();
+        overlay
+            .record(
+                &BTreeMap::from([(added, None), (name.clone(), Some("40".into()))]),
+                &base,
+                limit,
+            )
+            .unwrap();
+        assert!(overlay.changes.is_empty(), "{overlay:?}");
 
         let huge: BTreeMap<String, Option<String>> = (0..200)
             .map(|i| (format!("{PREFIX}k{i}"), Some("v".repeat(8 << 10))))
             .collect();
         let before = overlay.clone();
-        assert!(overlay.record(&huge).is_err());
+        assert!(overlay.record(&huge, &base, limit).is_err());
         assert_eq!(overlay, before, "nothing kept on a refusal");
+        overlay.record(&huge, &base, 4 * limit).unwrap();
     }
 }

@@ -88,7 +88,8 @@ pub struct Queue {
     /// default its absolute capacity's share of the scheduler-wide
     /// maximum (10,000).
     pub maximum_applications: u64,
-    /// `state`: whether the queue takes new apps.
+    /// `state`: whether the queue takes new apps; STOPPED also when an
+    /// ancestor is (YARN's effective state).
     pub state: QueueState,
     /// `acl_submit_applications`: who may submit to the queue, in YARN's ACL
     /// syntax (default `*` for root, nobody for the others).
@@ -437,6 +438,9 @@ impl QueueTree {
         let parent_preemption_disabled = self.queues[index]
             .parent
             .is_some_and(|parent| self.queues[parent].preemption_disabled);
+        let parent_stopped = self.queues[index]
+            .parent
+            .is_some_and(|parent| self.queues[parent].state == QueueState::Stopped);
         let queue = &mut self.queues[index];
 
         match value("capacity") {
@@ -531,6 +535,10 @@ impl QueueTree {
                     });
                 }
             };
+        }
+        // As YARN: below a STOPPED queue every queue is STOPPED.
+        if parent_stopped {
+            queue.state = QueueState::Stopped;
         }
         queue.preemption_disabled = match value("disable_preemption") {
             Some((property, text)) => parse::<bool>(&property, text, "true or false")?,
@@ -1105,6 +1113,23 @@ mod tests {
             assert!(error.contains(name), "{name}: {error}");
             assert!(error.contains(expected), "{name}: {error}");
         }
+    }
+
+    #[test]
+    fn below_a_stopped_queue_every_queue_is_stopped() {
+        let tree = QueueTree::from_properties(&properties(&[
+            ("root.queues", "a,b"),
+            ("root.a.capacity", "50"),
+            ("root.a.state", "STOPPED"),
+            ("root.a.queues", "x"),
+            ("root.a.x.capacity", "100"),
+            ("root.a.x.state", "RUNNING"),
+            ("root.b.capacity", "50"),
+        ]))
+        .unwrap();
+        let state = |name: &str| tree.queues().iter().find(|q| q.name == name).unwrap().state;
+        assert_eq!(state("x"), QueueState::Stopped);
+        assert_eq!(state("b"), QueueState::Running);
     }
 
     #[test]

@@ -350,6 +350,7 @@ impl ResourceManager {
         let now = clock.now_ms();
         let reservations =
             ReservationService::open(settings, &queues, reservation_store, &policies, now)?;
+        let base_queue_properties = queues.properties().clone();
         let mut cluster = Cluster::new(now, queues);
         cluster.keep_ended_apps(settings.max_completed_applications);
         cluster.set_usage_half_life(settings.scheduler.usage_half_life_ms);
@@ -384,7 +385,10 @@ impl ResourceManager {
             awaiting_agents: HashMap::new(),
             saved_policies: [None; 3],
             queues_changed: false,
-            scheduler_conf: scheduler_conf::SchedulerConf::new(settings.scheduler_conf),
+            scheduler_conf: scheduler_conf::SchedulerConf::new(
+                settings.scheduler_conf,
+                base_queue_properties,
+            ),
             event_log: None,
             accounting: Accounting::new(settings.accounting_enabled),
             last_grant: None,

@@ -19,15 +19,20 @@ pub const OVERLAY_SETTING: &str = "queues.api-changes";
 #[derive(Debug)]
 pub(super) struct SchedulerConf {
     settings: SchedulerConfSettings,
+    /// The queue properties the server's files and settings give, as last
+    /// read (at the start, a refresh or a format).
+    base: QueueProperties,
     overlay: ConfOverlay,
     /// The overlay changed since the last commit.
     unsaved: bool,
 }
 
 impl SchedulerConf {
-    pub(super) fn new(settings: SchedulerConfSettings) -> SchedulerConf {
+    /// Over `base`, the queue properties the files and settings give.
+    pub(super) fn new(settings: SchedulerConfSettings, base: QueueProperties) -> SchedulerConf {
         SchedulerConf {
             settings,
+            base,
             overlay: ConfOverlay::default(),
             unsaved: false,
         }
@@ -122,7 +127,12 @@ impl ResourceManager {
     ) -> Result<u64, ConfChangeError> {
         let proposal = self.propose_scheduler_conf(caller, update)?;
         let mut overlay = self.scheduler_conf.overlay.clone();
-        overlay.record(&proposal.changes)?;
+        let limit = if self.security.is_admin(caller) {
+            4 * mutation::MAX_OVERLAY_BYTES
+        } else {
+            mutation::MAX_OVERLAY_BYTES
+        };
+        overlay.record(&proposal.changes, &self.scheduler_conf.base, limit)?;
         self.put_queues_in_force(proposal.tree)?;
         self.scheduler_conf.overlay = overlay;
         self.scheduler_conf.unsaved = true;
@@ -164,6 +174,7 @@ impl ResourceManager {
             .map_err(ConfChangeError::Forbidden)?;
         let tree = QueueTree::from_properties(&base).map_err(MutationError::from)?;
         self.put_queues_in_force(tree)?;
+        self.scheduler_conf.base = base;
         self.scheduler_conf.overlay.changes.clear();
         self.scheduler_conf.unsaved = true;
         Ok(())
@@ -185,16 +196,15 @@ impl ResourceManager {
                 )
             })
         })?;
-        self.put_queues_in_force(tree)
+        self.put_queues_in_force(tree)?;
+        self.scheduler_conf.base = base;
+        Ok(())
     }
 
     /// At a start or failover (before anything is restored into the
     /// queues): the changes the store keeps, put on top of the queue tree
     /// this server read. Kept only where the store keeps them.
     pub(super) fn recover_scheduler_conf(&mut self, store: &Store) -> Result<(), OverlayError> {
-        if self.scheduler_conf.settings.store != ConfStore::Store {
-            return Ok(());
-        }
         let stored = store
             .settings()
             .map_err(|e| OverlayError {
@@ -209,6 +219,18 @@ impl ResourceManager {
             version: 0,
             reason: format!("the stored changes are not readable: {e}"),
         })?;
+        if self.scheduler_conf.settings.store != ConfStore::Store {
+            if !overlay.changes.is_empty() {
+                tracing::error!(
+                    changes = overlay.changes.len(),
+                    version = overlay.version,
+                    "the store keeps queue changes made through the API, but yarn.scheduler.configuration.store.class is not leveldb, zk or fs: they are not applied (apps in queues only they add are killed at recovery); set it back to keep them, or weft serve --format-conf-store to drop them"
+                );
+            }
+            // Versions go on from the store's.
+            self.scheduler_conf.overlay.version = overlay.version;
+            return Ok(());
+        }
         let failed = |reason: String| OverlayError {
             version: overlay.version,
             reason,
@@ -247,13 +269,23 @@ impl ResourceManager {
                 "user {} may not change the scheduler configuration: only administrators (yarn.admin.acl) may{}",
                 caller.user,
                 if self.scheduler_conf.settings.queue_admins_may_change {
-                    " change global properties"
+                    " change global properties or a queue's reservation-policy"
                 } else {
                     ""
                 }
             ))
         };
-        if !self.scheduler_conf.settings.queue_admins_may_change || !update.global.is_empty() {
+        // A queue's own sharing policy is code the server runs: loading
+        // one is the administrators' (as POST /ws/v1/policies is).
+        let names_policy = update.add.iter().chain(&update.update).any(|q| {
+            q.params
+                .iter()
+                .any(|(key, _)| key.ends_with(mutation::POLICY_ATTRIBUTE))
+        });
+        if !self.scheduler_conf.settings.queue_admins_may_change
+            || !update.global.is_empty()
+            || names_policy
+        {
             return Err(only_admins());
         }
         let tree = self.cluster.queues();
