@@ -441,6 +441,35 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
     );
     assert_eq!(version(&server), "2");
 
+    // As Hadoop's web clients (`yarn schedulerconf`) call: an OPTIONS
+    // probe, then the caller named by `user.name` (simple mode).
+    let (status, _) = server.request(
+        "OPTIONS",
+        "/ws/v1/cluster/scheduler-conf?user.name=root-user",
+        &[],
+        None,
+    );
+    assert_eq!(status, 200);
+    let maximum = r#"{"update-queue":{"queue-name":"root.a","params":{"entry":{"key":"maximum-capacity","value":"90"}}}}"#;
+    for (user, expected) in [("mallory", 403), ("root-user", 200)] {
+        let (status, body) = server.request(
+            "PUT",
+            &format!("/ws/v1/cluster/scheduler-conf?user.name={user}"),
+            &[("Content-Type", "application/json")],
+            Some(maximum.as_bytes()),
+        );
+        assert_eq!(status, expected, "{user}: {body}");
+    }
+    assert_eq!(version(&server), "3");
+    // Format is a GET that changes things: not from another site's page.
+    let (status, body) = server.request(
+        "GET",
+        "/ws/v1/cluster/scheduler-conf/format?user.name=root-user",
+        &[("Sec-Fetch-Site", "cross-site")],
+        None,
+    );
+    assert_eq!(status, 403, "{body}");
+
     // A queue's own sharing policy is code: not a queue administrator's.
     let (ok, _, stderr) = conf(
         &server,
@@ -497,5 +526,5 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
     );
     assert_eq!(status, 400, "{answer}");
     assert!(message(&answer).contains("at most 1000"), "{answer}");
-    assert_eq!(version(&server), "2");
+    assert_eq!(version(&server), "3");
 }

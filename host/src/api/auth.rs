@@ -38,9 +38,14 @@ pub(super) fn admit(state: &ApiState, request: &mut Request) -> Result<(), ApiEr
             })
             .transpose()
     };
+    // Simple mode also takes Hadoop's pseudo authentication, the
+    // `user.name` query parameter its web clients send, when there is no
+    // header: it is believed as the header is.
+    let query_user = query_user_name(request.uri().query());
     let user = header(USER_HEADER).and_then(|user| {
         let authorization = header(axum::http::header::AUTHORIZATION.as_str())?;
-        state.authenticator.authenticate(user, authorization)
+        let named = user.or(query_user.as_deref());
+        state.authenticator.authenticate(named, authorization)
     });
     match user {
         Ok(user) => {
@@ -59,6 +64,13 @@ pub(super) fn admit(state: &ApiState, request: &mut Request) -> Result<(), ApiEr
     }
 }
 
+/// The first `user.name` parameter of a query string, decoded.
+fn query_user_name(query: Option<&str>) -> Option<String> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(name, _)| name == "user.name")
+        .map(|(_, value)| value.into_owned())
+}
+
 /// A request that would change something, sent by a browser from another
 /// site (a page the user happens to visit posting to this server: in
 /// simple mode that is anyone, administrators included). Browsers say
@@ -66,10 +78,12 @@ pub(super) fn admit(state: &ApiState, request: &mut Request) -> Result<(), ApiEr
 /// agents and YARN clients send neither and are unaffected.
 fn cross_site_change(request: &Request) -> Option<ApiError> {
     use axum::http::Method;
+    // YARN's format of the scheduler configuration is a GET that changes it.
     if matches!(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
-    ) {
+    ) && request.uri().path() != super::scheduler_conf::FORMAT_PATH
+    {
         return None;
     }
     let headers = request.headers();

@@ -1,6 +1,7 @@
 //! The one layer around every route (and the fallback) that every request
-//! passes: who is asking (`auth.rs`), refused at once if no one may; and a
-//! body left unread by its handler closes the connection after the answer.
+//! passes: who is asking (`auth.rs`), refused at once if no one may; an
+//! OPTIONS probe answered; and a body left unread by its handler closes the
+//! connection after the answer.
 //!
 //! Written as a plain tower service rather than `axum::middleware::from_fn`
 //! layers: those clone their inner service and box a future for every
@@ -68,6 +69,14 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
+        // Hadoop's web clients (its AuthenticatedURL: `yarn schedulerconf`
+        // among them) probe a URL with OPTIONS first and go on only on a
+        // 2xx. The probe is answered, empty: nothing is done or told.
+        if request.method() == axum::http::Method::OPTIONS {
+            return GateFuture::Answered {
+                response: Some(axum::http::StatusCode::OK.into_response()),
+            };
+        }
         let (parts, body) = request.into_parts();
         // Only a body that may still hold bytes is watched.
         let read_to_end = (!body.is_end_stream()).then(|| Arc::new(AtomicBool::new(false)));
@@ -96,18 +105,19 @@ where
                 super::error::panic_response(payload)
             }
         };
-        GateFuture::Refused {
+        GateFuture::Answered {
             response: Some(close_unless_read(refusal, &read_to_end)),
         }
     }
 }
 
 pin_project_lite::pin_project! {
-    /// The answer of a [`Gate`]: the inner service's, or its refusal.
+    /// The answer of a [`Gate`]: the inner service's, or its own (a
+    /// refusal, or an OPTIONS probe's).
     #[project = GateProjection]
     pub(super) enum GateFuture<F> {
         Admitted { #[pin] future: F, read_to_end: Option<Arc<AtomicBool>> },
-        Refused { response: Option<Response> },
+        Answered { response: Option<Response> },
     }
 }
 
@@ -125,7 +135,7 @@ where
             } => future
                 .poll(cx)
                 .map(|answer| answer.map(|response| close_unless_read(response, read_to_end))),
-            GateProjection::Refused { response } => Poll::Ready(Ok(response
+            GateProjection::Answered { response } => Poll::Ready(Ok(response
                 .take()
                 .unwrap_or_else(|| ApiError::internal("an answer polled twice").into_response()))),
         }

@@ -299,6 +299,10 @@ fn child<'a, 'input>(
     node.children().find(|n| n.has_tag_name(tag))
 }
 
+/// YARN's format: a GET that changes the configuration, so the API's
+/// guard against cross-site changes counts it as one (`auth.rs`).
+pub(super) const FORMAT_PATH: &str = "/ws/v1/cluster/scheduler-conf/format";
+
 fn refused(error: ConfChangeError) -> ApiError {
     ApiError::refused(error.kind(), error)
 }
