@@ -108,7 +108,7 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
         "yarn.scheduler.configuration.store.class=leveldb",
     ];
     let server = Server::start_in(&data, &args);
-    assert_eq!(version(&server), "0");
+    assert_eq!(version(&server), "1");
 
     // Only administrators (the default policy).
     let (ok, _, stderr) = conf(&server, "alice", &["--add", "root.c:capacity=20"]);
@@ -133,7 +133,7 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
             ("c".to_string(), 20.0)
         ]
     );
-    assert_eq!(version(&server), "1");
+    assert_eq!(version(&server), "2");
     let (status, body) = server.post_json_as(
         "/ws/v1/cluster/apps",
         &json!({"queue": "c", "user": "alice", "project": "p",
@@ -155,7 +155,7 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
         &["--remove", "root.c", "--update", "root.a:capacity=70"],
     );
     assert!(!ok && stderr.contains("is RUNNING"), "{stderr}");
-    assert_eq!(version(&server), "1");
+    assert_eq!(version(&server), "2");
 
     // XML, as YARN's REST API takes it: stop c.
     let (status, body) = put_as(
@@ -205,7 +205,7 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
     );
     assert_eq!(status, 400, "{body}");
     assert!(message(&body).contains("still has application"), "{body}");
-    assert_eq!(version(&server), "2");
+    assert_eq!(version(&server), "3");
 
     // The changes stay on top of the file at a refresh: a file that no
     // longer fits them is refused, saying so.
@@ -234,7 +234,7 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
     // ... and over a restart.
     server.stop();
     let server = Server::start_in(&data, &args);
-    assert_eq!(version(&server), "2");
+    assert_eq!(version(&server), "3");
     assert_eq!(
         capacities(&server),
         vec![
@@ -272,7 +272,7 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
         capacities(&server),
         vec![("a".to_string(), 70.0), ("b".to_string(), 30.0)]
     );
-    assert_eq!(version(&server), "3");
+    assert_eq!(version(&server), "4");
 
     // Changes that no longer fit the file stop a start, saying how to go on.
     server.stop();
@@ -319,8 +319,8 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
         capacities(&server),
         vec![("a".to_string(), 75.0), ("b".to_string(), 25.0)]
     );
-    // The version goes on from where it was.
-    assert_eq!(version(&server), "3");
+    // The version goes on from where it was, the format counting one.
+    assert_eq!(version(&server), "5");
 
     // A format through the API: the file alone again.
     let (ok, _, stderr) = conf(
@@ -347,7 +347,7 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
     assert!(ok, "{stderr}");
     assert!(stdout.contains("successfully formatted"), "{stdout}");
     assert_eq!(capacities(&server)[0], ("a".to_string(), 75.0));
-    assert_eq!(version(&server), "4");
+    assert_eq!(version(&server), "7");
 }
 
 #[test]
@@ -420,7 +420,7 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
         let (ok, _, stderr) = conf(&server, "bob", args);
         assert!(!ok && stderr.contains("403"), "{args:?}: {stderr}");
     }
-    assert_eq!(version(&server), "1");
+    assert_eq!(version(&server), "2");
 
     // YARN's weight mode: each child its weight's share.
     let (ok, _, stderr) = conf(
@@ -439,7 +439,7 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
         (b["capacity"].as_f64(), b["weight"].as_f64()),
         (Some(25.0), Some(1.0))
     );
-    assert_eq!(version(&server), "2");
+    assert_eq!(version(&server), "3");
 
     // As Hadoop's web clients (`yarn schedulerconf`) call: an OPTIONS
     // probe, then the caller named by `user.name` (simple mode).
@@ -460,7 +460,7 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
         );
         assert_eq!(status, expected, "{user}: {body}");
     }
-    assert_eq!(version(&server), "3");
+    assert_eq!(version(&server), "4");
     // Format is a GET that changes things: not from another site's page.
     let (status, body) = server.request(
         "GET",
@@ -526,5 +526,5 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
     );
     assert_eq!(status, 400, "{answer}");
     assert!(message(&answer).contains("at most 1000"), "{answer}");
-    assert_eq!(version(&server), "3");
+    assert_eq!(version(&server), "4");
 }

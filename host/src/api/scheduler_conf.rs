@@ -332,7 +332,10 @@ pub(super) async fn change(
         .rm
         .with(move |rm: &mut ResourceManager| rm.change_scheduler_conf(&caller, &update))
         .await?
-        .map_err(refused)?;
+        .map_err(|error| {
+            tracing::info!(caller = %user, %error, "scheduler configuration change refused");
+            refused(error)
+        })?;
     tracing::info!(caller = %user, version, "scheduler configuration changed");
     Ok("Configuration change successfully applied.")
 }

@@ -65,16 +65,33 @@ pub enum MutationError {
 /// queue configuration the server reads (its files and settings): each
 /// property's value, or None where a change unset it. Later changes of a
 /// property replace earlier ones.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfOverlay {
-    /// Changes applied since the server's store was first used; never
-    /// goes back, not even at a format (YARN's versionID).
+    /// YARN's versionID, as its stores count it: 1 for the configuration
+    /// the store starts with, one more for each change applied and for
+    /// each format; it never goes back.
     pub version: u64,
     /// Property → its value, or None for unset.
     pub changes: BTreeMap<String, Option<String>>,
 }
 
+impl Default for ConfOverlay {
+    /// No changes, at YARN's first version.
+    fn default() -> ConfOverlay {
+        ConfOverlay {
+            version: 1,
+            changes: BTreeMap::new(),
+        }
+    }
+}
+
 impl ConfOverlay {
+    /// Drops every change (YARN's format, which counts as a version).
+    pub fn format(&mut self) {
+        self.changes.clear();
+        self.version = self.version.saturating_add(1);
+    }
+
     /// `base` with these changes on top.
     pub fn apply_to(&self, base: &QueueProperties) -> QueueProperties {
         let mut properties = base.clone();
@@ -613,7 +630,7 @@ mod tests {
         overlay
             .record(&BTreeMap::from([(name.clone(), None)]), &base, limit)
             .unwrap();
-        assert_eq!(overlay.version, 2);
+        assert_eq!(overlay.version, 3);
         let applied = overlay.apply_to(&base);
         assert_eq!(applied.get(&name), None);
 

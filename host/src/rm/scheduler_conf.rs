@@ -90,15 +90,16 @@ pub struct OverlayError {
     reason: String,
 }
 
-/// Drops the changes `store` keeps (its version stays, so no version is
-/// given twice), for `weft serve --format-conf-store`. Returns the version.
+/// Drops the changes `store` keeps (a format: the version counts on, so
+/// none is given twice), for `weft serve --format-conf-store`. Returns the
+/// new version.
 pub fn format_stored(store: &Store) -> Result<u64, crate::store::StoreError> {
     let mut overlay: ConfOverlay = store
         .settings()?
         .get(OVERLAY_SETTING)
         .and_then(|json| serde_json::from_str(json).ok())
         .unwrap_or_default();
-    overlay.changes.clear();
+    overlay.format();
     let mut batch = crate::store::Batch::default();
     batch.set_setting(
         OVERLAY_SETTING,
@@ -175,7 +176,7 @@ impl ResourceManager {
         let tree = QueueTree::from_properties(&base).map_err(MutationError::from)?;
         self.put_queues_in_force(tree)?;
         self.scheduler_conf.base = base;
-        self.scheduler_conf.overlay.changes.clear();
+        self.scheduler_conf.overlay.format();
         self.scheduler_conf.unsaved = true;
         Ok(())
     }
