@@ -470,6 +470,11 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
     );
     assert_eq!(status, 403, "{body}");
 
+    // A queue's capacity is its parent's to give: by weight, bob's root.b
+    // would take root.a's share.
+    let (ok, _, stderr) = conf(&server, "bob", &["--update", "root.b:capacity=1000000w"]);
+    assert!(!ok && stderr.contains("403"), "{stderr}");
+
     // A queue's own sharing policy is code: not a queue administrator's.
     let (ok, _, stderr) = conf(
         &server,

@@ -41,11 +41,17 @@ pub(super) fn admit(state: &ApiState, request: &mut Request) -> Result<(), ApiEr
     // Simple mode also takes Hadoop's pseudo authentication, the
     // `user.name` query parameter its web clients send, when there is no
     // header: it is believed as the header is.
-    let query_user = query_user_name(request.uri().query());
     let user = header(USER_HEADER).and_then(|user| {
         let authorization = header(axum::http::header::AUTHORIZATION.as_str())?;
-        let named = user.or(query_user.as_deref());
-        state.authenticator.authenticate(named, authorization)
+        let user = user.filter(|u| !u.trim().is_empty());
+        let simple = state.authenticator.mode() == crate::config::Authentication::Simple;
+        let query_user = match user {
+            None if simple => query_user_name(request.uri().query())?,
+            _ => None,
+        };
+        state
+            .authenticator
+            .authenticate(user.or(query_user.as_deref()), authorization)
     });
     match user {
         Ok(user) => {
@@ -64,11 +70,23 @@ pub(super) fn admit(state: &ApiState, request: &mut Request) -> Result<(), ApiEr
     }
 }
 
-/// The first `user.name` parameter of a query string, decoded.
-fn query_user_name(query: Option<&str>) -> Option<String> {
-    form_urlencoded::parse(query?.as_bytes())
-        .find(|(name, _)| name == "user.name")
-        .map(|(_, value)| value.into_owned())
+/// The first `user.name` parameter of a query string, decoded: visible
+/// ASCII, as a header's value is, within the bounds of a name.
+fn query_user_name(query: Option<&str>) -> Result<Option<String>, AuthError> {
+    let Some(query) = query else {
+        return Ok(None);
+    };
+    let Some((_, user)) = form_urlencoded::parse(query.as_bytes()).find(|(n, _)| n == "user.name")
+    else {
+        return Ok(None);
+    };
+    if !user.chars().all(|c| c.is_ascii_graphic() || c == ' ') {
+        return Err(AuthError::Malformed(
+            "user.name: only visible ASCII characters".into(),
+        ));
+    }
+    crate::limits::name("user.name", &user).map_err(|e| AuthError::Malformed(e.to_string()))?;
+    Ok(Some(user.into_owned()))
 }
 
 /// A request that would change something, sent by a browser from another
@@ -88,13 +106,30 @@ fn cross_site_change(request: &Request) -> Option<ApiError> {
     }
     let headers = request.headers();
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if text("sec-fetch-site").is_some_and(|site| site.eq_ignore_ascii_case("cross-site")) {
+    // Another site's page, or another port's on this host (same-site):
+    // only this origin's own pages, or a user's own navigation (none).
+    if text("sec-fetch-site").is_some_and(|site| {
+        !site.eq_ignore_ascii_case("same-origin") && !site.eq_ignore_ascii_case("none")
+    }) {
         return Some(ApiError::forbidden(
-            "a cross-site request from a browser may not change anything here",
+            "a request from another site's page may not change anything here",
         ));
     }
-    let origin = text("origin")?;
     let host = text("host").unwrap_or_default();
+    // A GET that changes something carries no Origin; the page it comes
+    // from is in its Referer (scheme://host[:port]/…), unless hidden.
+    if let Some(referer) = text("referer") {
+        let after_scheme = referer.split_once("://").map_or(referer, |(_, rest)| rest);
+        let referer_host = after_scheme.split('/').next().unwrap_or_default();
+        if !referer_host.eq_ignore_ascii_case(host) {
+            return Some(ApiError::forbidden(format!(
+                "a request from the page at {} may not change anything on {}: cross-site requests are refused",
+                crate::limits::cut(referer, 100),
+                crate::limits::cut(host, 100)
+            )));
+        }
+    }
+    let origin = text("origin")?;
     // `Origin` is scheme://host[:port]; the request's own Host must match.
     let origin_host = origin.split_once("://").map_or(origin, |(_, rest)| rest);
     if origin_host.eq_ignore_ascii_case(host) {
@@ -140,5 +175,29 @@ mod tests {
         );
         // Reads are left to the browser's own rules (CORS).
         assert!(cross_site_change(&request("GET", &[host, other])).is_none());
+        // Another port's page on this host is another site too.
+        assert!(
+            cross_site_change(&request("POST", &[host, ("sec-fetch-site", "same-site")])).is_some()
+        );
+    }
+
+    #[test]
+    fn the_format_get_changes_and_is_guarded_as_a_change() {
+        let format = |headers: &[(&str, &str)]| {
+            let mut builder = Request::builder()
+                .method("GET")
+                .uri("/ws/v1/cluster/scheduler-conf/format?user.name=root");
+            for (name, value) in headers {
+                builder = builder.header(*name, *value);
+            }
+            cross_site_change(&builder.body(axum::body::Body::empty()).unwrap())
+        };
+        let host = ("host", "127.0.0.1:8088");
+        // YARN's CLI: no browser headers.
+        assert!(format(&[host]).is_none());
+        // An <img> on another port of this host, or another site.
+        assert!(format(&[host, ("sec-fetch-site", "same-site")]).is_some());
+        assert!(format(&[host, ("referer", "http://127.0.0.1:9999/page")]).is_some());
+        assert!(format(&[host, ("referer", "http://127.0.0.1:8088/ui/")]).is_none());
     }
 }

@@ -99,9 +99,12 @@ impl ConfOverlay {
         properties
     }
 
-    /// Takes `changes` on top of the ones kept, less those that leave a
-    /// property as `base` (the queue file's) has it; refused (and nothing
-    /// kept) if the overlay would hold more than `limit` bytes.
+    /// Takes `changes` on top of the ones kept, less unsets of properties
+    /// `base` (the queue file's, as last read) does not have (a queue
+    /// added and removed again leaves nothing behind); refused (and
+    /// nothing kept) if the overlay would grow beyond `limit` bytes. A
+    /// value equal to the file's is kept: the file may change before it is
+    /// read again.
     pub fn record(
         &mut self,
         changes: &BTreeMap<String, Option<String>>,
@@ -110,12 +113,18 @@ impl ConfOverlay {
     ) -> Result<(), MutationError> {
         let mut merged = self.changes.clone();
         merged.extend(changes.iter().map(|(k, v)| (k.clone(), v.clone())));
-        merged.retain(|name, value| base.get(name) != value.as_deref());
-        let bytes: usize = merged
-            .iter()
-            .map(|(k, v)| k.len() + v.as_ref().map_or(0, String::len))
-            .sum();
-        if bytes > limit {
+        merged.retain(|name, value| value.is_some() || base.get(name).is_some());
+        let size = |changes: &BTreeMap<String, Option<String>>| -> usize {
+            changes
+                .iter()
+                .map(|(k, v)| k.len() + v.as_ref().map_or(0, String::len))
+                .sum()
+        };
+        let bytes = size(&merged);
+        // A change that does not grow the overlay is taken whatever its
+        // size (a queue administrator may stop their queue after an
+        // administrator filled it).
+        if bytes > limit && bytes > size(&self.changes) {
             return Err(MutationError::Refused(format!(
                 "the scheduler configuration changes kept would take {bytes} bytes, more than the {limit} allowed: put them in the queue file and format the changes (GET /ws/v1/cluster/scheduler-conf/format)"
             )));
@@ -328,7 +337,25 @@ fn check_bounds(update: &ConfUpdate) -> Result<(), MutationError> {
         check_property(&name, value.as_deref())?;
     }
     for (name, value) in &update.global {
+        if name.is_empty() || name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(MutationError::Refused(format!(
+                "global-updates: {name:?} is not a property name (no spaces or control characters, not empty)"
+            )));
+        }
         check_property(name, value.as_deref())?;
+    }
+    let paths = update
+        .add
+        .iter()
+        .chain(&update.update)
+        .map(|q| q.queue.as_str())
+        .chain(update.remove.iter().map(String::as_str));
+    for path in paths {
+        if path.chars().any(char::is_whitespace) {
+            return Err(MutationError::Refused(format!(
+                "{path:?} is not a queue path (no spaces)"
+            )));
+        }
     }
     Ok(())
 }
@@ -537,6 +564,18 @@ mod tests {
             })
             .contains("not a queue property")
         );
+        // A trailing space would slip past the checks of a name.
+        assert!(
+            refused(ConfUpdate {
+                global: vec![(
+                    format!("{PREFIX}root.a.reservation-policy "),
+                    Some("/dev/zero".into())
+                )],
+                ..ConfUpdate::default()
+            })
+            .contains("not a property name")
+        );
+        assert!(refused(add(params("root.c ", &[("capacity", Some("1"))]))).contains("no spaces"));
         let many = ConfUpdate {
             global: (0..=MAX_CHANGES_PER_UPDATE)
                 .map(|i| (format!("{PREFIX}root.a.x{i}"), None))
@@ -634,8 +673,9 @@ mod tests {
         let applied = overlay.apply_to(&base);
         assert_eq!(applied.get(&name), None);
 
-        // What leaves a property as the file has it is not kept: a queue
-        // added and removed again leaves nothing behind.
+        // A queue added and removed again leaves nothing behind; a value
+        // back at the file's is kept (the file may change before it is
+        // read again).
         let added = format!("{PREFIX}root.c.capacity");
         overlay
             .record(
@@ -646,12 +686,15 @@ mod tests {
             .unwrap();
         overlay
             .record(
-                &BTreeMap::from([(added, None), (name.clone(), Some("40".into()))]),
+                &BTreeMap::from([(added, None), (name.clone(), Some("50".into()))]),
                 &base,
                 limit,
             )
             .unwrap();
-        assert!(overlay.changes.is_empty(), "{overlay:?}");
+        assert_eq!(
+            overlay.changes,
+            BTreeMap::from([(name.clone(), Some("50".to_string()))])
+        );
 
         let huge: BTreeMap<String, Option<String>> = (0..200)
             .map(|i| (format!("{PREFIX}k{i}"), Some("v".repeat(8 << 10))))
@@ -660,5 +703,9 @@ mod tests {
         assert!(overlay.record(&huge, &base, limit).is_err());
         assert_eq!(overlay, before, "nothing kept on a refusal");
         overlay.record(&huge, &base, 4 * limit).unwrap();
+        // Full, a change that does not grow it is still taken.
+        overlay
+            .record(&BTreeMap::from([(name, Some("60".into()))]), &base, limit)
+            .unwrap();
     }
 }

@@ -666,8 +666,17 @@ impl QueueTree {
                 });
             }
             let sum: f64 = weights.iter().map(|(_, w, _)| w).sum();
-            for (child, weight, _) in weights {
-                weighted[child] = Some((weight, weight / sum * 100.0));
+            for (child, weight, property) in weights {
+                let share = weight / sum * 100.0;
+                if share < MIN_WEIGHT_SHARE {
+                    return Err(QueueError::BadValue {
+                        property,
+                        reason: format!(
+                            "{weight}w is {share:e} % of its siblings' weights ({sum}w), below the {MIN_WEIGHT_SHARE:e} % a queue may have"
+                        ),
+                    });
+                }
+                weighted[child] = Some((weight, share));
             }
         }
         Ok(weighted)
@@ -780,9 +789,12 @@ pub(super) fn percent(property: &str, text: &str) -> Result<f64, QueueError> {
     }
 }
 
-/// The heaviest weight a queue may have: weights are relative, so this
-/// bounds only how unequal siblings may be (one in a million).
+/// The heaviest weight a queue may have.
 const MAX_WEIGHT: f64 = 1e6;
+/// The least share of its parent, in percent, a weight may give a queue:
+/// below it, figures derived from the share (a maximum as a multiple of
+/// the guarantee) leave the range of numbers.
+const MIN_WEIGHT_SHARE: f64 = 1e-6;
 
 /// `text` as a weight (`2.5w`): above 0, at most [`MAX_WEIGHT`].
 fn weight(property: &str, text: &str) -> Result<f64, QueueError> {
@@ -1172,6 +1184,12 @@ mod tests {
             mixed.contains("root.b.capacity") && mixed.contains("mix weights"),
             "{mixed}"
         );
+        let tiny = refused(&[
+            ("root.queues", "a,b"),
+            ("root.a.capacity", "1e-307w"),
+            ("root.b.capacity", "1w"),
+        ]);
+        assert!(tiny.contains("below the"), "{tiny}");
         for bad in ["0w", "-1w", "w", "2ww", "1e7w", "NaNw"] {
             let error = refused(&[("root.queues", "a"), ("root.a.capacity", bad)]);
             assert!(error.contains("must be a weight"), "{bad}: {error}");

@@ -290,14 +290,25 @@ impl ResourceManager {
             return Err(only_admins());
         }
         let tree = self.cluster.queues();
-        let paths = update
+        // A queue's capacity is its share of its parent, taken from its
+        // siblings (by weight, without their say): its parent's to give.
+        let share_of_parent =
+            |q: &mutation::QueueParams| q.params.iter().any(|(key, _)| key == "capacity");
+        // (the queue changed, the queue whose administrators may change it)
+        let changed = update
             .add
             .iter()
-            .chain(&update.update)
-            .map(|q| q.queue.as_str())
-            .chain(update.remove.iter().map(String::as_str));
-        for path in paths {
-            let mut at = path;
+            .map(|q| (q.queue.as_str(), q.queue.as_str()))
+            .chain(update.update.iter().map(|q| {
+                let decides = match q.queue.rsplit_once('.') {
+                    Some((parent, _)) if share_of_parent(q) => parent,
+                    _ => q.queue.as_str(),
+                };
+                (q.queue.as_str(), decides)
+            }))
+            .chain(update.remove.iter().map(|p| (p.as_str(), p.as_str())));
+        for (path, decides) in changed {
+            let mut at = decides;
             let index = loop {
                 if let Some(index) = tree.queues().iter().position(|q| q.path == at) {
                     break index;
@@ -308,8 +319,13 @@ impl ResourceManager {
                 }
             };
             if !self.security.queue_rights(caller, tree, index).1 {
+                let capacity = if decides == path {
+                    ""
+                } else {
+                    " (its capacity is a share of its parent's, taken from its siblings)"
+                };
                 return Err(ConfChangeError::Forbidden(format!(
-                    "user {} may not change queue {path}: only administrators of {at} (acl_administer_queue) or of the cluster may",
+                    "user {} may not change queue {path}{capacity}: only administrators of {at} (acl_administer_queue) or of the cluster may",
                     caller.user
                 )));
             }

@@ -650,11 +650,14 @@ impl<'a> PlanQueues<'a> {
             // maximum, as a share of the queue's guarantee), and its users
             // keep the queue's user limit: the limit is a multiple of the
             // guarantee, so the factor grows as the child's share shrinks.
-            let maximum = 100.0 * queue.absolute_maximum_capacity
-                / queue.absolute_capacity.max(f64::MIN_POSITIVE);
+            // Finite however small the guarantee (a policy refuses inf).
+            let maximum = (100.0 * queue.absolute_maximum_capacity
+                / queue.absolute_capacity.max(f64::MIN_POSITIVE))
+            .min(MAX_SHARE_OF_GUARANTEE);
             // With no share left, the limit as a multiple of nothing is no
             // limit at all: the child's users are bounded by its maximum.
-            let factor = (share > 0.0).then(|| queue.user_limit_factor * 100.0 / share);
+            let factor = (share > 0.0)
+                .then(|| (queue.user_limit_factor * 100.0 / share).min(MAX_SHARE_OF_GUARANTEE));
             let default = push(queues, leaf, "default", share, maximum, factor);
             plan.default_queue.insert(leaf, default);
         }
@@ -857,6 +860,11 @@ const MAX_RESTRICTED_EXAMINED: usize = 64;
 /// How often one round asks the policy at most when gangs are placed in
 /// part (see [`schedule`]).
 const MAX_GANG_PASSES: usize = 4;
+
+/// The largest maximum (as a percentage of a queue's guarantee) and user
+/// limit factor a reservation's default child is given: a tiny guarantee
+/// or share would make them infinite, which policies refuse.
+const MAX_SHARE_OF_GUARANTEE: f64 = 1e12;
 
 #[cfg(test)]
 mod tests {
