@@ -25,6 +25,18 @@ fn queues_file(path: &Path, a: u32, b: u32) {
     );
 }
 
+/// In `dir`: the queue file (a and b at 50 %, bob administering b) and a
+/// users file (root-user an administrator); its path, and the setting
+/// naming the users file.
+fn files(dir: &Path) -> (std::path::PathBuf, String) {
+    let queues = dir.join("queues.toml");
+    queues_file(&queues, 50, 50);
+    let users = dir.join("users.toml");
+    write(&users, "[users]\nroot-user = [\"admins\"]\nbob = []\n");
+    let users_setting = format!("weft.security.users-file={}", users.display());
+    (queues, users_setting)
+}
+
 /// Each leaf's capacity, by name.
 fn capacities(server: &Server) -> Vec<(String, f64)> {
     let (_, body) = server.get("/ws/v1/cluster/scheduler");
@@ -90,11 +102,7 @@ fn message(body: &Value) -> String {
 fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let queues = dir.path().join("queues.toml");
-    queues_file(&queues, 50, 50);
-    let users = dir.path().join("users.toml");
-    write(&users, "[users]\nroot-user = [\"admins\"]\n");
-    let users_setting = format!("weft.security.users-file={}", users.display());
+    let (queues, users_setting) = files(dir.path());
     let args = [
         "--queues",
         queues.to_str().unwrap(),
@@ -353,11 +361,7 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
 #[test]
 fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
     let dir = tempfile::tempdir().unwrap();
-    let queues = dir.path().join("queues.toml");
-    queues_file(&queues, 50, 50);
-    let users = dir.path().join("users.toml");
-    write(&users, "[users]\nroot-user = [\"admins\"]\nbob = []\n");
-    let users_setting = format!("weft.security.users-file={}", users.display());
+    let (queues, users_setting) = files(dir.path());
     let common = [
         "--queues",
         queues.to_str().unwrap(),
