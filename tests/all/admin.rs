@@ -286,6 +286,13 @@ fn refresh_nodes_decommissions_what_the_exclude_file_lists_and_recommissions_wha
             None,
         )
     };
+    // Read at the start, as YARN's resource manager reads it.
+    assert_eq!(state("sim-0001:8041"), "DECOMMISSIONED");
+    write(&exclude, "# for the upgrade\n");
+    let (status, body) = refresh("ops", "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(state("sim-0001:8041"), "RUNNING");
+    write(&exclude, "# for the upgrade\nsim-0001:8041\n");
     let (status, body) = refresh("alice", "");
     assert_eq!(status, 403, "{body}");
     assert_eq!(state("sim-0001:8041"), "RUNNING");
@@ -321,4 +328,17 @@ fn refresh_nodes_decommissions_what_the_exclude_file_lists_and_recommissions_wha
     assert!(said.contains("recommissioned: sim-0001:8041"), "{said}");
     assert_eq!(state("sim-0001:8041"), "RUNNING");
     assert_eq!(state("sim-0002:8041"), "DECOMMISSIONED");
+
+    // A node the file lists that registers after the refresh (YARN's
+    // disallowed NodeManager): decommissioned as it registers.
+    write(&exclude, "agent-1\n");
+    let (status, body) = refresh("ops", "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["unmatched"], json!(["agent-1"]), "{body}");
+    let _agent = crate::support::start_agent(&server.base, dir.path(), "4096mb,2vcores");
+    server.wait_for("/ws/v1/cluster/nodes/agent-1", "agent-1 to register", |b| {
+        b["node"]["state"].is_string()
+    });
+    assert_eq!(state("agent-1"), "DECOMMISSIONED");
+    assert_eq!(state("sim-0002:8041"), "RUNNING");
 }

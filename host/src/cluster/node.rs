@@ -220,6 +220,12 @@ impl Node {
             .map_or(authority, |(host, _)| host)
     }
 
+    /// The names an exclude file may list it by: its id, its NodeId's
+    /// host and its web address's host.
+    pub fn names(&self) -> [&str; 3] {
+        [self.id.as_str(), self.yarn_host(), self.host_name()]
+    }
+
     /// The host YARN's masters name it by: its NodeId's (the agent's
     /// ContainerManagementProtocol address), else its id's, without the
     /// port.
@@ -372,6 +378,16 @@ impl super::Cluster {
         self.decommission(id, deadline_ms, false, now)
     }
 
+    /// Decommissions node `id` at once as the exclude file asks (see
+    /// [`Decommission::listed`]).
+    pub fn decommission_listed(
+        &mut self,
+        id: &str,
+        now: u64,
+    ) -> Result<Vec<Container>, ClusterError> {
+        self.decommission(id, now, true, now)
+    }
+
     /// Decommissions node `id` until `deadline_ms`, `listed` if the exclude
     /// file asked (see [`Decommission::listed`]).
     fn decommission(
@@ -443,8 +459,8 @@ impl super::Cluster {
     ) -> ExcludedRefresh {
         let mut matched: BTreeSet<&str> = BTreeSet::new();
         let mut named = |node: &Node| {
-            let names = [node.id.as_str(), node.yarn_host(), node.host_name()];
-            let hits: Vec<&str> = names
+            let hits: Vec<&str> = node
+                .names()
                 .iter()
                 .filter_map(|name| excluded.get(*name).map(String::as_str))
                 .collect();

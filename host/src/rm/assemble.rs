@@ -142,5 +142,6 @@ pub fn assemble(parts: Parts<'_>) -> Result<ResourceManager, AssembleError> {
             .recover(store, recover.epoch, recover.scheduling_wait_ms)
             .map_err(AssembleError::Recovery)?;
     }
+    manager.apply_exclude_file_at_start();
     Ok(manager)
 }

@@ -1,6 +1,8 @@
 //! YARN's refreshNodes: the hosts of the exclude file
 //! (`yarn.resourcemanager.nodes.exclude-path`) are decommissioned, and
-//! those it no longer lists recommissioned.
+//! those it no longer lists recommissioned; the file is read at the start
+//! too, and a node it lists is decommissioned as it registers (YARN's
+//! NodesListManager).
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -125,7 +127,62 @@ impl ResourceManager {
         if !refresh.recommissioned.is_empty() {
             self.schedule_on_freed_resources();
         }
+        self.excluded_hosts = excluded.clone();
         Ok(refresh)
+    }
+
+    /// At the start, once the state is restored: the exclude file as it is
+    /// now, applied as a refresh at once would be (YARN reads it when its
+    /// resource manager starts). A file that cannot be read is logged and
+    /// lists nothing; the next refresh says why again.
+    pub(super) fn apply_exclude_file_at_start(&mut self) {
+        let Some(path) = self.nodes_exclude_path.clone() else {
+            return;
+        };
+        let excluded = match read_exclude_file(&path) {
+            Ok(excluded) => excluded,
+            Err(error) => {
+                tracing::warn!(%error, "the exclude file is not applied at the start");
+                return;
+            }
+        };
+        let now = self.now();
+        let refresh = self.cluster.refresh_excluded(&excluded, now, now);
+        self.containers_finished(&refresh.taken_back, now);
+        let killed = self.cluster.end_decommissions(now);
+        self.containers_finished(&killed, now);
+        if !refresh.decommissioned.is_empty() || !refresh.recommissioned.is_empty() {
+            tracing::warn!(
+                decommissioned = ?refresh.decommissioned,
+                recommissioned = ?refresh.recommissioned,
+                "nodes refreshed from the exclude file at the start"
+            );
+        }
+        self.excluded_hosts = excluded;
+    }
+
+    /// A node that registers under a name the exclude file listed when
+    /// last read is decommissioned at once (YARN refuses it as a
+    /// disallowed NodeManager; here it is registered, as DECOMMISSIONED,
+    /// until a refresh whose file no longer lists it takes it back).
+    pub(super) fn decommission_if_excluded(&mut self, id: &str, now: u64) {
+        if self.excluded_hosts.is_empty() || self.cluster.decommission_of(id).is_some() {
+            return;
+        }
+        let listed = self.cluster.node(id).is_some_and(|node| {
+            node.names()
+                .iter()
+                .any(|n| self.excluded_hosts.contains(*n))
+        });
+        if !listed {
+            return;
+        }
+        if let Ok(taken) = self.cluster.decommission_listed(id, now) {
+            self.containers_finished(&taken, now);
+            let killed = self.cluster.end_decommissions(now);
+            self.containers_finished(&killed, now);
+            tracing::warn!(node = %id, "a node the exclude file lists registered: decommissioned");
+        }
     }
 }
 

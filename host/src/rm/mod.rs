@@ -75,6 +75,9 @@ pub struct ResourceManager {
     /// `yarn.resourcemanager.nodes.exclude-path`, read at each refresh of
     /// the nodes (`excluded_nodes.rs`).
     nodes_exclude_path: Option<std::path::PathBuf>,
+    /// The hosts it listed when last read (at the start or a refresh): a
+    /// node registering under one is decommissioned.
+    excluded_hosts: std::collections::BTreeSet<String>,
     /// `yarn.scheduler.maximum-allocation-*` (0: the largest node's).
     maximum_allocation: Resources,
     /// `yarn.cluster.max-application-priority`.
@@ -375,6 +378,7 @@ impl ResourceManager {
             node_expiry_ms: settings.nodes.expiry_interval_ms,
             decommission_timeout_ms: settings.nodes.decommission_timeout_ms,
             nodes_exclude_path: settings.nodes_exclude_path.clone(),
+            excluded_hosts: Default::default(),
             maximum_allocation: settings.scheduler.maximum_allocation,
             max_application_priority: settings.scheduler.max_application_priority,
             last_round: None,

@@ -266,6 +266,7 @@ impl ResourceManager {
             .set_node_health(&request.node_id, request.health.as_ref());
         self.agent_is_back(&request.node_id, now);
         self.node_back(&request.node_id);
+        self.decommission_if_excluded(&request.node_id, now);
         tracing::info!(node = %request.node_id, %capacity, owner = %caller.user, lost = lost.len(), kept = running.map_or(0, |r| r.len()), "node registered");
         Ok(Registered {
             kill,
