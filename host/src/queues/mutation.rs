@@ -280,15 +280,10 @@ fn set_params(
 /// A queue's children as its parent's `queues` property lists them.
 fn children(properties: &QueueProperties, parent: &str) -> Vec<String> {
     properties
-        .get(&format!("{PREFIX}{parent}.queues"))
-        .map(|list| {
-            list.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+        .children_of(parent)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
 }
 
 /// `root.a.b` as (`root.a`, `b`); root itself and paths without a parent

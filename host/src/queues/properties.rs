@@ -36,6 +36,20 @@ impl QueueProperties {
         self.values.insert(name.to_string(), value.to_string());
     }
 
+    /// The children `path`'s `queues` property lists, in order (empty
+    /// entries skipped), as written: names are checked where the tree is
+    /// built.
+    pub fn children_of(&self, path: &str) -> Vec<&str> {
+        self.get(&format!("{PREFIX}{path}.queues"))
+            .map(|list| {
+                list.split(',')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Unsets the property `name` (its full name).
     pub fn remove(&mut self, name: &str) {
         self.values.remove(name.trim());

@@ -325,14 +325,14 @@ impl QueueTree {
             partitions: Default::default(),
         });
         let queues_property = format!("{PREFIX}{path}.queues");
-        if let Some(children) = properties.get(&queues_property) {
+        if properties.get(&queues_property).is_some() {
             if depth > 32 {
                 return Err(QueueError::BadValue {
                     property: queues_property,
                     reason: "queues nest too deep".into(),
                 });
             }
-            for child in children.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+            for child in properties.children_of(path) {
                 if !child
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')

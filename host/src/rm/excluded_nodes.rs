@@ -112,15 +112,13 @@ impl ResourceManager {
         let refresh = self
             .cluster
             .refresh_excluded(excluded, now.saturating_add(timeout_ms), now);
-        self.containers_finished(&refresh.taken_back, now);
-        let killed = self.cluster.end_decommissions(now);
-        self.containers_finished(&killed, now);
+        let killed = self.finish_decommissioning(&refresh.taken_back, now);
         tracing::warn!(
             decommissioned = ?refresh.decommissioned,
             recommissioned = ?refresh.recommissioned,
             unmatched = refresh.unmatched.len(),
             timeout_ms,
-            killed = killed.len(),
+            killed,
             by = %caller.user,
             "nodes refreshed from the exclude file"
         );
@@ -148,9 +146,7 @@ impl ResourceManager {
         };
         let now = self.now();
         let refresh = self.cluster.refresh_excluded(&excluded, now, now);
-        self.containers_finished(&refresh.taken_back, now);
-        let killed = self.cluster.end_decommissions(now);
-        self.containers_finished(&killed, now);
+        self.finish_decommissioning(&refresh.taken_back, now);
         if !refresh.decommissioned.is_empty() || !refresh.recommissioned.is_empty() {
             tracing::warn!(
                 decommissioned = ?refresh.decommissioned,
@@ -178,9 +174,7 @@ impl ResourceManager {
             return;
         }
         if let Ok(taken) = self.cluster.decommission_listed(id, now) {
-            self.containers_finished(&taken, now);
-            let killed = self.cluster.end_decommissions(now);
-            self.containers_finished(&killed, now);
+            self.finish_decommissioning(&taken, now);
             tracing::warn!(node = %id, "a node the exclude file lists registered: decommissioned");
         }
     }

@@ -86,11 +86,11 @@ impl ResourceManager {
             target: store.target().to_string(),
             source,
         };
+        let settings = store.settings()?;
         // Before anything is put back in the queues: the queues the API
         // added must be there.
-        self.recover_scheduler_conf(&store)?;
+        self.recover_scheduler_conf(&settings)?;
         let containers = store.containers()?;
-        let settings = store.settings()?;
         let charged_until: BTreeMap<String, Option<u64>> = containers
             .iter()
             .filter(|c| c.running)

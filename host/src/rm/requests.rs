@@ -329,10 +329,8 @@ impl ResourceManager {
         let now = self.now();
         let deadline_ms = now.saturating_add(timeout_ms);
         let taken_back = self.cluster.decommission_node(id, deadline_ms, now)?;
-        self.containers_finished(&taken_back, now);
-        let killed = self.cluster.end_decommissions(now);
-        self.containers_finished(&killed, now);
-        tracing::warn!(node = %id, timeout_ms, by = %caller.user, killed = killed.len(), "node decommissioning: it takes no new containers");
+        let killed = self.finish_decommissioning(&taken_back, now);
+        tracing::warn!(node = %id, timeout_ms, by = %caller.user, killed, "node decommissioning: it takes no new containers");
         Ok(self.decommission_standing(id, deadline_ms))
     }
 
@@ -768,6 +766,20 @@ impl ResourceManager {
         self.reservations.apply_queues(prepared, &self.policies);
         self.queues_changed = true;
         Ok(())
+    }
+
+    /// After decommissions: what they took back (`taken`) is finished, and
+    /// so is what runs on nodes whose deadline has come (at once for an
+    /// immediate one). Returns how many of the latter were killed.
+    pub(super) fn finish_decommissioning(
+        &mut self,
+        taken: &[crate::cluster::Container],
+        now: u64,
+    ) -> usize {
+        self.containers_finished(taken, now);
+        let killed = self.cluster.end_decommissions(now);
+        self.containers_finished(&killed, now);
+        killed.len()
     }
 
     /// YARN's new-application: an id for `caller` to submit an app under,

@@ -203,20 +203,17 @@ impl ResourceManager {
     }
 
     /// At a start or failover (before anything is restored into the
-    /// queues): the changes the store keeps, put on top of the queue tree
-    /// this server read. Kept only where the store keeps them.
-    pub(super) fn recover_scheduler_conf(&mut self, store: &Store) -> Result<(), OverlayError> {
-        let stored = store
-            .settings()
-            .map_err(|e| OverlayError {
-                version: 0,
-                reason: format!("the store cannot be read: {e}"),
-            })?
-            .remove(OVERLAY_SETTING);
-        let Some(json) = stored else {
+    /// queues): the changes the store keeps (among its `stored` settings),
+    /// put on top of the queue tree this server read. Kept only where the
+    /// store keeps them.
+    pub(super) fn recover_scheduler_conf(
+        &mut self,
+        stored: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), OverlayError> {
+        let Some(json) = stored.get(OVERLAY_SETTING) else {
             return Ok(());
         };
-        let overlay: ConfOverlay = serde_json::from_str(&json).map_err(|e| OverlayError {
+        let overlay: ConfOverlay = serde_json::from_str(json).map_err(|e| OverlayError {
             version: 0,
             reason: format!("the stored changes are not readable: {e}"),
         })?;
