@@ -149,6 +149,10 @@ pub struct Metrics {
     /// `weft_reclaim_preemptions_total`: running containers reclaim took
     /// back for starved queues.
     pub reclaim_preemptions: Counter,
+    /// `weft_reclaim_marked_total`: running containers reclaim marked for
+    /// preemption (their masters told; killed after `max_wait_before_kill`
+    /// if still chosen).
+    pub reclaim_marked: Counter,
     /// `weft_reclaim_observed_total`: containers reclaim would have taken
     /// back, under `…preemption.observe_only` (none was).
     pub reclaim_observed: Counter,
@@ -234,6 +238,7 @@ impl Metrics {
             budget_preemptions: Counter::default(),
             reclaim_preemptions: Counter::default(),
             reclaim_observed: Counter::default(),
+            reclaim_marked: Counter::default(),
             containers_lost: Counter::default(),
             event_loop_panics: Family::default(),
             requests_refused: Family::default(),
@@ -349,6 +354,11 @@ impl Metrics {
             "reclaim_observed",
             "Containers reclaim would have taken back under observe_only (none was)",
             metrics.reclaim_observed.clone(),
+        );
+        registry.register(
+            "reclaim_marked",
+            "Running containers reclaim marked for preemption (masters told; killed after max_wait_before_kill if still chosen)",
+            metrics.reclaim_marked.clone(),
         );
         registry.register(
             "containers_lost",

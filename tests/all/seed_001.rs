@@ -136,10 +136,13 @@ fn seed_001_with_maximum_capacity_40_development_never_passes_240_gb() {
 #[test]
 fn seed_001_with_reclaim_gives_qa_its_guarantee_within_the_starvation_time() {
     // Gupta asks at 120 s; after 15 s of starvation reclaim takes back the
-    // youngest of development's containers above its guarantee.
+    // youngest of development's containers above its guarantee (killed at
+    // once: no wait for masters to give them back).
     let summary = simulate(&[
         "--set",
         "yarn.resourcemanager.scheduler.monitor.enable=true",
+        "--set",
+        "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill=0",
     ]);
     assert_eq!(
         queue_gb(&summary, 90_000, "root.engineering.development"),

@@ -511,6 +511,7 @@ observe_at_ms = [299000, 330000]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill" = "0"
 "#,
         PLAN_CLUSTER,
         r#""yarn.scheduler.capacity.root.dedicated.user-limit-factor" = "2"
@@ -644,6 +645,7 @@ observe_at_ms = [12000]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill" = "0"
 {scenario}"#
         ));
         let observed = &summary["observations"][0];
@@ -704,6 +706,7 @@ observe_at_ms = [12000]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill" = "0"
 "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round" = "1"
 {setting}
 {scenario}
@@ -734,6 +737,7 @@ observe_at_ms = [8500, 11500, 14500]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill" = "0"
 "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round" = "{cap}"
 {scenario}
 [queues.properties]
@@ -758,6 +762,7 @@ observe_at_ms = [8500, 11500]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill" = "0"
 [[nodes]]
 count = 8
 memory_mb = 10240
@@ -792,6 +797,91 @@ asks = [{ count = 50, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
 }
 
 #[test]
+fn reclaim_marks_before_it_kills_spares_the_dead_zone_and_takes_a_share_a_time() {
+    // a fills the node; c, below its guarantee, asks for 3 at 2 s and is
+    // starved past the 5 s patience at 7 s; reclaims follow 3 s apart.
+    let observe = [8500, 11500, 21000, 25000];
+    let cases = [
+        // YARN's 15 s wait: marked at 7 s, killed at the reclaim of 22 s.
+        ("the default wait", "", [0, 0, 0, 3]),
+        // 40 % of the 3 chosen a time: 2 (the second begins below 1.2),
+        // then the last a monitoring interval on.
+        (
+            "natural termination",
+            "natural_termination_factor\" = \"0.4",
+            [2, 3, 3, 3],
+        ),
+        // a holds 100 %, not more than its 50 % twice over: spared.
+        (
+            "a dead zone a covers",
+            "max_ignored_over_capacity\" = \"1",
+            [0, 0, 0, 0],
+        ),
+        (
+            "a dead zone a is past",
+            "max_ignored_over_capacity\" = \"0.9",
+            [3, 3, 3, 3],
+        ),
+    ];
+    for (name, setting, served) in cases {
+        let wait = if name == "the default wait" {
+            String::new()
+        } else {
+            "\"yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill\" = \"0\""
+                .into()
+        };
+        let setting = if setting.is_empty() {
+            String::new()
+        } else {
+            format!("\"yarn.resourcemanager.monitor.capacity.preemption.{setting}\"")
+        };
+        let summary = simulate(&format!(
+            r#"
+scheduling_interval_ms = 1000
+observe_at_ms = {observe:?}
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round" = "1"
+{wait}
+{setting}
+[[nodes]]
+count = 1
+memory_mb = 10240
+vcores = 10
+[[apps]]
+submit_ms = 0
+user = "alice"
+queue = "a"
+asks = [{{ count = 20, memory_mb = 1024, vcores = 1, duration_ms = 100000 }}]
+[[apps]]
+submit_ms = 2000
+user = "carol"
+queue = "c"
+asks = [{{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 100000 }}]
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,c"
+"yarn.scheduler.capacity.root.a.capacity" = "50"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
+"yarn.scheduler.capacity.root.c.capacity" = "50"
+"#
+        ));
+        let got: Vec<u64> = (0..observe.len())
+            .map(|i| vcores(&summary["observations"][i], "root.c"))
+            .collect();
+        assert_eq!(got, served, "{name}: {summary}");
+        for i in 0..observe.len() {
+            let observed = &summary["observations"][i];
+            assert_eq!(
+                vcores(observed, "root.a"),
+                10 - got[i],
+                "{name}: {observed}"
+            );
+        }
+    }
+}
+
+#[test]
 fn reclaim_takes_nothing_for_demand_the_user_limit_bars() {
     // c's user limit is one container: once carol has it, what she still
     // asks for would not be served with room, so nothing more is taken
@@ -804,6 +894,7 @@ observe_at_ms = [10000, 30000, 45000]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill" = "0"
 [[nodes]]
 count = 1
 memory_mb = 10240
@@ -853,6 +944,7 @@ observe_at_ms = [9000, 30000, 120000]
 [settings]
 "yarn.resourcemanager.scheduler.monitor.enable" = "true"
 "weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill" = "0"
 [[nodes]]
 count = 1
 memory_mb = 2048

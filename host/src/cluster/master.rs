@@ -206,6 +206,10 @@ pub struct MasterNews {
     /// `updated_nodes`: a Spark master decommissions its executors on a
     /// node being decommissioned).
     pub updated_nodes: Vec<String>,
+    /// Its containers marked for preemption since its last allocate, with
+    /// their sizes (YARN's PreemptionMessage: give them back, or they are
+    /// killed after `max_wait_before_kill`).
+    pub marked_for_preemption: Vec<(String, Resources)>,
     /// Containers of the app running or pending.
     pub outstanding: u64,
 }
@@ -496,9 +500,11 @@ impl Cluster {
             .into_iter()
             .filter_map(|id| self.end_container(id, now, EndCause::Released))
             .collect();
+        let marked_for_preemption = self.take_preemption_marks_of(app_id);
         let app = &mut self.apps[index];
         let master = app.master.as_mut().expect("checked by master_of");
         let mut news = MasterNews {
+            marked_for_preemption,
             completed: std::mem::take(&mut master.completed),
             updated_nodes: std::mem::take(&mut master.nodes_changed)
                 .into_iter()
@@ -852,6 +858,32 @@ mod tests {
         cluster.set_node_health("n1", Some(&sick));
         let (news, _) = allocate(&mut cluster, &id, &[], &[], 60).unwrap();
         assert_eq!(news.updated_nodes, ["n1"], "one entry a node");
+    }
+
+    #[test]
+    fn a_master_hears_once_of_each_container_marked_for_preemption() {
+        let (mut cluster, app, id) = with_master();
+        cluster
+            .register_master(&id, 1, "h".into(), 7077, String::new())
+            .unwrap();
+        allocate(&mut cluster, &id, &[executors(2)], &[], 20).unwrap();
+        let placed = place(&mut cluster, app, 1, 2);
+        let am = master_container(&cluster, app);
+        cluster.mark_for_preemption(&placed[1], 30);
+        cluster.mark_for_preemption(&am, 30);
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 40).unwrap();
+        // In id order: the master's container (…_000001) first.
+        let expected = [
+            (am.clone(), cluster.container(&am).unwrap().resources),
+            (placed[1].clone(), Resources::new(1024, 1, 0)),
+        ];
+        assert_eq!(news.marked_for_preemption, expected);
+        let (news, _) = allocate(&mut cluster, &id, &[], &[], 50).unwrap();
+        assert!(news.marked_for_preemption.is_empty(), "told once");
+        // Given back by the master: the mark goes with the container.
+        allocate(&mut cluster, &id, &[], &[placed[1].clone()], 60).unwrap();
+        assert_eq!(cluster.preemption_mark(&placed[1]), None);
+        assert_eq!(cluster.preemption_mark(&am), Some(30));
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod locality;
 mod master;
 mod model;
 mod node;
+mod preemption_marks;
 mod queue_move;
 mod table;
 

@@ -313,6 +313,10 @@ pub struct Cluster {
     /// node's loss, and across restarts, until a recommission or a release
     /// of the id.
     pub(super) decommissions: BTreeMap<String, super::node::Decommission>,
+    /// Containers reclaim has chosen and not yet killed, by id (YARN's
+    /// preemption candidates; in memory only, as YARN's). Their masters
+    /// are told at the next allocate ([`Cluster::take_preemption_marks_of`]).
+    pub(super) preemption_marks: BTreeMap<String, super::preemption_marks::PreemptionMark>,
     /// The accounting records of apps ended since
     /// [`Cluster::take_ended_apps`]: made as each ends, before the table
     /// may let it go.
@@ -381,6 +385,7 @@ impl Cluster {
             lost_nodes: BTreeMap::new(),
             node_owners: foldhash::HashMap::new(),
             decommissions: BTreeMap::new(),
+            preemption_marks: BTreeMap::new(),
             ended_apps: Vec::new(),
             opportunistic_queue: 0,
             heartbeat_interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -1448,6 +1453,7 @@ impl Cluster {
         cause: EndCause,
     ) -> Option<Container> {
         let mut container = self.containers.remove(id)?;
+        self.preemption_marks.remove(id);
         container.exit_status = Some(cause.exit_status());
         container.ended_ms = Some(now);
         durable::container_changed(&mut self.changes, id, &container.app, container.seq);

@@ -220,6 +220,15 @@ pub struct SchedulerSettings {
     /// `…preemption.monitoring_interval`: ms before the next reclaim when
     /// the cap cut one short.
     pub reclaim_interval_ms: u64,
+    /// `…preemption.max_wait_before_kill`: ms a chosen container is marked
+    /// (its master told) before it is killed.
+    pub reclaim_wait_before_kill_ms: u64,
+    /// `…preemption.max_ignored_over_capacity`: the dead zone above a
+    /// queue's guarantee, a fraction of it.
+    pub reclaim_ignored_over_capacity: f64,
+    /// `…preemption.natural_termination_factor`: the share of what the
+    /// policy chose in a queue one reclaim takes.
+    pub reclaim_natural_termination: f64,
     /// The largest container an ask may ask for (YARN's
     /// `yarn.scheduler.maximum-allocation-*`); 0 in a field: the largest
     /// registered node's.
@@ -538,6 +547,14 @@ impl Settings {
             )?,
             reclaim_interval_ms: read
                 .whole("yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval")?,
+            reclaim_wait_before_kill_ms: read
+                .whole("yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill")?,
+            reclaim_ignored_over_capacity: read.number(
+                "yarn.resourcemanager.monitor.capacity.preemption.max_ignored_over_capacity",
+            )?,
+            reclaim_natural_termination: read.number(
+                "yarn.resourcemanager.monitor.capacity.preemption.natural_termination_factor",
+            )?,
             maximum_allocation: crate::resources::Resources::new(
                 read.whole("yarn.scheduler.maximum-allocation-mb")?,
                 read.whole_u32("yarn.scheduler.maximum-allocation-vcores")?,

@@ -547,6 +547,27 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "ms after a reclaim cut short by total_preemption_per_round before the next",
     ),
     (
+        "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill",
+        ValueType::Whole {
+            min: 0,
+            max: DAY_MS,
+        },
+        "15000",
+        "ms a container reclaim chose is marked (its application master told) before it is killed, if still chosen; 0 kills at once",
+    ),
+    (
+        "yarn.resourcemanager.monitor.capacity.preemption.max_ignored_over_capacity",
+        ValueType::Number { max: 100 },
+        "0",
+        "reclaim: a queue is taken from only when it holds more than its guarantee times 1 plus this (a dead zone above the guarantee; YARN's default 0.1 would leave a starved queue short of its guarantee by up to a tenth of the others')",
+    ),
+    (
+        "yarn.resourcemanager.monitor.capacity.preemption.natural_termination_factor",
+        ValueType::Number { max: 1 },
+        "1",
+        "reclaim: of what the policy chose in a queue, the share one reclaim takes (at least one container; 0 takes none); the rest waits for containers to end or the next reclaim, monitoring_interval later (YARN's default 0.2 makes a starved queue wait several waits for its guarantee)",
+    ),
+    (
         "yarn.resourcemanager.monitor.capacity.preemption.observe_only",
         ValueType::Flag,
         "false",

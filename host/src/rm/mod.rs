@@ -372,6 +372,9 @@ impl ResourceManager {
             reclaim_limits: reclaim::ReclaimLimits {
                 per_round: settings.scheduler.reclaim_per_round,
                 observe_only: settings.scheduler.reclaim_observe_only,
+                wait_before_kill_ms: settings.scheduler.reclaim_wait_before_kill_ms,
+                ignored_over_capacity: settings.scheduler.reclaim_ignored_over_capacity,
+                natural_termination: settings.scheduler.reclaim_natural_termination,
             },
             reclaim_interval_ms: settings.scheduler.reclaim_interval_ms,
             starvation: Starvation::default(),
@@ -833,7 +836,7 @@ impl ResourceManager {
                 now,
                 self.reclaim_limits,
             ) {
-                Ok(reclaimed) if reclaimed.containers.is_empty() => {}
+                Ok(reclaimed) if observe_only && reclaimed.containers.is_empty() => {}
                 Ok(reclaimed) if observe_only => {
                     let observed = reclaimed.containers;
                     let ids: Vec<&str> = observed.iter().take(20).map(|c| c.id.as_str()).collect();
@@ -849,18 +852,29 @@ impl ResourceManager {
                 }
                 Ok(reclaimed) => {
                     let preempted = reclaimed.containers;
-                    tracing::info!(
-                        containers = preempted.len(),
-                        capped = reclaimed.capped,
-                        "reclaimed capacity for starved queues"
-                    );
-                    metrics().reclaim_preemptions.inc_by(preempted.len() as u64);
-                    self.containers_finished(&preempted, now);
-                    if reclaimed.capped {
-                        // The rest a monitoring interval on, if still starved.
+                    if reclaimed.marked > 0 {
+                        tracing::info!(
+                            containers = reclaimed.marked,
+                            wait_ms = self.reclaim_limits.wait_before_kill_ms,
+                            "marked containers for preemption for starved queues; their masters are told, and each is killed if still chosen after the wait"
+                        );
+                        metrics().reclaim_marked.inc_by(reclaimed.marked as u64);
+                    }
+                    if !preempted.is_empty() {
+                        tracing::info!(
+                            containers = preempted.len(),
+                            capped = reclaimed.capped,
+                            "reclaimed capacity for starved queues"
+                        );
+                        metrics().reclaim_preemptions.inc_by(preempted.len() as u64);
+                        self.containers_finished(&preempted, now);
+                    }
+                    if reclaimed.capped || reclaimed.waiting {
+                        // The rest, and the kills due, a monitoring
+                        // interval on, if still starved.
                         self.starvation
                             .reclaimed_in_part(now, after_ms, self.reclaim_interval_ms);
-                    } else {
+                    } else if !preempted.is_empty() {
                         self.starvation.reclaimed(now);
                     }
                 }

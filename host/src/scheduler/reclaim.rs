@@ -6,7 +6,7 @@
 //! `yarn.resourcemanager.scheduler.monitor.enable`, as in YARN. A preempted container ends (and is charged up to then); its app
 //! is told, and asks for it again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::{ActiveReservation, HeldProjects, Part, Round, ScheduleError, Scheduling, diagnostics};
 use crate::cluster::{Cluster, Container};
@@ -250,29 +250,46 @@ pub struct Reclaimed {
     /// The containers preempted (with `observe_only`, those that would
     /// have been, still running).
     pub containers: Vec<Container>,
-    /// Whether the cap (`total_preemption_per_round`) held back some of
-    /// what the policy chose.
+    /// How many containers this reclaim marked for preemption (their
+    /// masters told; killed at a later reclaim once marked for
+    /// `max_wait_before_kill`, if still chosen).
+    pub marked: usize,
+    /// Whether chosen containers stay marked, waiting for their kill.
+    pub waiting: bool,
+    /// Whether the cap (`total_preemption_per_round`) or the natural
+    /// termination factor held back some of what the policy chose.
     pub capped: bool,
 }
 
-/// How a reclaim may take back: at most `per_round` of the cluster's
-/// resources (YARN's `total_preemption_per_round`; at least one container
-/// whatever it is), or only say what it would (`observe_only`).
+/// How a reclaim may take back (YARN's `…monitor.capacity.preemption.*`).
 #[derive(Debug, Clone, Copy)]
 pub struct ReclaimLimits {
-    /// The fraction of the cluster's resources one reclaim takes at most.
+    /// `total_preemption_per_round`: the fraction of the cluster's
+    /// resources one reclaim takes at most (at least one container).
     pub per_round: f64,
-    /// Choose and say, take nothing.
+    /// `observe_only`: choose and say, take nothing.
     pub observe_only: bool,
+    /// `max_wait_before_kill`: ms a chosen container is marked before it
+    /// is killed (0: at once).
+    pub wait_before_kill_ms: u64,
+    /// `max_ignored_over_capacity`: a queue gives up nothing unless it
+    /// holds more than its guarantee times 1 plus this.
+    pub ignored_over_capacity: f64,
+    /// `natural_termination_factor`: the share of what the policy chose
+    /// in a queue one reclaim takes (at least one container; 0: none).
+    pub natural_termination: f64,
 }
 
-/// Asks `policy` which containers to take back and preempts them, in the
-/// policy's order while they fit in `limits.per_round` of the cluster
-/// (those that do not are left for the next reclaim; at least one a
-/// partition), one partition at a time when the cluster has labels (what
-/// a queue holds in one partition says nothing of its share of another);
-/// with `limits.observe_only` (YARN's `…preemption.observe_only`)
-/// preempts none.
+/// Asks `policy` which containers to take back, keeps those the queues'
+/// dead zone and natural termination factor leave to this reclaim
+/// ([`for_this_reclaim`]), then, in the policy's order, those that fit in
+/// `limits.per_round` of the cluster (the rest are left for the next
+/// reclaim; at least one a partition), one partition at a time when the
+/// cluster has labels (what a queue holds in one partition says nothing of
+/// its share of another). A chosen container is marked for preemption
+/// first (its master told) and preempted when chosen again once marked for
+/// `limits.wait_before_kill_ms` (YARN's preemption candidates). With `limits.observe_only` (YARN's
+/// `…preemption.observe_only`) nothing is marked or preempted.
 pub fn reclaim(
     cluster: &mut Cluster,
     policy: &dyn Scheduling,
@@ -293,34 +310,34 @@ pub fn reclaim(
     );
     let mut taken = Resources::ZERO;
     let mut reclaimed = Reclaimed::default();
-    let preempted = &mut reclaimed.containers;
     for part in Part::all(cluster) {
         if matches!(part, Part::Lending(_)) {
             continue; // what is lent is in the label's own round
         }
         let round = Round::of_part(cluster, now, reservations, held, &part);
-        let (running, running_ids) = running_in(cluster, &round);
-        if running_ids.is_empty() {
+        let running = running_in(cluster, &round);
+        if running.ids.is_empty() {
             continue;
         }
-        let victims = match policy.preempt(&round.snapshot, &running) {
+        let victims = match policy.preempt(&round.snapshot, &running.containers) {
             Ok(victims) => victims,
             // What earlier partitions preempted stands (and is charged).
-            Err(error) if !preempted.is_empty() => {
-                tracing::warn!(%error, "reclaim failed in a partition; what was preempted before stands");
+            Err(error) if !reclaimed.containers.is_empty() || reclaimed.waiting => {
+                tracing::warn!(%error, "reclaim failed in a partition; what was preempted or marked before stands");
                 break;
             }
             Err(error) => return Err(error.into()),
         };
+        let (victims, held_back) =
+            for_this_reclaim(cluster, &part, reservations, &running, &victims, limits);
+        reclaimed.capped |= held_back;
         // In the policy's order, each that fits within the cap (one that
         // does not is left, a smaller one after it may fit: a GPU
         // container over a small GPU cap holds back no other); the first
         // of each partition always, so no partition waits on another's.
         let mut chosen = Vec::new();
-        for id in victims.iter().filter_map(|&v| running_ids.get(v as usize)) {
-            let Some(resources) = cluster.container(id).map(|c| c.resources) else {
-                continue;
-            };
+        for victim in victims {
+            let resources = running.resources[victim];
             let after = taken + resources;
             // Only what it holds counts against the cap: a first GPU
             // container over a GPU cap of 0 bars no container without.
@@ -332,84 +349,208 @@ pub fn reclaim(
                 continue;
             }
             taken = after;
-            chosen.push(id.clone());
+            chosen.push(running.ids[victim].clone());
         }
-        if limits.observe_only {
-            preempted.extend(
-                chosen
-                    .iter()
-                    .filter_map(|id| cluster.container(id).cloned()),
-            );
-        } else {
-            preempted.extend(chosen.iter().filter_map(|id| cluster.preempt(id, now)));
+        for id in chosen {
+            if limits.observe_only {
+                reclaimed.containers.extend(cluster.container(&id).cloned());
+                continue;
+            }
+            let due = match cluster.preemption_mark(&id) {
+                _ if limits.wait_before_kill_ms == 0 => true,
+                Some(since) => now.saturating_sub(since) >= limits.wait_before_kill_ms,
+                None => {
+                    cluster.mark_for_preemption(&id, now);
+                    reclaimed.marked += 1;
+                    false
+                }
+            };
+            if due {
+                reclaimed.containers.extend(cluster.preempt(&id, now));
+            } else {
+                reclaimed.waiting = true;
+            }
         }
     }
+    // As YARN's: a mark not chosen again is kept, and kills its container
+    // at once if chosen again within twice the wait; older, it is stale,
+    // and a container chosen after that is marked (and its master told)
+    // anew.
+    let stale_after = limits.wait_before_kill_ms.saturating_mul(2);
+    cluster.keep_preemption_marks(|since| now.saturating_sub(since) <= stale_after);
     Ok(reclaimed)
 }
 
-/// The containers running on `round`'s nodes that may be taken back, as
-/// its snapshot numbers them, with their ids: not those of apps in a queue
-/// with `disable_preemption` (checked here, whatever the policy would
-/// choose).
-fn running_in(cluster: &Cluster, round: &Round) -> (Containers, Vec<String>) {
-    let mut running = Containers::empty();
-    let mut running_ids = Vec::new();
+/// Of the policy's `victims` (positions in `running`; repeats and
+/// positions out of range dropped), those this reclaim may take from
+/// their leaf queues, in the policy's order, and whether any were held
+/// back: YARN's dead zone (a leaf gives up nothing unless it holds more
+/// than its guarantee in this part times `1 + ignored_over_capacity`; not
+/// for a leaf with active reservations, whose guarantee is the plan's) and
+/// natural termination (of what the policy chose in a leaf, only while
+/// what is taken is below `natural_termination` of it: at least one
+/// container, the rest left to containers ending or the next reclaim).
+fn for_this_reclaim(
+    cluster: &Cluster,
+    part: &Part,
+    reservations: &[ActiveReservation],
+    running: &Running,
+    victims: &[u32],
+    limits: ReclaimLimits,
+) -> (Vec<usize>, bool) {
+    let (capacity, shares) = match part {
+        Part::Partition(label) => (
+            cluster.partition_capacity(label),
+            Some(cluster.queues().partition_shares(label)),
+        ),
+        _ => (cluster.capacity(), None),
+    };
+    let tree = cluster.queues().queues();
+    let guaranteed = |leaf: usize| match &shares {
+        Some(shares) => shares
+            .get(leaf)
+            .copied()
+            .flatten()
+            .map_or(0.0, |s| s.absolute_capacity),
+        None => tree.get(leaf).map_or(0.0, |q| q.absolute_capacity),
+    };
+    let share = |r: Resources| r.dominant_share(&capacity).percent;
+    let reserved: HashSet<usize> = reservations.iter().map(|r| r.queue_index).collect();
+    let mut seen = HashSet::new();
+    // What the dead zone spares is not held back for the next reclaim: it
+    // stays spared while the leaf holds no more.
+    let victims: Vec<usize> = victims
+        .iter()
+        .map(|&v| v as usize)
+        .filter(|&v| v < running.ids.len() && seen.insert(v))
+        .filter(|&v| {
+            let leaf = running.leaves[v];
+            let used = running.leaf_used.get(&leaf).copied().unwrap_or_default();
+            reserved.contains(&leaf)
+                || share(used) > guaranteed(leaf) * (1.0 + limits.ignored_over_capacity) + 1e-9
+        })
+        .collect();
+    let mut held_back = false;
+    let mut chosen_in: HashMap<usize, Resources> = HashMap::new();
+    for &v in &victims {
+        *chosen_in.entry(running.leaves[v]).or_default() += running.resources[v];
+    }
+    let mut taken_in: HashMap<usize, Resources> = HashMap::new();
+    let kept = victims
+        .into_iter()
+        .filter(|&v| {
+            let leaf = running.leaves[v];
+            let taken = taken_in.entry(leaf).or_default();
+            let resources = running.resources[v];
+            // As YARN's: a container is taken while some resource it holds
+            // is still owed (a share of each resource, not of the dominant
+            // one, which a few GPU containers would fill at once).
+            let owed = |held: u64, taken: u64, chosen: u64| {
+                held > 0 && (taken as f64) + 1e-9 < limits.natural_termination * chosen as f64
+            };
+            let chosen = chosen_in[&leaf];
+            let still_owed = owed(resources.memory_mb, taken.memory_mb, chosen.memory_mb)
+                || owed(
+                    resources.vcores.into(),
+                    taken.vcores.into(),
+                    chosen.vcores.into(),
+                )
+                || owed(resources.gpus.into(), taken.gpus.into(), chosen.gpus.into());
+            if still_owed {
+                *taken += resources;
+            } else {
+                held_back = true;
+            }
+            still_owed
+        })
+        .collect();
+    (kept, held_back)
+}
+
+/// The containers running on a round's nodes that may be taken back, as
+/// its snapshot numbers them, with each one's id, size and leaf queue, and
+/// what each leaf holds on those nodes.
+struct Running {
+    containers: Containers,
+    ids: Vec<String>,
+    resources: Vec<Resources>,
+    leaves: Vec<usize>,
+    leaf_used: HashMap<usize, Resources>,
+}
+
+/// What runs on `round`'s nodes: every container counts in its leaf's
+/// use; those of apps in a queue with `disable_preemption` (checked here,
+/// whatever the policy would choose) or on a node that takes no new
+/// containers are no victims.
+fn running_in(cluster: &Cluster, round: &Round) -> Running {
+    let mut running = Running {
+        containers: Containers::empty(),
+        ids: Vec::new(),
+        resources: Vec::new(),
+        leaves: Vec::new(),
+        leaf_used: HashMap::new(),
+    };
     let nodes: Vec<&crate::cluster::Node> = cluster.nodes().collect();
+    let queues = cluster.queues().queues();
     // Node by node, in the snapshot's node order: each container's node
     // index is where it is found, never looked up (and never guessed).
     for node_index in 0..round.snapshot.nodes.free_memory_mb.len() as u32 {
         let Some(node) = nodes.get(round.node_position(node_index)) else {
             continue;
         };
-        // What runs on an unhealthy or decommissioned node is no victim:
-        // the room it would free goes to no one (the node takes no new
-        // containers).
-        if !node.takes_containers() {
-            continue;
-        }
         for container in node
             .containers
             .iter()
             .filter_map(|id| cluster.container(id))
         {
-            let Some((index, app)) = cluster
-                .app_index(&container.app)
-                .and_then(|a| Some((a, round.app_position(a)?)))
+            let Some(index) = cluster.app_index(&container.app) else {
+                continue;
+            };
+            let leaf = cluster.apps()[index].queue_index;
+            *running.leaf_used.entry(leaf).or_default() += container.resources;
+            // What runs on an unhealthy or decommissioned node is no
+            // victim: the room it would free goes to no one (the node
+            // takes no new containers).
+            let Some(app) = round
+                .app_position(index)
+                .filter(|_| node.takes_containers())
             else {
                 continue;
             };
-            let queues = cluster.queues().queues();
             if queues
-                .get(cluster.apps()[index].queue_index)
+                .get(leaf)
                 .is_some_and(|queue| queue.preemption_disabled)
             {
                 continue;
             }
-            running.app.push(app);
-            running.node.push(node_index);
-            running.memory_mb.push(container.resources.memory_mb);
-            running.vcores.push(container.resources.vcores.into());
-            running.gpus.push(container.resources.gpus.into());
-            running
+            let containers = &mut running.containers;
+            containers.app.push(app);
+            containers.node.push(node_index);
+            containers.memory_mb.push(container.resources.memory_mb);
+            containers.vcores.push(container.resources.vcores.into());
+            containers.gpus.push(container.resources.gpus.into());
+            containers
                 .start_time_ms
                 .push(super::millis(container.start_time_ms));
             let ask = cluster
                 .app(&container.app)
                 .and_then(|a| a.asks.get(container.ask));
-            running
+            containers
                 .execution_type
                 .push(ask.map_or(ExecutionType::Guaranteed, |ask| {
                     super::context::policy_execution_type(ask.execution_type)
                 }));
             let tags = ask.map_or(&[][..], |ask| &ask.allocation_tags[..]);
             for tag in tags {
-                running.tags.container.push(running_ids.len() as u32);
-                running.tags.tag.push(tag.clone());
+                containers.tags.container.push(running.ids.len() as u32);
+                containers.tags.tag.push(tag.clone());
             }
-            running_ids.push(container.id.clone());
+            running.ids.push(container.id.clone());
+            running.resources.push(container.resources);
+            running.leaves.push(leaf);
         }
     }
-    (running, running_ids)
+    running
 }
 
 #[cfg(test)]

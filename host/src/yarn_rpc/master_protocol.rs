@@ -24,7 +24,9 @@ use super::messages::calls::{
 use super::messages::ipc::TokenProto;
 use super::messages::records::{
     ContainerProto, ContainerStateProto, ContainerStatusProto, ExecutionTypeProto,
-    FinalApplicationStatusProto, NodeReportProto, PriorityProto,
+    FinalApplicationStatusProto, NodeReportProto, PreemptionContainerProto,
+    PreemptionContractProto, PreemptionMessageProto, PreemptionResourceRequestProto, PriorityProto,
+    ResourceRequestProto,
 };
 use super::messages::tokens::{
     AMRMTokenIdentifierProto, CONTAINER_TOKEN_KIND, ContainerTokenIdentifierProto, NM_TOKEN_KIND,
@@ -680,6 +682,7 @@ fn allocate_response(
         });
     }
     response.updated_nodes = allocated.updated_nodes.clone();
+    response.preempt = preemption_message(&allocated.news.marked_for_preemption);
     for completed in &allocated.news.completed {
         response
             .completed_container_statuses
@@ -692,6 +695,39 @@ fn allocate_response(
             });
     }
     response
+}
+
+/// YARN's Capacity Scheduler's notice of containers marked for preemption:
+/// no strict contract, a contract naming the containers and what they
+/// hold together (YARN asks for it in minimum-allocation pieces; Weft has
+/// no minimum, so one piece of the whole, at any place and priority).
+fn preemption_message(marked: &[(String, Resources)]) -> Option<PreemptionMessageProto> {
+    if marked.is_empty() {
+        return None;
+    }
+    let total = marked
+        .iter()
+        .fold(Resources::ZERO, |sum, (_, resources)| sum + *resources);
+    Some(PreemptionMessageProto {
+        strict_contract: None,
+        contract: Some(PreemptionContractProto {
+            resource: vec![PreemptionResourceRequestProto {
+                resource: Some(ResourceRequestProto {
+                    priority: Some(PriorityProto { priority: Some(-1) }),
+                    resource_name: Some("*".into()),
+                    capability: Some(reports::resource(total)),
+                    num_containers: Some(1),
+                    ..Default::default()
+                }),
+            }],
+            container: marked
+                .iter()
+                .map(|(id, _)| PreemptionContainerProto {
+                    id: reports::container_id(id),
+                })
+                .collect(),
+        }),
+    })
 }
 
 fn node_address(id: &super::messages::records::NodeIdProto) -> String {
@@ -773,6 +809,40 @@ mod tests {
 
     /// What every client reads back is a name and a web address: no
     /// control characters, no scheme but http(s).
+    #[test]
+    fn marked_containers_reach_the_master_as_yarns_capacity_scheduler_sends_them() {
+        assert_eq!(preemption_message(&[]), None);
+        let marked = [
+            (
+                "container_1_0001_01_000002".to_string(),
+                Resources::new(1024, 1, 0),
+            ),
+            (
+                "container_1_0001_01_000003".to_string(),
+                Resources::new(2048, 2, 1),
+            ),
+        ];
+        let message = preemption_message(&marked).unwrap();
+        assert_eq!(message.strict_contract, None);
+        let contract = message.contract.unwrap();
+        let ids: Vec<String> = contract
+            .container
+            .iter()
+            .filter_map(|c| reports::container_id_text(c.id.as_ref()?))
+            .collect();
+        assert_eq!(ids, [marked[0].0.clone(), marked[1].0.clone()]);
+        let [wanted] = &contract.resource[..] else {
+            panic!("one resource request: {contract:?}");
+        };
+        let ask = wanted.resource.as_ref().unwrap();
+        assert_eq!(ask.resource_name.as_deref(), Some("*"));
+        assert_eq!(ask.num_containers, Some(1));
+        assert_eq!(
+            ask.capability,
+            Some(reports::resource(Resources::new(3072, 3, 1)))
+        );
+    }
+
     #[test]
     fn a_registration_names_a_host_and_an_http_tracking_url() {
         for (host, url) in [
