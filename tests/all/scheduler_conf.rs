@@ -64,8 +64,9 @@ fn leaves(server: &Server) -> Vec<String> {
         .collect()
 }
 
+/// The versionID, as an administrator reads it.
 fn version(server: &Server) -> String {
-    let (status, body) = server.get("/ws/v1/cluster/scheduler-conf/version");
+    let (status, body) = server.get_as("/ws/v1/cluster/scheduler-conf/version", Some("root-user"));
     assert_eq!(status, 200, "{body}");
     body["versionID"].as_str().unwrap().to_string()
 }
@@ -117,8 +118,30 @@ fn queues_change_through_the_api_and_the_changes_outlive_a_refresh_and_a_restart
     ];
     let server = Server::start_in(&data, &args);
     assert_eq!(version(&server), "1");
+    // Only administrators read it, as in YARN (it holds the ACLs).
+    for path in ["", "/version"] {
+        let path = format!("/ws/v1/cluster/scheduler-conf{path}");
+        let (status, body) = server.get_as(&path, Some("alice"));
+        assert_eq!(status, 403, "{path}: {body}");
+    }
+    let (status, conf_shown) = server.get_as("/ws/v1/cluster/scheduler-conf", Some("root-user"));
+    assert_eq!(status, 200, "{conf_shown}");
+    assert!(
+        conf_shown["property"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == "yarn.scheduler.capacity.root.b.acl_administer_queue"),
+        "{conf_shown}"
+    );
+    let (ok, _, stderr) = conf(
+        &server,
+        "alice",
+        &["--validate", "--add", "root.c:capacity=20"],
+    );
+    assert!(!ok && stderr.contains("403"), "{stderr}");
 
-    // Only administrators (the default policy).
+    // Only administrators change it (the default policy).
     let (ok, _, stderr) = conf(&server, "alice", &["--add", "root.c:capacity=20"]);
     assert!(!ok && stderr.contains("403"), "{stderr}");
     let (ok, stdout, stderr) = conf(
@@ -383,7 +406,7 @@ fn the_file_store_refuses_changes_and_queue_administrators_change_their_own() {
     );
     assert_eq!(status, 400, "{body}");
     assert!(message(&body).contains("store.class is file"), "{body}");
-    let (status, _) = server.get("/ws/v1/cluster/scheduler-conf/version");
+    let (status, _) = server.get_as("/ws/v1/cluster/scheduler-conf/version", Some("root-user"));
     assert_eq!(status, 400);
     server.stop();
 

@@ -35,12 +35,6 @@ pub(super) struct ConfProperty {
 fn shown(properties: &QueueProperties) -> SchedulerConf {
     let property = properties
         .iter()
-        .filter(|(name, _)| {
-            !name
-                .rsplit('.')
-                .next()
-                .is_some_and(|last| last.starts_with("acl_"))
-        })
         .map(|(name, value)| ConfProperty {
             name: name.into(),
             value: value.into(),
@@ -49,14 +43,26 @@ fn shown(properties: &QueueProperties) -> SchedulerConf {
     SchedulerConf { property }
 }
 
+/// As YARN's: only administrators read the scheduler configuration (it
+/// holds the queues' ACLs) or its version, or validate a change.
+fn check_may_read(state: &ApiState, caller: &Caller) -> Result<(), ApiError> {
+    state
+        .security
+        .check_admin(caller, "read the scheduler configuration")
+        .map_err(ApiError::forbidden)
+}
+
 /// The `yarn.scheduler.capacity.*` properties the queue tree in force was
 /// built from (the queue file's, with the changes made through the API on
-/// top), but its ACLs.
+/// top). Administrators only, as YARN's.
 #[utoipa::path(get, path = "/ws/v1/cluster/scheduler-conf", tag = "cluster",
-    responses((status = 200, body = SchedulerConf), (status = 401, body = RemoteException)))]
+    responses((status = 200, body = SchedulerConf), (status = 401, body = RemoteException),
+        (status = 403, body = RemoteException)))]
 pub(super) async fn scheduler_conf(
     State(state): State<ApiState>,
+    caller: Caller,
 ) -> Result<Json<SchedulerConf>, ApiError> {
+    check_may_read(&state, &caller)?;
     let conf = state
         .rm
         .with(|rm: &mut ResourceManager| shown(rm.cluster().queues().properties()))
@@ -341,7 +347,8 @@ pub(super) async fn change(
 }
 
 /// The queue properties a change would give, checked as a change is but
-/// not applied (the apps in the queues are not looked at), ACLs left out.
+/// not applied (the apps in the queues are not looked at). Administrators
+/// only, as YARN's.
 #[utoipa::path(post, path = "/ws/v1/cluster/scheduler-conf/validate", tag = "cluster",
     request_body(content = SchedConfUpdateInfo,
         description = "YARN's SchedConfUpdateInfo: JSON, or XML <sched-conf> with an XML content type"),
@@ -353,6 +360,7 @@ pub(super) async fn validate(
     headers: HeaderMap,
     RawBody(body): RawBody,
 ) -> Result<Json<SchedulerConf>, ApiError> {
+    check_may_read(&state, &caller)?;
     let update = decode_update(&headers, &body)?;
     let conf = state
         .rm
@@ -374,10 +382,15 @@ pub(super) struct ConfVersion {
 }
 
 /// How many changes were applied through the API (YARN's versionID).
+/// Administrators only, as YARN's.
 #[utoipa::path(get, path = "/ws/v1/cluster/scheduler-conf/version", tag = "cluster",
     responses((status = 200, body = ConfVersion), (status = 400, body = RemoteException),
-        (status = 401, body = RemoteException)))]
-pub(super) async fn version(State(state): State<ApiState>) -> Result<Json<ConfVersion>, ApiError> {
+        (status = 401, body = RemoteException), (status = 403, body = RemoteException)))]
+pub(super) async fn version(
+    State(state): State<ApiState>,
+    caller: Caller,
+) -> Result<Json<ConfVersion>, ApiError> {
+    check_may_read(&state, &caller)?;
     let version = state
         .rm
         .with(|rm: &mut ResourceManager| rm.scheduler_conf_version())
