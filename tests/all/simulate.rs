@@ -797,6 +797,52 @@ asks = [{ count = 50, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
 }
 
 #[test]
+fn a_mark_left_when_starvation_ended_does_not_kill_when_it_comes_back() {
+    // c is starved past the 5 s patience at 7 s (3 of a's containers
+    // marked); its app's lifetime ends it at 12 s, before the 15 s wait.
+    // Starved again from 60 s: marked anew at 65 s, killed 15 s on.
+    let summary = simulate(
+        r#"
+scheduling_interval_ms = 1000
+observe_at_ms = [13000, 65500, 79000, 81500]
+[settings]
+"yarn.resourcemanager.scheduler.monitor.enable" = "true"
+"weft.reclaim.starvation-ms" = "5000"
+"yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round" = "1"
+[[nodes]]
+count = 1
+memory_mb = 10240
+vcores = 10
+[[apps]]
+submit_ms = 0
+user = "alice"
+queue = "a"
+asks = [{ count = 10, memory_mb = 1024, vcores = 1, duration_ms = 1000000 }]
+[[apps]]
+submit_ms = 2000
+user = "carol"
+queue = "c"
+lifetime_s = 10
+asks = [{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
+[[apps]]
+submit_ms = 60000
+user = "carol"
+queue = "c"
+asks = [{ count = 3, memory_mb = 1024, vcores = 1, duration_ms = 100000 }]
+[queues.properties]
+"yarn.scheduler.capacity.root.queues" = "a,c"
+"yarn.scheduler.capacity.root.a.capacity" = "50"
+"yarn.scheduler.capacity.root.a.user-limit-factor" = "2"
+"yarn.scheduler.capacity.root.c.capacity" = "50"
+"#,
+    );
+    let a: Vec<u64> = (0..4)
+        .map(|i| vcores(&summary["observations"][i], "root.a"))
+        .collect();
+    assert_eq!(a, [10, 10, 10, 7], "{summary}");
+}
+
+#[test]
 fn reclaim_marks_before_it_kills_spares_the_dead_zone_and_takes_a_share_a_time() {
     // a fills the node; c, below its guarantee, asks for 3 at 2 s and is
     // starved past the 5 s patience at 7 s; reclaims follow 3 s apart.

@@ -535,7 +535,7 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
         "yarn.resourcemanager.monitor.capacity.preemption.total_preemption_per_round",
         ValueType::Number { max: 1 },
         "0.1",
-        "reclaim: the most of the cluster's resources one reclaim takes back, as a fraction (at least one container); what the policy chose beyond it waits for the next, monitoring_interval later",
+        "reclaim: the most of the cluster's resources one reclaim takes back, as a fraction (at least one container), containers marked and waiting for their kill included; what the policy chose beyond it waits for the next, monitoring_interval later",
     ),
     (
         "yarn.resourcemanager.monitor.capacity.preemption.monitoring_interval",
@@ -544,7 +544,7 @@ pub const PROPERTIES: &[(&str, ValueType, &str, &str)] = &[
             max: DAY_MS,
         },
         "3000",
-        "ms after a reclaim cut short by total_preemption_per_round before the next",
+        "ms after a reclaim cut short (by total_preemption_per_round or natural_termination_factor), or with containers marked and waiting for their kill, before the next",
     ),
     (
         "yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill",

@@ -810,10 +810,15 @@ impl ResourceManager {
                 tracing::warn!(%error, "scheduling round skipped; pending apps wait for the next")
             }
         }
-        if let Some(after_ms) = self.reclaim_after_ms
-            && self
-                .starvation
+        let reclaim_due = self.reclaim_after_ms.is_some_and(|after_ms| {
+            self.starvation
                 .update(&self.cluster, &reservations, &held, now, after_ms)
+        });
+        if !reclaim_due {
+            reclaim::drop_stale_marks(&mut self.cluster, now, self.reclaim_limits);
+        }
+        if let Some(after_ms) = self.reclaim_after_ms
+            && reclaim_due
         {
             let observe_only = self.reclaim_limits.observe_only;
             // What waits in agents' queues goes first: it ran nowhere, and
@@ -869,12 +874,14 @@ impl ResourceManager {
                         metrics().reclaim_preemptions.inc_by(preempted.len() as u64);
                         self.containers_finished(&preempted, now);
                     }
-                    if reclaimed.capped || reclaimed.waiting {
-                        // The rest, and the kills due, a monitoring
-                        // interval on, if still starved.
+                    if preempted.is_empty() || reclaimed.capped || reclaimed.waiting {
+                        // The rest, the kills due, or (nothing taken: the
+                        // victims in a dead zone, or none chosen) another
+                        // look, a monitoring interval on if still starved,
+                        // not at every round.
                         self.starvation
                             .reclaimed_in_part(now, after_ms, self.reclaim_interval_ms);
-                    } else if !preempted.is_empty() {
+                    } else {
                         self.starvation.reclaimed(now);
                     }
                 }

@@ -310,6 +310,8 @@ pub fn reclaim(
     );
     let mut taken = Resources::ZERO;
     let mut reclaimed = Reclaimed::default();
+    // Before any mark is found due: a stale one marks anew.
+    drop_stale_marks(cluster, now, limits);
     for part in Part::all(cluster) {
         if matches!(part, Part::Lending(_)) {
             continue; // what is lent is in the label's own round
@@ -372,13 +374,20 @@ pub fn reclaim(
             }
         }
     }
-    // As YARN's: a mark not chosen again is kept, and kills its container
-    // at once if chosen again within twice the wait; older, it is stale,
-    // and a container chosen after that is marked (and its master told)
-    // anew.
-    let stale_after = limits.wait_before_kill_ms.saturating_mul(2);
-    cluster.keep_preemption_marks(|since| now.saturating_sub(since) <= stale_after);
     Ok(reclaimed)
+}
+
+/// As YARN's monitor at each interval: a mark is kept while younger than
+/// twice the wait (a container chosen again within that is killed once
+/// its wait is over), and dropped after, so that a container chosen
+/// later is marked, and its master told, anew. Called before each reclaim
+/// and at each pass without one (no mark outlives its use because no one
+/// was starved for a while).
+pub fn drop_stale_marks(cluster: &mut Cluster, now: u64, limits: ReclaimLimits) {
+    if cluster.any_preemption_marks() {
+        let stale_after = limits.wait_before_kill_ms.saturating_mul(2);
+        cluster.keep_preemption_marks(|since| now.saturating_sub(since) <= stale_after);
+    }
 }
 
 /// Of the policy's `victims` (positions in `running`; repeats and
@@ -446,7 +455,8 @@ fn for_this_reclaim(
             // is still owed (a share of each resource, not of the dominant
             // one, which a few GPU containers would fill at once).
             let owed = |held: u64, taken: u64, chosen: u64| {
-                held > 0 && (taken as f64) + 1e-9 < limits.natural_termination * chosen as f64
+                let limit = limits.natural_termination * chosen as f64;
+                held > 0 && limit > 0.0 && (taken == 0 || (taken as f64) + 1e-9 < limit)
             };
             let chosen = chosen_in[&leaf];
             let still_owed = owed(resources.memory_mb, taken.memory_mb, chosen.memory_mb)
