@@ -6,6 +6,7 @@ mod admin;
 mod agent;
 mod agent_faults;
 mod api;
+mod auto_queues;
 mod bounds;
 mod budgets;
 mod cli_tables;

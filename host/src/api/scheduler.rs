@@ -61,6 +61,11 @@ pub(super) struct QueueInfo {
     /// Its `capacity` as configured by weight (`2.5w`), its share then
     /// being `capacity`; -1 when it is configured as a percentage (YARN's).
     weight: f64,
+    /// `static`, or `dynamicFlexible` for a leaf made for apps (YARN's).
+    creation_method: &'static str,
+    /// `flexible` where the queue makes leaves for apps
+    /// (`auto-queue-creation-v2.enabled`), else `off` (YARN's).
+    auto_creation_eligibility: &'static str,
     max_capacity: f64,
     absolute_capacity: f64,
     absolute_max_capacity: f64,
@@ -284,7 +289,12 @@ pub(super) async fn scheduler(
         .rm
         .with(|rm: &mut ResourceManager| {
             let partitions = Partitions::of(rm.cluster());
-            queue_info(rm.cluster(), partitions.as_ref(), 0)
+            let view = View {
+                cluster: rm.cluster(),
+                partitions: partitions.as_ref(),
+                dynamic: &rm.auto_created_queues().collect(),
+            };
+            queue_info(&view, 0)
         })
         .await?;
     info.kind = Some("capacityScheduler".into());
@@ -295,7 +305,16 @@ pub(super) async fn scheduler(
     }))
 }
 
-fn queue_info(cluster: &Cluster, partitions: Option<&Partitions>, index: usize) -> QueueInfo {
+/// What the scheduler view is made from.
+struct View<'a> {
+    cluster: &'a Cluster,
+    partitions: Option<&'a Partitions>,
+    /// The leaves made for apps (auto-queue-creation-v2).
+    dynamic: &'a std::collections::BTreeSet<&'a str>,
+}
+
+fn queue_info(view: &View<'_>, index: usize) -> QueueInfo {
+    let (cluster, partitions) = (view.cluster, view.partitions);
     let queue = &cluster.queues().queues()[index];
     let mut used = Resources::ZERO;
     let mut pending = Resources::ZERO;
@@ -321,6 +340,16 @@ fn queue_info(cluster: &Cluster, partitions: Option<&Partitions>, index: usize) 
         state: queue.state.as_str().into(),
         capacity: queue.capacity,
         weight: queue.weight.unwrap_or(-1.0),
+        creation_method: if view.dynamic.contains(queue.path.as_str()) {
+            "dynamicFlexible"
+        } else {
+            "static"
+        },
+        auto_creation_eligibility: if queue.auto_creation.is_some() {
+            "flexible"
+        } else {
+            "off"
+        },
         max_capacity: queue.maximum_capacity,
         absolute_capacity: queue.absolute_capacity,
         absolute_max_capacity: queue.absolute_maximum_capacity,
@@ -382,7 +411,7 @@ fn queue_info(cluster: &Cluster, partitions: Option<&Partitions>, index: usize) 
         let children = queue
             .children
             .iter()
-            .map(|&c| queue_info(cluster, partitions, c))
+            .map(|&c| queue_info(view, c))
             .collect();
         info.queues = Some(QueueList { queue: children });
     }

@@ -4,8 +4,10 @@
 //! Scheduler documentation states: at every level the children's capacities
 //! sum to 100, each is at least 1, and maximum-capacity is at least capacity.
 
+pub mod auto_creation;
 pub mod mutation;
 mod partitions;
+pub mod placement;
 mod properties;
 mod tree;
 

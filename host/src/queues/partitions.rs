@@ -205,7 +205,8 @@ fn read(
 /// some of a label (root holds all of every label a child names), its
 /// children's capacities of it sum to 100; where it holds none, to 0.
 fn check_sums(queues: &[Queue]) -> Result<(), QueueError> {
-    for parent in queues.iter().filter(|q| !q.is_leaf()) {
+    // A parent that creates its children may have none yet.
+    for parent in queues.iter().filter(|q| !q.children.is_empty()) {
         let mut sums: BTreeMap<&str, f64> = BTreeMap::new();
         for &child in &parent.children {
             for (label, share) in &queues[child].partitions.shares {

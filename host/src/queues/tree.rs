@@ -116,6 +116,11 @@ pub struct Queue {
     /// Its shares of node labels and the label its apps default to
     /// (`partitions.rs`).
     pub partitions: super::partitions::QueuePartitions,
+    /// Set when the queue creates leaves for apps placed in ones it lacks
+    /// (`auto-queue-creation-v2.enabled`): it is a parent then, with or
+    /// without children.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_creation: Option<super::auto_creation::AutoCreation>,
 }
 
 /// A reservable queue's settings, with YARN's property names.
@@ -150,9 +155,10 @@ const RESERVATION_AGENTS: &[&str] = &[
 ];
 
 impl Queue {
-    /// Whether the queue has no children (apps run only in leaves).
+    /// Whether the queue has no children and creates none (apps run only
+    /// in leaves).
     pub fn is_leaf(&self) -> bool {
-        self.children.is_empty()
+        self.children.is_empty() && self.auto_creation.is_none()
     }
 
     /// The lifetime, in seconds, of an app submitted here asking for
@@ -204,8 +210,22 @@ const QUEUE_ATTRIBUTES: &[&str] = &[
     super::partitions::DEFAULT_EXPRESSION,
 ];
 
+/// Whether a template of `auto-queue-creation-v2` may give a new leaf
+/// `attribute`: a leaf's own attributes (not `queues`, nor another
+/// parent's auto-creation settings), and whether it goes once idle.
+fn is_template_attribute(attribute: &str) -> bool {
+    let per_label = attribute
+        .strip_prefix(super::partitions::ACCESSIBLE)
+        .is_some_and(|tail| tail.starts_with('.'));
+    (QUEUE_ATTRIBUTES.contains(&attribute) && attribute != "queues")
+        || attribute.starts_with("ordering-policy.")
+        || per_label
+        || attribute == super::auto_creation::AUTO_REMOVAL
+}
+
 /// Properties that belong to the scheduler, not a queue.
 const GLOBAL_ATTRIBUTES: &[&str] = &[
+    super::auto_creation::EXPIRATION,
     "maximum-applications",
     "maximum-am-resource-percent",
     "resource-calculator",
@@ -228,6 +248,9 @@ pub struct QueueTree {
     /// The properties it was built from (YARN's scheduler-conf shows them).
     #[serde(skip)]
     properties: QueueProperties,
+    /// Where apps go (`queue-mappings`).
+    #[serde(skip)]
+    pub placement: super::placement::Mappings,
     /// Delay scheduling (YARN's `node-locality-delay`, default 40): the
     /// scheduling opportunities an ask with locality misses before it may
     /// go to a node of its racks.
@@ -244,6 +267,7 @@ impl QueueTree {
         let mut tree = QueueTree {
             queues: Vec::new(),
             properties: properties.clone(),
+            placement: Default::default(),
             node_locality_delay: DEFAULT_NODE_LOCALITY_DELAY,
             rack_locality_additional_delay: None,
         };
@@ -284,6 +308,8 @@ impl QueueTree {
         super::partitions::configure(&mut tree.queues, properties)?;
         tree.check_capacities()?;
         tree.check_unique_leaves()?;
+        super::auto_creation::expiration_ms(properties)?;
+        tree.placement = super::placement::Mappings::read(&tree)?;
         Ok(tree)
     }
 
@@ -323,6 +349,7 @@ impl QueueTree {
             maximum_application_lifetime_s: None,
             default_application_lifetime_s: None,
             partitions: Default::default(),
+            auto_creation: None,
         });
         let queues_property = format!("{PREFIX}{path}.queues");
         if properties.get(&queues_property).is_some() {
@@ -407,6 +434,7 @@ impl QueueTree {
             if !QUEUE_ATTRIBUTES.contains(&attribute)
                 && !attribute.starts_with("ordering-policy.")
                 && !per_label
+                && !super::auto_creation::is_attribute(attribute)
             {
                 // `root.a.b.capacity` where b is not declared looks like an unknown attribute
                 // of a; say it is an unknown queue when the tail has more than one part.
@@ -435,6 +463,8 @@ impl QueueTree {
         let key = |attribute: &str| format!("{PREFIX}{path}.{attribute}");
         let value = |attribute: &str| properties.get(&key(attribute)).map(|v| (key(attribute), v));
         let is_root = index == 0;
+        self.queues[index].auto_creation =
+            super::auto_creation::configure(&path, properties, is_template_attribute)?;
         let parent_preemption_disabled = self.queues[index]
             .parent
             .is_some_and(|parent| self.queues[parent].preemption_disabled);
@@ -481,6 +511,13 @@ impl QueueTree {
                     queue.capacity
                 ),
             });
+        }
+        // A weight's share is cut to the queue's maximum (it could never
+        // hold more), as a new leaf's template maximum may be below the
+        // share of a parent's first few children; the rest of the
+        // parent's guarantee is no child's.
+        if queue.weight.is_some() {
+            queue.capacity = queue.capacity.min(queue.maximum_capacity);
         }
         if queue.maximum_capacity < queue.capacity {
             return Err(QueueError::BadValue {
@@ -690,7 +727,11 @@ impl QueueTree {
     }
 
     fn check_capacities(&self) -> Result<(), QueueError> {
-        for parent in self.queues.iter().filter(|q| !q.is_leaf()) {
+        // A parent that creates its children may have none yet; weights'
+        // shares sum to 100 unless maxima cut them (then to less).
+        for parent in self.queues.iter().filter(|q| {
+            !q.children.is_empty() && !q.children.iter().all(|&c| self.queues[c].weight.is_some())
+        }) {
             let sum: f64 = parent
                 .children
                 .iter()
@@ -1194,13 +1235,17 @@ mod tests {
             let error = refused(&[("root.queues", "a"), ("root.a.capacity", bad)]);
             assert!(error.contains("must be a weight"), "{bad}: {error}");
         }
-        let over = refused(&[
+        // A maximum below the weight's share cuts the share: b could
+        // never hold more; the rest of root's guarantee is no child's.
+        let cut = QueueTree::from_properties(&properties(&[
             ("root.queues", "a,b"),
             ("root.a.capacity", "1w"),
             ("root.b.capacity", "1w"),
             ("root.b.maximum-capacity", "40"),
-        ]);
-        assert!(over.contains("below the queue's capacity 50"), "{over}");
+        ]))
+        .unwrap();
+        let shares: Vec<f64> = cut.queues()[1..].iter().map(|q| q.capacity).collect();
+        assert_eq!(shares, [50.0, 40.0]);
     }
 
     #[test]

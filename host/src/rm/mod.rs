@@ -9,6 +9,7 @@
 
 pub mod application_masters;
 pub mod assemble;
+pub mod auto_queues;
 pub mod budget;
 pub mod charging;
 pub mod excluded_nodes;
@@ -115,6 +116,8 @@ pub struct ResourceManager {
     queues_changed: bool,
     /// Queue changes made through the API, kept on top of the queue file.
     scheduler_conf: scheduler_conf::SchedulerConf,
+    /// The leaves made for apps (`auto-queue-creation-v2`).
+    auto_queues: auto_queues::AutoQueues,
     /// Where the quota service's events are recorded for `weft replay`
     /// (`weft.quota.event-log`), if anywhere.
     event_log: Option<EventLog>,
@@ -392,6 +395,7 @@ impl ResourceManager {
             awaiting_agents: HashMap::new(),
             saved_policies: [None; 3],
             queues_changed: false,
+            auto_queues: Default::default(),
             scheduler_conf: scheduler_conf::SchedulerConf::new(
                 settings.scheduler_conf,
                 base_queue_properties,
@@ -488,6 +492,10 @@ impl ResourceManager {
         if let Some(json) = self.scheduler_conf.take_unsaved() {
             self.unsaved
                 .set_setting(scheduler_conf::OVERLAY_SETTING, &json);
+        }
+        if let Some(json) = self.auto_queues.take_unsaved() {
+            self.unsaved
+                .set_setting(auto_queues::AUTO_CREATED_SETTING, &json);
         }
         self.cluster.take_changes(&mut self.unsaved);
         self.quota.take_changes(&mut self.unsaved);
@@ -779,6 +787,7 @@ impl ResourceManager {
             return;
         }
         self.end_gang_waits(now);
+        self.remove_idle_auto_created(now);
         let reservations = self.active_reservations(now);
         let held = self.held_projects();
         let trim_rounds = self.budgets_trim_rounds();

@@ -90,6 +90,8 @@ impl ResourceManager {
         // Before anything is put back in the queues: the queues the API
         // added must be there.
         self.recover_scheduler_conf(&settings)?;
+        // And the queues made for apps.
+        self.recover_auto_created(&settings);
         let containers = store.containers()?;
         let charged_until: BTreeMap<String, Option<u64>> = containers
             .iter()

@@ -105,6 +105,26 @@ impl ResourceManager {
         mut request: SubmitApp,
         submitter: &str,
     ) -> Result<App, RequestError> {
+        let created = self.place_submission(caller, &mut request)?;
+        let submitted = self.submit_placed(caller, request, submitter);
+        match (&submitted, created) {
+            (Err(_), Some((path, before))) => self.take_back_created(&path, before),
+            (Ok(app), _) => {
+                let path = self.cluster.queues().queues()[app.queue_index].path.clone();
+                self.dynamic_queue_used(&path);
+            }
+            (Err(_), None) => {}
+        }
+        submitted
+    }
+
+    /// [`submit_app`](Self::submit_app) once the app's queue is known.
+    fn submit_placed(
+        &mut self,
+        caller: &Caller,
+        mut request: SubmitApp,
+        submitter: &str,
+    ) -> Result<App, RequestError> {
         let user = self.check_submission(caller, &mut request)?;
         // An id from new-application is the caller's to use, once.
         if let Some(id) = &request.application_id {
@@ -765,6 +785,16 @@ impl ResourceManager {
         self.cluster.replace_queues(tree, self.now())?;
         self.reservations.apply_queues(prepared, &self.policies);
         self.queues_changed = true;
+        // A dynamic leaf a change took out (a scheduler-conf removal) is
+        // no longer one.
+        let tree = self.cluster.queues();
+        let gone: Vec<String> = self
+            .auto_queues
+            .paths()
+            .filter(|path| tree.leaf(path).is_none())
+            .map(str::to_string)
+            .collect();
+        self.auto_queues.forget(&gone);
         Ok(())
     }
 

@@ -173,8 +173,9 @@ impl ResourceManager {
         self.security
             .check_admin(caller, "format the scheduler configuration")
             .map_err(ConfChangeError::Forbidden)?;
-        let tree = QueueTree::from_properties(&base).map_err(MutationError::from)?;
+        let (tree, kept) = self.with_auto_created(&base).map_err(MutationError::from)?;
         self.put_queues_in_force(tree)?;
+        self.keep_auto_created(kept);
         self.scheduler_conf.base = base;
         self.scheduler_conf.overlay.format();
         self.scheduler_conf.unsaved = true;
@@ -186,7 +187,7 @@ impl ResourceManager {
     /// with the changes made through the API on top.
     pub fn refresh_queues(&mut self, base: QueueProperties) -> Result<(), RefreshError> {
         let properties = self.scheduler_conf.overlay.apply_to(&base);
-        let tree = QueueTree::from_properties(&properties).map_err(|e| {
+        let (tree, kept) = self.with_auto_created(&properties).map_err(|e| {
             RefreshError::Queues(if self.scheduler_conf.overlay.changes.is_empty() {
                 e.to_string()
             } else {
@@ -198,6 +199,7 @@ impl ResourceManager {
             })
         })?;
         self.put_queues_in_force(tree)?;
+        self.keep_auto_created(kept);
         self.scheduler_conf.base = base;
         Ok(())
     }

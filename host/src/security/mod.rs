@@ -216,6 +216,12 @@ impl Security {
         }
     }
 
+    /// `user`'s groups in the users file's order, the primary first (for
+    /// `queue-mappings`).
+    pub fn ordered_groups_of(&self, user: &str) -> &[String] {
+        self.directory.ordered_groups_of(user)
+    }
+
     /// Whether the caller is in `yarn.admin.acl`.
     pub fn is_admin(&self, caller: &Caller) -> bool {
         self.admins.allows(&caller.user, &caller.groups)

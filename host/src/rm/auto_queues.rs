@@ -1,0 +1,271 @@
+//! Where a submitted app goes (`queue-mappings`) and the leaves made for
+//! apps (YARN's flexible auto-created queues): made at submission when a
+//! parent allows it, taken back if the submission is refused, kept in the
+//! store and made again over refreshes, formats, restarts and failovers,
+//! and removed once idle for `auto-queue-creation-v2.queue-expiration-time`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::cluster::SubmitApp;
+use crate::queues::auto_creation;
+use crate::queues::placement::Placed;
+use crate::queues::{QueueError, QueueProperties, QueueTree};
+use crate::security::Caller;
+
+use super::ResourceManager;
+use super::requests::RequestError;
+
+/// The setting that keeps the dynamic leaves' paths (a JSON list).
+pub const AUTO_CREATED_SETTING: &str = "queues.auto-created";
+
+/// How often idle dynamic leaves are looked for, ms.
+const REMOVAL_CHECK_MS: u64 = 1000;
+
+/// The leaves made for apps, as the loop keeps them.
+#[derive(Debug, Default)]
+pub(super) struct AutoQueues {
+    /// Path → when an app was last placed there (ms; the recovery's time
+    /// for those made before a restart).
+    created: BTreeMap<String, u64>,
+    /// The set changed since the last commit.
+    unsaved: bool,
+    /// When idle leaves are next looked for.
+    next_check_ms: u64,
+}
+
+impl AutoQueues {
+    /// The paths to write with the next commit, if they changed.
+    pub(super) fn take_unsaved(&mut self) -> Option<String> {
+        if !std::mem::take(&mut self.unsaved) {
+            return None;
+        }
+        let paths: Vec<&String> = self.created.keys().collect();
+        Some(serde_json::to_string(&paths).expect("paths serialize"))
+    }
+
+    /// The dynamic leaves' paths.
+    pub(super) fn paths(&self) -> impl Iterator<Item = &str> {
+        self.created.keys().map(String::as_str)
+    }
+
+    /// `paths` are dynamic leaves no more.
+    pub(super) fn forget(&mut self, paths: &[String]) {
+        for path in paths {
+            self.unsaved |= self.created.remove(path).is_some();
+        }
+    }
+}
+
+impl ResourceManager {
+    /// The paths of the leaves made for apps.
+    pub fn auto_created_queues(&self) -> impl Iterator<Item = &str> {
+        self.auto_queues.paths()
+    }
+
+    /// Puts `request` in the queue the mappings give (its user's and
+    /// groups'), and makes that leaf if it is missing and its parent
+    /// creates leaves. Returns the tree before, when a leaf was made, so a
+    /// refused submission can take it back.
+    pub(super) fn place_submission(
+        &mut self,
+        caller: &Caller,
+        request: &mut SubmitApp,
+    ) -> Result<Option<(String, QueueTree)>, RequestError> {
+        let user = if request.user.is_empty() {
+            caller.user.clone()
+        } else {
+            request.user.clone()
+        };
+        let groups = self.security.ordered_groups_of(&user);
+        let tree = self.cluster.queues();
+        match tree.placement.place(tree, &user, groups, &request.queue) {
+            Placed::AsNamed => {}
+            Placed::Queue(path) => {
+                tracing::debug!(%user, named = %request.queue, queue = %path, "placed by queue-mappings");
+                request.queue = path;
+            }
+            Placed::Rejected => {
+                return Err(RequestError::Invalid(format!(
+                    "Application submission have been rejected by a mapping rule: no queue for user {user} (queue-mappings), and no root.default"
+                )));
+            }
+        }
+        // A full path naming no leaf: made if its parent creates leaves.
+        if !request.queue.contains('.') || tree.leaf(&request.queue).is_some() {
+            return Ok(None);
+        }
+        let Some(path) = tree.resolve(&request.queue) else {
+            return Ok(None);
+        };
+        if tree.leaf(&path).is_some() {
+            request.queue = path;
+            return Ok(None);
+        }
+        let before = tree.clone();
+        let now = self.now();
+        let grown = auto_creation::with_leaves(&before, [path.as_str()])
+            .map_err(|e| RequestError::Invalid(e.to_string()))?;
+        let grown = QueueTree::from_properties(&grown).map_err(|e| {
+            RequestError::Invalid(format!(
+                "cannot auto create queue {path} from its parent's templates: {e}"
+            ))
+        })?;
+        self.put_queues_in_force(grown)
+            .map_err(|e| RequestError::Invalid(format!("cannot auto create queue {path}: {e}")))?;
+        self.auto_queues.created.insert(path.clone(), now);
+        self.auto_queues.unsaved = true;
+        tracing::info!(queue = %path, %user, "queue auto-created for an app");
+        request.queue = path.clone();
+        Ok(Some((path, before)))
+    }
+
+    /// A submission into a leaf made for it was refused: the leaf goes
+    /// again (nothing of a refused submission stays).
+    pub(super) fn take_back_created(&mut self, path: &str, before: QueueTree) {
+        self.auto_queues.created.remove(path);
+        self.auto_queues.unsaved = true;
+        if let Err(error) = self.put_queues_in_force(before) {
+            tracing::error!(queue = %path, %error, "a queue made for a refused submission could not be taken back; it goes once idle");
+            self.auto_queues
+                .created
+                .insert(path.to_string(), self.now());
+        }
+    }
+
+    /// An app was placed in `path`: if it is a dynamic leaf, it is in use
+    /// now.
+    pub(super) fn dynamic_queue_used(&mut self, path: &str) {
+        let now = self.now();
+        if let Some(last) = self.auto_queues.created.get_mut(path) {
+            *last = now;
+        }
+    }
+
+    /// The tree `properties` (the files' and settings', with the API's
+    /// changes) give, with the dynamic leaves made again where their
+    /// parents still make them; and the leaves kept (a leaf the
+    /// properties now declare is static from then on; one whose parent no
+    /// longer makes leaves is dropped, and the tree refused if it still
+    /// has apps, as for any queue that leaves).
+    pub(super) fn with_auto_created(
+        &self,
+        properties: &QueueProperties,
+    ) -> Result<(QueueTree, BTreeMap<String, u64>), QueueError> {
+        let tree = QueueTree::from_properties(properties)?;
+        // Declared now: static from then on.
+        let mut kept: BTreeMap<String, u64> = self
+            .auto_queues
+            .created
+            .iter()
+            .filter(|(path, _)| !tree.queues().iter().any(|q| &q.path == *path))
+            .map(|(path, &last)| (path.clone(), last))
+            .collect();
+        loop {
+            if kept.is_empty() {
+                return Ok((tree, kept));
+            }
+            match auto_creation::with_leaves(&tree, kept.keys().map(String::as_str)) {
+                Ok(properties) => return Ok((QueueTree::from_properties(&properties)?, kept)),
+                Err(error) => {
+                    let path = error.path().to_string();
+                    tracing::warn!(queue = %path, %error, "an auto-created queue is no longer made by its parent");
+                    kept.remove(&path);
+                }
+            }
+        }
+    }
+
+    /// Keeps `kept` as the dynamic leaves (after a tree from
+    /// [`with_auto_created`](Self::with_auto_created) is in force).
+    pub(super) fn keep_auto_created(&mut self, kept: BTreeMap<String, u64>) {
+        if kept != self.auto_queues.created {
+            self.auto_queues.created = kept;
+            self.auto_queues.unsaved = true;
+        }
+    }
+
+    /// At a start or failover, after the API's changes and before apps are
+    /// put back: the dynamic leaves the store keeps (among its `stored`
+    /// settings), made again (their idle time counted from now). One its
+    /// parent no longer makes is dropped, and so are its apps at recovery
+    /// (as YARN's, which cannot make it again either).
+    pub(super) fn recover_auto_created(&mut self, stored: &BTreeMap<String, String>) {
+        let Some(json) = stored.get(AUTO_CREATED_SETTING) else {
+            return;
+        };
+        let paths: Vec<String> = serde_json::from_str(json).unwrap_or_else(|error| {
+            tracing::error!(%error, "the stored auto-created queues are not readable; none is made again");
+            Vec::new()
+        });
+        let now = self.now();
+        self.auto_queues.created = paths.into_iter().map(|p| (p, now)).collect();
+        self.auto_queues.unsaved = true;
+        let properties = self.cluster.queues().properties().clone();
+        let made = self
+            .with_auto_created(&properties)
+            .map_err(|e| e.to_string())
+            .and_then(|(tree, kept)| {
+                self.put_queues_in_force(tree).map_err(|e| e.to_string())?;
+                Ok(kept)
+            });
+        match made {
+            Ok(kept) => self.keep_auto_created(kept),
+            Err(error) => {
+                tracing::error!(%error, queues = self.auto_queues.created.len(), "the auto-created queues could not be made again; their apps end at recovery");
+                self.auto_queues.created.clear();
+            }
+        }
+    }
+
+    /// Removes the dynamic leaves without apps whose last app came longer
+    /// ago than the expiration time (and whose template did not turn
+    /// removal off). Looked at once a second at most.
+    pub(super) fn remove_idle_auto_created(&mut self, now: u64) {
+        if self.auto_queues.created.is_empty() || now < self.auto_queues.next_check_ms {
+            return;
+        }
+        self.auto_queues.next_check_ms = now.saturating_add(REMOVAL_CHECK_MS);
+        let tree = self.cluster.queues();
+        let Ok(expiration_ms) = auto_creation::expiration_ms(tree.properties()) else {
+            return;
+        };
+        let busy: BTreeSet<usize> = self
+            .cluster
+            .active_apps()
+            .map(|i| self.cluster.apps()[i].queue_index)
+            .collect();
+        let idle: Vec<String> = self
+            .auto_queues
+            .created
+            .iter()
+            .filter(|(path, last)| {
+                now.saturating_sub(**last) >= expiration_ms
+                    && auto_creation::removable(tree.properties(), path)
+                    && tree.leaf(path).is_some_and(|leaf| !busy.contains(&leaf))
+            })
+            .map(|(path, _)| path.clone())
+            .collect();
+        if idle.is_empty() {
+            return;
+        }
+        let mut properties = tree.properties().clone();
+        for path in &idle {
+            properties = auto_creation::without_leaf(&properties, path);
+        }
+        let removed = QueueTree::from_properties(&properties)
+            .map_err(|e| e.to_string())
+            .and_then(|tree| self.put_queues_in_force(tree).map_err(|e| e.to_string()));
+        match removed {
+            Ok(()) => {
+                for path in &idle {
+                    self.auto_queues.created.remove(path);
+                }
+                self.auto_queues.unsaved = true;
+                tracing::info!(queues = ?idle, "idle auto-created queues removed");
+            }
+            Err(error) => {
+                tracing::warn!(queues = ?idle, %error, "idle auto-created queues not removed")
+            }
+        }
+    }
+}
