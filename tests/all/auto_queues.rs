@@ -41,6 +41,8 @@ const SETTINGS: &[&str] = &[
     "yarn.scheduler.capacity.auto-queue-creation-v2.queue-expiration-time=2",
     "--set",
     "yarn.scheduler.capacity.queue-mappings=u:mallory:root.users.mallory,u:%user:root.users.%user",
+    "--set",
+    "yarn.scheduler.configuration.store.class=leveldb",
 ];
 
 fn start(data: &Path, users_setting: &str) -> Server {
@@ -139,6 +141,50 @@ fn mappings_place_each_user_in_a_queue_made_for_them_kept_over_a_restart_and_gon
         "{message}"
     );
     assert_eq!(users_children(&server).1.len(), 2);
+
+    // The API changes the configured queues, not those made for apps: a
+    // static sibling comes and goes beside them, a made one is not found.
+    let conf = |body: &str| {
+        server.request(
+            "PUT",
+            "/ws/v1/cluster/scheduler-conf",
+            &[
+                ("x-weft-user", "alice"),
+                ("content-type", "application/json"),
+            ],
+            Some(body.as_bytes()),
+        )
+    };
+    let (status, body) = conf(
+        r#"{"update-queue":{"queue-name":"root.users.bob","params":{"entry":{"key":"maximum-capacity","value":"60"}}}}"#,
+    );
+    assert_eq!(status, 400, "{body}");
+    for change in [
+        r#"{"add-queue":{"queue-name":"root.users.ops","params":{"entry":{"key":"capacity","value":"1w"}}}}"#,
+        r#"{"update-queue":{"queue-name":"root.users.ops","params":{"entry":{"key":"state","value":"STOPPED"}}}}"#,
+    ] {
+        let (status, body) = conf(change);
+        assert_eq!(status, 200, "{change}: {body}");
+    }
+    let names = |server: &Server| -> Vec<String> {
+        users_children(server)
+            .1
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    };
+    assert_eq!(names(&server), ["ops", "alice", "bob"]);
+    let (status, body) = server.request(
+        "POST",
+        "/ws/v1/admin/refresh-queues",
+        &[("x-weft-user", "alice")],
+        None,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(names(&server), ["ops", "alice", "bob"]);
+    let (status, body) = conf(r#"{"remove-queue":"root.users.ops"}"#);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(names(&server), ["alice", "bob"]);
 
     // Over a restart the queues are made again, and the apps in them run on.
     server.stop();

@@ -90,7 +90,7 @@ pub(super) fn configure(
     let mut template = BTreeMap::new();
     for prefix in [TEMPLATE, LEAF_TEMPLATE] {
         let start = key(prefix);
-        for (name, value) in properties.iter() {
+        for (name, value) in properties.with_prefix(&start) {
             let Some(attribute) = name.strip_prefix(&start) else {
                 continue;
             };
@@ -199,19 +199,42 @@ impl CreationError {
     }
 }
 
+/// Whether leaves are made new (`max-queues` holds) or again, over a
+/// refresh or restart (those made before stay, whatever the limit is now,
+/// as YARN's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Made {
+    /// For an app now.
+    New,
+    /// Made before.
+    Again,
+}
+
 /// `properties` (those of `tree`) with dynamic leaves `paths` added: each
 /// appended to its parent's `queues`, given the parent's template and
 /// weight `1w` unless the template gives a capacity. Each must be new,
-/// under a parent of `tree` that allows it and has room.
+/// named as no queue of `tree` is, under a parent of `tree` that allows
+/// it and (when `made` is new) has room.
 pub fn with_leaves<'a>(
     tree: &QueueTree,
     paths: impl IntoIterator<Item = &'a str>,
+    made: Made,
 ) -> Result<QueueProperties, CreationError> {
     let mut properties = tree.properties().clone();
     let mut added: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut names: std::collections::HashSet<&str> =
+        tree.queues().iter().map(|q| q.name.as_str()).collect();
     for path in paths {
         let (parent_path, name) = path.rsplit_once('.').unwrap_or(("", path));
         check_name(path, name)?;
+        // A queue's name (a parent's, root's, a leaf's elsewhere) is taken:
+        // apps and mappings find queues by name.
+        if !names.insert(name) {
+            return Err(CreationError::BadName {
+                path: path.into(),
+                reason: format!("{name} is the name of a queue already"),
+            });
+        }
         let not_allowed = || CreationError::NotAllowed {
             path: path.into(),
             parent: parent_path.into(),
@@ -224,7 +247,7 @@ pub fn with_leaves<'a>(
         let parent = &tree.queues()[index];
         let auto = parent.auto_creation.as_ref().ok_or_else(not_allowed)?;
         let count = parent.children.len() + added.get(&index).copied().unwrap_or(0);
-        if count >= auto.max_queues {
+        if made == Made::New && count >= auto.max_queues {
             return Err(CreationError::TooMany {
                 path: path.into(),
                 max: auto.max_queues,
@@ -277,6 +300,13 @@ pub fn without_leaf(properties: &QueueProperties, path: &str) -> QueueProperties
         kept.set(&queues_key, &rest.join(","));
     }
     kept
+}
+
+/// Whether a leaf named `name` could be made in `tree` (a name no queue
+/// there has, of letters, digits, `_` and `-`, at most
+/// [`MAX_NAME_BYTES`]).
+pub fn may_be_named(tree: &QueueTree, name: &str) -> bool {
+    check_name(name, name).is_ok() && !tree.queues().iter().any(|q| q.name == name)
 }
 
 /// A dynamic leaf's name: as a configured queue's (letters, digits, `_`
@@ -345,7 +375,8 @@ mod tests {
             .unwrap();
         assert!(!users.is_leaf(), "a parent that creates is no leaf");
         assert_eq!(tree.leaf("users"), None);
-        let properties = with_leaves(&tree, ["root.users.alice", "root.users.bob"]).unwrap();
+        let properties =
+            with_leaves(&tree, ["root.users.alice", "root.users.bob"], Made::New).unwrap();
         let grown = QueueTree::from_properties(&properties).unwrap();
         let alice = &grown.queues()[grown.leaf("root.users.alice").unwrap()];
         assert_eq!(alice.weight, Some(1.0));
@@ -353,13 +384,16 @@ mod tests {
         // Its share cut to its maximum: it could never hold more.
         assert_eq!(alice.capacity, 30.0);
         assert_eq!(
-            with_leaves(&grown, ["root.users.carol"]).unwrap_err(),
+            with_leaves(&grown, ["root.users.carol"], Made::New).unwrap_err(),
             CreationError::TooMany {
                 path: "root.users.carol".into(),
                 max: 2,
                 count: 2
             }
         );
+        // Made again (a restart, a refresh), a lowered limit keeps them.
+        let again = ["root.users.a", "root.users.b", "root.users.c"];
+        assert!(with_leaves(&tree, again, Made::Again).is_ok());
         // Gone again: nothing of it left.
         let fewer = without_leaf(&properties, "root.users.alice");
         assert!(!fewer.iter().any(|(k, _)| k.contains("alice")));
@@ -381,19 +415,24 @@ mod tests {
             ("root.nowhere.x", "root.nowhere does not create queues"),
             ("root.users.a b", "not a queue name"),
             ("root.users.", "the queue name is empty"),
+            ("root.users.users", "the name of a queue already"),
+            ("root.users.root", "the name of a queue already"),
+            ("root.users.default", "the name of a queue already"),
         ] {
-            let error = with_leaves(&tree, [path]).unwrap_err().to_string();
+            let error = with_leaves(&tree, [path], Made::New)
+                .unwrap_err()
+                .to_string();
             assert!(error.contains(expected), "{path}: {error}");
         }
         let long = format!("root.users.{}", "x".repeat(MAX_NAME_BYTES + 1));
         assert!(matches!(
-            with_leaves(&tree, [long.as_str()]),
+            with_leaves(&tree, [long.as_str()], Made::New),
             Err(CreationError::BadName { .. })
         ));
         // Percentages among the children: a 1w leaf would mix.
         let mixed = tree_with_static_percent();
         assert!(matches!(
-            with_leaves(&mixed, ["root.users.alice"]),
+            with_leaves(&mixed, ["root.users.alice"], Made::New),
             Err(CreationError::NotWeights { .. })
         ));
     }

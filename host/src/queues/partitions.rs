@@ -129,7 +129,7 @@ fn read(
     // Per-label properties: `accessible-node-labels.<label>.<attribute>`.
     let prefix = format!("{}.", key(ACCESSIBLE));
     let mut configured: BTreeMap<String, (Option<f64>, Option<f64>)> = BTreeMap::new();
-    for (property, text) in properties.iter() {
+    for (property, text) in properties.with_prefix(&prefix) {
         let Some(rest) = property.strip_prefix(&prefix) else {
             continue;
         };

@@ -247,11 +247,12 @@ impl QueueTree {
         if let Some(index) = self.queues().iter().position(|q| q.path == path) {
             return self.queues()[index].is_leaf().then_some(path);
         }
-        let (parent, _) = path.rsplit_once('.')?;
-        self.queues()
+        let (parent, name) = path.rsplit_once('.')?;
+        let creates = self
+            .queues()
             .iter()
-            .any(|q| q.path == parent && q.auto_creation.is_some())
-            .then_some(path)
+            .any(|q| q.path == parent && q.auto_creation.is_some());
+        (creates && super::auto_creation::may_be_named(self, name)).then_some(path)
     }
 }
 
@@ -313,6 +314,9 @@ mod tests {
         // users.%user: the first part is a queue's name; the leaf is made.
         assert_eq!(place("alice", &[], ""), queue("root.users.alice"));
         assert_eq!(place("a.b", &[], ""), queue("root.users.a_dot_b"));
+        // A user whose name no queue may have, or a queue's name: default.
+        assert_eq!(place("a b", &[], ""), queue("root.default"));
+        assert_eq!(place("eng", &[], ""), queue("root.default"));
     }
 
     #[test]

@@ -65,6 +65,18 @@ impl QueueProperties {
         self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// The properties whose names start with `prefix`, in name order
+    /// (found by range, not by a scan of every property).
+    pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a str, &'a str)> {
+        self.values
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// Whether no property is set.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()

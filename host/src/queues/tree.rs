@@ -359,6 +359,7 @@ impl QueueTree {
                     reason: "queues nest too deep".into(),
                 });
             }
+            let mut listed = std::collections::HashSet::new();
             for child in properties.children_of(path) {
                 if !child
                     .chars()
@@ -382,7 +383,7 @@ impl QueueTree {
                         ),
                     });
                 }
-                if self.queues.iter().any(|q| q.path == child_path) {
+                if !listed.insert(child) {
                     return Err(QueueError::BadValue {
                         property: queues_property,
                         reason: format!("{child} is listed twice"),
@@ -398,6 +399,8 @@ impl QueueTree {
     /// Every property names a declared queue and a known attribute, or is a
     /// scheduler-wide one.
     fn check_every_property_belongs(&self, properties: &QueueProperties) -> Result<(), QueueError> {
+        let by_path: std::collections::HashMap<&str, &Queue> =
+            self.queues.iter().map(|q| (q.path.as_str(), q)).collect();
         for (property, _) in properties.iter() {
             let Some(rest) = property.strip_prefix(PREFIX) else {
                 return Err(QueueError::UnknownAttribute {
@@ -407,15 +410,14 @@ impl QueueTree {
             if GLOBAL_ATTRIBUTES.contains(&rest) {
                 continue;
             }
-            // The longest declared queue path the property starts with.
-            let owner = self
-                .queues
-                .iter()
-                .filter(|q| {
-                    rest.strip_prefix(q.path.as_str())
-                        .is_some_and(|tail| tail.starts_with('.'))
-                })
-                .max_by_key(|q| q.path.len());
+            // The longest declared queue path the property starts with:
+            // each of its dotted prefixes looked up, longest first.
+            let owner = rest
+                .char_indices()
+                .filter(|&(_, c)| c == '.')
+                .map(|(at, _)| &rest[..at])
+                .rev()
+                .find_map(|path| by_path.get(path).copied());
             let Some(queue) = owner else {
                 let queue = rest
                     .rsplit_once('.')

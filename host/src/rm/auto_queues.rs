@@ -7,9 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cluster::SubmitApp;
-use crate::queues::auto_creation;
+use crate::queues::auto_creation::{self, Made};
 use crate::queues::placement::Placed;
 use crate::queues::{QueueError, QueueProperties, QueueTree};
+use crate::security::AccessControlList;
 use crate::security::Caller;
 
 use super::ResourceManager;
@@ -94,16 +95,42 @@ impl ResourceManager {
         if !request.queue.contains('.') || tree.leaf(&request.queue).is_some() {
             return Ok(None);
         }
-        let Some(path) = tree.resolve(&request.queue) else {
-            return Ok(None);
-        };
+        let path = tree
+            .resolve(&request.queue)
+            .unwrap_or_else(|| request.queue.clone());
         if tree.leaf(&path).is_some() {
             request.queue = path;
             return Ok(None);
         }
+        let Some(parent) = path.rsplit_once('.').and_then(|(parent, _)| {
+            tree.queues()
+                .iter()
+                .position(|q| q.path == parent && q.auto_creation.is_some())
+        }) else {
+            return Ok(None); // an unknown queue, refused as such
+        };
+        // What the app would be refused for anyway, before anything is
+        // made for it: its bounds, and who may submit there (the parent's
+        // ACLs or the template's).
+        request.check()?;
+        self.check_maximum_allocation(request)?;
+        let template_allows = tree.queues()[parent]
+            .auto_creation
+            .as_ref()
+            .is_some_and(|auto| {
+                ["acl_submit_applications", "acl_administer_queue"]
+                    .iter()
+                    .filter_map(|acl| auto.template.get(*acl))
+                    .any(|acl| AccessControlList::parse(acl).allows(&caller.user, &caller.groups))
+            });
+        if !template_allows {
+            self.security
+                .check_submit(caller, tree, parent)
+                .map_err(RequestError::NotAllowed)?;
+        }
         let before = tree.clone();
         let now = self.now();
-        let grown = auto_creation::with_leaves(&before, [path.as_str()])
+        let grown = auto_creation::with_leaves(&before, [path.as_str()], Made::New)
             .map_err(|e| RequestError::Invalid(e.to_string()))?;
         let grown = QueueTree::from_properties(&grown).map_err(|e| {
             RequestError::Invalid(format!(
@@ -164,7 +191,7 @@ impl ResourceManager {
             if kept.is_empty() {
                 return Ok((tree, kept));
             }
-            match auto_creation::with_leaves(&tree, kept.keys().map(String::as_str)) {
+            match auto_creation::with_leaves(&tree, kept.keys().map(String::as_str), Made::Again) {
                 Ok(properties) => return Ok((QueueTree::from_properties(&properties)?, kept)),
                 Err(error) => {
                     let path = error.path().to_string();
@@ -248,24 +275,34 @@ impl ResourceManager {
         if idle.is_empty() {
             return;
         }
-        let mut properties = tree.properties().clone();
-        for path in &idle {
+        if self.remove_auto_created(&idle).is_ok() {
+            return;
+        }
+        // One of them holds the others up (a reservation in it): each
+        // alone, and one that cannot go waits another expiration time.
+        for path in idle {
+            if let Err(error) = self.remove_auto_created(std::slice::from_ref(&path)) {
+                tracing::info!(queue = %path, %error, "an idle auto-created queue stays; tried again after the expiration time");
+                if let Some(last) = self.auto_queues.created.get_mut(&path) {
+                    *last = now;
+                }
+            }
+        }
+    }
+
+    /// Takes dynamic leaves `paths` out of the queues, all or none.
+    fn remove_auto_created(&mut self, paths: &[String]) -> Result<(), String> {
+        let mut properties = self.cluster.queues().properties().clone();
+        for path in paths {
             properties = auto_creation::without_leaf(&properties, path);
         }
-        let removed = QueueTree::from_properties(&properties)
-            .map_err(|e| e.to_string())
-            .and_then(|tree| self.put_queues_in_force(tree).map_err(|e| e.to_string()));
-        match removed {
-            Ok(()) => {
-                for path in &idle {
-                    self.auto_queues.created.remove(path);
-                }
-                self.auto_queues.unsaved = true;
-                tracing::info!(queues = ?idle, "idle auto-created queues removed");
-            }
-            Err(error) => {
-                tracing::warn!(queues = ?idle, %error, "idle auto-created queues not removed")
-            }
+        let tree = QueueTree::from_properties(&properties).map_err(|e| e.to_string())?;
+        self.put_queues_in_force(tree).map_err(|e| e.to_string())?;
+        for path in paths {
+            self.auto_queues.created.remove(path);
         }
+        self.auto_queues.unsaved = true;
+        tracing::info!(queues = ?paths, "idle auto-created queues removed");
+        Ok(())
     }
 }

@@ -858,7 +858,7 @@ impl ResourceManager {
     /// Refuses an ask bigger than any container may be (YARN's
     /// InvalidResourceRequestException), rather than let it wait forever.
     /// With no node registered yet and nothing set, there is no maximum.
-    fn check_maximum_allocation(
+    pub(super) fn check_maximum_allocation(
         &self,
         request: &crate::cluster::SubmitApp,
     ) -> Result<(), RequestError> {

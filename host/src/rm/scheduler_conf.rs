@@ -3,6 +3,8 @@
 //! queues does, and the overlay of changes kept on top of the queue file —
 //! in the store (`leveldb`, `zk`, `fs`) or only in this server (`memory`).
 
+use std::collections::BTreeMap;
+
 use crate::config::{ConfStore, SchedulerConfSettings};
 use crate::queues::mutation::{self, ConfOverlay, ConfUpdate, MutationError};
 use crate::queues::{QueueProperties, QueueTree};
@@ -126,7 +128,7 @@ impl ResourceManager {
         caller: &Caller,
         update: &ConfUpdate,
     ) -> Result<u64, ConfChangeError> {
-        let proposal = self.propose_scheduler_conf(caller, update)?;
+        let (proposal, kept) = self.propose_scheduler_conf(caller, update)?;
         let mut overlay = self.scheduler_conf.overlay.clone();
         let limit = if self.security.is_admin(caller) {
             4 * mutation::MAX_OVERLAY_BYTES
@@ -135,6 +137,7 @@ impl ResourceManager {
         };
         overlay.record(&proposal.changes, &self.scheduler_conf.base, limit)?;
         self.put_queues_in_force(proposal.tree)?;
+        self.keep_auto_created(kept);
         self.scheduler_conf.overlay = overlay;
         self.scheduler_conf.unsaved = true;
         Ok(self.scheduler_conf.overlay.version)
@@ -148,17 +151,31 @@ impl ResourceManager {
         caller: &Caller,
         update: &ConfUpdate,
     ) -> Result<QueueTree, ConfChangeError> {
-        Ok(self.propose_scheduler_conf(caller, update)?.tree)
+        Ok(self.propose_scheduler_conf(caller, update)?.0.tree)
     }
 
+    /// The change `update` makes to the configured queues (the file's with
+    /// the API's changes: a leaf made for apps is no change's to touch),
+    /// its tree with the leaves made for apps made again on it, and those
+    /// kept.
     fn propose_scheduler_conf(
         &self,
         caller: &Caller,
         update: &ConfUpdate,
-    ) -> Result<mutation::Proposal, ConfChangeError> {
+    ) -> Result<(mutation::Proposal, BTreeMap<String, u64>), ConfChangeError> {
         self.check_mutable()?;
         self.check_may_change(caller, update)?;
-        Ok(mutation::propose(self.cluster.queues(), update)?)
+        let configured = self
+            .scheduler_conf
+            .overlay
+            .apply_to(&self.scheduler_conf.base);
+        let configured = QueueTree::from_properties(&configured).map_err(MutationError::from)?;
+        let mut proposal = mutation::propose(&configured, update)?;
+        let (tree, kept) = self
+            .with_auto_created(proposal.tree.properties())
+            .map_err(MutationError::from)?;
+        proposal.tree = tree;
+        Ok((proposal, kept))
     }
 
     /// Drops every change made through the API (YARN's format): the queue
