@@ -221,8 +221,15 @@ fn mappings_place_each_user_in_a_queue_made_for_them_kept_over_a_restart_and_gon
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    // With room again, carol gets hers.
-    let (status, body) = submit(&server, "carol", "default");
+    // With room again, carol gets hers: an app naming no user is its
+    // caller's (as YARN's clients and `weft app run` send it).
+    let (status, body) = server.post_json_as(
+        "/ws/v1/cluster/apps",
+        &json!({"queue": "default", "project": "p",
+                "asks": [{"count": 1, "memory_mb": 1024, "vcores": 1, "duration_ms": 600000}]}),
+        Some("carol"),
+    );
     assert_eq!(status, 202, "{body}");
+    assert_eq!(body["app"]["queue"], "carol", "{body}");
     server.stop();
 }

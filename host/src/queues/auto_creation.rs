@@ -336,6 +336,34 @@ fn check_name(path: &str, name: &str) -> Result<(), CreationError> {
     Ok(())
 }
 
+/// Each parent's templates give a new leaf a valid configuration (checked
+/// where the configuration is read, not first when an app needs a leaf:
+/// a template no leaf can have would also keep those made before from
+/// being made again).
+pub fn check_templates(tree: &QueueTree) -> Result<(), QueueError> {
+    const PROBE: &str = "weft-template-check";
+    for parent in tree.queues().iter().filter(|q| q.auto_creation.is_some()) {
+        let path = format!("{}.{PROBE}", parent.path);
+        // A queue of that name already: the templates are checked when
+        // leaves are made.
+        let Ok(properties) = with_leaves(tree, [path.as_str()], Made::Again) else {
+            continue;
+        };
+        if let Err(error) = QueueTree::from_properties(&properties) {
+            return Err(QueueError::BadValue {
+                property: format!("{}{}.{}*", PREFIX, parent.path, TEMPLATE),
+                reason: format!(
+                    "a new leaf would be refused: {}",
+                    error
+                        .to_string()
+                        .replace(&path, &format!("{}.<new leaf>", parent.path))
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,6 +470,21 @@ mod tests {
             ("root.users.queues", "ops"),
             ("root.users.ops.capacity", "100"),
         ])
+    }
+
+    #[test]
+    fn a_template_no_leaf_can_have_is_refused_where_it_is_read() {
+        let bad = tree(&[(
+            "root.users.auto-queue-creation-v2.leaf-template.user-limit-factor",
+            "-1",
+        )]);
+        let error = check_templates(&bad).unwrap_err().to_string();
+        assert!(
+            error.contains("root.users.auto-queue-creation-v2.template.")
+                && error.contains("root.users.<new leaf>.user-limit-factor"),
+            "{error}"
+        );
+        assert_eq!(check_templates(&tree(&[])), Ok(()));
     }
 
     #[test]

@@ -25,7 +25,9 @@ pub fn load(
     queues_file: Option<&Path>,
     overrides: &BTreeMap<String, String>,
 ) -> Result<QueueTree, QueueError> {
-    QueueTree::from_properties(&load_properties(queues_file, overrides)?)
+    let tree = QueueTree::from_properties(&load_properties(queues_file, overrides)?)?;
+    auto_creation::check_templates(&tree)?;
+    Ok(tree)
 }
 
 /// The queue properties the configuration gives: the `--queues` file's

@@ -72,11 +72,11 @@ impl ResourceManager {
         caller: &Caller,
         request: &mut SubmitApp,
     ) -> Result<Option<(String, QueueTree)>, RequestError> {
-        let user = if request.user.is_empty() {
-            caller.user.clone()
-        } else {
-            request.user.clone()
-        };
+        // An app naming no user is its caller's (as `check_submission` has it).
+        if request.user.is_empty() {
+            request.user = caller.user.clone();
+        }
+        let user = request.user.clone();
         let groups = self.security.ordered_groups_of(&user);
         let tree = self.cluster.queues();
         match tree.placement.place(tree, &user, groups, &request.queue) {
@@ -179,6 +179,31 @@ impl ResourceManager {
         properties: &QueueProperties,
     ) -> Result<(QueueTree, BTreeMap<String, u64>), QueueError> {
         let tree = QueueTree::from_properties(properties)?;
+        auto_creation::check_templates(&tree)?;
+        // A made leaf with apps whose name a configured queue elsewhere now
+        // has: its apps would move into that queue by name.
+        let queues = self.cluster.queues().queues();
+        let busy: BTreeSet<&str> = self
+            .cluster
+            .active_apps()
+            .map(|i| queues[self.cluster.apps()[i].queue_index].path.as_str())
+            .collect();
+        for path in self.auto_queues.created.keys() {
+            let name = path.rsplit('.').next().unwrap_or(path);
+            if let Some(taken) = tree
+                .queues()
+                .iter()
+                .find(|q| q.name == name && &q.path != path)
+                && busy.contains(path.as_str())
+            {
+                return Err(QueueError::BadValue {
+                    property: format!("{}{}", crate::queues::PREFIX, taken.path),
+                    reason: format!(
+                        "it is named as auto-created queue {path}, which still has apps (queues are found by name): end them first"
+                    ),
+                });
+            }
+        }
         // Declared now: static from then on.
         let mut kept: BTreeMap<String, u64> = self
             .auto_queues
@@ -215,10 +240,15 @@ impl ResourceManager {
     /// put back: the dynamic leaves the store keeps (among its `stored`
     /// settings), made again (their idle time counted from now). One its
     /// parent no longer makes is dropped, and so are its apps at recovery
-    /// (as YARN's, which cannot make it again either).
-    pub(super) fn recover_auto_created(&mut self, stored: &BTreeMap<String, String>) {
+    /// (as YARN's, which cannot make it again either); a configuration that
+    /// cannot make them at all (a template no leaf can have) stops the
+    /// start rather than end their apps.
+    pub(super) fn recover_auto_created(
+        &mut self,
+        stored: &BTreeMap<String, String>,
+    ) -> Result<(), String> {
         let Some(json) = stored.get(AUTO_CREATED_SETTING) else {
-            return;
+            return Ok(());
         };
         let paths: Vec<String> = serde_json::from_str(json).unwrap_or_else(|error| {
             tracing::error!(%error, "the stored auto-created queues are not readable; none is made again");
@@ -228,20 +258,16 @@ impl ResourceManager {
         self.auto_queues.created = paths.into_iter().map(|p| (p, now)).collect();
         self.auto_queues.unsaved = true;
         let properties = self.cluster.queues().properties().clone();
-        let made = self
-            .with_auto_created(&properties)
-            .map_err(|e| e.to_string())
-            .and_then(|(tree, kept)| {
-                self.put_queues_in_force(tree).map_err(|e| e.to_string())?;
-                Ok(kept)
-            });
-        match made {
-            Ok(kept) => self.keep_auto_created(kept),
-            Err(error) => {
-                tracing::error!(%error, queues = self.auto_queues.created.len(), "the auto-created queues could not be made again; their apps end at recovery");
-                self.auto_queues.created.clear();
-            }
-        }
+        let (tree, kept) = self.with_auto_created(&properties).map_err(|e| {
+            format!(
+                "the {} auto-created queues cannot be made again: {e}; correct the queue configuration (or turn its parent's auto-queue-creation-v2.enabled off to drop them and their apps)",
+                self.auto_queues.created.len()
+            )
+        })?;
+        self.put_queues_in_force(tree)
+            .map_err(|e| format!("the auto-created queues cannot be made again: {e}"))?;
+        self.keep_auto_created(kept);
+        Ok(())
     }
 
     /// Removes the dynamic leaves without apps whose last app came longer

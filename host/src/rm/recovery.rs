@@ -30,6 +30,9 @@ pub enum RecoveryError {
     /// The queue changes made through the API do not apply.
     #[error(transparent)]
     SchedulerConf(#[from] super::scheduler_conf::OverlayError),
+    /// The queues made for apps cannot be made again.
+    #[error("{0}")]
+    AutoCreatedQueues(String),
     /// The store's records could not be put back into the cluster.
     #[error("store {target}: {source}")]
     Restore {
@@ -91,7 +94,8 @@ impl ResourceManager {
         // added must be there.
         self.recover_scheduler_conf(&settings)?;
         // And the queues made for apps.
-        self.recover_auto_created(&settings);
+        self.recover_auto_created(&settings)
+            .map_err(RecoveryError::AutoCreatedQueues)?;
         let containers = store.containers()?;
         let charged_until: BTreeMap<String, Option<u64>> = containers
             .iter()

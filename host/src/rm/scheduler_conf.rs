@@ -164,12 +164,12 @@ impl ResourceManager {
         update: &ConfUpdate,
     ) -> Result<(mutation::Proposal, BTreeMap<String, u64>), ConfChangeError> {
         self.check_mutable()?;
-        self.check_may_change(caller, update)?;
         let configured = self
             .scheduler_conf
             .overlay
             .apply_to(&self.scheduler_conf.base);
         let configured = QueueTree::from_properties(&configured).map_err(MutationError::from)?;
+        self.check_may_change(caller, update, &configured)?;
         let mut proposal = mutation::propose(&configured, update)?;
         let (tree, kept) = self
             .with_auto_created(proposal.tree.properties())
@@ -272,11 +272,13 @@ impl ResourceManager {
 
     /// YARN's mutation ACL policies: administrators; with the queue-admin
     /// policy also whoever administers every queue changed (for a queue not
-    /// there yet, its nearest ancestor that is), global updates excepted.
+    /// there yet in the `configured` queues, its nearest ancestor that is:
+    /// a leaf made for apps is not one), global updates excepted.
     fn check_may_change(
         &self,
         caller: &Caller,
         update: &ConfUpdate,
+        configured: &QueueTree,
     ) -> Result<(), ConfChangeError> {
         if self.security.is_admin(caller) {
             return Ok(());
@@ -305,7 +307,7 @@ impl ResourceManager {
         {
             return Err(only_admins());
         }
-        let tree = self.cluster.queues();
+        let tree = configured;
         // A queue's capacity is its share of its parent, taken from its
         // siblings (by weight, without their say): its parent's to give.
         let share_of_parent =
