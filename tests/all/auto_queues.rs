@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::Server;
+use crate::support::{Server, weft_within};
 
 /// The queues and mappings: root.users makes a leaf per user (at most
 /// two), each at most 80 % of it, gone 2 s after its last app.
@@ -196,6 +196,40 @@ fn mappings_place_each_user_in_a_queue_made_for_them_kept_over_a_restart_and_gon
         let (_, body) = server.get(&format!("/ws/v1/cluster/apps/{app}"));
         assert_eq!(body["app"]["state"], "RUNNING", "{body}");
     }
+
+    // A configured queue elsewhere named as bob's, while his app runs: his
+    // app would move into it by name, so the start stops, saying why.
+    server.stop();
+    let mut clash: Vec<&str> = vec![
+        "serve",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    clash.extend_from_slice(SETTINGS);
+    clash.extend([
+        "--set",
+        &users_setting,
+        "--set",
+        "yarn.scheduler.capacity.root.queues=default,users,teams",
+        "--set",
+        "yarn.scheduler.capacity.root.default.capacity=40",
+        "--set",
+        "yarn.scheduler.capacity.root.teams.capacity=10",
+        "--set",
+        "yarn.scheduler.capacity.root.teams.queues=bob",
+        "--set",
+        "yarn.scheduler.capacity.root.teams.bob.capacity=100",
+    ]);
+    let output = weft_within(&clash, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("root.teams.bob") && stderr.contains("auto-created queue root.users.bob"),
+        "{stderr}"
+    );
+    let server = start(&data, &users_setting);
 
     // Alice's app killed: her queue goes once idle for 2 s; bob's stays.
     let (status, body) = server.request(

@@ -489,24 +489,15 @@ mod tests {
 
     #[test]
     fn settings_out_of_bounds_are_refused_naming_the_property() {
-        let mut properties = tree(&[]).properties().clone();
-        properties.set(
-            &format!("{PREFIX}root.users.auto-queue-creation-v2.max-queues"),
-            "0",
-        );
-        let error = QueueTree::from_properties(&properties)
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("max-queues"), "{error}");
-        let mut properties = tree(&[]).properties().clone();
-        properties.set(
-            &format!("{PREFIX}root.users.auto-queue-creation-v2.template.queues"),
-            "x",
-        );
-        let error = QueueTree::from_properties(&properties)
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("template.queues"), "{error}");
+        for (attribute, value) in [("max-queues", "0"), ("template.queues", "x")] {
+            let mut properties = tree(&[]).properties().clone();
+            let name = format!("{PREFIX}root.users.auto-queue-creation-v2.{attribute}");
+            properties.set(&name, value);
+            let error = QueueTree::from_properties(&properties)
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(&name), "{error}");
+        }
         let mut properties = tree(&[]).properties().clone();
         properties.set(&format!("{PREFIX}{EXPIRATION}"), "0");
         assert!(expiration_ms(&properties).is_err());

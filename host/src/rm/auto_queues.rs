@@ -178,23 +178,33 @@ impl ResourceManager {
         &self,
         properties: &QueueProperties,
     ) -> Result<(QueueTree, BTreeMap<String, u64>), QueueError> {
+        let queues = self.cluster.queues().queues();
+        let busy: BTreeSet<String> = self
+            .cluster
+            .active_apps()
+            .map(|i| queues[self.cluster.apps()[i].queue_index].name.clone())
+            .collect();
+        self.with_auto_created_beside(properties, &busy)
+    }
+
+    /// [`with_auto_created`](Self::with_auto_created), with apps running
+    /// in the queues named `busy` (by leaf name, as apps name them).
+    fn with_auto_created_beside(
+        &self,
+        properties: &QueueProperties,
+        busy: &BTreeSet<String>,
+    ) -> Result<(QueueTree, BTreeMap<String, u64>), QueueError> {
         let tree = QueueTree::from_properties(properties)?;
         auto_creation::check_templates(&tree)?;
         // A made leaf with apps whose name a configured queue elsewhere now
         // has: its apps would move into that queue by name.
-        let queues = self.cluster.queues().queues();
-        let busy: BTreeSet<&str> = self
-            .cluster
-            .active_apps()
-            .map(|i| queues[self.cluster.apps()[i].queue_index].path.as_str())
-            .collect();
         for path in self.auto_queues.created.keys() {
             let name = path.rsplit('.').next().unwrap_or(path);
             if let Some(taken) = tree
                 .queues()
                 .iter()
                 .find(|q| q.name == name && &q.path != path)
-                && busy.contains(path.as_str())
+                && busy.contains(name)
             {
                 return Err(QueueError::BadValue {
                     property: format!("{}{}", crate::queues::PREFIX, taken.path),
@@ -241,11 +251,13 @@ impl ResourceManager {
     /// settings), made again (their idle time counted from now). One its
     /// parent no longer makes is dropped, and so are its apps at recovery
     /// (as YARN's, which cannot make it again either); a configuration that
-    /// cannot make them at all (a template no leaf can have) stops the
-    /// start rather than end their apps.
+    /// cannot make them at all (a template no leaf can have), or that names
+    /// a queue elsewhere as one the stored apps (`in_use`, by name) still
+    /// run in, stops the start rather than end or move their apps.
     pub(super) fn recover_auto_created(
         &mut self,
         stored: &BTreeMap<String, String>,
+        in_use: &BTreeSet<String>,
     ) -> Result<(), String> {
         let Some(json) = stored.get(AUTO_CREATED_SETTING) else {
             return Ok(());
@@ -258,7 +270,7 @@ impl ResourceManager {
         self.auto_queues.created = paths.into_iter().map(|p| (p, now)).collect();
         self.auto_queues.unsaved = true;
         let properties = self.cluster.queues().properties().clone();
-        let (tree, kept) = self.with_auto_created(&properties).map_err(|e| {
+        let (tree, kept) = self.with_auto_created_beside(&properties, in_use).map_err(|e| {
             format!(
                 "the {} auto-created queues cannot be made again: {e}; correct the queue configuration (or turn its parent's auto-queue-creation-v2.enabled off to drop them and their apps)",
                 self.auto_queues.created.len()

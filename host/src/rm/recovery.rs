@@ -93,8 +93,10 @@ impl ResourceManager {
         // Before anything is put back in the queues: the queues the API
         // added must be there.
         self.recover_scheduler_conf(&settings)?;
-        // And the queues made for apps.
-        self.recover_auto_created(&settings)
+        // And the queues made for apps, knowing which the stored apps
+        // still run in.
+        let apps = store.apps()?;
+        self.recover_auto_created(&settings, &queues_in_use(&apps))
             .map_err(RecoveryError::AutoCreatedQueues)?;
         let containers = store.containers()?;
         let charged_until: BTreeMap<String, Option<u64>> = containers
@@ -106,7 +108,7 @@ impl ResourceManager {
             })
             .collect();
         let stored = StoredCluster {
-            apps: store.apps()?,
+            apps,
             containers: containers
                 .iter()
                 .map(|c| (c.record.clone(), c.running))
@@ -296,4 +298,19 @@ impl ResourceManager {
             wait.awaiting.remove(id);
         }
     }
+}
+
+/// The queues (by name, as apps name them) of the stored apps that have
+/// not ended.
+fn queues_in_use(apps: &[(u64, String)]) -> BTreeSet<String> {
+    #[derive(Deserialize)]
+    struct Placed {
+        queue: String,
+        state: crate::cluster::AppState,
+    }
+    apps.iter()
+        .filter_map(|(_, record)| serde_json::from_str::<Placed>(record).ok())
+        .filter(|app| !app.state.has_ended())
+        .map(|app| app.queue)
+        .collect()
 }
