@@ -325,10 +325,7 @@ fn check_name(path: &str, name: &str) -> Result<(), CreationError> {
             name.len()
         )));
     }
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    if !super::tree::is_queue_name(name) {
         return Err(bad(format!(
             "{name:?} is not a queue name (letters, digits, _ and - only)"
         )));

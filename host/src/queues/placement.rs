@@ -169,12 +169,7 @@ fn parse(entry: &str) -> Result<Mapping, String> {
             "%primary_group" => Part::PrimaryGroup,
             "%secondary_group" => Part::SecondaryGroup,
             "" => return Err("the queue has an empty part".into()),
-            name if name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
-            {
-                Part::Name(name.into())
-            }
+            name if super::tree::is_queue_name(name) => Part::Name(name.into()),
             name => {
                 return Err(format!(
                     "{name:?} is neither a queue name (letters, digits, _ and -) nor %user, %primary_group or %secondary_group"

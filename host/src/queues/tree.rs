@@ -210,16 +210,29 @@ const QUEUE_ATTRIBUTES: &[&str] = &[
     super::partitions::DEFAULT_EXPRESSION,
 ];
 
+/// Whether `name` may name a queue: letters, digits, `_` and `-` (no
+/// dots: they separate a path's parts).
+pub(super) fn is_queue_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Whether `attribute` (after a queue's path) is one of a queue's own:
+/// a listed one, an ordering policy's, or a node label's.
+fn is_queue_attribute(attribute: &str) -> bool {
+    let per_label = attribute
+        .strip_prefix(super::partitions::ACCESSIBLE)
+        .is_some_and(|tail| tail.starts_with('.'));
+    QUEUE_ATTRIBUTES.contains(&attribute) || attribute.starts_with("ordering-policy.") || per_label
+}
+
 /// Whether a template of `auto-queue-creation-v2` may give a new leaf
 /// `attribute`: a leaf's own attributes (not `queues`, nor another
 /// parent's auto-creation settings), and whether it goes once idle.
 fn is_template_attribute(attribute: &str) -> bool {
-    let per_label = attribute
-        .strip_prefix(super::partitions::ACCESSIBLE)
-        .is_some_and(|tail| tail.starts_with('.'));
-    (QUEUE_ATTRIBUTES.contains(&attribute) && attribute != "queues")
-        || attribute.starts_with("ordering-policy.")
-        || per_label
+    (is_queue_attribute(attribute) && attribute != "queues")
         || attribute == super::auto_creation::AUTO_REMOVAL
 }
 
@@ -361,10 +374,7 @@ impl QueueTree {
             }
             let mut listed = std::collections::HashSet::new();
             for child in properties.children_of(path) {
-                if !child
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-                {
+                if !is_queue_name(child) {
                     return Err(QueueError::BadValue {
                         property: queues_property,
                         reason: format!(
@@ -430,14 +440,7 @@ impl QueueTree {
                 });
             };
             let attribute = &rest[queue.path.len() + 1..];
-            let per_label = attribute
-                .strip_prefix(super::partitions::ACCESSIBLE)
-                .is_some_and(|tail| tail.starts_with('.'));
-            if !QUEUE_ATTRIBUTES.contains(&attribute)
-                && !attribute.starts_with("ordering-policy.")
-                && !per_label
-                && !super::auto_creation::is_attribute(attribute)
-            {
+            if !is_queue_attribute(attribute) && !super::auto_creation::is_attribute(attribute) {
                 // `root.a.b.capacity` where b is not declared looks like an unknown attribute
                 // of a; say it is an unknown queue when the tail has more than one part.
                 if let Some((child, _)) = attribute.split_once('.') {
